@@ -1,0 +1,188 @@
+"""`CaseData`: one power-system case as an immutable pytree of arrays.
+
+Every array is a JAX array (float32 values, int32 ids and indices); the dimensions and
+the MVA base are static fields, so a `CaseData` passes through `jax.jit` / `jax.vmap` as
+leaves plus a fixed treedef. Metadata (names, provenance) lives in the registry
+(`powerzoojax.case.get_meta`), never here.
+
+Dimensions: N nodes (buses), L lines (branches), G units (generators), D loads.
+
+Units and conventions:
+    * powers in MW / MVAr, impedances ``r, x, b`` in p.u. on ``base_mva``;
+    * ``node_gs, node_bs`` are MATPOWER's shunt powers [MW, MVAr] demanded at V = 1 p.u.;
+    * ids (``node_ids``, ``unit_bus_ids``, ``line_from`` ...) are the case's original bus
+      numbers, ``*_idx`` fields are 0-based positions in the node arrays;
+    * ``unit_cost_a, unit_cost_b, unit_cost_c`` are marginal-cost coefficients
+      ``MC(p) = a p^2 + b p + c`` [$/MWh] (the derivative of MATPOWER's polynomial total
+      cost), ``unit_cost_c0`` its constant term [$/h];
+    * ``line_cap`` is ``rateA`` with 0 (unlimited) replaced by 1e6, ``line_floor = -line_cap``;
+    * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
+      column zero.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+
+class CaseData(eqx.Module):
+    """Arrays of one case; build it with `load_case` or `case_data_from_matpower`.
+
+    Attributes are documented in the module docstring; shapes use N nodes, L lines,
+    G units and D loads.
+    """
+
+    n_nodes: int = eqx.field(static=True)
+    n_lines: int = eqx.field(static=True)
+    n_units: int = eqx.field(static=True)
+    n_loads: int = eqx.field(static=True)
+    base_mva: float = eqx.field(static=True)
+    slack_bus_idx: int = eqx.field(static=True)
+
+    # Nodes.
+    node_ids: Int[Array, " n_nodes"]
+    node_x: Float[Array, " n_nodes"]
+    node_y: Float[Array, " n_nodes"]
+    node_type: Int[Array, " n_nodes"]
+    node_pd: Float[Array, " n_nodes"]
+    node_qd: Float[Array, " n_nodes"]
+    node_gs: Float[Array, " n_nodes"]
+    node_bs: Float[Array, " n_nodes"]
+    node_v_min: Float[Array, " n_nodes"]
+    node_v_max: Float[Array, " n_nodes"]
+    node_base_kv: Float[Array, " n_nodes"]
+
+    # Units.
+    unit_ids: Int[Array, " n_units"]
+    unit_bus_ids: Int[Array, " n_units"]
+    unit_node_idx: Int[Array, " n_units"]
+    unit_p_min: Float[Array, " n_units"]
+    unit_p_max: Float[Array, " n_units"]
+    unit_cost_a: Float[Array, " n_units"]
+    unit_cost_b: Float[Array, " n_units"]
+    unit_cost_c: Float[Array, " n_units"]
+    unit_cost_c0: Float[Array, " n_units"]
+    unit_q_min: Float[Array, " n_units"]
+    unit_q_max: Float[Array, " n_units"]
+    unit_pg: Float[Array, " n_units"]
+    unit_qg: Float[Array, " n_units"]
+    unit_vg: Float[Array, " n_units"]
+    unit_mbase: Float[Array, " n_units"]
+    unit_status: Int[Array, " n_units"]
+
+    # Lines.
+    line_ids: Int[Array, " n_lines"]
+    line_from: Int[Array, " n_lines"]
+    line_to: Int[Array, " n_lines"]
+    line_from_idx: Int[Array, " n_lines"]
+    line_to_idx: Int[Array, " n_lines"]
+    line_r: Float[Array, " n_lines"]
+    line_x: Float[Array, " n_lines"]
+    line_b: Float[Array, " n_lines"]
+    line_cap: Float[Array, " n_lines"]
+    line_floor: Float[Array, " n_lines"]
+    line_rate_a: Float[Array, " n_lines"]
+    line_ratio: Float[Array, " n_lines"]
+    line_angle: Float[Array, " n_lines"]
+    line_status: Int[Array, " n_lines"]
+
+    # Loads.
+    load_ids: Int[Array, " n_loads"]
+    load_bus_ids: Int[Array, " n_loads"]
+    load_node_idx: Int[Array, " n_loads"]
+    load_d_max: Float[Array, " n_loads"]
+    load_d_min: Float[Array, " n_loads"]
+
+    # Matrices (computed in float64 on the host, stored float32).
+    incidence: Float[Array, "n_lines n_nodes"]
+    ptdf: Float[Array, "n_lines n_nodes"]
+    nodes_units_map: Float[Array, "n_nodes n_units"]
+    nodes_loads_map: Float[Array, "n_nodes n_loads"]
+
+    def __check_init__(self) -> None:
+        validate_case_data(self)
+
+    @property
+    def PTDF(self) -> Float[Array, "n_lines n_nodes"]:  # noqa: N802 - the spec's name
+        """Alias of `ptdf` [MW flow per MW injection]."""
+        return self.ptdf
+
+
+# Expected shape of every array field, in terms of the static dimensions.
+_FIELD_DIMS: dict[str, tuple[str, ...]] = {
+    **{
+        name: ("n_nodes",)
+        for name in (
+            "node_ids node_x node_y node_type node_pd node_qd node_gs node_bs "
+            "node_v_min node_v_max node_base_kv"
+        ).split()
+    },
+    **{
+        name: ("n_units",)
+        for name in (
+            "unit_ids unit_bus_ids unit_node_idx unit_p_min unit_p_max unit_cost_a "
+            "unit_cost_b unit_cost_c unit_cost_c0 unit_q_min unit_q_max unit_pg unit_qg "
+            "unit_vg unit_mbase unit_status"
+        ).split()
+    },
+    **{
+        name: ("n_lines",)
+        for name in (
+            "line_ids line_from line_to line_from_idx line_to_idx line_r line_x line_b "
+            "line_cap line_floor line_rate_a line_ratio line_angle line_status"
+        ).split()
+    },
+    **{
+        name: ("n_loads",)
+        for name in "load_ids load_bus_ids load_node_idx load_d_max load_d_min".split()
+    },
+    "incidence": ("n_lines", "n_nodes"),
+    "ptdf": ("n_lines", "n_nodes"),
+    "nodes_units_map": ("n_nodes", "n_units"),
+    "nodes_loads_map": ("n_nodes", "n_loads"),
+}
+
+_INT_FIELDS: frozenset[str] = frozenset(
+    name
+    for name in _FIELD_DIMS
+    if name.endswith(("_ids", "_idx", "_status", "_type"))
+    or name in ("line_from", "line_to")
+)
+
+
+def validate_case_data(case: CaseData) -> None:
+    """Check that every array matches the static dimensions of ``case``.
+
+    Raises:
+        ValueError: naming the first inconsistent field, its shape and the expected shape,
+            or an out-of-range ``slack_bus_idx``.
+    """
+    dims = {
+        "n_nodes": case.n_nodes,
+        "n_lines": case.n_lines,
+        "n_units": case.n_units,
+        "n_loads": case.n_loads,
+    }
+    for name, dim_names in _FIELD_DIMS.items():
+        value = getattr(case, name)
+        expected = tuple(dims[d] for d in dim_names)
+        shape = tuple(jnp.shape(value))
+        if shape != expected:
+            raise ValueError(
+                f"CaseData.{name} has shape {shape}, expected {expected} "
+                f"({', '.join(f'{d}={dims[d]}' for d in dim_names)})"
+            )
+        is_int = jnp.issubdtype(jnp.result_type(value), jnp.integer)
+        if name in _INT_FIELDS and not is_int:
+            raise ValueError(
+                f"CaseData.{name} has dtype {jnp.result_type(value)}, expected an integer dtype"
+            )
+        if name not in _INT_FIELDS and not jnp.issubdtype(jnp.result_type(value), jnp.floating):
+            raise ValueError(
+                f"CaseData.{name} has dtype {jnp.result_type(value)}, expected a float dtype"
+            )
+    if not 0 <= case.slack_bus_idx < case.n_nodes:
+        raise ValueError(
+            f"CaseData.slack_bus_idx is {case.slack_bus_idx}, expected an index in "
+            f"[0, {case.n_nodes})"
+        )

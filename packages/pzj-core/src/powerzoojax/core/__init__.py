@@ -1,0 +1,50 @@
+"""Env contract, spaces and the one rollout kernel."""
+
+from powerzoojax.core._environment import (
+    Environment,
+    EnvParams,
+    EnvState,
+    StepResult,
+    auto_reset,
+    denormalize_action,
+    empty_costs,
+    select_tree,
+    stack_costs,
+    time_features,
+)
+from powerzoojax.core._rollout import (
+    batch_reset,
+    batch_step,
+    bind_step,
+    rollout,
+    scan_rollout,
+    split_key_for_envs,
+)
+from powerzoojax.core._sharding import (
+    ENV_AXIS,
+    batch_rollout,
+    env_sharding,
+    make_env_mesh,
+    shard_envs,
+)
+from powerzoojax.core._spaces import (
+    Box,
+    Discrete,
+    MultiBinary,
+    MultiDiscrete,
+    Space,
+    make_box,
+    make_discrete,
+    make_multi_binary,
+    make_multi_discrete,
+)
+from powerzoojax.core._types import BoolScalar, FloatScalar, Info, IntScalar, Key
+
+__all__ = [
+    "ENV_AXIS", "Box", "BoolScalar", "Discrete", "EnvParams", "EnvState", "Environment",
+    "FloatScalar", "Info", "IntScalar", "Key", "MultiBinary", "MultiDiscrete", "Space",
+    "StepResult", "auto_reset", "batch_reset", "batch_rollout", "batch_step", "bind_step",
+    "denormalize_action", "empty_costs", "env_sharding", "make_box", "make_discrete",
+    "make_env_mesh", "make_multi_binary", "make_multi_discrete", "rollout", "scan_rollout",
+    "select_tree", "shard_envs", "split_key_for_envs", "stack_costs", "time_features",
+]

@@ -1,0 +1,56 @@
+"""Facade over every environment in the project.
+
+Base classes are exported eagerly (they live in core). Concrete envs live in other
+distributions and are imported on first attribute access, so ``pzj-core`` alone
+imports cleanly and a missing distribution is reported by name.
+"""
+
+import importlib
+from typing import Any
+
+from powerzoojax.core import (
+    Box,
+    Discrete,
+    Environment,
+    EnvParams,
+    EnvState,
+    MultiBinary,
+    MultiDiscrete,
+    Space,
+)
+
+# public name -> (module that defines it, distribution that ships that module)
+_LAZY: dict[str, tuple[str, str]] = {
+    "TransGridEnv": ("powerzoojax.grid", "pzj-grid"),
+    "TransGridParams": ("powerzoojax.grid", "pzj-grid"),
+    "GridState": ("powerzoojax.grid", "pzj-grid"),
+    "make_trans_params": ("powerzoojax.grid", "pzj-grid"),
+}
+
+__all__ = [
+    "Box", "Discrete", "EnvParams", "EnvState", "Environment", "MultiBinary",
+    "MultiDiscrete", "Space", *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, distribution = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'powerzoojax.envs' has no attribute {name!r}") from None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        # Only a missing provider is translated; an import error inside it is a real bug.
+        if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
+            raise ImportError(
+                f"{name} is provided by {distribution}: pip install {distribution}"
+            ) from err
+        raise
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,17 @@
+"""Pure power-system kernels: they know nothing about RL."""
+
+from powerzoojax.physics._costs import generation_cost, marginal_cost
+from powerzoojax.physics._dc import (
+    DCFlow,
+    DCNetwork,
+    dc_power_flow,
+    dc_thermal_check,
+    make_dc_network,
+    proportional_dispatch,
+    unit_limit_violation,
+)
+
+__all__ = [
+    "DCFlow", "DCNetwork", "dc_power_flow", "dc_thermal_check", "generation_cost",
+    "make_dc_network", "marginal_cost", "proportional_dispatch", "unit_limit_violation",
+]

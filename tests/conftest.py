@@ -1,0 +1,69 @@
+"""Shared fixtures.
+
+Nothing from ``powerzoojax`` is imported at module level: the jaxtyping import hook
+(``--jaxtyping-packages`` in pyproject) must see the package imported for the first
+time, so its annotations are checked by beartype in every test run.
+"""
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+# Keep the suite on a deterministic, thread-friendly CPU setup on the 2-core CI box.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def has_distribution(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests of a distribution that is not installed are deselected with a reason,
+    # so "core alone" / "core + rl" runs stay meaningful.
+    requirements = {"grid": "powerzoojax.grid", "market": "powerzoojax.market", "rl": "powerzoojax.rl"}
+    for item in items:
+        parts = item.path.parts
+        for folder, module in requirements.items():
+            if folder in parts and not has_distribution(module):
+                item.add_marker(pytest.mark.skip(reason=f"{module} is not installed in this environment"))
+        for marker in item.iter_markers("requires"):
+            for module in marker.args:
+                if not has_distribution(module):
+                    item.add_marker(pytest.mark.skip(reason=f"{module} is not installed in this environment"))
+
+
+@pytest.fixture(scope="session")
+def case5():
+    from powerzoojax.case import load_case
+
+    return load_case("5")
+
+
+@pytest.fixture(scope="session")
+def case118():
+    from powerzoojax.case import load_case
+
+    return load_case("118")
+
+
+@pytest.fixture(scope="session")
+def trans5(case5):
+    """(env, params) for case 5 with the nominal profile, 48 steps."""
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+
+    return TransGridEnv(), make_trans_params(case5, max_steps=48)
+
+
+@pytest.fixture(scope="session")
+def toy():
+    """(env, params) of the tiny stochastic core-only env used by core and rl tests."""
+    from toy_env import ToyEnv, make_toy_params
+
+    return ToyEnv(), make_toy_params(max_steps=8)

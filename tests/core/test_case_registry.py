@@ -1,0 +1,389 @@
+"""Registry behaviour, shapes, dtypes and error messages of `powerzoojax.case`."""
+
+import dataclasses
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from powerzoojax.case import (
+    GRID_TYPES,
+    CaseData,
+    CaseMeta,
+    case_data_from_matpower,
+    gen_cost_coeffs,
+    get_meta,
+    list_cases,
+    load_case,
+    polynomial_to_marginal_cost,
+    validate_case_data,
+)
+
+
+ALL_CASES = ["5", "14", "33bw", "118", "141", "300"]
+
+INT_FIELDS = {
+    "node_ids", "node_type", "unit_ids", "unit_bus_ids", "unit_node_idx", "unit_status",
+    "line_ids", "line_from", "line_to", "line_from_idx", "line_to_idx", "line_status",
+    "load_ids", "load_bus_ids", "load_node_idx",
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# Shapes and totals.
+
+
+def test_case5_dimensions_and_totals():
+    case = load_case("5")
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (5, 5, 6, 5)
+    assert case.base_mva == 100.0
+    assert case.slack_bus_idx == 0
+    assert float(case.node_pd.sum()) == pytest.approx(1000.0)
+    assert float(case.node_qd.sum()) == pytest.approx(328.69, abs=1e-3)
+    assert float(case.load_d_max.sum()) == pytest.approx(1500.0)
+    assert float(case.load_d_min.sum()) == pytest.approx(0.0)
+    assert float(case.unit_p_max.sum()) == pytest.approx(1530.0)
+    default_profile = (case.load_d_max + case.load_d_min) / 2
+    assert float(default_profile.sum()) == pytest.approx(750.0)
+    # Slack moved to bus 1 (spec); node types follow so AC solvers agree with slack_bus_idx.
+    assert case.node_type.tolist() == [3, 1, 2, 2, 2]
+    assert case.ptdf.shape == case.PTDF.shape == (6, 5)
+    np.testing.assert_array_equal(case.PTDF, case.ptdf)
+
+
+def test_case118_dimensions_and_totals():
+    case = load_case("118")
+    assert (case.n_nodes, case.n_units, case.n_lines) == (118, 54, 186)
+    assert float(case.node_pd.sum()) == pytest.approx(4242.0)
+    assert int(case.node_ids[case.slack_bus_idx]) == 69
+    # No ratings in MATPOWER's case118: every cap is the 1e6 placeholder.
+    assert np.all(np.asarray(case.line_rate_a) == 0.0)
+    assert np.all(np.asarray(case.line_cap) == 1e6)
+    np.testing.assert_array_equal(case.line_floor, -case.line_cap)
+
+
+def test_case33bw_units_and_topology():
+    # The MATPOWER file lists kW / Ohm and converts in MATLAB code; the shipped data hold
+    # MW and p.u., rebased from 10 to 100 MVA (spec table and BFS checkpoint).
+    case = load_case("33bw")
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (33, 1, 37, 33)
+    assert case.base_mva == 100.0
+    assert float(case.node_pd.sum()) == pytest.approx(3.715, abs=1e-5)
+    assert float(case.node_qd.sum()) == pytest.approx(2.3, abs=1e-5)
+    assert float(case.node_pd[1]) == pytest.approx(0.1)
+    assert float(case.node_qd[1]) == pytest.approx(0.06)
+    assert int(case.line_status.sum()) == 32
+    assert case.line_status.tolist()[-5:] == [0, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "dims"),
+    [
+        ("14", (14, 5, 20, 14)),
+        ("300", (300, 69, 411, 300)),
+        ("141", (141, 1, 140, 141)),
+    ],
+)
+def test_other_case_dimensions(case_id, dims):
+    case = load_case(case_id)
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == dims
+
+
+@pytest.mark.parametrize("case_id", ALL_CASES)
+def test_dtypes_and_shapes(case_id):
+    case = load_case(case_id)
+    arrays = {
+        f.name: getattr(case, f.name)
+        for f in dataclasses.fields(case)
+        if not f.metadata.get("static", False)
+    }
+    assert len(arrays) == 50
+    for name, value in arrays.items():
+        assert isinstance(value, jax.Array), name
+        expected = jnp.int32 if name in INT_FIELDS else jnp.float32
+        assert value.dtype == expected, name
+    assert case.incidence.shape == (case.n_lines, case.n_nodes)
+    assert case.nodes_units_map.shape == (case.n_nodes, case.n_units)
+    assert case.nodes_loads_map.shape == (case.n_nodes, case.n_loads)
+    validate_case_data(case)
+
+
+@pytest.mark.parametrize("case_id", ALL_CASES)
+def test_index_and_map_consistency(case_id):
+    case = load_case(case_id)
+    node_ids = np.asarray(case.node_ids)
+    np.testing.assert_array_equal(node_ids[case.unit_node_idx], case.unit_bus_ids)
+    np.testing.assert_array_equal(node_ids[case.line_from_idx], case.line_from)
+    np.testing.assert_array_equal(node_ids[case.line_to_idx], case.line_to)
+    np.testing.assert_array_equal(node_ids[case.load_node_idx], case.load_bus_ids)
+    np.testing.assert_array_equal(case.unit_ids, np.arange(1, case.n_units + 1))
+    np.testing.assert_array_equal(case.line_ids, np.arange(1, case.n_lines + 1))
+    np.testing.assert_array_equal(case.load_ids, np.arange(1, case.n_loads + 1))
+    units_map = np.asarray(case.nodes_units_map)
+    assert np.all(units_map.sum(axis=0) == 1)
+    np.testing.assert_array_equal(units_map.argmax(axis=0), case.unit_node_idx)
+    np.testing.assert_array_equal(np.asarray(case.nodes_loads_map), np.eye(case.n_nodes))
+    incidence = np.asarray(case.incidence)
+    lines = np.arange(case.n_lines)
+    np.testing.assert_array_equal(incidence[lines, case.line_from_idx], 1.0)
+    np.testing.assert_array_equal(incidence[lines, case.line_to_idx], -1.0)
+    np.testing.assert_array_equal(incidence.sum(axis=1), 0.0)
+    np.testing.assert_array_equal(np.asarray(case.ptdf)[:, case.slack_bus_idx], 0.0)
+    assert int(case.node_type[case.slack_bus_idx]) == 3
+
+
+def test_gen_cost_coeffs_stacks_marginal_cost():
+    case = load_case("14")
+    coeffs = gen_cost_coeffs(case)
+    assert coeffs.shape == (5, 3)
+    np.testing.assert_array_equal(coeffs[:, 0], case.unit_cost_a)
+    np.testing.assert_array_equal(coeffs[:, 1], case.unit_cost_b)
+    np.testing.assert_array_equal(coeffs[:, 2], case.unit_cost_c)
+    # case14 unit 1: TC = 0.0430292599 p^2 + 20 p -> MC = 0.0860585198 p + 20.
+    assert float(coeffs[0, 1]) == pytest.approx(2 * 0.0430292599)
+    assert float(coeffs[0, 2]) == pytest.approx(20.0)
+
+
+def test_polynomial_to_marginal_cost_orders():
+    gencost = np.array(
+        [
+            [2, 0, 0, 4, 1.0, 2.0, 3.0, 4.0],  # cubic
+            [2, 0, 0, 3, 2.0, 3.0, 4.0, 0.0],  # quadratic
+            [2, 0, 0, 2, 5.0, 6.0, 0.0, 0.0],  # linear
+            [2, 0, 0, 1, 7.0, 0.0, 0.0, 0.0],  # constant
+        ]
+    )
+    np.testing.assert_allclose(
+        polynomial_to_marginal_cost(gencost),
+        [[3.0, 4.0, 3.0, 4.0], [0.0, 4.0, 3.0, 4.0], [0.0, 0.0, 5.0, 6.0], [0.0, 0.0, 0.0, 7.0]],
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Ids, aliases and caching.
+
+
+@pytest.mark.parametrize("alias", ["5", "case5", "CASE5", "Case5", " case5 ", 5])
+def test_case5_aliases_return_the_cached_case(alias):
+    assert load_case(alias) is load_case("5")
+
+
+@pytest.mark.parametrize("alias", ["33", "33bw", "case33", "CASE33BW", 33])
+def test_case33bw_aliases(alias):
+    assert load_case(alias) is load_case("33bw")
+    assert get_meta(alias).case_id == "33bw"
+
+
+def test_unknown_case_id_lists_valid_ids():
+    with pytest.raises(ValueError, match=r"Unknown case id 'case999'; valid ids: 5, 14, 33bw"):
+        load_case("case999")
+    with pytest.raises(ValueError, match=r"33bw \(alias 33\)"):
+        load_case(999)
+
+
+def test_get_meta_unknown_id_raises():
+    with pytest.raises(ValueError, match="Unknown case id 'nope'"):
+        get_meta("nope")
+
+
+def test_load_case_unknown_grid_type_raises():
+    with pytest.raises(ValueError, match="Unknown grid_type 'dist'; valid grid types"):
+        load_case("33bw", grid_type="dist")
+
+
+def test_grid_type_mismatch_only_warns():
+    with pytest.warns(UserWarning, match="'33bw' is a distribution case"):
+        case = load_case("33bw", grid_type="transmission")
+    assert case is load_case("33bw")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_case("5", grid_type="transmission")
+        load_case("141", grid_type="distribution")
+
+
+# ---------------------------------------------------------------------------------------
+# list_cases and get_meta.
+
+
+def test_list_cases_sorted_by_bus_count():
+    assert list_cases() == ALL_CASES
+    counts = [get_meta(c).bus_count for c in list_cases()]
+    assert counts == sorted(counts)
+
+
+def test_list_cases_filters():
+    assert list_cases(grid_type="transmission") == ["5", "14", "118", "300"]
+    assert list_cases(grid_type="distribution") == ["33bw", "141"]
+    assert list_cases(min_buses=100) == ["118", "141", "300"]
+    assert list_cases(max_buses=33) == ["5", "14", "33bw"]
+    assert list_cases(min_buses=30, max_buses=200, grid_type="distribution") == ["33bw", "141"]
+    assert list_cases(phase=1) == ALL_CASES
+    assert list_cases(phase=3) == []
+    assert list_cases(voltage_level="MV") == ["33bw", "141"]
+    assert list_cases(voltage_level="hv") == ["5", "14", "118", "300"]
+
+
+def test_list_cases_unknown_grid_type_raises():
+    with pytest.raises(ValueError, match="Unknown grid_type 'foo'; valid grid types: "
+                       "transmission, distribution"):  # fmt: skip
+        list_cases(grid_type="foo")
+
+
+def test_get_meta_fields():
+    meta = get_meta("case33")
+    assert isinstance(meta, CaseMeta)
+    assert meta.case_id == "33bw"
+    assert meta.name == "case33bw"
+    assert meta.grid_type == "distribution"
+    assert meta.bus_count == 33
+    assert meta.phase == 1
+    assert meta.voltage_level == "MV"
+    assert meta.aliases == ("33",)
+    assert "MATPOWER" in meta.source
+    assert meta.description
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        meta.bus_count = 34  # type: ignore[misc]
+    for case_id in list_cases():
+        meta = get_meta(case_id)
+        assert meta.grid_type in GRID_TYPES
+        assert meta.bus_count == load_case(case_id).n_nodes
+
+
+# ---------------------------------------------------------------------------------------
+# Pytree behaviour.
+
+
+def test_case_data_passes_through_jit_unchanged():
+    case = load_case("5")
+    out = jax.jit(lambda c: c)(case)
+    assert isinstance(out, CaseData)
+    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(case)
+    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(case)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert (out.n_nodes, out.base_mva, out.slack_bus_idx) == (5, 100.0, 0)
+
+
+def test_case_data_is_a_jit_argument_of_traced_code():
+    case = load_case("5")
+    injection = jnp.array([20.0, -150.0, -180.0, -170.0, 480.0])
+    flows = eqx.filter_jit(lambda c, p: c.ptdf @ p)(case, injection)
+    assert flows.shape == (6,)
+    assert abs(float(flows[0]) - 214.6589) < 1e-2
+
+
+# ---------------------------------------------------------------------------------------
+# Validation errors (one test per message).
+
+
+def test_validate_rejects_wrong_shape():
+    case = load_case("5")
+    bad = eqx.tree_at(lambda c: c.ptdf, case, jnp.zeros((6, 4), jnp.float32))
+    with pytest.raises(ValueError, match=r"CaseData.ptdf has shape \(6, 4\), expected \(6, 5\)"):
+        validate_case_data(bad)
+
+
+def test_constructor_rejects_dimension_mismatch():
+    case = load_case("5")
+    with pytest.raises(ValueError, match=r"CaseData.node_ids has shape \(5,\), expected \(6,\)"):
+        dataclasses.replace(case, n_nodes=6)
+
+
+def test_validate_rejects_float_index_field():
+    case = load_case("5")
+    bad = eqx.tree_at(lambda c: c.line_from_idx, case, jnp.zeros(6, jnp.float32))
+    with pytest.raises(ValueError, match="CaseData.line_from_idx has dtype float32, expected an"):
+        validate_case_data(bad)
+
+
+def test_validate_rejects_integer_value_field():
+    case = load_case("5")
+    bad = eqx.tree_at(lambda c: c.line_x, case, jnp.ones(6, jnp.int32))
+    with pytest.raises(ValueError, match="CaseData.line_x has dtype int32, expected a float"):
+        validate_case_data(bad)
+
+
+def test_constructor_rejects_slack_out_of_range():
+    case = load_case("5")
+    with pytest.raises(ValueError, match=r"slack_bus_idx is 7, expected an index in \[0, 5\)"):
+        dataclasses.replace(case, slack_bus_idx=7)
+
+
+# ---------------------------------------------------------------------------------------
+# case_data_from_matpower errors (one test per message).
+
+
+def _tiny_tables():
+    bus = np.array(
+        [
+            [1, 3, 0, 0, 0, 0, 1, 1, 0, 230, 1, 1.1, 0.9],
+            [2, 1, 50, 10, 0, 0, 1, 1, 0, 230, 1, 1.1, 0.9],
+        ],
+        dtype=np.float64,
+    )
+    gen = np.array([[1, 0, 0, 10, -10, 1, 100, 1, 100, 0]], dtype=np.float64)
+    branch = np.array([[1, 2, 0.01, 0.1, 0, 0, 0, 0, 0, 0, 1]], dtype=np.float64)
+    gencost = np.array([[2, 0, 0, 3, 0.1, 20, 5]], dtype=np.float64)
+    return bus, gen, branch, gencost
+
+
+def test_builder_tiny_case():
+    bus, gen, branch, gencost = _tiny_tables()
+    case = case_data_from_matpower(100.0, bus, gen, branch, gencost)
+    assert (case.n_nodes, case.n_lines, case.n_units, case.slack_bus_idx) == (2, 1, 1, 0)
+    np.testing.assert_allclose(case.ptdf, [[0.0, -1.0]])
+    assert float(case.unit_cost_b[0]) == pytest.approx(0.2)
+    assert float(case.unit_cost_c0[0]) == pytest.approx(5.0)
+    assert float(case.line_cap[0]) == 1e6
+    assert float(case.line_ratio[0]) == 1.0
+
+
+def test_builder_rejects_piecewise_linear_cost():
+    bus, gen, branch, _ = _tiny_tables()
+    gencost = np.array([[1, 0, 0, 2, 0, 0, 100, 2000]], dtype=np.float64)
+    with pytest.raises(ValueError, match="gencost row 0 has MODEL 1; only polynomial costs"):
+        case_data_from_matpower(100.0, bus, gen, branch, gencost)
+
+
+def test_builder_rejects_quartic_cost():
+    bus, gen, branch, _ = _tiny_tables()
+    gencost = np.array([[2, 0, 0, 5, 1, 1, 1, 1, 1]], dtype=np.float64)
+    with pytest.raises(ValueError, match="gencost row 0 has NCOST 5; expected 0..4"):
+        case_data_from_matpower(100.0, bus, gen, branch, gencost)
+
+
+def test_builder_rejects_unknown_bus():
+    bus, gen, branch, gencost = _tiny_tables()
+    branch[0, 1] = 7
+    with pytest.raises(ValueError, match=r"branch \(to\) refers to unknown bus numbers \[7\]"):
+        case_data_from_matpower(100.0, bus, gen, branch, gencost)
+
+
+def test_builder_rejects_reactive_cost_rows():
+    bus, gen, branch, gencost = _tiny_tables()
+    with pytest.raises(ValueError, match="gencost has 2 rows, expected one per unit"):
+        case_data_from_matpower(100.0, bus, gen, branch, np.vstack([gencost, gencost]))
+
+
+def test_builder_rejects_short_table():
+    bus, gen, branch, gencost = _tiny_tables()
+    with pytest.raises(ValueError, match="branch table has 4 columns, expected at least 11"):
+        case_data_from_matpower(100.0, bus, gen, branch[:, :4], gencost)
+
+
+def test_builder_rejects_duplicate_bus_numbers():
+    bus, gen, branch, gencost = _tiny_tables()
+    bus[1, 0] = 1
+    with pytest.raises(ValueError, match="duplicate bus numbers"):
+        case_data_from_matpower(100.0, bus, gen, branch, gencost)
+
+
+def test_builder_rejects_islanded_network():
+    bus, gen, branch, gencost = _tiny_tables()
+    bus = np.vstack([bus, bus[1:]])
+    bus[2, 0] = 3
+    with pytest.raises(ValueError, match="not connected to the slack bus"):
+        case_data_from_matpower(100.0, bus, gen, branch, gencost)
