@@ -37,24 +37,47 @@ from collections.abc import Callable
 import numpy as np
 from matpowercaseframes import CaseFrames
 
-
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "packages/pzj-core/src/powerzoojax/case/data"
 
-BUS_COLUMNS = (
-    "BUS_I BUS_TYPE PD QD GS BS BUS_AREA VM VA BASE_KV ZONE VMAX VMIN".split()
-)
-GEN_COLUMNS = "GEN_BUS PG QG QMAX QMIN VG MBASE GEN_STATUS PMAX PMIN".split()
-BRANCH_COLUMNS = (
-    "F_BUS T_BUS BR_R BR_X BR_B RATE_A RATE_B RATE_C TAP SHIFT BR_STATUS ANGMIN ANGMAX".split()
-)
-GENCOST_COLUMNS = "MODEL STARTUP SHUTDOWN NCOST COST1 COST2 COST3 COST4".split()
+BUS_COLUMNS = [
+    "BUS_I",
+    "BUS_TYPE",
+    "PD",
+    "QD",
+    "GS",
+    "BS",
+    "BUS_AREA",
+    "VM",
+    "VA",
+    "BASE_KV",
+    "ZONE",
+    "VMAX",
+    "VMIN",
+]
+GEN_COLUMNS = ["GEN_BUS", "PG", "QG", "QMAX", "QMIN", "VG", "MBASE", "GEN_STATUS", "PMAX", "PMIN"]
+BRANCH_COLUMNS = [
+    "F_BUS",
+    "T_BUS",
+    "BR_R",
+    "BR_X",
+    "BR_B",
+    "RATE_A",
+    "RATE_B",
+    "RATE_C",
+    "TAP",
+    "SHIFT",
+    "BR_STATUS",
+    "ANGMIN",
+    "ANGMAX",
+]
+GENCOST_COLUMNS = ["MODEL", "STARTUP", "SHUTDOWN", "NCOST", "COST1", "COST2", "COST3", "COST4"]
 MAX_COST_COEFFS = 4
 POLYNOMIAL = 2
 
 MATPOWER_CITATION = (
     'R. D. Zimmerman, C. E. Murillo-Sanchez, and R. J. Thomas, "MATPOWER: Steady-State '
-    "Operations, Planning and Analysis Tools for Power Systems Research and Education,\" "
+    'Operations, Planning and Analysis Tools for Power Systems Research and Education," '
     "IEEE Transactions on Power Systems, vol. 26, no. 1, pp. 12-19, Feb. 2011. "
     "doi: 10.1109/TPWRS.2010.2051168"
 )
@@ -91,6 +114,7 @@ CONVENTIONS = {
 
 # ---------------------------------------------------------------------------------------
 # Recipes: MATLAB post-processing found at the end of some case files.
+
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
@@ -153,6 +177,7 @@ _PF_085 = Recipe(
 # ---------------------------------------------------------------------------------------
 # Project modifications.
 
+
 def _move_slack_to_bus_1(tables: dict) -> None:
     bus_type = BUS_COLUMNS.index("BUS_TYPE")
     bus = tables["bus"]
@@ -202,6 +227,7 @@ REBASE_TO_100_MVA = Modification(
 
 # ---------------------------------------------------------------------------------------
 # Cases.
+
 
 @dataclasses.dataclass(frozen=True)
 class CaseSpec:
@@ -266,7 +292,7 @@ CASES: tuple[CaseSpec, ...] = (
         case_id="141",
         file="case141.m",
         citation=(
-            "H. M. Khodr, F. G. Olsina, P. M. De Oliveira-De Jesus, J. M. Yusta, \"Maximum "
+            'H. M. Khodr, F. G. Olsina, P. M. De Oliveira-De Jesus, J. M. Yusta, "Maximum '
             'savings approach for location and sizing of capacitors in distribution systems," '
             "Electric Power Systems Research, vol. 78, no. 7, pp. 1192-1203, July 2008. "
             "doi: 10.1016/j.epsr.2007.10.002"

@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from powerzoojax.case import (
     GRID_TYPES,
     CaseData,
@@ -21,7 +20,6 @@ from powerzoojax.case import (
     polynomial_to_marginal_cost,
     validate_case_data,
 )
-
 
 ALL_CASES = ["5", "14", "33bw", "118", "141", "300"]
 
@@ -109,6 +107,16 @@ def test_dtypes_and_shapes(case_id):
     assert case.nodes_units_map.shape == (case.n_nodes, case.n_units)
     assert case.nodes_loads_map.shape == (case.n_nodes, case.n_loads)
     validate_case_data(case)
+
+
+def test_validation_table_covers_every_array_field():
+    from powerzoojax.case._case_data import _FIELD_DIMS, _INT_FIELDS
+
+    array_fields = {
+        f.name for f in dataclasses.fields(CaseData) if not f.metadata.get("static", False)
+    }
+    assert set(_FIELD_DIMS) == array_fields
+    assert set(_INT_FIELDS) == INT_FIELDS
 
 
 @pytest.mark.parametrize("case_id", ALL_CASES)

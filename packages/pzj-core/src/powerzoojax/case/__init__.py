@@ -1,9 +1,9 @@
 """Case registry, shipped case data and network matrices.
 
-    >>> from powerzoojax.case import load_case
-    >>> case = load_case("5")
-    >>> case.ptdf.shape
-    (6, 5)
+>>> from powerzoojax.case import load_case
+>>> case = load_case("5")
+>>> case.ptdf.shape
+(6, 5)
 """
 
 from ._builder import case_data_from_matpower, polynomial_to_marginal_cost
@@ -17,7 +17,6 @@ from ._matrices import (
     gen_cost_coeffs,
 )
 from ._registry import GRID_TYPES, CaseMeta, get_meta, list_cases, load_case
-
 
 __all__ = [
     "GRID_TYPES",

@@ -22,7 +22,6 @@ from jaxtyping import Float
 from ._case_data import CaseData
 from ._matrices import build_bus_map, build_incidence, build_ptdf
 
-
 # MATPOWER column indices (0-based).
 BUS_I, BUS_TYPE, PD, QD, GS, BS, BUS_AREA, VM, VA, BASE_KV, ZONE, VMAX, VMIN = range(13)
 GEN_BUS, PG, QG, QMAX, QMIN, VG, MBASE, GEN_STATUS, PMAX, PMIN = range(10)

@@ -16,6 +16,10 @@ Units and conventions:
       ``MC(p) = a p^2 + b p + c`` [$/MWh] (the derivative of MATPOWER's polynomial total
       cost), ``unit_cost_c0`` its constant term [$/h];
     * ``line_cap`` is ``rateA`` with 0 (unlimited) replaced by 1e6, ``line_floor = -line_cap``;
+    * one load per bus (D == N for shipped cases) with our convention
+      ``load_d_max = max(1.5 Pd, 0)``, ``load_d_min = min(1.5 Pd, 0)``: it reproduces the
+      reference's case-5 totals (sum d_max = 1500 MW, default profile 750 MW), not its
+      per-bus values, which come from a non-public table;
     * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
       column zero.
 """
@@ -103,7 +107,7 @@ class CaseData(eqx.Module):
         validate_case_data(self)
 
     @property
-    def PTDF(self) -> Float[Array, "n_lines n_nodes"]:  # noqa: N802 - the spec's name
+    def PTDF(self) -> Float[Array, "n_lines n_nodes"]:
         """Alias of `ptdf` [MW flow per MW injection]."""
         return self.ptdf
 
@@ -112,29 +116,63 @@ class CaseData(eqx.Module):
 _FIELD_DIMS: dict[str, tuple[str, ...]] = {
     **{
         name: ("n_nodes",)
-        for name in (
-            "node_ids node_x node_y node_type node_pd node_qd node_gs node_bs "
-            "node_v_min node_v_max node_base_kv"
-        ).split()
+        for name in [
+            "node_ids",
+            "node_x",
+            "node_y",
+            "node_type",
+            "node_pd",
+            "node_qd",
+            "node_gs",
+            "node_bs",
+            "node_v_min",
+            "node_v_max",
+            "node_base_kv",
+        ]
     },
     **{
         name: ("n_units",)
-        for name in (
-            "unit_ids unit_bus_ids unit_node_idx unit_p_min unit_p_max unit_cost_a "
-            "unit_cost_b unit_cost_c unit_cost_c0 unit_q_min unit_q_max unit_pg unit_qg "
-            "unit_vg unit_mbase unit_status"
-        ).split()
+        for name in [
+            "unit_ids",
+            "unit_bus_ids",
+            "unit_node_idx",
+            "unit_p_min",
+            "unit_p_max",
+            "unit_cost_a",
+            "unit_cost_b",
+            "unit_cost_c",
+            "unit_cost_c0",
+            "unit_q_min",
+            "unit_q_max",
+            "unit_pg",
+            "unit_qg",
+            "unit_vg",
+            "unit_mbase",
+            "unit_status",
+        ]
     },
     **{
         name: ("n_lines",)
-        for name in (
-            "line_ids line_from line_to line_from_idx line_to_idx line_r line_x line_b "
-            "line_cap line_floor line_rate_a line_ratio line_angle line_status"
-        ).split()
+        for name in [
+            "line_ids",
+            "line_from",
+            "line_to",
+            "line_from_idx",
+            "line_to_idx",
+            "line_r",
+            "line_x",
+            "line_b",
+            "line_cap",
+            "line_floor",
+            "line_rate_a",
+            "line_ratio",
+            "line_angle",
+            "line_status",
+        ]
     },
     **{
         name: ("n_loads",)
-        for name in "load_ids load_bus_ids load_node_idx load_d_max load_d_min".split()
+        for name in ["load_ids", "load_bus_ids", "load_node_idx", "load_d_max", "load_d_min"]
     },
     "incidence": ("n_lines", "n_nodes"),
     "ptdf": ("n_lines", "n_nodes"),
@@ -145,8 +183,7 @@ _FIELD_DIMS: dict[str, tuple[str, ...]] = {
 _INT_FIELDS: frozenset[str] = frozenset(
     name
     for name in _FIELD_DIMS
-    if name.endswith(("_ids", "_idx", "_status", "_type"))
-    or name in ("line_from", "line_to")
+    if name.endswith(("_ids", "_idx", "_status", "_type")) or name in ("line_from", "line_to")
 )
 
 

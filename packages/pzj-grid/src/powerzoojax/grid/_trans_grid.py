@@ -111,7 +111,9 @@ def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negativ
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"make_trans_params: {name} must be a positive integer, got {value!r}")
+    if value <= 0:
         raise ValueError(f"make_trans_params: {name} must be a positive integer, got {value!r}")
     return int(value)
 
@@ -120,10 +122,10 @@ def make_trans_params(
     case: CaseData,
     load_profiles: ArrayLike | None = None,
     max_steps: int = 48,
-    delta_t_hours: float = 0.5,
+    delta_t_hours: float | int = 0.5,
     steps_per_day: int = 48,
-    cost_thermal_weight: float = 1.0,
-    reward_scale: float = 0.01,
+    cost_thermal_weight: float | int = 1.0,
+    reward_scale: float | int = 0.01,
     physics: int = 0,
     solver_mode: int = 0,
     resources: tuple = (),
@@ -133,11 +135,11 @@ def make_trans_params(
 
     ``load_profiles``: ``(T, n_loads)`` MW per load, row ``t mod T`` used at step ``t``;
     default: the case's nominal ``(d_max + d_min) / 2`` tiled over ``max_steps`` rows.
-    Raises ``ValueError`` naming the bad value, ``NotImplementedError`` for modes that
-    have not landed yet.
+    Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
+    type, ``NotImplementedError`` for modes that have not landed yet.
     """
     if not isinstance(case, CaseData):
-        raise ValueError(
+        raise TypeError(
             f"make_trans_params: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}"
         )
     max_steps = _positive_int("max_steps", max_steps)
@@ -162,7 +164,7 @@ def make_trans_params(
             "make_trans_params: resource bundles are not available yet; pass resources=()"
         )
     if not isinstance(include_unit_dispatch, (bool, np.bool_)):
-        raise ValueError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
+        raise TypeError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
 
     n_loads = case.n_loads
     if load_profiles is None:

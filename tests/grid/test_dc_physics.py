@@ -1,0 +1,153 @@
+"""DC power flow of TransGridEnv against an independent B-θ solve, and its invariants.
+
+The reference builds the bus susceptance matrix from the raw branch reactances and
+solves ``B θ = P`` with NumPy (float64), never touching the PTDF the env uses.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def reference_dc_flows(case, injection_mw):
+    """Branch flows [MW] from→to for a balanced nodal injection, by B-θ with NumPy."""
+    n = case.n_nodes
+    f = np.asarray(case.line_from_idx)
+    t = np.asarray(case.line_to_idx)
+    x = np.asarray(case.line_x, np.float64)
+    B = np.zeros((n, n))
+    for fi, ti, xi in zip(f, t, x):
+        B[fi, fi] += 1 / xi
+        B[ti, ti] += 1 / xi
+        B[fi, ti] -= 1 / xi
+        B[ti, fi] -= 1 / xi
+    keep = np.arange(n) != case.slack_bus_idx
+    theta = np.zeros(n)
+    p_pu = np.asarray(injection_mw, np.float64) / case.base_mva
+    theta[keep] = np.linalg.solve(B[np.ix_(keep, keep)], p_pu[keep])
+    return (theta[f] - theta[t]) / x * case.base_mva
+
+
+def _params_with_profile(params, profile_row):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda p: p.load_profiles, params, jnp.broadcast_to(profile_row, params.load_profiles.shape))
+
+
+@functools.lru_cache(maxsize=None)
+def _stepper(case_id):
+    from powerzoojax.case import load_case
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+
+    case = load_case(case_id)
+    env = TransGridEnv()
+    params = make_trans_params(case, max_steps=4)
+
+    @jax.jit
+    def step(profile_row, action):
+        p = _params_with_profile(params, profile_row)
+        _, s = env.reset(jr.PRNGKey(0), p)
+        return env.step(jr.PRNGKey(1), s, action, p)
+
+    return case, params, step
+
+
+@pytest.mark.parametrize("case_id", ["5", "14", "118", "300"])
+def test_env_flows_match_independent_b_theta_solve(case_id):
+    case, params, step = _stepper(case_id)
+    rng = np.random.default_rng(int(case_id))
+    d_max = np.maximum(np.asarray(case.load_d_max), 0.0)
+    for _ in range(5):
+        load = rng.uniform(0.3, 1.0, case.n_loads) * d_max
+        action = rng.uniform(-1, 1, case.n_units).astype(np.float32)
+        obs, state, reward, costs, done, info = step(jnp.asarray(load, jnp.float32), jnp.asarray(action))
+        injection = np.asarray(state.node_injection_mw, np.float64)
+        ref = reference_dc_flows(case, injection)
+        flows = np.asarray(state.line_flow_mw, np.float64)
+        scale = max(np.abs(ref).max(), 1.0)
+        np.testing.assert_allclose(flows, ref, rtol=1e-4, atol=1e-4 * scale)
+        # and the injections themselves are the dispatch minus the loads at their buses
+        expected_inj = np.zeros(case.n_nodes)
+        np.add.at(expected_inj, np.asarray(case.unit_node_idx), np.asarray(state.unit_power_mw, np.float64))
+        np.add.at(expected_inj, np.asarray(case.load_node_idx), -load)
+        np.testing.assert_allclose(injection, expected_inj, atol=1e-3 * max(load.sum(), 1.0) / case.n_nodes + 1e-2)
+
+
+_settings = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("case_id", ["5", "14"])
+@_settings
+@given(data=st.data())
+def test_flow_and_balance_invariants(case_id, data):
+    case, params, step = _stepper(case_id)
+    scale = data.draw(st.floats(0.0, 1.5))
+    action = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=case.n_units, max_size=case.n_units)), np.float32)
+    load = np.asarray(params.load_profiles[0]) * scale
+    _, state, *_ = step(jnp.asarray(load, jnp.float32), jnp.asarray(action))
+    inj = np.asarray(state.node_injection_mw, np.float64)
+    # injections sum to zero after slack adjustment
+    assert abs(inj.sum()) <= 1e-3 * max(load.sum(), 1.0) + 1e-3
+    # PTDF @ injection = flows
+    np.testing.assert_allclose(
+        np.asarray(case.ptdf, np.float64) @ inj, np.asarray(state.line_flow_mw), rtol=1e-4, atol=1e-2
+    )
+
+
+@pytest.mark.parametrize("case_id", ["5", "118"])
+@_settings
+@given(seed=st.integers(0, 2**31 - 1), magnitude=st.sampled_from([1.0, 10.0, 1e3, 1e6]))
+def test_obs_finite_and_actions_clipped(case_id, seed, magnitude):
+    case, params, step = _stepper(case_id)
+    action = np.random.default_rng(seed).uniform(-1, 1, case.n_units) * magnitude
+    obs, state, reward, costs, done, info = step(params.load_profiles[0], jnp.asarray(action, jnp.float32))
+    assert bool(jnp.all(jnp.isfinite(obs))) and bool(jnp.isfinite(reward)) and bool(jnp.all(jnp.isfinite(costs)))
+    # far-outside actions act like the clipped ones
+    clipped = np.clip(action, -1, 1)
+    obs_c, state_c, reward_c, *_ = step(params.load_profiles[0], jnp.asarray(clipped, jnp.float32))
+    np.testing.assert_allclose(obs, obs_c, rtol=1e-6)
+    assert float(reward) == float(reward_c)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_episode_return_finite(trans5, seed):
+    env, params = trans5
+    key = jr.PRNGKey(seed)
+    _, state = env.reset(key, params)
+    actions = jr.uniform(key, (48, 5), minval=-3.0, maxval=3.0)
+    _, obs, rewards, costs, dones, _ = _rollout_fn()(env, key, state, params, actions)
+    assert bool(jnp.isfinite(rewards.sum())) and bool(jnp.all(jnp.isfinite(obs)))
+    assert bool(dones[-1]) and int(dones.sum()) == 1
+
+
+@functools.lru_cache(maxsize=None)
+def _rollout_fn():
+    from powerzoojax.utils.jax_utils import scan_rollout
+
+    return jax.jit(scan_rollout, static_argnums=0)
+
+
+def test_generation_cost_checkpoints():
+    """Spec §6.5: TC with MC = p² at 6 → 72; MC = 2p + 5 at 100 → 10500; MC = 0.5p²+2p+1 at 10 → 276.67."""
+    from powerzoojax.physics import generation_cost
+
+    p = jnp.array([6.0, 100.0, 10.0])
+    a, b, c = jnp.array([1.0, 0.0, 0.5]), jnp.array([0.0, 2.0, 2.0]), jnp.array([0.0, 5.0, 1.0])
+    for i, expected in enumerate([72.0, 10500.0, 276.6667]):
+        sel = jnp.arange(3) == i
+        assert float(generation_cost(p * sel, a, b, c)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_dc_thermal_checkpoint():
+    """Spec §6.5: DC flow 500 vs cap 400 → 1 violation, cost 100."""
+    from powerzoojax.physics import dc_thermal_check
+
+    overload, n = dc_thermal_check(jnp.array([500.0, -50.0]), jnp.array([400.0, 400.0]), jnp.array([-400.0, -400.0]))
+    assert float(overload) == 100.0 and int(n) == 1
