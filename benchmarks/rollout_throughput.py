@@ -34,7 +34,10 @@ Run from the repository root::
     uv run python benchmarks/rollout_throughput.py --json results.json
 
 Numbers depend on the machine and on what else runs on it: run the full sweep on a
-quiet machine. The machine (CPU model, cores, JAX version, devices) is printed first.
+quiet machine. The machine (CPU model, cores, JAX version, devices, PRNG settings) is
+printed first. ``--jax-config NAME=VALUE`` (repeatable) applies ``jax.config.update`` in
+the parent and in every child, to measure e.g. ``jax_threefry_partitionable=false``; the
+default is JAX's own configuration, i.e. the seed's workload as a user runs it.
 """
 
 import argparse
@@ -202,6 +205,7 @@ def run_single(case_id: str, n_envs: int, horizon: int, repeats: int) -> dict:
         "baseline_rss_mb": baseline_rss,
         "peak_rss_mb": peak_rss_mb(),
         "backend": jax.default_backend(),
+        "threefry_partitionable": bool(jax.config.jax_threefry_partitionable),
     }
 
 
