@@ -35,9 +35,7 @@ def reference_dc_flows(case, injection_mw):
 
 
 def _params_with_profile(params, profile_row):
-    import equinox as eqx
-
-    return eqx.tree_at(lambda p: p.load_profiles, params, jnp.broadcast_to(profile_row, params.load_profiles.shape))
+    return params.with_load_profiles(jnp.broadcast_to(profile_row, params.load_profiles.shape))
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,12 +6,13 @@ from powerzoojax.physics._dc import (
     DCNetwork,
     dc_power_flow,
     dc_thermal_check,
+    load_line_flows,
     make_dc_network,
     proportional_dispatch,
     unit_limit_violation,
 )
 
 __all__ = [
-    "DCFlow", "DCNetwork", "dc_power_flow", "dc_thermal_check", "generation_cost",
+    "DCFlow", "DCNetwork", "dc_power_flow", "dc_thermal_check", "generation_cost", "load_line_flows",
     "make_dc_network", "marginal_cost", "proportional_dispatch", "unit_limit_violation",
 ]

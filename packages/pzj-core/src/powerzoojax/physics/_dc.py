@@ -1,15 +1,17 @@
 """DC power flow on a PTDF, with slack-bus balancing and the DC thermal check.
 
 Everything that depends only on the network is folded into :class:`DCNetwork` on the
-host, once: per step the flow is two small dense products,
-``flows = (PTDF·A_units) p − (PTDF·A_loads) load``, instead of a scatter onto buses
-followed by an (L × N) product.
+host, once. Per step the flow is ``flows = p·(PTDF·A_units)ᵀ − load_flow`` where
+``load_flow = (PTDF·A_loads)·load`` depends only on the load, so an env whose loads come
+from a fixed profile tabulates it per profile row (see :func:`load_line_flows`) and pays a
+(G × L) product per step instead of an (N × L) one. The operators are stored transposed
+so that, batched under ``vmap``, the product is a plain ``(n_envs, G) @ (G, L)`` GEMM.
 """
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import FloatScalar, IntScalar
 
@@ -17,9 +19,11 @@ from powerzoojax.core._types import FloatScalar, IntScalar
 class DCNetwork(eqx.Module):
     """Host-precomputed DC network operators (float32 leaves)."""
 
-    ptdf_units: Float[Array, "n_lines n_units"]
-    ptdf_loads: Float[Array, "n_lines n_loads"]
-    units_to_nodes: Float[Array, "n_nodes n_units"]
+    ptdf_units_t: Float[Array, "n_units n_lines"]
+    ptdf_loads_t: Float[Array, "n_loads n_lines"]
+    # Units at each node as gather slots into [p, 0]: slot value n_units means "no unit".
+    # A gather over at most a few slots per node replaces an (N × G) 0/1 product.
+    node_unit_slots: Int[Array, "n_nodes max_units_per_node"]
     loads_to_nodes: Float[Array, "n_nodes n_loads"]
     slack_node: Float[Array, " n_nodes"]
     slack_unit_weights: Float[Array, " n_units"]
@@ -43,11 +47,18 @@ def make_dc_network(case) -> DCNetwork:
     weights = on_slack / on_slack.sum() if on_slack.sum() > 0 else on_slack
     load_idx = np.asarray(case.load_node_idx)
     loads_are_nodes = load_idx.shape[0] == n_nodes and bool(np.all(load_idx == np.arange(n_nodes)))
+    unit_idx = np.asarray(case.unit_node_idx)
+    n_units = unit_idx.shape[0]
+    per_node = [np.flatnonzero(unit_idx == node) for node in range(n_nodes)]
+    width = max(1, max((len(u) for u in per_node), default=1))
+    slots = np.full((n_nodes, width), n_units, np.int32)
+    for node, units in enumerate(per_node):
+        slots[node, : len(units)] = units
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     return DCNetwork(
-        ptdf_units=f32(ptdf @ a_units),
-        ptdf_loads=f32(ptdf @ a_loads),
-        units_to_nodes=f32(a_units),
+        ptdf_units_t=f32((ptdf @ a_units).T),
+        ptdf_loads_t=f32((ptdf @ a_loads).T),
+        node_unit_slots=jnp.asarray(slots),
         loads_to_nodes=f32(a_loads),
         slack_node=f32(slack_node),
         slack_unit_weights=f32(weights),
@@ -76,22 +87,50 @@ def proportional_dispatch(
     return jnp.clip(p_min + remaining * share, p_min, p_max)
 
 
+# Below this many units a product is cheaper as a fused multiply-and-reduce than as a
+# GEMM call: batched under vmap, XLA:CPU runs a (n_envs, G) @ (G, L) dot with tiny G
+# far below peak, while the elementwise form fuses with its neighbours.
+_SMALL_CONTRACTION = 16
+
+
+def _small_matvec(x: Float[Array, " k"], m: Float[Array, "k n"]) -> Float[Array, " n"]:
+    if x.shape[0] <= _SMALL_CONTRACTION:
+        return jnp.sum(x[:, None] * m, axis=0)
+    return x @ m
+
+
+def load_line_flows(net: DCNetwork, load_mw: Float[Array, "*rows n_loads"]) -> Float[Array, "*rows n_lines"]:
+    """Line flows [MW] caused by the loads alone (withdrawals), ``(PTDF·A_loads)·load``.
+
+    Works on one load vector or a whole ``(T, n_loads)`` profile at once.
+    """
+    return load_mw @ net.ptdf_loads_t
+
+
 def dc_power_flow(
-    net: DCNetwork, dispatch_mw: Float[Array, " n_units"], load_mw: Float[Array, " n_loads"]
+    net: DCNetwork,
+    dispatch_mw: Float[Array, " n_units"],
+    load_mw: Float[Array, " n_loads"],
+    load_flow_mw: Float[Array, " n_lines"] | None = None,
 ) -> DCFlow:
     """Slack-balanced DC power flow.
 
     The imbalance ``Σload − Σp`` is taken up by the units at the slack bus (split evenly
     there, not clamped to their limits); with no slack unit it is absorbed at the slack
     bus. Slack-bus columns of the PTDF are zero, so neither changes the flows.
+    ``load_flow_mw`` is ``load_line_flows(net, load_mw)`` when the caller has it tabulated.
     """
     total_load = jnp.sum(load_mw)
     imbalance = total_load - jnp.sum(dispatch_mw)
     unit_power = dispatch_mw + imbalance * net.slack_unit_weights
     node_load = load_mw if net.loads_are_nodes else net.loads_to_nodes @ load_mw
     residual = jnp.sum(unit_power) - total_load
-    node_injection = net.units_to_nodes @ unit_power - node_load - residual * net.slack_node
-    line_flow = net.ptdf_units @ unit_power - net.ptdf_loads @ load_mw
+    padded = jnp.concatenate([unit_power, jnp.zeros((1,), unit_power.dtype)])
+    node_generation = jnp.sum(padded[net.node_unit_slots], axis=-1)
+    node_injection = node_generation - node_load - residual * net.slack_node
+    if load_flow_mw is None:
+        load_flow_mw = load_line_flows(net, load_mw)
+    line_flow = _small_matvec(unit_power, net.ptdf_units_t) - load_flow_mw
     return DCFlow(unit_power_mw=unit_power, line_flow_mw=line_flow, node_injection_mw=node_injection)
 
 

@@ -44,6 +44,7 @@ from powerzoojax.physics import (
     dc_power_flow,
     dc_thermal_check,
     generation_cost,
+    load_line_flows,
     make_dc_network,
     proportional_dispatch,
     unit_limit_violation,
@@ -83,6 +84,10 @@ class TransGridParams(EnvParams):
     case: CaseData
     network: DCNetwork
     load_profiles: Float[Array, "n_profile_steps n_loads"]
+    # Line flows caused by each profile row's loads, tabulated once: keeps the (N × L)
+    # load product out of the step. Derived from load_profiles; swap profiles with
+    # with_load_profiles so the two stay consistent.
+    load_line_flow_mw: Float[Array, "n_profile_steps n_lines"]
     cost_thermal_weight: Float[Array, ""]
     reward_scale: Float[Array, ""]
     # Observation normalisers, inverted once on the host.
@@ -94,6 +99,15 @@ class TransGridParams(EnvParams):
     solver_mode: int = eqx.field(static=True, default=0, kw_only=True)
     include_unit_dispatch: bool = eqx.field(static=True, default=True, kw_only=True)
     resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+
+    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
+        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
+        profiles = jnp.asarray(load_profiles, jnp.float32)
+        return eqx.tree_at(
+            lambda p: (p.load_profiles, p.load_line_flow_mw),
+            self,
+            (profiles, load_line_flows(self.network, profiles)),
+        )
 
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
@@ -188,11 +202,13 @@ def make_trans_params(
             )
 
     p_max = np.asarray(case.unit_p_max, np.float64)
+    ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     return TransGridParams(
         case=case,
         network=make_dc_network(case),
         load_profiles=f32(profiles),
+        load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
         cost_thermal_weight=f32(cost_thermal_weight),
         reward_scale=f32(reward_scale),
         inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
@@ -227,11 +243,11 @@ class TransGridEnv(Environment):
     def constraint_names(self, params: TransGridParams) -> tuple[str, ...]:
         return CONSTRAINT_NAMES
 
-    def _load(self, time_step: Int[Array, ""], params: TransGridParams) -> Float[Array, " n_loads"]:
-        return params.load_profiles[time_step % params.load_profiles.shape[0]]
+    def _row(self, time_step: Int[Array, ""], params: TransGridParams) -> Int[Array, ""]:
+        return time_step % params.load_profiles.shape[0]
 
     def _obs(self, state: GridState, params: TransGridParams) -> Float[Array, " obs_dim"]:
-        load = self._load(state.time_step, params)
+        load = params.load_profiles[self._row(state.time_step, params)]
         return jnp.concatenate(
             [
                 state.line_flow_mw * params.inv_line_scale,
@@ -247,7 +263,7 @@ class TransGridEnv(Environment):
         case = params.case
         load = params.load_profiles[0]
         dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
-        flow = dc_power_flow(params.network, dispatch, load)
+        flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[0])
         state = GridState(
             time_step=jnp.asarray(0, jnp.int32),
             done=jnp.asarray(False),
@@ -279,12 +295,13 @@ class TransGridEnv(Environment):
             )
         case = params.case
         action = jnp.asarray(action, jnp.float32)
-        load = self._load(state.time_step, params)
+        row = self._row(state.time_step, params)
+        load = params.load_profiles[row]
         if params.include_unit_dispatch:
             dispatch = denormalize_action(action, case.unit_p_min, case.unit_p_max)
         else:
             dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
-        flow = dc_power_flow(params.network, dispatch, load)
+        flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[row])
         thermal_mw, n_violations = dc_thermal_check(
             flow.line_flow_mw, params.network.line_cap, params.network.line_floor
         )
