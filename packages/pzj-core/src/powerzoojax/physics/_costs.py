@@ -7,6 +7,7 @@ its integral ``TC(p) = Σ (a/3) p³ + (b/2) p² + c p`` [$/h] (not MATPOWER's TC
 from jaxtyping import Array, Float
 
 from powerzoojax.core._types import FloatScalar
+from powerzoojax.physics._reduce import short_dot
 
 
 def generation_cost(
@@ -17,7 +18,7 @@ def generation_cost(
 ) -> FloatScalar:
     """Total generation cost [$/h] of a dispatch [MW] (Horner form of Σ a/3 p³ + b/2 p² + c p)."""
     p = unit_power_mw
-    return (((cost_a / 3.0) * p + cost_b / 2.0) * p + cost_c) @ p
+    return short_dot(((cost_a / 3.0) * p + cost_b / 2.0) * p + cost_c, p)
 
 
 def marginal_cost(

@@ -14,6 +14,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import FloatScalar, IntScalar
+from powerzoojax.physics._reduce import short_matvec, short_sum
 
 
 class DCNetwork(eqx.Module):
@@ -81,22 +82,10 @@ def proportional_dispatch(
 ) -> Float[Array, " n_units"]:
     """All units at ``p_min``, the rest of the load shared in proportion to headroom."""
     headroom = p_max - p_min
-    total_headroom = jnp.sum(headroom)
-    remaining = jnp.clip(total_load_mw - jnp.sum(p_min), 0.0, total_headroom)
+    total_headroom = short_sum(headroom)
+    remaining = jnp.clip(total_load_mw - short_sum(p_min), 0.0, total_headroom)
     share = jnp.where(total_headroom > 0, headroom / jnp.maximum(total_headroom, 1e-12), 0.0)
     return jnp.clip(p_min + remaining * share, p_min, p_max)
-
-
-# Below this many units a product is cheaper as a fused multiply-and-reduce than as a
-# GEMM call: batched under vmap, XLA:CPU runs a (n_envs, G) @ (G, L) dot with tiny G
-# far below peak, while the elementwise form fuses with its neighbours.
-_SMALL_CONTRACTION = 16
-
-
-def _small_matvec(x: Float[Array, " k"], m: Float[Array, "k n"]) -> Float[Array, " n"]:
-    if x.shape[0] <= _SMALL_CONTRACTION:
-        return jnp.sum(x[:, None] * m, axis=0)
-    return x @ m
 
 
 def load_line_flows(net: DCNetwork, load_mw: Float[Array, "*rows n_loads"]) -> Float[Array, "*rows n_lines"]:
@@ -120,17 +109,17 @@ def dc_power_flow(
     bus. Slack-bus columns of the PTDF are zero, so neither changes the flows.
     ``load_flow_mw`` is ``load_line_flows(net, load_mw)`` when the caller has it tabulated.
     """
-    total_load = jnp.sum(load_mw)
-    imbalance = total_load - jnp.sum(dispatch_mw)
+    total_load = short_sum(load_mw)
+    imbalance = total_load - short_sum(dispatch_mw)
     unit_power = dispatch_mw + imbalance * net.slack_unit_weights
     node_load = load_mw if net.loads_are_nodes else net.loads_to_nodes @ load_mw
-    residual = jnp.sum(unit_power) - total_load
+    residual = short_sum(unit_power) - total_load
     padded = jnp.concatenate([unit_power, jnp.zeros((1,), unit_power.dtype)])
-    node_generation = jnp.sum(padded[net.node_unit_slots], axis=-1)
+    node_generation = short_sum(padded[net.node_unit_slots], axis=-1)
     node_injection = node_generation - node_load - residual * net.slack_node
     if load_flow_mw is None:
         load_flow_mw = load_line_flows(net, load_mw)
-    line_flow = _small_matvec(unit_power, net.ptdf_units_t) - load_flow_mw
+    line_flow = short_matvec(unit_power, net.ptdf_units_t) - load_flow_mw
     return DCFlow(unit_power_mw=unit_power, line_flow_mw=line_flow, node_injection_mw=node_injection)
 
 
@@ -139,11 +128,11 @@ def dc_thermal_check(
 ) -> tuple[FloatScalar, IntScalar]:
     """Total overload [MW] beyond ``[floor, cap]`` and the number of overloaded lines."""
     violation = jnp.maximum(line_flow_mw - line_cap, 0.0) + jnp.maximum(line_floor - line_flow_mw, 0.0)
-    return jnp.sum(violation), jnp.sum(violation > 0).astype(jnp.int32)
+    return short_sum(violation), short_sum((violation > 0).astype(jnp.int32))
 
 
 def unit_limit_violation(
     unit_power_mw: Float[Array, " n_units"], p_min: Float[Array, " n_units"], p_max: Float[Array, " n_units"]
 ) -> FloatScalar:
     """Σ of realised output outside ``[p_min, p_max]`` [MW] (the slack units' overload)."""
-    return jnp.sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))
+    return short_sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))

@@ -47,6 +47,7 @@ from powerzoojax.physics import (
     load_line_flows,
     make_dc_network,
     proportional_dispatch,
+    short_sum,
     unit_limit_violation,
 )
 
@@ -262,7 +263,7 @@ class TransGridEnv(Environment):
         # auto-reset state once per rollout instead of once per env and step.
         case = params.case
         load = params.load_profiles[0]
-        dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
+        dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
         flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[0])
         state = GridState(
             time_step=jnp.asarray(0, jnp.int32),
@@ -300,7 +301,7 @@ class TransGridEnv(Environment):
         if params.include_unit_dispatch:
             dispatch = denormalize_action(action, case.unit_p_min, case.unit_p_max)
         else:
-            dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
+            dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
         flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[row])
         thermal_mw, n_violations = dc_thermal_check(
             flow.line_flow_mw, params.network.line_cap, params.network.line_floor
@@ -339,7 +340,7 @@ class TransGridEnv(Environment):
             "cost_power_balance": power_balance,
             "cost_resource": zero,
             "cost_load_shedding": zero,
-            "cost_sum": jnp.sum(costs),
+            "cost_sum": short_sum(costs),
             "is_safe": is_safe,
             "n_violations": n_violations,
             "goal_met": is_safe,
