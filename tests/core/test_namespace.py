@@ -104,3 +104,19 @@ def test_facade_does_not_mask_real_import_bugs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "RAW some_missing_dependency" in out.stdout, out.stderr
+
+
+def test_opt_in_type_checking_by_environment_variable():
+    code = textwrap.dedent(
+        """
+        import powerzoojax.core
+        from powerzoojax.core import make_box
+        try:
+            make_box(object(), 1.0)
+        except Exception as e:
+            print(type(e).__name__)
+        """
+    )
+    env = {**os.environ, "POWERZOOJAX_TYPECHECK": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "TypeCheckError", out.stderr[-2000:]

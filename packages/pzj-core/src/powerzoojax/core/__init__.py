@@ -1,4 +1,17 @@
-"""Env contract, spaces and the one rollout kernel."""
+"""Env contract, spaces and the one rollout kernel.
+
+Set ``POWERZOOJAX_TYPECHECK=1`` before importing to have every ``powerzoojax`` module
+imported from here on checked at call (trace) time by jaxtyping + beartype; the test
+suite does the same through pytest's ``--jaxtyping-packages``.
+"""
+
+import os as _os
+
+if _os.environ.get("POWERZOOJAX_TYPECHECK", "") not in ("", "0"):
+    from jaxtyping import install_import_hook as _install_import_hook
+
+    # Installed for the life of the process: later imports (grid, rl, ...) are checked too.
+    _install_import_hook(["powerzoojax"], "beartype.beartype")
 
 from powerzoojax.core._environment import (
     Environment,
