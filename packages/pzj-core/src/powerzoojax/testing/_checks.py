@@ -137,9 +137,13 @@ def check_env_api(
     act_seq = jax.vmap(act_space.sample)(jr.split(k_act, max_steps))
     step_fn = bind_step(env, params)
 
+    def recording_step(key, state, action):
+        # Also emit the state each step started from, to replay the terminal step below.
+        return (*step_fn(key, state, action), state)
+
     @jax.jit
     def run(key, state):
-        return rollout(step_fn, key, state, act_seq)
+        return rollout(recording_step, key, state, act_seq)
 
     final_state, _, outs = run(k_roll, state)
     dones = np.asarray(outs[3])
@@ -147,9 +151,8 @@ def check_env_api(
     expected[-1] = True
     if not np.array_equal(dones, expected):
         raise AssertionError(f"done must be True exactly at step max_steps={max_steps}; got True at {np.flatnonzero(dones).tolist()}")
-    last_key = jr.split(k_roll, max_steps)[-1]
-    # The state before the terminal step, rebuilt with the same per-step keys.
-    pre_terminal = _replay_prefix(env, params, k_roll, state, act_seq)
+    last_key = jr.split(k_roll, max_steps)[-1]  # the kernel's key for the last step
+    pre_terminal = jax.tree.map(lambda x: x[-1], outs[-1])
     term_obs, term_state, *_ = step(last_key, pre_terminal, act_seq[-1], params)
     fresh_obs, fresh_state = reset(jr.split(last_key)[1], params)
     _leaves_close(term_state, fresh_state, "state returned on the terminal step vs reset(split(key)[1])")
@@ -163,22 +166,6 @@ def check_env_api(
         other = run(k_other, state)
         if all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(jax.tree.leaves(other[2]), jax.tree.leaves(outs))):
             raise AssertionError("stochastic env: different keys gave identical trajectories")
-
-
-def _replay_prefix(env: Environment, params: EnvParams, key: jax.Array, state: Any, actions: jax.Array) -> Any:
-    """State after all but the last of ``actions``, using the kernel's per-step keys."""
-    n = actions.shape[0]
-    keys = jr.split(key, n)
-
-    @jax.jit
-    def body(state):
-        def f(s, ka):
-            k, a = ka
-            return env.step_auto_reset(k, s, a, params)[1], None
-
-        return jax.lax.scan(f, state, (keys[:-1], actions[:-1]))[0]
-
-    return body(state)
 
 
 def _perturb(params: EnvParams, scale: float) -> EnvParams:
