@@ -4,6 +4,7 @@ import equinox as eqx
 import hypothesis.extra.numpy as hnp
 import jax.numpy as jnp
 import numpy as np
+from reference_dc import b_theta_flows
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,24 +39,6 @@ def _ptdf64(case, slack_bus_idx=None):
     )
 
 
-def _b_theta_flows(case, injection_mw: np.ndarray) -> np.ndarray:
-    """DC flows [MW] from a reduced B-theta solve, built branch by branch."""
-    n = case.n_nodes
-    from_idx = np.asarray(case.line_from_idx)
-    to_idx = np.asarray(case.line_to_idx)
-    x = np.asarray(case.line_x, np.float64)
-    b_bus = np.zeros((n, n))
-    for f, t, x_l in zip(from_idx, to_idx, x):
-        b_bus[f, f] += 1.0 / x_l
-        b_bus[t, t] += 1.0 / x_l
-        b_bus[f, t] -= 1.0 / x_l
-        b_bus[t, f] -= 1.0 / x_l
-    keep = [k for k in range(n) if k != case.slack_bus_idx]
-    theta = np.zeros(n)  # in MW * p.u. reactance; the base cancels in the flows
-    theta[keep] = np.linalg.solve(b_bus[np.ix_(keep, keep)], injection_mw[keep])
-    return (theta[from_idx] - theta[to_idx]) / x
-
-
 def _balanced(values: np.ndarray) -> np.ndarray:
     return values - values.mean()
 
@@ -70,7 +53,7 @@ def test_ptdf_flows_match_b_theta_solve(case_id, data):
         label="injection_mw",
     )
     injection = _balanced(raw)
-    reference = _b_theta_flows(case, injection)
+    reference = b_theta_flows(case, injection)
     scale = np.abs(injection).sum() + 1.0
 
     flows64 = _ptdf64(case) @ injection

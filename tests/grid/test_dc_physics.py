@@ -1,8 +1,5 @@
-"""DC power flow of TransGridEnv against an independent B-θ solve, and its invariants.
-
-The reference builds the bus susceptance matrix from the raw branch reactances and
-solves ``B θ = P`` with NumPy (float64), never touching the PTDF the env uses.
-"""
+"""DC power flow of TransGridEnv against an independent B-θ solve (tests/reference_dc.py),
+and its invariants."""
 
 import functools
 
@@ -13,25 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-
-def reference_dc_flows(case, injection_mw):
-    """Branch flows [MW] from→to for a balanced nodal injection, by B-θ with NumPy."""
-    n = case.n_nodes
-    f = np.asarray(case.line_from_idx)
-    t = np.asarray(case.line_to_idx)
-    x = np.asarray(case.line_x, np.float64)
-    B = np.zeros((n, n))
-    for fi, ti, xi in zip(f, t, x):
-        B[fi, fi] += 1 / xi
-        B[ti, ti] += 1 / xi
-        B[fi, ti] -= 1 / xi
-        B[ti, fi] -= 1 / xi
-    keep = np.arange(n) != case.slack_bus_idx
-    theta = np.zeros(n)
-    p_pu = np.asarray(injection_mw, np.float64) / case.base_mva
-    theta[keep] = np.linalg.solve(B[np.ix_(keep, keep)], p_pu[keep])
-    return (theta[f] - theta[t]) / x * case.base_mva
+from reference_dc import b_theta_flows
 
 
 def _params_with_profile(params, profile_row):
@@ -66,7 +45,7 @@ def test_env_flows_match_independent_b_theta_solve(case_id):
         action = rng.uniform(-1, 1, case.n_units).astype(np.float32)
         obs, state, reward, costs, done, info = step(jnp.asarray(load, jnp.float32), jnp.asarray(action))
         injection = np.asarray(state.node_injection_mw, np.float64)
-        ref = reference_dc_flows(case, injection)
+        ref = b_theta_flows(case, injection)
         flows = np.asarray(state.line_flow_mw, np.float64)
         scale = max(np.abs(ref).max(), 1.0)
         np.testing.assert_allclose(flows, ref, rtol=1e-4, atol=1e-4 * scale)
