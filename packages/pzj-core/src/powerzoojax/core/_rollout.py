@@ -1,15 +1,26 @@
-"""The one rollout kernel: the only ``lax.scan`` over environment time in the code base.
+"""The one rollout kernel: ``_time_loop`` is the only ``lax.scan`` over environment time
+in the code base.
 
 Every fixed-horizon loop (``scan_rollout``, baselines, trainers' policy rollouts,
 benchmarks) is a call of :func:`rollout`; batching is ``vmap`` over it and multi-device
 runs shard that batch axis (see ``_sharding``).
+
+``jax.vmap(scan_rollout)`` has its own batching rule: plain batching of a scan stacks
+outputs time-major ``(T, N, ...)`` and then transposes every output to ``(N, T, ...)``,
+a full extra pass over the trajectory (a quarter of the run time for case 118 at
+N = 4096). The rule runs the same loop with the step vmapped inside and writes each
+step's outputs straight into batch-major buffers. Values are identical either way.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import jax.random as jr
+from jax import lax
+from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Bool, Float, PyTree
 
 from powerzoojax.core._environment import EnvParams, Environment, StepResult
@@ -62,9 +73,24 @@ def rollout(
         if not leaves:
             raise ValueError("rollout: pass xs with a leading time axis or an explicit length")
         length = int(leaves[0].shape[0])
-    step_keys = jr.split(key, length)
+    return _time_loop(step_fn, jr.split(key, length), init_state, xs, length, policy, init_obs)
 
-    def body(carry, inputs):
+
+def _time_loop(
+    step_fn: StepFn,
+    step_keys: Array,
+    init_state: PyTree,
+    xs: PyTree,
+    length: int,
+    policy: PolicyFn | None = None,
+    init_obs: PyTree = None,
+    batch_major: bool = False,
+) -> tuple[PyTree, PyTree, tuple[Any, ...]]:
+    """The scan over time. Inputs and outputs have time on axis 0, or on axis 1 with
+    ``batch_major`` (then ``step_fn`` is already batched over axis 0 and there is no policy).
+    """
+
+    def one_step(carry, inputs):
         state, obs = carry
         step_key, x = inputs
         if policy is None:
@@ -76,9 +102,28 @@ def rollout(
         carried_obs = next_obs if policy is not None else None
         return (state, carried_obs), (next_obs, *rest, *aux)
 
-    (final_state, final_obs), outputs = jax.lax.scan(
-        body, (init_state, init_obs if policy is not None else None), (step_keys, xs), length=length
-    )
+    init_carry = (init_state, init_obs if policy is not None else None)
+    if not batch_major:
+        (final_state, final_obs), outputs = lax.scan(one_step, init_carry, (step_keys, xs), length=length)
+        return final_state, final_obs, tuple(outputs)
+
+    if policy is not None:
+        raise ValueError("_time_loop: batch-major loops take pre-generated actions, not a policy")
+    inputs = (step_keys, xs)
+
+    def at(t):
+        return jax.tree.map(lambda a: lax.dynamic_index_in_dim(a, t, 1, keepdims=False), inputs)
+
+    out_shapes = jax.eval_shape(lambda c: one_step(c, at(0))[1], init_carry)
+    buffers = jax.tree.map(lambda s: jnp.zeros((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
+
+    def body(carry, t):
+        carry, buffers = carry
+        carry, out = one_step(carry, at(t))
+        buffers = jax.tree.map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, t, 1), buffers, out)
+        return (carry, buffers), None
+
+    ((final_state, final_obs), outputs), _ = lax.scan(body, (init_carry, buffers), jnp.arange(length))
     return final_state, final_obs, tuple(outputs)
 
 
@@ -104,11 +149,59 @@ def scan_rollout(
     """Roll one env through pre-generated ``actions`` of shape ``(T, *action_shape)``.
 
     Returns ``(final_state, obs (T, d), rewards (T,), costs (T, k), dones (T,), info (T, ...))``.
+    Under ``jax.vmap`` it writes batch-major outputs directly (see the module docstring).
     """
-    final_state, _, (obs, rewards, costs, dones, info) = rollout(
-        bind_step(env, params), key, init_state, actions
-    )
-    return final_state, obs, rewards, costs, dones, info
+    try:
+        batchable = _batchable_scan_rollout(env)
+    except TypeError:  # an unhashable env: plain batching, same values
+        batchable = functools.partial(_scan_rollout_unbatched, env)
+    return batchable(key, init_state, params, actions)
+
+
+def _scan_rollout_unbatched(env: Environment, key: Key, init_state: PyTree, params: EnvParams, actions: PyTree) -> tuple:
+    final_state, _, outputs = rollout(bind_step(env, params), key, init_state, actions)
+    return (final_state, *outputs)
+
+
+@functools.lru_cache(maxsize=64)
+def _batchable_scan_rollout(env: Environment) -> Callable:
+    """``scan_rollout`` for ``env`` with the batch-major vmap rule attached (cached per env)."""
+
+    plain = functools.partial(_scan_rollout_unbatched, env)
+
+    @custom_vmap
+    def fast(key, init_state, params, actions):
+        return plain(key, init_state, params, actions)
+
+    @fast.def_vmap
+    def fast_batched(axis_size, in_batched, key, init_state, params, actions):
+        key_b, state_b, params_b, actions_b = in_batched
+
+        def broadcast(tree, flags):
+            return jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), tree, flags)
+
+        keys, states, acts = broadcast(key, key_b), broadcast(init_state, state_b), broadcast(actions, actions_b)
+        params_axes = jax.tree.map(lambda b: 0 if b else None, params_b)
+        batched_step = jax.vmap(env.step_auto_reset, in_axes=(0, 0, 0, params_axes))
+        length = jax.tree.leaves(acts)[0].shape[1]
+        step_keys = jax.vmap(lambda k: jr.split(k, length))(keys)
+        final_state, _, outputs = _time_loop(
+            lambda k, s, a: batched_step(k, s, a, params), step_keys, states, acts, length, batch_major=True
+        )
+        out = (final_state, *outputs)
+        return out, jax.tree.map(lambda _: True, out)
+
+    # custom_vmap has no reverse-mode rule: differentiate the plain loop instead (same
+    # values), so grad through a vmapped rollout works while plain vmap stays fast.
+    @jax.custom_jvp
+    def run(key, init_state, params, actions):
+        return fast(key, init_state, params, actions)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        return jax.jvp(plain, primals, tangents)
+
+    return run
 
 
 def split_key_for_envs(key: Key, n_envs: int) -> Array:
