@@ -11,7 +11,7 @@ import pytest
 
 CORE_PACKAGES = [
     "powerzoojax.core", "powerzoojax.case", "powerzoojax.physics", "powerzoojax.envs",
-    "powerzoojax.utils", "powerzoojax.utils.jax_utils", "powerzoojax.testing",
+    "powerzoojax.utils", "powerzoojax.utils.jax_utils", "powerzoojax.testing", "powerzoojax.data",
 ]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

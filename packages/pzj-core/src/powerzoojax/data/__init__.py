@@ -1,0 +1,176 @@
+"""Set-up-time profile data: signal names, shipped real profiles, loader, splits, sampling.
+
+Everything here runs on the host when env params are built; nothing enters ``jit``.
+
+Shipped datasets (``profiles/``, provenance and licences in ``profiles/manifest.json`` and
+``profiles/NOTICE``; built by ``scripts/build_profiles.py``), in resolution priority:
+
+=========================  ==========  ==========  ========================  ===========================
+dataset                    source      kind        span, step                signals
+=========================  ==========  ==========  ========================  ===========================
+``vic_demand_2014``        vic         measured    2014, 30 min              load.actual_mw,
+                                                                             weather.temperature_c
+``simbench_ehv_2016``      simbench    benchmark   2016, 30 min              load.actual_mw, solar/wind
+                                                                             .available_mw and _pu
+``simbench_feeders_2016``  simbench    benchmark   2016, 30 min              load.actual_pu x 10 feeders
+``simbench_pv_2016``       simbench    benchmark   2016, 30 min              solar.available_pu x PV1..8
+``simbench_wind_2016``     simbench    benchmark   2016, 30 min              wind.available_pu x WP1..12
+``taylor_ew_2000``         england_    measured    5 Jun - 27 Aug 2000,      load.actual_mw
+                           wales                   30 min
+``google_dc_2019``         google      measured    28 days, 5 min (cyclic)   datacenter.cpu_util, ...
+=========================  ==========  ==========  ========================  ===========================
+
+"benchmark" series (SimBench) are constructed benchmark profiles, not measurements. GB
+open-data files (NESO, Elexon) are read when a ``DataLoader(data_dir=...)`` is given them.
+
+>>> from powerzoojax.data import DataLoader, LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU
+>>> loader = DataLoader()
+>>> loader.load_jax_profiles([LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU], source="simbench", split="train").shape
+(13152, 2)
+"""
+
+from ._case_profiles import SCALINGS, case_load_profiles
+from ._frame import DAY_DIVISORS, INTERPOLATIONS, SignalFrame, parse_resolution, parse_time
+from ._gb import (
+    GB_DATASETS,
+    GB_SOURCE,
+    ExternalDataset,
+    find_gb_files,
+    read_elexon_demand,
+    read_elexon_generation,
+    read_elexon_mid,
+    read_neso_demand,
+    read_table,
+    settlement_period_starts,
+)
+from ._loader import DataLoader
+from ._nonstationary import (
+    DRIFT_SHOCK_FACTOR,
+    SAMPLER_MODES,
+    EpisodeConfig,
+    NonstationarySampler,
+    apply_drift,
+)
+from ._registry import (
+    DatasetManifest,
+    DatasetRegistry,
+    ResolvedSignal,
+    default_registry,
+    shipped_manifest,
+)
+from ._signals import (
+    ALL_SIGNALS,
+    DATA_TYPE_ACTUAL_SERIES,
+    DATA_TYPE_FORECAST_PANEL,
+    DATA_TYPES,
+    DATACENTER_ASSIGNED_MEM,
+    DATACENTER_CPU_UTIL,
+    DATACENTER_CYCLES_PER_INSTRUCTION,
+    DATACENTER_DISK_IO,
+    DATACENTER_GPU_MEM_UTIL,
+    DATACENTER_GPU_UTIL,
+    DATACENTER_MEM_UTIL,
+    DATACENTER_NET_IN,
+    DATACENTER_NET_OUT,
+    DATACENTER_POWER_MW,
+    INDEX_DATETIME,
+    INDEX_ISSUE_TIME,
+    INDEX_REGION,
+    INDEX_TARGET_TIME,
+    LOAD_ACTUAL_MW,
+    LOAD_ACTUAL_PU,
+    LOAD_FORECAST_DA_MW,
+    LOAD_FORECAST_P10_MW,
+    LOAD_FORECAST_P50_MW,
+    LOAD_FORECAST_P90_MW,
+    MARKET_MID_PRICE_APX,
+    MARKET_MID_PRICE_N2EX,
+    MARKET_MID_VOLUME_APX,
+    MARKET_MID_VOLUME_N2EX,
+    SIGNAL_UNITS,
+    SOLAR_AVAILABLE_MW,
+    SOLAR_AVAILABLE_PU,
+    TIME_MODE_CALENDAR,
+    TIME_MODE_PROFILE,
+    TIME_MODES,
+    WEATHER_TEMPERATURE_C,
+    WIND_AVAILABLE_MW,
+    WIND_AVAILABLE_PU,
+    check_signal,
+)
+from ._splits import SPLITS, Window, assert_no_overlap, gb_windows, get_window, list_windows
+
+__all__ = [
+    "ALL_SIGNALS",
+    "DATACENTER_ASSIGNED_MEM",
+    "DATACENTER_CPU_UTIL",
+    "DATACENTER_CYCLES_PER_INSTRUCTION",
+    "DATACENTER_DISK_IO",
+    "DATACENTER_GPU_MEM_UTIL",
+    "DATACENTER_GPU_UTIL",
+    "DATACENTER_MEM_UTIL",
+    "DATACENTER_NET_IN",
+    "DATACENTER_NET_OUT",
+    "DATACENTER_POWER_MW",
+    "DATA_TYPES",
+    "DATA_TYPE_ACTUAL_SERIES",
+    "DATA_TYPE_FORECAST_PANEL",
+    "DAY_DIVISORS",
+    "DRIFT_SHOCK_FACTOR",
+    "GB_DATASETS",
+    "GB_SOURCE",
+    "INDEX_DATETIME",
+    "INDEX_ISSUE_TIME",
+    "INDEX_REGION",
+    "INDEX_TARGET_TIME",
+    "INTERPOLATIONS",
+    "LOAD_ACTUAL_MW",
+    "LOAD_ACTUAL_PU",
+    "LOAD_FORECAST_DA_MW",
+    "LOAD_FORECAST_P10_MW",
+    "LOAD_FORECAST_P50_MW",
+    "LOAD_FORECAST_P90_MW",
+    "MARKET_MID_PRICE_APX",
+    "MARKET_MID_PRICE_N2EX",
+    "MARKET_MID_VOLUME_APX",
+    "MARKET_MID_VOLUME_N2EX",
+    "SAMPLER_MODES",
+    "SCALINGS",
+    "SIGNAL_UNITS",
+    "SOLAR_AVAILABLE_MW",
+    "SOLAR_AVAILABLE_PU",
+    "SPLITS",
+    "TIME_MODES",
+    "TIME_MODE_CALENDAR",
+    "TIME_MODE_PROFILE",
+    "WEATHER_TEMPERATURE_C",
+    "WIND_AVAILABLE_MW",
+    "WIND_AVAILABLE_PU",
+    "DataLoader",
+    "DatasetManifest",
+    "DatasetRegistry",
+    "EpisodeConfig",
+    "ExternalDataset",
+    "NonstationarySampler",
+    "ResolvedSignal",
+    "SignalFrame",
+    "Window",
+    "apply_drift",
+    "assert_no_overlap",
+    "case_load_profiles",
+    "check_signal",
+    "default_registry",
+    "find_gb_files",
+    "gb_windows",
+    "get_window",
+    "list_windows",
+    "parse_resolution",
+    "parse_time",
+    "read_elexon_demand",
+    "read_elexon_generation",
+    "read_elexon_mid",
+    "read_neso_demand",
+    "read_table",
+    "settlement_period_starts",
+    "shipped_manifest",
+]
