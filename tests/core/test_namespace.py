@@ -120,3 +120,12 @@ def test_opt_in_type_checking_by_environment_variable():
     env = {**os.environ, "POWERZOOJAX_TYPECHECK": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip() == "TypeCheckError", out.stderr[-2000:]
+
+
+def test_facade_exports_every_lazy_name_when_installed():
+    import powerzoojax.envs as envs
+
+    for name, (module, _) in envs._LAZY.items():
+        if importlib.util.find_spec(module) is None:
+            continue
+        assert getattr(envs, name) is getattr(importlib.import_module(module), name)

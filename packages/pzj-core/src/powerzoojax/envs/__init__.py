@@ -25,6 +25,14 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TransGridParams": ("powerzoojax.grid", "pzj-grid"),
     "GridState": ("powerzoojax.grid", "pzj-grid"),
     "make_trans_params": ("powerzoojax.grid", "pzj-grid"),
+    "DistGridEnv": ("powerzoojax.grid", "pzj-grid"),
+    "DistGridParams": ("powerzoojax.grid", "pzj-grid"),
+    "DistGridState": ("powerzoojax.grid", "pzj-grid"),
+    "make_dist_params": ("powerzoojax.grid", "pzj-grid"),
+    "DistGrid3PhaseEnv": ("powerzoojax.grid", "pzj-grid"),
+    "DistGrid3PhaseParams": ("powerzoojax.grid", "pzj-grid"),
+    "DistGrid3PhaseState": ("powerzoojax.grid", "pzj-grid"),
+    "make_dist_3phase_params": ("powerzoojax.grid", "pzj-grid"),
 }
 
 __all__ = [

@@ -1,7 +1,6 @@
 """Pure power-system kernels: they know nothing about RL."""
 
 from powerzoojax.physics._costs import generation_cost, marginal_cost
-from powerzoojax.physics._reduce import short_dot, short_matvec, short_sum
 from powerzoojax.physics._dc import (
     DCFlow,
     DCNetwork,
@@ -12,9 +11,20 @@ from powerzoojax.physics._dc import (
     proportional_dispatch,
     unit_limit_violation,
 )
+from powerzoojax.physics._radial import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
+from powerzoojax.physics._radial_3phase import (
+    Radial3PhaseFlow,
+    Radial3PhaseNetwork,
+    make_radial_3phase_network,
+    radial_3phase_power_flow,
+    voltage_unbalance_percent,
+)
+from powerzoojax.physics._reduce import short_dot, short_matvec, short_sum
 
 __all__ = [
-    "DCFlow", "DCNetwork", "dc_power_flow", "dc_thermal_check", "generation_cost", "load_line_flows",
-    "make_dc_network", "marginal_cost", "proportional_dispatch", "short_dot", "short_matvec",
-    "short_sum", "unit_limit_violation",
+    "DCFlow", "DCNetwork", "Radial3PhaseFlow", "Radial3PhaseNetwork", "RadialFlow", "RadialNetwork",
+    "dc_power_flow", "dc_thermal_check", "generation_cost", "load_line_flows", "make_dc_network",
+    "make_radial_3phase_network", "make_radial_network", "marginal_cost", "proportional_dispatch",
+    "radial_3phase_power_flow", "radial_power_flow", "short_dot", "short_matvec", "short_sum",
+    "unit_limit_violation", "voltage_unbalance_percent",
 ]

@@ -1,0 +1,402 @@
+"""Distribution grid env: the agent sets DER active power at every bus of a radial feeder,
+the network is a balanced backward/forward sweep (:func:`powerzoojax.physics.radial_power_flow`).
+
+N buses, B = in-service branches (a tree, B = N − 1; case 33bw: 33 and 32). Loads and
+flows are per unit on the case base inside the env; MW only in the reward and the
+thermal check.
+
+Observation ``(3N + 2B + 2,)`` float32, unbounded:
+  ``(v − 1)/0.1`` (N) · ``p_branch / p_load_ref`` (B) · ``q_branch / q_load_ref`` (B) ·
+  ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ``, with the
+  load of the row the next action meets and ``p_load_ref = max(Σ case P_d / base, 1e-8)``.
+Action ``(N − 1,)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
+  injection at every non-slack bus, in bus order, mapped onto ``[der_low, der_high]`` p.u.
+  (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation.
+Reward ``−loss_penalty_weight · base_mva · Σ p_loss`` (network losses in MW, weighted).
+Costs (non-negative, in this order): ``voltage_violation`` (number of buses outside
+  ``[v_min, v_max]``), ``thermal_overload`` (number of branches with
+  ``base · √(P² + Q²)`` above their rating [MVA]), ``resource`` (0 until resource bundles
+  land). A sweep that fails to converge counts every bus as a voltage violation.
+Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
+  ``step``. Loads come from row ``t mod T`` of the ``(T, N)`` p.u. profiles; reset solves
+  the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
+"""
+
+import math
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from powerzoojax.case import CaseData
+from powerzoojax.core import (
+    Box,
+    Environment,
+    EnvParams,
+    EnvState,
+    auto_reset,
+    denormalize_action,
+    make_box,
+    stack_costs,
+    time_features,
+)
+from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
+
+DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
+
+# A rating of 0 (or below) means "unlimited" in the case tables.
+_UNLIMITED_MVA = 1.0e6
+_COST_MODES = ("aggregate",)
+
+
+class DistGridState(EnvState):
+    """Distribution state (per unit on the case base unless named otherwise)."""
+
+    v_mag: Float[Array, " n_nodes"]
+    p_branch: Float[Array, " n_branches"]
+    q_branch: Float[Array, " n_branches"]
+    p_loss_total: Float[Array, ""]
+    is_safe: Bool[Array, ""]
+    n_violations: Int[Array, ""]
+    # Running sum of the violation counts over the episode.
+    total_cost: Float[Array, ""]
+    resource_states: tuple = ()
+    episode_batt_soc_init: Float[Array, " n_batt"] = eqx.field(
+        default_factory=lambda: jnp.zeros((0,), jnp.float32)
+    )
+
+
+class DistGridParams(EnvParams):
+    """Params of :class:`DistGridEnv`; build with :func:`make_dist_params`."""
+
+    network: RadialNetwork
+    p_load_profiles: Float[Array, "n_profile_steps n_nodes"]
+    q_load_profiles: Float[Array, "n_profile_steps n_nodes"]
+    line_cap_mva: Float[Array, " n_branches"]
+    # Observation normalisers from the case's static loads (unchanged when profiles are
+    # replaced, so observations stay comparable across scenarios).
+    p_load_ref: Float[Array, ""]
+    q_load_ref: Float[Array, ""]
+    v_slack: Float[Array, ""]
+    v_min: Float[Array, ""]
+    v_max: Float[Array, ""]
+    loss_penalty_weight: Float[Array, ""]
+    der_low: Float[Array, ""]
+    der_high: Float[Array, ""]
+    bfs_tol: Float[Array, ""]
+    der_bus_idx: Int[Array, " n_der"]
+    base_mva: float = eqx.field(static=True, default=100.0, kw_only=True)
+    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
+    bfs_max_iter: int = eqx.field(static=True, default=100, kw_only=True)
+    include_der: bool = eqx.field(static=True, default=True, kw_only=True)
+    cost_mode: str = eqx.field(static=True, default="aggregate", kw_only=True)
+    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+
+    def with_load_profiles(
+        self,
+        p_load_profiles: Float[Array, "n_rows n_nodes"],
+        q_load_profiles: Float[Array, "n_rows n_nodes"],
+    ) -> "DistGridParams":
+        """These params with new ``(T', N)`` load profiles [p.u.] (usable inside ``jit``/``vmap``)."""
+        return eqx.tree_at(
+            lambda p: (p.p_load_profiles, p.q_load_profiles),
+            self,
+            (jnp.asarray(p_load_profiles, jnp.float32), jnp.asarray(q_load_profiles, jnp.float32)),
+        )
+
+
+def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"make_dist_params: {name} must be a real number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"make_dist_params: {name} must be finite, got {x}")
+    if positive and x <= 0:
+        raise ValueError(f"make_dist_params: {name} must be > 0, got {x}")
+    if non_negative and x < 0:
+        raise ValueError(f"make_dist_params: {name} must be >= 0, got {x}")
+    return x
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"make_dist_params: {name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"make_dist_params: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _profiles(name: str, value: ArrayLike, n_nodes: int) -> np.ndarray:
+    profiles = np.asarray(value)
+    if not np.issubdtype(profiles.dtype, np.number) or np.issubdtype(profiles.dtype, np.complexfloating):
+        raise ValueError(f"make_dist_params: {name} must be real numbers, got dtype {profiles.dtype}")
+    if profiles.ndim != 2 or profiles.shape[1] != n_nodes or profiles.shape[0] < 1:
+        raise ValueError(
+            f"make_dist_params: {name} must have shape (T, n_nodes) = (T, {n_nodes}) with T >= 1, "
+            f"got shape {profiles.shape}"
+        )
+    bad = ~np.isfinite(profiles)
+    if bad.any():
+        t, n = (int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"make_dist_params: {name} must be finite; found {profiles[t, n]} at row {t}, bus index {n} "
+            f"({int(bad.sum())} non-finite values in all)"
+        )
+    return profiles.astype(np.float64)
+
+
+def make_dist_params(
+    case: CaseData,
+    max_steps: int = 48,
+    steps_per_day: int = 48,
+    v_slack: float | int = 1.0,
+    v_min: float | int = 0.90,
+    v_max: float | int = 1.10,
+    loss_penalty_weight: float | int = 0.1,
+    resources: tuple = (),
+    include_der: bool = True,
+    cost_mode: str = "aggregate",
+    p_load_profiles: ArrayLike | None = None,
+    q_load_profiles: ArrayLike | None = None,
+    delta_t_hours: float | int = 0.5,
+    der_limit_pu: float | int = 0.005,
+    bfs_max_iter: int = 100,
+    bfs_tol: float | int = 1e-6,
+) -> DistGridParams:
+    """Validate inputs on the host and build :class:`DistGridParams`.
+
+    ``p_load_profiles, q_load_profiles``: ``(T, N)`` net bus loads [p.u. on the case base],
+    row ``t mod T`` at step ``t``; default: the case's ``node_pd, node_qd / base_mva``
+    tiled over ``max_steps`` rows (give both or neither). The in-service lines
+    (``line_status > 0``) must form one tree rooted at the slack bus. DER limits are
+    ``∓der_limit_pu`` per bus. ``cost_mode`` is accepted for the reference's signature and
+    has no effect. Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument
+    of the wrong type, ``NotImplementedError`` for resource bundles (not landed yet).
+    """
+    if not isinstance(case, CaseData):
+        raise TypeError(
+            f"make_dist_params: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}"
+        )
+    max_steps = _positive_int("max_steps", max_steps)
+    steps_per_day = _positive_int("steps_per_day", steps_per_day)
+    bfs_max_iter = _positive_int("bfs_max_iter", bfs_max_iter)
+    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
+    v_slack = _finite_scalar("v_slack", v_slack, positive=True)
+    v_min = _finite_scalar("v_min", v_min, non_negative=True)
+    v_max = _finite_scalar("v_max", v_max, positive=True)
+    if v_min >= v_max:
+        raise ValueError(f"make_dist_params: v_min must be < v_max, got v_min={v_min}, v_max={v_max}")
+    loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
+    der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
+    bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
+    if tuple(resources):
+        raise NotImplementedError("make_dist_params: resource bundles are not available yet; pass resources=()")
+    if not isinstance(include_der, (bool, np.bool_)):
+        raise TypeError(f"make_dist_params: include_der must be a bool, got {include_der!r}")
+    if cost_mode not in _COST_MODES:
+        raise ValueError(f"make_dist_params: cost_mode must be one of {_COST_MODES}, got {cost_mode!r}")
+
+    network = make_radial_network(case)
+    n = case.n_nodes
+    base = float(case.base_mva)
+    static_p = np.asarray(case.node_pd, np.float64) / base
+    static_q = np.asarray(case.node_qd, np.float64) / base
+    if (p_load_profiles is None) != (q_load_profiles is None):
+        raise ValueError(
+            "make_dist_params: give both p_load_profiles and q_load_profiles or neither, got "
+            f"p_load_profiles={'None' if p_load_profiles is None else 'an array'}, "
+            f"q_load_profiles={'None' if q_load_profiles is None else 'an array'}"
+        )
+    if p_load_profiles is None:
+        p_rows, q_rows = np.tile(static_p, (max_steps, 1)), np.tile(static_q, (max_steps, 1))
+    else:
+        p_rows = _profiles("p_load_profiles", p_load_profiles, n)
+        q_rows = _profiles("q_load_profiles", q_load_profiles, n)
+        if p_rows.shape != q_rows.shape:
+            raise ValueError(
+                f"make_dist_params: p_load_profiles and q_load_profiles must have the same shape, "
+                f"got {p_rows.shape} and {q_rows.shape}"
+            )
+
+    caps = np.asarray(case.line_cap, np.float64)[np.asarray(network.line_idx)]
+    caps = np.where(caps > 0, caps, _UNLIMITED_MVA)
+    slack = int(case.slack_bus_idx)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return DistGridParams(
+        network=network,
+        p_load_profiles=f32(p_rows),
+        q_load_profiles=f32(q_rows),
+        line_cap_mva=f32(caps),
+        p_load_ref=f32(max(float(static_p.sum()), 1e-8)),
+        q_load_ref=f32(max(float(static_q.sum()), 1e-8)),
+        v_slack=f32(v_slack),
+        v_min=f32(v_min),
+        v_max=f32(v_max),
+        loss_penalty_weight=f32(loss_penalty_weight),
+        der_low=f32(-der_limit_pu),
+        der_high=f32(der_limit_pu),
+        bfs_tol=f32(bfs_tol),
+        der_bus_idx=jnp.asarray([i for i in range(n) if i != slack], jnp.int32),
+        max_steps=max_steps,
+        delta_t_hours=delta_t_hours,
+        base_mva=base,
+        steps_per_day=steps_per_day,
+        bfs_max_iter=bfs_max_iter,
+        include_der=bool(include_der),
+        cost_mode=cost_mode,
+        resources=tuple(resources),
+    )
+
+
+class DistGridEnv(Environment):
+    """Distribution feeder env on a balanced radial power flow. See the module docstring."""
+
+    def action_dim(self, params: DistGridParams) -> int:
+        return params.network.n_nodes - 1 if params.include_der else 0
+
+    def obs_dim(self, params: DistGridParams) -> int:
+        return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2
+
+    def observation_space(self, params: DistGridParams) -> Box:
+        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
+
+    def action_space(self, params: DistGridParams) -> Box:
+        return make_box(-1.0, 1.0, (self.action_dim(params),))
+
+    def constraint_names(self, params: DistGridParams) -> tuple[str, ...]:
+        return DIST_CONSTRAINT_NAMES
+
+    def _loads(
+        self, time_step: Int[Array, ""], params: DistGridParams
+    ) -> tuple[Float[Array, " n_nodes"], Float[Array, " n_nodes"]]:
+        row = time_step % params.p_load_profiles.shape[0]
+        return params.p_load_profiles[row], params.q_load_profiles[row]
+
+    def _solve(
+        self, p_net: Float[Array, " n_nodes"], q_net: Float[Array, " n_nodes"], params: DistGridParams
+    ) -> RadialFlow:
+        return radial_power_flow(
+            params.network, p_net, q_net, params.v_slack, params.bfs_max_iter, params.bfs_tol
+        )
+
+    def _obs(self, state: DistGridState, params: DistGridParams) -> Float[Array, " obs_dim"]:
+        p_load, q_load = self._loads(state.time_step, params)
+        inv_p = 1.0 / params.p_load_ref
+        inv_q = 1.0 / params.q_load_ref
+        return jnp.concatenate(
+            [
+                (state.v_mag - 1.0) * 10.0,
+                state.p_branch * inv_p,
+                state.q_branch * inv_q,
+                p_load * inv_p,
+                q_load * inv_q,
+                time_features(state.time_step, params.steps_per_day),
+            ]
+        )
+
+    def reset(self, key: Key, params: DistGridParams) -> tuple[Float[Array, " obs_dim"], DistGridState]:
+        p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
+        flow = self._solve(p_load, q_load, params)
+        state = DistGridState(
+            time_step=jnp.asarray(0, jnp.int32),
+            done=jnp.asarray(False),
+            v_mag=flow.v_mag,
+            p_branch=flow.p_branch,
+            q_branch=flow.q_branch,
+            p_loss_total=jnp.sum(flow.p_loss),
+            is_safe=jnp.asarray(True),
+            n_violations=jnp.asarray(0, jnp.int32),
+            total_cost=jnp.asarray(0.0, jnp.float32),
+            resource_states=(),
+            episode_batt_soc_init=jnp.zeros((0,), jnp.float32),
+        )
+        return self._obs(state, params), state
+
+    def step(
+        self,
+        key: Key,
+        state: DistGridState,
+        action: Float[Array | np.ndarray, " action_dim"],
+        params: DistGridParams,
+    ) -> tuple[Float[Array, " obs_dim"], DistGridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
+        expected = self.action_dim(params)
+        if action.shape != (expected,):
+            raise ValueError(
+                f"DistGridEnv.step: action must have shape ({expected},) = "
+                f"({'n_nodes - 1' if params.include_der else 'no DER'},), got {action.shape}"
+            )
+        action = jnp.asarray(action, jnp.float32)
+        p_load, q_load = self._loads(state.time_step, params)
+        p_net = p_load
+        if params.include_der:
+            der = denormalize_action(
+                action,
+                jnp.broadcast_to(params.der_low, action.shape),
+                jnp.broadcast_to(params.der_high, action.shape),
+            )
+            p_net = p_load.at[params.der_bus_idx].add(-der)
+        flow = self._solve(p_net, q_load, params)
+
+        v = flow.v_mag
+        over_v = jnp.maximum(v - params.v_max, 0.0)
+        under_v = jnp.maximum(params.v_min - v, 0.0)
+        n_voltage = jnp.sum((v > params.v_max) | (v < params.v_min))
+        # The voltages of a failed sweep mean nothing: count every bus as violated.
+        n_voltage = jnp.where(flow.converged, n_voltage, v.shape[0]).astype(jnp.int32)
+        s_mva = params.base_mva * jnp.sqrt(flow.p_branch * flow.p_branch + flow.q_branch * flow.q_branch)
+        n_thermal = jnp.sum(s_mva > params.line_cap_mva).astype(jnp.int32)
+        mva_excess = jnp.sum(jnp.maximum(s_mva - params.line_cap_mva, 0.0))
+        cost_continuous = jnp.sum(over_v + under_v) + mva_excess
+
+        p_loss_total = jnp.sum(flow.p_loss)
+        q_loss_total = jnp.sum(flow.q_loss)
+        reward = -params.loss_penalty_weight * params.base_mva * p_loss_total
+        n_violations = n_voltage + n_thermal
+        is_safe = n_violations == 0
+        zero = jnp.zeros((), jnp.float32)
+        voltage_cost = n_voltage.astype(jnp.float32)
+        thermal_cost = n_thermal.astype(jnp.float32)
+        costs = stack_costs(voltage_cost, thermal_cost, zero)
+
+        time_step = state.time_step + 1
+        done = time_step >= params.max_steps
+        next_state = DistGridState(
+            time_step=time_step,
+            done=done,
+            v_mag=v,
+            p_branch=flow.p_branch,
+            q_branch=flow.q_branch,
+            p_loss_total=p_loss_total,
+            is_safe=is_safe,
+            n_violations=n_violations,
+            total_cost=state.total_cost + voltage_cost + thermal_cost,
+            resource_states=state.resource_states,
+            episode_batt_soc_init=state.episode_batt_soc_init,
+        )
+        next_state = auto_reset(self, key, next_state, params)
+        info = {
+            "cost_voltage_violation": voltage_cost,
+            "cost_thermal_overload": thermal_cost,
+            "cost_resource": zero,
+            "cost_continuous": cost_continuous,
+            "cost_sum": voltage_cost + thermal_cost,
+            "is_safe": is_safe,
+            "goal_met": is_safe,
+            "n_violations": n_violations,
+            "v_min_step": jnp.min(v),
+            "v_max_step": jnp.max(v),
+            "p_loss_MW": params.base_mva * p_loss_total,
+            "q_loss_MVAr": params.base_mva * q_loss_total,
+            "bfs_converged": flow.converged,
+            "bfs_n_iter": flow.n_iter,
+            "bfs_residual": flow.residual,
+            "soc_terminal_sq": zero,
+            "resource_curtailed_mw": zero,
+            "resource_shift_out_mw": zero,
+            "resource_shift_in_mw": zero,
+        }
+        return self._obs(next_state, params), next_state, reward, costs, done, info

@@ -1,0 +1,396 @@
+"""Three-phase distribution env: the agent sets DER active power per bus and phase of an
+unbalanced radial feeder, the network is :func:`powerzoojax.physics.radial_3phase_power_flow`.
+
+N buses (one reference bus held at ``v_ref_mag`` balanced), L = N − 1 lines, in the
+order given to :func:`make_dist_3phase_params`. Bus-phase vectors of length 3(N − 1)
+list the non-reference buses in index order, phases A, B, C interleaved. Powers are per
+phase, per unit on ``base_mva``.
+
+Observation ``(9N + 6L + 2,)`` float32, unbounded:
+  ``(|V| − 1)/0.1`` for phase A of every bus, then B, then C (3N, reference bus included) ·
+  receiving-end ``P`` per line for phase A, B, C (3L, ``/ p_load_ref``) · ``Q`` likewise
+  (3L, ``/ q_load_ref``) · ``p_load`` per phase (3N, reference bus 0, ``/ p_load_ref``) ·
+  ``q_load`` likewise (3N) · ``sin φ, cos φ``; ``p_load_ref = max(Σ row-0 P, 1e-8)``.
+Action ``(3(N − 1),)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
+  injection per bus-phase mapped onto ``[der_low, der_high] = ∓0.1`` p.u.
+Reward ``−loss_penalty_weight · p_loss_MW`` (``base_mva · Σ`` per-phase series losses).
+Costs (non-negative, in this order): ``voltage_violation`` (bus-phases outside
+  ``[v_min, v_max]``), ``thermal_overload`` (line-phases whose larger end ``|S|`` exceeds
+  ``line_cap / phase count``; cap 0 = unlimited), ``vuf_violation`` (three-phase buses with
+  Fortescue VUF above ``vuf_max`` %), ``resource`` (0 until bundles land). A sweep that
+  fails to converge counts every bus-phase as a voltage violation.
+Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-reset inside ``step``.
+  Loads come from row ``t mod T``; reset solves row 0 with no DER (deterministic).
+"""
+
+import math
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from powerzoojax.core import (
+    Box,
+    Environment,
+    EnvParams,
+    EnvState,
+    auto_reset,
+    denormalize_action,
+    make_box,
+    stack_costs,
+    time_features,
+)
+from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.physics import (
+    Radial3PhaseFlow,
+    Radial3PhaseNetwork,
+    make_radial_3phase_network,
+    radial_3phase_power_flow,
+)
+
+DIST_3PHASE_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "vuf_violation", "resource")
+
+_UNLIMITED_MVA = 1.0e12
+
+
+class DistGrid3PhaseState(EnvState):
+    """Three-phase state; bus-phase vectors over non-reference buses, line-phase over lines (ABC interleaved)."""
+
+    v_mag: Float[Array, " n_bus_phases"]
+    V_real: Float[Array, " n_bus_phases"]
+    V_imag: Float[Array, " n_bus_phases"]
+    P_branch: Float[Array, " n_line_phases"]
+    Q_branch: Float[Array, " n_line_phases"]
+    p_loss_total: Float[Array, ""]
+    is_safe: Bool[Array, ""]
+    n_violations: Int[Array, ""]
+    total_cost: Float[Array, ""]
+    resource_states: tuple = ()
+
+
+class DistGrid3PhaseParams(EnvParams):
+    """Params of :class:`DistGrid3PhaseEnv`; build with :func:`make_dist_3phase_params`."""
+
+    network: Radial3PhaseNetwork
+    p_load_profiles: Float[Array, "n_profile_steps n_nodes 3"]
+    q_load_profiles: Float[Array, "n_profile_steps n_nodes 3"]
+    # Per-phase rating [MVA] of each branch (BFS order); huge where unlimited.
+    phase_cap_mva: Float[Array, "n_branches 3"]
+    p_load_ref: Float[Array, ""]
+    q_load_ref: Float[Array, ""]
+    v_min: Float[Array, ""]
+    v_max: Float[Array, ""]
+    vuf_max: Float[Array, ""]
+    loss_penalty_weight: Float[Array, ""]
+    der_low: Float[Array, ""]
+    der_high: Float[Array, ""]
+    bfs_tol: Float[Array, ""]
+    nonref_idx: Int[Array, " n_nonref"]
+    # Position in BFS branch order of each input line.
+    branch_of_line: Int[Array, " n_lines"]
+    three_phase_bus: Bool[Array, " n_nodes"]
+    base_mva: float = eqx.field(static=True, default=10.0, kw_only=True)
+    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
+    bfs_max_iter: int = eqx.field(static=True, default=100, kw_only=True)
+    include_der: bool = eqx.field(static=True, default=True, kw_only=True)
+    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+
+
+def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"make_dist_3phase_params: {name} must be a real number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"make_dist_3phase_params: {name} must be finite, got {x}")
+    if positive and x <= 0:
+        raise ValueError(f"make_dist_3phase_params: {name} must be > 0, got {x}")
+    if non_negative and x < 0:
+        raise ValueError(f"make_dist_3phase_params: {name} must be >= 0, got {x}")
+    return x
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"make_dist_3phase_params: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _bus_phase_profiles(name: str, value: ArrayLike, n_nodes: int, ref_bus: int) -> np.ndarray:
+    rows = np.asarray(value)
+    width = 3 * (n_nodes - 1)
+    if rows.ndim == 1:
+        rows = rows[None, :]
+    if rows.ndim != 2 or rows.shape[1] != width or rows.shape[0] < 1 or not np.issubdtype(rows.dtype, np.number):
+        raise ValueError(
+            f"make_dist_3phase_params: {name} must be real with shape (T, 3 (n_nodes - 1)) = (T, {width}), "
+            f"got {rows.dtype} with shape {np.asarray(value).shape}"
+        )
+    if not np.all(np.isfinite(rows)):
+        t, k = (int(i) for i in np.argwhere(~np.isfinite(rows))[0])
+        raise ValueError(f"make_dist_3phase_params: {name} must be finite; found {rows[t, k]} at row {t}, column {k}")
+    full = np.zeros((rows.shape[0], n_nodes, 3), np.float64)
+    nonref = [i for i in range(n_nodes) if i != ref_bus]
+    full[:, nonref, :] = rows.reshape(rows.shape[0], n_nodes - 1, 3)
+    return full
+
+
+def make_dist_3phase_params(
+    n_nodes: int,
+    from_nodes: ArrayLike,
+    to_nodes: ArrayLike,
+    Z_3ph_pu: ArrayLike,  # noqa: N803 - the reference's name
+    load_P_3ph: ArrayLike,  # noqa: N803
+    load_Q_3ph: ArrayLike,  # noqa: N803
+    ref_bus: int = 0,
+    v_ref_mag: float | int = 1.0,
+    v_min: float | int = 0.90,
+    v_max: float | int = 1.10,
+    vuf_max: float | int = 2.0,
+    max_steps: int = 48,
+    steps_per_day: int = 48,
+    base_mva: float | int = 10.0,
+    loss_penalty_weight: float | int = 0.1,
+    line_cap: ArrayLike | None = None,
+    resources: tuple = (),
+    include_der: bool = True,
+    delta_t_hours: float | int = 0.5,
+    der_limit_pu: float | int = 0.1,
+    bfs_max_iter: int = 100,
+    bfs_tol: float | int = 1e-6,
+) -> DistGrid3PhaseParams:
+    """Validate inputs on the host and build :class:`DistGrid3PhaseParams`.
+
+    ``from_nodes, to_nodes``: 0-based bus indices of the N − 1 lines of a strict tree;
+    ``Z_3ph_pu``: ``(N − 1, 3, 3)`` complex series impedances [p.u.]; ``load_P_3ph,
+    load_Q_3ph``: ``(T, 3 (N − 1))`` per-phase net loads [p.u.] (see the module docstring
+    for the order); ``line_cap``: ``(N − 1,)`` three-phase line ratings [MVA], 0 or
+    ``None`` = unlimited. Raises ``ValueError`` naming a bad value,
+    ``NotImplementedError`` for resource bundles (not landed yet).
+    """
+    max_steps = _positive_int("max_steps", max_steps)
+    steps_per_day = _positive_int("steps_per_day", steps_per_day)
+    bfs_max_iter = _positive_int("bfs_max_iter", bfs_max_iter)
+    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
+    base_mva = _finite_scalar("base_mva", base_mva, positive=True)
+    v_min = _finite_scalar("v_min", v_min, non_negative=True)
+    v_max = _finite_scalar("v_max", v_max, positive=True)
+    if v_min >= v_max:
+        raise ValueError(f"make_dist_3phase_params: v_min must be < v_max, got v_min={v_min}, v_max={v_max}")
+    vuf_max = _finite_scalar("vuf_max", vuf_max, non_negative=True)
+    loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
+    der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
+    bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
+    if tuple(resources):
+        raise NotImplementedError("make_dist_3phase_params: resource bundles are not available yet; pass resources=()")
+    if not isinstance(include_der, (bool, np.bool_)):
+        raise ValueError(f"make_dist_3phase_params: include_der must be a bool, got {include_der!r}")
+
+    network = make_radial_3phase_network(n_nodes, from_nodes, to_nodes, Z_3ph_pu, ref_bus, v_ref_mag)
+    p_rows = _bus_phase_profiles("load_P_3ph", load_P_3ph, n_nodes, ref_bus)
+    q_rows = _bus_phase_profiles("load_Q_3ph", load_Q_3ph, n_nodes, ref_bus)
+    if p_rows.shape != q_rows.shape:
+        raise ValueError(
+            f"make_dist_3phase_params: load_P_3ph and load_Q_3ph must have the same number of rows, "
+            f"got {p_rows.shape[0]} and {q_rows.shape[0]}"
+        )
+    n_lines = n_nodes - 1
+    if line_cap is None:
+        caps = np.zeros(n_lines)
+    else:
+        caps = np.asarray(line_cap, np.float64)
+        if caps.shape != (n_lines,) or not np.all(np.isfinite(caps)):
+            raise ValueError(
+                f"make_dist_3phase_params: line_cap must be finite with shape (n_lines,) = ({n_lines},), got shape {caps.shape}"
+            )
+    line_idx = np.asarray(network.line_idx)
+    phases = np.asarray(network.branch_phase_mask)
+    phase_count = np.maximum(phases.sum(axis=1), 1)
+    branch_caps = caps[line_idx]
+    per_phase = np.where(branch_caps > 0, branch_caps / phase_count, _UNLIMITED_MVA)
+    phase_cap = np.where(phases, per_phase[:, None], _UNLIMITED_MVA)
+
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return DistGrid3PhaseParams(
+        network=network,
+        p_load_profiles=f32(p_rows),
+        q_load_profiles=f32(q_rows),
+        phase_cap_mva=f32(phase_cap),
+        p_load_ref=f32(max(float(p_rows[0].sum()), 1e-8)),
+        q_load_ref=f32(max(float(q_rows[0].sum()), 1e-8)),
+        v_min=f32(v_min),
+        v_max=f32(v_max),
+        vuf_max=f32(vuf_max),
+        loss_penalty_weight=f32(loss_penalty_weight),
+        der_low=f32(-der_limit_pu),
+        der_high=f32(der_limit_pu),
+        bfs_tol=f32(bfs_tol),
+        nonref_idx=jnp.asarray([i for i in range(n_nodes) if i != ref_bus], jnp.int32),
+        branch_of_line=jnp.asarray(np.argsort(line_idx), jnp.int32),
+        three_phase_bus=jnp.asarray(np.asarray(network.phase_mask).all(axis=1)),
+        max_steps=max_steps,
+        delta_t_hours=delta_t_hours,
+        base_mva=base_mva,
+        steps_per_day=steps_per_day,
+        bfs_max_iter=bfs_max_iter,
+        include_der=bool(include_der),
+        resources=tuple(resources),
+    )
+
+
+class DistGrid3PhaseEnv(Environment):
+    """Unbalanced three-phase feeder env. See the module docstring."""
+
+    def action_dim(self, params: DistGrid3PhaseParams) -> int:
+        return 3 * (params.network.n_nodes - 1) if params.include_der else 0
+
+    def obs_dim(self, params: DistGrid3PhaseParams) -> int:
+        return 9 * params.network.n_nodes + 6 * params.network.n_branches + 2
+
+    def observation_space(self, params: DistGrid3PhaseParams) -> Box:
+        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
+
+    def action_space(self, params: DistGrid3PhaseParams) -> Box:
+        return make_box(-1.0, 1.0, (self.action_dim(params),))
+
+    def constraint_names(self, params: DistGrid3PhaseParams) -> tuple[str, ...]:
+        return DIST_3PHASE_CONSTRAINT_NAMES
+
+    def _loads(
+        self, time_step: Int[Array, ""], params: DistGrid3PhaseParams
+    ) -> tuple[Float[Array, "n_nodes 3"], Float[Array, "n_nodes 3"]]:
+        row = time_step % params.p_load_profiles.shape[0]
+        return params.p_load_profiles[row], params.q_load_profiles[row]
+
+    def _state(
+        self, flow: Radial3PhaseFlow, params: DistGrid3PhaseParams, **fields: Any
+    ) -> DistGrid3PhaseState:
+        nonref = params.nonref_idx
+        by_line = params.branch_of_line
+        return DistGrid3PhaseState(
+            v_mag=flow.v_mag[nonref].reshape(-1),
+            V_real=jnp.real(flow.v[nonref]).reshape(-1),
+            V_imag=jnp.imag(flow.v[nonref]).reshape(-1),
+            P_branch=flow.p_branch[by_line].reshape(-1),
+            Q_branch=flow.q_branch[by_line].reshape(-1),
+            p_loss_total=jnp.sum(flow.p_loss),
+            **fields,
+        )
+
+    def _obs(self, state: DistGrid3PhaseState, params: DistGrid3PhaseParams) -> Float[Array, " obs_dim"]:
+        p_load, q_load = self._loads(state.time_step, params)
+        v_ref_mag = jnp.abs(params.network.v_ref[params.network.ref_bus])
+        v_full = jnp.broadcast_to(v_ref_mag, (params.network.n_nodes, 3))
+        v_full = v_full.at[params.nonref_idx].set(state.v_mag.reshape(-1, 3))
+        inv_p = 1.0 / params.p_load_ref
+        inv_q = 1.0 / params.q_load_ref
+        return jnp.concatenate(
+            [
+                ((v_full - 1.0) * 10.0).T.reshape(-1),
+                (state.P_branch.reshape(-1, 3) * inv_p).T.reshape(-1),
+                (state.Q_branch.reshape(-1, 3) * inv_q).T.reshape(-1),
+                (p_load * inv_p).T.reshape(-1),
+                (q_load * inv_q).T.reshape(-1),
+                time_features(state.time_step, params.steps_per_day),
+            ]
+        )
+
+    def reset(self, key: Key, params: DistGrid3PhaseParams) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState]:
+        p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
+        flow = radial_3phase_power_flow(params.network, p_load, q_load, params.bfs_max_iter, params.bfs_tol)
+        state = self._state(
+            flow,
+            params,
+            time_step=jnp.asarray(0, jnp.int32),
+            done=jnp.asarray(False),
+            is_safe=jnp.asarray(True),
+            n_violations=jnp.asarray(0, jnp.int32),
+            total_cost=jnp.asarray(0.0, jnp.float32),
+            resource_states=(),
+        )
+        return self._obs(state, params), state
+
+    def step(
+        self,
+        key: Key,
+        state: DistGrid3PhaseState,
+        action: Float[Array | np.ndarray, " action_dim"],
+        params: DistGrid3PhaseParams,
+    ) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState, FloatScalar, Float[Array, "4"], Bool[Array, ""], Info]:
+        expected = self.action_dim(params)
+        if action.shape != (expected,):
+            raise ValueError(
+                f"DistGrid3PhaseEnv.step: action must have shape ({expected},) = "
+                f"({'3 (n_nodes - 1)' if params.include_der else 'no DER'},), got {action.shape}"
+            )
+        network = params.network
+        action = jnp.asarray(action, jnp.float32)
+        p_load, q_load = self._loads(state.time_step, params)
+        p_net = p_load
+        if params.include_der:
+            der = denormalize_action(
+                action,
+                jnp.broadcast_to(params.der_low, action.shape),
+                jnp.broadcast_to(params.der_high, action.shape),
+            )
+            p_net = p_load.at[params.nonref_idx].add(-der.reshape(-1, 3))
+        flow = radial_3phase_power_flow(network, p_net, q_load, params.bfs_max_iter, params.bfs_tol)
+
+        mask = network.phase_mask
+        v = flow.v_mag
+        out_of_band = mask & ((v > params.v_max) | (v < params.v_min))
+        n_voltage = jnp.where(flow.converged, jnp.sum(out_of_band), jnp.sum(mask)).astype(jnp.int32)
+        voltage_excess = jnp.sum(jnp.where(mask, jnp.maximum(v - params.v_max, 0.0) + jnp.maximum(params.v_min - v, 0.0), 0.0))
+        vuf = jnp.where(params.three_phase_bus, flow.vuf_percent, 0.0)
+        n_vuf = jnp.sum(vuf > params.vuf_max).astype(jnp.int32)
+        vuf_excess = jnp.sum(jnp.maximum(vuf - params.vuf_max, 0.0))
+        current_conj = jnp.conj(flow.i_branch)
+        s_send = jnp.abs(flow.v[network.send_idx] * current_conj)
+        s_recv = jnp.abs(flow.v[network.recv_idx] * current_conj)
+        s_mva = params.base_mva * jnp.maximum(s_send, s_recv)
+        n_thermal = jnp.sum(s_mva > params.phase_cap_mva).astype(jnp.int32)
+        mva_excess = jnp.sum(jnp.maximum(s_mva - params.phase_cap_mva, 0.0))
+
+        p_loss_mw = params.base_mva * jnp.sum(flow.p_loss)
+        q_loss_mvar = params.base_mva * jnp.sum(flow.q_loss)
+        reward = -params.loss_penalty_weight * p_loss_mw
+        n_violations = n_voltage + n_thermal + n_vuf
+        is_safe = n_violations == 0
+        zero = jnp.zeros((), jnp.float32)
+        counts = [c.astype(jnp.float32) for c in (n_voltage, n_thermal, n_vuf)]
+        costs = stack_costs(*counts, zero)
+        max_vuf = jnp.max(vuf)
+
+        time_step = state.time_step + 1
+        next_state = self._state(
+            flow,
+            params,
+            time_step=time_step,
+            done=time_step >= params.max_steps,
+            is_safe=is_safe,
+            n_violations=n_violations,
+            total_cost=state.total_cost + counts[0] + counts[1] + counts[2],
+            resource_states=state.resource_states,
+        )
+        done = next_state.done
+        next_state = auto_reset(self, key, next_state, params)
+        info = {
+            "cost_voltage_violation": counts[0],
+            "cost_thermal_overload": counts[1],
+            "cost_vuf_violation": counts[2],
+            "cost_resource": zero,
+            "cost_continuous": voltage_excess + vuf_excess + mva_excess,
+            "cost_sum": counts[0] + counts[1] + counts[2],
+            "is_safe": is_safe,
+            "goal_met": is_safe,
+            "n_violations": n_violations,
+            "p_loss_MW": p_loss_mw,
+            "q_loss_MVAr": q_loss_mvar,
+            "max_vuf_percent": max_vuf,
+            "bfs_converged": flow.converged,
+            "bfs_n_iter": flow.n_iter,
+            "bfs_residual": flow.residual,
+        }
+        return self._obs(next_state, params), next_state, reward, costs, done, info

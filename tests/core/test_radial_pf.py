@@ -1,0 +1,259 @@
+"""Balanced radial sweep against an independent NumPy Newton AC solve, the spec §6.3
+case-33bw checkpoint, and its invariants (losses ≥ 0, supply = loads + losses)."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reference_ac import newton_ac_pf
+
+
+@functools.lru_cache(maxsize=None)
+def _feeder(case_id):
+    from powerzoojax.case import build_ybus, load_case
+    from powerzoojax.physics import make_radial_network
+
+    case = load_case(case_id)
+    return case, make_radial_network(case), build_ybus(case)
+
+
+@functools.lru_cache(maxsize=None)
+def _solver():
+    from powerzoojax.physics import radial_power_flow
+
+    # One compiled function for every example (tol traced, so no retrace across tests).
+    return jax.jit(radial_power_flow, static_argnames="max_iter")
+
+
+def _nominal(case):
+    p = np.asarray(case.node_pd, np.float64) / case.base_mva
+    q = np.asarray(case.node_qd, np.float64) / case.base_mva
+    return p, q
+
+
+def test_topology_case33bw_excludes_open_ties():
+    case, net, _ = _feeder("33bw")
+    assert net.n_branches == 32
+    assert np.all(np.asarray(case.line_status)[np.asarray(net.line_idx)] > 0)
+    path = np.asarray(net.path_matrix)
+    assert path.shape == (33, 32)
+    assert not path[case.slack_bus_idx].any()
+    # Each non-slack bus is fed by exactly one branch; each branch's receiving bus
+    # has it on its path.
+    assert sorted(np.asarray(net.recv_idx).tolist()) == [i for i in range(33) if i != case.slack_bus_idx]
+    assert np.all(path[np.asarray(net.recv_idx), np.arange(32)] == 1)
+    np.testing.assert_array_equal(np.asarray(net.downstream_matrix), path.T)
+
+
+def test_case33bw_checkpoint():
+    # Spec §6 item 3 (reference values, atol 1e-3).
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+    assert bool(flow.converged)
+    v = np.asarray(flow.v_mag)
+    np.testing.assert_allclose(v[[1, 17, 32]], [0.99704452, 0.91329013, 0.91679245], atol=1e-3)
+    first = int(np.flatnonzero(np.asarray(net.line_idx) == 0)[0])
+    np.testing.assert_allclose(float(flow.p_branch[first]), 0.03901482, atol=1e-3)
+    np.testing.assert_allclose(float(flow.q_branch[first]), 0.02425106, atol=1e-3)
+    # The well-known exact Baran–Wu figures: 202.7 kW of losses, v_min 0.9131 at bus 18.
+    np.testing.assert_allclose(float(jnp.sum(flow.p_loss)) * case.base_mva, 0.20268, atol=2e-4)
+    assert int(np.argmin(v)) == 17
+
+
+@pytest.mark.parametrize("case_id", ["33bw", "141"])
+def test_matches_newton_ac_with_random_load_scalings(case_id):
+    case, net, y_bus = _feeder(case_id)
+    p0, q0 = _nominal(case)
+    rng = np.random.default_rng(4)
+    worst = 0.0
+    for k in range(4):
+        scale = np.ones(case.n_nodes) if k == 0 else rng.uniform(0.3, 1.6, case.n_nodes)
+        p, q = p0 * scale, q0 * scale
+        vm, va, _ = newton_ac_pf(y_bus, case.slack_bus_idx, p, q)
+        flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+        assert bool(flow.converged)
+        worst = max(worst, float(np.max(np.abs(np.asarray(flow.v_mag, np.float64) - vm))))
+        # Sending-end branch flows against the AC solution's series-branch flows.
+        v = vm * np.exp(1j * va)
+        lines = np.asarray(net.line_idx)
+        send, recv = np.asarray(net.send_idx), np.asarray(net.recv_idx)
+        z = np.asarray(case.line_r, np.float64)[lines] + 1j * np.asarray(case.line_x, np.float64)[lines]
+        s_send = v[send] * np.conj((v[send] - v[recv]) / z)
+        np.testing.assert_allclose(np.asarray(flow.p_branch), s_send.real, atol=2e-5)
+        np.testing.assert_allclose(np.asarray(flow.q_branch), s_send.imag, atol=2e-5)
+    assert worst < 1e-5, f"max |v_bfs - v_newton| = {worst:.2e} p.u. on case {case_id}"
+
+
+def test_v_slack_and_tol_are_traced():
+    case, net, y_bus = _feeder("33bw")
+    p, q = _nominal(case)
+    vm, _, _ = newton_ac_pf(y_bus, case.slack_bus_idx, p, q, v_slack=1.03)
+    flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), jnp.float32(1.03), 100, jnp.float32(1e-4))
+    assert bool(flow.converged)
+    np.testing.assert_allclose(np.asarray(flow.v_mag), vm, atol=1e-4)
+    assert float(flow.v_mag[0]) == pytest.approx(1.03, abs=1e-6)
+
+
+def test_heavy_overload_is_finite_and_not_converged():
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    for factor in (8.0, 1e3):
+        flow = _solver()(net, jnp.asarray(factor * p, jnp.float32), jnp.asarray(factor * q, jnp.float32))
+        for leaf in jax.tree.leaves(flow):
+            assert np.all(np.isfinite(np.asarray(leaf, np.float64)))
+        assert not bool(flow.converged)
+        assert int(flow.n_iter) <= 100
+        v = np.asarray(flow.v_mag)
+        assert v.min() >= 0.5 - 1e-6 and v.max() <= 2.0 + 1e-6
+
+
+def test_iteration_cap_reports_not_converged():
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), 1.0, 2)
+    assert int(flow.n_iter) == 2 and not bool(flow.converged)
+    assert float(flow.residual) > 1e-6
+
+
+def test_vmap_over_loads():
+    from powerzoojax.physics import radial_power_flow
+
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    scales = jnp.asarray([0.5, 1.0, 1.5], jnp.float32)[:, None]
+    batched = jax.jit(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)))(net, scales * p, scales * q)
+    for i in range(3):
+        one = _solver()(net, scales[i] * jnp.asarray(p, jnp.float32), scales[i] * jnp.asarray(q, jnp.float32))
+        np.testing.assert_allclose(np.asarray(batched.v_mag[i]), np.asarray(one.v_mag), atol=1e-6)
+
+
+def test_meshed_or_disconnected_topology_is_refused():
+    import equinox as eqx
+
+    from powerzoojax.physics import make_radial_network
+
+    case, _, _ = _feeder("33bw")
+    closed = eqx.tree_at(lambda c: c.line_status, case, jnp.ones_like(case.line_status))
+    with pytest.raises(ValueError, match="not radial"):
+        make_radial_network(closed)
+    cut = eqx.tree_at(lambda c: c.line_status, case, case.line_status.at[0].set(0))
+    with pytest.raises(ValueError, match="not connected to the slack bus"):
+        make_radial_network(cut)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case_id=st.sampled_from(["33bw", "141"]),
+    seed=st.integers(0, 2**31 - 1),
+    load_scale=st.floats(0.0, 1.8),
+    export_fraction=st.floats(0.0, 0.5),
+)
+def test_losses_nonnegative_and_supply_balances(case_id, seed, load_scale, export_fraction):
+    case, net, _ = _feeder(case_id)
+    p0, q0 = _nominal(case)
+    rng = np.random.default_rng(seed)
+    scale = load_scale * rng.uniform(0.0, 1.0, case.n_nodes)
+    # Some buses export (DER), with either sign of reactive power.
+    exporting = rng.uniform(size=case.n_nodes) < export_fraction
+    p = np.where(exporting, -rng.uniform(0, 2, case.n_nodes) * p0.max(), p0 * scale)
+    q = np.where(exporting, rng.uniform(-1, 1, case.n_nodes) * q0.max(), q0 * scale)
+    flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+    assert bool(flow.converged)
+    p_loss = np.asarray(flow.p_loss, np.float64)
+    q_loss = np.asarray(flow.q_loss, np.float64)
+    assert np.all(p_loss >= 0) and np.all(q_loss >= 0)
+    # Slack supply = Σ net loads + Σ losses (the injections balance the losses).
+    total = float(np.abs(p).sum() + np.abs(q).sum()) + 1.0
+    assert abs(float(flow.p_slack) - (p.sum() + p_loss.sum())) < 2e-6 * total
+    assert abs(float(flow.q_slack) - (q.sum() + q_loss.sum())) < 2e-6 * total
+
+
+# --- three-phase sweep -------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _feeder_3phase(mutual):
+    from powerzoojax.physics import make_radial_3phase_network
+
+    case, net, _ = _feeder("33bw")
+    lines = np.asarray(net.line_idx)
+    z = np.asarray(case.line_r, np.float64)[lines] + 1j * np.asarray(case.line_x, np.float64)[lines]
+    coupling = np.eye(3) + mutual * (np.ones((3, 3)) - np.eye(3))
+    z3 = z[:, None, None] * coupling
+    frm = np.asarray(case.line_from_idx)[lines]
+    to = np.asarray(case.line_to_idx)[lines]
+    return make_radial_3phase_network(33, frm, to, z3)
+
+
+@functools.lru_cache(maxsize=None)
+def _solver_3phase():
+    from powerzoojax.physics import radial_3phase_power_flow
+
+    return jax.jit(radial_3phase_power_flow, static_argnames="max_iter")
+
+
+def test_three_phase_balanced_feeder_equals_balanced_sweep():
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    balanced = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+    flow = _solver_3phase()(
+        _feeder_3phase(0.0), jnp.asarray(np.repeat(p[:, None], 3, 1), jnp.float32),
+        jnp.asarray(np.repeat(q[:, None], 3, 1), jnp.float32),
+    )
+    assert bool(flow.converged)
+    v = np.asarray(flow.v_mag)
+    for phase in range(3):
+        np.testing.assert_allclose(v[:, phase], np.asarray(balanced.v_mag), atol=1e-5)
+        np.testing.assert_allclose(np.asarray(flow.p_loss)[:, phase], np.asarray(balanced.p_loss), rtol=1e-3, atol=1e-8)
+    # Phase angles stay 120° apart and the unbalance factor is ~0.
+    angles = np.angle(np.asarray(flow.v))
+    np.testing.assert_allclose(np.mod(angles[:, 0] - angles[:, 1], 2 * np.pi), 2 * np.pi / 3, atol=1e-4)
+    assert float(jnp.max(flow.vuf_percent)) < 1e-3
+
+
+def test_three_phase_unbalanced_conserves_power_per_phase():
+    case, _, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    rng = np.random.default_rng(3)
+    p3 = p[:, None] * rng.uniform(0.0, 2.0, (33, 3))
+    q3 = q[:, None] * rng.uniform(0.0, 2.0, (33, 3))
+    net3 = _feeder_3phase(0.3)
+    flow = _solver_3phase()(net3, jnp.asarray(p3, jnp.float32), jnp.asarray(q3, jnp.float32))
+    assert bool(flow.converged)
+    root = np.asarray(net3.send_idx) == 0
+    supply = (np.asarray(net3.v_ref)[0] * np.conj(np.asarray(flow.i_branch)[root])).sum(axis=0)
+    demand = p3[1:].sum(axis=0) + 1j * q3[1:].sum(axis=0)
+    losses = np.asarray(flow.p_loss).sum(axis=0) + 1j * np.asarray(flow.q_loss).sum(axis=0)
+    np.testing.assert_allclose(supply, demand + losses, atol=1e-6)
+    assert float(np.sum(flow.p_loss)) > 0
+    assert float(jnp.max(flow.vuf_percent)) > 0.1
+
+
+def test_vuf_of_known_phasors():
+    from powerzoojax.physics import voltage_unbalance_percent
+
+    a = np.exp(2j * np.pi / 3)
+    balanced = np.array([1.0, a**2, a])
+    # Adding a pure negative-sequence component of 0.02 gives VUF = 2 %.
+    unbalanced = balanced + 0.02 * np.array([1.0, a, a**2])
+    vuf = voltage_unbalance_percent(jnp.asarray(np.stack([balanced, unbalanced]), jnp.complex64))
+    np.testing.assert_allclose(np.asarray(vuf), [0.0, 2.0], atol=1e-4)
+    assert float(voltage_unbalance_percent(jnp.zeros(3, jnp.complex64))) == 0.0
+
+
+def test_three_phase_overload_is_finite_and_not_converged():
+    case, _, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    flow = _solver_3phase()(
+        _feeder_3phase(0.3), jnp.asarray(np.repeat(40 * p[:, None], 3, 1), jnp.float32),
+        jnp.asarray(np.repeat(40 * q[:, None], 3, 1), jnp.float32),
+    )
+    for leaf in jax.tree.leaves(flow):
+        assert np.all(np.isfinite(np.asarray(leaf)))
+    assert not bool(flow.converged)
