@@ -33,6 +33,19 @@ _LAZY: dict[str, tuple[str, str]] = {
     "DistGrid3PhaseParams": ("powerzoojax.grid", "pzj-grid"),
     "DistGrid3PhaseState": ("powerzoojax.grid", "pzj-grid"),
     "make_dist_3phase_params": ("powerzoojax.grid", "pzj-grid"),
+    "CostBasedMarketEnv": ("powerzoojax.market", "pzj-market"),
+    "make_cost_market_params": ("powerzoojax.market", "pzj-market"),
+    "BidBasedMarketEnv": ("powerzoojax.market", "pzj-market"),
+    "make_bid_market_params": ("powerzoojax.market", "pzj-market"),
+    "SimpleLMPArbitrageEnv": ("powerzoojax.market", "pzj-market"),
+    "LMPMarketState": ("powerzoojax.market", "pzj-market"),
+    "LMPMarketParams": ("powerzoojax.market", "pzj-market"),
+    "make_lmp_market_params": ("powerzoojax.market", "pzj-market"),
+    "MarketMARLState": ("powerzoojax.market", "pzj-market"),
+    "MarketMARLParams": ("powerzoojax.market", "pzj-market"),
+    "make_market_marl_params": ("powerzoojax.market", "pzj-market"),
+    "market_marl_reset": ("powerzoojax.market", "pzj-market"),
+    "market_marl_step": ("powerzoojax.market", "pzj-market"),
 }
 
 __all__ = [

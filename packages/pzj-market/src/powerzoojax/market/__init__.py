@@ -1,7 +1,56 @@
-"""Electricity markets (pzj-market): in-graph clearing and market environments.
+"""Electricity markets (pzj-market): in-graph clearing kernels and market environments.
 
-The clearing kernels and market envs land with the markets issue; this package is the
-distribution's skeleton so the namespace and the workspace are complete.
+Clearing: :func:`make_cost_segments` (truthful offer curves), :func:`offer_sced` (exact
+offer-based SCED with PTDF line limits and ramp bounds, primal–dual interior point in
+the graph, LMPs from the duals) and :func:`piecewise_ed` (the same clearing under the
+reference's bid-based interface).
 """
 
-__all__: list[str] = []
+from powerzoojax.market._bid_based_market import BidBasedMarketEnv, make_bid_market_params
+from powerzoojax.market._clearing import (
+    PiecewiseEDResult,
+    PiecewiseEDSetup,
+    piecewise_ed,
+    prepare_piecewise_ed,
+)
+from powerzoojax.market._cost_based_market import (
+    CostBasedMarketEnv,
+    LMPMarketParams,
+    LMPMarketState,
+    SimpleLMPArbitrageEnv,
+    make_cost_market_params,
+    make_lmp_market_params,
+)
+from powerzoojax.market._market_marl import (
+    BASELINE_ACTIONS,
+    MarketMARLParams,
+    MarketMARLState,
+    make_market_marl_params,
+    market_marl_observations,
+    market_marl_reset,
+    market_marl_step,
+    run_market_baseline,
+)
+from powerzoojax.market._market_env import AbstractMarketEnv, MarketParams, MarketState
+from powerzoojax.market._offer_sced import (
+    INFEASIBLE,
+    OPTIMAL,
+    STATUS_NAMES,
+    UNCONVERGED,
+    OfferSCEDResult,
+    OfferSCEDSetup,
+    offer_sced,
+    prepare_offer_sced,
+)
+from powerzoojax.market._segments import CostSegments, make_cost_segments, merit_order_fill
+
+__all__ = [
+    "BASELINE_ACTIONS", "MarketMARLParams", "MarketMARLState", "make_market_marl_params",
+    "market_marl_observations", "market_marl_reset", "market_marl_step", "run_market_baseline",
+    "AbstractMarketEnv", "BidBasedMarketEnv", "CostBasedMarketEnv", "LMPMarketParams", "LMPMarketState",
+    "MarketParams", "MarketState", "SimpleLMPArbitrageEnv", "make_bid_market_params",
+    "make_cost_market_params", "make_lmp_market_params",
+    "INFEASIBLE", "OPTIMAL", "STATUS_NAMES", "UNCONVERGED", "CostSegments", "OfferSCEDResult",
+    "OfferSCEDSetup", "PiecewiseEDResult", "PiecewiseEDSetup", "make_cost_segments",
+    "merit_order_fill", "offer_sced", "piecewise_ed", "prepare_offer_sced", "prepare_piecewise_ed",
+]

@@ -1,0 +1,253 @@
+"""Multi-agent generation-company market core: pure reset/step functions (spec §2.6).
+
+Each of the U units is a GenCo offering K segments. Agent actions (flattened ``(U·K,)`` in
+[-1, 1]) become markups ``m = sort((a + 1) / 2)`` per unit, offers
+``truthful · (1 + m · max_markup)`` [$/MWh]. The market clears the profile row
+``(episode_start_idx + t) mod T`` by the exact SCED with ramp coupling: each unit's
+runtime window is ``[max(p_min, P_prev − ramp_down), min(p_max, P_prev + ramp_up)]``.
+Reward per unit: realised profit ``(LMP[node] · P − TC(P)) · Δt`` [$], with TC the true
+generation cost. ``info["cost_thermal_overload"]`` is the weighted line overload [MW]
+(nonzero only when the SCED cannot meet the limits).
+
+The dict-per-agent adapter (``MarketMARLEnv``) lives in the RL package; everything it
+needs is here, including :func:`market_marl_observations`.
+"""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from powerzoojax.case import CaseData
+from powerzoojax.core import EnvParams, EnvState, rollout, select_tree, time_features
+from powerzoojax.core._types import Info, Key
+from powerzoojax.market._market_env import THERMAL_SLACK_MW
+from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
+from powerzoojax.physics import dc_thermal_check
+
+RAMP_BINDING_MW = 0.5
+BASELINE_ACTIONS = {"truthful": -1.0, "uniform_mid": 0.0, "max_markup": 1.0}
+
+
+class MarketMARLState(EnvState):
+    """Market state after the last clearing, plus each unit's profit and the LMP history."""
+
+    lmp: Float[Array, " n_nodes"]
+    unit_power_mw: Float[Array, " n_units"]
+    line_flow_mw: Float[Array, " n_lines"]
+    last_dispatch_profit: Float[Array, " n_units"]
+    lmp_history: Float[Array, " history"]
+    episode_start_idx: Int[Array, ""]
+    resource_states: tuple = ()
+
+
+class MarketMARLParams(EnvParams):
+    """Params of the GenCos market; build with :func:`make_market_marl_params`."""
+
+    offer_sced_setup: OfferSCEDSetup
+    load_profiles: Float[Array, "n_profile_steps n_loads"]
+    nodes_loads_map: Float[Array, "n_nodes n_loads"]
+    unit_node_idx: Int[Array, " n_units"]
+    ramp_up_mw_per_step: Float[Array, " n_units"]
+    ramp_down_mw_per_step: Float[Array, " n_units"]
+    cost_thermal_weight: Float[Array, ""]
+    max_markup: float = eqx.field(static=True, default=2.0, kw_only=True)
+    lmp_history_len: int = eqx.field(static=True, default=4, kw_only=True)
+    lmp_scale: float = eqx.field(static=True, default=100.0, kw_only=True)
+    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
+    sced_max_iter: int = eqx.field(static=True, default=25, kw_only=True)
+    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+
+
+def _check(name: str, ok: bool, value: object, expected: str) -> None:
+    if not ok:
+        raise ValueError(f"make_market_marl_params: {name} must be {expected}, got {value!r}")
+
+
+def make_market_marl_params(
+    case: CaseData,
+    load_profiles: ArrayLike,
+    *,
+    n_segments: int = 3,
+    max_markup: float = 2.0,
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    steps_per_day: int = 48,
+    lmp_scale: float = 100.0,
+    cost_thermal_weight: float = 1.0,
+    lmp_history_len: int = 4,
+    ramp_up_mw_per_step: ArrayLike | None = None,
+    ramp_down_mw_per_step: ArrayLike | None = None,
+    ramp_rate_fraction: float = 0.5,
+) -> MarketMARLParams:
+    """Validate on the host and build :class:`MarketMARLParams`.
+
+    ``load_profiles`` ``(T, n_loads)`` MW; missing ramp limits default to
+    ``ramp_rate_fraction · p_max`` per step. Raises ``ValueError`` naming a bad value.
+    """
+    if not isinstance(case, CaseData):
+        raise TypeError(f"make_market_marl_params: case must be a CaseData, got {type(case).__name__}")
+    for name, value in (("max_steps", max_steps), ("steps_per_day", steps_per_day), ("lmp_history_len", lmp_history_len), ("n_segments", n_segments)):
+        _check(name, isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0, value, "a positive integer")
+    for name, value in (("max_markup", max_markup), ("cost_thermal_weight", cost_thermal_weight)):
+        _check(name, isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, value, "a finite number >= 0")
+    for name, value in (("delta_t_hours", delta_t_hours), ("lmp_scale", lmp_scale), ("ramp_rate_fraction", ramp_rate_fraction)):
+        _check(name, isinstance(value, (int, float)) and math.isfinite(value) and value > 0, value, "a finite number > 0")
+    profiles = np.asarray(load_profiles, np.float64)
+    _check("load_profiles", profiles.ndim == 2 and profiles.shape[0] >= 1 and profiles.shape[1] == case.n_loads and bool(np.all(np.isfinite(profiles))),
+           profiles.shape, f"a finite (T, n_loads) = (T, {case.n_loads}) array with T >= 1")
+    p_max = np.asarray(case.unit_p_max, np.float64)
+    ramps = []
+    for name, value in (("ramp_up_mw_per_step", ramp_up_mw_per_step), ("ramp_down_mw_per_step", ramp_down_mw_per_step)):
+        ramp = ramp_rate_fraction * p_max if value is None else np.broadcast_to(np.asarray(value, np.float64), p_max.shape)
+        _check(name, bool(np.all(np.isfinite(ramp)) and np.all(ramp >= 0)), value, f"finite and >= 0, shape ({case.n_units},)")
+        ramps.append(ramp)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return MarketMARLParams(
+        offer_sced_setup=prepare_offer_sced(case, int(n_segments)),
+        load_profiles=f32(profiles),
+        nodes_loads_map=f32(case.nodes_loads_map),
+        unit_node_idx=jnp.asarray(case.unit_node_idx, jnp.int32),
+        ramp_up_mw_per_step=f32(ramps[0]),
+        ramp_down_mw_per_step=f32(ramps[1]),
+        cost_thermal_weight=f32(cost_thermal_weight),
+        max_markup=float(max_markup),
+        lmp_history_len=int(lmp_history_len),
+        lmp_scale=float(lmp_scale),
+        steps_per_day=int(steps_per_day),
+        max_steps=int(max_steps),
+        delta_t_hours=float(delta_t_hours),
+    )
+
+
+def _node_load(row: Int[Array, ""], params: MarketMARLParams) -> Float[Array, " n_nodes"]:
+    return params.nodes_loads_map @ params.load_profiles[row % params.load_profiles.shape[0]]
+
+
+def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
+    """New episode at a random profile row, cleared with truthful offers and no ramp window."""
+    k_start, _ = jr.split(key)
+    start = jr.randint(k_start, (), 0, params.load_profiles.shape[0], dtype=jnp.int32)
+    cleared = offer_sced(params.offer_sced_setup, _node_load(start, params), max_iter=params.sced_max_iter)
+    mean_lmp = jnp.mean(cleared.lmp)
+    return MarketMARLState(
+        time_step=jnp.asarray(0, jnp.int32),
+        done=jnp.asarray(False),
+        lmp=cleared.lmp,
+        unit_power_mw=cleared.unit_power,
+        line_flow_mw=cleared.line_flow,
+        last_dispatch_profit=jnp.zeros(params.offer_sced_setup.n_units, jnp.float32),
+        lmp_history=jnp.full((params.lmp_history_len,), mean_lmp, jnp.float32),
+        episode_start_idx=start,
+        resource_states=(),
+    )
+
+
+def market_marl_step(
+    key: Key, state: MarketMARLState, flat_actions: Float[Array | np.ndarray, " n_actions"], params: MarketMARLParams
+) -> tuple[MarketMARLState, Bool[Array, ""], Float[Array, " n_units"], Info]:
+    """One market round: ``(final_state, done, reward per unit [$], info)``; auto-resets."""
+    setup = params.offer_sced_setup
+    n_units, n_seg = setup.n_units, setup.n_segments
+    if flat_actions.shape != (n_units * n_seg,):
+        raise ValueError(f"market_marl_step: actions must have shape ({n_units * n_seg},) = (n_units · n_segments,), got {flat_actions.shape}")
+    actions = jnp.clip(jnp.asarray(flat_actions, jnp.float32), -1.0, 1.0).reshape(n_units, n_seg)
+    markup = jnp.sort(0.5 * (actions + 1.0), axis=1)
+    offers = setup.base_seg_prices * (1.0 + markup * params.max_markup)
+
+    node_load = _node_load(state.episode_start_idx + state.time_step, params)
+    p_min_rt = jnp.maximum(setup.p_min, state.unit_power_mw - params.ramp_down_mw_per_step)
+    p_max_rt = jnp.minimum(setup.p_max, state.unit_power_mw + params.ramp_up_mw_per_step)
+    cleared = offer_sced(setup, node_load, offers, p_min_rt, p_max_rt, max_iter=params.sced_max_iter)
+
+    thermal_mw, n_violations = dc_thermal_check(cleared.line_flow, setup.line_cap + THERMAL_SLACK_MW, setup.line_floor - THERMAL_SLACK_MW)
+    thermal_cost = params.cost_thermal_weight * thermal_mw
+    p = cleared.unit_power
+    unit_cost = (((setup.mc_a / 3.0) * p + setup.mc_b / 2.0) * p + setup.mc_c) * p
+    profit = (cleared.lmp[params.unit_node_idx] * p - unit_cost) * params.delta_t_hours
+    at_up = (p_max_rt < setup.p_max) & (p >= p_max_rt - RAMP_BINDING_MW)
+    at_down = (p_min_rt > setup.p_min) & (p <= p_min_rt + RAMP_BINDING_MW)
+    ramp_binding_rate = jnp.mean((at_up | at_down).astype(jnp.float32))
+
+    time_step = state.time_step + 1
+    done = time_step >= params.max_steps
+    history = jnp.concatenate([state.lmp_history[1:], jnp.mean(cleared.lmp)[None]])
+    next_state = MarketMARLState(
+        time_step=time_step,
+        done=done,
+        lmp=cleared.lmp,
+        unit_power_mw=p,
+        line_flow_mw=cleared.line_flow,
+        last_dispatch_profit=profit,
+        lmp_history=history,
+        episode_start_idx=state.episode_start_idx,
+        resource_states=state.resource_states,
+    )
+    _, k_reset = jr.split(key)
+    final_state = jax.lax.stop_gradient(select_tree(done, market_marl_reset(k_reset, params), next_state))
+    info = {
+        "cost": thermal_cost,
+        "cost_thermal_overload": thermal_cost,
+        "cost_sum": thermal_cost,
+        "offer_cost": cleared.offer_cost * params.delta_t_hours,
+        "lmp": cleared.lmp,
+        "lambda_balance": cleared.lambda_balance,
+        "unit_power": p,
+        "segment_delta": cleared.segment_delta,
+        "gen_cost": jnp.sum(unit_cost) * params.delta_t_hours,
+        "is_safe": n_violations == 0,
+        "n_violations": n_violations,
+        "sced_converged": cleared.converged,
+        "sced_feasible": cleared.is_feasible,
+        "sced_status": cleared.status,
+        "ramp_binding_rate": ramp_binding_rate,
+    }
+    return final_state, done, profit, info
+
+
+def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_units obs_dim"]:
+    """Per-agent observations ``(U, 8 + lmp_history_len)`` in the spec's order (§2.7)."""
+    setup = params.offer_sced_setup
+    p_max = setup.p_max
+    p = state.unit_power_mw
+    n_units = setup.n_units
+    next_load = jnp.sum(_node_load(state.episode_start_idx + state.time_step + 1, params))
+    scalars = jnp.stack(
+        [
+            setup.base_seg_prices[:, 0] / params.lmp_scale,
+            p_max / (jnp.max(p_max) + 1e-6),
+            p / (p_max + 1e-6),
+            state.last_dispatch_profit / (params.lmp_scale * p_max * params.delta_t_hours + 1e-6),
+            jnp.minimum(p_max - p, params.ramp_up_mw_per_step) / (p_max + 1e-6),
+            jnp.broadcast_to(next_load / (jnp.sum(p_max) + 1e-6), (n_units,)),
+        ],
+        axis=1,
+    )
+    shared = jnp.concatenate([time_features(state.time_step, params.steps_per_day), state.lmp_history / params.lmp_scale])
+    return jnp.concatenate([scalars, jnp.broadcast_to(shared, (n_units, shared.shape[0]))], axis=1)
+
+
+def run_market_baseline(
+    name: str, key: Key, params: MarketMARLParams, n_steps: int
+) -> tuple[MarketMARLState, Float[Array, "n_steps n_units"], Bool[Array, " n_steps"], Info]:
+    """Roll a non-learning baseline (``truthful``, ``uniform_mid``, ``max_markup``) on the rollout kernel.
+
+    Every agent plays the same constant action each step (markup 0, half and the
+    maximum of ``max_markup``). Returns ``(final_state, rewards (T, U), dones (T,), info (T, ...))``.
+    """
+    if name not in BASELINE_ACTIONS:
+        raise ValueError(f"Unknown market baseline {name!r}; valid choices: {', '.join(BASELINE_ACTIONS)}")
+    setup = params.offer_sced_setup
+    k_reset, k_roll = jr.split(key)
+    actions = jnp.full((n_steps, setup.n_units * setup.n_segments), BASELINE_ACTIONS[name], jnp.float32)
+
+    def step_fn(k, state, action):
+        state, done, reward, info = market_marl_step(k, state, action, params)
+        return market_marl_observations(state, params), state, reward, done, info
+
+    final_state, _, (_, rewards, dones, info) = rollout(step_fn, k_roll, market_marl_reset(k_reset, params), actions)
+    return final_state, rewards, dones, info

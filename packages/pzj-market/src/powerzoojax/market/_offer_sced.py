@@ -1,0 +1,358 @@
+"""Exact offer-based security-constrained economic dispatch (SCED), solved in the graph.
+
+The LP is over segment increments ``δ`` above each unit's (ramp-adjusted) minimum output
+``p_lo`` (``n = n_units · n_segments`` variables)::
+
+    min  cᵀδ   s.t.   1ᵀδ = D,   0 ≤ δ ≤ δ̄,   floor ≤ M_S δ + f0 ≤ cap
+
+with ``c`` the offer prices [$/MWh], ``δ̄`` the segment widths [MW], ``D = Σload − Σp_lo``,
+``M_S`` the unit PTDF repeated per segment and ``f0 = M_u p_lo − PTDF·load`` the line flows
+at minimum output [MW]. It is solved by a primal–dual interior-point method with a fixed
+iteration budget (``lax.fori_loop``, float32), so it jits, vmaps and never branches on the
+host. LMPs [$/MWh] come from the duals: ``LMP = −ν − PTDFᵀ(μ_upper − μ_lower)``, refined
+from the primal solution (the marginal segments price the balance and the binding lines)
+when that system is determined.
+
+Outcomes are values, never NaN: ``status`` is ``OPTIMAL`` (0), ``INFEASIBLE`` (1: demand
+outside what the offered capacity can serve; the dispatch is then the closest merit-order
+fill) or ``UNCONVERGED`` (2: the budget ran out, typically an instance whose line limits
+cannot be met; the last finite iterate is returned).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jaxtyping import Array, Bool, Float, Int
+
+from powerzoojax.case import CaseData
+from powerzoojax.core._types import FloatScalar
+from powerzoojax.market._segments import _check_n_segments, make_cost_segments, merit_order_fill
+
+OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
+STATUS_NAMES = ("optimal", "infeasible", "unconverged")
+UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
+_MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ramp bounds
+_SIGMA, _TAU = 0.2, 0.995
+_RIDGE = 1e-6
+_REFINE = 1
+_SNAP_MW = 1e-2
+_PRIMAL_TOL, _DUAL_TOL = 1e-4, 1e-3  # scaled residuals accepted as optimal
+
+
+class OfferSCEDSetup(eqx.Module):
+    """Host-precomputed SCED operators of one case (float32 leaves, static dimensions)."""
+
+    ptdf: Float[Array, "n_lines n_nodes"]
+    ptdf_units: Float[Array, "n_lines n_units"]
+    ptdf_segments: Float[Array, "n_lines n_vars"]
+    nodes_units_map: Float[Array, "n_nodes n_units"]
+    p_min: Float[Array, " n_units"]
+    p_max: Float[Array, " n_units"]
+    line_cap: Float[Array, " n_lines"]
+    line_floor: Float[Array, " n_lines"]
+    base_seg_widths: Float[Array, "n_units n_segments"]
+    base_seg_prices: Float[Array, "n_units n_segments"]
+    mc_a: Float[Array, " n_units"]
+    mc_b: Float[Array, " n_units"]
+    mc_c: Float[Array, " n_units"]
+    n_nodes: int = eqx.field(static=True)
+    n_units: int = eqx.field(static=True)
+    n_lines: int = eqx.field(static=True)
+    n_segments: int = eqx.field(static=True)
+
+
+class OfferSCEDResult(eqx.Module):
+    """One SCED clearing. Powers in MW, prices in $/MWh, costs in $/h."""
+
+    unit_power: Float[Array, " n_units"]
+    segment_delta: Float[Array, "n_units n_segments"]
+    line_flow: Float[Array, " n_lines"]
+    node_injection: Float[Array, " n_nodes"]
+    lmp: Float[Array, " n_nodes"]
+    lambda_balance: Float[Array, ""]
+    mu_upper: Float[Array, " n_lines"]
+    mu_lower: Float[Array, " n_lines"]
+    offer_cost: Float[Array, ""]
+    total_cost: Float[Array, ""]
+    converged: Bool[Array, ""]
+    is_feasible: Bool[Array, ""]
+    status: Int[Array, ""]
+    iterations: Int[Array, ""]
+
+
+def prepare_offer_sced(
+    case: CaseData,
+    n_segments: int = 3,
+    line_cap: Float[np.ndarray, " n_lines"] | None = None,
+    line_floor: Float[np.ndarray, " n_lines"] | None = None,
+) -> OfferSCEDSetup:
+    """Build the SCED operators of ``case`` on the host.
+
+    ``line_cap``/``line_floor`` override the case's limits [MW]; limits of magnitude
+    ``UNLIMITED_MW`` or more (and 0, MATPOWER's "unlimited") become ``±UNLIMITED_MW``.
+    """
+    n_segments = _check_n_segments("prepare_offer_sced", n_segments)
+    if not isinstance(case, CaseData):
+        raise TypeError(f"prepare_offer_sced: case must be a CaseData, got {type(case).__name__}")
+    ptdf = np.asarray(case.ptdf, np.float64)
+    units_map = np.asarray(case.nodes_units_map, np.float64)
+    m_u = ptdf @ units_map
+    cap = np.asarray(case.line_cap if line_cap is None else line_cap, np.float64)
+    floor = np.asarray(case.line_floor if line_floor is None else line_floor, np.float64)
+    for name, arr in (("line_cap", cap), ("line_floor", floor)):
+        if arr.shape != (case.n_lines,) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"prepare_offer_sced: {name} must be finite with shape ({case.n_lines},), got {arr.shape}")
+    cap = np.where((cap == 0) | (cap >= UNLIMITED_MW), UNLIMITED_MW, cap)
+    floor = np.where((floor == 0) | (floor <= -UNLIMITED_MW), -UNLIMITED_MW, floor)
+    if np.any(floor > cap):
+        bad = int(np.argmax(floor > cap))
+        raise ValueError(f"prepare_offer_sced: line {bad} has floor {floor[bad]} above cap {cap[bad]}")
+    segments = make_cost_segments(case, n_segments)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return OfferSCEDSetup(
+        ptdf=f32(ptdf),
+        ptdf_units=f32(m_u),
+        ptdf_segments=f32(np.repeat(m_u, n_segments, axis=1)),
+        nodes_units_map=f32(units_map),
+        p_min=f32(case.unit_p_min),
+        p_max=f32(case.unit_p_max),
+        line_cap=f32(cap),
+        line_floor=f32(floor),
+        base_seg_widths=segments.seg_widths,
+        base_seg_prices=segments.seg_prices,
+        mc_a=f32(case.unit_cost_a),
+        mc_b=f32(case.unit_cost_b),
+        mc_c=f32(case.unit_cost_c),
+        n_nodes=case.n_nodes,
+        n_units=case.n_units,
+        n_lines=case.n_lines,
+        n_segments=n_segments,
+    )
+
+
+def _total_cost(p: Float[Array, " n_units"], a: Float[Array, " n_units"], b: Float[Array, " n_units"], c: Float[Array, " n_units"]) -> FloatScalar:
+    return jnp.sum((((a / 3.0) * p + b / 2.0) * p + c) * p)
+
+
+def offer_sced(
+    setup: OfferSCEDSetup,
+    node_load_mw: Float[Array, " n_nodes"],
+    offer_prices: Float[Array, "n_units n_segments"] | None = None,
+    p_min_rt: Float[Array, " n_units"] | None = None,
+    p_max_rt: Float[Array, " n_units"] | None = None,
+    max_iter: int = 30,
+    tol: float = 1e-5,
+) -> OfferSCEDResult:
+    """Clear the market: dispatch, LMPs and status for nodal loads [MW] and offers [$/MWh].
+
+    ``offer_prices=None`` offers the truthful segments. ``p_min_rt``/``p_max_rt`` [MW] are
+    runtime (ramp) bounds: the segment widths are scaled to the runtime headroom, so the
+    LP keeps its shape. ``tol`` bounds the duality gap ``sᵀλ`` of the scaled LP (prices ÷ the dearest
+    offer, MW ÷ the widest segment); the best iterate of the budget is returned.
+    """
+    n_units, n_seg, n_lines = setup.n_units, setup.n_segments, setup.n_lines
+    n = n_units * n_seg
+    m = 2 * n_lines + 2 * n
+    prices = setup.base_seg_prices if offer_prices is None else jnp.asarray(offer_prices, jnp.float32)
+    node_load_mw = jnp.asarray(node_load_mw, jnp.float32)
+
+    if p_min_rt is None and p_max_rt is None:
+        p_lo = setup.p_min
+        widths = setup.base_seg_widths
+    else:
+        p_min_rt = setup.p_min if p_min_rt is None else p_min_rt
+        p_max_rt = setup.p_max if p_max_rt is None else p_max_rt
+        p_lo = jnp.minimum(p_min_rt, p_max_rt - 1e-3)
+        span = jnp.maximum(setup.p_max - setup.p_min, 1e-6)
+        widths = setup.base_seg_widths * jnp.clip((p_max_rt - p_lo) / span, 0.0, 1.0)[:, None]
+
+    c = prices.reshape(n)
+    wbar = jnp.maximum(widths.reshape(n), _MIN_WIDTH_MW)
+    m_s = setup.ptdf_segments
+    f0 = setup.ptdf_units @ p_lo - setup.ptdf @ node_load_mw
+    demand_raw = jnp.sum(node_load_mw) - jnp.sum(p_lo)
+    capacity = jnp.sum(wbar)
+    is_feasible = (demand_raw >= 0.0) & (demand_raw <= capacity)
+    demand = jnp.clip(demand_raw, 0.01, capacity - 0.01)
+
+    # Solve a scaled copy (x in units of the widest segment, prices in units of the
+    # dearest offer): float32 then reaches a 1e-6 gap within the budget.
+    sx = jnp.maximum(jnp.max(wbar), 1.0)
+    sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
+    cs, ws, ds = c / sc, wbar / sx, demand / sx
+    h = jnp.concatenate([(setup.line_cap - f0) / sx, (f0 - setup.line_floor) / sx, ws, jnp.zeros(n)])
+
+    def g(x):
+        fl = m_s @ x
+        return jnp.concatenate([fl, -fl, x, -x])
+
+    def gt(v):
+        return m_s.T @ (v[:n_lines] - v[n_lines : 2 * n_lines]) + v[2 * n_lines : 2 * n_lines + n] - v[2 * n_lines + n :]
+
+    def residuals(x, s, lam, nu):
+        gap = jnp.dot(s, lam)  # duality gap of the scaled LP
+        primal = jnp.maximum(jnp.abs(jnp.sum(x) - ds), jnp.max(jnp.abs(g(x) + s - h)))
+        dual = jnp.max(jnp.abs(cs + nu + gt(lam)))
+        return gap, primal, dual
+
+    def merit(x, s, lam, nu):
+        gap, primal, dual = residuals(x, s, lam, nu)
+        return jnp.maximum(gap / tol, jnp.maximum(primal / _PRIMAL_TOL, dual / _DUAL_TOL))
+
+    # Warm start: mostly the network-blind merit fill, nudged into the interior.
+    x0 = 0.99 * merit_order_fill(cs, ws, ds) + 0.01 * ds * ws / jnp.sum(ws)
+    x0 = jnp.clip(x0, 1e-4 * ws, ws * (1.0 - 1e-4))
+    x0 = x0 * ds / jnp.maximum(jnp.sum(x0), 1e-12)
+    x0 = jnp.clip(x0, 1e-6 * ws, ws * (1.0 - 1e-6))
+    s0 = jnp.maximum(h - g(x0), 1.0)
+    lam0 = 10.0 / s0
+    nu0 = -jnp.mean(cs)
+
+    def body(_, carry):
+        x, s, lam, nu, best, best_merit = carry
+        mu = jnp.dot(s, lam) / m
+        w_all = lam / s
+        r1 = cs + nu + gt(lam)
+        r2 = jnp.sum(x) - ds
+        r3 = g(x) + s - h
+        r4 = lam * s - _SIGMA * mu
+        w = (-r4 + lam * r3) / s
+        w_line = w_all[:n_lines] + w_all[n_lines : 2 * n_lines]
+        w_box = w_all[2 * n_lines : 2 * n_lines + n] + w_all[2 * n_lines + n :]
+        hess = m_s.T @ (w_line[:, None] * m_s) + jnp.diag(w_box)
+        scale = lax.rsqrt(jnp.maximum(jnp.diag(hess), 1e-10))
+        # Ridge on the equilibrated matrix: relative to each diagonal, so a binding
+        # line's huge weight cannot inflate it into a wrong Newton direction.
+        chol = jnp.linalg.cholesky(scale[:, None] * hess * scale[None, :] + _RIDGE * jnp.eye(n))
+        y_ones = jax.scipy.linalg.cho_solve((chol, True), scale) * scale
+
+        def bordered_solve(b1, b2):
+            # [[H, 1], [1ᵀ, 0]] [dx; dν] = [b1; b2] by elimination on the Cholesky of H.
+            y = jax.scipy.linalg.cho_solve((chol, True), b1 * scale) * scale
+            dnu = (jnp.sum(y) - b2) / jnp.sum(y_ones)
+            return y - y_ones * dnu, dnu
+
+        b1 = -r1 - gt(w)
+        dx, dnu = bordered_solve(b1, -r2)
+        # Refinement steps against the un-ridged matrix: the ridge would otherwise leave
+        # a dual residual that stalls convergence when offers differ by cents.
+        for _ in range(_REFINE):
+            fix_x, fix_nu = bordered_solve(b1 - hess @ dx - dnu, -r2 - jnp.sum(dx))
+            dx, dnu = dx + fix_x, dnu + fix_nu
+        gdx = g(dx)
+        dsl = -r3 - gdx
+        dlam = w + w_all * gdx
+        step_p = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dsl < 0, -s / jnp.where(dsl < 0, dsl, -1.0), jnp.inf)))
+        step_d = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dlam < 0, -lam / jnp.where(dlam < 0, dlam, -1.0), jnp.inf)))
+        new = (x + step_p * dx, s + step_p * dsl, lam + step_d * dlam, nu + step_d * dnu)
+        finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in new]))
+        # Latch once optimal (or broken): float32 iterates drift if pushed further.
+        keep = (best_merit <= 1.0) | ~finite
+        x, s, lam, nu = (jnp.where(keep, old, upd) for old, upd in zip((x, s, lam, nu), new))
+        score = merit(x, s, lam, nu)
+        better = jnp.isfinite(score) & (score < best_merit)
+        best = tuple(jnp.where(better, cur, b) for cur, b in zip((x, s, lam, nu), best))
+        return x, s, lam, nu, best, jnp.where(better, score, best_merit)
+
+    start = (x0, s0, lam0, nu0)
+    _, _, _, _, (x, s, lam, nu), best_merit = lax.fori_loop(0, max_iter, body, (*start, start, merit(*start)))
+    solved = best_merit <= 1.0
+    converged = solved & is_feasible
+
+    # Unscale; an infeasible demand gets the capacity-clipped merit fill and zero duals.
+    delta = _fill_within_units(prices, jnp.clip(x * sx, 0.0, wbar).reshape(n_units, n_seg), wbar.reshape(n_units, n_seg)).reshape(n)
+    fallback = merit_order_fill(c, wbar, jnp.clip(demand_raw, 0.0, capacity))
+    delta = jnp.where(is_feasible & jnp.all(jnp.isfinite(delta)), delta, fallback)
+    lam_u = jnp.where(is_feasible & jnp.isfinite(lam), lam * sc, 0.0)
+    nu_u = jnp.where(is_feasible & jnp.isfinite(nu), nu * sc, 0.0)
+    mu_upper, mu_lower = lam_u[:n_lines], lam_u[n_lines : 2 * n_lines]
+
+    flow = m_s @ delta + f0
+    lmp_dual = -nu_u - setup.ptdf.T @ (mu_upper - mu_lower)
+    lmp_primal, lambda_primal, primal_ok = _primal_lmp(setup, c, delta, wbar, flow)
+    use_primal = primal_ok & is_feasible
+    lmp = jnp.where(use_primal, lmp_primal, lmp_dual)
+    lambda_balance = jnp.where(use_primal, lambda_primal, -nu_u)
+
+    power = p_lo + delta.reshape(n_units, n_seg).sum(axis=1)
+    injection = setup.nodes_units_map @ power - node_load_mw
+    status = jnp.where(~is_feasible, INFEASIBLE, jnp.where(solved, OPTIMAL, UNCONVERGED)).astype(jnp.int32)
+    return OfferSCEDResult(
+        unit_power=power,
+        segment_delta=delta.reshape(n_units, n_seg),
+        line_flow=flow,
+        node_injection=injection,
+        lmp=lmp,
+        lambda_balance=lambda_balance,
+        mu_upper=mu_upper,
+        mu_lower=mu_lower,
+        offer_cost=jnp.dot(c, delta),
+        total_cost=_total_cost(power, setup.mc_a, setup.mc_b, setup.mc_c),
+        converged=converged,
+        is_feasible=is_feasible,
+        status=status,
+        iterations=jnp.asarray(max_iter, jnp.int32),
+    )
+
+
+def _fill_within_units(
+    prices: Float[Array, "n_units n_segments"],
+    delta: Float[Array, "n_units n_segments"],
+    widths: Float[Array, "n_units n_segments"],
+) -> Float[Array, "n_units n_segments"]:
+    """Refill each unit's output into its own segments cheapest first.
+
+    Segments of one unit share a bus, so this keeps every flow and balance and never
+    raises the cost; it removes the float32 interior point's smearing of a unit's output
+    over offers a few cents apart, which would otherwise blur which segment is marginal.
+    """
+    order = jnp.argsort(prices, axis=1)
+    w_sorted = jnp.take_along_axis(widths, order, axis=1)
+    total = jnp.sum(delta, axis=1, keepdims=True)
+    filled = jnp.clip(total - (jnp.cumsum(w_sorted, axis=1) - w_sorted), 0.0, w_sorted)
+    rows = jnp.arange(delta.shape[0])[:, None]
+    delta = jnp.zeros_like(delta).at[rows, order].set(filled)
+    # Snap segments within _SNAP_MW of a bound onto it and hand the difference to the
+    # most interior segment: the interior point leaves such remnants (say 3e-4 MW on a
+    # unit priced 0.02 $/MWh out of merit), and their round-off is not reproducible
+    # between compilations of the same program.
+    snapped = jnp.where(delta < _SNAP_MW, 0.0, jnp.where(delta > widths - _SNAP_MW, widths, delta))
+    interior = jnp.minimum(snapped, widths - snapped).ravel()
+    target = jnp.argmax(interior)
+    flat = snapped.ravel()
+    moved = jnp.sum(delta) - jnp.sum(snapped)
+    flat = flat.at[target].set(jnp.clip(flat[target] + moved, 0.0, widths.ravel()[target]))
+    ok = interior[target] > _SNAP_MW
+    return jnp.where(ok, flat.reshape(delta.shape), delta)
+
+
+def _primal_lmp(
+    setup: OfferSCEDSetup,
+    c: Float[Array, " n_vars"],
+    delta: Float[Array, " n_vars"],
+    wbar: Float[Array, " n_vars"],
+    flow: Float[Array, " n_lines"],
+) -> tuple[Float[Array, " n_nodes"], FloatScalar, Bool[Array, ""]]:
+    """LMPs from the marginal segments: each prices ``ν + M_S[:, k]·μ_net = −c_k``.
+
+    Interior-point duals sit at the centre of the optimal dual face and carry the float32
+    error of the last iterate; when as many segments are marginal as there are unknowns
+    (balance + binding lines) this system pins the dual exactly. ``ok`` is False when it
+    does not (the caller falls back to the IPM duals).
+    """
+    n_lines = setup.n_lines
+    m_s = setup.ptdf_segments
+    active = (flow >= setup.line_cap - 0.5) | (flow <= setup.line_floor + 0.5)
+    marginal = (delta > 0.1) & (delta < wbar - 0.1)
+    a = jnp.concatenate([jnp.ones((c.shape[0], 1)), (m_s * active[:, None]).T], axis=1)
+    wm = marginal.astype(jnp.float32)
+    sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
+    normal = a.T @ (wm[:, None] * a) + 1e-6 * jnp.eye(n_lines + 1)
+    z = jnp.linalg.solve(normal, a.T @ (wm * (-c / sc)))
+    residual = jnp.max(jnp.abs(wm * (a @ z + c / sc)))
+    n_unknowns = 1 + jnp.sum(active)
+    ok = (jnp.sum(marginal) >= n_unknowns) & (residual < 1e-4) & jnp.all(jnp.isfinite(z))
+    nu, mu_net = z[0] * sc, z[1:] * sc * active
+    return -nu - setup.ptdf.T @ mu_net, -nu, ok
