@@ -1,5 +1,39 @@
-"""RL layer (pzj-rl): wrappers, multi-agent adapters, trainers."""
+"""RL layer (pzj-rl): wrappers, trainers, presets and the command line.
 
+Single-agent wrappers bind params and keep the jit / vmap / rollout-kernel contract:
+``LogWrapper`` (5-tuple), ``SafeRLWrapper`` (6-tuple with the selected costs),
+``SauteWrapper`` (budget in the observation), ``RewardWrapper`` (user reward), ``bind``.
+Trainers (Equinox + Optax, data collected through ``powerzoojax.core.rollout``):
+``make_ppo_train``, ``make_cmdp_train`` (PPO-Lagrangian), ``make_train`` (dispatch on
+``TrainConfig.algo``); ``train`` runs a preset or an env in one call.
+"""
+
+from powerzoojax.rl._base import BoundWrapper
+from powerzoojax.rl._bind import bind
+from powerzoojax.rl._config import TrainConfig, load_config, save_config
+from powerzoojax.rl._conformance import check_wrapper_api, check_wrapper_no_retrace
 from powerzoojax.rl._log_wrapper import LogEnvState, LogWrapper
+from powerzoojax.rl._networks import MLP, ActorCritic
+from powerzoojax.rl._ppo import PPOTrainer, TrainState, gae, make_cmdp_train, make_ppo_train
+from powerzoojax.rl._presets import PresetDef, get_preset, list_presets
+from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl._reward_wrapper import RewardEnvState, RewardWrapper
+from powerzoojax.rl._runner import (
+    latest_checkpoint,
+    load_checkpoint,
+    plot_learning_curve,
+    run_training,
+    save_checkpoint,
+)
+from powerzoojax.rl._safe_wrapper import SafeRLState, SafeRLWrapper
+from powerzoojax.rl._saute_wrapper import SauteState, SauteWrapper
+from powerzoojax.rl._train import evaluate, make_act, make_train, random_act, train
 
-__all__ = ["LogEnvState", "LogWrapper"]
+__all__ = [
+    "MLP", "ActorCritic", "BoundWrapper", "LogEnvState", "LogWrapper", "PPOTrainer", "PresetDef",
+    "RewardEnvState", "RewardWrapper", "SafeRLState", "SafeRLWrapper", "SauteState", "SauteWrapper",
+    "TrainConfig", "TrainResult", "TrainState", "bind", "check_wrapper_api", "check_wrapper_no_retrace",
+    "evaluate", "gae", "get_preset", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config",
+    "make_act", "make_cmdp_train", "make_ppo_train", "make_train", "plot_learning_curve", "random_act",
+    "run_training", "save_checkpoint", "save_config", "train",
+]

@@ -11,9 +11,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
-
-from powerzoojax.core import Environment, EnvParams, Space
+from powerzoojax.core import Environment, EnvParams
 from powerzoojax.core._types import Info, Key
+from powerzoojax.rl._base import BoundWrapper, accumulate
 
 
 class LogEnvState(eqx.Module):
@@ -29,68 +29,61 @@ class LogEnvState(eqx.Module):
 LogStepResult = tuple[Float[Array, "..."], LogEnvState, Float[Array, ""], Bool[Array, ""], Info]
 
 
-class LogWrapper(eqx.Module):
-    """Single-agent wrapper with params bound at construction (default ``env.default_params()``)."""
+def record_episode(state: Any, reward: Float[Array, ""], done: Bool[Array, ""]) -> dict[str, Array]:
+    """The four episode-statistics fields after one step (``state``: any state with those fields)."""
+    returns, returned = accumulate(state.episode_returns, state.returned_episode_returns, reward, done)
+    lengths, returned_len = accumulate(
+        state.episode_lengths, state.returned_episode_lengths, jnp.ones((), jnp.int32), done
+    )
+    return {
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "returned_episode_returns": returned,
+        "returned_episode_lengths": returned_len,
+    }
 
-    env: Environment
-    params: EnvParams
+
+def episode_info(fields: dict[str, Array], done: Bool[Array, ""]) -> Info:
+    return {
+        "returned_episode_returns": fields["returned_episode_returns"],
+        "returned_episode_lengths": fields["returned_episode_lengths"],
+        "returned_episode": done,
+    }
+
+
+def zero_episode_fields() -> dict[str, Array]:
+    zero_f = jnp.zeros((), jnp.float32)
+    zero_i = jnp.zeros((), jnp.int32)
+    return {
+        "episode_returns": zero_f,
+        "episode_lengths": zero_i,
+        "returned_episode_returns": zero_f,
+        "returned_episode_lengths": zero_i,
+    }
+
+
+class LogWrapper(BoundWrapper):
+    """Single-agent wrapper with params bound at construction (default ``env.default_params()``)."""
 
     def __init__(self, env: Environment, params: EnvParams | None = None):
         self.env = env
         self.params = env.default_params() if params is None else params
 
-    @property
-    def name(self) -> str:
-        return self.env.name
-
-    def observation_space(self) -> Space:
-        return self.env.observation_space(self.params)
-
-    def action_space(self) -> Space:
-        return self.env.action_space(self.params)
-
-    @property
-    def obs_size(self) -> int:
-        return int(self.observation_space().shape[0])
-
-    @property
-    def num_actions(self) -> int:
-        space = self.action_space()
-        return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])
-
-    @property
-    def action_size(self) -> int:
-        return self.num_actions
-
-    def constraint_names(self) -> tuple[str, ...]:
-        return self.env.constraint_names(self.params)
-
     def reset(self, key: Key) -> tuple[Float[Array, "..."], LogEnvState]:
         obs, env_state = self.env.reset(key, self.params)
-        zero_f = jnp.zeros((), jnp.float32)
-        zero_i = jnp.zeros((), jnp.int32)
-        return obs, LogEnvState(env_state, zero_f, zero_i, zero_f, zero_i)
+        return obs, LogEnvState(env_state=env_state, **zero_episode_fields())
 
     def _record(self, state: LogEnvState, out: tuple) -> LogStepResult:
         obs, env_state, reward, costs, done, info = out
-        episode_return = state.episode_returns + reward
-        episode_length = state.episode_lengths + 1
-        new_state = LogEnvState(
-            env_state=env_state,
-            episode_returns=jnp.where(done, 0.0, episode_return),
-            episode_lengths=jnp.where(done, 0, episode_length),
-            returned_episode_returns=jnp.where(done, episode_return, state.returned_episode_returns),
-            returned_episode_lengths=jnp.where(done, episode_length, state.returned_episode_lengths),
-        )
+        fields = record_episode(state, reward, done)
+        new_state = LogEnvState(env_state=env_state, **fields)
         cost_sum = info["cost_sum"] if "cost_sum" in info else jnp.sum(costs)
         info = {
             **info,
             "constraint_costs": costs,
             "cost_sum": cost_sum,
             "cost": cost_sum,
-            "returned_episode_returns": new_state.returned_episode_returns,
-            "returned_episode_lengths": new_state.returned_episode_lengths,
-            "returned_episode": done,
+            **episode_info(fields, done),
         }
         return obs, new_state, reward, done, info
 

@@ -1,0 +1,130 @@
+"""What every single-agent wrapper shares: bound params, forwarded spaces, episode sums.
+
+A wrapper binds ``params`` at construction, so its ``reset(key)`` / ``step(key, state,
+action)`` are the trainer-facing API and plug straight into
+``powerzoojax.core.rollout`` as its ``step_fn``.
+"""
+
+import math
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Shaped
+from powerzoojax.core import Environment, EnvParams, Space
+
+
+class BoundWrapper(eqx.Module):
+    """Base of the wrappers that hold an env and its params (``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper``).
+
+    ``emits_costs`` tells trainers the step arity: False → ``(obs, state, reward, done,
+    info)``, True → ``(obs, state, reward, costs, done, info)``.
+    """
+
+    env: Environment
+    params: EnvParams
+    emits_costs: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        return self.env.name
+
+    @property
+    def max_steps(self) -> int:
+        """Episode length of the bound params (static)."""
+        return int(self.params.max_steps)
+
+    def observation_space(self) -> Space:
+        return self.env.observation_space(self.params)
+
+    def action_space(self) -> Space:
+        return self.env.action_space(self.params)
+
+    @property
+    def obs_size(self) -> int:
+        return int(self.observation_space().shape[0])
+
+    @property
+    def num_actions(self) -> int:
+        return _num_actions(self.action_space())
+
+    @property
+    def action_size(self) -> int:
+        return self.num_actions
+
+    def constraint_names(self) -> tuple[str, ...]:
+        """All of the env's cost channels, in the env's order."""
+        return self.env.constraint_names(self.params)
+
+
+def _num_actions(space: Space) -> int:
+    # Discrete spaces have shape () and count their choices in ``n``.
+    return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])
+
+
+def accumulate(
+    running: Shaped[Array, "*shape"],
+    latched: Shaped[Array, "*shape"],
+    increment: Shaped[Array, "*shape"],
+    done: Bool[Array, ""],
+) -> tuple[Shaped[Array, "*shape"], Shaped[Array, "*shape"]]:
+    """Add ``increment`` to an episode sum; on ``done`` latch the total and restart from zero.
+
+    Returns ``(new_running, new_latched)``.
+    """
+    total = running + increment
+    return jnp.where(done, jnp.zeros_like(total), total), jnp.where(done, total, latched)
+
+
+def resolve_constraints(
+    env: Environment,
+    params: EnvParams,
+    selected_names: Any,
+    cost_thresholds: Any,
+    owner: str,
+) -> tuple[tuple[str, ...], tuple[int, ...], tuple[float, ...]]:
+    """Host-side selection of cost channels and their thresholds.
+
+    ``selected_names=None`` selects every channel; ``cost_thresholds=None`` means a
+    budget of zero per selected channel; a scalar broadcasts. Returns ``(names,
+    indices into the env's cost vector, thresholds)``.
+    """
+    all_names = tuple(env.constraint_names(params))
+    if selected_names is None:
+        selected = all_names
+    else:
+        if isinstance(selected_names, str):
+            selected_names = (selected_names,)
+        selected = tuple(selected_names)
+        unknown = [n for n in selected if n not in all_names]
+        if unknown:
+            raise ValueError(
+                f"{owner}: unknown constraint name(s) {unknown}; {env.name} has {list(all_names)}"
+            )
+        duplicates = sorted({n for n in selected if selected.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"{owner}: constraint name(s) {duplicates} selected more than once")
+    indices = tuple(all_names.index(n) for n in selected)
+    k = len(selected)
+    if cost_thresholds is None:
+        thresholds = (0.0,) * k
+    else:
+        try:
+            if isinstance(cost_thresholds, (tuple, list)) or getattr(cost_thresholds, "ndim", 0) > 0:
+                thresholds = tuple(float(v) for v in cost_thresholds)
+            else:
+                thresholds = (float(cost_thresholds),) * k
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{owner}: cost_thresholds must be a number or one number per selected constraint, "
+                f"got {cost_thresholds!r}"
+            ) from None
+        if len(thresholds) != k:
+            raise ValueError(
+                f"{owner}: cost_thresholds has {len(thresholds)} entries but {k} constraint(s) are "
+                f"selected {list(selected)}; pass one threshold per selected constraint"
+            )
+        bad = [t for t in thresholds if not math.isfinite(t) or t < 0]
+        if bad:
+            raise ValueError(f"{owner}: cost_thresholds must be finite and >= 0, got {list(thresholds)}")
+    return selected, indices, thresholds

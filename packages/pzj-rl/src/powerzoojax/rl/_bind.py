@@ -1,0 +1,27 @@
+"""``bind``: the one-line way to get a trainer-ready single-agent env."""
+
+from collections.abc import Sequence
+
+from powerzoojax.core import Environment, EnvParams
+from powerzoojax.rl._log_wrapper import LogWrapper
+from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+
+
+def bind(
+    env: Environment,
+    params: EnvParams | None = None,
+    safe: bool = False,
+    *,
+    selected_names: Sequence[str] | str | None = None,
+    cost_thresholds: Sequence[float | int] | float | int | None = None,
+) -> LogWrapper | SafeRLWrapper:
+    """``SafeRLWrapper(env, params, ...)`` if ``safe`` else ``LogWrapper(env, params)``.
+
+    ``selected_names`` / ``cost_thresholds`` only apply with ``safe=True`` (passing them
+    without it is an error, not silently ignored); thresholds default to zero.
+    """
+    if safe:
+        return SafeRLWrapper(env, params, selected_names=selected_names, cost_thresholds=cost_thresholds)
+    if selected_names is not None or cost_thresholds is not None:
+        raise ValueError("bind: selected_names and cost_thresholds need safe=True")
+    return LogWrapper(env, params)

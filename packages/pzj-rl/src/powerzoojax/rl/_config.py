@@ -1,0 +1,236 @@
+"""``TrainConfig``: every knob of the trainers, as one frozen, hashable dataclass.
+
+``load_config`` / ``save_config`` read and write it as YAML (or take a dict). Fields a
+given algorithm does not use are ignored by it; the table in the RL spec (§3.3) lists
+them by group.
+"""
+
+import dataclasses
+import math
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+ALGOS = (
+    "ppo", "sac", "td3", "dqn", "ppo_lagrangian", "saute_ppo", "ippo", "ippo_typed",
+    "ippo_typed_lagrangian", "mappo",
+)
+# Fields that may be given as a scalar or as one value per selected constraint.
+_PER_CONSTRAINT = ("lambda_lr", "cost_scale")
+_TUPLE_FIELDS = ("hidden_dims", "cost_thresholds", "lambda_lr", "cost_scale")
+_ALIASES = {"lr": "learning_rate"}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training configuration (frozen: derive variants with ``replace``).
+
+    Beyond the spec table: ``log_std_init`` (initial Gaussian log std),
+    ``minibatch_shuffle`` (``"blocks"`` or ``"full"``, see ``PPOTrainer._shuffle``),
+    ``shared_torso`` (one tanh torso for actor and critic heads).
+
+    Evaluation: every ``eval_freq`` env steps (and after the last update) the mean
+    action is run on ``eval_num_episodes`` parallel episodes, for every algorithm
+    (PPO-Lagrangian included); ``eval_freq=0`` turns it off. Accepted but not used by
+    the algorithms implemented so far: ``eval_episodes`` (use ``eval_num_episodes``),
+    ``n_eval_envs``, ``record_eval_wall_time``, ``wall_time_warmup``,
+    ``wall_time_warmup_timesteps`` and the ``sac_*`` fields.
+    """
+
+    # common
+    algo: str = "ppo"
+    total_timesteps: int = 100_000
+    num_envs: int = 64
+    seed: int = 42
+    # optimiser
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    max_grad_norm: float = 0.5
+    eval_freq: int = 10_000
+    eval_episodes: int = 128
+    # PPO
+    n_steps: int = 128
+    n_epochs: int = 4
+    n_minibatches: int = 4
+    clip_eps: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    gae_lambda: float = 0.95
+    log_std_init: float = -0.5
+    minibatch_shuffle: str = "blocks"
+    # CMDP (PPO-Lagrangian)
+    cost_threshold: float = 0.0
+    cost_thresholds: tuple[float, ...] = ()
+    lambda_lr: float | tuple[float, ...] = 5e-3
+    cost_gamma: float = 1.0
+    cost_scale: float | tuple[float, ...] = 1.0
+    log_lambda_max: float = 5.0
+    n_checkpoints: int = 1
+    n_eval_envs: int = 0
+    # Sauté
+    saute_horizon: int | None = None
+    saute_unsafe_reward: float = 0.0
+    saute_use_reward_shaping: bool = True
+    # network
+    hidden_dims: tuple[int, ...] = (64, 64)
+    shared_torso: bool = True
+    continuous_action_dist: str = "gaussian"
+    # scaling
+    normalize_observations: bool = False
+    normalize_rewards: bool = False
+    # SAC
+    sac_num_epochs: int | None = None
+    sac_target_entropy_ratio: float | None = None
+    # metrics
+    eval_num_episodes: int = 128
+    record_eval_wall_time: bool = False
+    wall_time_warmup: bool = True
+    wall_time_warmup_timesteps: int | None = None
+
+    def __post_init__(self):
+        if self.algo not in ALGOS:
+            raise ValueError(f"TrainConfig: algo must be one of {list(ALGOS)}, got {self.algo!r}")
+        for name in ("total_timesteps", "num_envs", "n_steps", "n_epochs", "n_minibatches", "n_checkpoints"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"TrainConfig: {name} must be a positive integer, got {value!r}")
+        for name in ("eval_num_episodes", "n_eval_envs", "eval_freq"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"TrainConfig: {name} must be a non-negative integer, got {value!r}")
+        if not self.hidden_dims or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_dims):
+            raise ValueError(f"TrainConfig: hidden_dims must be a non-empty tuple of positive ints, got {self.hidden_dims!r}")
+        for name in ("gamma", "gae_lambda", "cost_gamma"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"TrainConfig: {name} must be in [0, 1], got {value!r}")
+        for name in ("learning_rate", "max_grad_norm", "clip_eps", "log_lambda_max"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"TrainConfig: {name} must be a positive number, got {value!r}")
+        if self.minibatch_shuffle not in ("blocks", "full"):
+            raise ValueError(f"TrainConfig: minibatch_shuffle must be 'blocks' or 'full', got {self.minibatch_shuffle!r}")
+        if self.continuous_action_dist not in ("gaussian", "beta"):
+            raise ValueError(
+                f"TrainConfig: continuous_action_dist must be 'gaussian' or 'beta', got {self.continuous_action_dist!r}"
+            )
+        for name in _PER_CONSTRAINT:
+            values = getattr(self, name)
+            values = values if isinstance(values, tuple) else (values,)
+            if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+                raise ValueError(f"TrainConfig: {name} must be positive (a number or one per constraint), got {getattr(self, name)!r}")
+        if any(not math.isfinite(t) or t < 0 for t in self.cost_thresholds):
+            raise ValueError(f"TrainConfig: cost_thresholds must be finite and >= 0, got {self.cost_thresholds!r}")
+
+    # -- derived values ----------------------------------------------------------------
+    @property
+    def steps_per_update(self) -> int:
+        return self.num_envs * self.n_steps
+
+    @property
+    def n_updates(self) -> int:
+        """PPO updates in a run: ``max(1, total_timesteps // (num_envs · n_steps))``."""
+        return max(1, self.total_timesteps // self.steps_per_update)
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with ``changes`` applied (values coerced to the field types, e.g. 1 → 1.0)."""
+        return dataclasses.replace(self, **_coerce(changes))
+
+    def _asdict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def _resolve(self, name: str, values: Any, k: int) -> tuple[float, ...]:
+        values = values if isinstance(values, tuple) else (values,) * k
+        if len(values) == 1 and k != 1:
+            values = values * k
+        if len(values) != k:
+            raise ValueError(f"TrainConfig: {name} has {len(values)} entries, expected 1 or {k} (one per constraint)")
+        return tuple(float(v) for v in values)
+
+    def resolved_cost_thresholds(self, k: int) -> tuple[float, ...] | None:
+        """Thresholds from the config broadcast to ``k``, or None when the config sets none
+        (``cost_thresholds=()`` and ``cost_threshold == 0``: use the wrapper's)."""
+        if self.cost_thresholds:
+            return self._resolve("cost_thresholds", self.cost_thresholds, k)
+        if self.cost_threshold != 0.0:
+            return (float(self.cost_threshold),) * k
+        return None
+
+    def resolved_lambda_lr(self, k: int) -> tuple[float, ...]:
+        return self._resolve("lambda_lr", self.lambda_lr, k)
+
+    def resolved_cost_scale(self, k: int) -> tuple[float, ...]:
+        return self._resolve("cost_scale", self.cost_scale, k)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def _coerce_value(name: str, value: Any) -> Any:
+    default = _FIELDS[name].default
+    if name in _TUPLE_FIELDS and isinstance(value, (list, tuple)):
+        cast = int if name == "hidden_dims" else float
+        return tuple(cast(v) for v in value)
+    if value is None:
+        return None
+    if isinstance(default, bool) or name in ("saute_use_reward_shaping",):
+        if isinstance(value, str):
+            low = value.strip().lower()
+            if low in ("true", "1", "yes", "on"):
+                return True
+            if low in ("false", "0", "no", "off"):
+                return False
+            raise ValueError(f"TrainConfig: {name} must be a boolean, got {value!r}")
+        return bool(value)
+    if isinstance(default, float) and not isinstance(value, bool) and isinstance(value, (int, float)):
+        return float(value)
+    if name in ("lambda_lr", "cost_scale") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, int) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if name in ("saute_horizon", "sac_num_epochs", "wall_time_warmup_timesteps") and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if name in ("sac_target_entropy_ratio",) and isinstance(value, int):
+        return float(value)
+    return value
+
+
+def _coerce(changes: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = [k for k in changes if k not in _FIELDS]
+    if unknown:
+        raise TypeError(f"TrainConfig has no field(s) {unknown}; fields are {sorted(_FIELDS)}")
+    return {k: _coerce_value(k, v) for k, v in changes.items()}
+
+
+def load_config(source: str | os.PathLike | Mapping[str, Any], config_cls: type = TrainConfig) -> TrainConfig:
+    """A config from a YAML file path or a dict.
+
+    Lists become tuples, numbers are coerced to the field types, ``lr`` is read as
+    ``learning_rate``. Unknown keys are dropped with a ``UserWarning`` naming them.
+    """
+    if isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        try:
+            import yaml
+        except ImportError as err:  # pragma: no cover - pyyaml is a dependency of pzj-rl
+            raise ImportError("load_config needs PyYAML: pip install pyyaml") from err
+        with open(source) as f:
+            data = yaml.safe_load(f) or {}
+        if not isinstance(data, Mapping):
+            raise ValueError(f"load_config: {source} must hold a YAML mapping of config fields, got {type(data).__name__}")
+    data = {_ALIASES.get(k, k): v for k, v in data.items()}
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(k for k in data if k not in known)
+    if unknown:
+        warnings.warn(f"load_config: ignoring unknown config key(s) {unknown}", UserWarning, stacklevel=2)
+    return config_cls(**_coerce({k: v for k, v in data.items() if k in known}))
+
+
+def save_config(config: TrainConfig, path: str | os.PathLike) -> None:
+    """Write ``config`` as YAML (fields in declaration order)."""
+    import yaml
+
+    with open(path, "w") as f:
+        yaml.safe_dump(config._asdict(), f, sort_keys=False)

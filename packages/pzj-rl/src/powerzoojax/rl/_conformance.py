@@ -1,0 +1,151 @@
+"""Conformance kit for bound single-agent wrappers (5- and 6-tuple steps).
+
+The wrapper counterpart of ``powerzoojax.testing.check_env_api``: jit = eager,
+vmap = loop of single steps, a run through ``powerzoojax.core.rollout`` ends its
+episode exactly at ``max_steps`` with a fresh reset observation and latched episode
+statistics, and one key gives one trajectory.
+"""
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from powerzoojax.core import rollout
+from powerzoojax.testing._checks import _leaves_close, _leaves_equal
+
+
+def _check_outputs(wrapped: Any, out: tuple) -> None:
+    # numpy checks: eager jnp ops would each compile a tiny program.
+    arity = 6 if wrapped.emits_costs else 5
+    if len(out) != arity:
+        raise AssertionError(f"{type(wrapped).__name__}.step must return a {arity}-tuple, got {len(out)} items")
+    if wrapped.emits_costs:
+        obs, _, reward, costs, done, info = out
+        k = wrapped.num_constraints
+        if costs.shape != (k,) or costs.dtype != jnp.float32:
+            raise AssertionError(f"selected costs must be float32 ({k},), got {costs.dtype}{costs.shape}")
+        if not np.all(np.asarray(costs) >= 0):
+            raise AssertionError(f"costs must be non-negative, got {costs}")
+    else:
+        obs, _, reward, done, info = out
+    space = wrapped.observation_space()
+    x = np.asarray(obs)
+    inside = x.shape == space.shape and np.all((x >= np.asarray(space.low)) & (x <= np.asarray(space.high)))
+    if not inside:
+        raise AssertionError(f"obs {obs.dtype}{obs.shape} is not in the observation space {space.shape}")
+    if reward.shape != () or reward.dtype != jnp.float32:
+        raise AssertionError(f"reward must be a float32 scalar, got {reward.dtype}{reward.shape}")
+    if done.shape != () or done.dtype != jnp.bool_:
+        raise AssertionError(f"done must be a bool scalar, got {done.dtype}{done.shape}")
+    if not isinstance(info, dict) or not all(isinstance(v, jax.Array) for v in info.values()):
+        raise AssertionError("info must be a dict of JAX arrays")
+    for key in ("returned_episode_returns", "returned_episode_lengths", "returned_episode"):
+        if key not in info:
+            raise AssertionError(f"info is missing {key!r}")
+
+
+def check_wrapper_api(
+    wrapped: Any,
+    *,
+    key: jax.Array | None = None,
+    stochastic: bool = False,
+    n_batch: int = 3,
+    check_eager: bool = True,
+) -> None:
+    """Assert that a bound wrapper honours the trainer-facing contract; raises ``AssertionError``.
+
+    ``check_eager=False`` skips the op-by-op (``jax.disable_jit``) comparison, the
+    slowest part of the kit (every primitive is compiled on its own).
+    """
+    key = jr.PRNGKey(0) if key is None else key
+    k_reset, k_act, k_step, k_roll, k_other = jax.jit(lambda k: tuple(jr.split(k, 5)))(key)
+    act_space = wrapped.action_space()
+    # Lambdas: jax.jit hashes its callable, and a bound Module method carries arrays.
+    reset = jax.jit(lambda k: wrapped.reset(k))
+    step = jax.jit(lambda k, s, a: wrapped.step(k, s, a))
+
+    sample_many = jax.jit(lambda k, n: jax.vmap(act_space.sample)(jr.split(k, n)), static_argnums=1)
+    obs, state = reset(k_reset)
+    if obs.shape != wrapped.observation_space().shape:
+        raise AssertionError(f"reset obs shape {obs.shape} != observation_space {wrapped.observation_space().shape}")
+    action = sample_many(k_act, 1)[0]
+    out = step(k_step, state, action)
+    _check_outputs(wrapped, out)
+
+    if check_eager:
+        with jax.disable_jit():
+            eager = wrapped.step(k_step, state, action)
+        _leaves_close(eager, out, "eager step vs jit step", rtol=1e-4, atol=1e-4)
+
+    split = jax.jit(jr.split, static_argnums=1)
+    states = jax.jit(jax.vmap(lambda k: wrapped.reset(k)))(split(k_other, n_batch))[1]
+    actions = sample_many(k_act, n_batch)
+    step_keys = split(k_step, n_batch)
+    batched = jax.jit(jax.vmap(lambda k, s, a: wrapped.step(k, s, a)))(step_keys, states, actions)
+    for i in range(n_batch):
+        pick = lambda tree: jax.tree.map(lambda x: np.asarray(x)[i], tree)  # noqa: E731
+        single = step(np.asarray(step_keys)[i], pick(states), np.asarray(actions)[i])
+        _leaves_close(pick(batched), single, f"vmap(step)[{i}] vs step", rtol=1e-4, atol=1e-4)
+
+    # Two episodes through the rollout kernel: done exactly at max_steps, latched stats,
+    # and the terminal observation is the next episode's reset observation.
+    horizon = wrapped.max_steps
+    act_seq = sample_many(k_act, 2 * horizon)
+
+    @jax.jit
+    def run(key, state):
+        return rollout(wrapped.step_auto_reset, key, state, act_seq)
+
+    final_state, _, outs = run(k_roll, state)
+    rewards = np.asarray(outs[1])
+    dones = np.asarray(outs[-2])
+    info = outs[-1]
+    expected = np.zeros(2 * horizon, bool)
+    expected[horizon - 1] = expected[-1] = True
+    if not np.array_equal(dones, expected):
+        raise AssertionError(
+            f"done must be True exactly every max_steps={horizon} steps; got True at {np.flatnonzero(dones).tolist()}"
+        )
+    lengths = np.asarray(info["returned_episode_lengths"])
+    returns = np.asarray(info["returned_episode_returns"])
+    for end, start in ((horizon - 1, 0), (2 * horizon - 1, horizon)):
+        if lengths[end] != horizon:
+            raise AssertionError(f"returned_episode_lengths at the terminal step is {lengths[end]}, expected {horizon}")
+        np.testing.assert_allclose(returns[end], rewards[start : end + 1].sum(), rtol=1e-4, atol=1e-4,
+                                   err_msg="returned_episode_returns must latch the episode's reward sum")
+    if not np.all(returns[: horizon - 1] == 0):
+        raise AssertionError("returned_episode_returns must stay 0 until the first episode ends")
+    last_key = jax.jit(lambda k: jr.split(jr.split(k, 2 * horizon)[-1])[1])(k_roll)
+    fresh_obs, _ = reset(last_key)
+    _leaves_close(np.asarray(outs[0])[-1], fresh_obs, "obs returned on the terminal step vs reset obs")
+    if float(final_state.episode_returns) != 0.0 or int(final_state.episode_lengths) != 0:
+        raise AssertionError("running episode sums must restart from zero after done")
+
+    again = run(k_roll, state)
+    _leaves_equal(again, (final_state, None, outs), "same key, same trajectory")
+    if stochastic:
+        other = run(k_other, state)
+        if all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(jax.tree.leaves(other[2]), jax.tree.leaves(outs))):
+            raise AssertionError("stochastic env: different keys gave identical trajectories")
+
+
+def check_wrapper_no_retrace(wrapped: Any, *, n_calls: int = 3, n_envs: int = 4) -> int:
+    """Assert that a vmapped rollout of ``wrapped`` traces once across new keys; returns the trace count."""
+    count = {"n": 0}
+    act_space = wrapped.action_space()
+    horizon = wrapped.max_steps
+
+    def run(keys):
+        count["n"] += 1
+        _, states = jax.vmap(wrapped.reset)(keys)
+        actions = jax.vmap(lambda k: jax.vmap(act_space.sample)(jr.split(k, horizon)))(keys)
+        return jax.vmap(lambda k, s, a: rollout(wrapped.step_auto_reset, k, s, a))(keys, states, actions)
+
+    f = jax.jit(run)
+    for seed in range(n_calls):
+        f(jr.split(jr.PRNGKey(seed), n_envs))
+    if count["n"] != 1:
+        raise AssertionError(f"rollout traced {count['n']} times; expected once")
+    return count["n"]

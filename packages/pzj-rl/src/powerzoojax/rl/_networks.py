@@ -1,0 +1,113 @@
+"""Equinox policies: a Gaussian actor and a critic with one reward and ``k`` cost heads."""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+from jaxtyping import Array, Float
+from powerzoojax.core._types import Key
+
+
+class MLP(eqx.Module):
+    """tanh MLP with arbitrary hidden widths and a linear output layer."""
+
+    layers: tuple[eqx.nn.Linear, ...]
+    final_activation: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        in_size: int,
+        out_size: int,
+        hidden_dims: tuple[int, ...],
+        key: Key,
+        out_scale: float = 1.0,
+        final_activation: bool = False,
+    ):
+        sizes = (in_size, *hidden_dims, out_size)
+        keys = jr.split(key, len(sizes) - 1)
+        layers = [eqx.nn.Linear(a, b, key=k) for a, b, k in zip(sizes[:-1], sizes[1:], keys)]
+        if not final_activation:
+            # A small last layer starts the actor near the action-space centre (standard PPO init).
+            layers[-1] = _linear(sizes[-2], sizes[-1], keys[-1], out_scale)
+        self.layers = tuple(layers)
+        self.final_activation = final_activation
+
+    def __call__(self, x: Float[Array, " in_size"]) -> Float[Array, " out_size"]:
+        for layer in self.layers[:-1]:
+            x = jnp.tanh(layer(x))
+        x = self.layers[-1](x)
+        return jnp.tanh(x) if self.final_activation else x
+
+
+class ActorCritic(eqx.Module):
+    """Gaussian policy (state-independent ``log_std``) and a critic of ``1 + n_costs`` values.
+
+    ``shared=True`` (the default): one tanh torso feeds a linear mean head and a linear
+    value head, which halves the cost of every forward/backward pass (the update
+    dominates training time on CPU). ``shared=False``: separate actor and critic MLPs.
+    ``values[0]`` estimates the reward return, ``values[1:]`` the cost returns.
+    """
+
+    torso: MLP | None
+    actor: MLP | eqx.nn.Linear
+    critic: MLP | eqx.nn.Linear
+    log_std: Float[Array, " action_dim"]
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_dims: tuple[int, ...],
+        key: Key,
+        n_costs: int = 0,
+        log_std_init: float = -0.5,
+        shared: bool = True,
+    ):
+        k_torso, k_actor, k_critic = jr.split(key, 3)
+        if shared:
+            self.torso = MLP(obs_dim, hidden_dims[-1], hidden_dims[:-1], k_torso, final_activation=True)
+            self.actor = _linear(hidden_dims[-1], action_dim, k_actor, scale=0.01)
+            self.critic = _linear(hidden_dims[-1], 1 + n_costs, k_critic, scale=1.0)
+        else:
+            self.torso = None
+            self.actor = MLP(obs_dim, action_dim, hidden_dims, k_actor, out_scale=0.01)
+            self.critic = MLP(obs_dim, 1 + n_costs, hidden_dims, k_critic)
+        self.log_std = jnp.full((action_dim,), log_std_init, jnp.float32)
+
+    def features(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " n_features"]:
+        return obs if self.torso is None else self.torso(obs)
+
+    def mean_action(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " action_dim"]:
+        return self.actor(self.features(obs))
+
+    def value(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " n_values"]:
+        return self.critic(self.features(obs))
+
+    def __call__(
+        self, obs: Float[Array, " obs_dim"]
+    ) -> tuple[Float[Array, " action_dim"], Float[Array, " action_dim"], Float[Array, " n_values"]]:
+        x = self.features(obs)
+        return self.actor(x), self.log_std, self.critic(x)
+
+
+def _linear(in_size: int, out_size: int, key: Key, scale: float) -> eqx.nn.Linear:
+    layer = eqx.nn.Linear(in_size, out_size, key=key)
+    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (layer.weight * scale, jnp.zeros_like(layer.bias)))
+
+
+def gaussian_log_prob(
+    x: Float[Array, "*batch action_dim"], mean: Float[Array, "*batch action_dim"], log_std: Float[Array, "*#batch action_dim"]
+) -> Float[Array, "*batch"]:
+    """Log-density of a diagonal Gaussian, summed over the action dimensions."""
+    z = (x - mean) * jnp.exp(-log_std)
+    return jnp.sum(-0.5 * z * z - log_std - 0.5 * math.log(2.0 * math.pi), axis=-1)
+
+
+def gaussian_entropy(log_std: Float[Array, " action_dim"]) -> Float[Array, ""]:
+    return jnp.sum(log_std + 0.5 * math.log(2.0 * math.pi * math.e))
+
+
+def count_params(model: eqx.Module) -> int:
+    return sum(x.size for x in jax.tree.leaves(eqx.filter(model, eqx.is_array)))

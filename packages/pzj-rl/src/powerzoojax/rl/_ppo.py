@@ -1,0 +1,506 @@
+"""PPO and PPO-Lagrangian on bound single-agent wrappers, in Equinox + Optax.
+
+One update = collect ``n_steps`` × ``num_envs`` transitions through the rollout kernel
+(``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy), GAE with the
+done mask, ``n_epochs`` × ``n_minibatches`` shuffled clipped-surrogate steps
+(``zero_nans → clip_by_global_norm → adam``), and for PPO-Lagrangian a dual step on
+``log λ``. A whole run is one ``lax.scan`` over updates inside one ``jax.jit``, so it
+compiles once and ``jax.vmap`` over seeds works (``jax.vmap(trainer)(keys)``).
+
+PPO-Lagrangian (``make_cmdp_train``, needs a ``SafeRLWrapper``): the critic has one
+reward head and one head per selected cost channel; costs (and thresholds) are divided
+by ``cost_scale``; the advantages are combined as ``A = A_R − Σ_i λ_i A_C,i`` and the
+sum is normalised over the batch. (The reference normalises ``A_R`` and each ``A_C,i``
+separately first; that turns the critic noise of a channel whose cost is almost always
+zero into unit-variance noise multiplied by λ, and on case 5 it learnt markedly worse.)
+After the policy epochs
+``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with
+``Ĵ_C = mean scaled cost per step × episode length`` (``max_steps``) and ``λ = 1`` at
+the start.
+
+The Gaussian policy's sample is stored unclipped (its log-prob is exact); the env gets
+it clipped to [-1, 1] and mapped affinely onto the action ``Box``.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import optax
+from jaxtyping import Array, Bool, Float, Int, PyTree
+from powerzoojax.core import Box, rollout
+from powerzoojax.core._types import Key
+from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl._networks import ActorCritic, gaussian_entropy, gaussian_log_prob
+from powerzoojax.rl._result import TrainResult
+
+_OBS_CLIP = 10.0
+_REWARD_CLIP = 10.0
+
+
+class RunningStats(eqx.Module):
+    """Running mean / variance (parallel Welford merge of whole batches)."""
+
+    mean: Float[Array, "*shape"]
+    var: Float[Array, "*shape"]
+    count: Float[Array, ""]
+
+
+def init_stats(shape: tuple[int, ...]) -> RunningStats:
+    # A tiny prior count keeps the first merge well defined.
+    return RunningStats(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32))
+
+
+def update_stats(stats: RunningStats, batch: Float[Array, "n *shape"]) -> RunningStats:
+    """Merge a batch (leading axis = samples) into the running statistics."""
+    n = jnp.asarray(batch.shape[0], jnp.float32)
+    batch_mean = jnp.mean(batch, axis=0)
+    batch_var = jnp.var(batch, axis=0)
+    total = stats.count + n
+    delta = batch_mean - stats.mean
+    mean = stats.mean + delta * n / total
+    m2 = stats.var * stats.count + batch_var * n + delta**2 * stats.count * n / total
+    return RunningStats(mean, m2 / total, total)
+
+
+def normalize(stats: RunningStats, x: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
+    return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + 1e-8), -_OBS_CLIP, _OBS_CLIP)
+
+
+class TrainState(eqx.Module):
+    """Everything a run carries from one update to the next (and what a checkpoint holds)."""
+
+    policy: ActorCritic
+    opt_state: PyTree
+    env_state: PyTree
+    obs: Float[Array, "n_envs obs_dim"]
+    key: Array
+    update: Int[Array, ""]
+    obs_stats: RunningStats
+    return_stats: RunningStats
+    discounted_return: Float[Array, " n_envs"]
+    log_lambda: Float[Array, " k"]
+
+
+def gae(
+    rewards: Float[Array, "T N"],
+    dones: Bool[Array, "T N"],
+    values: Float[Array, "T N"],
+    last_value: Float[Array, " N"],
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[Float[Array, "T N"], Float[Array, "T N"]]:
+    """Generalised advantage estimation with the done mask; returns ``(advantages, returns)``.
+
+    ``dones[t]`` marks the transition that ended an episode: nothing is bootstrapped
+    across it (the next observation already belongs to the next episode).
+    """
+    not_done = 1.0 - dones.astype(jnp.float32)
+    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    deltas = rewards + gamma * next_values * not_done - values
+
+    def back(carry, xs):
+        delta, nd = xs
+        carry = delta + gamma * gae_lambda * nd * carry
+        return carry, carry
+
+    _, advantages = jax.lax.scan(back, jnp.zeros_like(last_value), (deltas, not_done), reverse=True)
+    return advantages, advantages + values
+
+
+def _discounted_returns(
+    rewards: Float[Array, "T N"], dones: Bool[Array, "T N"], carry: Float[Array, " N"], gamma: float
+) -> Float[Array, "T N"]:
+    """``G_t = γ G_{t−1} + r_t`` restarted after each done, from ``carry`` (an associative scan, not a time loop)."""
+    prev_done = jnp.concatenate([jnp.zeros_like(dones[:1]), dones[:-1]], axis=0)
+    decay = gamma * (1.0 - prev_done.astype(jnp.float32))
+
+    def combine(a, b):
+        return a[0] * b[0], b[0] * a[1] + b[1]
+
+    decays, partial = jax.lax.associative_scan(combine, (decay, rewards))
+    return decays * carry[None] + partial
+
+
+def _nan_like(tree: PyTree) -> PyTree:
+    return jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), tree)
+
+
+class PPOTrainer:
+    """PPO (``lagrangian=False``) or PPO-Lagrangian on a bound wrapper; see the module docstring.
+
+    ``trainer(key) -> TrainResult`` runs a whole training in one compiled call.
+    ``init`` / ``run_chunk`` are the pieces the host driver (progress, checkpoints)
+    uses; both compile once per trainer.
+    """
+
+    def __init__(self, env: Any, config: TrainConfig, *, lagrangian: bool = False):
+        space = env.action_space()
+        if not isinstance(space, Box) or len(space.shape) != 1:
+            raise NotImplementedError(
+                f"PPO here handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}"
+            )
+        if config.continuous_action_dist != "gaussian":
+            raise NotImplementedError(
+                "continuous_action_dist='beta' (the Beta actor) is not implemented yet (project issue 7); use 'gaussian'"
+            )
+        if (config.num_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(
+                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
+                f"n_minibatches = {config.n_minibatches}"
+            )
+        self.env = env
+        self.config = config
+        self.lagrangian = lagrangian
+        self.obs_dim = int(env.observation_space().shape[0])
+        self.action_dim = int(space.shape[0])
+        low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
+        high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
+        finite = np.isfinite(low) & np.isfinite(high)
+        # Policy actions live in [-1, 1]; map them onto finite Box bounds (identity for [-1, 1]).
+        self._act_centre = jnp.asarray(np.where(finite, 0.5 * (low + high), 0.0), jnp.float32)
+        self._act_half = jnp.asarray(np.where(finite, 0.5 * (high - low), 1.0), jnp.float32)
+        if lagrangian:
+            k = env.num_constraints
+            self.cost_names = tuple(env.selected_constraint_names)
+            thresholds = config.resolved_cost_thresholds(k) or tuple(env.cost_thresholds)
+            self.cost_scale = jnp.asarray(config.resolved_cost_scale(k), jnp.float32)
+            self.thresholds = jnp.asarray(thresholds, jnp.float32) / self.cost_scale
+            self.lambda_lr = jnp.asarray(config.resolved_lambda_lr(k), jnp.float32)
+        else:
+            k = 0
+            self.cost_names = ()
+        self.n_costs = k
+        self.n_updates = config.n_updates
+        self.batch_size = config.num_envs * config.n_steps
+        self.minibatch_size = self.batch_size // config.n_minibatches
+        steps_per_update = self.batch_size
+        if config.eval_freq > 0 and config.eval_num_episodes > 0:
+            self.eval_every = max(1, config.eval_freq // steps_per_update)
+        else:
+            self.eval_every = 0
+        self.optimizer = optax.chain(
+            optax.zero_nans(),
+            optax.clip_by_global_norm(config.max_grad_norm),
+            optax.adam(config.learning_rate, eps=1e-5),
+        )
+        self._jit_train = jax.jit(self.train)
+        self._jit_init = jax.jit(self.init)
+        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+
+    # -- policy helpers --------------------------------------------------------------
+    def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:
+        return self._act_centre + self._act_half * jnp.clip(action, -1.0, 1.0)
+
+    def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
+        return normalize(stats, obs) if self.config.normalize_observations else obs
+
+    def deterministic_action(self, policy: ActorCritic, obs_stats: RunningStats | None, obs: Array) -> Array:
+        """The policy's mean action, mapped into the env's action space (unbatched ``obs``)."""
+        if obs_stats is not None and self.config.normalize_observations:
+            obs = normalize(obs_stats, obs)
+        return self.to_env_action(policy.mean_action(obs))
+
+    # -- init ------------------------------------------------------------------------
+    def init(self, key: Key) -> TrainState:
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jr.key_data(key)
+        key, k_policy, k_reset = jr.split(key, 3)
+        cfg = self.config
+        policy = ActorCritic(
+            self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=self.n_costs,
+            log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
+        )
+        opt_state = self.optimizer.init(eqx.filter(policy, eqx.is_array))
+        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, cfg.num_envs))
+        return TrainState(
+            policy=policy,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            key=key,
+            update=jnp.asarray(0, jnp.int32),
+            obs_stats=init_stats((self.obs_dim,)),
+            return_stats=init_stats(()),
+            discounted_return=jnp.zeros((cfg.num_envs,), jnp.float32),
+            log_lambda=jnp.zeros((self.n_costs,), jnp.float32),
+        )
+
+    # -- rollout ---------------------------------------------------------------------
+    def _collect(self, state: TrainState, key: Key) -> tuple[dict[str, Array], Any, Array]:
+        policy, obs_stats = state.policy, state.obs_stats
+
+        def act(k, obs, _):
+            nobs = self._norm_obs(obs_stats, obs)
+            mean, log_std, values = policy(nobs)
+            raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
+            return self.to_env_action(raw), (obs, nobs, raw, gaussian_log_prob(raw, mean, log_std), values)
+
+        def one_env(k, env_state, obs):
+            return rollout(
+                self.env.step_auto_reset, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs
+            )
+
+        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        if self.env.emits_costs:
+            _, rewards, costs, dones, info, aux = outs
+        else:
+            _, rewards, dones, info, aux = outs
+            costs = jnp.zeros(rewards.shape + (0,), jnp.float32)
+        raw_obs, nobs, raw, logp, values = aux
+        traj = {
+            "raw_obs": raw_obs, "obs": nobs, "action": raw, "log_prob": logp, "values": values, "reward": rewards,
+            "done": dones, "costs": costs, "cost_sum": info["cost_sum"],
+            "returned_episode_returns": info["returned_episode_returns"],
+        }
+        if "returned_episode_costs" in info:
+            traj["returned_episode_costs"] = info["returned_episode_costs"]
+        # (N, T, ...) -> (T, N, ...): GAE runs backwards over the time axis.
+        traj = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+        return traj, env_state, last_obs
+
+    # -- loss ------------------------------------------------------------------------
+    def _loss(self, policy: ActorCritic, mb: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
+        cfg = self.config
+        mean, log_std, values = jax.vmap(policy)(mb["obs"])
+        logp = gaussian_log_prob(mb["action"], mean, log_std)
+        log_ratio = jnp.clip(logp - mb["log_prob"], -20.0, 20.0)
+        ratio = jnp.exp(log_ratio)
+        adv = mb["advantage"]
+        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv)
+        policy_loss = -jnp.mean(surrogate)
+        value_loss = 0.5 * jnp.mean((values[:, 0] - mb["return"]) ** 2)
+        if self.n_costs:
+            value_loss = 0.5 * (value_loss + 0.5 * jnp.mean((values[:, 1:] - mb["cost_return"]) ** 2))
+        entropy = gaussian_entropy(policy.log_std)
+        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        stats = {
+            "loss": total,
+            "policy_loss": policy_loss,
+            "value_loss": value_loss,
+            "entropy": entropy,
+            "approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
+            "clip_fraction": jnp.mean((jnp.abs(ratio - 1.0) > cfg.clip_eps).astype(jnp.float32)),
+        }
+        return total, stats
+
+    # -- evaluation ------------------------------------------------------------------
+    def evaluate_policy(self, policy: ActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
+        """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel."""
+        n = self.config.eval_num_episodes
+        k_reset, k_roll = jr.split(key)
+        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, n))
+
+        def act(k, o, _):
+            return self.deterministic_action(policy, obs_stats, o), ()
+
+        def one_env(k, s, o):
+            return rollout(self.env.step_auto_reset, k, s, length=self.env.max_steps, policy=act, init_obs=o)
+
+        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        rewards, info = outs[1], outs[-2]
+        return {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1)), "eval_cost": jnp.mean(jnp.sum(info["cost_sum"], axis=1))}
+
+    # -- minibatches -----------------------------------------------------------------
+    def _shuffle(self, key: Key, batch: dict[str, Array]) -> dict[str, Array]:
+        """Split the flat ``(T·N, ...)`` batch into ``n_minibatches`` random minibatches.
+
+        ``minibatch_shuffle="blocks"`` (default, when ``n_minibatches`` divides both
+        ``n_steps`` and ``num_envs``): time steps and envs are permuted separately and
+        cut into ``m`` groups each; minibatch ``k`` takes the (time group ``g``, env
+        group ``(k − g) mod m``) blocks, a random Latin square, so every minibatch spans
+        all time groups and all env groups and every sample is used once per epoch.
+        ``"full"``: one ``jax.random.permutation`` of all samples. The full shuffle sorts
+        the whole batch, which on a CPU cost as much as the gradient steps themselves.
+        """
+        cfg = self.config
+        m, T, N = cfg.n_minibatches, cfg.n_steps, cfg.num_envs
+        if cfg.minibatch_shuffle == "full" or T % m or N % m:
+            perm = jr.permutation(key, self.batch_size)
+            return jax.tree.map(lambda x: x[perm].reshape((m, self.minibatch_size) + x.shape[1:]), batch)
+        k_t, k_n = jr.split(key)
+        perm_t, perm_n = jr.permutation(k_t, T), jr.permutation(k_n, N)
+        groups = np.arange(m)
+        time_group = np.broadcast_to(groups[None, :], (m, m))
+        env_group = (groups[:, None] - groups[None, :]) % m  # [k, g] = env group paired with time group g
+
+        def split(x):
+            x = x.reshape((T, N) + x.shape[1:])[perm_t][:, perm_n]
+            x = x.reshape((m, T // m, m, N // m) + x.shape[2:])
+            x = x[time_group, :, env_group]  # (k, g, T/m, N/m, ...)
+            return x.reshape((m, self.minibatch_size) + x.shape[4:])
+
+        return jax.tree.map(split, batch)
+
+    # -- one update ------------------------------------------------------------------
+    def update(self, state: TrainState) -> tuple[TrainState, dict[str, Array]]:
+        cfg = self.config
+        key, k_roll, k_epochs, k_eval = jr.split(state.key, 4)
+        traj, env_state, last_obs = self._collect(state, k_roll)
+        dones = traj["done"]
+
+        # Reward scaling by the running std of the discounted return (statistics include this batch).
+        return_stats, discounted = state.return_stats, state.discounted_return
+        rewards = traj["reward"]
+        if cfg.normalize_rewards:
+            returns_seen = _discounted_returns(rewards, dones, state.discounted_return, cfg.gamma)
+            return_stats = update_stats(return_stats, returns_seen.reshape(-1))
+            discounted = jnp.where(dones[-1], 0.0, returns_seen[-1])
+            rewards = jnp.clip(rewards / jnp.sqrt(return_stats.var + 1e-8), -_REWARD_CLIP, _REWARD_CLIP)
+        obs_stats = state.obs_stats
+        last_values = jax.vmap(state.policy.value)(self._norm_obs(obs_stats, last_obs))
+        values = traj["values"]
+        adv, ret = gae(rewards, dones, values[..., 0], last_values[:, 0], cfg.gamma, cfg.gae_lambda)
+        flat = lambda x: x.reshape((self.batch_size,) + x.shape[2:])  # noqa: E731
+        adv = flat(adv)
+        batch = {
+            "obs": flat(traj["obs"]), "action": flat(traj["action"]), "log_prob": flat(traj["log_prob"]),
+            "return": flat(ret),
+        }
+        lam = jnp.exp(state.log_lambda)
+        if self.n_costs:
+            costs = traj["costs"] / self.cost_scale
+            cost_adv, cost_ret = jax.vmap(
+                lambda c, v, lv: gae(c, dones, v, lv, cfg.cost_gamma, cfg.gae_lambda), in_axes=(2, 2, 1), out_axes=2
+            )(costs, values[..., 1:], last_values[:, 1:])
+            # Combined before normalising: λ keeps its meaning (scaled reward per scaled
+            # cost), and a cost channel that is (nearly) always zero adds no noise.
+            adv = adv - flat(cost_adv) @ lam
+            batch["cost_return"] = flat(cost_ret)
+        batch["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
+
+        def minibatch_step(carry, mb):
+            policy, opt_state = carry
+            (_, stats), grads = eqx.filter_value_and_grad(self._loss, has_aux=True)(policy, mb)
+            updates, opt_state = self.optimizer.update(grads, opt_state, eqx.filter(policy, eqx.is_array))
+            return (eqx.apply_updates(policy, updates), opt_state), stats
+
+        def epoch(carry, k):
+            return jax.lax.scan(minibatch_step, carry, self._shuffle(k, batch))
+
+        (policy, opt_state), loss_stats = jax.lax.scan(
+            epoch, (state.policy, state.opt_state), jr.split(k_epochs, cfg.n_epochs)
+        )
+        if cfg.normalize_observations:
+            obs_stats = update_stats(obs_stats, flat(traj["raw_obs"]))
+
+        metrics = {k: jnp.mean(v) for k, v in loss_stats.items()}
+        n_done = jnp.sum(dones)
+        raw_rewards = traj["reward"]
+        metrics.update(
+            update=(state.update + 1).astype(jnp.float32),
+            env_steps=((state.update + 1) * self.batch_size).astype(jnp.float32),
+            mean_reward=jnp.mean(raw_rewards),
+            step_mean_reward=jnp.mean(raw_rewards),
+            step_done_rate=jnp.mean(dones.astype(jnp.float32)),
+            mean_cost=jnp.mean(traj["cost_sum"]),
+            episodes_done=n_done.astype(jnp.float32),
+            episode_return=jnp.where(
+                n_done > 0, jnp.sum(traj["returned_episode_returns"] * dones) / jnp.maximum(n_done, 1), jnp.nan
+            ),
+        )
+        if "returned_episode_costs" in traj:
+            ep_costs = jnp.sum(traj["returned_episode_costs"], axis=-1)
+            metrics["episode_cost"] = jnp.where(n_done > 0, jnp.sum(ep_costs * dones) / jnp.maximum(n_done, 1), jnp.nan)
+
+        log_lambda = state.log_lambda
+        if self.n_costs:
+            mean_scaled = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1))
+            episode_est = mean_scaled * self.env.max_steps
+            log_lambda = jnp.clip(
+                log_lambda + self.lambda_lr * (episode_est - self.thresholds), -cfg.log_lambda_max, cfg.log_lambda_max
+            )
+            unscaled_est = episode_est * self.cost_scale
+            for i, name in enumerate(self.cost_names):
+                metrics[f"mean_cost_{name}"] = jnp.mean(traj["costs"][..., i])
+                metrics[f"step_mean_cost_scaled_{name}"] = mean_scaled[i]
+                metrics[f"episode_cost_est_{name}"] = unscaled_est[i]
+                metrics[f"lambda_{name}"] = jnp.exp(log_lambda[i])
+            metrics["mean_cost_total"] = jnp.sum(jnp.mean(traj["costs"], axis=(0, 1)))
+            metrics["episode_cost_est_total"] = jnp.sum(unscaled_est)
+            metrics["episode_cost_est"] = metrics["episode_cost_est_total"]
+            metrics["lambda_total"] = jnp.sum(jnp.exp(log_lambda))
+            metrics["lambda"] = metrics["lambda_total"]
+
+        new_state = TrainState(
+            policy=policy,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=last_obs,
+            key=key,
+            update=state.update + 1,
+            obs_stats=obs_stats,
+            return_stats=return_stats,
+            discounted_return=discounted,
+            log_lambda=log_lambda,
+        )
+        if self.eval_every:
+            due = ((state.update + 1) % self.eval_every == 0) | (state.update + 1 == self.n_updates)
+            template = jax.eval_shape(self.evaluate_policy, policy, obs_stats, k_eval)
+            metrics.update(
+                jax.lax.cond(
+                    due,
+                    lambda: self.evaluate_policy(policy, obs_stats, k_eval),
+                    lambda: _nan_like(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)),
+                )
+            )
+        return new_state, metrics
+
+    # -- whole runs ------------------------------------------------------------------
+    def run_chunk(self, state: TrainState, n_updates: int) -> tuple[TrainState, dict[str, Array]]:
+        """``n_updates`` updates in one scan; updates past the run's total are skipped (NaN metrics)."""
+
+        def guarded(s, _):
+            template = jax.eval_shape(self.update, s)[1]
+            return jax.lax.cond(
+                s.update < self.n_updates,
+                self.update,
+                lambda s_: (s_, _nan_like(jax.tree.map(lambda t: jnp.zeros(t.shape, t.dtype), template))),
+                s,
+            )
+
+        return jax.lax.scan(guarded, state, None, length=n_updates)
+
+    def train(self, key: Key) -> tuple[TrainState, dict[str, Array]]:
+        """A whole run from ``key``: one scan over all updates (pure; jit and vmap it freely)."""
+        state = self.init(key)
+        return jax.lax.scan(lambda s, _: self.update(s), state, None, length=self.n_updates)
+
+    def result(self, state: TrainState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        return TrainResult(
+            params=state.policy,
+            metrics=metrics,
+            config=self.config,
+            env_name=self.env.name,
+            obs_stats=state.obs_stats if self.config.normalize_observations else None,
+            checkpoints=checkpoints,
+        )
+
+    def __call__(self, key: Key) -> TrainResult:
+        state, metrics = self._jit_train(key)
+        return self.result(state, metrics)
+
+    def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
+        """Jitted deterministic ``act(obs) -> action`` of a result (unbatched obs; vmap for batches)."""
+        policy, stats = result.params, result.obs_stats
+        return jax.jit(lambda obs: self.deterministic_action(policy, stats, obs))
+
+
+def make_ppo_train(env: Any, config: TrainConfig) -> PPOTrainer:
+    """PPO on a bound wrapper (``LogWrapper``, ``SafeRLWrapper`` — costs only logged —,
+    ``SauteWrapper`` or a ``RewardWrapper``); ``trainer(key) -> TrainResult``."""
+    return PPOTrainer(env, config, lagrangian=False)
+
+
+def make_cmdp_train(env: Any, config: TrainConfig) -> PPOTrainer:
+    """PPO-Lagrangian on a ``SafeRLWrapper`` (or a ``RewardWrapper`` over one)."""
+    if not getattr(env, "emits_costs", False):
+        raise TypeError(
+            "make_cmdp_train needs a SafeRLWrapper (6-tuple step with the selected costs), got "
+            f"{type(env).__name__}; wrap the env with SafeRLWrapper(env, params, selected_names=..., cost_thresholds=...)"
+        )
+    return PPOTrainer(env, config, lagrangian=True)

@@ -1,0 +1,182 @@
+"""Named, ready-to-train setups: ``list_presets()``, ``get_preset(name)``, ``train(name)``.
+
+All sixteen names of the reference exist. Those whose env has not landed yet raise
+``NotImplementedError`` when their env is built, naming the distribution and project
+issue that provide it; the two case-5 transmission presets work now.
+
+``case5-economic-dispatch``: ``LogWrapper(TransGridEnv)`` on case 5 with the nominal
+load ``0.5 · d_max`` (750 MW in all), 48 half-hour steps; reward ``−0.01 · generation
+cost``. Cheapest dispatch pushes the 600 MW / 10 $/MWh unit at bus 5, which overloads
+the 240 MW line 4–5 by about 19 MW (random actions almost never overload a line).
+
+``case5-safe-dispatch``: the same env under ``SafeRLWrapper`` with the
+``thermal_overload`` channel (MW above line limits, summed over lines, per step) and a
+per-episode threshold of 0 MW: no overload is allowed, so the policy must keep the
+bus-5 unit below the line limit at a slightly higher generation cost (≈ 90 vs 82
+reward units per step at the optimum).
+"""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from powerzoojax.rl._config import TrainConfig
+
+
+class PresetDef(NamedTuple):
+    """A preset: description, env factory (no arguments), optional reward function, config."""
+
+    description: str
+    env_factory: Callable[[], Any]
+    reward_fn: Callable | None
+    config: TrainConfig
+
+
+def _case5_env(safe: bool) -> Any:
+    from powerzoojax.case import load_case
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.rl._log_wrapper import LogWrapper
+    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+
+    params = make_trans_params(load_case("5"), max_steps=48)
+    if safe:
+        return SafeRLWrapper(TransGridEnv(), params, selected_names=("thermal_overload",), cost_thresholds=(0.0,))
+    return LogWrapper(TransGridEnv(), params)
+
+
+def _missing(what: str, provider: str) -> Callable[[], Any]:
+    def factory() -> Any:
+        raise NotImplementedError(f"this preset needs {what}, which is not available yet: {provider}")
+
+    return factory
+
+
+_DEVICES = "provided by pzj-grid (project issue 4: the device models and their bundles)"
+_DSO = "provided by pzj-grid (project issue 4: FlexLoad bundles and the DSO task's make_dso_params; DistGridEnv itself has landed)"
+_GRID3 = "provided by pzj-grid (project issue 3: transmission physics and unit commitment)"
+_MARL = "provided by pzj-rl (project issue 7, parts 2 and 3: multi-agent adapters and the IPPO trainers)"
+_MARKET = (
+    "the multi-agent adapter over pzj-market's GenCos core (project issue 7, part 2; the market core of "
+    "issue 5 has landed) and the IPPO trainer (project issue 7, part 3)"
+)
+_DCMG = "provided by project issue 6 (data-centre microgrid)"
+
+_CASE5 = TrainConfig(
+    algo="ppo",
+    total_timesteps=200_000,
+    num_envs=32,
+    n_steps=48,
+    n_minibatches=4,
+    learning_rate=1e-3,
+    ent_coef=0.0,
+    normalize_rewards=True,
+    eval_freq=10_000,
+    eval_num_episodes=32,
+)
+_LARGE = dict(hidden_dims=(128, 128), gamma=0.995, normalize_observations=True)
+
+PRESETS: dict[str, PresetDef] = {
+    "battery-soc-tracking": PresetDef(
+        "Single battery tracking a state-of-charge target (BatteryEnv, 48 steps)",
+        _missing("BatteryEnv", _DEVICES), None, TrainConfig(total_timesteps=100_000, num_envs=64, n_steps=48),
+    ),
+    "case5-economic-dispatch": PresetDef(
+        "Case-5 DC economic dispatch: minimise generation cost (TransGridEnv, LogWrapper)",
+        lambda: _case5_env(False), None, _CASE5,
+    ),
+    "case5-safe-dispatch": PresetDef(
+        "Case-5 DC dispatch with no line overload allowed (SafeRLWrapper thermal_overload, threshold 0)",
+        lambda: _case5_env(True), None,
+        _CASE5.replace(
+            algo="ppo_lagrangian", learning_rate=2e-3, cost_thresholds=(0.0,), lambda_lr=0.5, cost_scale=1000.0
+        ),
+    ),
+    "case5-ippo": PresetDef(
+        "Case-5 dispatch as 5 unit agents (GridMARLEnv)",
+        _missing("GridMARLEnv", _MARL), None, TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
+    ),
+    "case5-ippo-battery": PresetDef(
+        "Case-5 dispatch, 5 units + batteries at buses 1 and 3 (7 agents, GridMARLEnv)",
+        _missing("GridMARLEnv with battery bundles", _MARL + "; battery bundles " + _DEVICES), None,
+        TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
+    ),
+    "dso-nflex": PresetDef(
+        "DSO loss minimisation with 6 flexible loads on case33bw (DistGridEnv)",
+        _missing("DistGridEnv with FlexLoad bundles", _DSO), None,
+        TrainConfig(total_timesteps=3_000_000, num_envs=128, n_steps=48, **_LARGE),
+    ),
+    "dso-nflex-safe": PresetDef(
+        "DSO with a voltage-violation constraint (SafeRLWrapper, threshold 0)",
+        _missing("DistGridEnv with FlexLoad bundles", _DSO), None,
+        TrainConfig(algo="ppo_lagrangian", total_timesteps=3_000_000, num_envs=128, n_steps=48,
+                    cost_thresholds=(0.0,), **_LARGE),
+    ),
+    "ders-medium": PresetDef(
+        "12 DER agents on case141, local observations (DistGridMARLEnv)",
+        _missing("DistGridMARLEnv", _MARL + "; device bundles " + _DEVICES), None,
+        TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48, **_LARGE),
+    ),
+    "ders-medium-safe": PresetDef(
+        "DERs with voltage shaping; thresholds (0, 0, 0) logged only",
+        _missing("DistGridMARLEnv", _MARL + "; device bundles " + _DEVICES), None,
+        TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48,
+                    cost_thresholds=(0.0, 0.0, 0.0), **_LARGE),
+    ),
+    "tso-ed": PresetDef(
+        "TSO economic dispatch on case118, commitment off (UnitCommitmentEnv)",
+        _missing("UnitCommitmentEnv", _GRID3), None,
+        TrainConfig(total_timesteps=5_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
+                    normalize_observations=True),
+    ),
+    "tso-uc": PresetDef(
+        "TSO security-constrained unit commitment on case118 (UnitCommitmentEnv)",
+        _missing("UnitCommitmentEnv", _GRID3), None,
+        TrainConfig(total_timesteps=10_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
+                    normalize_observations=True),
+    ),
+    "tso-scuc-safe": PresetDef(
+        "TSO SCUC with thermal and reserve constraints (SafeRLWrapper, thresholds 0)",
+        _missing("UnitCommitmentEnv", _GRID3), None,
+        TrainConfig(algo="ppo_lagrangian", total_timesteps=10_000_000, num_envs=64, n_steps=48,
+                    hidden_dims=(256, 256), gamma=0.995, cost_thresholds=(0.0, 0.0), normalize_observations=True),
+    ),
+    "gencos-case5-ippo": PresetDef(
+        "5 generating companies bidding in a case-5 market with GB load profiles (MarketMARLEnv)",
+        _missing("MarketMARLEnv", _MARKET), None,
+        TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
+                    gamma=0.995, eval_freq=100_000),
+    ),
+    "gencos-case5-ippo-dev": PresetDef(
+        "GenCos market on a flat mid-load profile (MarketMARLEnv, no data needed)",
+        _missing("MarketMARLEnv", _MARKET), None,
+        TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
+                    gamma=0.995, eval_freq=100_000),
+    ),
+    "dc-microgrid": PresetDef(
+        "Data-centre microgrid, 288 five-minute steps (DataCenterMicrogridEnv)",
+        _missing("DataCenterMicrogridEnv", _DCMG), None,
+        TrainConfig(total_timesteps=5_000_000, num_envs=128, n_steps=288, hidden_dims=(256, 256), gamma=0.999,
+                    normalize_observations=True),
+    ),
+    "dc-microgrid-safe": PresetDef(
+        "Data-centre microgrid with SLA, over-temperature and power-deficit constraints",
+        _missing("DataCenterMicrogridEnv", _DCMG), None,
+        TrainConfig(algo="ppo_lagrangian", total_timesteps=5_000_000, num_envs=128, n_steps=288,
+                    hidden_dims=(256, 256), gamma=0.999, cost_thresholds=(0.0, 0.0, 0.0), normalize_observations=True),
+    ),
+}
+
+
+def list_presets() -> list[dict[str, Any]]:
+    """``[{name, description, algo, total_timesteps}]`` for every preset, in a fixed order."""
+    return [
+        {"name": name, "description": p.description, "algo": p.config.algo, "total_timesteps": p.config.total_timesteps}
+        for name, p in PRESETS.items()
+    ]
+
+
+def get_preset(name: str) -> PresetDef:
+    """The preset ``name``; ``KeyError`` listing the valid names otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; presets are {list(PRESETS)}") from None

@@ -1,0 +1,124 @@
+"""``SafeRLWrapper``: the constrained-MDP view of an env, consumed by ``make_cmdp_train``.
+
+Step returns the 6-tuple ``(obs, state, reward, selected_costs, done, info)``, where
+``selected_costs`` (float32, shape ``(k,)``) are the chosen cost channels in the order
+of ``selected_constraint_names``.
+
+Thresholds are never guessed: ``cost_thresholds=None`` means a budget of **zero** per
+selected channel (every unit of cost counts against the policy). Pass
+``cost_thresholds`` (a number, broadcast, or one number per selected channel) to allow
+a per-episode budget. Thresholds are per-episode sums of the env's cost channel.
+"""
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float
+from powerzoojax.core import Environment, EnvParams
+from powerzoojax.core._types import Info, Key
+from powerzoojax.rl._base import BoundWrapper, accumulate, resolve_constraints
+from powerzoojax.rl._log_wrapper import (
+    LogEnvState,
+    episode_info,
+    record_episode,
+    zero_episode_fields,
+)
+
+
+class SafeRLState(LogEnvState):
+    """``LogEnvState`` plus running and latched per-episode sums of the selected costs."""
+
+    episode_costs: Float[Array, " k"]
+    returned_episode_costs: Float[Array, " k"]
+
+
+SafeStepResult = tuple[
+    Float[Array, "..."], SafeRLState, Float[Array, ""], Float[Array, " k"], Bool[Array, ""], Info
+]
+
+
+class SafeRLWrapper(BoundWrapper):
+    """Constrained single-agent wrapper (6-tuple step). See the module docstring.
+
+    Raises ``ValueError`` for an unknown or duplicated constraint name (listing the
+    env's names) and for a threshold vector whose length does not match the selection.
+    """
+
+    selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
+    selected_indices: tuple[int, ...] = eqx.field(static=True)
+    cost_thresholds: tuple[float, ...] = eqx.field(static=True)
+    emits_costs: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        env: Environment,
+        params: EnvParams | None = None,
+        *,
+        selected_names: Sequence[str] | str | None = None,
+        cost_thresholds: Sequence[float | int] | float | int | None = None,
+    ):
+        self.env = env
+        self.params = env.default_params() if params is None else params
+        names, indices, thresholds = resolve_constraints(
+            env, self.params, selected_names, cost_thresholds, "SafeRLWrapper"
+        )
+        self.selected_constraint_names = names
+        self.selected_indices = indices
+        self.cost_thresholds = thresholds
+
+    @property
+    def num_constraints(self) -> int:
+        return len(self.selected_constraint_names)
+
+    def reset(self, key: Key) -> tuple[Float[Array, "..."], SafeRLState]:
+        obs, env_state = self.env.reset(key, self.params)
+        zeros = jnp.zeros((self.num_constraints,), jnp.float32)
+        return obs, SafeRLState(
+            env_state=env_state, **zero_episode_fields(), episode_costs=zeros, returned_episode_costs=zeros
+        )
+
+    def select(self, costs: Float[Array, " n_costs"]) -> Float[Array, " k"]:
+        """The selected channels of a full cost vector."""
+        return costs[jnp.asarray(self.selected_indices, jnp.int32)] if self.selected_indices else costs[:0]
+
+    def _record(self, state: SafeRLState, out: tuple) -> SafeStepResult:
+        obs, env_state, reward, costs, done, info = out
+        selected = self.select(costs)
+        fields = record_episode(state, reward, done)
+        episode_costs, returned_costs = accumulate(state.episode_costs, state.returned_episode_costs, selected, done)
+        new_state = SafeRLState(
+            env_state=env_state, **fields, episode_costs=episode_costs, returned_episode_costs=returned_costs
+        )
+        cost_sum = jnp.sum(selected)
+        info = {
+            **info,
+            "constraint_costs_all": costs,
+            "constraint_costs": selected,
+            "cost_sum": cost_sum,
+            "cost": cost_sum,
+            **episode_info(fields, done),
+            "returned_episode_costs": returned_costs,
+            "returned_episode_cost_sum": jnp.sum(returned_costs),
+        }
+        return obs, new_state, reward, selected, done, info
+
+    def step(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
+        return self._record(state, self.env.step(key, state.env_state, action, self.params))
+
+    def step_auto_reset(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
+        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
+            key, state.env_state, action, self.params
+        )
+        obs, new_state, reward, selected, done, info = self._record(
+            state, (obs, env_state, reward, jax.lax.stop_gradient(costs), done, info)
+        )
+        return obs, jax.lax.stop_gradient(new_state), reward, selected, done, info
+
+
+def describe_thresholds(wrapper: Any) -> dict[str, float]:
+    """``{name: threshold}`` of a Safe/Sauté wrapper, for logs and summaries."""
+    return dict(zip(wrapper.selected_constraint_names, wrapper.cost_thresholds))

@@ -1,0 +1,197 @@
+"""``make_train`` (algorithm dispatch), ``train`` (one line from a preset or env) and evaluation helpers."""
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from jaxtyping import Array
+from powerzoojax.core import Environment, rollout
+from powerzoojax.core._types import Key
+from powerzoojax.rl._bind import bind
+from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl._log_wrapper import LogWrapper
+from powerzoojax.rl._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
+from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl._reward_wrapper import RewardWrapper
+from powerzoojax.rl._runner import run_training
+from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+from powerzoojax.rl._saute_wrapper import SauteWrapper
+
+_NOT_YET = {
+    "sac": "SAC (tanh-squashed Gaussian actor, twin critics) is not implemented yet (project issue 7, part 3)",
+    "td3": "TD3 is not implemented yet (project issue 7, part 3)",
+    "dqn": "DQN is not implemented yet (project issue 7, part 3); the benchmark envs have continuous actions",
+    "ippo": "IPPO needs the multi-agent adapters and make_ippo_train (project issue 7, parts 2 and 3), not implemented yet",
+    "ippo_typed": "IPPO-typed needs the multi-agent adapters and make_ippo_train (project issue 7, parts 2 and 3), not implemented yet",
+    "ippo_typed_lagrangian": "typed IPPO-Lagrangian needs the multi-agent adapters (project issue 7, parts 2 and 3), not implemented yet",
+    "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo once project issue 7 part 3 lands",
+}
+AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo")
+
+
+def make_train(env: Any, config: TrainConfig) -> PPOTrainer:
+    """The trainer for ``config.algo`` on a bound wrapper: ``trainer(key) -> TrainResult``.
+
+    ``ppo`` takes any single-agent wrapper; ``saute_ppo`` needs a ``SauteWrapper``
+    (the caller applies it: ``train()`` does so from the config's ``saute_*`` fields);
+    ``ppo_lagrangian`` needs a ``SafeRLWrapper`` (``TypeError`` otherwise). Algorithms
+    not implemented yet raise ``NotImplementedError`` saying what is missing.
+    """
+    if isinstance(env, Environment):
+        raise TypeError(
+            f"make_train takes a bound wrapper, got the bare env {env.name}: use bind(env, params) "
+            "(or bind(env, params, safe=True) for ppo_lagrangian)"
+        )
+    algo = config.algo
+    if algo in _NOT_YET:
+        raise NotImplementedError(f"algo={algo!r}: {_NOT_YET[algo]}. Available now: {list(AVAILABLE_ALGOS)}")
+    if algo == "ppo":
+        return make_ppo_train(env, config)
+    if algo == "saute_ppo":
+        inner = env.wrapped if isinstance(env, RewardWrapper) else env
+        if not isinstance(inner, SauteWrapper):
+            raise TypeError(
+                "algo='saute_ppo' trains PPO on a SauteWrapper; wrap the env first, e.g. "
+                "SauteWrapper(env, params, selected_names=..., cost_thresholds=..., unsafe_reward=...)"
+            )
+        return make_ppo_train(env, config)
+    if algo == "ppo_lagrangian":
+        return make_cmdp_train(env, config)
+    raise ValueError(f"unknown algo {algo!r}")  # pragma: no cover - TrainConfig validates algo
+
+
+def _as_saute(env: Any, config: TrainConfig) -> SauteWrapper:
+    if isinstance(env, SauteWrapper):
+        return env
+    if isinstance(env, SafeRLWrapper):
+        names, thresholds = env.selected_constraint_names, env.cost_thresholds
+    elif isinstance(env, LogWrapper):
+        names, thresholds = None, None
+    else:
+        raise TypeError(f"algo='saute_ppo' needs a LogWrapper, SafeRLWrapper or SauteWrapper, got {type(env).__name__}")
+    thresholds = config.resolved_cost_thresholds(len(names) if names is not None else len(env.constraint_names())) or thresholds
+    return SauteWrapper(
+        env.env,
+        env.params,
+        selected_names=names,
+        cost_thresholds=thresholds,
+        horizon=config.saute_horizon,
+        unsafe_reward=config.saute_unsafe_reward,
+        use_reward_shaping=config.saute_use_reward_shaping,
+    )
+
+
+def train(
+    preset_or_env: str | Any,
+    config: TrainConfig | None = None,
+    reward_fn: Callable | None = None,
+    seed: int = 42,
+    *,
+    output_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    resume_from: str | os.PathLike | None = None,
+    **overrides: Any,
+) -> TrainResult:
+    """Train from a preset name or an env in one call.
+
+    A preset name brings its env, config and reward function (each replaced by the
+    arguments when given). A bare ``Environment`` is bound with its default params
+    (``safe=True`` for ``ppo_lagrangian``). ``seed`` and ``overrides`` are applied with
+    ``config.replace(seed=seed, **overrides)``; ``algo="saute_ppo"`` wraps the env in a
+    ``SauteWrapper`` built from the ``saute_*`` fields; a ``reward_fn`` adds a
+    ``RewardWrapper``. ``output_dir``, ``progress`` and ``resume_from`` are passed to
+    the host driver (metrics files, plot, checkpoints, status line).
+    """
+    if isinstance(preset_or_env, str):
+        from powerzoojax.rl._presets import get_preset
+
+        preset = get_preset(preset_or_env)
+        env = preset.env_factory()
+        config = preset.config if config is None else config
+        reward_fn = preset.reward_fn if reward_fn is None else reward_fn
+        env_name = preset_or_env
+    else:
+        env = preset_or_env
+        config = TrainConfig() if config is None else config
+        env_name = None
+    config = config.replace(seed=seed, **overrides)
+    if isinstance(env, Environment):
+        env = bind(env, safe=config.algo == "ppo_lagrangian")
+    if config.algo == "saute_ppo":
+        env = _as_saute(env, config)
+    if reward_fn is not None:
+        env = RewardWrapper(env, reward_fn)
+    trainer = make_train(env, config)
+    result = run_training(
+        trainer,
+        jr.PRNGKey(seed),
+        output_dir=None if output_dir is None else os.fspath(output_dir),
+        progress=progress,
+        resume_from=None if resume_from is None else os.fspath(resume_from),
+    )
+    if env_name is not None:
+        result = TrainResult(
+            params=result.params, metrics=result.metrics, config=result.config, env_name=env_name,
+            obs_stats=result.obs_stats, checkpoints=result.checkpoints,
+        )
+        if output_dir is not None:
+            result.save(os.path.join(os.fspath(output_dir), "result.json"))
+    return result
+
+
+def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
+    """Deterministic ``act(key, obs) -> action`` of a trained policy on ``env`` (key unused)."""
+    trainer = PPOTrainer(env, result.config.replace(algo="ppo"))
+    policy, stats = result.params, result.obs_stats
+
+    def act(key: Key, obs: Array) -> Array:
+        return trainer.deterministic_action(policy, stats, obs)
+
+    return act
+
+
+def random_act(env: Any) -> Callable[[Key, Array], Array]:
+    """Uniform random actions from ``env.action_space()``."""
+    space = env.action_space()
+    return lambda key, obs: space.sample(key)
+
+
+def evaluate(env: Any, act: Callable[[Key, Array], Array], key: Key, n_episodes: int = 32) -> dict[str, np.ndarray]:
+    """Run ``n_episodes`` full episodes from reset in parallel (through the rollout kernel).
+
+    Returns per-episode arrays: ``return`` (sum of the wrapper's rewards),
+    ``env_return`` (sum of ``info["env_reward"]`` when a reward-changing wrapper is
+    present, else ``return``), ``cost_sum`` (sum of ``info["cost_sum"]``),
+    ``constraint_costs`` ``(n, k)`` per-channel sums of ``info["constraint_costs"]`` and
+    ``violation_steps`` ``(n, k)`` steps with a positive cost per channel.
+    """
+    horizon = env.max_steps
+    k_reset, k_roll = jr.split(key)
+
+    def policy(k, obs, _):
+        return act(k, obs), ()
+
+    @jax.jit
+    def run(k_reset, k_roll):
+        obs, states = jax.vmap(env.reset)(jr.split(k_reset, n_episodes))
+
+        def one(k, s, o):
+            return rollout(env.step_auto_reset, k, s, length=horizon, policy=policy, init_obs=o)
+
+        _, _, outs = jax.vmap(one)(jr.split(k_roll, n_episodes), states, obs)
+        rewards, info = outs[1], outs[-2]
+        costs = info["constraint_costs"]
+        env_rewards = info.get("env_reward", rewards)
+        return {
+            "return": jnp.sum(rewards, axis=1),
+            "env_return": jnp.sum(env_rewards, axis=1),
+            "cost_sum": jnp.sum(info["cost_sum"], axis=1),
+            "constraint_costs": jnp.sum(costs, axis=1),
+            "violation_steps": jnp.sum(costs > 0, axis=1),
+        }
+
+    return {k: np.asarray(v) for k, v in run(k_reset, k_roll).items()}

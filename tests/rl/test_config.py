@@ -1,0 +1,78 @@
+"""TrainConfig, YAML round trip, validation."""
+
+import dataclasses
+
+import pytest
+
+
+def test_defaults_follow_the_spec_table():
+    from powerzoojax.rl import TrainConfig
+
+    c = TrainConfig()
+    assert (c.algo, c.total_timesteps, c.num_envs, c.seed) == ("ppo", 100_000, 64, 42)
+    assert (c.n_steps, c.n_epochs, c.n_minibatches, c.clip_eps, c.gae_lambda) == (128, 4, 4, 0.2, 0.95)
+    assert c.hidden_dims == (64, 64) and c.cost_thresholds == () and c.lambda_lr == 5e-3
+    assert c.n_updates == 100_000 // (64 * 128)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.seed = 1  # type: ignore[misc]
+
+
+def test_replace_coerces_types():
+    from powerzoojax.rl import TrainConfig
+
+    c = TrainConfig().replace(learning_rate=1, hidden_dims=[32, 32], normalize_rewards="true", total_timesteps=2e4)
+    assert c.learning_rate == 1.0 and isinstance(c.learning_rate, float)
+    assert c.hidden_dims == (32, 32) and c.normalize_rewards is True and c.total_timesteps == 20_000
+    with pytest.raises(TypeError, match="no field"):
+        TrainConfig().replace(learning_rat=1.0)
+
+
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("algo", "a2c", "algo must be one of"),
+        ("num_envs", 0, "num_envs must be a positive integer"),
+        ("gamma", 1.5, "gamma must be in"),
+        ("hidden_dims", (), "hidden_dims"),
+        ("lambda_lr", (0.1, -1.0), "lambda_lr must be positive"),
+        ("cost_thresholds", (-1.0,), "cost_thresholds"),
+        ("continuous_action_dist", "cauchy", "continuous_action_dist"),
+    ],
+)
+def test_bad_values_are_rejected(field, value, match):
+    from powerzoojax.rl import TrainConfig
+
+    with pytest.raises(ValueError, match=match):
+        TrainConfig().replace(**{field: value})
+
+
+def test_resolved_per_constraint_values():
+    from powerzoojax.rl import TrainConfig
+
+    c = TrainConfig(lambda_lr=(0.1, 0.2), cost_scale=10.0)
+    assert c.resolved_lambda_lr(2) == (0.1, 0.2) and c.resolved_cost_scale(3) == (10.0,) * 3
+    assert c.resolved_cost_thresholds(2) is None  # the wrapper's thresholds apply
+    assert TrainConfig(cost_threshold=5.0).resolved_cost_thresholds(2) == (5.0, 5.0)
+    with pytest.raises(ValueError, match="expected 1 or 3"):
+        c.resolved_lambda_lr(3)
+
+
+def test_yaml_round_trip(tmp_path):
+    from powerzoojax.rl import TrainConfig, load_config, save_config
+
+    c = TrainConfig(algo="ppo_lagrangian", hidden_dims=(32, 16), cost_thresholds=(1.0, 2.0), lambda_lr=(0.1, 0.2))
+    path = tmp_path / "c.yaml"
+    save_config(c, path)
+    assert "hidden_dims:\n- 32\n- 16" in path.read_text()
+    assert load_config(path) == c
+    assert load_config(c._asdict()) == c
+
+
+def test_load_config_aliases_and_warns_on_unknown_keys(tmp_path):
+    from powerzoojax.rl import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("lr: 0.001\nnum_envs: 8\nmystery: 3\n")
+    with pytest.warns(UserWarning, match=r"unknown config key\(s\) \['mystery'\]"):
+        c = load_config(path)
+    assert c.learning_rate == 0.001 and c.num_envs == 8

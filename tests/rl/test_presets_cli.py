@@ -1,0 +1,106 @@
+"""Presets, train(), the command line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SPEC_PRESETS = [
+    "battery-soc-tracking", "case5-economic-dispatch", "case5-safe-dispatch", "case5-ippo", "case5-ippo-battery",
+    "dso-nflex", "dso-nflex-safe", "ders-medium", "ders-medium-safe", "tso-ed", "tso-uc", "tso-scuc-safe",
+    "gencos-case5-ippo", "gencos-case5-ippo-dev", "dc-microgrid", "dc-microgrid-safe",
+]
+
+
+def test_all_sixteen_presets_are_listed():
+    from powerzoojax.rl import list_presets
+
+    rows = list_presets()
+    assert sorted(r["name"] for r in rows) == sorted(SPEC_PRESETS)
+    assert all(set(r) == {"name", "description", "algo", "total_timesteps"} for r in rows)
+
+
+def test_unknown_preset_lists_the_names():
+    from powerzoojax.rl import get_preset
+
+    with pytest.raises(KeyError, match="case5-economic-dispatch"):
+        get_preset("case6")
+
+
+@pytest.mark.parametrize("name", [n for n in SPEC_PRESETS if not n.startswith("case5-") or "ippo" in n])
+def test_presets_without_their_env_say_who_provides_it(name):
+    from powerzoojax.rl import get_preset
+
+    with pytest.raises(NotImplementedError, match=r"project issue \d"):
+        get_preset(name).env_factory()
+
+
+def test_case5_presets_build():
+    from powerzoojax.rl import LogWrapper, SafeRLWrapper, get_preset
+
+    ed = get_preset("case5-economic-dispatch")
+    assert isinstance(ed.env_factory(), LogWrapper) and ed.config.algo == "ppo"
+    safe = get_preset("case5-safe-dispatch")
+    env = safe.env_factory()
+    assert isinstance(env, SafeRLWrapper) and safe.config.algo == "ppo_lagrangian"
+    assert env.selected_constraint_names == ("thermal_overload",) and env.cost_thresholds == (0.0,)
+
+
+def test_cli_list_presets(capsys):
+    from powerzoojax.rl._cli import main
+
+    assert main(["--list-presets"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in SPEC_PRESETS)
+
+
+def test_cli_without_preset_prints_help_and_fails(capsys):
+    from powerzoojax.rl._cli import main
+
+    assert main([]) == 1
+    assert "--preset" in capsys.readouterr().err
+
+
+def test_cli_unknown_and_unavailable_presets(capsys):
+    from powerzoojax.rl._cli import main
+
+    assert main(["--preset", "nope"]) == 2
+    assert main(["--preset", "tso-uc"]) == 3
+    assert "UnitCommitmentEnv" in capsys.readouterr().err
+
+
+def test_cli_override_parsing():
+    from powerzoojax.rl._cli import _overrides
+
+    got = _overrides(["--num_envs", "8", "--learning-rate", "1e-3", "--algo", "saute_ppo", "--hidden_dims=16,16", "--seed", "3"])
+    assert got == {"num_envs": 8, "learning_rate": 1e-3, "algo": "saute_ppo", "hidden_dims": [16, 16]}
+
+
+def test_cli_trains_a_tiny_preset_run(tmp_path, capsys):
+    from powerzoojax.rl._cli import main
+
+    out_dir = tmp_path / "run"
+    rc = main([
+        "--preset", "case5-economic-dispatch", "--seed", "1", "--output", str(out_dir), "--no-progress",
+        "--total_timesteps", "512", "--num_envs", "8", "--n_steps", "16", "--hidden_dims", "16,16",
+        "--n_epochs", "1", "--n_minibatches", "2", "--eval_freq", "0",
+    ])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["env"] == "case5-economic-dispatch" and summary["seed"] == 1 and summary["env_steps"] == 512
+    for f in ("result.json", "metrics.csv", "metrics.jsonl", "learning_curve.png", "config.yaml"):
+        assert (out_dir / f).exists(), f
+    saved = json.loads((out_dir / "result.json").read_text())
+    assert saved["config"]["num_envs"] == 8 and saved["summary"]["env"] == "case5-economic-dispatch"
+
+
+def test_python_dash_m_powerzoojax_lists_presets():
+    # The namespace package has no __init__.py, only pzj-rl's __main__.py.
+    out = subprocess.run(
+        [sys.executable, "-m", "powerzoojax", "--list-presets"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "case5-safe-dispatch" in out.stdout
