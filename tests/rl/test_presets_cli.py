@@ -37,6 +37,7 @@ def test_presets_without_their_env_say_who_provides_it(name):
         get_preset(name).env_factory()
 
 
+@pytest.mark.requires("powerzoojax.grid")
 def test_case5_presets_build():
     from powerzoojax.rl import LogWrapper, SafeRLWrapper, get_preset
 
@@ -78,6 +79,7 @@ def test_cli_override_parsing():
     assert got == {"num_envs": 8, "learning_rate": 1e-3, "algo": "saute_ppo", "hidden_dims": [16, 16]}
 
 
+@pytest.mark.requires("powerzoojax.grid")
 def test_cli_trains_a_tiny_preset_run(tmp_path, capsys):
     from powerzoojax.rl._cli import main
 
