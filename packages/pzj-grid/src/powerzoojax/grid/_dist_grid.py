@@ -22,7 +22,6 @@ Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets i
   the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
 """
 
-import math
 from typing import Any
 
 import equinox as eqx
@@ -43,6 +42,7 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 
 DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
@@ -109,25 +109,11 @@ class DistGridParams(EnvParams):
 
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"make_dist_params: {name} must be a real number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"make_dist_params: {name} must be finite, got {x}")
-    if positive and x <= 0:
-        raise ValueError(f"make_dist_params: {name} must be > 0, got {x}")
-    if non_negative and x < 0:
-        raise ValueError(f"make_dist_params: {name} must be >= 0, got {x}")
-    return x
+    return finite_scalar("make_dist_params", name, value, positive=positive, non_negative=non_negative)
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"make_dist_params: {name} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"make_dist_params: {name} must be a positive integer, got {value!r}")
-    return int(value)
+    return positive_int("make_dist_params", name, value)
 
 
 def _profiles(name: str, value: ArrayLike, n_nodes: int) -> np.ndarray:

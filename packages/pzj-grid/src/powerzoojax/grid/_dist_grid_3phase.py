@@ -23,7 +23,6 @@ Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-reset inside ``s
   Loads come from row ``t mod T``; reset solves row 0 with no DER (deterministic).
 """
 
-import math
 from typing import Any
 
 import equinox as eqx
@@ -43,6 +42,7 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.physics import (
     Radial3PhaseFlow,
     Radial3PhaseNetwork,
@@ -99,23 +99,11 @@ class DistGrid3PhaseParams(EnvParams):
 
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"make_dist_3phase_params: {name} must be a real number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"make_dist_3phase_params: {name} must be finite, got {x}")
-    if positive and x <= 0:
-        raise ValueError(f"make_dist_3phase_params: {name} must be > 0, got {x}")
-    if non_negative and x < 0:
-        raise ValueError(f"make_dist_3phase_params: {name} must be >= 0, got {x}")
-    return x
+    return finite_scalar("make_dist_3phase_params", name, value, positive=positive, non_negative=non_negative)
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"make_dist_3phase_params: {name} must be a positive integer, got {value!r}")
-    return int(value)
+    return positive_int("make_dist_3phase_params", name, value)
 
 
 def _bus_phase_profiles(name: str, value: ArrayLike, n_nodes: int, ref_bus: int) -> np.ndarray:

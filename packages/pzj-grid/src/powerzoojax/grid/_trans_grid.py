@@ -18,7 +18,6 @@ Only the DC mode (``physics=0, solver_mode=0``) exists so far; the AC power flow
 OPF modes arrive with the transmission-physics work and are refused by name until then.
 """
 
-import math
 from typing import Any
 
 import equinox as eqx
@@ -39,6 +38,7 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.physics import (
     DCNetwork,
     dc_power_flow,
@@ -112,25 +112,11 @@ class TransGridParams(EnvParams):
 
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"make_trans_params: {name} must be a real number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"make_trans_params: {name} must be finite, got {x}")
-    if positive and x <= 0:
-        raise ValueError(f"make_trans_params: {name} must be > 0, got {x}")
-    if non_negative and x < 0:
-        raise ValueError(f"make_trans_params: {name} must be >= 0, got {x}")
-    return x
+    return finite_scalar("make_trans_params", name, value, positive=positive, non_negative=non_negative)
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"make_trans_params: {name} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"make_trans_params: {name} must be a positive integer, got {value!r}")
-    return int(value)
+    return positive_int("make_trans_params", name, value)
 
 
 def make_trans_params(
