@@ -51,9 +51,11 @@ from powerzoojax.core._spaces import (
     make_multi_binary,
     make_multi_discrete,
 )
+from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskPolicy, TaskSpec, episode_rollout
 from powerzoojax.core._types import BoolScalar, FloatScalar, Info, IntScalar, Key
 
 __all__ = [
+    "ConstraintSpec", "EpisodeTrace", "TaskPolicy", "TaskSpec", "episode_rollout",
     "ENV_AXIS", "Box", "BoolScalar", "Discrete", "EnvParams", "EnvState", "Environment",
     "FloatScalar", "Info", "IntScalar", "Key", "MultiBinary", "MultiDiscrete", "Space",
     "StepResult", "auto_reset", "batch_reset", "batch_rollout", "batch_step", "bind_step",

@@ -1,0 +1,1 @@
+"""Frozen benchmark tasks built on the grid envs (spec §4.2): TSO, DSO, DERs, DC microgrid."""

@@ -1,0 +1,1 @@
+"""Frozen benchmark tasks built on the market envs (spec §4.2): GenCos."""
