@@ -13,6 +13,10 @@ Run from the repository root (numbers depend on what else runs on the machine)::
 
     uv run python benchmarks/market_throughput.py
     uv run python benchmarks/market_throughput.py --n-envs 1 64 1024 --repeats 3
+    uv run python benchmarks/market_throughput.py --quick
+
+It then times the GenCos env (``--gencos-n-envs``): env-steps/s of a vmapped 48-step
+rollout with random actions on the one rollout kernel.
 """
 
 import argparse
@@ -27,6 +31,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from powerzoojax.case import load_case
+from powerzoojax.core import rollout
 from powerzoojax.market import OPTIMAL, offer_sced, prepare_offer_sced
 
 
@@ -63,7 +68,12 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, nargs="+", default=[1, 4, 16, 64, 256, 1024])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--highs-instances", type=int, default=200)
+    parser.add_argument("--gencos-n-envs", type=int, nargs="*", default=[1, 16, 64, 256, 1024])
+    parser.add_argument("--gencos-steps", type=int, default=48, help="env steps per timed rollout")
+    parser.add_argument("--quick", action="store_true", help="N in (64, 1024) for SCED, (256,) for GenCos, 2 repeats")
     args = parser.parse_args()
+    if args.quick:
+        args.n_envs, args.gencos_n_envs, args.repeats, args.highs_instances = [64, 1024], [256], 2, 100
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, {jax.devices()}")
     case = load_case(args.case)
@@ -102,6 +112,42 @@ def main() -> None:
             gaps.append(abs(float(out.offer_cost[i]) - ref.fun) / max(abs(ref.fun), 1.0))
     print(f"max relative objective gap vs HiGHS over {len(gaps)} instances: {max(gaps):.2e}")
     del highs
+    if args.gencos_n_envs:
+        gencos_throughput(args.gencos_n_envs, args.gencos_steps, args.repeats)
+
+
+def gencos_throughput(n_envs: list[int], n_steps: int, repeats: int) -> None:
+    """GenCos env (case 5, 5 agents × 3 segments): env-steps/s of a vmapped fixed-length
+    rollout on the one rollout kernel, random actions, iid split."""
+    from powerzoojax.market.tasks.gencos import GenCosTask
+
+    env, params = GenCosTask().make_env("iid")
+    n_act = env.action_space(params).shape[0]
+
+    def run(key, actions):
+        k_reset, k_run = jax.random.split(key)
+        _, state = env.reset(k_reset, params)
+
+        def step(k, s, a):
+            return env.step(k, s, a, params)
+
+        return rollout(step, k_run, state, actions)[2][1]  # rewards (T,)
+
+    batched = jax.jit(jax.vmap(run))
+    print("| GenCos N | env-steps/s | compile+first call s |")
+    print("|---:|---:|---:|")
+    for n in n_envs:
+        keys = jax.random.split(jax.random.PRNGKey(n), n)
+        actions = jax.random.uniform(jax.random.PRNGKey(1), (n, n_steps, n_act), minval=-1.0, maxval=1.0)
+        t0 = time.perf_counter()
+        jax.block_until_ready(batched(keys, actions))
+        first = time.perf_counter() - t0
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(batched(keys, actions))
+            times.append(time.perf_counter() - t0)
+        print(f"| {n} | {n * n_steps / statistics.median(times):,.0f} | {first:.1f} |")
 
 
 if __name__ == "__main__":

@@ -301,6 +301,38 @@ CASES: tuple[CaseSpec, ...] = (
         "its one-line diagram).",
         recipes=(_OHM_TO_PU, _KW_TO_MW, _PF_085),
     ),
+    CaseSpec(
+        case_id="1354pegase",
+        file="case1354pegase.m",
+        citation=(
+            'C. Josz, S. Fliscounakis, J. Maeght, and P. Panciatici, "AC Power Flow Data in '
+            'MATPOWER and QCQP Format: iTesla, RTE Snapshots, and PEGASE," '
+            "https://arxiv.org/abs/1603.01533; S. Fliscounakis, P. Panciatici, F. Capitanescu, "
+            'and L. Wehenkel, "Contingency ranking with respect to overloads in very large '
+            'power systems taking into account uncertainty, preventive and corrective '
+            'actions," IEEE Transactions on Power Systems, vol. 28, no. 4, pp. 4909-4917, 2013'
+        ),
+        attribution="MATPOWER case1354pegase.m: fictitious data of the PEGASE project (EU FP7) "
+        "representing part of the European 380/220 kV network.",
+    ),
+    CaseSpec(
+        case_id="2383wp",
+        file="case2383wp.m",
+        citation="Polish system, winter 1999-2000 peak; data provided by Roman Korab "
+        "<roman.korab@polsl.pl> and distributed with MATPOWER with his permission",
+        attribution="MATPOWER case2383wp.m (phase-shifter sign corrected 2018-10-16).",
+    ),
+    CaseSpec(
+        case_id="118zh",
+        file="case118zh.m",
+        citation=(
+            "D. Zhang, Z. Fu, L. Zhang, \"An improved TS algorithm for loss-minimum "
+            "reconfiguration in large-scale distribution systems,\" Electric Power Systems "
+            "Research, vol. 77, pp. 685-694, 2007. doi: 10.1016/j.epsr.2006.06.005"
+        ),
+        attribution="MATPOWER case118zh.m.",
+        recipes=(_OHM_TO_PU, _KW_TO_MW),
+    ),
 )
 
 

@@ -4,7 +4,6 @@ x' = clip(x + 0.1·a + 0.05·ε, -2, 2), reward −x², one cost channel max(|x|
 Reset draws x uniformly in [-0.5, 0.5], so the env is stochastic under its key.
 """
 
-import equinox as eqx
 import jax.numpy as jnp
 import jax.random as jr
 from jaxtyping import Array, Bool, Float

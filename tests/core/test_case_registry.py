@@ -1,6 +1,7 @@
 """Registry behaviour, shapes, dtypes and error messages of `powerzoojax.case`."""
 
 import dataclasses
+import pathlib
 import warnings
 
 import equinox as eqx
@@ -21,7 +22,12 @@ from powerzoojax.case import (
     validate_case_data,
 )
 
-ALL_CASES = ["5", "14", "33bw", "118", "141", "300"]
+ALL_CASES = ["5", "14", "33bw", "118", "118zh", "141", "300", "1354pegase", "2383wp"]
+# Building the PTDF of the two large cases takes seconds: their full-data tests are slow.
+BIG_CASES = ("1354pegase", "2383wp")
+ALL_CASE_PARAMS = [
+    pytest.param(c, marks=pytest.mark.slow) if c in BIG_CASES else c for c in ALL_CASES
+]
 
 INT_FIELDS = {
     "node_ids", "node_type", "unit_ids", "unit_bus_ids", "unit_node_idx", "unit_status",
@@ -90,7 +96,7 @@ def test_other_case_dimensions(case_id, dims):
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == dims
 
 
-@pytest.mark.parametrize("case_id", ALL_CASES)
+@pytest.mark.parametrize("case_id", ALL_CASE_PARAMS)
 def test_dtypes_and_shapes(case_id):
     case = load_case(case_id)
     arrays = {
@@ -119,7 +125,7 @@ def test_validation_table_covers_every_array_field():
     assert set(_INT_FIELDS) == INT_FIELDS
 
 
-@pytest.mark.parametrize("case_id", ALL_CASES)
+@pytest.mark.parametrize("case_id", ALL_CASE_PARAMS)
 def test_index_and_map_consistency(case_id):
     case = load_case(case_id)
     node_ids = np.asarray(case.node_ids)
@@ -223,15 +229,20 @@ def test_list_cases_sorted_by_bus_count():
 
 
 def test_list_cases_filters():
-    assert list_cases(grid_type="transmission") == ["5", "14", "118", "300"]
-    assert list_cases(grid_type="distribution") == ["33bw", "141"]
-    assert list_cases(min_buses=100) == ["118", "141", "300"]
+    transmission = ["5", "14", "118", "300", "1354pegase", "2383wp"]
+    assert list_cases(grid_type="transmission") == transmission
+    assert list_cases(grid_type="distribution") == ["33bw", "118zh", "141"]
+    assert list_cases(min_buses=100) == ["118", "118zh", "141", "300", "1354pegase", "2383wp"]
     assert list_cases(max_buses=33) == ["5", "14", "33bw"]
-    assert list_cases(min_buses=30, max_buses=200, grid_type="distribution") == ["33bw", "141"]
+    assert list_cases(min_buses=30, max_buses=200, grid_type="distribution") == [
+        "33bw",
+        "118zh",
+        "141",
+    ]
     assert list_cases(phase=1) == ALL_CASES
     assert list_cases(phase=3) == []
-    assert list_cases(voltage_level="MV") == ["33bw", "141"]
-    assert list_cases(voltage_level="hv") == ["5", "14", "118", "300"]
+    assert list_cases(voltage_level="MV") == ["33bw", "118zh", "141"]
+    assert list_cases(voltage_level="hv") == transmission
 
 
 def test_list_cases_unknown_grid_type_raises():
@@ -257,7 +268,8 @@ def test_get_meta_fields():
     for case_id in list_cases():
         meta = get_meta(case_id)
         assert meta.grid_type in GRID_TYPES
-        assert meta.bus_count == load_case(case_id).n_nodes
+        if case_id not in BIG_CASES:  # checked without the PTDF in test_big_case_tables
+            assert meta.bus_count == load_case(case_id).n_nodes
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,3 +407,38 @@ def test_builder_rejects_islanded_network():
     bus[2, 0] = 3
     with pytest.raises(ValueError, match="not connected to the slack bus"):
         case_data_from_matpower(100.0, bus, gen, branch, gencost)
+
+
+# ---------------------------------------------------------------------------------------
+# Large cases, checked from their tables without building the PTDF.
+
+
+@pytest.mark.parametrize(
+    ("case_id", "alias", "dims"),
+    [("1354pegase", "1354", (1354, 260, 1991)), ("2383wp", "2383", (2383, 327, 2896))],
+)
+def test_big_case_tables(case_id, alias, dims):
+    import importlib.resources
+
+    assert get_meta(alias).case_id == case_id
+    assert get_meta(case_id).bus_count == dims[0]
+    resource = importlib.resources.files("powerzoojax.case") / "data" / f"case{case_id}.npz"
+    with resource.open("rb") as handle, np.load(handle) as tables:
+        assert (tables["bus"].shape[0], tables["gen"].shape[0], tables["branch"].shape[0]) == dims
+        assert float(tables["base_mva"]) == 100.0
+        assert int(np.sum(tables["bus"][:, 1] == 3)) == 1
+
+
+def test_case118zh_dimensions():
+    case = load_case("118zh")
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (118, 1, 132, 118)
+    assert int(np.sum(np.asarray(case.line_status) > 0)) == 117
+    assert case.base_mva == 10.0
+
+
+def test_shipped_case_data_stays_small():
+    import importlib.resources
+
+    data = importlib.resources.files("powerzoojax.case") / "data"
+    total = sum(entry.stat().st_size for entry in pathlib.Path(str(data)).iterdir())
+    assert total < 1_000_000

@@ -20,7 +20,7 @@ def test_kit_rejects_wrong_cost_length(toy):
 
 
 def test_kit_rejects_reset_that_reuses_the_step_key(toy):
-    from toy_env import ToyEnv, ToyState
+    from toy_env import ToyEnv
 
     from powerzoojax.core import select_tree
     from powerzoojax.testing import check_env_api

@@ -149,5 +149,5 @@ def test_errors_name_the_bad_value():
         _make(v_min=1.1, v_max=1.0)
     with pytest.raises(ValueError, match="vuf_max must be >= 0, got -1.0"):
         _make(vuf_max=-1.0)
-    with pytest.raises(NotImplementedError, match="resource bundles are not available yet"):
+    with pytest.raises(TypeError, match=r"resources\[0\] must be a ResourceBundle"):
         _make(resources=(object(),))

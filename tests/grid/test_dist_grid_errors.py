@@ -69,8 +69,8 @@ def test_band_inverted():
         _make(v_min=1.05, v_max=0.95)
 
 
-def test_resources_not_available():
-    with pytest.raises(NotImplementedError, match="resource bundles are not available yet"):
+def test_resources_must_be_bundles():
+    with pytest.raises(TypeError, match=r"resources\[0\] must be a ResourceBundle"):
         _make(resources=(object(),))
 
 

@@ -193,7 +193,7 @@ def test_uncongested_lmp_equals_marginal_offer(load_frac, markup):
     """Without line limits every node's LMP is the price of the (single) marginal segment."""
     import jax.numpy as jnp
 
-    from powerzoojax.market import OPTIMAL, offer_sced, prepare_offer_sced
+    from powerzoojax.market import OPTIMAL, prepare_offer_sced
 
     case, _ = _setup("5", False)
     setup = prepare_offer_sced(case, 3, line_cap=np.full(case.n_lines, 1e6), line_floor=np.full(case.n_lines, -1e6))
@@ -216,7 +216,7 @@ def test_truthful_clearing_of_case5_is_merit_order(case5):
     """Uncongested at low load: cheapest units first, LMP = the truthful marginal price."""
     import jax.numpy as jnp
 
-    from powerzoojax.market import OPTIMAL, offer_sced, prepare_offer_sced
+    from powerzoojax.market import OPTIMAL, prepare_offer_sced
 
     setup = prepare_offer_sced(case5, 3)
     node_load = jnp.asarray([0.0, 100.0, 100.0, 100.0, 0.0])
@@ -231,7 +231,7 @@ def test_truthful_clearing_of_case5_is_merit_order(case5):
 def test_infeasible_demand_returns_status_not_nan(case5):
     import jax.numpy as jnp
 
-    from powerzoojax.market import INFEASIBLE, offer_sced, prepare_offer_sced
+    from powerzoojax.market import INFEASIBLE, prepare_offer_sced
 
     setup = prepare_offer_sced(case5, 3)
     r = _solver(False)(setup, jnp.asarray([0.0, 900.0, 900.0, 900.0, 0.0]), setup.base_seg_prices)  # > 1530 MW
@@ -244,7 +244,7 @@ def test_infeasible_demand_returns_status_not_nan(case5):
 def test_line_infeasible_instance_is_unconverged_and_finite(case5):
     import jax.numpy as jnp
 
-    from powerzoojax.market import UNCONVERGED, offer_sced, prepare_offer_sced
+    from powerzoojax.market import UNCONVERGED, prepare_offer_sced
 
     cap = np.full(case5.n_lines, 1.0)  # 1 MW lines cannot carry 600 MW of load
     setup = prepare_offer_sced(case5, 3, line_cap=cap, line_floor=-cap)

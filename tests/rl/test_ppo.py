@@ -155,9 +155,13 @@ def test_make_train_dispatch_and_errors(toy, tiny_config):
         make_train(log, tiny_config.replace(algo="saute_ppo"))
     with pytest.raises(TypeError, match="bind"):
         make_train(env, tiny_config)
-    for algo in ("sac", "td3", "ippo", "ippo_typed", "ippo_typed_lagrangian"):
+    for algo in ("td3", "ippo_typed_lagrangian"):
         with pytest.raises(NotImplementedError, match="issue 7"):
             make_train(log, tiny_config.replace(algo=algo))
+    for algo in ("ippo", "ippo_typed"):
+        with pytest.raises(TypeError, match="multi-agent adapter"):
+            make_train(log, tiny_config.replace(algo=algo))
+    assert type(make_train(log, tiny_config.replace(algo="sac"))).__name__ == "SACTrainer"
     with pytest.raises(NotImplementedError, match="MAPPO"):
         make_train(log, tiny_config.replace(algo="mappo"))
     with pytest.raises(NotImplementedError, match="beta"):

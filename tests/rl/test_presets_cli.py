@@ -29,7 +29,10 @@ def test_unknown_preset_lists_the_names():
         get_preset("case6")
 
 
-@pytest.mark.parametrize("name", [n for n in SPEC_PRESETS if not n.startswith("case5-") or "ippo" in n])
+_WORKING = ("case5-economic-dispatch", "case5-safe-dispatch", "case5-ippo", "gencos-case5-ippo", "gencos-case5-ippo-dev")
+
+
+@pytest.mark.parametrize("name", [n for n in SPEC_PRESETS if n not in _WORKING])
 def test_presets_without_their_env_say_who_provides_it(name):
     from powerzoojax.rl import get_preset
 

@@ -50,9 +50,15 @@ def build_ptdf(
             reactance).
     """
     reactance = np.asarray(line_x, dtype=np.float64)
-    incidence = build_incidence(line_from_idx, line_to_idx, n_nodes)
     susceptance = -1.0 / reactance
-    b_bus = incidence.T @ (susceptance[:, None] * incidence)
+    # Scatter instead of Aᵀ·diag(b)·A: the dense product costs seconds on 2,000-bus cases.
+    f_idx = np.asarray(line_from_idx, dtype=np.int64)
+    t_idx = np.asarray(line_to_idx, dtype=np.int64)
+    b_bus = np.zeros((n_nodes, n_nodes), dtype=np.float64)
+    np.add.at(b_bus, (f_idx, f_idx), susceptance)
+    np.add.at(b_bus, (t_idx, t_idx), susceptance)
+    np.add.at(b_bus, (f_idx, t_idx), -susceptance)
+    np.add.at(b_bus, (t_idx, f_idx), -susceptance)
     keep = np.flatnonzero(np.arange(n_nodes) != slack_bus_idx)
     x_bus = np.zeros((n_nodes, n_nodes), dtype=np.float64)
     try:
@@ -62,7 +68,7 @@ def build_ptdf(
             "build_ptdf: the reduced susceptance matrix is singular; the network is not "
             f"connected to the slack bus (index {slack_bus_idx})"
         ) from err
-    return susceptance[:, None] * (incidence @ x_bus)
+    return susceptance[:, None] * (x_bus[f_idx] - x_bus[t_idx])
 
 
 def build_bus_map(

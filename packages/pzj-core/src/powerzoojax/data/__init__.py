@@ -174,3 +174,22 @@ __all__ = [
     "settlement_period_starts",
     "shipped_manifest",
 ]
+
+from ._workload import (
+    DC_STEPS_PER_DAY,
+    WORKLOAD_SOURCES,
+    DCProfiles,
+    WorkloadProfile,
+    load_dc_profiles,
+    load_workload_profile,
+    synthetic_outdoor_temp,
+    synthetic_price,
+    synthetic_solar_cf,
+    synthetic_workload_profile,
+)
+
+__all__ += [
+    "DC_STEPS_PER_DAY", "DCProfiles", "WORKLOAD_SOURCES", "WorkloadProfile", "load_dc_profiles",
+    "load_workload_profile", "synthetic_outdoor_temp", "synthetic_price", "synthetic_solar_cf",
+    "synthetic_workload_profile",
+]

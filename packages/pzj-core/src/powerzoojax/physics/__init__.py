@@ -28,3 +28,28 @@ __all__ = [
     "radial_3phase_power_flow", "radial_power_flow", "short_dot", "short_matvec", "short_sum",
     "unit_limit_violation", "voltage_unbalance_percent",
 ]
+
+from powerzoojax.physics._ac_pf import ACNetwork, ACPFResult, ac_power_flow, make_ac_network  # noqa: E402
+
+__all__ += ["ACNetwork", "ACPFResult", "ac_power_flow", "make_ac_network"]
+
+from powerzoojax.physics._dc_opf import (  # noqa: E402
+    DCOPF_INFEASIBLE,
+    DCOPF_OPTIMAL,
+    DCOPF_STATUS_NAMES,
+    DCOPF_UNCONVERGED,
+    DCOPFResult,
+    DCOPFSetup,
+    dc_opf,
+    make_dc_opf_setup,
+)
+from powerzoojax.physics._qp_ipm import DispatchQPSolution, solve_dispatch_qp  # noqa: E402
+
+__all__ += [
+    "DCOPF_INFEASIBLE", "DCOPF_OPTIMAL", "DCOPF_STATUS_NAMES", "DCOPF_UNCONVERGED", "DCOPFResult", "DCOPFSetup",
+    "DispatchQPSolution", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp",
+]
+
+from powerzoojax.physics._ac_opf import ACOPFResult, ACOPFSetup, ac_opf, make_ac_opf_setup  # noqa: E402
+
+__all__ += ["ACOPFResult", "ACOPFSetup", "ac_opf", "make_ac_opf_setup"]

@@ -7,16 +7,19 @@ thermal check.
 
 Observation ``(3N + 2B + 2,)`` float32, unbounded:
   ``(v − 1)/0.1`` (N) · ``p_branch / p_load_ref`` (B) · ``q_branch / q_load_ref`` (B) ·
-  ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ``, with the
+  ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ`` · the
+  bundles' observations (``params.resources``, in order, device-major), with the
   load of the row the next action meets and ``p_load_ref = max(Σ case P_d / base, 1e-8)``.
 Action ``(N − 1,)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
   injection at every non-slack bus, in bus order, mapped onto ``[der_low, der_high]`` p.u.
-  (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation.
+  (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation; then each
+  bundle's action slice in order. Bundle injections [MW, MVAr] are added at their buses
+  before the sweep; bundles read ``ctx = {time_step, v_mag}`` (pre-step voltages).
 Reward ``−loss_penalty_weight · base_mva · Σ p_loss`` (network losses in MW, weighted).
 Costs (non-negative, in this order): ``voltage_violation`` (number of buses outside
   ``[v_min, v_max]``), ``thermal_overload`` (number of branches with
   ``base · √(P² + Q²)`` above their rating [MVA]), ``resource`` (0 until resource bundles
-  land). A sweep that fails to converge counts every bus as a voltage violation.
+  land; with bundles: the sum of their ``cost_sum``). A sweep that fails to converge counts every bus as a voltage violation.
 Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
   ``step``. Loads come from row ``t mod T`` of the ``(T, N)`` p.u. profiles; reset solves
   the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
@@ -43,6 +46,15 @@ from powerzoojax.core import (
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.resources._bundle import (
+    FLEX_STAT_KEYS,
+    ResourceBundle,
+    bundles_action_dim,
+    bundles_obs_dim,
+    observe_bundles,
+    reset_bundles,
+    step_bundles,
+)
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 
 DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
@@ -93,7 +105,9 @@ class DistGridParams(EnvParams):
     bfs_max_iter: int = eqx.field(static=True, default=100, kw_only=True)
     include_der: bool = eqx.field(static=True, default=True, kw_only=True)
     cost_mode: str = eqx.field(static=True, default="aggregate", kw_only=True)
-    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+    # Resource bundles (eqx Modules: their sizes are static fields, their arrays leaves,
+    # so params stay vmappable over device parameters).
+    resources: tuple = eqx.field(default=(), kw_only=True)
 
     def with_load_profiles(
         self,
@@ -161,7 +175,8 @@ def make_dist_params(
     (``line_status > 0``) must form one tree rooted at the slack bus. DER limits are
     ``∓der_limit_pu`` per bus. ``cost_mode`` is accepted for the reference's signature and
     has no effect. Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument
-    of the wrong type, ``NotImplementedError`` for resource bundles (not landed yet).
+    of the wrong type. ``resources``: a tuple of :class:`ResourceBundle` built against the
+    same case (see ``powerzoojax.grid.resources``).
     """
     if not isinstance(case, CaseData):
         raise TypeError(
@@ -179,8 +194,15 @@ def make_dist_params(
     loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
     der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
     bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
-    if tuple(resources):
-        raise NotImplementedError("make_dist_params: resource bundles are not available yet; pass resources=()")
+    resources = tuple(resources)
+    for k, bundle in enumerate(resources):
+        if not isinstance(bundle, ResourceBundle):
+            raise TypeError(f"make_dist_params: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}")
+        if int(np.max(np.asarray(bundle.bus_idx), initial=0)) >= case.n_nodes:
+            raise ValueError(
+                f"make_dist_params: resources[{k}] has bus index {int(np.max(np.asarray(bundle.bus_idx)))}, "
+                f"outside 0..{case.n_nodes - 1}"
+            )
     if not isinstance(include_der, (bool, np.bool_)):
         raise TypeError(f"make_dist_params: include_der must be a bool, got {include_der!r}")
     if cost_mode not in _COST_MODES:
@@ -242,10 +264,11 @@ class DistGridEnv(Environment):
     """Distribution feeder env on a balanced radial power flow. See the module docstring."""
 
     def action_dim(self, params: DistGridParams) -> int:
-        return params.network.n_nodes - 1 if params.include_der else 0
+        der = params.network.n_nodes - 1 if params.include_der else 0
+        return der + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: DistGridParams) -> int:
-        return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2
+        return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2 + bundles_obs_dim(params.resources)
 
     def observation_space(self, params: DistGridParams) -> Box:
         return make_box(-np.inf, np.inf, (self.obs_dim(params),))
@@ -281,12 +304,26 @@ class DistGridEnv(Environment):
                 p_load * inv_p,
                 q_load * inv_q,
                 time_features(state.time_step, params.steps_per_day),
+                observe_bundles(params.resources, state.resource_states, self._ctx(state)),
             ]
         )
+
+    @staticmethod
+    def _ctx(state: DistGridState) -> dict:
+        return {"time_step": state.time_step, "v_mag": state.v_mag}
+
+    @staticmethod
+    def _soc(resource_states: tuple) -> Float[Array, " n_batt"]:
+        # The first bundle that has a state of charge defines the terminal-SOC diagnostic.
+        for bstate in resource_states:
+            if hasattr(bstate, "soc"):
+                return bstate.soc
+        return jnp.zeros((0,), jnp.float32)
 
     def reset(self, key: Key, params: DistGridParams) -> tuple[Float[Array, " obs_dim"], DistGridState]:
         p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
         flow = self._solve(p_load, q_load, params)
+        resource_states = reset_bundles(params.resources, key)
         state = DistGridState(
             time_step=jnp.asarray(0, jnp.int32),
             done=jnp.asarray(False),
@@ -297,8 +334,8 @@ class DistGridEnv(Environment):
             is_safe=jnp.asarray(True),
             n_violations=jnp.asarray(0, jnp.int32),
             total_cost=jnp.asarray(0.0, jnp.float32),
-            resource_states=(),
-            episode_batt_soc_init=jnp.zeros((0,), jnp.float32),
+            resource_states=resource_states,
+            episode_batt_soc_init=self._soc(resource_states),
         )
         return self._obs(state, params), state
 
@@ -313,19 +350,29 @@ class DistGridEnv(Environment):
         if action.shape != (expected,):
             raise ValueError(
                 f"DistGridEnv.step: action must have shape ({expected},) = "
-                f"({'n_nodes - 1' if params.include_der else 'no DER'},), got {action.shape}"
+                f"({'n_nodes - 1' if params.include_der else 'no DER'}{' + bundle actions' if params.resources else ''},), "
+                f"got {action.shape}"
             )
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
-        p_net = p_load
+        p_net, q_net = p_load, q_load
+        n_der = params.network.n_nodes - 1 if params.include_der else 0
         if params.include_der:
+            der_action = action[:n_der]
             der = denormalize_action(
-                action,
-                jnp.broadcast_to(params.der_low, action.shape),
-                jnp.broadcast_to(params.der_high, action.shape),
+                der_action,
+                jnp.broadcast_to(params.der_low, der_action.shape),
+                jnp.broadcast_to(params.der_high, der_action.shape),
             )
-            p_net = p_load.at[params.der_bus_idx].add(-der)
-        flow = self._solve(p_net, q_load, params)
+            p_net = p_net.at[params.der_bus_idx].add(-der)
+        bundles = step_bundles(
+            params.resources, state.resource_states, action[n_der:], self._ctx(state), params.network.n_nodes
+        )
+        if params.resources:
+            inv_base = 1.0 / params.base_mva
+            p_net = p_net - bundles.p_bus_mw * inv_base
+            q_net = q_net - bundles.q_bus_mvar * inv_base
+        flow = self._solve(p_net, q_net, params)
 
         v = flow.v_mag
         over_v = jnp.maximum(v - params.v_max, 0.0)
@@ -343,13 +390,15 @@ class DistGridEnv(Environment):
         reward = -params.loss_penalty_weight * params.base_mva * p_loss_total
         n_violations = n_voltage + n_thermal
         is_safe = n_violations == 0
-        zero = jnp.zeros((), jnp.float32)
         voltage_cost = n_voltage.astype(jnp.float32)
         thermal_cost = n_thermal.astype(jnp.float32)
-        costs = stack_costs(voltage_cost, thermal_cost, zero)
+        resource_cost = bundles.cost_sum
+        costs = stack_costs(voltage_cost, thermal_cost, resource_cost)
 
         time_step = state.time_step + 1
         done = time_step >= params.max_steps
+        soc_now = self._soc(bundles.states)
+        soc_terminal_sq = jnp.where(done, jnp.sum((soc_now - state.episode_batt_soc_init) ** 2), 0.0)
         next_state = DistGridState(
             time_step=time_step,
             done=done,
@@ -360,29 +409,29 @@ class DistGridEnv(Environment):
             is_safe=is_safe,
             n_violations=n_violations,
             total_cost=state.total_cost + voltage_cost + thermal_cost,
-            resource_states=state.resource_states,
+            resource_states=bundles.states,
             episode_batt_soc_init=state.episode_batt_soc_init,
         )
         next_state = auto_reset(self, key, next_state, params)
         info = {
             "cost_voltage_violation": voltage_cost,
             "cost_thermal_overload": thermal_cost,
-            "cost_resource": zero,
+            "cost_resource": resource_cost,
             "cost_continuous": cost_continuous,
-            "cost_sum": voltage_cost + thermal_cost,
+            "cost_sum": voltage_cost + thermal_cost + resource_cost,
             "is_safe": is_safe,
             "goal_met": is_safe,
             "n_violations": n_violations,
             "v_min_step": jnp.min(v),
             "v_max_step": jnp.max(v),
             "p_loss_MW": params.base_mva * p_loss_total,
+            # Feeder-head import [MW]: net load plus losses (what the substation supplies).
+            "p_head_MW": params.base_mva * (jnp.sum(p_net) + p_loss_total),
             "q_loss_MVAr": params.base_mva * q_loss_total,
             "bfs_converged": flow.converged,
             "bfs_n_iter": flow.n_iter,
             "bfs_residual": flow.residual,
-            "soc_terminal_sq": zero,
-            "resource_curtailed_mw": zero,
-            "resource_shift_out_mw": zero,
-            "resource_shift_in_mw": zero,
+            "soc_terminal_sq": soc_terminal_sq,
+            **{f"resource_{k}": bundles.stats[k] for k in FLEX_STAT_KEYS},
         }
         return self._obs(next_state, params), next_state, reward, costs, done, info

@@ -43,6 +43,14 @@ from powerzoojax.core import (
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.resources._bundle import (
+    ResourceBundle,
+    bundles_action_dim,
+    bundles_obs_dim,
+    observe_bundles,
+    reset_bundles,
+    step_bundles,
+)
 from powerzoojax.physics import (
     Radial3PhaseFlow,
     Radial3PhaseNetwork,
@@ -95,7 +103,8 @@ class DistGrid3PhaseParams(EnvParams):
     steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
     bfs_max_iter: int = eqx.field(static=True, default=100, kw_only=True)
     include_der: bool = eqx.field(static=True, default=True, kw_only=True)
-    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+    # Resource bundles (eqx Modules; see powerzoojax.grid.resources), P and Q split ⅓ per phase.
+    resources: tuple = eqx.field(default=(), kw_only=True)
 
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
@@ -156,7 +165,7 @@ def make_dist_3phase_params(
     load_Q_3ph``: ``(T, 3 (N − 1))`` per-phase net loads [p.u.] (see the module docstring
     for the order); ``line_cap``: ``(N − 1,)`` three-phase line ratings [MVA], 0 or
     ``None`` = unlimited. Raises ``ValueError`` naming a bad value,
-    ``NotImplementedError`` for resource bundles (not landed yet).
+    ``TypeError`` for a resource that is not a :class:`ResourceBundle`.
     """
     max_steps = _positive_int("max_steps", max_steps)
     steps_per_day = _positive_int("steps_per_day", steps_per_day)
@@ -171,8 +180,17 @@ def make_dist_3phase_params(
     loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
     der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
     bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
-    if tuple(resources):
-        raise NotImplementedError("make_dist_3phase_params: resource bundles are not available yet; pass resources=()")
+    resources = tuple(resources)
+    for k, bundle in enumerate(resources):
+        if not isinstance(bundle, ResourceBundle):
+            raise TypeError(
+                f"make_dist_3phase_params: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}"
+            )
+        if int(np.max(np.asarray(bundle.bus_idx), initial=0)) >= int(n_nodes):
+            raise ValueError(
+                f"make_dist_3phase_params: resources[{k}] has bus index {int(np.max(np.asarray(bundle.bus_idx)))}, "
+                f"outside 0..{int(n_nodes) - 1}"
+            )
     if not isinstance(include_der, (bool, np.bool_)):
         raise ValueError(f"make_dist_3phase_params: include_der must be a bool, got {include_der!r}")
 
@@ -232,10 +250,11 @@ class DistGrid3PhaseEnv(Environment):
     """Unbalanced three-phase feeder env. See the module docstring."""
 
     def action_dim(self, params: DistGrid3PhaseParams) -> int:
-        return 3 * (params.network.n_nodes - 1) if params.include_der else 0
+        der = 3 * (params.network.n_nodes - 1) if params.include_der else 0
+        return der + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: DistGrid3PhaseParams) -> int:
-        return 9 * params.network.n_nodes + 6 * params.network.n_branches + 2
+        return 9 * params.network.n_nodes + 6 * params.network.n_branches + 2 + bundles_obs_dim(params.resources)
 
     def observation_space(self, params: DistGrid3PhaseParams) -> Box:
         return make_box(-np.inf, np.inf, (self.obs_dim(params),))
@@ -282,6 +301,7 @@ class DistGrid3PhaseEnv(Environment):
                 (p_load * inv_p).T.reshape(-1),
                 (q_load * inv_q).T.reshape(-1),
                 time_features(state.time_step, params.steps_per_day),
+                observe_bundles(params.resources, state.resource_states, {"time_step": state.time_step}),
             ]
         )
 
@@ -296,7 +316,7 @@ class DistGrid3PhaseEnv(Environment):
             is_safe=jnp.asarray(True),
             n_violations=jnp.asarray(0, jnp.int32),
             total_cost=jnp.asarray(0.0, jnp.float32),
-            resource_states=(),
+            resource_states=reset_bundles(params.resources, key),
         )
         return self._obs(state, params), state
 
@@ -316,15 +336,24 @@ class DistGrid3PhaseEnv(Environment):
         network = params.network
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
-        p_net = p_load
+        p_net, q_net = p_load, q_load
+        n_der = 3 * (network.n_nodes - 1) if params.include_der else 0
         if params.include_der:
+            der_action = action[:n_der]
             der = denormalize_action(
-                action,
-                jnp.broadcast_to(params.der_low, action.shape),
-                jnp.broadcast_to(params.der_high, action.shape),
+                der_action,
+                jnp.broadcast_to(params.der_low, der_action.shape),
+                jnp.broadcast_to(params.der_high, der_action.shape),
             )
-            p_net = p_load.at[params.nonref_idx].add(-der.reshape(-1, 3))
-        flow = radial_3phase_power_flow(network, p_net, q_load, params.bfs_max_iter, params.bfs_tol)
+            p_net = p_net.at[params.nonref_idx].add(-der.reshape(-1, 3))
+        bundles = step_bundles(
+            params.resources, state.resource_states, action[n_der:], {"time_step": state.time_step}, network.n_nodes
+        )
+        if params.resources:
+            per_phase = 1.0 / (3.0 * params.base_mva)
+            p_net = p_net - (bundles.p_bus_mw * per_phase)[:, None]
+            q_net = q_net - (bundles.q_bus_mvar * per_phase)[:, None]
+        flow = radial_3phase_power_flow(network, p_net, q_net, params.bfs_max_iter, params.bfs_tol)
 
         mask = network.phase_mask
         v = flow.v_mag
@@ -346,9 +375,8 @@ class DistGrid3PhaseEnv(Environment):
         reward = -params.loss_penalty_weight * p_loss_mw
         n_violations = n_voltage + n_thermal + n_vuf
         is_safe = n_violations == 0
-        zero = jnp.zeros((), jnp.float32)
         counts = [c.astype(jnp.float32) for c in (n_voltage, n_thermal, n_vuf)]
-        costs = stack_costs(*counts, zero)
+        costs = stack_costs(*counts, bundles.cost_sum)
         max_vuf = jnp.max(vuf)
 
         time_step = state.time_step + 1
@@ -360,7 +388,7 @@ class DistGrid3PhaseEnv(Environment):
             is_safe=is_safe,
             n_violations=n_violations,
             total_cost=state.total_cost + counts[0] + counts[1] + counts[2],
-            resource_states=state.resource_states,
+            resource_states=bundles.states,
         )
         done = next_state.done
         next_state = auto_reset(self, key, next_state, params)
@@ -368,9 +396,9 @@ class DistGrid3PhaseEnv(Environment):
             "cost_voltage_violation": counts[0],
             "cost_thermal_overload": counts[1],
             "cost_vuf_violation": counts[2],
-            "cost_resource": zero,
+            "cost_resource": bundles.cost_sum,
             "cost_continuous": voltage_excess + vuf_excess + mva_excess,
-            "cost_sum": counts[0] + counts[1] + counts[2],
+            "cost_sum": counts[0] + counts[1] + counts[2] + bundles.cost_sum,
             "is_safe": is_safe,
             "goal_met": is_safe,
             "n_violations": n_violations,

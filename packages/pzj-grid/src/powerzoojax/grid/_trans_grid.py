@@ -1,35 +1,46 @@
-"""Transmission grid env: the agent dispatches generating units, the network is a DC power flow.
+"""Transmission grid env: units dispatched by the agent or an OPF over a DC or AC network.
 
-Observation ``(L + D + G + 2,)`` float32, unbounded:
-  ``line_flow_mw / max(|cap|, 1)`` (L) · ``load_mw / max(Σ p_max, 1)`` (D, the load the
-  next action will meet) · ``unit_power_mw / max(p_max, 1)`` (G) · ``sin φ, cos φ`` of
-  the time of day.
-Action ``(G,)`` in [-1, 1] (clipped): unit set-points mapped onto ``[p_min, p_max]``;
-  the slack-bus units then take up the imbalance.
+Modes (spec §2.1; ``physics`` / ``solver_mode`` in :func:`make_trans_params`):
+
+==========  ===========  ======================  ========================  =====================
+physics     solver_mode  dispatch                network result            thermal metric
+==========  ===========  ======================  ========================  =====================
+0           0            agent                   DC PTDF                   MW vs [floor, cap]
+1           0            agent (DC slack-adj.)   Newton–Raphson AC PF      max(|S_from|, |S_to|)
+0           1            DC-OPF                  DC-OPF flows              MW
+1           1            DC-OPF                  AC PF on the OPF dispatch max(|S_from|, |S_to|)
+any         2            AC-OPF                  (not landed: refused)
+==========  ===========  ======================  ========================  =====================
+
+Observation float32, unbounded, ``L (+N in AC) + D + G + 2 + Σ bundle obs``:
+  line loading ``/ max(|cap|, 1)`` (DC: signed MW; AC: ``√(P²+Q²)`` at the from end) ·
+  ``vm`` (AC only) · ``load_mw / max(Σ p_max, 1)`` (D, the load the next action will
+  meet) · ``unit_power_mw / max(p_max, 1)`` (G) · ``sin φ, cos φ`` of the time of day ·
+  each resource bundle's observation.
+Action in [-1, 1]: ``[unit set-points (G, if include_unit_dispatch) | bundle slices]``;
+  unit set-points map onto ``[p_min, p_max]`` and the slack-bus units take up the
+  imbalance; in OPF modes the unit entries are ignored.
 Reward ``−reward_scale · TC(p)`` with ``TC`` the generation cost [$/h].
-Costs (non-negative, in this order): ``thermal_overload`` (Σ MW beyond line limits ×
-  ``cost_thermal_weight``), ``voltage_violation`` (0 in DC), ``power_balance`` (Σ MW of
-  realised output outside unit limits, i.e. slack overload), ``resource`` (0 until
-  resource bundles are attached).
+Costs (non-negative, in this order): ``thermal_overload`` (Σ MW / MVA beyond line limits ×
+  ``cost_thermal_weight``), ``voltage_violation`` (Σ p.u. outside ``[v_min, v_max]``; 0 in
+  DC), ``power_balance`` (Σ MW of realised output outside unit limits, plus load the OPF
+  could not serve, plus ``pf_failure_cost`` on a step whose AC power flow did not
+  converge), ``resource`` (Σ of the bundles' ``cost_sum``).
+Numerical failure never yields NaN: ``info["pf_converged"]``/``info["opf_status"]`` flag
+  it and the cost above prices it.
 Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
   ``step``. Loads come from ``load_profiles[t mod T]`` [MW per load].
-
-Only the DC mode (``physics=0, solver_mode=0``) exists so far; the AC power flow and
-OPF modes arrive with the transmission-physics work and are refused by name until then.
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.case import CaseData
 from powerzoojax.core import (
     Box,
     Environment,
-    EnvParams,
     EnvState,
     auto_reset,
     denormalize_action,
@@ -38,29 +49,23 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
+from powerzoojax.grid.resources._bundle import bundles_action_dim, bundles_obs_dim, observe_bundles, reset_bundles, step_bundles
 from powerzoojax.physics import (
-    DCNetwork,
+    DCFlow,
+    ac_power_flow,
     dc_power_flow,
     dc_thermal_check,
     generation_cost,
-    load_line_flows,
-    make_dc_network,
     proportional_dispatch,
     short_sum,
     unit_limit_violation,
 )
+from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, dc_opf
+
+__all__ = ["CONSTRAINT_NAMES", "MODE_NAMES", "GridState", "TransGridEnv", "TransGridParams", "make_trans_params"]
 
 CONSTRAINT_NAMES = ("thermal_overload", "voltage_violation", "power_balance", "resource")
-
-_MODE_NAMES = {
-    (0, 0): "DC power flow, agent dispatch",
-    (1, 0): "AC power flow, agent dispatch",
-    (0, 1): "DC-OPF dispatch, DC power flow",
-    (1, 1): "DC-OPF dispatch, AC power flow",
-    (0, 2): "AC-OPF",
-    (1, 2): "AC-OPF",
-}
 
 
 class GridState(EnvState):
@@ -79,147 +84,43 @@ class GridState(EnvState):
     resource_states: tuple = ()
 
 
-class TransGridParams(EnvParams):
-    """Params of :class:`TransGridEnv`; build with :func:`make_trans_params`."""
 
-    case: CaseData
-    network: DCNetwork
-    load_profiles: Float[Array, "n_profile_steps n_loads"]
-    # Line flows caused by each profile row's loads, tabulated once: keeps the (N × L)
-    # load product out of the step. Derived from load_profiles; swap profiles with
-    # with_load_profiles so the two stay consistent.
-    load_line_flow_mw: Float[Array, "n_profile_steps n_lines"]
-    cost_thermal_weight: Float[Array, ""]
-    reward_scale: Float[Array, ""]
-    # Observation normalisers, inverted once on the host.
-    inv_line_scale: Float[Array, " n_lines"]
-    inv_unit_scale: Float[Array, " n_units"]
-    inv_total_capacity: Float[Array, ""]
-    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
-    physics: int = eqx.field(static=True, default=0, kw_only=True)
-    solver_mode: int = eqx.field(static=True, default=0, kw_only=True)
-    include_unit_dispatch: bool = eqx.field(static=True, default=True, kw_only=True)
-    resources: tuple = eqx.field(static=True, default=(), kw_only=True)
+class _Network(NamedTuple):
+    """What one network solve produced, in every mode."""
 
-    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
-        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
-        profiles = jnp.asarray(load_profiles, jnp.float32)
-        return eqx.tree_at(
-            lambda p: (p.load_profiles, p.load_line_flow_mw),
-            self,
-            (profiles, load_line_flows(self.network, profiles)),
-        )
+    unit_power_mw: Array
+    line_flow_mw: Array
+    line_flow_q_mvar: Array
+    node_injection_mw: Array
+    vm: Array
+    va: Array
+    q_gen: Array
+    thermal: Array
+    n_line_violations: Array
+    voltage: Array
+    n_voltage_violations: Array
+    unserved_mw: Array
+    info: dict
 
 
-def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
-    return finite_scalar("make_trans_params", name, value, positive=positive, non_negative=non_negative)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    return positive_int("make_trans_params", name, value)
-
-
-def make_trans_params(
-    case: CaseData,
-    load_profiles: ArrayLike | None = None,
-    max_steps: int = 48,
-    delta_t_hours: float | int = 0.5,
-    steps_per_day: int = 48,
-    cost_thermal_weight: float | int = 1.0,
-    reward_scale: float | int = 0.01,
-    physics: int = 0,
-    solver_mode: int = 0,
-    resources: tuple = (),
-    include_unit_dispatch: bool = True,
-) -> TransGridParams:
-    """Validate inputs on the host and build :class:`TransGridParams`.
-
-    ``load_profiles``: ``(T, n_loads)`` MW per load, row ``t mod T`` used at step ``t``;
-    default: the case's nominal ``(d_max + d_min) / 2`` tiled over ``max_steps`` rows.
-    Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
-    type, ``NotImplementedError`` for modes that have not landed yet.
-    """
-    if not isinstance(case, CaseData):
-        raise TypeError(
-            f"make_trans_params: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}"
-        )
-    max_steps = _positive_int("max_steps", max_steps)
-    steps_per_day = _positive_int("steps_per_day", steps_per_day)
-    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
-    cost_thermal_weight = _finite_scalar("cost_thermal_weight", cost_thermal_weight, non_negative=True)
-    reward_scale = _finite_scalar("reward_scale", reward_scale)
-    if physics not in (0, 1) or isinstance(physics, bool):
-        raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
-    if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
-        raise ValueError(
-            f"make_trans_params: solver_mode must be 0 (agent dispatch), 1 (DC-OPF) or 2 (AC-OPF), got {solver_mode!r}"
-        )
-    if (physics, solver_mode) != (0, 0):
-        raise NotImplementedError(
-            f"TransGridEnv mode physics={physics}, solver_mode={solver_mode} "
-            f"({_MODE_NAMES[(physics, solver_mode)]}) is not implemented yet; "
-            "only physics=0, solver_mode=0 (DC power flow, agent dispatch) is available"
-        )
-    if tuple(resources):
-        raise NotImplementedError(
-            "make_trans_params: resource bundles are not available yet; pass resources=()"
-        )
-    if not isinstance(include_unit_dispatch, (bool, np.bool_)):
-        raise TypeError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
-
-    n_loads = case.n_loads
-    if load_profiles is None:
-        nominal = 0.5 * (np.asarray(case.load_d_max, np.float64) + np.asarray(case.load_d_min, np.float64))
-        profiles = np.tile(nominal, (max_steps, 1))
-    else:
-        profiles = np.asarray(load_profiles)
-        if profiles.ndim != 2 or profiles.shape[1] != n_loads or profiles.shape[0] < 1:
-            raise ValueError(
-                f"make_trans_params: load_profiles must have shape (T, n_loads) = (T, {n_loads}) with T >= 1, "
-                f"got shape {profiles.shape}"
-            )
-        if not np.issubdtype(profiles.dtype, np.number):
-            raise ValueError(f"make_trans_params: load_profiles must be numeric, got dtype {profiles.dtype}")
-        bad = ~np.isfinite(profiles)
-        if bad.any():
-            t, d = (int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                f"make_trans_params: load_profiles must be finite; found {profiles[t, d]} at row {t}, load {d} "
-                f"({int(bad.sum())} non-finite values in all)"
-            )
-
-    p_max = np.asarray(case.unit_p_max, np.float64)
-    ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
-    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    return TransGridParams(
-        case=case,
-        network=make_dc_network(case),
-        load_profiles=f32(profiles),
-        load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
-        cost_thermal_weight=f32(cost_thermal_weight),
-        reward_scale=f32(reward_scale),
-        inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
-        inv_unit_scale=f32(1.0 / np.maximum(p_max, 1.0)),
-        inv_total_capacity=f32(1.0 / max(float(p_max.sum()), 1.0)),
-        max_steps=max_steps,
-        delta_t_hours=delta_t_hours,
-        steps_per_day=steps_per_day,
-        physics=int(physics),
-        solver_mode=int(solver_mode),
-        include_unit_dispatch=bool(include_unit_dispatch),
-        resources=tuple(resources),
-    )
+def _finite(x: Array) -> Array:
+    return jnp.where(jnp.isfinite(x), x, 0.0)
 
 
 class TransGridEnv(Environment):
-    """Transmission grid economic-dispatch env (DC power flow mode). See the module docstring."""
+    """Transmission grid dispatch env (all modes of spec §2.1). See the module docstring."""
 
     def action_dim(self, params: TransGridParams) -> int:
-        return params.case.n_units if params.include_unit_dispatch else 0
+        units = params.case.n_units if params.include_unit_dispatch else 0
+        return units + bundles_action_dim(params.resources)
+
+    def _is_ac(self, params: TransGridParams) -> bool:
+        return params.acpf is not None
 
     def obs_dim(self, params: TransGridParams) -> int:
         case = params.case
-        return case.n_lines + case.n_loads + case.n_units + 2
+        ac = case.n_nodes if self._is_ac(params) else 0
+        return case.n_lines + ac + case.n_loads + case.n_units + 2 + bundles_obs_dim(params.resources)
 
     def observation_space(self, params: TransGridParams) -> Box:
         return make_box(-np.inf, np.inf, (self.obs_dim(params),))
@@ -233,38 +134,148 @@ class TransGridEnv(Environment):
     def _row(self, time_step: Int[Array, ""], params: TransGridParams) -> Int[Array, ""]:
         return time_step % params.load_profiles.shape[0]
 
+    def _ctx(self, state: GridState) -> dict[str, Any]:
+        return {"time_step": state.time_step, "v_mag": state.vm}
+
     def _obs(self, state: GridState, params: TransGridParams) -> Float[Array, " obs_dim"]:
         load = params.load_profiles[self._row(state.time_step, params)]
-        return jnp.concatenate(
-            [
-                state.line_flow_mw * params.inv_line_scale,
-                load * params.inv_total_capacity,
-                state.unit_power_mw * params.inv_unit_scale,
-                time_features(state.time_step, params.steps_per_day),
-            ]
+        if self._is_ac(params):
+            loading = jnp.sqrt(state.line_flow_mw**2 + state.line_flow_q_mw**2)
+            network = [loading * params.inv_line_scale, state.vm]
+        else:
+            network = [state.line_flow_mw * params.inv_line_scale]
+        parts = [
+            *network,
+            load * params.inv_total_capacity,
+            state.unit_power_mw * params.inv_unit_scale,
+            time_features(state.time_step, params.steps_per_day),
+        ]
+        if params.resources:
+            parts.append(observe_bundles(params.resources, state.resource_states, self._ctx(state)))
+        return jnp.concatenate(parts)
+
+    def _dc_flow(
+        self, params: TransGridParams, dispatch: Array, load: Array, row: Int[Array, ""], p_bus: Array | None
+    ) -> DCFlow:
+        flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[row])
+        if p_bus is None:
+            return flow
+        # Bundle injections displace slack output: the slack units give up Σ p_bus and the
+        # flows see the injections at their buses.
+        net = params.network
+        total = short_sum(p_bus)
+        slack_shift = total * net.slack_unit_weights
+        return DCFlow(
+            unit_power_mw=flow.unit_power_mw - slack_shift,
+            line_flow_mw=flow.line_flow_mw - slack_shift @ net.ptdf_units_t + p_bus @ params.ptdf_nodes_t,
+            node_injection_mw=flow.node_injection_mw + p_bus - params.case.nodes_units_map @ slack_shift,
+        )
+
+    def _solve(
+        self, params: TransGridParams, dispatch: Array | None, row: Int[Array, ""], p_bus: Array | None
+    ) -> _Network:
+        """Dispatch (agent set-points, or the DC-OPF when ``dispatch`` is None) and solve the network."""
+        case = params.case
+        load = params.load_profiles[row]
+        zero = jnp.zeros((), jnp.float32)
+        info: dict[str, Array] = {}
+        unserved = zero
+        if params.dcopf is not None:
+            node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
+            if p_bus is not None:
+                node_load = node_load - p_bus
+            opf = dc_opf(params.dcopf, node_load, max_iter=params.opf_max_iter, tol=params.opf_tol)
+            unserved = jnp.abs(short_sum(node_load) - short_sum(opf.p_mw))
+            flow = DCFlow(unit_power_mw=opf.p_mw, line_flow_mw=opf.line_flow_mw, node_injection_mw=opf.node_injection_mw)
+            info = {
+                "opf_status": opf.status,
+                "opf_converged": opf.converged,
+                "opf_objective": opf.objective,
+                "opf_lambda": opf.lambda_balance,
+                "opf_ok": opf.status == DCOPF_OPTIMAL,
+            }
+        else:
+            if dispatch is None:
+                dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
+            flow = self._dc_flow(params, dispatch, load, row, p_bus)
+
+        n_lines, n_nodes = case.n_lines, case.n_nodes
+        if self._is_ac(params):
+            load_p, load_q = load, params.load_q_mvar
+            if params.resources:
+                # One load per bus in bus order (checked in make_trans_params): injections
+                # are negative load; bundle Q is ignored (spec §7.8).
+                load_p = load - p_bus
+            pf = ac_power_flow(
+                params.acpf, flow.unit_power_mw, None, load_p, load_q,
+                max_iter=params.pf_max_iter, tol=params.pf_tol,
+            )
+            loading = _finite(pf.line_loading_mva)
+            thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
+            vm = _finite(pf.vm)
+            over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+            info = {**info, "pf_converged": pf.converged, "pf_n_iter": pf.n_iter, "pf_max_mismatch": _finite(pf.max_mismatch)}
+            failure = jnp.where(pf.converged, zero, params.pf_failure_cost)
+            return _Network(
+                unit_power_mw=flow.unit_power_mw,
+                line_flow_mw=_finite(pf.line_p_from_mw),
+                line_flow_q_mvar=_finite(pf.line_q_from_mvar),
+                node_injection_mw=_finite(pf.p_inj_mw),
+                vm=vm,
+                va=_finite(pf.va),
+                q_gen=_finite(pf.unit_q_mvar),
+                thermal=short_sum(thermal_v),
+                n_line_violations=short_sum((thermal_v > 0).astype(jnp.int32)),
+                voltage=short_sum(over),
+                n_voltage_violations=short_sum((over > 0).astype(jnp.int32)) + (~pf.converged).astype(jnp.int32),
+                unserved_mw=unserved + failure,
+                info=info,
+            )
+        thermal, n_over = dc_thermal_check(flow.line_flow_mw, params.network.line_cap, params.network.line_floor)
+        if params.dcopf is not None:
+            # OPF flows sit exactly on binding limits: count beyond 0.01 MW so float32 noise
+            # cannot flip is_safe.
+            over = jnp.maximum(flow.line_flow_mw - params.network.line_cap, 0.0) + jnp.maximum(
+                params.network.line_floor - flow.line_flow_mw, 0.0
+            )
+            n_over = short_sum((over > 1e-2).astype(jnp.int32))
+        return _Network(
+            unit_power_mw=flow.unit_power_mw,
+            line_flow_mw=flow.line_flow_mw,
+            line_flow_q_mvar=jnp.zeros((n_lines,), jnp.float32),
+            node_injection_mw=flow.node_injection_mw,
+            vm=jnp.ones((n_nodes,), jnp.float32),
+            va=jnp.zeros((n_nodes,), jnp.float32),
+            q_gen=jnp.zeros((case.n_units,), jnp.float32),
+            thermal=thermal,
+            n_line_violations=n_over,
+            voltage=zero,
+            n_voltage_violations=jnp.asarray(0, jnp.int32),
+            unserved_mw=unserved,
+            info=info,
         )
 
     def reset(self, key: Key, params: TransGridParams) -> tuple[Float[Array, " obs_dim"], GridState]:
-        # Deterministic in DC mode: the key is unused, which lets XLA compute the
+        # Deterministic without bundles: the key is unused, which lets XLA compute the
         # auto-reset state once per rollout instead of once per env and step.
         case = params.case
-        load = params.load_profiles[0]
-        dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
-        flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[0])
+        row = jnp.asarray(0, jnp.int32)
+        p_bus = jnp.zeros((case.n_nodes,), jnp.float32) if params.resources else None
+        net = self._solve(params, None, row, p_bus)
         state = GridState(
             time_step=jnp.asarray(0, jnp.int32),
             done=jnp.asarray(False),
-            unit_power_mw=flow.unit_power_mw,
-            line_flow_mw=flow.line_flow_mw,
-            node_injection_mw=flow.node_injection_mw,
+            unit_power_mw=net.unit_power_mw,
+            line_flow_mw=net.line_flow_mw,
+            node_injection_mw=net.node_injection_mw,
             is_safe=jnp.asarray(True),
             n_violations=jnp.asarray(0, jnp.int32),
             total_cost=jnp.asarray(0.0, jnp.float32),
-            vm=jnp.ones(case.n_nodes, jnp.float32),
-            va=jnp.zeros(case.n_nodes, jnp.float32),
-            q_gen=jnp.zeros(case.n_units, jnp.float32),
-            line_flow_q_mw=jnp.zeros(case.n_lines, jnp.float32),
-            resource_states=(),
+            vm=net.vm,
+            va=net.va,
+            q_gen=net.q_gen,
+            line_flow_q_mw=net.line_flow_q_mvar,
+            resource_states=reset_bundles(params.resources, key),
         )
         return self._obs(state, params), state
 
@@ -277,28 +288,38 @@ class TransGridEnv(Environment):
     ) -> tuple[Float[Array, " obs_dim"], GridState, FloatScalar, Float[Array, "4"], Bool[Array, ""], Info]:
         expected = self.action_dim(params)
         if action.shape != (expected,):
-            raise ValueError(
-                f"TransGridEnv.step: action must have shape ({expected},) = (n_units,), got {action.shape}"
-            )
+            layout = "n_units" if params.include_unit_dispatch else ""
+            if params.resources:
+                layout = f"{layout} + Σ bundle action_dim" if layout else "Σ bundle action_dim"
+            raise ValueError(f"TransGridEnv.step: action must have shape ({expected},) = ({layout},), got {action.shape}")
         case = params.case
         action = jnp.asarray(action, jnp.float32)
+        n_unit_act = case.n_units if params.include_unit_dispatch else 0
         row = self._row(state.time_step, params)
         load = params.load_profiles[row]
-        if params.include_unit_dispatch:
-            dispatch = denormalize_action(action, case.unit_p_min, case.unit_p_max)
-        else:
-            dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
-        flow = dc_power_flow(params.network, dispatch, load, params.load_line_flow_mw[row])
-        thermal_mw, n_violations = dc_thermal_check(
-            flow.line_flow_mw, params.network.line_cap, params.network.line_floor
-        )
-        gen_cost = generation_cost(flow.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
-        power_balance = unit_limit_violation(flow.unit_power_mw, case.unit_p_min, case.unit_p_max)
-
         zero = jnp.zeros((), jnp.float32)
-        thermal_cost = params.cost_thermal_weight * thermal_mw
-        costs = stack_costs(thermal_cost, zero, power_balance, zero)
+
+        resource_states, p_bus, resource_cost = state.resource_states, None, zero
+        if params.resources:
+            bundles = step_bundles(
+                params.resources, state.resource_states, action[n_unit_act:], self._ctx(state), case.n_nodes
+            )
+            resource_states, p_bus, resource_cost = bundles.states, bundles.p_bus_mw, bundles.cost_sum
+
+        dispatch = None
+        if params.dcopf is None:
+            if params.include_unit_dispatch:
+                dispatch = denormalize_action(action[:n_unit_act], case.unit_p_min, case.unit_p_max)
+            else:
+                dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
+        net = self._solve(params, dispatch, row, p_bus)
+
+        gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
+        power_balance = unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max) + net.unserved_mw
+        thermal_cost = params.cost_thermal_weight * net.thermal
+        costs = stack_costs(thermal_cost, net.voltage, power_balance, resource_cost)
         reward = -params.reward_scale * gen_cost
+        n_violations = net.n_line_violations + net.n_voltage_violations
         is_safe = n_violations == 0
 
         time_step = state.time_step + 1
@@ -306,30 +327,31 @@ class TransGridEnv(Environment):
         next_state = GridState(
             time_step=time_step,
             done=done,
-            unit_power_mw=flow.unit_power_mw,
-            line_flow_mw=flow.line_flow_mw,
-            node_injection_mw=flow.node_injection_mw,
+            unit_power_mw=net.unit_power_mw,
+            line_flow_mw=net.line_flow_mw,
+            node_injection_mw=net.node_injection_mw,
             is_safe=is_safe,
             n_violations=n_violations,
             total_cost=state.total_cost + gen_cost,
-            vm=state.vm,
-            va=state.va,
-            q_gen=state.q_gen,
-            line_flow_q_mw=state.line_flow_q_mw,
-            resource_states=state.resource_states,
+            vm=net.vm,
+            va=net.va,
+            q_gen=net.q_gen,
+            line_flow_q_mw=net.line_flow_q_mvar,
+            resource_states=resource_states,
         )
         next_state = auto_reset(self, key, next_state, params)
         info = {
             "gen_cost": gen_cost,
             "cost_thermal_overload": thermal_cost,
-            "cost_voltage_violation": zero,
+            "cost_voltage_violation": net.voltage,
             "cost_power_balance": power_balance,
-            "cost_resource": zero,
+            "cost_resource": resource_cost,
             "cost_load_shedding": zero,
             "cost_sum": short_sum(costs),
             "is_safe": is_safe,
             "n_violations": n_violations,
             "goal_met": is_safe,
             "line_viol_mva": zero,
+            **net.info,
         }
         return self._obs(next_state, params), next_state, reward, costs, done, info

@@ -9,7 +9,6 @@ reference's names and outputs.
 """
 
 import equinox as eqx
-import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData

@@ -13,6 +13,7 @@ The dict-per-agent adapter (``MarketMARLEnv``) lives in the RL package; everythi
 needs is here, including :func:`market_marl_observations`.
 """
 
+import functools
 import math
 
 import equinox as eqx
@@ -55,6 +56,12 @@ class MarketMARLParams(EnvParams):
     ramp_up_mw_per_step: Float[Array, " n_units"]
     ramp_down_mw_per_step: Float[Array, " n_units"]
     cost_thermal_weight: Float[Array, ""]
+    # Truthful, ramp-free clearing of every profile row, precomputed on the host: a reset
+    # is then a table look-up, so a vmapped step (which evaluates the reset branch of
+    # its auto-reset for every env) clears one market, not two.
+    reset_lmp: Float[Array, "n_profile_steps n_nodes"]
+    reset_unit_power: Float[Array, "n_profile_steps n_units"]
+    reset_line_flow: Float[Array, "n_profile_steps n_lines"]
     max_markup: float = eqx.field(static=True, default=2.0, kw_only=True)
     lmp_history_len: int = eqx.field(static=True, default=4, kw_only=True)
     lmp_scale: float = eqx.field(static=True, default=100.0, kw_only=True)
@@ -107,8 +114,13 @@ def make_market_marl_params(
         _check(name, bool(np.all(np.isfinite(ramp)) and np.all(ramp >= 0)), value, f"finite and >= 0, shape ({case.n_units},)")
         ramps.append(ramp)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    setup = prepare_offer_sced(case, int(n_segments))
+    reset_lmp, reset_power, reset_flow = _truthful_clearings(setup, np.asarray(case.nodes_loads_map, np.float64) @ profiles.T)
     return MarketMARLParams(
-        offer_sced_setup=prepare_offer_sced(case, int(n_segments)),
+        offer_sced_setup=setup,
+        reset_lmp=reset_lmp,
+        reset_unit_power=reset_power,
+        reset_line_flow=reset_flow,
         load_profiles=f32(profiles),
         nodes_loads_map=f32(case.nodes_loads_map),
         unit_node_idx=jnp.asarray(case.unit_node_idx, jnp.int32),
@@ -124,22 +136,41 @@ def make_market_marl_params(
     )
 
 
+_RESET_CHUNK = 512  # rows cleared per call: one compilation serves every profile length
+
+
+@functools.partial(jax.jit, static_argnames="max_iter")
+def _clear_rows(setup: OfferSCEDSetup, node_loads: Float[Array, "rows n_nodes"], max_iter: int) -> tuple[Array, Array, Array]:
+    r = jax.vmap(lambda load: offer_sced(setup, load, max_iter=max_iter))(node_loads)
+    return r.lmp, r.unit_power, r.line_flow
+
+
+def _truthful_clearings(setup: OfferSCEDSetup, node_loads_t: np.ndarray, max_iter: int = 25) -> tuple[Array, Array, Array]:
+    """Host-side: truthful ramp-free clearing of each column of ``node_loads_t`` (n_nodes, T)."""
+    loads = np.asarray(node_loads_t, np.float32).T
+    n_rows = loads.shape[0]
+    padded = np.concatenate([loads, np.repeat(loads[-1:], (-n_rows) % _RESET_CHUNK, axis=0)])
+    parts = [_clear_rows(setup, jnp.asarray(padded[i : i + _RESET_CHUNK]), max_iter) for i in range(0, padded.shape[0], _RESET_CHUNK)]
+    return tuple(jnp.concatenate([part[j] for part in parts])[:n_rows] for j in range(3))
+
+
 def _node_load(row: Int[Array, ""], params: MarketMARLParams) -> Float[Array, " n_nodes"]:
     return params.nodes_loads_map @ params.load_profiles[row % params.load_profiles.shape[0]]
 
 
 def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
-    """New episode at a random profile row, cleared with truthful offers and no ramp window."""
+    """New episode at a random profile row, cleared with truthful offers and no ramp window
+    (looked up in the params' precomputed clearing of every row)."""
     k_start, _ = jr.split(key)
     start = jr.randint(k_start, (), 0, params.load_profiles.shape[0], dtype=jnp.int32)
-    cleared = offer_sced(params.offer_sced_setup, _node_load(start, params), max_iter=params.sced_max_iter)
-    mean_lmp = jnp.mean(cleared.lmp)
+    lmp = params.reset_lmp[start]
+    mean_lmp = jnp.mean(lmp)
     return MarketMARLState(
         time_step=jnp.asarray(0, jnp.int32),
         done=jnp.asarray(False),
-        lmp=cleared.lmp,
-        unit_power_mw=cleared.unit_power,
-        line_flow_mw=cleared.line_flow,
+        lmp=lmp,
+        unit_power_mw=params.reset_unit_power[start],
+        line_flow_mw=params.reset_line_flow[start],
         last_dispatch_profit=jnp.zeros(params.offer_sced_setup.n_units, jnp.float32),
         lmp_history=jnp.full((params.lmp_history_len,), mean_lmp, jnp.float32),
         episode_start_idx=start,

@@ -28,6 +28,12 @@ from powerzoojax.rl._runner import (
 from powerzoojax.rl._safe_wrapper import SafeRLState, SafeRLWrapper
 from powerzoojax.rl._saute_wrapper import SauteState, SauteWrapper
 from powerzoojax.rl._train import evaluate, make_act, make_train, random_act, train
+from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.rl._grid_marl import GridMARLEnv
+from powerzoojax.rl._dist_grid_marl import DistGridMARLEnv
+from powerzoojax.rl._market_marl_env import MarketMARLEnv
+from powerzoojax.rl._ippo import IPPOState, IPPOTrainer, make_ippo_act, make_ippo_train, make_ippo_typed_train
+from powerzoojax.rl._sac import SACActor, SACState, SACTrainer, make_sac_train
 
 __all__ = [
     "MLP", "ActorCritic", "BoundWrapper", "LogEnvState", "LogWrapper", "PPOTrainer", "PresetDef",
@@ -36,4 +42,7 @@ __all__ = [
     "evaluate", "gae", "get_preset", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config",
     "make_act", "make_cmdp_train", "make_ppo_train", "make_train", "plot_learning_curve", "random_act",
     "run_training", "save_checkpoint", "save_config", "train",
+    "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "MarketMARLEnv",
+    "IPPOState", "IPPOTrainer", "make_ippo_act", "make_ippo_train", "make_ippo_typed_train",
+    "SACActor", "SACState", "SACTrainer", "make_sac_train",
 ]

@@ -37,6 +37,7 @@ from powerzoojax.core._types import Key
 from powerzoojax.rl._config import TrainConfig
 from powerzoojax.rl._networks import ActorCritic, gaussian_entropy, gaussian_log_prob
 from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl._update_loop import UpdateLoop
 
 _OBS_CLIP = 10.0
 _REWARD_CLIP = 10.0
@@ -126,11 +127,9 @@ def _discounted_returns(
     return decays * carry[None] + partial
 
 
-def _nan_like(tree: PyTree) -> PyTree:
-    return jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), tree)
 
 
-class PPOTrainer:
+class PPOTrainer(UpdateLoop):
     """PPO (``lagrangian=False``) or PPO-Lagrangian on a bound wrapper; see the module docstring.
 
     ``trainer(key) -> TrainResult`` runs a whole training in one compiled call.
@@ -438,38 +437,10 @@ class PPOTrainer:
             discounted_return=discounted,
             log_lambda=log_lambda,
         )
-        if self.eval_every:
-            due = ((state.update + 1) % self.eval_every == 0) | (state.update + 1 == self.n_updates)
-            template = jax.eval_shape(self.evaluate_policy, policy, obs_stats, k_eval)
-            metrics.update(
-                jax.lax.cond(
-                    due,
-                    lambda: self.evaluate_policy(policy, obs_stats, k_eval),
-                    lambda: _nan_like(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)),
-                )
-            )
+        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, policy, obs_stats, k_eval))
         return new_state, metrics
 
-    # -- whole runs ------------------------------------------------------------------
-    def run_chunk(self, state: TrainState, n_updates: int) -> tuple[TrainState, dict[str, Array]]:
-        """``n_updates`` updates in one scan; updates past the run's total are skipped (NaN metrics)."""
-
-        def guarded(s, _):
-            template = jax.eval_shape(self.update, s)[1]
-            return jax.lax.cond(
-                s.update < self.n_updates,
-                self.update,
-                lambda s_: (s_, _nan_like(jax.tree.map(lambda t: jnp.zeros(t.shape, t.dtype), template))),
-                s,
-            )
-
-        return jax.lax.scan(guarded, state, None, length=n_updates)
-
-    def train(self, key: Key) -> tuple[TrainState, dict[str, Array]]:
-        """A whole run from ``key``: one scan over all updates (pure; jit and vmap it freely)."""
-        state = self.init(key)
-        return jax.lax.scan(lambda s, _: self.update(s), state, None, length=self.n_updates)
-
+    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
     def result(self, state: TrainState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         return TrainResult(
             params=state.policy,

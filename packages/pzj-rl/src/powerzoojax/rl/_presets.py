@@ -2,7 +2,11 @@
 
 All sixteen names of the reference exist. Those whose env has not landed yet raise
 ``NotImplementedError`` when their env is built, naming the distribution and project
-issue that provide it; the two case-5 transmission presets work now.
+issue that provide it. Working now: the two case-5 transmission presets, ``case5-ippo``
+(``GridMARLEnv``, 5 unit agents, shared reward) and ``gencos-case5-ippo-dev``
+(``MarketMARLEnv`` on a flat mid-load day) and ``gencos-case5-ippo`` (the GenCos
+task's GB training profiles, ``powerzoojax.market.tasks.gencos.load_gencos_profiles``). The IPPO presets add ``normalize_rewards=True`` (profits are in $,
+thousands per step) to the reference configs.
 
 ``case5-economic-dispatch``: ``LogWrapper(TransGridEnv)`` on case 5 with the nominal
 load ``0.5 · d_max`` (750 MW in all), 48 half-hour steps; reward ``−0.01 · generation
@@ -43,6 +47,37 @@ def _case5_env(safe: bool) -> Any:
     return LogWrapper(TransGridEnv(), params)
 
 
+def _case5_marl_env() -> Any:
+    from powerzoojax.case import load_case
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.rl._grid_marl import GridMARLEnv
+
+    return GridMARLEnv(TransGridEnv(), make_trans_params(load_case("5"), max_steps=48))
+
+
+def _gencos_env(dev: bool) -> Any:
+    import numpy as np
+    from powerzoojax.case import load_case
+    from powerzoojax.market import make_market_marl_params
+    from powerzoojax.rl._market_marl_env import MarketMARLEnv
+
+    case = load_case("5")
+    if dev:
+        # Flat mid-load day: every load at the middle of its [d_min, d_max] band (750 MW on case 5).
+        mid = 0.5 * (np.asarray(case.load_d_min, np.float64) + np.asarray(case.load_d_max, np.float64))
+        profiles = np.tile(mid, (48, 1))
+    else:
+        try:
+            from powerzoojax.market.tasks.gencos import load_gencos_profiles
+        except ImportError:
+            raise NotImplementedError(
+                "gencos-case5-ippo needs the GB training profiles (load_gencos_profiles of the GenCos task, "
+                "powerzoojax.market.tasks.gencos, pzj-market, project issue 5: not landed yet); use gencos-case5-ippo-dev (flat mid-load profile) meanwhile"
+            ) from None
+        profiles = load_gencos_profiles(case, "train")
+    return MarketMARLEnv(make_market_marl_params(case, profiles, n_segments=3, max_markup=2.0))
+
+
 def _missing(what: str, provider: str) -> Callable[[], Any]:
     def factory() -> Any:
         raise NotImplementedError(f"this preset needs {what}, which is not available yet: {provider}")
@@ -53,10 +88,9 @@ def _missing(what: str, provider: str) -> Callable[[], Any]:
 _DEVICES = "provided by pzj-grid (project issue 4: the device models and their bundles)"
 _DSO = "provided by pzj-grid (project issue 4: FlexLoad bundles and the DSO task's make_dso_params; DistGridEnv itself has landed)"
 _GRID3 = "provided by pzj-grid (project issue 3: transmission physics and unit commitment)"
-_MARL = "provided by pzj-rl (project issue 7, parts 2 and 3: multi-agent adapters and the IPPO trainers)"
-_MARKET = (
-    "the multi-agent adapter over pzj-market's GenCos core (project issue 7, part 2; the market core of "
-    "issue 5 has landed) and the IPPO trainer (project issue 7, part 3)"
+_MARL = (
+    "DistGridMARLEnv has landed (pzj-rl) but the DERs devices are resource bundles, provided by pzj-grid "
+    "(project issue 4: the device models and their bundles)"
 )
 _DCMG = "provided by project issue 6 (data-centre microgrid)"
 
@@ -92,11 +126,13 @@ PRESETS: dict[str, PresetDef] = {
     ),
     "case5-ippo": PresetDef(
         "Case-5 dispatch as 5 unit agents (GridMARLEnv)",
-        _missing("GridMARLEnv", _MARL), None, TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
+        _case5_marl_env, None,
+        TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48, n_minibatches=4,
+                    learning_rate=1e-3, ent_coef=0.0, normalize_rewards=True, eval_num_episodes=32),
     ),
     "case5-ippo-battery": PresetDef(
         "Case-5 dispatch, 5 units + batteries at buses 1 and 3 (7 agents, GridMARLEnv)",
-        _missing("GridMARLEnv with battery bundles", _MARL + "; battery bundles " + _DEVICES), None,
+        _missing("GridMARLEnv with battery bundles", "battery bundles " + _DEVICES), None,
         TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
     ),
     "dso-nflex": PresetDef(
@@ -112,12 +148,12 @@ PRESETS: dict[str, PresetDef] = {
     ),
     "ders-medium": PresetDef(
         "12 DER agents on case141, local observations (DistGridMARLEnv)",
-        _missing("DistGridMARLEnv", _MARL + "; device bundles " + _DEVICES), None,
+        _missing("DistGridMARLEnv with battery / PV / flexload bundles", _MARL), None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48, **_LARGE),
     ),
     "ders-medium-safe": PresetDef(
         "DERs with voltage shaping; thresholds (0, 0, 0) logged only",
-        _missing("DistGridMARLEnv", _MARL + "; device bundles " + _DEVICES), None,
+        _missing("DistGridMARLEnv with battery / PV / flexload bundles", _MARL), None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48,
                     cost_thresholds=(0.0, 0.0, 0.0), **_LARGE),
     ),
@@ -141,15 +177,15 @@ PRESETS: dict[str, PresetDef] = {
     ),
     "gencos-case5-ippo": PresetDef(
         "5 generating companies bidding in a case-5 market with GB load profiles (MarketMARLEnv)",
-        _missing("MarketMARLEnv", _MARKET), None,
+        lambda: _gencos_env(False), None,
         TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
-                    gamma=0.995, eval_freq=100_000),
+                    gamma=0.995, eval_freq=100_000, normalize_rewards=True),
     ),
     "gencos-case5-ippo-dev": PresetDef(
         "GenCos market on a flat mid-load profile (MarketMARLEnv, no data needed)",
-        _missing("MarketMARLEnv", _MARKET), None,
+        lambda: _gencos_env(True), None,
         TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
-                    gamma=0.995, eval_freq=100_000),
+                    gamma=0.995, eval_freq=100_000, normalize_rewards=True),
     ),
     "dc-microgrid": PresetDef(
         "Data-centre microgrid, 288 five-minute steps (DataCenterMicrogridEnv)",

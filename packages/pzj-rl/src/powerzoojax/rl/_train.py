@@ -22,25 +22,35 @@ from powerzoojax.rl._safe_wrapper import SafeRLWrapper
 from powerzoojax.rl._saute_wrapper import SauteWrapper
 
 _NOT_YET = {
-    "sac": "SAC (tanh-squashed Gaussian actor, twin critics) is not implemented yet (project issue 7, part 3)",
     "td3": "TD3 is not implemented yet (project issue 7, part 3)",
     "dqn": "DQN is not implemented yet (project issue 7, part 3); the benchmark envs have continuous actions",
-    "ippo": "IPPO needs the multi-agent adapters and make_ippo_train (project issue 7, parts 2 and 3), not implemented yet",
-    "ippo_typed": "IPPO-typed needs the multi-agent adapters and make_ippo_train (project issue 7, parts 2 and 3), not implemented yet",
-    "ippo_typed_lagrangian": "typed IPPO-Lagrangian needs the multi-agent adapters (project issue 7, parts 2 and 3), not implemented yet",
-    "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo once project issue 7 part 3 lands",
+    "ippo_typed_lagrangian": "typed IPPO-Lagrangian (per-type cost critics, one team λ) is not implemented yet (project issue 7, part 3); ippo_typed trains the same adapters without the constraint",
+    "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
 }
-AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo")
+AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_typed")
+_MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
 
 
-def make_train(env: Any, config: TrainConfig) -> PPOTrainer:
+def make_train(env: Any, config: TrainConfig) -> Any:
     """The trainer for ``config.algo`` on a bound wrapper: ``trainer(key) -> TrainResult``.
 
     ``ppo`` takes any single-agent wrapper; ``saute_ppo`` needs a ``SauteWrapper``
     (the caller applies it: ``train()`` does so from the config's ``saute_*`` fields);
-    ``ppo_lagrangian`` needs a ``SafeRLWrapper`` (``TypeError`` otherwise). Algorithms
-    not implemented yet raise ``NotImplementedError`` saying what is missing.
+    ``ppo_lagrangian`` needs a ``SafeRLWrapper`` (``TypeError`` otherwise); ``sac`` takes
+    a single-agent wrapper; ``ippo`` / ``ippo_typed`` take a multi-agent adapter
+    (``GridMARLEnv``, ``DistGridMARLEnv``, ``MarketMARLEnv``). Algorithms not
+    implemented yet raise ``NotImplementedError`` saying what is missing.
     """
+    from powerzoojax.rl._multi_agent import MultiAgentEnvironment
+
+    is_marl = isinstance(env, MultiAgentEnvironment)
+    if is_marl and config.algo not in _MARL_ALGOS:
+        raise TypeError(f"algo={config.algo!r} is single-agent; {env.name} is a multi-agent adapter: use ippo or ippo_typed")
+    if not is_marl and config.algo in ("ippo", "ippo_typed"):
+        raise TypeError(
+            f"algo={config.algo!r} trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), "
+            f"got {type(env).__name__}"
+        )
     if isinstance(env, Environment):
         raise TypeError(
             f"make_train takes a bound wrapper, got the bare env {env.name}: use bind(env, params) "
@@ -51,6 +61,14 @@ def make_train(env: Any, config: TrainConfig) -> PPOTrainer:
         raise NotImplementedError(f"algo={algo!r}: {_NOT_YET[algo]}. Available now: {list(AVAILABLE_ALGOS)}")
     if algo == "ppo":
         return make_ppo_train(env, config)
+    if algo == "sac":
+        from powerzoojax.rl._sac import make_sac_train
+
+        return make_sac_train(env, config)
+    if algo in ("ippo", "ippo_typed"):
+        from powerzoojax.rl._ippo import make_ippo_train
+
+        return make_ippo_train(env, config)
     if algo == "saute_ppo":
         inner = env.wrapped if isinstance(env, RewardWrapper) else env
         if not isinstance(inner, SauteWrapper):
@@ -119,6 +137,10 @@ def train(
         config = TrainConfig() if config is None else config
         env_name = None
     config = config.replace(seed=seed, **overrides)
+    from powerzoojax.rl._multi_agent import MultiAgentEnvironment
+
+    if isinstance(env, MultiAgentEnvironment) and reward_fn is not None:
+        raise TypeError("train: reward_fn applies to single-agent envs only (RewardWrapper); the MARL adapters shape rewards themselves")
     if isinstance(env, Environment):
         env = bind(env, safe=config.algo == "ppo_lagrangian")
     if config.algo == "saute_ppo":
@@ -144,7 +166,15 @@ def train(
 
 
 def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
-    """Deterministic ``act(key, obs) -> action`` of a trained policy on ``env`` (key unused)."""
+    """Deterministic ``act(key, obs) -> action`` of a trained policy on ``env`` (key unused).
+
+    PPO-family and SAC results on single-agent wrappers; for IPPO use ``make_ippo_act``.
+    """
+    if result.config.algo == "sac":
+        from powerzoojax.rl._sac import SACTrainer
+
+        sac = SACTrainer(env, result.config)
+        return lambda key, obs: sac.deterministic_action(result.params, obs)
     trainer = PPOTrainer(env, result.config.replace(algo="ppo"))
     policy, stats = result.params, result.obs_stats
 

@@ -1,0 +1,158 @@
+"""Throughput of the distribution envs (DistGridEnv on case33bw and case141,
+DistGrid3PhaseEnv, the DSO and DERs task envs) against pandapower ``runpp`` stepping the
+same feeder one step at a time, measured in the same run.
+
+Workload per (env, N): one jitted function resets N envs (``batch_reset``), draws uniform
+random actions ``(N, 48, action_dim)`` and runs ``vmap(scan_rollout)`` over them (the one
+rollout kernel), returning every output. ``env-steps/s = N·48 / median seconds`` over
+``--repeats`` timed calls after a warm-up; ``compile s`` is the first call.
+
+Baseline: pandapower ``runpp`` (Newton–Raphson, its default) on
+``pandapower.networks.case33bw()`` with the loads rescaled each step, one env, one step at
+a time: steps/s = steps / wall time. It is the per-step CPU cost a non-JAX env would pay.
+
+Run from the repository root::
+
+    uv run python benchmarks/dist_throughput.py --quick
+    uv run python benchmarks/dist_throughput.py --n-envs 1 64 1024 4096 --markdown
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from powerzoojax.case import load_case
+from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
+
+HORIZON = 48
+
+
+def _dist(case_id):
+    from powerzoojax.grid import DistGridEnv, make_dist_params
+
+    return DistGridEnv(), make_dist_params(load_case(case_id), max_steps=HORIZON)
+
+
+def _dist3():
+    """case33bw as a balanced three-phase feeder (diagonal per-phase impedances, loads ⅓ per phase)."""
+    from powerzoojax.grid import DistGrid3PhaseEnv, make_dist_3phase_params
+    from powerzoojax.physics import make_radial_network
+
+    case = load_case("33bw")
+    net = make_radial_network(case)
+    z = np.asarray(net.r_pu) + 1j * np.asarray(net.x_pu)
+    z3 = np.einsum("l,ij->lij", z, np.eye(3))
+    p = np.repeat(np.asarray(case.node_pd)[1:] / case.base_mva / 3.0, 3)
+    q = np.repeat(np.asarray(case.node_qd)[1:] / case.base_mva / 3.0, 3)
+    params = make_dist_3phase_params(
+        case.n_nodes, np.asarray(net.send_idx), np.asarray(net.recv_idx), z3, np.tile(p, (HORIZON, 1)),
+        np.tile(q, (HORIZON, 1)), max_steps=HORIZON, base_mva=float(case.base_mva),
+    )
+    return DistGrid3PhaseEnv(), params
+
+
+def _dso():
+    from powerzoojax.grid.tasks.dso import DSOTask
+
+    task = DSOTask()
+    return task.make_env(), task.make_params("iid", 0)
+
+
+def _ders():
+    from powerzoojax.grid.tasks.ders import DERsTask
+
+    task = DERsTask()
+    return task.make_env(), task.make_params("iid", 0)
+
+
+WORKLOADS = {
+    "DistGridEnv 33bw": lambda: _dist("33bw"),
+    "DistGridEnv 141": lambda: _dist("141"),
+    "DistGrid3PhaseEnv 33bw": _dist3,
+    "DSO (33bw + 6 flex)": _dso,
+    "DERs (141 + 12 devices)": _ders,
+}
+
+
+def make_collect(env, params, n_envs):
+    n_act = int(np.prod(env.action_space(params).shape))
+
+    def collect(key):
+        k_reset, k_act, k_roll = jax.random.split(key, 3)
+        obs0, states0 = batch_reset(env, jax.random.split(k_reset, n_envs), params)
+        actions = jax.random.uniform(k_act, (n_envs, HORIZON, n_act), minval=-1.0, maxval=1.0)
+        return jax.vmap(lambda s, k, a: scan_rollout(env, k, s, params, a))(
+            states0, jax.random.split(k_roll, n_envs), actions
+        )
+
+    return collect
+
+
+def measure(env, params, n_envs, repeats):
+    fn = jax.jit(make_collect(env, params, n_envs))
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(jax.random.PRNGKey(0)))
+    compile_s = time.perf_counter() - t0
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(jax.random.PRNGKey(r + 1)))
+        times.append(time.perf_counter() - t0)
+    return compile_s, n_envs * HORIZON / statistics.median(times)
+
+
+def pandapower_steps_per_s(n_steps):
+    import pandapower as pp
+    import pandapower.networks as pn
+
+    net = pn.case33bw()
+    p0, q0 = net.load.p_mw.to_numpy().copy(), net.load.q_mvar.to_numpy().copy()
+    rng = np.random.default_rng(0)
+    pp.runpp(net, numba=False)
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        scale = rng.uniform(0.8, 1.2, p0.shape)
+        net.load.p_mw = p0 * scale
+        net.load.q_mvar = q0 * scale
+        pp.runpp(net, numba=False)
+        _ = net.res_bus.vm_pu.to_numpy(), net.res_line.pl_mw.sum()
+    return n_steps / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="N in (1, 64, 1024), 2 repeats, 20 pandapower steps")
+    ap.add_argument("--n-envs", type=int, nargs="+", default=[1, 64, 1024, 4096])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    n_list, repeats, pp_steps = (args.n_envs, args.repeats, 100)
+    if args.quick:
+        n_list, repeats, pp_steps = [1, 64, 1024], 2, 20
+    cpu = platform.processor() or platform.machine()
+    print(f"# machine: {cpu}, {os.cpu_count()} cores, jax {jax.__version__}, backend {jax.default_backend()}, "
+          f"load avg {os.getloadavg()[0]:.1f}")
+    pp_rate = pandapower_steps_per_s(pp_steps)
+    print(f"pandapower runpp case33bw: {pp_rate:.1f} steps/s (one env, one step at a time)")
+    rows = []
+    for name in args.workloads:
+        env, params = WORKLOADS[name]()
+        for n in n_list:
+            compile_s, rate = measure(env, params, n, repeats)
+            rows.append((name, n, compile_s, rate, rate / pp_rate))
+            print(f"{name:26s} N={n:5d}  compile {compile_s:7.1f} s  {rate:12.0f} env-steps/s  "
+                  f"{rate / pp_rate:9.1f}x pandapower", flush=True)
+    if args.markdown:
+        print("\n| env | N | first call s | env-steps/s | × pandapower runpp |\n|---|---:|---:|---:|---:|")
+        for name, n, c, r, x in rows:
+            print(f"| {name} | {n} | {c:.1f} | {r:,.0f} | {x:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

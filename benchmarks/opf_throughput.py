@@ -1,0 +1,173 @@
+"""Batched in-graph DC-OPF solves per second, beside PYPOWER ``rundcopf`` and HiGHS.
+
+Per case (5 and 118) and line-limit variant ("case" limits; "rated": every line rated at
+150 MW so the PTDF rows enter the optimisation), and batch size N: one jitted
+``vmap(dc_opf)`` over N random load vectors (0.35–0.6 of capacity, ±20 % per bus) with
+linear case costs. Reported: compile seconds (lower + compile), median seconds per
+batched call over ``--repeats`` calls, solves/s, and the fraction of OPTIMAL results. The
+references solve one instance at a time in the same process: scipy ``linprog`` (HiGHS,
+same PTDF LP) and PYPOWER ``rundcopf`` (B-θ formulation, PIPS), each timed over a few
+instances. Also the worst relative objective gap to HiGHS over the first instances.
+
+    uv run python benchmarks/opf_throughput.py --quick
+    uv run python benchmarks/opf_throughput.py --n-envs 1 16 256 1024
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import linprog
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
+
+from powerzoojax.case import load_case  # noqa: E402
+from powerzoojax.physics import DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup  # noqa: E402
+
+
+def _instances(case, n, seed=0):
+    rng = np.random.default_rng(seed)
+    node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
+    level = rng.uniform(0.35, 0.6, (n, 1)) * np.asarray(case.unit_p_max).sum() / node_dmax.sum()
+    return node_dmax[None] * level * rng.uniform(0.8, 1.2, (n, case.n_nodes))
+
+
+def _limits(case, rated):
+    if not rated:
+        return np.asarray(case.line_cap, np.float64), np.asarray(case.line_floor, np.float64)
+    return np.full(case.n_lines, 150.0), np.full(case.n_lines, -150.0)
+
+
+def _highs(case, cap, floor, load):
+    mon = (np.abs(cap) < 1e5) | (np.abs(floor) < 1e5)
+    m = (np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_units_map, np.float64))[mon]
+    f0 = (np.asarray(case.ptdf, np.float64) @ load)[mon]
+    return linprog(
+        np.asarray(case.unit_cost_c, np.float64),
+        A_ub=np.vstack([m, -m]),
+        b_ub=np.concatenate([cap[mon] + f0, -(floor[mon] + f0)]),
+        A_eq=np.ones((1, case.n_units)),
+        b_eq=[load.sum()],
+        bounds=list(zip(np.asarray(case.unit_p_min, np.float64), np.asarray(case.unit_p_max, np.float64))),
+        method="highs",
+    )
+
+
+def _pypower(case_id, rated, load):
+    from pypower.api import ppoption, rundcopf
+    from test_dc_opf import _pypower_case
+
+    case = load_case(case_id)
+    ppc = _pypower_case(case_id, rated, load, np.zeros(case.n_units), np.asarray(case.unit_cost_c, np.float64))
+    return rundcopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", nargs="+", default=["5", "118"])
+    ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 16, 64, 256, 1024])
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="N in {1, 256}, 3 repeats, 3 reference solves")
+    args = ap.parse_args()
+    n_envs = [1, 256] if args.quick else args.n_envs
+    repeats = 3 if args.quick else args.repeats
+    n_ref = 3 if args.quick else 10
+    print(f"jax {jax.__version__}, devices {jax.devices()}")
+    print("| case | limits | monitored lines | N | compile s | ms / batch | solves/s | optimal | max obj gap vs HiGHS |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    refs = []
+    for case_id in args.cases:
+        case = load_case(case_id)
+        for rated in (False, True):
+            cap, floor = _limits(case, rated)
+            setup = make_dc_opf_setup(case, cap, floor)
+            n_mon = int(setup.mon_idx.shape[0])
+            zero = jnp.zeros(case.n_units, jnp.float32)  # linear costs, as the HiGHS reference
+            solve = jax.jit(jax.vmap(lambda load, s=setup, z=zero: dc_opf(s, load, cost_a=z, cost_b=z)))
+            for n in n_envs:
+                loads_np = _instances(case, n)
+                loads = jnp.asarray(loads_np, jnp.float32)
+                t0 = time.perf_counter()
+                compiled = solve.lower(loads).compile()
+                t_compile = time.perf_counter() - t0
+                jax.block_until_ready(compiled(loads))
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    out = jax.block_until_ready(compiled(loads))
+                    times.append(time.perf_counter() - t0)
+                med = statistics.median(times)
+                k = min(n, n_ref)
+                gaps = [0.0]
+                for i in range(k):
+                    ref = _highs(case, cap, floor, loads_np[i])
+                    if ref.status == 0:  # infeasible instances have no reference objective
+                        gaps.append(abs(float(out.objective[i]) - ref.fun) / abs(ref.fun))
+                opt = float(np.mean(np.asarray(out.status) == DCOPF_OPTIMAL))
+                print(f"| {case_id} | {'rated 150 MW' if rated else 'case'} | {n_mon} | {n} | {t_compile:.2f} | {med * 1e3:.3f} | {n / med:,.0f} | {opt:.2f} | {max(gaps):.1e} |", flush=True)
+            loads_np = _instances(case, n_ref, seed=1)
+            t0 = time.perf_counter()
+            for i in range(n_ref):
+                _highs(case, cap, floor, loads_np[i])
+            t_h = (time.perf_counter() - t0) / n_ref
+            t0 = time.perf_counter()
+            for i in range(n_ref):
+                _pypower(case_id, rated, loads_np[i])  # infeasible draws count as solves too
+            t_p = (time.perf_counter() - t0) / n_ref
+            refs.append((case_id, rated, t_h, t_p))
+    print("\n| case | limits | HiGHS linprog solves/s (1 at a time) | PYPOWER rundcopf solves/s |")
+    print("|---|---|---|---|")
+    for case_id, rated, t_h, t_p in refs:
+        print(f"| {case_id} | {'rated 150 MW' if rated else 'case'} | {1 / t_h:,.0f} | {1 / t_p:,.1f} |")
+
+    _ac_opf_section([1, 16] if args.quick else [1, 16, 64], repeats)
+
+
+def _ac_opf_section(n_envs, repeats):
+    """AC-OPF case 5 (float64), batched solves/s beside PYPOWER runopf one at a time."""
+    from matpowercaseframes import CaseFrames
+    from pypower.api import ppoption, runopf
+
+    from powerzoojax.physics import ac_opf, make_ac_opf_setup
+
+    case = load_case("5")
+    print("\n| AC-OPF case 5 | N | compile s | ms / batch | solves/s | converged |")
+    print("|---|---|---|---|---|---|")
+    with jax.enable_x64(True):
+        setup = make_ac_opf_setup(case, dtype=jnp.float64)
+        solve = jax.jit(jax.vmap(lambda pd, qd: ac_opf(setup, pd, qd)))
+        rng = np.random.default_rng(0)
+        for n in n_envs:
+            scale = rng.uniform(0.8, 1.1, (n, case.n_nodes))
+            pd = jnp.asarray(np.asarray(case.node_pd, np.float64)[None] * scale)
+            qd = jnp.asarray(np.asarray(case.node_qd, np.float64)[None] * scale)
+            t0 = time.perf_counter()
+            compiled = solve.lower(pd, qd).compile()
+            t_compile = time.perf_counter() - t0
+            jax.block_until_ready(compiled(pd, qd))
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                out = jax.block_until_ready(compiled(pd, qd))
+                times.append(time.perf_counter() - t0)
+            med = statistics.median(times)
+            conv = float(np.mean(np.asarray(out.converged)))
+            print(f"| jax | {n} | {t_compile:.2f} | {med * 1e3:.2f} | {n / med:,.0f} | {conv:.2f} |", flush=True)
+    frames = CaseFrames("case5")
+    ppc = {"version": "2", "baseMVA": float(frames.baseMVA), "bus": np.asarray(frames.bus.values, float),
+           "gen": np.asarray(frames.gen.values, float), "branch": np.asarray(frames.branch.values, float),
+           "gencost": np.asarray(frames.gencost.values, float)}
+    t0 = time.perf_counter()
+    for _ in range(5):
+        assert runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))["success"]
+    t = (time.perf_counter() - t0) / 5
+    print(f"| PYPOWER runopf (1 at a time) | 1 | – | {t * 1e3:.1f} | {1 / t:,.1f} | 1.00 |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Throughput of the transmission physics modes: DC-OPF dispatch, AC power flow, unit commitment.
+
+Per workload and case, N envs run ``jax.vmap(scan_rollout)`` over ``--horizon`` steps of
+uniform random actions in one jitted call (every output materialised); ``env-steps/s`` =
+``N · horizon / median seconds`` over ``--repeats`` timed calls after a warm-up call.
+
+* ``dcopf``: ``TransGridEnv`` with ``make_trans_params(case, solver_mode=1)`` (in-graph
+  interior-point DC-OPF each step, DC flows).
+* ``acpf``: ``make_trans_params(case, physics=1)`` (Newton–Raphson AC power flow each step,
+  nominal loads); the fraction of converged steps is reported.
+* ``uc``: ``UnitCommitmentEnv`` with ``make_uc_params(case, solver_mode=1, ...)`` (the TSO
+  UC data of ``powerzoojax.grid.tasks.tso``, nominal loads).
+
+CPU baseline, same run: PYPOWER solving the same per-step problem one env at a time
+(``rundcopf`` for dcopf and uc, ``runpf`` for acpf) on the MATPOWER tables the case was
+built from, ``--baseline-calls`` calls, steps/s = calls / seconds.
+
+    uv run python benchmarks/trans_modes_throughput.py --quick
+    uv run python benchmarks/trans_modes_throughput.py --cases 5 118 --n-envs 1 64 256 1024
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from powerzoojax.case import load_case
+from powerzoojax.core import scan_rollout
+from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params, make_uc_params
+from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
+
+
+def make_workload(kind: str, case_id: str, horizon: int):
+    case = load_case(case_id)
+    if kind == "dcopf":
+        return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=1)
+    if kind == "acpf":
+        return TransGridEnv(), make_trans_params(case, max_steps=horizon, physics=1)
+    pmax = np.asarray(case.unit_p_max, np.float64)
+    return UnitCommitmentEnv(), make_uc_params(
+        case, max_steps=horizon, solver_mode=1, **UC_DEFAULTS,
+        startup_cost=STARTUP_COST_PER_MW * pmax, no_load_cost=NO_LOAD_COST_PER_MW_H * pmax,
+    )
+
+
+def time_jax(kind, case_id, n_envs, horizon, repeats):
+    env, params = make_workload(kind, case_id, horizon)
+    act_dim = env.action_space(params).shape[0]
+
+    @jax.jit
+    def run(key):
+        k_reset, k_act, k_roll = jax.random.split(key, 3)
+        _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, n_envs), params)
+        actions = jax.random.uniform(k_act, (n_envs, horizon, act_dim), minval=-1.0, maxval=1.0)
+        return jax.vmap(scan_rollout, in_axes=(None, 0, 0, None, 0))(
+            env, jax.random.split(k_roll, n_envs), states, params, actions
+        )
+
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(run(jax.random.PRNGKey(0)))
+    first = time.perf_counter() - t0
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(run(jax.random.PRNGKey(r + 1)))
+        times.append(time.perf_counter() - t0)
+    info = out[-1]
+    extra = ""
+    if kind == "acpf":
+        extra = f"converged {float(np.mean(np.asarray(info['pf_converged']))):.3f}"
+    else:
+        extra = f"opf converged {float(np.mean(np.asarray(info['opf_converged']))):.3f}"
+    return n_envs * horizon / statistics.median(times), first, extra
+
+
+def ppc_of(case_id):
+    path = os.path.join(os.path.dirname(load_case.__code__.co_filename), "data", f"case{case_id}.npz")
+    d = np.load(path, allow_pickle=True)
+    ppc = {"version": "2", "baseMVA": float(d["base_mva"]), "bus": d["bus"].astype(float), "gen": d["gen"].astype(float),
+           "branch": d["branch"].astype(float), "gencost": d["gencost"].astype(float)}
+    return ppc
+
+
+def time_pypower(kind, case_id, calls):
+    from pypower.api import ppoption, rundcopf, runpf
+
+    ppc = ppc_of(case_id)
+    opt = ppoption(VERBOSE=0, OUT_ALL=0)
+    rng = np.random.default_rng(0)
+    pd0 = ppc["bus"][:, 2].copy()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        ppc["bus"][:, 2] = pd0 * rng.uniform(0.9, 1.1)
+        if kind == "acpf":
+            runpf(ppc, opt)
+        else:
+            rundcopf(ppc, opt)
+    return calls / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", nargs="+", default=["5", "118"])
+    ap.add_argument("--kinds", nargs="+", default=["dcopf", "acpf", "uc"])
+    ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 64, 256, 1024])
+    ap.add_argument("--horizon", type=int, default=48)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline-calls", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="N = 256, horizon 16, 2 repeats, 10 baseline calls")
+    args = ap.parse_args()
+    if args.quick:
+        args.n_envs, args.horizon, args.repeats, args.baseline_calls = [256], 16, 2, 10
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, jax {jax.__version__}, {jax.devices()}")
+    print("| workload | case | N | env-steps/s | first call s | PYPOWER steps/s | speed-up | note |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in args.kinds:
+        for case_id in args.cases:
+            base = time_pypower(kind, case_id, args.baseline_calls)
+            for n in args.n_envs:
+                sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats)
+                print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""In-graph DC optimal power flow (economic dispatch with PTDF line limits).
+
+Problem, per call (powers in MW, costs in $/h)::
+
+    min  Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²
+    s.t. Σ_g p_g = Σ_n load_n
+         p_min_g ≤ p_g ≤ p_max_g                      (runtime bounds: ramp windows, commitment)
+         floor_l ≤ (PTDF·(A_u p − load))_l ≤ cap_l    (monitored lines, both directions)
+
+with the house cost polynomial ``TC(p) = a/3 p³ + b/2 p² + c p`` (marginal cost
+``a p² + b p + c``; linear when ``a = b = 0``). The optional preference term lets a caller
+bias the dispatch toward ``p_ref`` (the TSO task's dispatch preference); it is not part of
+the reported ``objective``. Committed-off units take bounds ``[0, 0]``.
+
+API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
+
+    setup = make_dc_opf_setup(case, line_cap=None, line_floor=None)     # host, once
+    res = dc_opf(setup, node_load_mw,                                    # (n_nodes,) MW
+                 p_min=None, p_max=None,                                 # (n_units,) runtime bounds
+                 cost_a=None, cost_b=None, cost_c=None,                  # (n_units,) override case costs
+                 p_ref=None, ref_weight=None,                            # (n_units,) preference
+                 line_cap=None, line_floor=None,                         # (n_lines,) runtime limits
+                 p_init=None,                                            # (n_units,) warm start
+                 max_iter=30, tol=1e-4, line_penalty=1e3)
+    res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter
+
+``DCOPFResult`` fields: ``p_mw (G)``, ``line_flow_mw (L)`` (from→to positive, every line),
+``node_injection_mw (N)``, ``lmp (N)`` [$/MWh], ``lambda_balance`` (system price),
+``mu_upper/mu_lower (L)`` (line duals [$/MWh], 0 on unmonitored lines),
+``objective`` (``TC`` of ``p_mw`` [$/h]), ``line_violation_mw`` (Σ MW beyond the limits,
+> 0 only when the limits cannot all be met), ``status``, ``converged``, ``n_iter``.
+
+Status codes (int32): ``DCOPF_OPTIMAL = 0``; ``DCOPF_INFEASIBLE = 1`` — load outside
+``[Σp_min, Σp_max]`` (dispatch then sits at the nearest bound, flows use the real load) or
+line limits that cannot all be met (best-effort dispatch minimising cost + ``line_penalty``
+× max marginal cost per MW of overload); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
+ran out (the last finite iterate is returned). Values are always finite.
+``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer);
+``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
+marginal cost) and the complementarity gap.
+
+Only *monitored* lines (finite limits below ``UNLIMITED_MW`` in the setup; case 118 has
+none) enter the optimisation, which is a static set: a runtime ``line_cap`` override can
+tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
+the Newton matrix is diagonal and each solve costs O(G) per iteration.
+
+Algorithm: the primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm`
+(Mehrotra predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md``
+for why it replaced the reference's ADMM. Dtype follows ``node_load_mw`` (float32 by
+default, float64 when it is float64).
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from powerzoojax.physics._costs import generation_cost
+from powerzoojax.physics._qp_ipm import solve_dispatch_qp
+
+DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
+DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
+UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
+_MIN_WIDTH_REL = 1e-4  # fixed units are widened by this fraction of the widest box
+
+
+class DCOPFSetup(eqx.Module):
+    """Host-precomputed DC-OPF operators of one case (float32 leaves)."""
+
+    ptdf_units_t: Float[Array, "n_units n_lines"]
+    ptdf_t: Float[Array, "n_nodes n_lines"]
+    mon_ptdf_units_t: Float[Array, "n_units n_mon"]
+    mon_ptdf_t: Float[Array, "n_nodes n_mon"]
+    mon_idx: Int[Array, " n_mon"]
+    nodes_units_map: Float[Array, "n_nodes n_units"]
+    line_cap: Float[Array, " n_lines"]
+    line_floor: Float[Array, " n_lines"]
+    p_min: Float[Array, " n_units"]
+    p_max: Float[Array, " n_units"]
+    cost_a: Float[Array, " n_units"]
+    cost_b: Float[Array, " n_units"]
+    cost_c: Float[Array, " n_units"]
+
+
+class DCOPFResult(eqx.Module):
+    """One DC-OPF solution (MW, $/MWh, $/h)."""
+
+    p_mw: Float[Array, " n_units"]
+    line_flow_mw: Float[Array, " n_lines"]
+    node_injection_mw: Float[Array, " n_nodes"]
+    lmp: Float[Array, " n_nodes"]
+    lambda_balance: Float[Array, ""]
+    mu_upper: Float[Array, " n_lines"]
+    mu_lower: Float[Array, " n_lines"]
+    objective: Float[Array, ""]
+    line_violation_mw: Float[Array, ""]
+    status: Int[Array, ""]
+    converged: Bool[Array, ""]
+    n_iter: Int[Array, ""]
+
+
+def make_dc_opf_setup(
+    case,
+    line_cap: Float[np.ndarray, " n_lines"] | None = None,
+    line_floor: Float[np.ndarray, " n_lines"] | None = None,
+) -> DCOPFSetup:
+    """Build the DC-OPF operators of a ``CaseData`` on the host.
+
+    ``line_cap``/``line_floor`` [MW] override the case limits; limits of magnitude
+    ``UNLIMITED_MW`` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
+    """
+    ptdf = np.asarray(case.ptdf, np.float64)
+    n_lines, n_nodes = ptdf.shape
+    a_units = np.asarray(case.nodes_units_map, np.float64)
+    cap = np.asarray(case.line_cap if line_cap is None else line_cap, np.float64)
+    floor = np.asarray(case.line_floor if line_floor is None else line_floor, np.float64)
+    for name, arr in (("line_cap", cap), ("line_floor", floor)):
+        if arr.shape != (n_lines,) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"make_dc_opf_setup: {name} must be finite with shape ({n_lines},), got {arr.shape}")
+    cap = np.where((cap == 0) | (cap >= UNLIMITED_MW), UNLIMITED_MW, cap)
+    floor = np.where((floor == 0) | (floor <= -UNLIMITED_MW), -UNLIMITED_MW, floor)
+    if np.any(floor > cap):
+        bad = int(np.argmax(floor > cap))
+        raise ValueError(f"make_dc_opf_setup: line {bad} has floor {floor[bad]} above cap {cap[bad]}")
+    p_min = np.asarray(case.unit_p_min, np.float64)
+    p_max = np.asarray(case.unit_p_max, np.float64)
+    if np.any(p_min > p_max):
+        bad = int(np.argmax(p_min > p_max))
+        raise ValueError(f"make_dc_opf_setup: unit {bad} has p_min {p_min[bad]} above p_max {p_max[bad]}")
+    mon = np.flatnonzero((cap < UNLIMITED_MW) | (floor > -UNLIMITED_MW))
+    m_u = ptdf @ a_units
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return DCOPFSetup(
+        ptdf_units_t=f32(m_u.T),
+        ptdf_t=f32(ptdf.T),
+        mon_ptdf_units_t=f32(m_u[mon].T),
+        mon_ptdf_t=f32(ptdf[mon].T),
+        mon_idx=jnp.asarray(mon, jnp.int32),
+        nodes_units_map=f32(a_units),
+        line_cap=f32(cap),
+        line_floor=f32(floor),
+        p_min=f32(p_min),
+        p_max=f32(p_max),
+        cost_a=f32(case.unit_cost_a),
+        cost_b=f32(case.unit_cost_b),
+        cost_c=f32(case.unit_cost_c),
+    )
+
+
+def dc_opf(
+    setup: DCOPFSetup,
+    node_load_mw: Float[Array, " n_nodes"],
+    p_min: Float[Array, " n_units"] | None = None,
+    p_max: Float[Array, " n_units"] | None = None,
+    cost_a: Float[Array, " n_units"] | None = None,
+    cost_b: Float[Array, " n_units"] | None = None,
+    cost_c: Float[Array, " n_units"] | None = None,
+    p_ref: Float[Array, " n_units"] | None = None,
+    ref_weight: Float[Array, " n_units"] | None = None,
+    line_cap: Float[Array, " n_lines"] | None = None,
+    line_floor: Float[Array, " n_lines"] | None = None,
+    p_init: Float[Array, " n_units"] | None = None,
+    max_iter: int = 30,
+    tol: float = 1e-4,
+    line_penalty: float = 1e3,
+) -> DCOPFResult:
+    """Solve one DC-OPF for nodal loads [MW] (see the module docstring for every argument)."""
+    dtype = jnp.result_type(jnp.asarray(node_load_mw).dtype, jnp.float32)
+    cast = lambda v, default: jnp.asarray(default if v is None else v, dtype)  # noqa: E731
+    load = jnp.asarray(node_load_mw, dtype)
+    lo, hi = cast(p_min, setup.p_min), cast(p_max, setup.p_max)
+    a, b, c = cast(cost_a, setup.cost_a), cast(cost_b, setup.cost_b), cast(cost_c, setup.cost_c)
+    cap = cast(line_cap, setup.line_cap)
+    floor = cast(line_floor, setup.line_floor)
+    m_u_t = setup.ptdf_units_t.astype(dtype)
+    ptdf_t = setup.ptdf_t.astype(dtype)
+    mon_m_t = setup.mon_ptdf_units_t.astype(dtype)
+    mon_ptdf_t = setup.mon_ptdf_t.astype(dtype)
+
+    quad, lin = b, c
+    if ref_weight is not None:
+        w = jnp.asarray(ref_weight, dtype)
+        ref = jnp.zeros_like(lo) if p_ref is None else jnp.asarray(p_ref, dtype)
+        quad, lin = b + w, c - w * ref
+
+    # Fixed units (lo == hi, e.g. committed off) get a sliver of width so the interior
+    # exists; the sliver is clipped off and its MW re-balanced afterwards.
+    hi = jnp.maximum(hi, lo)
+    span = jnp.maximum(jnp.max(hi - lo), 1.0)
+    hi_w = jnp.maximum(hi, lo + _MIN_WIDTH_REL * span)
+    total = jnp.sum(load)
+    cap_lo, cap_hi = jnp.sum(lo), jnp.sum(hi)
+    capacity_ok = (total >= cap_lo - 1e-6 * span) & (total <= cap_hi + 1e-6 * span)
+    margin = 1e-3 * jnp.sum(hi_w - lo)
+    total_solve = jnp.clip(total, cap_lo + margin, jnp.sum(hi_w) - margin)
+
+    load_flow_mon = load @ mon_ptdf_t
+    mon_cap, mon_floor = cap[setup.mon_idx], floor[setup.mon_idx]
+    sol = solve_dispatch_qp(
+        a, quad, lin, lo, hi_w, total_solve, mon_m_t,
+        mon_floor + load_flow_mon, mon_cap + load_flow_mon,
+        penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
+    )
+
+    p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
+    flows = p @ m_u_t - load @ ptdf_t
+    injection = setup.nodes_units_map.astype(dtype) @ p - load
+    lam = -sol.nu
+    mu_net = sol.mu_upper - sol.mu_lower
+    lmp = lam - mon_ptdf_t @ mu_net
+    n_lines = cap.shape[0]
+    mu_upper = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_upper)
+    mu_lower = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_lower)
+    violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
+    lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
+    status = jnp.where(
+        ~capacity_ok | (sol.converged & ~lines_ok),
+        DCOPF_INFEASIBLE,
+        jnp.where(sol.converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
+    ).astype(jnp.int32)
+    finite = lambda v: jnp.where(jnp.isfinite(v), v, 0.0)  # noqa: E731
+    return DCOPFResult(
+        p_mw=p,
+        line_flow_mw=flows,
+        node_injection_mw=injection,
+        lmp=finite(lmp),
+        lambda_balance=finite(lam),
+        mu_upper=finite(mu_upper),
+        mu_lower=finite(mu_lower),
+        objective=generation_cost(p, a, b, c),
+        line_violation_mw=violation,
+        status=status,
+        converged=sol.converged,
+        n_iter=sol.n_iter,
+    )
+
+
+def _rebalance(
+    p: Float[Array, " n_units"], lo: Float[Array, " n_units"], hi: Float[Array, " n_units"], total: Float[Array, ""]
+) -> Float[Array, " n_units"]:
+    """Move the (tiny) balance error left by clipping onto units with room, in proportion."""
+    resid = total - jnp.sum(p)
+    room = jnp.where(resid > 0, hi - p, p - lo)
+    share = room / jnp.maximum(jnp.sum(room), 1e-12)
+    return jnp.clip(p + resid * share, lo, hi)

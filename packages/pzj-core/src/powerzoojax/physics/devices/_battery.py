@@ -1,0 +1,80 @@
+"""Battery feasibility and state-of-charge update (spec §4.2), shared by every battery model.
+
+Units: power MW (positive = discharge/injection), energy MWh, ``dt`` hours, SOC and
+efficiencies as fractions. All functions broadcast element-wise, so one call serves a
+single battery (scalars) or a bundle of N batteries (arrays of shape ``(N,)``).
+"""
+
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+
+def battery_limits(
+    soc: Float[ArrayLike, "..."],
+    e_mwh: Float[ArrayLike, "..."],
+    p_rated: Float[ArrayLike, "..."],
+    eta_c: Float[ArrayLike, "..."],
+    eta_d: Float[ArrayLike, "..."],
+    soc_min: Float[ArrayLike, "..."],
+    soc_max: Float[ArrayLike, "..."],
+    dt: Float[ArrayLike, "..."],
+    p_chg_rated: Float[ArrayLike, "..."] | None = None,
+) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
+    """Feasible discharge and charge power for one step, ``(p_dis_max, p_chg_max)`` [MW, ≥ 0].
+
+    ``p_dis_max = clip((soc − soc_min)·E·η_d/Δt, 0, P_rated)``,
+    ``p_chg_max = clip((soc_max − soc)·E/(η_c·Δt), 0, P_chg_rated)`` with
+    ``P_chg_rated = p_rated`` unless given (vehicles have asymmetric chargers).
+    """
+    soc = jnp.asarray(soc)
+    p_chg_rated = p_rated if p_chg_rated is None else p_chg_rated
+    p_dis_max = jnp.clip((soc - soc_min) * e_mwh * eta_d / dt, 0.0, p_rated)
+    p_chg_max = jnp.clip((soc_max - soc) * e_mwh / (eta_c * dt), 0.0, p_chg_rated)
+    return p_dis_max, p_chg_max
+
+
+def battery_soc_update(
+    soc: Float[ArrayLike, "..."],
+    p_mw: Float[ArrayLike, "..."],
+    e_mwh: Float[ArrayLike, "..."],
+    eta_c: Float[ArrayLike, "..."],
+    eta_d: Float[ArrayLike, "..."],
+    soc_min: Float[ArrayLike, "..."],
+    soc_max: Float[ArrayLike, "..."],
+    dt: Float[ArrayLike, "..."],
+) -> Float[Array, "..."]:
+    """SOC after delivering ``p_mw`` for ``dt`` hours: ``−PΔt/(η_d E)`` when discharging
+    (P ≥ 0), ``−PΔt·η_c/E`` when charging; clipped to ``[soc_min, soc_max]``."""
+    p = jnp.asarray(p_mw)
+    delta = jnp.where(p >= 0.0, -p * dt / (eta_d * e_mwh), -p * dt * eta_c / e_mwh)
+    return jnp.clip(soc + delta, soc_min, soc_max)
+
+
+def battery_step(
+    soc: Float[ArrayLike, "..."],
+    p_des: Float[ArrayLike, "..."],
+    e_mwh: Float[ArrayLike, "..."],
+    p_rated: Float[ArrayLike, "..."],
+    eta_c: Float[ArrayLike, "..."],
+    eta_d: Float[ArrayLike, "..."],
+    soc_min: Float[ArrayLike, "..."],
+    soc_max: Float[ArrayLike, "..."],
+    dt: Float[ArrayLike, "..."],
+) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
+    """Clip a desired power [MW] to the feasible range and advance the SOC: ``(p_mw, soc_next)``.
+
+    ``P = clip(P_des, −P_chg_max, P_dis_max)`` (see :func:`battery_limits`), then
+    :func:`battery_soc_update`.
+    """
+    p_dis_max, p_chg_max = battery_limits(soc, e_mwh, p_rated, eta_c, eta_d, soc_min, soc_max, dt)
+    p = jnp.clip(p_des, -p_chg_max, p_dis_max)
+    return p, battery_soc_update(soc, p, e_mwh, eta_c, eta_d, soc_min, soc_max, dt)
+
+
+def one_way_efficiencies(
+    eta_c: float | None, eta_d: float | None, eta_roundtrip: float | None
+) -> tuple[float, float]:
+    """Host helper: fill a missing one-way efficiency with ``√eta_roundtrip`` (0.95 when
+    no round-trip value is given either)."""
+    default = 0.95 if eta_roundtrip is None else float(eta_roundtrip) ** 0.5
+    return (default if eta_c is None else float(eta_c), default if eta_d is None else float(eta_d))

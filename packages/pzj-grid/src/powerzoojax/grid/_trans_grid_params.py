@@ -1,0 +1,222 @@
+"""Params of :class:`TransGridEnv` and their host-side factory ``make_trans_params``."""
+
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from powerzoojax.case import CaseData
+from powerzoojax.core import EnvParams
+from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.resources._bundle import ResourceBundle
+from powerzoojax.physics import ACNetwork, DCNetwork, load_line_flows, make_ac_network, make_dc_network
+from powerzoojax.physics._dc_opf import DCOPFSetup, make_dc_opf_setup
+
+MODE_NAMES = {
+    (0, 0): "DC power flow, agent dispatch",
+    (1, 0): "AC power flow, agent dispatch",
+    (0, 1): "DC-OPF dispatch, DC power flow",
+    (1, 1): "DC-OPF dispatch, AC power flow",
+    (0, 2): "AC-OPF",
+    (1, 2): "AC-OPF",
+}
+
+
+class TransGridParams(EnvParams):
+    """Params of :class:`TransGridEnv`; build with :func:`make_trans_params`.
+
+    ``acpf`` exists iff ``physics == 1``, ``dcopf`` iff ``solver_mode == 1`` (spec §2.1:
+    the step branches on which setups exist); absent setups are ``None``.
+    """
+
+    case: CaseData
+    network: DCNetwork
+    load_profiles: Float[Array, "n_profile_steps n_loads"]
+    # Line flows caused by each profile row's loads, tabulated once: keeps the (N × L)
+    # load product out of the step. Derived from load_profiles; swap profiles with
+    # with_load_profiles so the two stay consistent.
+    load_line_flow_mw: Float[Array, "n_profile_steps n_lines"]
+    cost_thermal_weight: Float[Array, ""]
+    reward_scale: Float[Array, ""]
+    # Observation normalisers, inverted once on the host.
+    inv_line_scale: Float[Array, " n_lines"]
+    inv_unit_scale: Float[Array, " n_units"]
+    inv_total_capacity: Float[Array, ""]
+    acpf: ACNetwork | None = None
+    dcopf: DCOPFSetup | None = None
+    # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC modes only).
+    load_q_mvar: Float[Array, " n_loads"] | None = None
+    node_v_min: Float[Array, " n_nodes"] | None = None
+    node_v_max: Float[Array, " n_nodes"] | None = None
+    # Charged on the power_balance channel when the AC power flow does not converge.
+    pf_failure_cost: Float[Array, ""] | None = None
+    # (N, L) PTDF transposed: only built when resource bundles inject at arbitrary buses.
+    ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
+    resources: tuple = eqx.field(default=(), kw_only=True)
+    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
+    physics: int = eqx.field(static=True, default=0, kw_only=True)
+    solver_mode: int = eqx.field(static=True, default=0, kw_only=True)
+    include_unit_dispatch: bool = eqx.field(static=True, default=True, kw_only=True)
+    pf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
+    pf_tol: float = eqx.field(static=True, default=1e-5, kw_only=True)
+    opf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
+    opf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
+
+    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
+        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
+        profiles = jnp.asarray(load_profiles, jnp.float32)
+        return eqx.tree_at(
+            lambda p: (p.load_profiles, p.load_line_flow_mw),
+            self,
+            (profiles, load_line_flows(self.network, profiles)),
+        )
+
+
+def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
+    return finite_scalar("make_trans_params", name, value, positive=positive, non_negative=non_negative)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    return positive_int("make_trans_params", name, value)
+
+
+def make_trans_params(
+    case: CaseData,
+    load_profiles: ArrayLike | None = None,
+    max_steps: int = 48,
+    delta_t_hours: float | int = 0.5,
+    steps_per_day: int = 48,
+    cost_thermal_weight: float | int = 1.0,
+    reward_scale: float | int = 0.01,
+    physics: int = 0,
+    solver_mode: int = 0,
+    resources: tuple = (),
+    include_unit_dispatch: bool = True,
+    *,
+    pf_max_iter: int = 30,
+    pf_tol: float = 1e-5,
+    opf_max_iter: int = 30,
+    opf_tol: float = 1e-4,
+    pf_failure_cost: float | int = 100.0,
+) -> TransGridParams:
+    """Validate inputs on the host and build :class:`TransGridParams`.
+
+    ``load_profiles``: ``(T, n_loads)`` MW per load, row ``t mod T`` used at step ``t``;
+    default: the case's nominal ``(d_max + d_min) / 2`` tiled over ``max_steps`` rows.
+    ``physics`` 0 (DC) / 1 (AC Newton–Raphson power flow); ``solver_mode`` 0 (agent
+    dispatch) / 1 (DC-OPF dispatch) / 2 (AC-OPF). ``resources``: a tuple of
+    :class:`~powerzoojax.grid.resources.ResourceBundle` built against the same case.
+    ``pf_*``/``opf_*``: iteration cap and tolerance of the AC power flow / DC-OPF;
+    ``pf_failure_cost``: cost added to ``power_balance`` on a step whose AC power flow
+    does not converge.
+    Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
+    type, ``NotImplementedError`` for the AC-OPF mode (its kernel has not landed).
+    """
+    if not isinstance(case, CaseData):
+        raise TypeError(
+            f"make_trans_params: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}"
+        )
+    max_steps = _positive_int("max_steps", max_steps)
+    steps_per_day = _positive_int("steps_per_day", steps_per_day)
+    pf_max_iter = _positive_int("pf_max_iter", pf_max_iter)
+    opf_max_iter = _positive_int("opf_max_iter", opf_max_iter)
+    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
+    cost_thermal_weight = _finite_scalar("cost_thermal_weight", cost_thermal_weight, non_negative=True)
+    reward_scale = _finite_scalar("reward_scale", reward_scale)
+    pf_tol = _finite_scalar("pf_tol", pf_tol, positive=True)
+    opf_tol = _finite_scalar("opf_tol", opf_tol, positive=True)
+    pf_failure_cost = _finite_scalar("pf_failure_cost", pf_failure_cost, non_negative=True)
+    if physics not in (0, 1) or isinstance(physics, bool):
+        raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
+    if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
+        raise ValueError(
+            f"make_trans_params: solver_mode must be 0 (agent dispatch), 1 (DC-OPF) or 2 (AC-OPF), got {solver_mode!r}"
+        )
+    if solver_mode == 2:
+        raise NotImplementedError(
+            f"TransGridEnv mode physics={physics}, solver_mode=2 ({MODE_NAMES[(physics, 2)]}) is not implemented yet: "
+            "it needs the AC-OPF kernel powerzoojax.physics._ac_opf, which has not landed"
+        )
+    resources = tuple(resources)
+    for k, bundle in enumerate(resources):
+        if not isinstance(bundle, ResourceBundle):
+            raise TypeError(f"make_trans_params: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}")
+        bus = np.asarray(bundle.bus_idx)
+        if bus.size and (int(bus.max()) >= case.n_nodes or int(bus.min()) < 0):
+            raise ValueError(
+                f"make_trans_params: resources[{k}] has bus index {int(bus.max())}, outside 0..{case.n_nodes - 1}"
+            )
+    if resources and physics == 1 and not np.array_equal(np.asarray(case.load_node_idx), np.arange(case.n_nodes)):
+        # The AC kernel takes per-load injections; bundles fold into loads only when there is
+        # exactly one load per bus, in bus order (true of every shipped transmission case).
+        raise NotImplementedError(
+            "make_trans_params: resource bundles with physics=1 need one load per bus in bus order; "
+            f"this case has {case.n_loads} loads on {case.n_nodes} buses"
+        )
+    if not isinstance(include_unit_dispatch, (bool, np.bool_)):
+        raise TypeError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
+
+    n_loads = case.n_loads
+    if load_profiles is None:
+        nominal = 0.5 * (np.asarray(case.load_d_max, np.float64) + np.asarray(case.load_d_min, np.float64))
+        profiles = np.tile(nominal, (max_steps, 1))
+    else:
+        profiles = np.asarray(load_profiles)
+        if profiles.ndim != 2 or profiles.shape[1] != n_loads or profiles.shape[0] < 1:
+            raise ValueError(
+                f"make_trans_params: load_profiles must have shape (T, n_loads) = (T, {n_loads}) with T >= 1, "
+                f"got shape {profiles.shape}"
+            )
+        if not np.issubdtype(profiles.dtype, np.number):
+            raise ValueError(f"make_trans_params: load_profiles must be numeric, got dtype {profiles.dtype}")
+        bad = ~np.isfinite(profiles)
+        if bad.any():
+            t, d = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"make_trans_params: load_profiles must be finite; found {profiles[t, d]} at row {t}, load {d} "
+                f"({int(bad.sum())} non-finite values in all)"
+            )
+
+    p_max = np.asarray(case.unit_p_max, np.float64)
+    ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    ac_fields: dict = {}
+    if physics == 1:
+        node_qd = np.asarray(case.node_qd, np.float64)
+        load_node = np.asarray(case.load_node_idx)
+        # A bus's Qd is shared evenly among the loads at that bus.
+        n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
+        ac_fields = dict(
+            acpf=make_ac_network(case),
+            load_q_mvar=f32(node_qd[load_node] / np.maximum(n_at_bus[load_node], 1.0)),
+            node_v_min=f32(case.node_v_min),
+            node_v_max=f32(case.node_v_max),
+            pf_failure_cost=f32(pf_failure_cost),
+        )
+    return TransGridParams(
+        case=case,
+        network=make_dc_network(case),
+        load_profiles=f32(profiles),
+        load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
+        cost_thermal_weight=f32(cost_thermal_weight),
+        reward_scale=f32(reward_scale),
+        inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
+        inv_unit_scale=f32(1.0 / np.maximum(p_max, 1.0)),
+        inv_total_capacity=f32(1.0 / max(float(p_max.sum()), 1.0)),
+        dcopf=make_dc_opf_setup(case) if solver_mode == 1 else None,
+        ptdf_nodes_t=f32(np.asarray(case.ptdf, np.float64).T) if resources else None,
+        **ac_fields,
+        resources=resources,
+        max_steps=max_steps,
+        delta_t_hours=delta_t_hours,
+        steps_per_day=steps_per_day,
+        physics=int(physics),
+        solver_mode=int(solver_mode),
+        include_unit_dispatch=bool(include_unit_dispatch),
+        pf_max_iter=pf_max_iter,
+        pf_tol=pf_tol,
+        opf_max_iter=opf_max_iter,
+        opf_tol=opf_tol,
+    )

@@ -1,0 +1,516 @@
+"""Security-constrained unit commitment env (spec §2.4): the agent commits and biases dispatch.
+
+Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
+ON when its intent is > 0; minimum up/down times override the request (a unit that has
+not been ON for ``min_up`` steps stays ON, OFF for ``min_down`` stays OFF). Dispatch lies
+in the ramp window ``[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]`` of the
+committed units: in ``solver_mode=1`` a DC-OPF picks it, its linear cost tilted by
+``−α · denorm(preference, lo, hi)`` (α = ``dispatch_preference_weight``); in
+``solver_mode=0`` the preference is the set-point and a DC power flow balances it at
+the slack units.
+Observation ``(4G + L + 4 + H,)``: unit status · time in state / 200 · last dispatch /
+``max(p_max, 1)`` · marginal cost at half output ``/ max(max MC, 1)`` · line flows / ``max(|cap|, 1)`` ·
+total load / ``max(Σp_max, 1)`` · reserve ratio ``(Σ p_max·status − load)/max(load, 1)``
+· sin, cos of the time of day · ``H`` future total loads (perfect forecast).
+Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
+Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
+weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
+(the rule is enforced, not penalised; kept for the reference's channel layout).
+Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
+``start + max_steps`` rows (checked on the host).
+"""
+
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from powerzoojax.case import CaseData
+from powerzoojax.core import (
+    Box,
+    Environment,
+    EnvParams,
+    EnvState,
+    auto_reset,
+    denormalize_action,
+    make_box,
+    stack_costs,
+    time_features,
+)
+from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
+from powerzoojax.physics import (
+    DCNetwork,
+    dc_power_flow,
+    dc_thermal_check,
+    generation_cost,
+    load_line_flows,
+    make_dc_network,
+    proportional_dispatch,
+    short_sum,
+)
+
+UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
+_TIME_CAP = 1000  # time-in-state saturates here (only "long enough" matters)
+_TIME_OBS_SCALE = 200.0
+_LINE_COUNT_TOL_MW = 1e-2
+
+
+class UCState(EnvState):
+    unit_power_mw: Float[Array, " n_units"]
+    line_flow_mw: Float[Array, " n_lines"]
+    unit_status: Int[Array, " n_units"]
+    time_in_state: Int[Array, " n_units"]
+    last_dispatch: Float[Array, " n_units"]
+    startup_cost_accum: Float[Array, ""]
+    episode_start_idx: Int[Array, ""]
+    is_safe: Bool[Array, ""]
+    n_violations: Int[Array, ""]
+    total_cost: Float[Array, ""]
+
+
+class UCParams(EnvParams):
+    """Params of :class:`UnitCommitmentEnv`; build with :func:`make_uc_params`."""
+
+    case: CaseData
+    network: DCNetwork
+    dcopf: DCOPFSetup
+    load_profiles: Float[Array, "n_profile_steps n_loads"]
+    load_line_flow_mw: Float[Array, "n_profile_steps n_lines"]
+    total_load_mw: Float[Array, " n_profile_steps"]
+    ramp_up_mw: Float[Array, " n_units"]
+    ramp_down_mw: Float[Array, " n_units"]
+    min_up_steps: Int[Array, " n_units"]
+    min_down_steps: Int[Array, " n_units"]
+    startup_cost: Float[Array, " n_units"]
+    no_load_cost_per_step: Float[Array, " n_units"]
+    init_status: Int[Array, " n_units"]
+    init_time_in_state: Int[Array, " n_units"]
+    init_dispatch: Float[Array, " n_units"]
+    fixed_episode_start_idx: Int[Array, ""]
+    reserve_margin_frac: Float[Array, ""]
+    reward_scale: Float[Array, ""]
+    cost_thermal_weight: Float[Array, ""]
+    dispatch_preference_weight: Float[Array, ""]
+    inv_line_scale: Float[Array, " n_lines"]
+    inv_unit_scale: Float[Array, " n_units"]
+    inv_total_capacity: Float[Array, ""]
+    # Marginal cost at half output, normalised (the reference shows cost_b, its linear
+    # coefficient; ours is c + slope terms, so the comparable number is the MC).
+    cost_obs: Float[Array, " n_units"]
+    steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
+    forecast_horizon_steps: int = eqx.field(static=True, default=0, kw_only=True)
+    enable_uc: bool = eqx.field(static=True, default=True, kw_only=True)
+    enable_reserve: bool = eqx.field(static=True, default=True, kw_only=True)
+    solver_mode: int = eqx.field(static=True, default=1, kw_only=True)
+    sample_start_on_reset: bool = eqx.field(static=True, default=False, kw_only=True)
+    dcopf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
+    dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
+
+    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "UCParams":
+        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``;
+        keep ``T' >= start + max_steps``)."""
+        profiles = jnp.asarray(load_profiles, jnp.float32)
+        return eqx.tree_at(
+            lambda p: (p.load_profiles, p.load_line_flow_mw, p.total_load_mw),
+            self,
+            (profiles, load_line_flows(self.network, profiles), short_sum(profiles, axis=-1)),
+        )
+
+
+def _unit_array(name: str, value: Any, n_units: int, default: np.ndarray | None, *, integer: bool = False) -> np.ndarray | None:
+    if value is None:
+        return default
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        arr = np.full(n_units, arr)
+    if arr.shape != (n_units,):
+        raise ValueError(f"make_uc_params: {name} must be a scalar or have shape (n_units,) = ({n_units},), got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+        raise ValueError(f"make_uc_params: {name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"make_uc_params: {name} must be finite, got {arr.tolist()}")
+    if integer and not np.all(arr == np.round(arr)):
+        raise ValueError(f"make_uc_params: {name} must hold whole numbers of steps, got {arr.tolist()}")
+    return arr
+
+
+def make_uc_params(
+    case: CaseData,
+    load_profiles: ArrayLike | None = None,
+    max_steps: int = 48,
+    delta_t_hours: float | int = 0.5,
+    steps_per_day: int = 48,
+    reserve_margin_frac: float | int = 0.05,
+    enable_uc: bool = True,
+    enable_reserve: bool = True,
+    forecast_horizon_steps: int = 0,
+    reward_scale: float | int = 1e-4,
+    cost_thermal_weight: float | int = 1.0,
+    solver_mode: int = 1,
+    dcopf_max_iter: int = 30,
+    dcopf_tol: float = 1e-4,
+    sample_start_on_reset: bool = False,
+    fixed_episode_start_idx: int = 0,
+    dispatch_preference_weight: float | int = 0.01,
+    *,
+    ramp_up_frac: Any = None,
+    ramp_down_frac: Any = None,
+    min_up_steps: Any = None,
+    min_down_steps: Any = None,
+    startup_cost: Any = None,
+    no_load_cost: Any = None,
+    init_state: Any = None,
+    keep_time: Any = None,
+    init_power: Any = None,
+) -> UCParams:
+    """Validate inputs on the host and build :class:`UCParams` (spec §2.4).
+
+    Unit-commitment data (our ``CaseData`` carries none, so they are arguments; scalars
+    broadcast to every unit): ``ramp_up_frac/ramp_down_frac`` fraction of ``p_max`` per
+    hour (absent: unlimited), ``min_up_steps/min_down_steps`` (absent: 1),
+    ``startup_cost`` [$] (absent: 0), ``no_load_cost`` [$/h] (absent: 0), ``init_state``
+    1/0 (absent: all on), ``keep_time`` signed steps already spent in that state
+    (absent: 200), ``init_power`` [MW] (absent: ``p_min·status``). ``enable_uc=False``
+    ignores them: no start-up/no-load cost, min up/down 1, all on, dispatch ``p_min``.
+    ``load_profiles``: ``(T, n_loads)`` MW; default the nominal ``(d_max + d_min)/2``
+    tiled over ``fixed_episode_start_idx + max_steps`` rows.
+    """
+    fn = "make_uc_params"
+    if not isinstance(case, CaseData):
+        raise TypeError(f"{fn}: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}")
+    max_steps = positive_int(fn, "max_steps", max_steps)
+    steps_per_day = positive_int(fn, "steps_per_day", steps_per_day)
+    dcopf_max_iter = positive_int(fn, "dcopf_max_iter", dcopf_max_iter)
+    delta_t_hours = finite_scalar(fn, "delta_t_hours", delta_t_hours, positive=True)
+    reserve_margin_frac = finite_scalar(fn, "reserve_margin_frac", reserve_margin_frac, non_negative=True)
+    reward_scale = finite_scalar(fn, "reward_scale", reward_scale)
+    cost_thermal_weight = finite_scalar(fn, "cost_thermal_weight", cost_thermal_weight, non_negative=True)
+    dcopf_tol = finite_scalar(fn, "dcopf_tol", dcopf_tol, positive=True)
+    dispatch_preference_weight = finite_scalar(fn, "dispatch_preference_weight", dispatch_preference_weight, non_negative=True)
+    if isinstance(forecast_horizon_steps, bool) or not isinstance(forecast_horizon_steps, (int, np.integer)):
+        raise TypeError(f"{fn}: forecast_horizon_steps must be an int, got {forecast_horizon_steps!r}")
+    if forecast_horizon_steps < 0:
+        raise ValueError(f"{fn}: forecast_horizon_steps must be >= 0, got {forecast_horizon_steps}")
+    if solver_mode not in (0, 1) or isinstance(solver_mode, bool):
+        raise ValueError(f"{fn}: solver_mode must be 0 (DC power flow) or 1 (DC-OPF), got {solver_mode!r}")
+    if isinstance(fixed_episode_start_idx, bool) or not isinstance(fixed_episode_start_idx, (int, np.integer)):
+        raise TypeError(f"{fn}: fixed_episode_start_idx must be an int, got {fixed_episode_start_idx!r}")
+    if fixed_episode_start_idx < 0:
+        raise ValueError(f"{fn}: fixed_episode_start_idx must be >= 0, got {fixed_episode_start_idx}")
+    for flag_name, flag in (("enable_uc", enable_uc), ("enable_reserve", enable_reserve), ("sample_start_on_reset", sample_start_on_reset)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{fn}: {flag_name} must be a bool, got {flag!r}")
+
+    n_units, n_loads = case.n_units, case.n_loads
+    need_rows = int(fixed_episode_start_idx) + max_steps
+    if load_profiles is None:
+        nominal = 0.5 * (np.asarray(case.load_d_max, np.float64) + np.asarray(case.load_d_min, np.float64))
+        profiles = np.tile(nominal, (need_rows, 1))
+    else:
+        profiles = np.asarray(load_profiles)
+        if profiles.ndim != 2 or profiles.shape[1] != n_loads:
+            raise ValueError(f"{fn}: load_profiles must have shape (T, n_loads) = (T, {n_loads}), got shape {profiles.shape}")
+        if not np.issubdtype(profiles.dtype, np.number):
+            raise ValueError(f"{fn}: load_profiles must be numeric, got dtype {profiles.dtype}")
+        if not np.all(np.isfinite(profiles)):
+            t, d = (int(i) for i in np.argwhere(~np.isfinite(profiles))[0])
+            raise ValueError(f"{fn}: load_profiles must be finite; found {profiles[t, d]} at row {t}, load {d}")
+        if profiles.shape[0] < need_rows:
+            raise ValueError(
+                f"{fn}: load_profiles has {profiles.shape[0]} rows; UC load rows are not wrapped, so it needs at least "
+                f"fixed_episode_start_idx + max_steps = {need_rows}"
+            )
+    profiles = profiles.astype(np.float64)
+
+    p_min = np.asarray(case.unit_p_min, np.float64)
+    p_max = np.asarray(case.unit_p_max, np.float64)
+    ones = np.ones(n_units)
+    ramp_up = _unit_array("ramp_up_frac", ramp_up_frac, n_units, None)
+    ramp_down = _unit_array("ramp_down_frac", ramp_down_frac, n_units, None)
+    # Absent ramp data: a window of p_max per step, i.e. no ramp limit.
+    ramp_up_mw = p_max.copy() if ramp_up is None else ramp_up * p_max * delta_t_hours
+    ramp_down_mw = p_max.copy() if ramp_down is None else ramp_down * p_max * delta_t_hours
+    if np.any(ramp_up_mw < 0) or np.any(ramp_down_mw < 0):
+        raise ValueError(f"{fn}: ramp fractions must be >= 0")
+    min_up = _unit_array("min_up_steps", min_up_steps, n_units, ones, integer=True)
+    min_down = _unit_array("min_down_steps", min_down_steps, n_units, ones, integer=True)
+    startup = _unit_array("startup_cost", startup_cost, n_units, np.zeros(n_units))
+    no_load = _unit_array("no_load_cost", no_load_cost, n_units, np.zeros(n_units))
+    status = _unit_array("init_state", init_state, n_units, ones)
+    if not np.all(np.isin(status, (0.0, 1.0))):
+        raise ValueError(f"{fn}: init_state must hold 0 (off) or 1 (on), got {status.tolist()}")
+    keep = _unit_array("keep_time", keep_time, n_units, np.full(n_units, 200.0), integer=True)
+    time_in_state = np.clip(np.abs(keep), 0, _TIME_CAP)
+    dispatch0 = _unit_array("init_power", init_power, n_units, p_min * status)
+    if not enable_uc:
+        startup, no_load = np.zeros(n_units), np.zeros(n_units)
+        min_up, min_down = ones, ones
+        status, time_in_state, dispatch0 = ones, np.full(n_units, 200.0), p_min.copy()
+
+    network = make_dc_network(case)
+    half = 0.5 * p_max
+    merit = (np.asarray(case.unit_cost_a, np.float64) * half + np.asarray(case.unit_cost_b, np.float64)) * half + np.asarray(
+        case.unit_cost_c, np.float64
+    )
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    i32 = lambda x: jnp.asarray(np.asarray(x).astype(np.int32))  # noqa: E731
+    profiles32 = f32(profiles)
+    return UCParams(
+        case=case,
+        network=network,
+        dcopf=make_dc_opf_setup(case),
+        load_profiles=profiles32,
+        load_line_flow_mw=load_line_flows(network, profiles32),
+        total_load_mw=f32(profiles.sum(axis=1)),
+        ramp_up_mw=f32(ramp_up_mw),
+        ramp_down_mw=f32(ramp_down_mw),
+        min_up_steps=i32(min_up),
+        min_down_steps=i32(min_down),
+        startup_cost=f32(startup),
+        no_load_cost_per_step=f32(no_load * delta_t_hours),
+        init_status=i32(status),
+        init_time_in_state=i32(time_in_state),
+        init_dispatch=f32(dispatch0),
+        fixed_episode_start_idx=jnp.asarray(int(fixed_episode_start_idx), jnp.int32),
+        reserve_margin_frac=f32(reserve_margin_frac),
+        reward_scale=f32(reward_scale),
+        cost_thermal_weight=f32(cost_thermal_weight),
+        dispatch_preference_weight=f32(dispatch_preference_weight),
+        inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
+        inv_unit_scale=f32(1.0 / np.maximum(p_max, 1.0)),
+        inv_total_capacity=f32(1.0 / max(float(p_max.sum()), 1.0)),
+        cost_obs=f32(merit / max(float(np.max(np.abs(merit))) if n_units else 1.0, 1.0)),
+        max_steps=max_steps,
+        delta_t_hours=delta_t_hours,
+        steps_per_day=steps_per_day,
+        forecast_horizon_steps=int(forecast_horizon_steps),
+        enable_uc=bool(enable_uc),
+        enable_reserve=bool(enable_reserve),
+        solver_mode=int(solver_mode),
+        sample_start_on_reset=bool(sample_start_on_reset),
+        dcopf_max_iter=dcopf_max_iter,
+        dcopf_tol=dcopf_tol,
+    )
+
+
+class _Dispatch(eqx.Module):
+    unit_power_mw: Array
+    line_flow_mw: Array
+    converged: Array
+    status: Array
+    n_iter: Array
+    line_slack_mw: Array
+    balance_gap_mw: Array
+
+
+class UnitCommitmentEnv(Environment):
+    """Unit commitment + economic dispatch over a DC network. See the module docstring."""
+
+    def action_dim(self, params: UCParams) -> int:
+        return 2 * params.case.n_units
+
+    def obs_dim(self, params: UCParams) -> int:
+        return 4 * params.case.n_units + params.case.n_lines + 4 + params.forecast_horizon_steps
+
+    def observation_space(self, params: UCParams) -> Box:
+        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
+
+    def action_space(self, params: UCParams) -> Box:
+        return make_box(-1.0, 1.0, (self.action_dim(params),))
+
+    def constraint_names(self, params: UCParams) -> tuple[str, ...]:
+        return UC_CONSTRAINT_NAMES
+
+    def _row(self, state_start: Int[Array, ""], t: Int[Array, ""], params: UCParams) -> Int[Array, ""]:
+        return jnp.minimum(state_start + t, params.load_profiles.shape[0] - 1)
+
+    def _dispatch(
+        self,
+        params: UCParams,
+        row: Int[Array, ""],
+        commit: Float[Array, " n_units"],
+        lo: Float[Array, " n_units"],
+        hi: Float[Array, " n_units"],
+        preference: Float[Array, " n_units"] | None,
+    ) -> _Dispatch:
+        load = params.load_profiles[row]
+        load_flow = params.load_line_flow_mw[row]
+        if params.solver_mode == 1:
+            cost_c = params.case.unit_cost_c
+            if preference is not None:
+                # Spec §2.4: the preference tilts the linear cost toward its set-point in [lo, hi].
+                cost_c = cost_c - params.dispatch_preference_weight * denormalize_action(preference, lo, hi)
+            node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
+            opf = dc_opf(
+                params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c,
+                max_iter=params.dcopf_max_iter, tol=params.dcopf_tol,
+            )
+            # Load the committed units cannot cover stays unserved (reported, and priced by the
+            # reserve channel) rather than landing on a slack unit that may be off.
+            gap = params.total_load_mw[row] - short_sum(opf.p_mw)
+            return _Dispatch(opf.p_mw, opf.line_flow_mw, opf.converged, opf.status, opf.n_iter, opf.line_violation_mw, gap)
+        case = params.case
+        if preference is None:
+            setpoint = proportional_dispatch(params.total_load_mw[row], case.unit_p_min * commit, case.unit_p_max * commit)
+        else:
+            setpoint = jnp.clip(denormalize_action(preference, case.unit_p_min, case.unit_p_max), lo, hi)
+        flow = dc_power_flow(params.network, setpoint, load, load_flow)
+        power = flow.unit_power_mw * commit
+        # Zeroing an off slack unit unbalances the network: flows from the realised output.
+        line_flow = power @ params.network.ptdf_units_t - load_flow
+        zero = jnp.zeros((), jnp.float32)
+        return _Dispatch(power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero, params.total_load_mw[row] - short_sum(power))
+
+    def _obs(self, state: UCState, params: UCParams) -> Float[Array, " obs_dim"]:
+        case = params.case
+        row = self._row(state.episode_start_idx, state.time_step, params)
+        load = params.total_load_mw[row]
+        status = state.unit_status.astype(jnp.float32)
+        capacity = short_sum(case.unit_p_max * status)
+        parts = [
+            status,
+            state.time_in_state.astype(jnp.float32) / _TIME_OBS_SCALE,
+            state.last_dispatch * params.inv_unit_scale,
+            params.cost_obs,
+            state.line_flow_mw * params.inv_line_scale,
+            jnp.reshape(load * params.inv_total_capacity, (1,)),
+            jnp.reshape((capacity - load) / jnp.maximum(load, 1.0), (1,)),
+            time_features(state.time_step, params.steps_per_day),
+        ]
+        horizon = params.forecast_horizon_steps
+        if horizon:
+            ahead = jnp.minimum(state.time_step + jnp.arange(1, horizon + 1, dtype=jnp.int32), params.max_steps - 1)
+            rows = jnp.minimum(state.episode_start_idx + ahead, params.load_profiles.shape[0] - 1)
+            parts.append(params.total_load_mw[rows] * params.inv_total_capacity)
+        return jnp.concatenate(parts)
+
+    def reset(self, key: Key, params: UCParams) -> tuple[Float[Array, " obs_dim"], UCState]:
+        n_rows = params.load_profiles.shape[0]
+        if params.sample_start_on_reset and n_rows > params.max_steps:
+            start = jr.randint(key, (), 0, n_rows - params.max_steps + 1, dtype=jnp.int32)
+        else:
+            start = params.fixed_episode_start_idx
+        case = params.case
+        commit = params.init_status.astype(jnp.float32)
+        dispatch = self._dispatch(params, start, commit, case.unit_p_min * commit, case.unit_p_max * commit, None)
+        state = UCState(
+            time_step=jnp.asarray(0, jnp.int32),
+            done=jnp.asarray(False),
+            unit_power_mw=dispatch.unit_power_mw,
+            line_flow_mw=dispatch.line_flow_mw,
+            unit_status=params.init_status,
+            time_in_state=params.init_time_in_state,
+            last_dispatch=dispatch.unit_power_mw,
+            startup_cost_accum=jnp.asarray(0.0, jnp.float32),
+            episode_start_idx=jnp.asarray(start, jnp.int32),
+            is_safe=jnp.asarray(True),
+            n_violations=jnp.asarray(0, jnp.int32),
+            total_cost=jnp.asarray(0.0, jnp.float32),
+        )
+        return self._obs(state, params), state
+
+    def step(
+        self,
+        key: Key,
+        state: UCState,
+        action: Float[Array | np.ndarray, " action_dim"],
+        params: UCParams,
+    ) -> tuple[Float[Array, " obs_dim"], UCState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
+        expected = self.action_dim(params)
+        if action.shape != (expected,):
+            raise ValueError(f"UnitCommitmentEnv.step: action must have shape ({expected},) = (2 * n_units,), got {action.shape}")
+        case = params.case
+        n_units = case.n_units
+        action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
+        intent, preference = action[:n_units], action[n_units:]
+
+        was_on = state.unit_status > 0
+        if params.enable_uc:
+            raw = intent > 0
+            must_stay_on = was_on & (state.time_in_state < params.min_up_steps)
+            must_stay_off = ~was_on & (state.time_in_state < params.min_down_steps)
+            on = (raw | must_stay_on) & ~must_stay_off
+        else:
+            on = jnp.ones(n_units, bool)
+        commit = on.astype(jnp.float32)
+        started = on & ~was_on
+        startup = short_sum(jnp.where(started, params.startup_cost, 0.0))
+        no_load = short_sum(params.no_load_cost_per_step * commit)
+
+        lo = jnp.maximum(case.unit_p_min, state.last_dispatch - params.ramp_down_mw) * commit
+        hi = jnp.minimum(case.unit_p_max, state.last_dispatch + params.ramp_up_mw) * commit
+        row = self._row(state.episode_start_idx, state.time_step, params)
+        dispatch = self._dispatch(params, row, commit, lo, hi, preference)
+
+        thermal_mw, _ = dc_thermal_check(dispatch.line_flow_mw, params.network.line_cap, params.network.line_floor)
+        # The OPF puts binding lines exactly on their limit: count a line as overloaded only
+        # beyond 0.01 MW, so float32 noise cannot flip is_safe.
+        over = jnp.maximum(dispatch.line_flow_mw - params.network.line_cap, 0.0) + jnp.maximum(
+            params.network.line_floor - dispatch.line_flow_mw, 0.0
+        )
+        n_lines_over = short_sum((over > _LINE_COUNT_TOL_MW).astype(jnp.int32))
+        load_total = params.total_load_mw[row]
+        shortfall = jnp.maximum(0.0, load_total * (1.0 + params.reserve_margin_frac) - short_sum(case.unit_p_max * commit))
+        reserve_short = (shortfall > 1e-6) if params.enable_reserve else jnp.asarray(False)
+        n_violations = n_lines_over + reserve_short.astype(jnp.int32)
+        is_safe = n_violations == 0
+
+        changed = on != was_on
+        time_in_state = jnp.where(changed, 1, jnp.minimum(state.time_in_state + 1, _TIME_CAP)).astype(jnp.int32)
+        switches = short_sum(changed.astype(jnp.int32))
+
+        gen_cost = generation_cost(dispatch.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
+        # Spec §2.4: TC [$/h] + start-up [$] + no-load [$/step], summed as the reference does.
+        step_cost = gen_cost + startup + no_load
+        reward = -params.reward_scale * step_cost
+        zero = jnp.zeros((), jnp.float32)
+        thermal_cost = params.cost_thermal_weight * thermal_mw
+        reserve_cost = shortfall if params.enable_reserve else zero
+        costs = stack_costs(thermal_cost, reserve_cost, zero)
+
+        time_step = state.time_step + 1
+        done = time_step >= params.max_steps
+        next_state = UCState(
+            time_step=time_step,
+            done=done,
+            unit_power_mw=dispatch.unit_power_mw,
+            line_flow_mw=dispatch.line_flow_mw,
+            unit_status=on.astype(jnp.int32),
+            time_in_state=time_in_state,
+            last_dispatch=dispatch.unit_power_mw,
+            startup_cost_accum=state.startup_cost_accum + startup,
+            episode_start_idx=state.episode_start_idx,
+            is_safe=is_safe,
+            n_violations=n_violations,
+            total_cost=state.total_cost + step_cost,
+        )
+        next_state = auto_reset(self, key, next_state, params)
+        # float32 summation noise (~1e-4 MW) is not a residual; report gaps above 0.01 MW.
+        gap = jnp.where(jnp.abs(dispatch.balance_gap_mw) > 1e-2, dispatch.balance_gap_mw, 0.0)
+        info = {
+            "gen_cost": gen_cost,
+            "startup_cost": startup,
+            "no_load_cost": no_load,
+            "reserve_shortfall": shortfall,
+            "cost_thermal_overload": thermal_cost,
+            "cost_reserve_shortfall": reserve_cost,
+            "cost_min_updown": zero,
+            "cost_sum": short_sum(costs),
+            "commitment_switches": switches,
+            "n_committed": short_sum(on.astype(jnp.int32)),
+            "is_safe": is_safe,
+            "n_violations": n_violations,
+            "goal_met": is_safe,
+            "opf_converged": dispatch.converged,
+            "opf_status": dispatch.status,
+            "opf_line_residual_mw": dispatch.line_slack_mw,
+            "opf_balance_residual_mw": jnp.abs(gap),
+            "unserved_mw": jnp.maximum(gap, 0.0),
+        }
+        return self._obs(next_state, params), next_state, reward, costs, done, info

@@ -1,0 +1,432 @@
+"""TSO task (spec §2.5, rl-market-tasks §4.2): security-constrained unit commitment on case118.
+
+Env :class:`~powerzoojax.grid.UnitCommitmentEnv` (DC-OPF dispatch, 48 × 30 min, 5 % reserve,
+4-step load preview: obs 410, action 108 on case118). Net load per bus =
+``clip(load − 0.7·wind − 0.5·solar, 0.05, 1) · load_d_max`` with each signal divided by
+its max over the 48-step window. Data: the shipped SimBench EHV 2016 series (load, wind,
+solar availability; ``powerzoojax.data``), because the GB NESO files the reference uses are
+not shipped; a ``DataLoader``/``source`` argument reads GB files when present. Splits:
+``train`` / ``iid`` (the dataset's frozen windows), ``load_stress`` (iid × 1.15),
+``line_tightening`` (iid, ratings × 0.85).
+
+Case data: our ``CaseData`` carries no unit-commitment columns, so both cases get the
+spec's case14 defaults (ramp 0.5 p_max/h, min up/down 2 steps, all on for 10 steps,
+initial output p_min) with capacity-proportional start-up ($20/MW) and no-load
+($10/MWh of p_max) costs (see ``NO_LOAD_COST_PER_MW_H``); case118 has no line ratings
+and gets the benchmark ones ``base_mva · deg2rad(8°) / |x|``.
+"""
+
+import math
+from typing import Any
+from functools import lru_cache
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from powerzoojax.case import CaseData, load_case
+from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, episode_rollout
+from powerzoojax.grid._unit_commitment import UCParams, UCState, UnitCommitmentEnv, make_uc_params
+
+TSO_SPLITS = ("train", "iid", "load_stress", "line_tightening")
+LOAD_STRESS_FACTOR = 1.15
+LINE_TIGHTENING_FACTOR = 0.85
+WIND_FRAC, SOLAR_FRAC = 0.7, 0.5
+BENCHMARK_ANGLE_DEG = 8.0
+UC_DEFAULTS = dict(ramp_up_frac=0.5, ramp_down_frac=0.5, min_up_steps=2, min_down_steps=2, init_state=1, keep_time=10)
+# Start-up [$ per MW of p_max] and no-load [$/h per MW of p_max] costs. The reference's
+# flat case14 defaults ($1000, $100/h) make committing every unit the cheapest policy on
+# these MATPOWER cost curves (no-load is 0.4 % of generation cost), so commitment would not
+# matter; capacity-proportional costs of typical thermal-plant size restore the trade-off.
+STARTUP_COST_PER_MW = 20.0
+NO_LOAD_COST_PER_MW_H = 10.0
+WINDOW_STEPS = 48
+_VIOLATION_TOL = 1e-6
+
+
+# ----------------------------------------------------------------------------- profiles
+
+
+def make_tso_net_load_profiles(
+    n_steps: int = 48,
+    wind_frac: float = WIND_FRAC,
+    solar_frac: float = SOLAR_FRAC,
+    load_d_max: Any = None,
+    gross_demand_mw: Any = None,
+    wind_mw: Any = None,
+    solar_mw: Any = None,
+    delta_t_hours: float = 0.5,
+) -> np.ndarray:
+    """Net-load profile ``(T, D)`` MW (``(T, 1)`` shape factors when ``load_d_max`` is None).
+
+    Given series are divided by their own max (at least 1); missing ones are the spec's
+    synthetic shapes (``h = k·Δt``): demand ``0.75 + 0.25 sin(2π(h−3)/24)``, wind
+    ``0.3 + 0.2 sin(2π(h−2)/24 + π)``, solar ``0.4 max(cos(2π(h−12)/24), 0)`` for
+    ``|h mod 24 − 12| < 6``. ``net = clip(demand − wind_frac·wind − solar_frac·solar, 0.05, 1)``.
+    """
+    if int(n_steps) <= 0:
+        raise ValueError(f"make_tso_net_load_profiles: n_steps must be a positive integer, got {n_steps!r}")
+    h = np.arange(int(n_steps)) * float(delta_t_hours)
+
+    def given(name, series, synthetic):
+        if series is None:
+            return synthetic
+        arr = np.asarray(series, np.float64)
+        if arr.shape != (int(n_steps),) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"make_tso_net_load_profiles: {name} must be finite with shape ({n_steps},), got {arr.shape}")
+        return arr / max(float(arr.max()), 1.0)
+
+    demand = given("gross_demand_mw", gross_demand_mw, 0.75 + 0.25 * np.sin(2 * np.pi * (h - 3) / 24))
+    wind = given("wind_mw", wind_mw, 0.3 + 0.2 * np.sin(2 * np.pi * (h - 2) / 24 + np.pi))
+    solar_syn = np.where(np.abs(np.mod(h, 24) - 12) < 6, 0.4 * np.maximum(np.cos(2 * np.pi * (h - 12) / 24), 0.0), 0.0)
+    solar = given("solar_mw", solar_mw, solar_syn)
+    net = np.clip(demand - wind_frac * wind - solar_frac * solar, 0.05, 1.0)
+    if load_d_max is None:
+        return net[:, None]
+    return net[:, None] * np.asarray(load_d_max, np.float64)[None, :]
+
+
+@lru_cache(maxsize=8)
+def _real_net_shape(split: str, source: str) -> np.ndarray:
+    from powerzoojax.data import LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU, WIND_AVAILABLE_PU, DataLoader
+
+    frame = DataLoader().load_signals(
+        [LOAD_ACTUAL_MW, WIND_AVAILABLE_PU, SOLAR_AVAILABLE_PU], source=source, split=split, resample="30min"
+    )
+    return _window_net_shape(np.asarray(frame.values, np.float64))
+
+
+def _window_net_shape(values: np.ndarray) -> np.ndarray:
+    """``(T, 3)`` load/wind/solar → ``(T', )`` net shape, each signal ÷ its 48-step window max."""
+    n_win = values.shape[0] // WINDOW_STEPS
+    if n_win < 1:
+        raise ValueError(f"TSO profiles need at least {WINDOW_STEPS} rows of data, got {values.shape[0]}")
+    win = values[: n_win * WINDOW_STEPS].reshape(n_win, WINDOW_STEPS, 3)
+    win = win / np.maximum(win.max(axis=1, keepdims=True), 1e-9)
+    net = np.clip(win[..., 0] - WIND_FRAC * win[..., 1] - SOLAR_FRAC * win[..., 2], 0.05, 1.0)
+    return net.reshape(-1)
+
+
+def tso_net_load_shape(split: str = "train", *, source: str = "simbench", data_loader=None) -> np.ndarray:
+    """Real net-load shape ``(T,)`` in [0.05, 1] for a data split (``train`` or ``iid``;
+    the OOD splits use ``iid``), from ``powerzoojax.data``."""
+    if split not in TSO_SPLITS:
+        raise ValueError(f"unknown TSO split {split!r}; valid: {TSO_SPLITS}")
+    data_split = "train" if split == "train" else "iid"
+    if data_loader is None:
+        return _real_net_shape(data_split, source)
+    from powerzoojax.data import LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU, WIND_AVAILABLE_PU
+
+    frame = data_loader.load_signals(
+        [LOAD_ACTUAL_MW, WIND_AVAILABLE_PU, SOLAR_AVAILABLE_PU], source=source, split=data_split, resample="30min"
+    )
+    return _window_net_shape(np.asarray(frame.values, np.float64))
+
+
+def tso_case(case_id: str = "118", *, line_factor: float = 1.0) -> CaseData:
+    """The TSO case: case118 with benchmark ratings (``base·deg2rad(8°)/|x|``), or case14;
+    ``line_factor`` scales every finite rating (``line_tightening``)."""
+    case_id = str(case_id).lower().removeprefix("case")
+    if case_id not in ("118", "14"):
+        raise ValueError(f"TSO cases are '118' and '14', got {case_id!r}")
+    case = load_case(case_id)
+    cap = np.asarray(case.line_cap, np.float64)
+    if case_id == "118":
+        cap = float(case.base_mva) * np.deg2rad(BENCHMARK_ANGLE_DEG) / np.abs(np.asarray(case.line_x, np.float64))
+    rated = cap < 1e5
+    cap = np.where(rated, cap * float(line_factor), cap)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return eqx.tree_at(
+        lambda c: (c.line_cap, c.line_floor, c.line_rate_a),
+        case,
+        (f32(cap), f32(-cap), f32(np.where(rated, cap, 0.0))),
+    )
+
+
+# ----------------------------------------------------------------------------- params
+
+
+def _tso_params(
+    case_id: str,
+    load_profiles=None,
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    reserve_margin_frac: float = 0.05,
+    enable_uc: bool = True,
+    enable_reserve: bool = True,
+    forecast_horizon_steps: int = 0,
+    reward_scale: float = 1e-4,
+    cost_thermal_weight: float = 1.0,
+    solver_mode: int = 1,
+    dcopf_max_iter: int = 30,
+    dcopf_tol: float = 1e-4,
+    sample_start_on_reset: bool = False,
+    fixed_episode_start_idx: int = 0,
+    data_loader=None,
+    split: str = "train",
+    source: str = "simbench",
+) -> UCParams:
+    if split not in TSO_SPLITS:
+        raise ValueError(f"unknown TSO split {split!r}; valid: {TSO_SPLITS}")
+    case = tso_case(case_id, line_factor=LINE_TIGHTENING_FACTOR if split == "line_tightening" else 1.0)
+    d_max = np.asarray(case.load_d_max, np.float64)
+    if load_profiles is None:
+        shape = tso_net_load_shape(split, source=source, data_loader=data_loader)
+        load_profiles = shape[:, None] * d_max[None, :]
+    else:
+        load_profiles = np.asarray(load_profiles, np.float64)
+        if load_profiles.ndim == 1 or (load_profiles.ndim == 2 and load_profiles.shape[1] == 1):
+            load_profiles = load_profiles.reshape(-1, 1) * d_max[None, :]  # a shape factor
+    if split == "load_stress":
+        load_profiles = load_profiles * LOAD_STRESS_FACTOR
+    return make_uc_params(
+        case,
+        load_profiles=load_profiles,
+        max_steps=max_steps,
+        delta_t_hours=delta_t_hours,
+        steps_per_day=round(24 / delta_t_hours),
+        reserve_margin_frac=reserve_margin_frac,
+        enable_uc=enable_uc,
+        enable_reserve=enable_reserve,
+        forecast_horizon_steps=forecast_horizon_steps,
+        reward_scale=reward_scale,
+        cost_thermal_weight=cost_thermal_weight,
+        solver_mode=solver_mode,
+        dcopf_max_iter=dcopf_max_iter,
+        dcopf_tol=dcopf_tol,
+        sample_start_on_reset=sample_start_on_reset,
+        fixed_episode_start_idx=fixed_episode_start_idx,
+        **UC_DEFAULTS,
+        startup_cost=STARTUP_COST_PER_MW * np.asarray(case.unit_p_max, np.float64),
+        no_load_cost=NO_LOAD_COST_PER_MW_H * np.asarray(case.unit_p_max, np.float64),
+        init_power=np.asarray(case.unit_p_min, np.float64),
+    )
+
+
+def make_tso_case118_params(load_profiles=None, **kwargs) -> UCParams:
+    """UC params on case118 (benchmark ratings). ``load_profiles``: ``(T, 118)`` MW or a
+    ``(T,)`` shape factor × ``load_d_max``; default: the real net-load shape of ``split``.
+    Other kwargs as :func:`~powerzoojax.grid.make_uc_params` plus ``data_loader``, ``split``,
+    ``source``."""
+    return _tso_params("118", load_profiles, **kwargs)
+
+
+def make_tso_case14_params(load_profiles=None, **kwargs) -> UCParams:
+    """As :func:`make_tso_case118_params` on case14."""
+    return _tso_params("14", load_profiles, **kwargs)
+
+
+def make_tso_ed_params(case_id: str = "118", **kwargs) -> UCParams:
+    """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch)."""
+    return _tso_params(case_id, enable_uc=False, enable_reserve=False, **kwargs)
+
+
+def make_tso_uc_params(case_id: str = "118", **kwargs) -> UCParams:
+    """Unit commitment without the reserve requirement."""
+    return _tso_params(case_id, enable_uc=True, enable_reserve=False, **kwargs)
+
+
+def make_tso_scuc_params(case_id: str = "118", reserve_margin_frac: float = 0.05, **kwargs) -> UCParams:
+    """Security-constrained UC: commitment and reserve on."""
+    return _tso_params(case_id, enable_uc=True, enable_reserve=True, reserve_margin_frac=reserve_margin_frac, **kwargs)
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def tso_all_on_policy(params: UCParams):
+    """Commit everything (+1), neutral dispatch preference (0)."""
+    n = params.case.n_units
+    action = jnp.concatenate([jnp.ones((n,), jnp.float32), jnp.zeros((n,), jnp.float32)])
+    return lambda obs, state, key: action
+
+
+def tso_merit_order_policy(params: UCParams):
+    """Commit units by ascending marginal cost at half output until
+    ``Σ p_max ≥ load·(1 + margin)`` for the load of the step being decided; neutral
+    dispatch preference. (The reference sorts by ``cost_b``, its linear coefficient; in our
+    cost convention ``MC = a p² + b p + c`` that is ``c`` plus the slope terms, hence MC.)"""
+    n = params.case.n_units
+    order = jnp.argsort(unit_merit_cost(params.case))
+    cum_before = jnp.cumsum(params.case.unit_p_max[order]) - params.case.unit_p_max[order]
+    zeros = jnp.zeros((n,), jnp.float32)
+
+    def policy(obs, state: UCState, key):
+        row = jnp.minimum(state.episode_start_idx + state.time_step, params.total_load_mw.shape[0] - 1)
+        target = params.total_load_mw[row] * (1.0 + params.reserve_margin_frac)
+        commit_sorted = cum_before < target
+        commit = jnp.zeros((n,), bool).at[order].set(commit_sorted)
+        return jnp.concatenate([jnp.where(commit, 1.0, -1.0).astype(jnp.float32), zeros])
+
+    return policy
+
+
+def unit_merit_cost(case: CaseData) -> Float[Array, " n_units"]:
+    """Marginal cost [$/MWh] of each unit at half its ``p_max`` (the merit-order key)."""
+    half = 0.5 * case.unit_p_max
+    return (case.unit_cost_a * half + case.unit_cost_b) * half + case.unit_cost_c
+
+
+_BASELINES = {"all_on": tso_all_on_policy, "merit_order": tso_merit_order_policy}
+
+
+def tso_all_on_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> EpisodeTrace:
+    return episode_rollout(env, params, key, tso_all_on_policy(params))
+
+
+def tso_merit_order_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> EpisodeTrace:
+    return episode_rollout(env, params, key, tso_merit_order_policy(params))
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _episode_mean(x: np.ndarray) -> float:
+    """Sum over the time axis (last), mean over any leading (episode) axes."""
+    return float(np.asarray(x, np.float64).sum(-1).mean())
+
+
+def compute_tso_metrics(
+    trace: EpisodeTrace,
+    all_on: EpisodeTrace | None = None,
+    merit_order: EpisodeTrace | None = None,
+) -> dict[str, float]:
+    """Episode metrics (time on the last axis of each info array; leading axes averaged).
+
+    ``total_operating_cost`` = Σ (gen + start-up + no-load) [$]; rates are the fraction
+    of steps with the channel above 1e-6; ``feasibility_rate`` the fraction of safe steps;
+    with both baselines, ``norm_score = (C_all_on − C)/(C_all_on − C_merit)``.
+    """
+    info = jax.tree.map(np.asarray, dict(trace.info))
+    op_cost = info["gen_cost"] + info["startup_cost"] + info["no_load_cost"]
+    out = {
+        "total_operating_cost": _episode_mean(op_cost),
+        "total_gen_cost": _episode_mean(info["gen_cost"]),
+        "total_startup_cost": _episode_mean(info["startup_cost"]),
+        "total_no_load_cost": _episode_mean(info["no_load_cost"]),
+        "total_reward": _episode_mean(np.asarray(trace.reward)),
+        "thermal_violation_rate": float((info["cost_thermal_overload"] > _VIOLATION_TOL).mean()),
+        "reserve_shortfall_rate": float((info["cost_reserve_shortfall"] > _VIOLATION_TOL).mean()),
+        "total_thermal_overload": _episode_mean(info["cost_thermal_overload"]),
+        "total_reserve_shortfall": _episode_mean(info["cost_reserve_shortfall"]),
+        "feasibility_rate": float(np.asarray(info["is_safe"], np.float64).mean()),
+        "commitment_switching_frequency": float(np.asarray(info["commitment_switches"], np.float64).mean()),
+        "opf_convergence_rate": float(np.asarray(info["opf_converged"], np.float64).mean()),
+    }
+    if all_on is not None and merit_order is not None:
+        c_all = compute_tso_metrics(all_on)["total_operating_cost"]
+        c_mer = compute_tso_metrics(merit_order)["total_operating_cost"]
+        denom = c_all - c_mer
+        out["norm_score"] = (c_all - out["total_operating_cost"]) / denom if abs(denom) > 1e-9 else float("nan")
+    for k, v in out.items():
+        if not math.isfinite(v):
+            out[k] = float("nan")
+    return out
+
+
+# ----------------------------------------------------------------------------- task
+
+
+class TSOTask:
+    """The TSO benchmark task (implements :class:`powerzoojax.core.TaskSpec`)."""
+
+    task_name = "tso"
+    default_splits = TSO_SPLITS
+
+    def __init__(
+        self,
+        case_id: str = "118",
+        *,
+        max_steps: int = 48,
+        forecast_horizon_steps: int = 4,
+        reserve_margin_frac: float = 0.05,
+        dcopf_max_iter: int = 30,
+        dcopf_tol: float = 1e-4,
+        source: str = "simbench",
+        data_loader=None,
+        synthetic: bool = False,
+    ):
+        self.case_id = str(case_id)
+        self.max_steps = int(max_steps)
+        self.synthetic = bool(synthetic)
+        self._kwargs = dict(
+            forecast_horizon_steps=forecast_horizon_steps, reserve_margin_frac=reserve_margin_frac,
+            dcopf_max_iter=dcopf_max_iter, dcopf_tol=dcopf_tol, source=source, data_loader=data_loader,
+        )
+        self._cache: dict[tuple[str, int], UCParams] = {}
+
+    def _shape(self, split: str) -> np.ndarray:
+        if self.synthetic:
+            return np.tile(make_tso_net_load_profiles(WINDOW_STEPS)[:, 0], 2)
+        return tso_net_load_shape(split, source=self._kwargs["source"], data_loader=self._kwargs["data_loader"])
+
+    def make_params(self, split: str = "train", start: int = 0, *, max_steps: int | None = None) -> UCParams:
+        """Params over the whole split pool, episodes starting at row ``start`` (a traced
+        leaf: changing it does not retrace)."""
+        n = self.max_steps if max_steps is None else int(max_steps)
+        if (split, n) not in self._cache:
+            self._cache[(split, n)] = _tso_params(
+                self.case_id, self._shape(split), max_steps=n, split=split, **self._kwargs
+            )
+        params = self._cache[(split, n)]
+        n_rows = params.load_profiles.shape[0]
+        if not 0 <= int(start) <= n_rows - n:
+            raise ValueError(f"TSOTask: start {start} outside 0..{n_rows - n} for split {split!r}")
+        return eqx.tree_at(lambda p: p.fixed_episode_start_idx, params, jnp.asarray(int(start), jnp.int32))
+
+    def make_env(self, split: str = "train") -> UnitCommitmentEnv:
+        return UnitCommitmentEnv()
+
+    def episode_params(
+        self, split: str, episode_idx: int, n_episodes: int, max_steps: int, *, strategy: str = "uniform", seed: int = 0
+    ) -> UCParams:
+        n_rows = self._shape(split).shape[0]
+        span = max(n_rows - int(max_steps), 0)
+        if strategy == "uniform":
+            start = int(round(episode_idx * span / max(n_episodes - 1, 1))) if n_episodes > 1 else 0
+        elif strategy == "seeded":
+            start = int(np.random.default_rng(seed * 997 + episode_idx).integers(0, span + 1))
+        else:
+            raise ValueError(f"TSOTask.episode_params: strategy must be 'uniform' or 'seeded', got {strategy!r}")
+        return self.make_params(split, start, max_steps=max_steps)
+
+    def rollout(self, env, params, key, policy_fn) -> EpisodeTrace:
+        return episode_rollout(env, params, key, policy_fn)
+
+    def baseline_names(self) -> tuple[str, ...]:
+        return ("all_on", "merit_order", "no_control")
+
+    def baseline_policy(self, name: str, params: UCParams):
+        if name == "no_control":
+            name = "all_on"  # the reference point: commit everything, no dispatch bias
+        if name not in _BASELINES:
+            raise ValueError(f"TSOTask: unknown baseline {name!r}; valid: {self.baseline_names()}")
+        return _BASELINES[name](params)
+
+    def baseline_rollout(self, env, params, key, name: str) -> EpisodeTrace:
+        return episode_rollout(env, params, key, self.baseline_policy(name, params))
+
+    def compute_metrics(self, agent_rollout: EpisodeTrace, baseline_rollout=None) -> dict[str, float]:
+        """``baseline_rollout``: None, one trace (its operating-cost gap is reported), or a
+        dict with ``all_on`` and ``merit_order`` traces (adds ``norm_score``)."""
+        if isinstance(baseline_rollout, dict):
+            return compute_tso_metrics(agent_rollout, baseline_rollout.get("all_on"), baseline_rollout.get("merit_order"))
+        out = compute_tso_metrics(agent_rollout)
+        if baseline_rollout is not None:
+            base = compute_tso_metrics(baseline_rollout)["total_operating_cost"]
+            out["cost_reduction_pct"] = 100.0 * (base - out["total_operating_cost"]) / max(abs(base), 1e-9)
+        return out
+
+    def constraint_spec(self) -> ConstraintSpec:
+        return ConstraintSpec(("thermal_overload", "reserve_shortfall"), (0.0, 0.0), (1.0, 1.0))
+
+
+__all__ = [
+    "LINE_TIGHTENING_FACTOR", "LOAD_STRESS_FACTOR", "NO_LOAD_COST_PER_MW_H", "STARTUP_COST_PER_MW", "TSO_SPLITS", "UC_DEFAULTS", "TSOTask", "compute_tso_metrics",
+    "make_tso_case14_params", "make_tso_case118_params", "make_tso_ed_params", "make_tso_net_load_profiles",
+    "make_tso_scuc_params", "make_tso_uc_params", "tso_all_on_policy", "tso_all_on_rollout", "tso_case",
+    "tso_merit_order_policy", "tso_merit_order_rollout", "tso_net_load_shape", "unit_merit_cost",
+]
+

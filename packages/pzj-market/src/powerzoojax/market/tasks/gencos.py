@@ -1,0 +1,213 @@
+"""GenCos: five generation companies bid into the case-5 SCED market (spec §4.2).
+
+Env: the MarketMARL core (:mod:`powerzoojax.market._market_marl`) seen jointly by
+:class:`GenCosJointEnv` so it runs on the one rollout kernel: observation ``(5, 12)``
+(one row per agent, spec §2.7), action ``(15,)`` = 5 agents × 3 segment markups in
+[-1, 1], reward the market's total realised profit [$] (per-agent profits in
+``info["unit_profit"]``), cost ``thermal_overload`` (diagnostic). The dict-per-agent
+``MarketMARLEnv`` of ``powerzoojax.rl`` wraps the same params.
+
+Data (:func:`load_gencos_profiles`): a measured demand series ``x`` → min-max over the
+window → per-load affine map onto ``[d_min, d_max]`` → OOD factor → every row's total
+projected into ``[Σp_min + 1, Σp_max − 1]`` keeping the spatial mix. Source: the GB
+Elexon demand (spec windows train 2025-04..12, iid 2026-01..03) when the loader has GB
+files (``DataLoader(data_dir=...)``), else the shipped measured England & Wales demand
+(2000, its own train / iid windows). Splits: ``train``, ``iid``, ``demand_shift`` (iid
+× 1.10) and ``renewable_shock`` (iid × 1.05, the spec's net-load proxy); the issue's
+``high_demand`` / ``low_renewable`` are aliases of the last two.
+"""
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from powerzoojax.case import CaseData, load_case
+from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, episode_rollout, make_box
+from powerzoojax.core._types import Info, Key
+from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
+from powerzoojax.market._market_marl import (
+    BASELINE_ACTIONS,
+    MarketMARLParams,
+    MarketMARLState,
+    make_market_marl_params,
+    market_marl_observations,
+    market_marl_reset,
+    market_marl_step,
+)
+
+SPLITS: tuple[str, ...] = ("train", "iid", "demand_shift", "renewable_shock")
+OOD_FACTORS: dict[str, float] = {"demand_shift": 1.10, "renewable_shock": 1.05}
+SPLIT_ALIASES: dict[str, str] = {"high_demand": "demand_shift", "low_renewable": "renewable_shock"}
+FALLBACK_SOURCE = "england_wales"  # shipped measured demand, used when no GB files are given
+CASE_ID = "5"
+
+
+def _canonical_split(split: str) -> str:
+    split = SPLIT_ALIASES.get(split, split)
+    if split not in SPLITS:
+        raise ValueError(f"Unknown GenCos split {split!r}; valid splits: {', '.join(SPLITS)} (aliases: {', '.join(SPLIT_ALIASES)})")
+    return split
+
+
+def load_gencos_profiles(
+    case: CaseData,
+    split: str = "train",
+    ood_axis: str | None = None,
+    *,
+    loader: DataLoader | None = None,
+    source: str | None = None,
+) -> Float[np.ndarray, "T n_loads"]:
+    """``(T, n_loads)`` MW load profiles of a GenCos split (host NumPy, float64).
+
+    ``ood_axis`` (``demand_shift`` / ``renewable_shock`` or an alias) applies that OOD
+    factor; an OOD ``split`` implies its own axis on the iid window. ``source`` defaults to
+    ``"gb"`` when ``loader`` knows GB files, else the shipped England & Wales demand.
+    """
+    split = _canonical_split(split)
+    axis = split if split in OOD_FACTORS else None
+    if ood_axis is not None:
+        axis = _canonical_split(ood_axis)
+        if axis not in OOD_FACTORS:
+            raise ValueError(f"ood_axis must be one of {', '.join(OOD_FACTORS)} (or None), got {ood_axis!r}")
+    loader = DataLoader() if loader is None else loader
+    if source is None:
+        source = "gb" if "gb" in loader.list_sources() else FALLBACK_SOURCE
+    window = "iid" if split in OOD_FACTORS else split
+    series = loader.load_signals([LOAD_ACTUAL_MW], source=source, split=window, resample="30min").values[:, 0]
+    low, high = float(np.min(series)), float(np.max(series))
+    if not high > low:
+        raise ValueError(f"load_gencos_profiles: the {source!r} {window} demand is constant; cannot min-max scale it")
+    unit = (np.asarray(series, np.float64) - low) / (high - low)
+    d_min, d_max = np.asarray(case.load_d_min, np.float64), np.asarray(case.load_d_max, np.float64)
+    profiles = d_min[None, :] + unit[:, None] * (d_max - d_min)[None, :]
+    if axis is not None:
+        profiles = profiles * OOD_FACTORS[axis]
+    # Keep every row servable: totals inside the fleet's range, spatial mix unchanged.
+    lo = float(np.sum(case.unit_p_min)) + 1.0
+    hi = float(np.sum(case.unit_p_max)) - 1.0
+    totals = profiles.sum(axis=1)
+    mix = np.where(totals[:, None] > 0, profiles / np.maximum(totals, 1e-12)[:, None], (d_max / max(d_max.sum(), 1e-12))[None, :])
+    return mix * np.clip(totals, lo, hi)[:, None]
+
+
+class GenCosJointEnv(Environment):
+    """The GenCos market as one env with a joint action (see the module docstring)."""
+
+    def observation_space(self, params: MarketMARLParams) -> Box:
+        shape = (params.offer_sced_setup.n_units, 8 + params.lmp_history_len)
+        return make_box(-float("inf"), float("inf"), shape)
+
+    def action_space(self, params: MarketMARLParams) -> Box:
+        setup = params.offer_sced_setup
+        return make_box(-1.0, 1.0, (setup.n_units * setup.n_segments,))
+
+    def constraint_names(self, params: MarketMARLParams) -> tuple[str, ...]:
+        return ("thermal_overload",)
+
+    def reset(self, key: Key, params: MarketMARLParams) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState]:
+        state = market_marl_reset(key, params)
+        return market_marl_observations(state, params), state
+
+    def step(
+        self, key: Key, state: MarketMARLState, action: Float[Array, " n_actions"], params: MarketMARLParams
+    ) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState, Float[Array, ""], Float[Array, "1"], Bool[Array, ""], Info]:
+        final_state, done, profit, info = market_marl_step(key, state, action, params)
+        costs = jnp.stack([info["cost_thermal_overload"]]).astype(jnp.float32)
+        info = {**info, "unit_profit": profit}
+        return market_marl_observations(final_state, params), final_state, jnp.sum(profit), costs, done, info
+
+
+class GenCosTask:
+    """Spec §4.2 GenCos row: ``make_env(split)`` → ``(GenCosJointEnv(), params)``."""
+
+    task_name = "gencos"
+    default_splits = SPLITS
+
+    def __init__(self, loader: DataLoader | None = None, source: str | None = None, max_steps: int = 48):
+        self.loader = loader
+        self.source = source
+        self.max_steps = int(max_steps)
+        self.case = load_case(CASE_ID)
+        self._params: dict[str, MarketMARLParams] = {}
+
+    def params(self, split: str = "train") -> MarketMARLParams:
+        """The split's (cached) :class:`MarketMARLParams`."""
+        split = _canonical_split(split)
+        if split not in self._params:
+            profiles = load_gencos_profiles(self.case, split, loader=self.loader, source=self.source)
+            self._params[split] = make_market_marl_params(self.case, profiles, max_steps=self.max_steps)
+        return self._params[split]
+
+    def make_env(self, split: str = "train") -> tuple[GenCosJointEnv, MarketMARLParams]:
+        return GenCosJointEnv(), self.params(split)
+
+    def episode_params(
+        self, split: str, episode_idx: int, n_episodes: int, max_steps: int, *, strategy: str = "uniform", seed: int = 0
+    ) -> MarketMARLParams:
+        # MARL: the whole window is the episode-start pool, drawn at reset; params are fixed.
+        if strategy not in ("uniform", "seeded"):
+            raise ValueError(f"strategy must be 'uniform' or 'seeded', got {strategy!r}")
+        return self.params(split)
+
+    def rollout(self, env: GenCosJointEnv, params: MarketMARLParams, key: Key, policy_fn: Callable[..., Any]) -> EpisodeTrace:
+        """One episode; ``policy_fn(obs (U, obs_dim), state, key) -> action (U·K,)`` or ``(U, K)``."""
+
+        def policy(obs: Any, state: Any, k: Key) -> Any:
+            return jnp.reshape(policy_fn(obs, state, k), (-1,))
+
+        return _episode(env, params, key, policy)
+
+    def baseline_rollout(self, env: GenCosJointEnv, params: MarketMARLParams, key: Key, name: str) -> EpisodeTrace:
+        """``truthful`` (−1, also ``no_control``), ``uniform_mid`` (0), ``max_markup`` (+1) as fixed actions."""
+        name = "truthful" if name == "no_control" else name
+        if name not in BASELINE_ACTIONS:
+            raise ValueError(f"Unknown GenCos baseline {name!r}; valid: {', '.join(self.baseline_names())}, no_control")
+        return _baseline_episode(env, params, key, jnp.asarray(BASELINE_ACTIONS[name], jnp.float32))
+
+    def baseline_names(self) -> tuple[str, ...]:
+        return tuple(BASELINE_ACTIONS)
+
+    def compute_metrics(self, agent_rollout: EpisodeTrace, baseline_rollout: EpisodeTrace | None = None) -> dict[str, float]:
+        """Per-episode sums averaged over any leading episode axes (T on the last axis of ``reward``)."""
+        info = agent_rollout.info
+        profit = np.asarray(info["unit_profit"], np.float64)  # (..., T, U)
+        lmp = np.asarray(info["lmp"], np.float64)  # (..., T, N)
+        power = np.asarray(info["unit_power"], np.float64)  # (..., T, U)
+        episode_profit = profit.sum(axis=-2)  # (..., U)
+        mean_lmp_t = lmp.mean(axis=-1)  # (..., T)
+        cv = mean_lmp_t.std(axis=-1) / np.maximum(np.abs(mean_lmp_t.mean(axis=-1)), 1e-9)
+        share = power / np.maximum(power.sum(axis=-1, keepdims=True), 1e-9)
+        metrics = {
+            "total_profit": float(episode_profit.sum(axis=-1).mean()),
+            "mean_profit_per_agent": float(episode_profit.mean()),
+            "total_gen_cost": float(np.asarray(info["gen_cost"], np.float64).sum(axis=-1).mean()),
+            "mean_lmp": float(lmp.mean()),
+            "price_volatility": float(np.mean(cv)),
+            "hhi": float(np.mean(np.sum(share**2, axis=-1))),
+            "sced_convergence_rate": float(np.mean(np.asarray(info["sced_converged"], np.float64))),
+            "ramp_binding_rate": float(np.mean(np.asarray(info["ramp_binding_rate"], np.float64))),
+        }
+        if baseline_rollout is not None:
+            base = float(np.asarray(baseline_rollout.info["unit_profit"], np.float64).sum(axis=(-1, -2)).mean())
+            metrics["profit_vs_baseline"] = metrics["total_profit"] - base
+        return metrics
+
+    def constraint_spec(self) -> ConstraintSpec:
+        return ConstraintSpec(("thermal_overload",), (0.0,), (1.0,))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _episode(env: GenCosJointEnv, params: MarketMARLParams, key: Key, policy: Callable[..., Any]) -> EpisodeTrace:
+    return episode_rollout(env, params, key, policy)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _baseline_episode(env: GenCosJointEnv, params: MarketMARLParams, key: Key, value: Float[Array, ""]) -> EpisodeTrace:
+    """A constant action ``value`` for every segment of every agent (one compile for all baselines)."""
+    n_actions = params.offer_sced_setup.n_units * params.offer_sced_setup.n_segments
+    return episode_rollout(env, params, key, lambda obs, state, k: jnp.full((n_actions,), value, jnp.float32))

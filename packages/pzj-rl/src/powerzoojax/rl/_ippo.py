@@ -1,0 +1,404 @@
+"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``) or one network per
+agent type (``ippo_typed``), in Equinox + Optax.
+
+Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
+``env.step_arrays``, agent order = ``env.agents``). One update:
+
+1. collect ``n_steps`` × ``num_envs`` env steps through the rollout kernel
+   (``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy): every agent
+   acts from its own observation; the Gaussian sample is stored unclipped (its log-prob
+   is exact) and the env gets it clipped to [-1, 1];
+2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
+3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
+   clip_by_global_norm → adam``). Typed: agents are grouped by type (name prefix before
+   the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
+   its own advantage normalisation, and the loss is the mean of the per-type losses.
+
+Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): each
+update also logs its market diagnostics over the collected batch and
+``market/mean_profit_<agent>`` (raw reward per step).
+
+A whole run is one ``lax.scan`` over updates inside one ``jax.jit``: it compiles once
+and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer has the
+same ``init`` / ``run_chunk`` / ``result`` interface as ``PPOTrainer``, so ``train()``
+and the host driver (progress, checkpoints) work unchanged.
+
+Deliberate differences from the reference (spec §6.11 lists its code/doc mismatches):
+advantages are normalised per type and batch, minibatches are used as configured, the
+log-prob is taken on the unclipped sample, and observation normalisation uses running
+statistics (``normalize_observations``) shared by all agents. ``agent_ids=True``
+appends a one-hot agent index to every observation.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import optax
+from jaxtyping import Array, Float, Int, PyTree
+from powerzoojax.core import rollout
+from powerzoojax.core._types import Key
+from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl._multi_agent import MultiAgentEnvironment
+from powerzoojax.rl._networks import ActorCritic, gaussian_entropy, gaussian_log_prob
+from powerzoojax.rl._ppo import (
+    _REWARD_CLIP,
+    RunningStats,
+    _discounted_returns,
+    gae,
+    init_stats,
+    normalize,
+    update_stats,
+)
+from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl._update_loop import UpdateLoop
+
+SHARED = "shared"
+_MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate")
+
+
+class IPPOState(eqx.Module):
+    """Everything an IPPO run carries between updates (and what a checkpoint holds)."""
+
+    policy: dict[str, ActorCritic]
+    opt_state: PyTree
+    env_state: PyTree
+    obs: Float[Array, "n_envs n_agents obs_dim"]
+    key: Array
+    update: Int[Array, ""]
+    obs_stats: RunningStats
+    return_stats: RunningStats
+    discounted_return: Float[Array, "n_envs n_agents"]
+    episode_return: Float[Array, " n_envs"]
+
+
+class IPPOTrainer(UpdateLoop):
+    """IPPO (``typed=False``) or typed IPPO on a ``MultiAgentEnvironment``; see the module docstring."""
+
+    def __init__(self, env: MultiAgentEnvironment, config: TrainConfig, *, typed: bool = False, agent_ids: bool = False):
+        if not isinstance(env, MultiAgentEnvironment):
+            raise TypeError(
+                f"IPPO trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), got {type(env).__name__}"
+            )
+        if config.continuous_action_dist != "gaussian":
+            raise NotImplementedError("IPPO has a Gaussian actor only; set continuous_action_dist='gaussian'")
+        if (config.num_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(
+                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
+                f"n_minibatches = {config.n_minibatches}"
+            )
+        self.env = env
+        self.config = config
+        self.typed = typed
+        self.agent_ids = agent_ids
+        self.n_agents = env.num_agents
+        self.obs_dim = env.obs_dim
+        self.in_dim = env.obs_dim + (self.n_agents if agent_ids else 0)
+        self.action_dim = env.action_dim
+        if typed:
+            self.types = tuple(sorted(set(env.agent_types)))
+            self.type_index = tuple(
+                np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in self.types
+            )
+        else:
+            self.types = (SHARED,)
+            self.type_index = (np.arange(self.n_agents, dtype=np.int32),)
+        self.market = hasattr(env, "compute_market_metrics")
+        self.n_updates = config.n_updates
+        self.batch_size = config.num_envs * config.n_steps  # env steps per update
+        self.eval_every = (
+            max(1, config.eval_freq // self.batch_size) if config.eval_freq > 0 and config.eval_num_episodes > 0 else 0
+        )
+        self.optimizer = optax.chain(
+            optax.zero_nans(),
+            optax.clip_by_global_norm(config.max_grad_norm),
+            optax.adam(config.learning_rate, eps=1e-5),
+        )
+        self._jit_train = jax.jit(self.train)
+        self._jit_init = jax.jit(self.init)
+        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+
+    # -- policy helpers --------------------------------------------------------------
+    def _prep(self, stats: RunningStats, obs: Float[Array, "n_agents obs_dim"]) -> Float[Array, "n_agents in_dim"]:
+        if self.config.normalize_observations:
+            obs = normalize(stats, obs)
+        if self.agent_ids:
+            obs = jnp.concatenate([obs, jnp.eye(self.n_agents, dtype=obs.dtype)], axis=-1)
+        return obs
+
+    def _forward(
+        self, policy: dict[str, ActorCritic], obs: Float[Array, "n_agents in_dim"]
+    ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, " n_agents"]]:
+        """Mean, log std and value of every agent (each through its type's network)."""
+        mean = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
+        log_std = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
+        value = jnp.zeros((self.n_agents,), obs.dtype)
+        for name, idx in zip(self.types, self.type_index):
+            m, ls, v = jax.vmap(policy[name])(obs[idx])
+            mean, log_std, value = mean.at[idx].set(m), log_std.at[idx].set(ls), value.at[idx].set(v[:, 0])
+        return mean, log_std, value
+
+    def deterministic_actions(
+        self, policy: dict[str, ActorCritic], obs_stats: RunningStats | None, obs: Float[Array, "n_agents obs_dim"]
+    ) -> Float[Array, "n_agents act"]:
+        """Every agent's clipped mean action (stacked obs ``(A, obs_dim)``)."""
+        if obs_stats is None:
+            obs_stats = init_stats((self.obs_dim,))
+        mean, _, _ = self._forward(policy, self._prep(obs_stats, obs))
+        return jnp.clip(mean, -1.0, 1.0)
+
+    # -- init ------------------------------------------------------------------------
+    def init(self, key: Key) -> IPPOState:
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jr.key_data(key)
+        key, k_policy, k_reset = jr.split(key, 3)
+        cfg = self.config
+        policy = {
+            name: ActorCritic(
+                self.in_dim, self.action_dim, cfg.hidden_dims, k, log_std_init=cfg.log_std_init, shared=cfg.shared_torso
+            )
+            for name, k in zip(self.types, jr.split(k_policy, len(self.types)))
+        }
+        obs, env_state = jax.vmap(self.env.reset_arrays)(jr.split(k_reset, cfg.num_envs))
+        return IPPOState(
+            policy=policy,
+            opt_state=self.optimizer.init(eqx.filter(policy, eqx.is_array)),
+            env_state=env_state,
+            obs=obs,
+            key=key,
+            update=jnp.asarray(0, jnp.int32),
+            obs_stats=init_stats((self.obs_dim,)),
+            return_stats=init_stats(()),
+            discounted_return=jnp.zeros((cfg.num_envs, self.n_agents), jnp.float32),
+            episode_return=jnp.zeros((cfg.num_envs,), jnp.float32),
+        )
+
+    # -- rollout ---------------------------------------------------------------------
+    def _collect(self, state: IPPOState, key: Key) -> tuple[dict[str, Array], Any, Array]:
+        policy, obs_stats = state.policy, state.obs_stats
+
+        def act(k, obs, _):
+            x = self._prep(obs_stats, obs)
+            mean, log_std, value = self._forward(policy, x)
+            raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
+            return jnp.clip(raw, -1.0, 1.0), (obs, x, raw, gaussian_log_prob(raw, mean, log_std), value)
+
+        def one_env(k, env_state, obs):
+            return rollout(self.env.step_arrays, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs)
+
+        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        _, rewards, dones, _info, (raw_obs, x, raw, logp, values) = outs
+        traj = {"raw_obs": raw_obs, "obs": x, "action": raw, "log_prob": logp, "value": values, "reward": rewards, "done": dones}
+        if self.market:
+            traj["market_info"] = {k: _info[k] for k in _MARKET_KEYS if k in _info}
+        # (N, T, ...) -> (T, N, ...): GAE runs backwards over time.
+        return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj), env_state, last_obs
+
+    # -- loss ------------------------------------------------------------------------
+    def _type_loss(self, net: ActorCritic, mb: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
+        cfg = self.config
+        mean, log_std, values = jax.vmap(net)(mb["obs"])
+        logp = gaussian_log_prob(mb["action"], mean, log_std)
+        log_ratio = jnp.clip(logp - mb["log_prob"], -20.0, 20.0)
+        ratio = jnp.exp(log_ratio)
+        adv = mb["advantage"]
+        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv)
+        policy_loss = -jnp.mean(surrogate)
+        value_loss = 0.5 * jnp.mean((values[:, 0] - mb["return"]) ** 2)
+        entropy = gaussian_entropy(net.log_std)
+        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        return total, {
+            "loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy,
+            "approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
+        }
+
+    def _loss(self, policy: dict[str, ActorCritic], mb: dict[str, dict[str, Array]]) -> tuple[Array, dict[str, Array]]:
+        losses, stats = [], []
+        for name in self.types:
+            loss, s = self._type_loss(policy[name], mb[name])
+            losses.append(loss)
+            stats.append(s)
+        n = float(len(self.types))
+        return sum(losses) / n, jax.tree.map(lambda *xs: sum(xs) / n, *stats)
+
+    # -- evaluation ------------------------------------------------------------------
+    def evaluate_policy(self, policy: dict[str, ActorCritic], obs_stats: RunningStats, key: Key) -> dict[str, Array]:
+        """Deterministic episodes from reset, ``eval_num_episodes`` in parallel: the episode
+        return (per-step mean over agents, summed over the episode) and each agent's own."""
+        n = self.config.eval_num_episodes
+        k_reset, k_roll = jr.split(key)
+        obs, env_state = jax.vmap(self.env.reset_arrays)(jr.split(k_reset, n))
+
+        def act(k, o, _):
+            return self.deterministic_actions(policy, obs_stats, o), ()
+
+        def one_env(k, s, o):
+            return rollout(self.env.step_arrays, k, s, length=self.env.max_steps, policy=act, init_obs=o)
+
+        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        per_agent = jnp.mean(jnp.sum(outs[1], axis=1), axis=0)  # (A,)
+        out = {"eval_returns": jnp.mean(per_agent)}
+        out.update({f"eval_return_{a}": per_agent[i] for i, a in enumerate(self.env.agents)})
+        return out
+
+    # -- minibatches -----------------------------------------------------------------
+    def _minibatches(self, key: Key, batch: dict[str, Array]) -> dict[str, dict[str, Array]]:
+        """Per type: gather its agents, normalise its advantages, shuffle, cut into
+        ``n_minibatches`` (leading axis of every leaf)."""
+        m = self.config.n_minibatches
+        out = {}
+        for name, idx, k in zip(self.types, self.type_index, jr.split(key, len(self.types))):
+            part = jax.tree.map(lambda x: x[:, idx].reshape((-1,) + x.shape[2:]), batch)
+            adv = part["advantage"]
+            part["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
+            size = adv.shape[0]
+            perm = jr.permutation(k, size)
+            out[name] = jax.tree.map(lambda x: x[perm].reshape((m, size // m) + x.shape[1:]), part)
+        return out
+
+    # -- one update ------------------------------------------------------------------
+    def update(self, state: IPPOState) -> tuple[IPPOState, dict[str, Array]]:
+        cfg = self.config
+        T, N, A = cfg.n_steps, cfg.num_envs, self.n_agents
+        key, k_roll, k_epochs, k_eval = jr.split(state.key, 4)
+        traj, env_state, last_obs = self._collect(state, k_roll)
+        dones = jnp.broadcast_to(traj["done"][..., None], (T, N, A))
+        rewards = traj["reward"]
+
+        return_stats, discounted = state.return_stats, state.discounted_return
+        if cfg.normalize_rewards:
+            seen = _discounted_returns(
+                rewards.reshape(T, N * A), dones.reshape(T, N * A), discounted.reshape(N * A), cfg.gamma
+            ).reshape(T, N, A)
+            return_stats = update_stats(return_stats, seen.reshape(-1))
+            discounted = jnp.where(dones[-1], 0.0, seen[-1])
+            rewards = jnp.clip(rewards / jnp.sqrt(return_stats.var + 1e-8), -_REWARD_CLIP, _REWARD_CLIP)
+
+        obs_stats = state.obs_stats
+        last_values = jax.vmap(lambda o: self._forward(state.policy, self._prep(obs_stats, o))[2])(last_obs)
+        flat_na = lambda x: x.reshape((x.shape[0], N * A) + x.shape[3:])  # noqa: E731
+        adv, ret = gae(flat_na(rewards), flat_na(dones), flat_na(traj["value"]), last_values.reshape(N * A), cfg.gamma, cfg.gae_lambda)
+        # (T, N, A, ...) -> (T·N, A, ...): samples on axis 0, agents on axis 1.
+        flat = lambda x: x.reshape((T * N,) + x.shape[2:])  # noqa: E731
+        batch = {
+            "obs": flat(traj["obs"]), "action": flat(traj["action"]), "log_prob": flat(traj["log_prob"]),
+            "advantage": adv.reshape(T * N, A), "return": ret.reshape(T * N, A),
+        }
+
+        def minibatch_step(carry, mb):
+            policy, opt_state = carry
+            (_, stats), grads = eqx.filter_value_and_grad(self._loss, has_aux=True)(policy, mb)
+            updates, opt_state = self.optimizer.update(grads, opt_state, eqx.filter(policy, eqx.is_array))
+            return (eqx.apply_updates(policy, updates), opt_state), stats
+
+        def epoch(carry, k):
+            return jax.lax.scan(minibatch_step, carry, self._minibatches(k, batch))
+
+        (policy, opt_state), loss_stats = jax.lax.scan(epoch, (state.policy, state.opt_state), jr.split(k_epochs, cfg.n_epochs))
+        if cfg.normalize_observations:
+            obs_stats = update_stats(obs_stats, traj["raw_obs"].reshape(-1, self.obs_dim))
+
+        # Episode return = per-step mean over agents, summed over the episode (raw rewards).
+        team = jnp.mean(traj["reward"], axis=-1)
+        running = _discounted_returns(team, traj["done"], state.episode_return, 1.0)
+        n_done = jnp.sum(traj["done"])
+        metrics = {k: jnp.mean(v) for k, v in loss_stats.items()}
+        metrics.update(
+            update=(state.update + 1).astype(jnp.float32),
+            env_steps=((state.update + 1) * self.batch_size).astype(jnp.float32),
+            mean_reward=jnp.mean(traj["reward"]),
+            step_done_rate=jnp.mean(traj["done"].astype(jnp.float32)),
+            episodes_done=n_done.astype(jnp.float32),
+            episode_return=jnp.where(n_done > 0, jnp.sum(running * traj["done"]) / jnp.maximum(n_done, 1), jnp.nan),
+        )
+        if self.market:
+            metrics.update(self.env.compute_market_metrics(traj["market_info"]))
+            per_agent = jnp.mean(traj["reward"], axis=(0, 1))
+            metrics.update({f"market/mean_profit_{a}": per_agent[i] for i, a in enumerate(self.env.agents)})
+        new_state = IPPOState(
+            policy=policy, opt_state=opt_state, env_state=env_state, obs=last_obs, key=key, update=state.update + 1,
+            obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted,
+            episode_return=jnp.where(traj["done"][-1], 0.0, running[-1]),
+        )
+        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, policy, obs_stats, k_eval))
+        return new_state, metrics
+
+    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
+    def result(self, state: IPPOState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        params = state.policy if self.typed else state.policy[SHARED]
+        return TrainResult(
+            params=params,
+            metrics=metrics,
+            config=self.config,
+            env_name=self.env.name,
+            obs_stats=state.obs_stats if self.config.normalize_observations else None,
+            checkpoints=checkpoints,
+        )
+
+    def __call__(self, key: Key) -> TrainResult:
+        state, metrics = self._jit_train(key)
+        return self.result(state, metrics)
+
+
+def make_ippo_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
+    """IPPO with full parameter sharing (``config.algo="ippo"``) or one network per agent
+    type (``"ippo_typed"``); ``trainer(key) -> TrainResult``."""
+    return IPPOTrainer(env, config, typed=config.algo == "ippo_typed", agent_ids=agent_ids)
+
+
+def make_ippo_typed_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
+    """Typed IPPO (one ``ActorCritic`` per agent type); ``result.params`` is keyed by type."""
+    return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids)
+
+
+def _in_size(net: ActorCritic) -> int:
+    first = net.torso.layers[0] if net.torso is not None else net.actor.layers[0]
+    return int(first.in_features)
+
+
+def make_ippo_act(result: TrainResult, env: MultiAgentEnvironment | None = None) -> Callable[[Any], Any]:
+    """Deterministic (clipped mean) actions of a trained IPPO / typed IPPO policy, jitted.
+
+    Without ``env`` (shared params only): ``act(obs)`` for one agent's observation
+    ``(obs_dim,)`` (or a batch ``(..., obs_dim)``) → its action. With ``env``:
+    ``act(obs)`` takes the env's obs dict (or the stacked ``(A, obs_dim)`` array) and
+    returns actions in the same form; needed for typed params and ``agent_ids``.
+    """
+    params, stats = result.params, result.obs_stats
+    if env is None:
+        if isinstance(params, dict):
+            raise TypeError("make_ippo_act: typed IPPO params are keyed by agent type; pass the env to map agents to types")
+
+        def single(obs: Array) -> Array:
+            x = normalize(stats, obs) if stats is not None else obs
+            if x.ndim == 1:
+                return jnp.clip(params.mean_action(x), -1.0, 1.0)
+            flat = x.reshape((-1, x.shape[-1]))
+            return jnp.clip(jax.vmap(params.mean_action)(flat), -1.0, 1.0).reshape(x.shape[:-1] + (-1,))
+
+        return jax.jit(single)
+
+    typed = isinstance(params, dict)
+    nets = params if typed else {SHARED: params}
+    trainer = IPPOTrainer.__new__(IPPOTrainer)  # only the pure helpers are used: no jit setup
+    trainer.config = result.config.replace(normalize_observations=stats is not None)
+    trainer.n_agents, trainer.obs_dim, trainer.action_dim = env.num_agents, env.obs_dim, env.action_dim
+    trainer.agent_ids = _in_size(next(iter(nets.values()))) == env.obs_dim + env.num_agents
+    trainer.types = tuple(sorted(nets)) if typed else (SHARED,)
+    if typed:
+        trainer.type_index = tuple(
+            np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in trainer.types
+        )
+    else:
+        trainer.type_index = (np.arange(env.num_agents, dtype=np.int32),)
+
+    def act(obs: Any) -> Any:
+        stacked = env.stack(obs)
+        actions = trainer.deterministic_actions(nets, stats, stacked)
+        return env.unstack(actions) if isinstance(obs, dict) else actions
+
+    return jax.jit(act)

@@ -1,0 +1,80 @@
+"""``MarketMARLEnv``: the GenCos market core as one agent per generating unit (spec §2.7).
+
+Agents ``genco_0 … genco_{U−1}`` (unit order of the case). Each agent's action is a
+``Box[-1, 1] (n_segments,)`` of markups (sorted and mapped onto
+``truthful · (1 + m · max_markup)`` by the core); actions are concatenated in agent
+order. Observation ``(8 + lmp_history_len,)`` per agent (12 by default), from
+:func:`powerzoojax.market.market_marl_observations`. Reward: each unit's realised
+profit [$] this round. ``info`` is the core's (``lmp``, ``unit_power``, ``gen_cost``,
+``cost_thermal_overload``, ``sced_converged`` …).
+"""
+
+from typing import Any
+
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+from powerzoojax.core._types import Info, Key
+from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+
+
+class MarketMARLEnv(MultiAgentEnvironment):
+    """GenCos bidding market with params bound (see the module docstring)."""
+
+    def __init__(self, params: Any):
+        from powerzoojax.market import MarketMARLParams
+
+        if not isinstance(params, MarketMARLParams):
+            raise TypeError(
+                f"MarketMARLEnv: params must be MarketMARLParams (powerzoojax.market.make_market_marl_params), "
+                f"got {type(params).__name__}"
+            )
+        self.params = params
+        self.agents = tuple(f"genco_{i}" for i in range(params.offer_sced_setup.n_units))
+
+    @property
+    def obs_dim(self) -> int:
+        return 8 + int(self.params.lmp_history_len)
+
+    @property
+    def action_dim(self) -> int:
+        return int(self.params.offer_sced_setup.n_segments)
+
+    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+        from powerzoojax.market import market_marl_observations, market_marl_reset
+
+        p = self._p(params)
+        state = market_marl_reset(key, p)
+        return market_marl_observations(state, p), MARLState(state)
+
+    def step_arrays(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
+    ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
+        from powerzoojax.market import market_marl_observations, market_marl_step
+
+        p = self._p(params)
+        final_state, done, profit, info = market_marl_step(key, state.env_state, jnp.reshape(actions, (-1,)), p)
+        return market_marl_observations(final_state, p), MARLState(final_state), profit, done, info
+
+    def compute_market_metrics(self, info: dict[str, Array]) -> dict[str, Array]:
+        """Market diagnostics from a rollout's info, leaves shaped ``(S, E, ...)`` (steps, envs).
+
+        ``market/price_volatility``: mean over envs of the coefficient of variation of the
+        mean-LMP series; ``market/HHI``: mean of Σ share² (shares of dispatched MW);
+        ``market/market_share_std``: mean std of the shares across agents;
+        ``market/ramp_binding_rate`` (when given); ``market/dispatch_share_<agent>``.
+        (The reference's ``planner_cost_ratio`` is not computed.)
+        """
+        mean_lmp = jnp.mean(info["lmp"], axis=-1)  # (S, E)
+        cv = jnp.std(mean_lmp, axis=0) / (jnp.abs(jnp.mean(mean_lmp, axis=0)) + 1e-6)
+        power = info["unit_power"]
+        share = power / (jnp.sum(power, axis=-1, keepdims=True) + 1e-6)  # (S, E, U)
+        out = {
+            "market/price_volatility": jnp.mean(cv),
+            "market/HHI": jnp.mean(jnp.sum(share**2, axis=-1)),
+            "market/market_share_std": jnp.mean(jnp.std(share, axis=-1)),
+        }
+        if "ramp_binding_rate" in info:
+            out["market/ramp_binding_rate"] = jnp.mean(info["ramp_binding_rate"])
+        mean_share = jnp.mean(share, axis=(0, 1))
+        out.update({f"market/dispatch_share_{a}": mean_share[i] for i, a in enumerate(self.agents)})
+        return out

@@ -1,0 +1,309 @@
+"""SAC on bound single-agent wrappers (continuous ``Box`` actions), in Equinox + Optax.
+
+Tanh-squashed Gaussian actor, twin Q critics with Polyak-averaged targets, learned
+temperature ``α`` (target entropy ``−ratio · action_dim``, ``ratio =
+sac_target_entropy_ratio or 1``). The replay buffer is a fixed-size ring of arrays in
+the training state (in the graph: no host round trips).
+
+One update = collect ``n_steps`` × ``num_envs`` transitions through the rollout kernel
+(``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the stochastic actor;
+uniform random actions during the first ``learning_starts`` env steps), write them into
+the ring, then ``sac_num_epochs`` gradient steps (default ``n_steps``) on uniform
+minibatches of ``batch_size``. ``done`` (time-limit ends included: the envs' next
+observation on a terminal step already belongs to the next episode) stops the
+bootstrap. With ``normalize_rewards`` the sampled rewards are divided by the running
+std of the rewards seen. A whole run is one ``lax.scan`` in one ``jax.jit`` (vmappable
+over seeds); ``init`` / ``run_chunk`` / ``result`` match ``PPOTrainer`` so ``train()``
+and the host driver work unchanged. ``result.params`` is the actor (``SACActor``).
+"""
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import optax
+from jaxtyping import Array, Float, Int, PyTree
+from powerzoojax.core import Box, rollout
+from powerzoojax.core._types import Key
+from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl._networks import MLP
+from powerzoojax.rl._ppo import RunningStats, _discounted_returns, init_stats, update_stats
+from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl._update_loop import UpdateLoop
+
+_LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
+
+
+class SACActor(eqx.Module):
+    """Tanh-squashed diagonal Gaussian policy; actions in [-1, 1]."""
+
+    net: MLP
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden_dims: tuple[int, ...], key: Key):
+        self.net = MLP(obs_dim, 2 * action_dim, hidden_dims, key, out_scale=0.01)
+
+    def dist(self, obs: Float[Array, " obs_dim"]) -> tuple[Float[Array, " a"], Float[Array, " a"]]:
+        out = self.net(obs)
+        mean, log_std = jnp.split(out, 2)
+        return mean, jnp.clip(log_std, _LOG_STD_MIN, _LOG_STD_MAX)
+
+    def sample(self, key: Key, obs: Float[Array, " obs_dim"]) -> tuple[Float[Array, " a"], Float[Array, ""]]:
+        """A squashed sample and its log-density (change-of-variables corrected)."""
+        mean, log_std = self.dist(obs)
+        u = mean + jnp.exp(log_std) * jr.normal(key, mean.shape)
+        a = jnp.tanh(u)
+        z = (u - mean) * jnp.exp(-log_std)
+        logp = jnp.sum(-0.5 * z * z - log_std - 0.5 * math.log(2.0 * math.pi))
+        logp = logp - jnp.sum(2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u)))
+        return a, logp
+
+    def mean_action(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " a"]:
+        return jnp.tanh(self.dist(obs)[0])
+
+
+class TwinQ(eqx.Module):
+    q1: MLP
+    q2: MLP
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden_dims: tuple[int, ...], key: Key):
+        k1, k2 = jr.split(key)
+        self.q1 = MLP(obs_dim + action_dim, 1, hidden_dims, k1)
+        self.q2 = MLP(obs_dim + action_dim, 1, hidden_dims, k2)
+
+    def __call__(self, obs: Float[Array, " obs_dim"], action: Float[Array, " a"]) -> tuple[Float[Array, ""], Float[Array, ""]]:
+        x = jnp.concatenate([obs, action])
+        return self.q1(x)[0], self.q2(x)[0]
+
+
+class SACState(eqx.Module):
+    policy: SACActor
+    critic: TwinQ
+    target: TwinQ
+    log_alpha: Float[Array, ""]
+    actor_opt: PyTree
+    critic_opt: PyTree
+    alpha_opt: PyTree
+    buffer: dict[str, Array]
+    buffer_pos: Int[Array, ""]
+    buffer_fill: Int[Array, ""]
+    env_state: PyTree
+    obs: Float[Array, "n_envs obs_dim"]
+    key: Array
+    update: Int[Array, ""]
+    reward_stats: RunningStats
+    episode_return: Float[Array, " n_envs"]
+
+
+class SACTrainer(UpdateLoop):
+    """SAC on a bound wrapper; ``trainer(key) -> TrainResult`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: Any,
+        config: TrainConfig,
+        *,
+        buffer_size: int = 100_000,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        learning_starts: int = 0,
+    ):
+        space = env.action_space()
+        if not isinstance(space, Box) or len(space.shape) != 1:
+            raise NotImplementedError(f"SAC handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}")
+        if getattr(env, "num_agents", None) is not None:
+            raise TypeError("SAC is single-agent: use ippo / ippo_typed for the multi-agent adapters")
+        self.env, self.config = env, config
+        self.obs_dim = int(env.observation_space().shape[0])
+        self.action_dim = int(space.shape[0])
+        low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
+        high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
+        finite = np.isfinite(low) & np.isfinite(high)
+        self._act_centre = jnp.asarray(np.where(finite, 0.5 * (low + high), 0.0), jnp.float32)
+        self._act_half = jnp.asarray(np.where(finite, 0.5 * (high - low), 1.0), jnp.float32)
+        self.n_updates = config.n_updates
+        self.batch_size = config.num_envs * config.n_steps  # env steps per update
+        self.capacity = int(min(buffer_size, max(self.batch_size, self.n_updates * self.batch_size)))
+        self.sample_size = int(batch_size)
+        self.tau = float(tau)
+        self.learning_starts = int(learning_starts)
+        self.grad_steps = int(config.sac_num_epochs or config.n_steps)
+        self.target_entropy = -float(config.sac_target_entropy_ratio or 1.0) * self.action_dim
+        self.eval_every = (
+            max(1, config.eval_freq // self.batch_size) if config.eval_freq > 0 and config.eval_num_episodes > 0 else 0
+        )
+
+        def opt():
+            return optax.chain(optax.zero_nans(), optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+
+        self.actor_optim, self.critic_optim, self.alpha_optim = opt(), opt(), optax.adam(config.learning_rate)
+        self._jit_train = jax.jit(self.train)
+        self._jit_init = jax.jit(self.init)
+        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+
+    def to_env_action(self, a: Float[Array, "*b a"]) -> Float[Array, "*b a"]:
+        return self._act_centre + self._act_half * jnp.clip(a, -1.0, 1.0)
+
+    def deterministic_action(self, actor: SACActor, obs: Array) -> Array:
+        return self.to_env_action(actor.mean_action(obs))
+
+    def init(self, key: Key) -> SACState:
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jr.key_data(key)
+        key, k_actor, k_critic, k_reset = jr.split(key, 4)
+        cfg = self.config
+        actor = SACActor(self.obs_dim, self.action_dim, cfg.hidden_dims, k_actor)
+        critic = TwinQ(self.obs_dim, self.action_dim, cfg.hidden_dims, k_critic)
+        log_alpha = jnp.asarray(0.0, jnp.float32)
+        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, cfg.num_envs))
+        c = self.capacity
+        buffer = {
+            "obs": jnp.zeros((c, self.obs_dim), jnp.float32),
+            "action": jnp.zeros((c, self.action_dim), jnp.float32),
+            "reward": jnp.zeros((c,), jnp.float32),
+            "next_obs": jnp.zeros((c, self.obs_dim), jnp.float32),
+            "done": jnp.zeros((c,), jnp.float32),
+        }
+        return SACState(
+            policy=actor, critic=critic, target=critic, log_alpha=log_alpha,
+            actor_opt=self.actor_optim.init(eqx.filter(actor, eqx.is_array)),
+            critic_opt=self.critic_optim.init(eqx.filter(critic, eqx.is_array)),
+            alpha_opt=self.alpha_optim.init(log_alpha),
+            buffer=buffer, buffer_pos=jnp.asarray(0, jnp.int32), buffer_fill=jnp.asarray(0, jnp.int32),
+            env_state=env_state, obs=obs, key=key, update=jnp.asarray(0, jnp.int32),
+            reward_stats=init_stats(()), episode_return=jnp.zeros((cfg.num_envs,), jnp.float32),
+        )
+
+    # -- rollout ---------------------------------------------------------------------
+    def _collect(self, state: SACState, key: Key) -> tuple[dict[str, Array], Any, Array]:
+        actor = state.policy
+        random_phase = state.update * self.batch_size < self.learning_starts
+
+        def act(k, obs, _):
+            k_pol, k_rand = jr.split(k)
+            a, _ = actor.sample(k_pol, obs)
+            a = jnp.where(random_phase, jr.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0), a)
+            return self.to_env_action(a), (obs, a)
+
+        def one_env(k, s, o):
+            return rollout(self.env.step_auto_reset, k, s, length=self.config.n_steps, policy=act, init_obs=o)
+
+        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        if self.env.emits_costs:
+            next_obs, rewards, _, dones, _, (obs, actions) = outs
+        else:
+            next_obs, rewards, dones, _, (obs, actions) = outs
+        traj = {"obs": obs, "action": actions, "reward": rewards, "next_obs": next_obs, "done": dones.astype(jnp.float32)}
+        return traj, env_state, last_obs
+
+    # -- losses ----------------------------------------------------------------------
+    def _critic_loss(self, critic: TwinQ, actor: SACActor, target: TwinQ, alpha: Array, mb: dict[str, Array], key: Key) -> Array:
+        keys = jr.split(key, mb["reward"].shape[0])
+        next_a, next_logp = jax.vmap(actor.sample)(keys, mb["next_obs"])
+        tq1, tq2 = jax.vmap(target)(mb["next_obs"], next_a)
+        next_v = jnp.minimum(tq1, tq2) - alpha * next_logp
+        y = jax.lax.stop_gradient(mb["reward"] + self.config.gamma * (1.0 - mb["done"]) * next_v)
+        q1, q2 = jax.vmap(critic)(mb["obs"], mb["action"])
+        return 0.5 * (jnp.mean((q1 - y) ** 2) + jnp.mean((q2 - y) ** 2))
+
+    def _actor_loss(self, actor: SACActor, critic: TwinQ, alpha: Array, obs: Array, key: Key) -> tuple[Array, Array]:
+        a, logp = jax.vmap(actor.sample)(jr.split(key, obs.shape[0]), obs)
+        q1, q2 = jax.vmap(critic)(obs, a)
+        return jnp.mean(alpha * logp - jnp.minimum(q1, q2)), jnp.mean(logp)
+
+    def _gradient_step(self, carry: tuple, key: Key) -> tuple[tuple, dict[str, Array]]:
+        actor, critic, target, log_alpha, a_opt, c_opt, al_opt, buffer, fill, scale = carry
+        k_idx, k_c, k_a = jr.split(key, 3)
+        idx = jr.randint(k_idx, (self.sample_size,), 0, jnp.maximum(fill, 1))
+        mb = jax.tree.map(lambda x: x[idx], buffer)
+        mb["reward"] = mb["reward"] * scale
+        alpha = jnp.exp(log_alpha)
+        c_loss, c_grads = eqx.filter_value_and_grad(self._critic_loss)(critic, actor, target, alpha, mb, k_c)
+        updates, c_opt = self.critic_optim.update(c_grads, c_opt, eqx.filter(critic, eqx.is_array))
+        critic = eqx.apply_updates(critic, updates)
+        (a_loss, logp), a_grads = eqx.filter_value_and_grad(self._actor_loss, has_aux=True)(actor, critic, alpha, mb["obs"], k_a)
+        updates, a_opt = self.actor_optim.update(a_grads, a_opt, eqx.filter(actor, eqx.is_array))
+        actor = eqx.apply_updates(actor, updates)
+        al_grad = -(jax.lax.stop_gradient(logp) + self.target_entropy)  # d/dlogα of −logα·(logp + H̄)
+        updates, al_opt = self.alpha_optim.update(al_grad, al_opt, log_alpha)
+        log_alpha = optax.apply_updates(log_alpha, updates)
+        target = jax.tree.map(
+            lambda t, c: (1.0 - self.tau) * t + self.tau * c if eqx.is_inexact_array(t) else t, target, critic
+        )
+        stats = {"critic_loss": c_loss, "actor_loss": a_loss, "alpha": jnp.exp(log_alpha), "entropy": -logp}
+        return (actor, critic, target, log_alpha, a_opt, c_opt, al_opt, buffer, fill, scale), stats
+
+    # -- evaluation ------------------------------------------------------------------
+    def evaluate_policy(self, actor: SACActor, key: Key) -> dict[str, Array]:
+        n = self.config.eval_num_episodes
+        k_reset, k_roll = jr.split(key)
+        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, n))
+
+        def act(k, o, _):
+            return self.deterministic_action(actor, o), ()
+
+        def one_env(k, s, o):
+            return rollout(self.env.step_auto_reset, k, s, length=self.env.max_steps, policy=act, init_obs=o)
+
+        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1))}
+
+    # -- one update ------------------------------------------------------------------
+    def update(self, state: SACState) -> tuple[SACState, dict[str, Array]]:
+        cfg = self.config
+        key, k_roll, k_grad, k_eval = jr.split(state.key, 4)
+        traj, env_state, last_obs = self._collect(state, k_roll)
+        flat = jax.tree.map(lambda x: x.reshape((self.batch_size,) + x.shape[2:]), traj)
+        slots = (state.buffer_pos + jnp.arange(self.batch_size)) % self.capacity
+        buffer = jax.tree.map(lambda b, x: b.at[slots].set(x), state.buffer, flat)
+        pos = (state.buffer_pos + self.batch_size) % self.capacity
+        fill = jnp.minimum(state.buffer_fill + self.batch_size, self.capacity)
+        reward_stats = update_stats(state.reward_stats, flat["reward"]) if cfg.normalize_rewards else state.reward_stats
+        scale = 1.0 / jnp.sqrt(reward_stats.var + 1e-8) if cfg.normalize_rewards else jnp.asarray(1.0, jnp.float32)
+
+        carry = (state.policy, state.critic, state.target, state.log_alpha, state.actor_opt, state.critic_opt,
+                 state.alpha_opt, buffer, fill, scale)
+        carry, stats = jax.lax.scan(self._gradient_step, carry, jr.split(k_grad, self.grad_steps))
+        actor, critic, target, log_alpha, a_opt, c_opt, al_opt, _, _, _ = carry
+
+        rewards, dones = jnp.swapaxes(traj["reward"], 0, 1), jnp.swapaxes(traj["done"], 0, 1) > 0
+        running = _discounted_returns(rewards, dones, state.episode_return, 1.0)
+        n_done = jnp.sum(dones)
+        metrics = {k: jnp.mean(v) for k, v in stats.items()}
+        metrics.update(
+            update=(state.update + 1).astype(jnp.float32),
+            env_steps=((state.update + 1) * self.batch_size).astype(jnp.float32),
+            mean_reward=jnp.mean(rewards),
+            episodes_done=n_done.astype(jnp.float32),
+            episode_return=jnp.where(n_done > 0, jnp.sum(running * dones) / jnp.maximum(n_done, 1), jnp.nan),
+        )
+        new_state = SACState(
+            policy=actor, critic=critic, target=target, log_alpha=log_alpha, actor_opt=a_opt, critic_opt=c_opt,
+            alpha_opt=al_opt, buffer=buffer, buffer_pos=pos, buffer_fill=fill, env_state=env_state, obs=last_obs,
+            key=key, update=state.update + 1, reward_stats=reward_stats,
+            episode_return=jnp.where(dones[-1], 0.0, running[-1]),
+        )
+        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, actor, k_eval))
+        return new_state, metrics
+
+    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
+    def result(self, state: SACState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        return TrainResult(params=state.policy, metrics=metrics, config=self.config, env_name=self.env.name, checkpoints=checkpoints)
+
+    def __call__(self, key: Key) -> TrainResult:
+        state, metrics = self._jit_train(key)
+        return self.result(state, metrics)
+
+    def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
+        actor = result.params
+        return jax.jit(lambda obs: self.deterministic_action(actor, obs))
+
+
+def make_sac_train(env: Any, config: TrainConfig, **kwargs: Any) -> SACTrainer:
+    """SAC on a bound single-agent wrapper; ``kwargs``: ``buffer_size``, ``batch_size``,
+    ``tau``, ``learning_starts``. ``trainer(key) -> TrainResult``."""
+    return SACTrainer(env, config, **kwargs)

@@ -1,0 +1,76 @@
+"""In-graph AC-OPF against PYPOWER ``runopf`` (MATPOWER's PIPS) on case 5.
+
+The reference case is read from the MATPOWER file (``matpowercaseframes``), not from our
+registry, so a registry conversion error would show up here too.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from matpowercaseframes import CaseFrames
+from pypower.api import ppoption, runopf
+
+from powerzoojax.case import load_case
+from powerzoojax.physics import ac_opf, make_ac_opf_setup
+
+PD, QD, VM, LAM_P = 2, 3, 7, 13
+PG = 1
+
+
+@functools.cache
+def _reference_ppc():
+    frames = CaseFrames("case5")
+    return {
+        "version": "2",
+        "baseMVA": float(frames.baseMVA),
+        "bus": np.asarray(frames.bus.values, float),
+        "gen": np.asarray(frames.gen.values, float),
+        "branch": np.asarray(frames.branch.values, float),
+        "gencost": np.asarray(frames.gencost.values, float),
+    }
+
+
+@functools.cache
+def _solver():
+    with jax.enable_x64(True):
+        setup = make_ac_opf_setup(load_case("5"), dtype=jnp.float64)
+    return jax.jit(lambda pd, qd: ac_opf(setup, pd, qd))
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.8, 1.12])
+def test_case5_matches_pypower_runopf(scale):
+    ppc = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in _reference_ppc().items()}
+    ppc["bus"][:, PD] *= scale
+    ppc["bus"][:, QD] *= scale
+    ref = runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))
+    assert ref["success"]
+    with jax.enable_x64(True):
+        res = _solver()(jnp.asarray(ppc["bus"][:, PD]), jnp.asarray(ppc["bus"][:, QD]))
+        assert res.p_mw.dtype == jnp.float64
+        assert bool(res.converged)
+        assert float(res.max_mismatch) < 1e-6
+        assert float(res.objective) == pytest.approx(ref["f"], rel=1e-3)
+        np.testing.assert_allclose(np.asarray(res.p_mw), ref["gen"][:, PG], atol=0.5)
+        np.testing.assert_allclose(np.asarray(res.vm), ref["bus"][:, VM], atol=1e-3)
+        np.testing.assert_allclose(np.asarray(res.lmp), ref["bus"][:, LAM_P], rtol=1e-3, atol=0.05)
+
+
+def test_line_limits_respected_and_values_finite_when_overloaded():
+    case = load_case("5")
+    with jax.enable_x64(True):
+        solve = _solver()
+        pd = jnp.asarray(np.asarray(case.node_pd, np.float64))
+        qd = jnp.asarray(np.asarray(case.node_qd, np.float64))
+        res = solve(pd, qd)
+        cap = np.asarray(case.line_cap, np.float64)
+        rated = cap < 1e5
+        s_max = np.maximum(np.asarray(res.line_s_from_mva), np.asarray(res.line_s_to_mva))
+        assert np.all(s_max[rated] <= cap[rated] + 1e-3)
+        # Load beyond generation capacity (Σp_max = 1530 MW): no solution exists.
+        res = solve(pd * 3.0, qd * 3.0)
+        assert not bool(res.converged)
+        for leaf in jax.tree.leaves(res):
+            assert np.all(np.isfinite(np.asarray(leaf)))

@@ -1,0 +1,279 @@
+"""In-graph DC-OPF against HiGHS (linear costs), PYPOWER ``rundcopf`` (quadratic costs),
+the case-5 checkpoint of the reference spec (§6.1), and its structural properties."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from powerzoojax.case import load_case
+from powerzoojax.physics import (
+    DCOPF_INFEASIBLE,
+    DCOPF_OPTIMAL,
+    dc_opf,
+    make_dc_opf_setup,
+    marginal_cost,
+)
+
+N_BATCH = 8
+
+
+@functools.cache
+def _case(case_id):
+    return load_case(case_id)
+
+
+@functools.cache
+def _batched(case_id, capped):
+    """A jitted, vmapped solver per (case, line-limit variant), shared by every test."""
+    case = _case(case_id)
+    setup = make_dc_opf_setup(case, *_limits(case_id) if capped else (None, None))
+
+    @jax.jit
+    def solve(loads, p_min, p_max, cost_b, cost_c):
+        return jax.vmap(lambda l, lo, hi, b, c: dc_opf(setup, l, p_min=lo, p_max=hi, cost_b=b, cost_c=c))(
+            loads, p_min, p_max, cost_b, cost_c
+        )
+
+    return setup, solve
+
+
+def _limits(case_id):
+    case = _case(case_id)
+    if case_id == "5":
+        cap = np.asarray(case.line_cap, np.float64).copy()
+        cap[0] = 150.0  # the congested variant of spec §6.1
+        return cap, -cap
+    # case 118 ships without ratings: rate every line at 150 MW so some bind.
+    cap = np.full(case.n_lines, 150.0)
+    return cap, -cap
+
+
+def _random_instances(case_id, seed, n=N_BATCH, quadratic=False):
+    case = _case(case_id)
+    rng = np.random.default_rng(seed)
+    node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
+    level = rng.uniform(0.35, 0.6, (n, 1)) * np.asarray(case.unit_p_max).sum() / node_dmax.sum()
+    loads = node_dmax[None] * level * rng.uniform(0.8, 1.2, (n, case.n_nodes))
+    g = case.n_units
+    c = np.asarray(case.unit_cost_c, np.float64)[None] * rng.uniform(0.8, 1.2, (n, g))
+    b = rng.uniform(0.005, 0.05, (n, g)) if quadratic else np.zeros((n, g))
+    p_min = np.zeros((n, g))
+    p_max = np.broadcast_to(np.asarray(case.unit_p_max, np.float64), (n, g)).copy()
+    return loads, p_min, p_max, b, c
+
+
+def _run(case_id, capped, loads, p_min, p_max, b, c):
+    _, solve = _batched(case_id, capped)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return solve(f32(loads), f32(p_min), f32(p_max), f32(b), f32(c))
+
+
+def _monitored(case_id, capped):
+    case = _case(case_id)
+    cap, floor = _limits(case_id) if capped else (np.asarray(case.line_cap), np.asarray(case.line_floor))
+    mon = (np.abs(cap) < 1e5) | (np.abs(floor) < 1e5)
+    return np.asarray(case.ptdf, np.float64), np.asarray(case.nodes_units_map, np.float64), cap, floor, mon
+
+
+def _highs(case_id, capped, load, p_min, p_max, c):
+    ptdf, a_u, cap, floor, mon = _monitored(case_id, capped)
+    m = (ptdf @ a_u)[mon]
+    f0 = (ptdf @ load)[mon]
+    res = linprog(
+        c,
+        A_ub=np.vstack([m, -m]),
+        b_ub=np.concatenate([cap[mon] + f0, -(floor[mon] + f0)]),
+        A_eq=np.ones((1, len(c))),
+        b_eq=[load.sum()],
+        bounds=list(zip(p_min, p_max)),
+        method="highs",
+    )
+    assert res.status == 0
+    return res
+
+
+@pytest.mark.parametrize("case_id", ["5", "118"])
+@pytest.mark.parametrize("capped", [False, True])
+def test_linear_cost_matches_highs(case_id, capped):
+    loads, p_min, p_max, b, c = _random_instances(case_id, seed=1 + capped)
+    out = _run(case_id, capped, loads, p_min, p_max, b, c)
+    assert np.all(np.asarray(out.status) == DCOPF_OPTIMAL)
+    for k in range(N_BATCH):
+        ref = _highs(case_id, capped, loads[k], p_min[k], p_max[k], c[k])
+        assert float(out.objective[k]) == pytest.approx(ref.fun, rel=1e-3)
+        # (LP duals can be degenerate, so prices are compared in the quadratic test.)
+
+
+def _pypower_case(case_id, capped, load, cost_b, cost_c):
+    case = _case(case_id)
+    n, g, lines = case.n_nodes, case.n_units, case.n_lines
+    bus = np.zeros((n, 13))
+    bus[:, 0] = np.arange(1, n + 1)
+    bus[:, 1] = 1
+    bus[int(case.slack_bus_idx), 1] = 3
+    bus[:, 2] = load
+    bus[:, 7], bus[:, 9], bus[:, 11], bus[:, 12] = 1.0, 1.0, 1.1, 0.9
+    gen = np.zeros((g, 21))
+    gen[:, 0] = np.asarray(case.unit_node_idx) + 1
+    gen[:, 3], gen[:, 4], gen[:, 5], gen[:, 6], gen[:, 7] = 9999, -9999, 1.0, 100.0, 1
+    gen[:, 8] = np.asarray(case.unit_p_max)
+    gen[:, 9] = np.asarray(case.unit_p_min)
+    cap, floor, mon = _monitored(case_id, capped)[2:]
+    assert np.allclose(cap[mon], -floor[mon])  # rundcopf only knows symmetric ratings
+    branch = np.zeros((lines, 13))
+    branch[:, 0] = np.asarray(case.line_from_idx) + 1
+    branch[:, 1] = np.asarray(case.line_to_idx) + 1
+    branch[:, 3] = np.asarray(case.line_x, np.float64)
+    branch[:, 5] = np.where(mon, cap, 0.0)
+    branch[:, 10] = 1
+    branch[:, 11], branch[:, 12] = -360, 360
+    gencost = np.zeros((g, 7))
+    gencost[:, 0], gencost[:, 3] = 2, 3
+    gencost[:, 4] = cost_b / 2.0  # TC = b/2 p² + c p  (house MC = b p + c)
+    gencost[:, 5] = cost_c
+    return {"version": "2", "baseMVA": float(case.base_mva), "bus": bus, "gen": gen, "branch": branch, "gencost": gencost}
+
+
+@pytest.mark.parametrize("case_id", ["5", "118"])
+def test_quadratic_cost_matches_pypower(case_id):
+    from pypower.api import ppoption, rundcopf
+
+    loads, p_min, p_max, b, c = _random_instances(case_id, seed=7, quadratic=True)
+    out = _run(case_id, True, loads, p_min, p_max, b, c)
+    status = np.asarray(out.status)
+    assert set(status.tolist()) <= {DCOPF_OPTIMAL, DCOPF_INFEASIBLE}
+    for k in np.flatnonzero(status == DCOPF_INFEASIBLE):
+        # 150 MW on every case-118 line cannot always be met: HiGHS must agree.
+        ptdf, a_u, cap, floor, mon = _monitored(case_id, True)
+        m = (ptdf @ a_u)[mon]
+        f0 = (ptdf @ loads[k])[mon]
+        feas = linprog(np.zeros(len(c[k])), A_ub=np.vstack([m, -m]), b_ub=np.concatenate([cap[mon] + f0, -(floor[mon] + f0)]),
+                       A_eq=np.ones((1, len(c[k]))), b_eq=[loads[k].sum()], bounds=list(zip(p_min[k], p_max[k])), method="highs")
+        assert feas.status == 2
+        assert float(out.line_violation_mw[k]) > 0.0
+    optimal = np.flatnonzero(status == DCOPF_OPTIMAL)
+    assert len(optimal) >= 3
+    for k in optimal[:3]:
+        ref = rundcopf(_pypower_case(case_id, True, loads[k], b[k], c[k]), ppoption(VERBOSE=0, OUT_ALL=0))
+        assert ref["success"]
+        assert float(out.objective[k]) == pytest.approx(ref["f"], rel=1e-3)
+        # Quadratic costs make the LMPs unique: compare them bus by bus.
+        np.testing.assert_allclose(np.asarray(out.lmp[k]), ref["bus"][:, 13], rtol=5e-3, atol=0.05)
+        # Small quadratic terms (b ≥ 0.005) leave the dispatch flat in cost: 1% of the
+        # largest unit is a few cents per MWh of marginal cost.
+        np.testing.assert_allclose(np.asarray(out.p_mw[k]), ref["gen"][:, 1], atol=0.01 * p_max.max())
+
+
+def test_case5_reference_checkpoint():
+    """Spec §6.1: the reference's case-5 DC-OPF with unit minimums [5, 10, 20, 10, 0] MW."""
+    case = _case("5")
+    load = jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0])
+    p_min = jnp.asarray([5.0, 10.0, 20.0, 10.0, 0.0])
+    res = dc_opf(make_dc_opf_setup(case), load, p_min=p_min)
+    assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+    np.testing.assert_allclose(res.p_mw, [40, 80, 20, 10, 600], atol=0.05)
+    np.testing.assert_allclose(res.lmp, 15.0, atol=0.01)
+    assert float(res.line_flow_mw[0]) == pytest.approx(214.6589, abs=0.05)
+    assert float(res.objective) == pytest.approx(8760.0, rel=1e-4)
+
+    cap, floor = _limits("5")
+    res = dc_opf(make_dc_opf_setup(case, cap, floor), load, p_min=p_min)
+    assert int(res.status) == DCOPF_OPTIMAL
+    np.testing.assert_allclose(res.p_mw, [5, 10, 140.0508, 10, 584.9492], atol=0.05)
+    np.testing.assert_allclose(res.lmp, [8.6479, 34.9911, 30, 16.2745, 10], atol=0.02)
+    assert float(res.line_flow_mw[0]) == pytest.approx(150.0, abs=0.01)
+    assert float(res.objective) == pytest.approx(10671.0167, rel=1e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    level=st.floats(0.2, 0.8),
+    n_off=st.integers(0, 2),
+    capped=st.booleans(),
+)
+def test_properties_case5(seed, level, n_off, capped):
+    """Bounds, balance and (when optimal) line limits hold; a runtime commitment mask
+    forces units to zero; uncongested LMPs are flat and equal the marginal unit's cost."""
+    case = _case("5")
+    rng = np.random.default_rng(seed)
+    p_max_case = np.asarray(case.unit_p_max, np.float64)
+    off = rng.permutation(case.n_units)[:n_off]
+    p_max = p_max_case * rng.uniform(0.5, 1.0, case.n_units)
+    p_min = p_max * rng.uniform(0.0, 0.3, case.n_units)
+    p_max[off] = p_min[off] = 0.0
+    total = level * p_max.sum() + (1 - level) * p_min.sum()
+    share = rng.dirichlet(np.ones(case.n_nodes))
+    loads = total * share
+    c = np.asarray(case.unit_cost_c, np.float64) + rng.uniform(-1, 1, case.n_units)  # distinct prices
+    out = _run("5", capped, loads[None], p_min[None], p_max[None], np.zeros((1, case.n_units)), c[None])
+    p = np.asarray(out.p_mw[0], np.float64)
+    assert int(out.status[0]) == DCOPF_OPTIMAL or capped
+    assert np.all(np.isfinite(p))
+    assert np.all(p >= p_min - 1e-3) and np.all(p <= p_max + 1e-3)
+    assert np.all(p[off] == 0.0)
+    assert p.sum() == pytest.approx(loads.sum(), abs=1e-3 * loads.sum() + 0.01)
+    if int(out.status[0]) != DCOPF_OPTIMAL:
+        return
+    ptdf, _, cap, floor, mon = _monitored("5", capped)
+    flows = np.asarray(out.line_flow_mw[0])
+    assert np.all(flows[mon] <= cap[mon] + 0.05) and np.all(flows[mon] >= floor[mon] - 0.05)
+    mu = np.asarray(out.mu_upper[0]) + np.asarray(out.mu_lower[0])
+    if np.all(mu < 1e-3):
+        lmp = np.asarray(out.lmp[0])
+        np.testing.assert_allclose(lmp, lmp[0], atol=1e-2)
+        marginal = (p > p_min + 0.5) & (p < p_max - 0.5)
+        mc = np.asarray(marginal_cost(jnp.asarray(p), jnp.zeros(5), jnp.zeros(5), jnp.asarray(c)))
+        np.testing.assert_allclose(mc[marginal], lmp[0], atol=2e-2)
+
+
+def test_infeasible_instances_are_finite_values():
+    case = _case("5")
+    setup = make_dc_opf_setup(case)
+    over = dc_opf(setup, jnp.full((5,), 400.0))  # 2000 MW > 1530 MW of capacity
+    assert int(over.status) == DCOPF_INFEASIBLE
+    np.testing.assert_allclose(over.p_mw, case.unit_p_max)
+    # A 1 MW rating on every line with all the load at bus 4: no dispatch can meet it.
+    tight = make_dc_opf_setup(case, np.full(case.n_lines, 1.0), np.full(case.n_lines, -1.0))
+    res = dc_opf(tight, jnp.asarray([0.0, 0.0, 0.0, 700.0, 0.0]))
+    assert int(res.status) == DCOPF_INFEASIBLE
+    assert float(res.line_violation_mw) > 1.0
+    for leaf in jax.tree.leaves(res):
+        assert np.all(np.isfinite(np.asarray(leaf)))
+    assert float(np.sum(res.p_mw)) == pytest.approx(700.0, abs=0.01)
+
+
+def test_float64_inputs_give_float64_results():
+    case = _case("5")
+    with jax.enable_x64(True):
+        setup = make_dc_opf_setup(case)
+        res = dc_opf(setup, jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0], jnp.float64), tol=1e-8, max_iter=60)
+        assert res.p_mw.dtype == jnp.float64 and res.lmp.dtype == jnp.float64
+        ref = _highs("5", False, np.asarray([100.0, 150.0, 200.0, 180.0, 120.0]), np.zeros(5), np.asarray(case.unit_p_max), np.asarray(case.unit_cost_c))
+        assert float(res.objective) == pytest.approx(ref.fun, rel=1e-6)
+
+
+def test_preference_term_and_no_retrace():
+    case = _case("5")
+    setup = make_dc_opf_setup(case)
+    traces = []
+
+    @jax.jit
+    def solve(load, ref, w):
+        traces.append(1)
+        return dc_opf(setup, load, p_ref=ref, ref_weight=w)
+
+    load = jnp.asarray([0.0, 250.0, 300.0, 200.0, 0.0])
+    free = solve(load, jnp.zeros(5, jnp.float32), jnp.zeros(5, jnp.float32))
+    pref = jnp.asarray([0.0, 0.0, 300.0, 150.0, 300.0], jnp.float32)
+    biased = solve(load, pref, jnp.full((5,), 10.0, jnp.float32))
+    assert len(traces) == 1
+    # A strong pull toward a (balanced) preferred dispatch moves the solution onto it.
+    assert float(jnp.max(jnp.abs(biased.p_mw - pref))) < 10.0 < float(jnp.max(jnp.abs(free.p_mw - pref)))
+    assert int(biased.status) == DCOPF_OPTIMAL

@@ -1,0 +1,269 @@
+"""DataCenterEnv (spec §4.7): contract, task bookkeeping, the greedy scheduler against a
+plain-Python reference, arrival statistics against scipy, power and thermal formulas against
+NumPy, cooling direction, SLA and over-temperature diagnostics, factory errors."""
+
+import functools
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _params(**kw):
+    from powerzoojax.grid import make_datacenter_params
+
+    return make_datacenter_params(**kw)
+
+
+@functools.lru_cache(maxsize=None)
+def _env():
+    from powerzoojax.grid import DataCenterEnv
+
+    return DataCenterEnv()
+
+
+@functools.lru_cache(maxsize=None)
+def _step():
+    return jax.jit(_env().step)
+
+
+@functools.lru_cache(maxsize=None)
+def _run(length: int):
+    """Jitted rollout of ``length`` steps with fixed actions; returns every state."""
+    from powerzoojax.core import bind_step, rollout
+
+    env = _env()
+
+    @jax.jit
+    def run(key, params, actions):
+        _, state = env.reset(key, params)
+
+        def step(k, s, a):
+            obs, s2, r, c, d, info = bind_step(env, params)(k, s, a)
+            return obs, s2, s2, c, info
+
+        _, _, (obs, states, costs, info) = rollout(step, key, state, actions, length=length)
+        return states, costs, info
+
+    return run
+
+
+def test_conformance_kit():
+    from powerzoojax.testing import check_env_api, check_no_retrace
+
+    params = _params(max_steps=4)
+    check_env_api(_env(), params, stochastic=True)
+    assert check_no_retrace(_env(), params, n_episodes=2) == {"reset": 1, "step": 1, "rollout": 1}
+
+
+def test_spaces_names_and_reset():
+    params = _params()
+    env = _env()
+    assert env.observation_space(params).shape == (11,)
+    assert env.action_space(params).shape == (3,)
+    assert env.constraint_names(params) == ("sla", "overtemp")
+    obs, state = env.reset(jr.PRNGKey(0), params)
+    assert float(state.t_zone) == float(state.t_setpoint) == 22.0 and float(state.t_outdoor) == 20.0
+    assert state.task_status.shape == (64,) and int(jnp.sum(state.task_status)) == 0
+    assert float(obs[4]) == 1.0  # urgency with an empty queue
+
+
+# A busy buffer: arrivals every step, long jobs, few GPUs, so slots fill, tasks expire and
+# arrivals get dropped.
+_STRESS = dict(
+    n_gpus=300, infer_gpu_peak=100, mean_interarrival_steps=(0.4, 0.5),
+    task_gpus_range=((40, 120), (10, 60)), task_duration_range=((20, 60), (10, 30)), max_steps=10_000,
+)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), train=st.floats(0, 1), ft=st.floats(0, 1))
+def test_task_bookkeeping_never_loses_tasks(seed, train, ft):
+    params = _params(**_STRESS)
+    actions = jnp.tile(jnp.array([train, ft, 0.5], jnp.float32), (150, 1))
+    states, costs, info = _run(150)(jr.PRNGKey(seed), params, actions)
+    status = np.asarray(states.task_status)
+    waiting = (status == 1).sum(axis=1)
+    running = (status == 2).sum(axis=1)
+    arrived = np.asarray(states.n_arrived)
+    accounted = waiting + running + np.asarray(states.n_finished) + np.asarray(states.sla_violations) + np.asarray(states.n_dropped)
+    np.testing.assert_array_equal(arrived, accounted)
+    assert arrived[-1] > 64  # the buffer was really exercised
+    assert int(np.asarray(states.n_dropped)[-1]) == int(np.asarray(info["n_dropped"]).sum())
+    # Active GPUs never exceed the fleet (running jobs are not pre-empted when inference grows,
+    # so the cap is on the active count).
+    assert np.all(np.asarray(states.gpus_active) <= 300)
+    # SLA cost is expired tasks / n_gpus.
+    np.testing.assert_allclose(np.asarray(costs[:, 0]), np.asarray(info["n_expired"]) / 300.0, rtol=1e-6)
+
+
+def _reference_schedule(gpus, deadline, duration, ttype, status, remaining, t, n, infer, r_train, r_ft):
+    """The §4.7 admission rule written as a plain loop over Python lists."""
+    status = list(status)
+    remaining = list(remaining)
+    n_slots = len(status)
+
+    def avail():
+        return max(n - infer - sum(gpus[i] for i in range(n_slots) if status[i] == 2), 0)
+
+    def admit(order, budget):
+        used = 0
+        for i in order:
+            if used + gpus[i] > budget:
+                break
+            used += gpus[i]
+            status[i] = 2
+            remaining[i] = duration[i]
+
+    slack = [deadline[i] - t - duration[i] for i in range(n_slots)]
+    urgent = [i for i in range(n_slots) if status[i] == 1 and slack[i] <= 0]
+    admit(sorted(urgent, key=lambda i: (deadline[i], i)), avail())
+    for kind, frac in ((0, r_train), (1, r_ft)):
+        budget = int(np.float32(frac) * np.float32(avail()))
+        cands = [i for i in range(n_slots) if status[i] == 1 and ttype[i] == kind]
+        admit(sorted(cands, key=lambda i: (slack[i], i)), budget)
+    return status, remaining
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), r_train=st.floats(0, 1), r_ft=st.floats(0, 1), infer=st.integers(0, 300))
+def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
+    from powerzoojax.grid._datacenter_scheduler import TaskQueue
+
+    rng = np.random.default_rng(seed)
+    n_slots, t, n = 64, 40, 600
+    status = rng.choice([0, 1, 1, 2], n_slots)
+    gpus = rng.integers(5, 120, n_slots)
+    duration = rng.integers(1, 30, n_slots)
+    deadline = t + rng.integers(-5, 40, n_slots)
+    ttype = rng.integers(0, 2, n_slots)
+    remaining = np.where(status == 2, rng.integers(1, 10, n_slots), 0)
+    q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
+                  jnp.full(n_slots, 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
+    out = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
+    ref_status, ref_remaining = _reference_schedule(
+        gpus.tolist(), deadline.tolist(), duration.tolist(), ttype.tolist(), status.tolist(), remaining.tolist(),
+        t, n, infer, r_train, r_ft,
+    )
+    np.testing.assert_array_equal(np.asarray(out.status), ref_status)
+    np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
+
+
+@functools.lru_cache(maxsize=None)
+def _schedule_jit():
+    from powerzoojax.grid._datacenter_scheduler import schedule
+
+    return jax.jit(schedule)
+
+
+def test_capped_poisson_matches_scipy():
+    from scipy import stats
+
+    from powerzoojax.grid._datacenter_scheduler import poisson_capped
+
+    rate = np.array([0.125, 0.25, 1.5, 4.0], np.float32)
+    u = jr.uniform(jr.PRNGKey(3), (40_000, 4))
+    draws = np.asarray(jax.vmap(lambda x: poisson_capped(x, jnp.asarray(rate), 5))(u))
+    for j, lam in enumerate(rate):
+        pmf = stats.poisson.pmf(np.arange(5), lam)
+        expected = np.append(pmf, 1.0 - pmf.sum())
+        observed = np.bincount(draws[:, j], minlength=6) / draws.shape[0]
+        np.testing.assert_allclose(observed, expected, atol=0.01)
+
+
+def test_power_and_thermal_formulas_match_numpy():
+    # No arrivals (huge inter-arrival): IT power is inference + idle GPUs + base.
+    params = _params(mean_interarrival_steps=(1e9, 1e9), infer_fraction_profile=[0.7], outdoor_temp_profile=[31.0])
+    env = _env()
+    _, state = env.reset(jr.PRNGKey(0), params)
+    state = eqx.tree_at(lambda s: s.t_zone, state, jnp.float32(26.0))
+    obs, new, _, costs, _, info = _step()(jr.PRNGKey(1), state, jnp.array([0.0, 0.0, 0.25]), params)
+    infer = math.floor(400 * np.float32(0.7))
+    p_it = (infer * 580 * 0.5 + (1000 - infer) * 55) / 1e6 + 0.5
+    t_set = 18 + 0.25 * 9
+    cop = 5 * np.clip(1 - 0.04 * max(31 - 20, 0), 0.4, 1.2)
+    q_cool = 200 * max(26 - t_set, 0)
+    p_cool = q_cool / (1000 * cop)
+    t_zone = np.clip(26 + 0.5 * (1000 * p_it - q_cool + 5 * (31 - 26)) / 500, 15, 45)
+    np.testing.assert_allclose(float(info["p_it_mw"]), p_it, rtol=1e-5)
+    np.testing.assert_allclose(float(info["p_cool_mw"]), p_cool, rtol=1e-5)
+    np.testing.assert_allclose(float(info["p_dc_mw"]), p_it * 1.05 + p_cool, rtol=1e-5)
+    np.testing.assert_allclose(float(new.t_zone), t_zone, rtol=1e-5)
+    np.testing.assert_allclose(float(new.current_p_mw), -(p_it * 1.05 + p_cool), rtol=1e-5)
+    assert int(new.gpus_infer) == infer and int(new.gpus_active) == infer
+
+
+@settings(max_examples=10, deadline=None)
+@given(t_zone=st.floats(16.0, 44.0), t_out=st.floats(-5.0, 40.0), low=st.floats(0.0, 0.5), high=st.floats(0.5, 1.0))
+def test_zone_temperature_responds_to_cooling(t_zone, t_out, low, high):
+    params = _params(outdoor_temp_profile=[t_out])
+    _, state = _env().reset(jr.PRNGKey(0), params)
+    state = eqx.tree_at(lambda s: s.t_zone, state, jnp.float32(t_zone))
+    key = jr.PRNGKey(7)
+    _, cold, *_, info_cold = _step()(key, state, jnp.array([0.3, 0.3, low]), params)
+    _, warm, *_, info_warm = _step()(key, state, jnp.array([0.3, 0.3, high]), params)
+    # A lower setpoint (more cooling) never leaves the zone warmer and never uses less cooling power.
+    assert float(cold.t_zone) <= float(warm.t_zone) + 1e-5
+    assert float(info_cold["p_cool_mw"]) >= float(info_warm["p_cool_mw"]) - 1e-7
+    assert 15.0 <= float(cold.t_zone) <= 45.0 and np.isfinite(float(warm.t_zone))
+
+
+def test_long_rollout_keeps_temperature_finite_and_ordered():
+    params = _params(max_steps=10_000)
+    run = _run(150)
+    means = []
+    for cool in (0.0, 1.0):
+        actions = jnp.tile(jnp.array([0.5, 0.5, cool], jnp.float32), (150, 1))
+        states, _, _ = run(jr.PRNGKey(0), params, actions)
+        tz = np.asarray(states.t_zone)
+        assert np.all(np.isfinite(tz)) and tz.min() >= 15.0 and tz.max() <= 45.0
+        means.append(tz[50:].mean())
+    assert means[0] < means[1] - 1.0
+
+
+def test_overtemp_and_sla_diagnostics():
+    # No cooling capacity and a hot start: the zone crosses t_critical.
+    hot = _params(ua_cooling_kw_per_c=0.0, t_initial=44.0, outdoor_temp_profile=[40.0])
+    _, state = _env().reset(jr.PRNGKey(0), hot)
+    _, new, _, costs, _, info = _step()(jr.PRNGKey(0), state, jnp.array([0.0, 0.0, 1.0]), hot)
+    np.testing.assert_allclose(float(costs[1]), (float(new.t_zone) - 35.0) / 10.0, rtol=1e-5)
+    assert float(costs[1]) > 0 and float(info["cost_overtemp"]) == float(costs[1])
+    # All GPUs busy with inference: batch tasks can never start and expire.
+    busy = _params(infer_gpu_peak=1000, infer_fraction_profile=[1.0], max_steps=10_000, mean_interarrival_steps=(1.0, 1.0))
+    actions = jnp.tile(jnp.array([1.0, 1.0, 0.5], jnp.float32), (150, 1))
+    states, costs, info = _run(150)(jr.PRNGKey(2), busy, actions)
+    assert int(np.asarray(states.sla_violations)[-1]) > 0
+    assert int(np.asarray(states.n_finished)[-1]) == 0
+    np.testing.assert_allclose(np.asarray(costs[:, 0]).sum(), int(np.asarray(states.sla_violations)[-1]) / 1000.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_gpus": 0}, "n_gpus"),
+        ({"t_set_min": 27.0, "t_set_max": 18.0}, "t_set_min"),
+        ({"infer_gpu_peak": 2000}, "infer_gpu_peak"),
+        ({"task_gpus_range": ((50, 20), (10, 50))}, "task_gpus_range"),
+        ({"task_eta": (1.5, 0.5)}, "task_eta"),
+        ({"infer_fraction_profile": [0.5, np.nan]}, "infer_fraction_profile"),
+        ({"infer_fraction_profile": [[0.5]]}, "infer_fraction_profile"),
+        ({"mean_interarrival_steps": (8.0,)}, "mean_interarrival_steps"),
+        ({"cop_ref": -1.0}, "cop_ref"),
+    ],
+)
+def test_factory_errors_name_the_bad_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _params(**kwargs)
+
+
+def test_bad_action_shape():
+    params = _params()
+    _, state = _env().reset(jr.PRNGKey(0), params)
+    with pytest.raises(ValueError, match="shape"):
+        _env().step(jr.PRNGKey(0), state, jnp.zeros(5), params)

@@ -1,0 +1,190 @@
+"""UnitCommitmentEnv: env contract, min up/down times, reserve, ramping, start-up costs."""
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_JIT: dict = {}
+
+
+def _jitted(env):
+    if "uc" not in _JIT:
+        _JIT["uc"] = (jax.jit(env.reset), jax.jit(env.step))
+    return _JIT["uc"]
+
+
+UC_DATA = dict(min_up_steps=3, min_down_steps=2, startup_cost=500.0, no_load_cost=40.0, keep_time=5)
+
+
+def _params(case, **kw):
+    from powerzoojax.grid import make_uc_params
+
+    base = dict(max_steps=6, forecast_horizon_steps=2, **UC_DATA)
+    base.update(kw)
+    return make_uc_params(case, **base)
+
+
+@pytest.mark.parametrize("solver_mode", [0, 1])
+def test_passes_conformance_kit(case5, solver_mode):
+    from powerzoojax.grid import UnitCommitmentEnv
+    from powerzoojax.testing import check_env_api, check_no_retrace
+
+    env = UnitCommitmentEnv()
+    params = _params(case5, max_steps=3, solver_mode=solver_mode, ramp_up_frac=0.5, ramp_down_frac=0.5)
+    check_env_api(env, params)
+    assert check_no_retrace(env, params, n_episodes=1) == {"reset": 1, "step": 1, "rollout": 1}
+
+
+def test_sampled_start_is_stochastic(case5):
+    from powerzoojax.grid import UnitCommitmentEnv
+    from powerzoojax.testing import check_env_api
+
+    rng = np.random.default_rng(0)
+    profile = rng.uniform(50, 250, (20, 5))
+    params = _params(case5, max_steps=3, solver_mode=0, load_profiles=profile, sample_start_on_reset=True)
+    check_env_api(UnitCommitmentEnv(), params, stochastic=True)
+
+
+def test_observation_layout(case5):
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    env = UnitCommitmentEnv()
+    rng = np.random.default_rng(1)
+    profile = rng.uniform(50, 250, (10, 5))
+    params = _params(case5, solver_mode=0, load_profiles=profile, fixed_episode_start_idx=2)
+    g, n_lines = case5.n_units, case5.n_lines
+    assert env.obs_dim(params) == 4 * g + n_lines + 4 + 2 and env.action_dim(params) == 2 * g
+    obs, state = _jitted(env)[0](jr.PRNGKey(0), params)
+    obs = np.asarray(obs)
+    total = profile.sum(1)
+    cap = float(np.asarray(case5.unit_p_max).sum())
+    np.testing.assert_allclose(obs[:g], 1.0)  # all on
+    np.testing.assert_allclose(obs[g : 2 * g], 5 / 200)
+    assert obs[4 * g + n_lines] == pytest.approx(total[2] / cap, rel=1e-5)
+    assert obs[4 * g + n_lines + 1] == pytest.approx((cap - total[2]) / total[2], rel=1e-5)
+    np.testing.assert_allclose(obs[-2:], total[3:5] / cap, rtol=1e-5)  # preview of rows start+1, start+2
+
+
+def _status_run(case, actions, solver_mode=0):
+    from powerzoojax.core import episode_rollout
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    env = UnitCommitmentEnv()
+    params = _params(case, max_steps=actions.shape[0] + 1, solver_mode=solver_mode, keep_time=[5, 1, 2, 5, 1])
+    seq = jnp.asarray(actions, jnp.float32)
+    policy = lambda obs, state, key: seq[jnp.minimum(state.time_step, seq.shape[0] - 1)]  # noqa: E731
+    trace = jax.jit(lambda k: episode_rollout(env, params, k, policy, n_steps=seq.shape[0]))(jr.PRNGKey(0))
+    g = case.n_units
+    obs = np.asarray(trace.obs)
+    status = obs[:, :g].round().astype(int)
+    time_in = np.rint(obs[:, g : 2 * g] * 200).astype(int)
+    return params, trace, status, time_in
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([-1.0, 1.0]), min_size=5, max_size=5), min_size=12, max_size=12))
+def test_min_up_down_respected(case5, intents):
+    intents = np.asarray(intents, np.float32)
+    actions = np.concatenate([intents, np.zeros_like(intents)], axis=1)
+    _, trace, status, time_in = _status_run(case5, actions)
+    for t in range(status.shape[0] - 1):
+        changed = status[t + 1] != status[t]
+        was_on = status[t] == 1
+        # A switch happens only when the unit has spent its minimum time in the state...
+        assert np.all(time_in[t][changed & was_on] >= UC_DATA["min_up_steps"])
+        assert np.all(time_in[t][changed & ~was_on] >= UC_DATA["min_down_steps"])
+        # ...and otherwise the request is followed.
+        wants_on = intents[t] > 0
+        free = np.where(was_on, time_in[t] >= UC_DATA["min_up_steps"], time_in[t] >= UC_DATA["min_down_steps"])
+        np.testing.assert_array_equal(status[t + 1][free], wants_on[free].astype(int))
+        np.testing.assert_array_equal(time_in[t + 1], np.where(changed, 1, time_in[t] + 1))
+    assert np.asarray(trace.info["commitment_switches"])[:-1].sum() == (status[1:] != status[:-1]).sum()
+
+
+def test_startup_and_no_load_costs(case5):
+    off_then_on = np.asarray([[-1.0] * 5] * 3 + [[1.0] * 5] * 3, np.float32)
+    actions = np.concatenate([off_then_on, np.zeros_like(off_then_on)], axis=1)
+    params, trace, status, _ = _status_run(case5, actions)
+    startup = np.asarray(trace.info["startup_cost"])
+    no_load = np.asarray(trace.info["no_load_cost"])
+    n_on_after = status[1:].sum(1)
+    np.testing.assert_allclose(no_load[:-1], n_on_after * 40.0 * 0.5, rtol=1e-6)
+    started = ((status[1:] == 1) & (status[:-1] == 0)).sum(1)
+    np.testing.assert_allclose(startup[:-1], started * 500.0, rtol=1e-6)
+    assert startup.sum() > 0
+    op = np.asarray(trace.info["gen_cost"]) + startup + no_load
+    np.testing.assert_allclose(np.asarray(trace.reward), -1e-4 * op, rtol=1e-5)
+
+
+def test_reserve_shortfall_when_capacity_short(case5):
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    env = UnitCommitmentEnv()
+    params = _params(case5, solver_mode=1, keep_time=10, min_up_steps=1, min_down_steps=1)
+    _, state = _jitted(env)[0](jr.PRNGKey(0), params)
+    only_last = jnp.asarray([-1, -1, -1, -1, 1, 0, 0, 0, 0, 0], jnp.float32)  # keep the 600 MW unit
+    _, state2, _, costs, _, info = _jitted(env)[1](jr.PRNGKey(1), state, only_last, params)
+    load = float(np.asarray(params.total_load_mw)[0])
+    expected = load * 1.05 - 600.0
+    assert expected > 0
+    assert float(costs[1]) == pytest.approx(expected, rel=1e-5)
+    assert float(info["reserve_shortfall"]) == pytest.approx(expected, rel=1e-5)
+    assert not bool(info["is_safe"]) and int(info["n_violations"]) >= 1
+    assert float(info["unserved_mw"]) == pytest.approx(load - 600.0, rel=1e-4)
+    # Reserve disabled: the same step is not charged.
+    params_off = _params(case5, solver_mode=1, keep_time=10, min_up_steps=1, min_down_steps=1, enable_reserve=False)
+    _, s_off = _jitted(env)[0](jr.PRNGKey(0), params_off)
+    _, _, _, costs_off, _, _ = _jitted(env)[1](jr.PRNGKey(1), s_off, only_last, params_off)
+    assert float(costs_off[1]) == 0.0
+
+
+@pytest.mark.parametrize("solver_mode", [0, 1])
+def test_ramp_limits_hold(case5, solver_mode):
+    from powerzoojax.core import episode_rollout
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    env = UnitCommitmentEnv()
+    params = _params(case5, max_steps=5, solver_mode=solver_mode, ramp_up_frac=0.2, ramp_down_frac=0.2, keep_time=10)
+    prefs = jnp.asarray([[1.0] * 5, [-1.0] * 5, [1.0] * 5, [-1.0] * 5], jnp.float32)
+    policy = lambda obs, state, key: jnp.concatenate([jnp.ones(5), prefs[state.time_step % 4]])  # noqa: E731
+    trace = jax.jit(lambda k: episode_rollout(env, params, k, policy, n_steps=4))(jr.PRNGKey(0))
+    pmax = np.asarray(case5.unit_p_max)
+    last = np.asarray(trace.obs)[:, 10:15] * np.maximum(pmax, 1.0)  # last dispatch before each step
+    ramp = 0.2 * pmax * 0.5
+    step = np.diff(last, axis=0)
+    slack = np.asarray(params.network.slack_unit_weights) > 0
+    if solver_mode == 0:
+        step = step[:, ~slack]  # the slack unit balances the network, unbounded by design
+        ramp = ramp[~slack]
+    assert np.all(np.abs(step) <= ramp + 1e-2)
+    assert np.abs(step).max() > 1.0  # the preference does move the dispatch
+
+
+def test_disabled_uc_keeps_everything_on(case5):
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    env = UnitCommitmentEnv()
+    params = _params(case5, solver_mode=0, enable_uc=False)
+    _, state = _jitted(env)[0](jr.PRNGKey(0), params)
+    _, state2, _, _, _, info = _jitted(env)[1](jr.PRNGKey(1), state, -jnp.ones(10), params)
+    assert np.all(np.asarray(state2.unit_status) == 1)
+    assert float(info["startup_cost"]) == 0.0 and float(info["no_load_cost"]) == 0.0
+
+
+def test_factory_errors(case5):
+    from powerzoojax.grid import make_uc_params
+
+    with pytest.raises(ValueError, match="forecast_horizon_steps must be >= 0, got -1"):
+        make_uc_params(case5, forecast_horizon_steps=-1)
+    with pytest.raises(ValueError, match="needs at least fixed_episode_start_idx \\+ max_steps = 12"):
+        make_uc_params(case5, load_profiles=np.ones((10, 5)), max_steps=10, fixed_episode_start_idx=2)
+    with pytest.raises(ValueError, match=r"min_up_steps must be a scalar or have shape \(n_units,\) = \(5,\)"):
+        make_uc_params(case5, min_up_steps=[1, 2])
+    with pytest.raises(ValueError, match="init_state must hold 0"):
+        make_uc_params(case5, init_state=[1, 0, 2, 1, 1])
+    with pytest.raises(ValueError, match="solver_mode must be 0"):
+        make_uc_params(case5, solver_mode=2)
