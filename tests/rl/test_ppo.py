@@ -126,6 +126,7 @@ def test_vmap_over_seeds_equals_separate_runs(toy, tiny_config):
 
 def test_trainer_collects_through_the_rollout_kernel(toy, tiny_config, monkeypatch):
     import powerzoojax.rl._ppo as ppo
+    import powerzoojax.rl._update_loop as update_loop
     from powerzoojax.rl import LogWrapper, make_train
 
     calls = []
@@ -136,6 +137,7 @@ def test_trainer_collects_through_the_rollout_kernel(toy, tiny_config, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ppo, "rollout", spy)
+    monkeypatch.setattr(update_loop, "rollout", spy)  # evaluation episodes run in the shared loop
     trainer = make_train(LogWrapper(*toy), tiny_config.replace(eval_freq=1, eval_num_episodes=4))
     jax.eval_shape(trainer.train, jr.PRNGKey(0))
     assert tiny_config.n_steps in calls and toy[1].max_steps in calls  # training rollout and evaluation

@@ -229,17 +229,8 @@ class IPPOTrainer(UpdateLoop):
     def evaluate_policy(self, policy: dict[str, ActorCritic], obs_stats: RunningStats, key: Key) -> dict[str, Array]:
         """Deterministic episodes from reset, ``eval_num_episodes`` in parallel: the episode
         return (per-step mean over agents, summed over the episode) and each agent's own."""
-        n = self.config.eval_num_episodes
-        k_reset, k_roll = jr.split(key)
-        obs, env_state = jax.vmap(self.env.reset_arrays)(jr.split(k_reset, n))
-
-        def act(k, o, _):
-            return self.deterministic_actions(policy, obs_stats, o), ()
-
-        def one_env(k, s, o):
-            return rollout(self.env.step_arrays, k, s, length=self.env.max_steps, policy=act, init_obs=o)
-
-        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        act = lambda o: self.deterministic_actions(policy, obs_stats, o)  # noqa: E731
+        outs = self.eval_episodes(self.env.reset_arrays, self.env.step_arrays, act, key)
         per_agent = jnp.mean(jnp.sum(outs[1], axis=1), axis=0)  # (A,)
         out = {"eval_returns": jnp.mean(per_agent)}
         out.update({f"eval_return_{a}": per_agent[i] for i, a in enumerate(self.env.agents)})

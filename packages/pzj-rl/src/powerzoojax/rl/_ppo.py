@@ -290,17 +290,8 @@ class PPOTrainer(UpdateLoop):
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: ActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
         """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel."""
-        n = self.config.eval_num_episodes
-        k_reset, k_roll = jr.split(key)
-        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, n))
-
-        def act(k, o, _):
-            return self.deterministic_action(policy, obs_stats, o), ()
-
-        def one_env(k, s, o):
-            return rollout(self.env.step_auto_reset, k, s, length=self.env.max_steps, policy=act, init_obs=o)
-
-        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
+        outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
         rewards, info = outs[1], outs[-2]
         return {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1)), "eval_cost": jnp.mean(jnp.sum(info["cost_sum"], axis=1))}
 

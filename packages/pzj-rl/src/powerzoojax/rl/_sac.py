@@ -239,17 +239,7 @@ class SACTrainer(UpdateLoop):
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, actor: SACActor, key: Key) -> dict[str, Array]:
-        n = self.config.eval_num_episodes
-        k_reset, k_roll = jr.split(key)
-        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, n))
-
-        def act(k, o, _):
-            return self.deterministic_action(actor, o), ()
-
-        def one_env(k, s, o):
-            return rollout(self.env.step_auto_reset, k, s, length=self.env.max_steps, policy=act, init_obs=o)
-
-        _, _, outs = jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, lambda o: self.deterministic_action(actor, o), key)
         return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1))}
 
     # -- one update ------------------------------------------------------------------

@@ -12,7 +12,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PyTree
 
-from powerzoojax.core import Key
+import jax.random as jr
+
+from powerzoojax.core import Key, rollout
 
 
 def nan_like(tree: PyTree) -> PyTree:
@@ -41,6 +43,23 @@ class UpdateLoop:
             return {}
         due = ((update_index + 1) % self.eval_every == 0) | (update_index + 1 == self.n_updates)
         return jax.lax.cond(due, lambda: evaluate(*args), lambda: _nan_of_shape(evaluate, *args))
+
+    def eval_episodes(
+        self, reset: Callable[[Key], Any], step: Callable[..., Any], act: Callable[[Any], Any], key: Key
+    ) -> tuple[Any, ...]:
+        """``config.eval_num_episodes`` deterministic episodes from reset, in parallel, on
+        the one rollout kernel; returns the rollout's stacked outputs (episode axis first)."""
+        n = self.config.eval_num_episodes
+        k_reset, k_roll = jr.split(key)
+        obs, env_state = jax.vmap(reset)(jr.split(k_reset, n))
+
+        def policy(k, o, _):
+            return act(o), ()
+
+        def one_env(k, s, o):
+            return rollout(step, k, s, length=self.env.max_steps, policy=policy, init_obs=o)[2]
+
+        return jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
 
     def run_chunk(self, state: Any, n_updates: int) -> tuple[Any, dict[str, Array]]:
         """``n_updates`` updates in one scan; updates past the run's total are skipped (NaN metrics)."""
