@@ -14,8 +14,12 @@ env (``jr.uniform(split(step_key)[0], (22,))``), so before timing it is checked 
 the JAX env on identical actions (rewards, costs and SOC over one episode); the result is
 printed.
 
+    uv run python benchmarks/dcmg_throughput.py --n-envs 256 --repeats 2 --single-thread   # target check
     uv run python benchmarks/dcmg_throughput.py --quick
     uv run python benchmarks/dcmg_throughput.py --n-envs 1 16 256 4096 --markdown
+
+``--single-thread`` sets ``XLA_FLAGS`` to one intra-op thread before JAX starts (less noise on
+a shared machine; the wall-clock rate is then a one-core figure).
 """
 
 import argparse
@@ -23,14 +27,18 @@ import math
 import os
 import platform
 import statistics
+import sys
 import time
 
-import jax
-import jax.random as jr
-import numpy as np
+if "--single-thread" in sys.argv:  # must precede the first JAX import
+    os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
-from powerzoojax.core import scan_rollout
-from powerzoojax.grid import DataCenterMicrogridEnv, make_dcmicrogrid_params
+import jax  # noqa: E402
+import jax.random as jr  # noqa: E402
+import numpy as np  # noqa: E402
+
+from powerzoojax.core import scan_rollout  # noqa: E402
+from powerzoojax.grid import DataCenterMicrogridEnv, make_dcmicrogrid_params  # noqa: E402
 
 HORIZON = 288
 DEFAULT_N_ENVS = (1, 16, 64, 256, 1024, 4096)
@@ -238,6 +246,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help=f"N in {QUICK_N_ENVS}, 3 repeats, 2 NumPy episodes")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--single-thread", action="store_true", help="one XLA intra-op thread (set before JAX starts)")
     args = parser.parse_args()
     n_envs = args.n_envs or (QUICK_N_ENVS if args.quick else DEFAULT_N_ENVS)
     repeats = 3 if args.quick else args.repeats
@@ -250,7 +259,7 @@ def main() -> None:
     except (OSError, StopIteration):
         pass
     print(f"machine: {cpu}, {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.1f}; "
-          f"jax {jax.__version__} {jax.default_backend()}")
+          f"jax {jax.__version__} {jax.default_backend()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     print(check_numpy_against_jax(env, params))
     np_sps, np_cpu = time_numpy(params, 2 if args.quick else 5)
     print(f"NumPy single-env loop: {np_sps:,.0f} env-steps/s wall, {np_cpu:,.0f} per CPU-second")

@@ -14,9 +14,16 @@ collected through the rollout kernel, then 4 epochs × 4 minibatches of Adam ste
   ``updates · N · 48 / seconds`` (multiply by 5 for agent-steps/s);
 * ``rollout-only env-steps/s``: the collection part of an update alone.
 
+``--env case5-units``: the same trainer on ``GridMARLEnv`` (preset ``case5-ippo``: 5 unit
+agents of a DC case-5 dispatch, 48-step episodes, no solver in the step), which shows
+the trainer's own cost. ``--one-thread`` sets
+``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"`` before
+JAX starts (the figures to compare on a shared machine).
+
 Run from the repository root::
 
     uv run python benchmarks/ippo_throughput.py --quick       # N = 64 256, 2 updates, 1 repeat
+    uv run python benchmarks/ippo_throughput.py --quick --one-thread --env case5-units --n-envs 64 256
     uv run python benchmarks/ippo_throughput.py               # N = 64 256 1024, Markdown table
     uv run python benchmarks/ippo_throughput.py --json out.json
 
@@ -34,12 +41,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 from train_throughput import machine_info  # noqa: E402
 
 
-def measure(n_envs: int, updates: int, repeats: int, n_steps: int, hidden: tuple[int, ...]) -> dict:
+PRESET_OF_ENV = {"gencos": "gencos-case5-ippo-dev", "case5-units": "case5-ippo"}
+
+
+def measure(n_envs: int, updates: int, repeats: int, n_steps: int, hidden: tuple[int, ...], env_name: str = "gencos") -> dict:
     import jax
     import jax.random as jr
     from powerzoojax.rl import get_preset, make_train
 
-    preset = get_preset("gencos-case5-ippo-dev")
+    preset = get_preset(PRESET_OF_ENV[env_name])
     env = preset.env_factory()
     config = preset.config.replace(
         num_envs=n_envs, n_steps=n_steps, n_epochs=4, n_minibatches=4, hidden_dims=hidden,
@@ -84,14 +94,20 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
     parser.add_argument("--quick", action="store_true", help="N = 64 256, 2 updates, 1 repeat")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--env", choices=sorted(PRESET_OF_ENV), default="gencos")
+    parser.add_argument("--one-thread", action="store_true", help="single-threaded XLA CPU (set before JAX starts)")
     args = parser.parse_args()
+    if args.one_thread:
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     if args.quick:
         n_envs, updates, repeats = args.n_envs or [64, 256], 2, 1
     else:
         n_envs, updates, repeats = args.n_envs or [64, 256, 1024], args.updates, args.repeats
-    rows = [measure(n, updates, repeats, args.n_steps, tuple(args.hidden)) for n in n_envs]
+    rows = [measure(n, updates, repeats, args.n_steps, tuple(args.hidden), args.env) for n in n_envs]
     info = machine_info()
-    print(f"IPPO on MarketMARLEnv case 5 (5 agents), {info['cpu']}, {info['cores']} cores, jax {info['jax']} "
+    what = "MarketMARLEnv case 5 (5 agents)" if args.env == "gencos" else "GridMARLEnv case 5 (5 unit agents)"
+    threads = ", 1 XLA thread" if args.one_thread else ""
+    print(f"IPPO on {what}{threads}, {info['cpu']}, {info['cores']} cores, jax {info['jax']} "
           f"({info['backend']}), load average {info['load_average_1min']}")
     print("| N | env steps / update | compile s | env-steps/s (rollout + update) | rollout-only env-steps/s |")
     print("|---:|---:|---:|---:|---:|")

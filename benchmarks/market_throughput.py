@@ -9,11 +9,19 @@ warm-up. The baseline solves the same LP (same variables, line and box constrain
 ``instances / total seconds`` over ``--highs-instances`` instances. Every timed batch of the
 largest N is also checked against HiGHS: the worst relative objective gap is printed.
 
-Run from the repository root (numbers depend on what else runs on the machine)::
+Run from the repository root (numbers depend on what else runs on the machine); the
+quick 1-thread check of both issue-5 targets (under 2 minutes)::
+
+    XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    uv run python benchmarks/market_throughput.py --n-envs 1024 --repeats 2 \
+        --highs-instances 100 --gencos-n-envs 256 --gencos-steps 16
 
     uv run python benchmarks/market_throughput.py
-    uv run python benchmarks/market_throughput.py --n-envs 1 64 1024 --repeats 3
+    uv run python benchmarks/market_throughput.py --n-envs 1 64 1024 --repeats 3 --methods simplex ipm
     uv run python benchmarks/market_throughput.py --quick
+
+``--methods`` picks the SCED solvers timed (``simplex``, the default dual simplex, and/or
+``ipm``, the interior point).
 
 It then times the GenCos env (``--gencos-n-envs``): env-steps/s of a vmapped 48-step
 rollout with random actions on the one rollout kernel.
@@ -70,6 +78,7 @@ def main() -> None:
     parser.add_argument("--highs-instances", type=int, default=200)
     parser.add_argument("--gencos-n-envs", type=int, nargs="*", default=[1, 16, 64, 256, 1024])
     parser.add_argument("--gencos-steps", type=int, default=48, help="env steps per timed rollout")
+    parser.add_argument("--methods", nargs="+", choices=("simplex", "ipm"), default=["simplex"])
     parser.add_argument("--quick", action="store_true", help="N in (64, 1024) for SCED, (256,) for GenCos, 2 repeats")
     args = parser.parse_args()
     if args.quick:
@@ -78,7 +87,6 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, {jax.devices()}")
     case = load_case(args.case)
     setup = prepare_offer_sced(case, 3)
-    solve = jax.jit(jax.vmap(offer_sced, in_axes=(None, 0, 0)))
 
     loads, prices = make_instances(case, setup, args.highs_instances, seed=0)
     t0 = time.perf_counter()
@@ -86,31 +94,33 @@ def main() -> None:
     highs_rate = args.highs_instances / (time.perf_counter() - t0)
     print(f"HiGHS one at a time: {highs_rate:,.0f} solves/s ({args.highs_instances} instances)")
 
-    print("| N | SCED solves/s | vs HiGHS | optimal | compile+first call s |")
-    print("|---:|---:|---:|---:|---:|")
-    for n in args.n_envs:
-        loads_n, prices_n = make_instances(case, setup, n, seed=n)
-        lj, pj = jnp.asarray(loads_n, jnp.float32), jnp.asarray(prices_n, jnp.float32)
-        t0 = time.perf_counter()
-        jax.block_until_ready(solve(setup, lj, pj))
-        first = time.perf_counter() - t0
-        times = []
-        for _ in range(args.repeats):
+    print("| method | N | SCED solves/s | vs HiGHS | optimal | compile+first call s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    outs = {}
+    for method in args.methods:
+        solve = jax.jit(jax.vmap(lambda s, load, prices, m=method: offer_sced(s, load, prices, method=m), in_axes=(None, 0, 0)))
+        for n in args.n_envs:
+            loads_n, prices_n = make_instances(case, setup, n, seed=n)
+            lj, pj = jnp.asarray(loads_n, jnp.float32), jnp.asarray(prices_n, jnp.float32)
             t0 = time.perf_counter()
-            out = jax.block_until_ready(solve(setup, lj, pj))
-            times.append(time.perf_counter() - t0)
-        rate = n / statistics.median(times)
-        optimal = float(np.mean(np.asarray(out.status) == OPTIMAL))
-        print(f"| {n} | {rate:,.0f} | {rate / highs_rate:.1f}× | {optimal:.0%} | {first:.1f} |")
+            jax.block_until_ready(solve(setup, lj, pj))
+            first = time.perf_counter() - t0
+            times = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                out = jax.block_until_ready(solve(setup, lj, pj))
+                times.append(time.perf_counter() - t0)
+            rate = n / statistics.median(times)
+            optimal = float(np.mean(np.asarray(out.status) == OPTIMAL))
+            print(f"| {method} | {n} | {rate:,.0f} | {rate / highs_rate:.1f}× | {optimal:.0%} | {first:.1f} |")
+        outs[method] = out
 
     # Accuracy of the last (largest) batch against HiGHS.
     k = min(len(loads_n), 64)
-    gaps = []
-    for i in range(k):
-        ref = highs_solve(setup, loads_n[i], prices_n[i])
-        if ref.status == 0:
-            gaps.append(abs(float(out.offer_cost[i]) - ref.fun) / max(abs(ref.fun), 1.0))
-    print(f"max relative objective gap vs HiGHS over {len(gaps)} instances: {max(gaps):.2e}")
+    refs = [highs_solve(setup, loads_n[i], prices_n[i]) for i in range(k)]
+    for method, out in outs.items():
+        gaps = [abs(float(out.offer_cost[i]) - ref.fun) / max(abs(ref.fun), 1.0) for i, ref in enumerate(refs) if ref.status == 0]
+        print(f"{method}: max relative objective gap vs HiGHS over {len(gaps)} instances: {max(gaps):.2e}")
     del highs
     if args.gencos_n_envs:
         gencos_throughput(args.gencos_n_envs, args.gencos_steps, args.repeats)

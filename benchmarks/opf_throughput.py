@@ -11,6 +11,12 @@ instances. Also the worst relative objective gap to HiGHS over the first instanc
 
     uv run python benchmarks/opf_throughput.py --quick
     uv run python benchmarks/opf_throughput.py --n-envs 1 16 256 1024
+    uv run python benchmarks/opf_throughput.py --env-ab --quick   # env workloads, < 2 min
+
+``--env-ab``: TransGridEnv DC-OPF mode and UnitCommitmentEnv on case 118 (N = 256,
+horizon 16, random actions, the workloads of ``trans_modes_throughput.py``) with the
+dispatch solved by the exact price search (current) and by the interior point (before),
+interleaved in one process.
 """
 
 import argparse
@@ -73,7 +79,12 @@ def main():
     ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 16, 64, 256, 1024])
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="N in {1, 256}, 3 repeats, 3 reference solves")
+    ap.add_argument("--env-ab", action="store_true", help="only the env section: TransGridEnv DC-OPF "
+                    "and UnitCommitmentEnv on case 118, price-search vs IPM dispatch, same process")
     args = ap.parse_args()
+    if args.env_ab:
+        _env_ab_section(n_envs=256, horizon=16, repeats=args.repeats if not args.quick else 4)
+        return
     n_envs = [1, 256] if args.quick else args.n_envs
     repeats = 3 if args.quick else args.repeats
     n_ref = 3 if args.quick else 10
@@ -167,6 +178,66 @@ def _ac_opf_section(n_envs, repeats):
         assert runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))["success"]
     t = (time.perf_counter() - t0) / 5
     print(f"| PYPOWER runopf (1 at a time) | 1 | – | {t * 1e3:.1f} | {1 / t:,.1f} | 1.00 |")
+
+
+
+
+def _env_ab_section(n_envs, horizon, repeats):
+    """Env-steps/s of the DC-OPF env workloads with the exact price search (current) and
+    with the interior point forced on the same unconstrained problems (the code before
+    it), interleaved in one process so that machine contention hits both alike."""
+    import powerzoojax.physics._dc_opf as dc_module
+    from powerzoojax.core import scan_rollout
+    from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params, make_uc_params
+    from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
+    from powerzoojax.physics._qp_ipm import solve_dispatch_qp, solve_separable_dispatch
+
+    def ipm_m0(cubic, quad, lin, lo, hi, total):
+        # What dc_opf ran before: fixed units widened by a sliver, total kept inside.
+        span = jnp.maximum(jnp.max(hi - lo), 1.0)
+        hi_w = jnp.maximum(hi, lo + 1e-4 * span)
+        margin = 1e-3 * jnp.sum(hi_w - lo)
+        total = jnp.clip(total, jnp.sum(lo) + margin, jnp.sum(hi_w) - margin)
+        empty = jnp.zeros((0,), lin.dtype)
+        return solve_dispatch_qp(cubic, quad, lin, lo, hi_w, total, jnp.zeros((lin.shape[0], 0), lin.dtype),
+                                 empty, empty, max_iter=30)
+
+    case = load_case("118")
+    pmax = np.asarray(case.unit_p_max, np.float64)
+    workloads = {
+        "dcopf": (TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=1)),
+        "uc": (UnitCommitmentEnv(), make_uc_params(
+            case, max_steps=horizon, solver_mode=1, **UC_DEFAULTS,
+            startup_cost=STARTUP_COST_PER_MW * pmax, no_load_cost=NO_LOAD_COST_PER_MW_H * pmax)),
+    }
+    print(f"\n## env workloads, case 118, N = {n_envs}, horizon {horizon}, {repeats} interleaved repeats")
+    print("| workload | dispatch solver | env-steps/s (median) | env-steps/s (best) | opf converged |")
+    print("|---|---|---|---|---|")
+    for kind, (env, params) in workloads.items():
+        act_dim = env.action_space(params).shape[0]
+        runs = {}
+        for label, solver in (("price search (now)", solve_separable_dispatch), ("IPM (before)", ipm_m0)):
+            dc_module.solve_separable_dispatch = solver  # read when dc_opf is traced
+
+            def run(key, env=env, params=params, act_dim=act_dim):
+                k_reset, k_act, k_roll = jax.random.split(key, 3)
+                _, states = jax.vmap(lambda k: env.reset(k, params))(jax.random.split(k_reset, n_envs))
+                actions = jax.random.uniform(k_act, (n_envs, horizon, act_dim), minval=-1.0, maxval=1.0)
+                return jax.vmap(scan_rollout, in_axes=(None, 0, 0, None, 0))(
+                    env, jax.random.split(k_roll, n_envs), states, params, actions)
+
+            compiled = jax.jit(run).lower(jax.random.PRNGKey(0)).compile()
+            out = jax.block_until_ready(compiled(jax.random.PRNGKey(0)))
+            runs[label] = (compiled, [], float(np.mean(np.asarray(out[-1]["opf_converged"]))))
+        dc_module.solve_separable_dispatch = solve_separable_dispatch
+        for r in range(repeats):
+            for compiled, times, _ in runs.values():
+                t0 = time.perf_counter()
+                jax.block_until_ready(compiled(jax.random.PRNGKey(r + 1)))
+                times.append(time.perf_counter() - t0)
+        for label, (_, times, conv) in runs.items():
+            steps = n_envs * horizon
+            print(f"| {kind} | {label} | {steps / statistics.median(times):,.0f} | {steps / min(times):,.0f} | {conv:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

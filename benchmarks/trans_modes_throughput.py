@@ -6,17 +6,23 @@ uniform random actions in one jitted call (every output materialised); ``env-ste
 
 * ``dcopf``: ``TransGridEnv`` with ``make_trans_params(case, solver_mode=1)`` (in-graph
   interior-point DC-OPF each step, DC flows).
-* ``acpf``: ``make_trans_params(case, physics=1)`` (Newton–Raphson AC power flow each step,
-  nominal loads); the fraction of converged steps is reported.
+* ``acpf``: ``make_trans_params(case, physics=1, pf_method=--pf-method)`` (AC power flow
+  each step, nominal loads, random set-points: fast-decoupled by default, ``newton`` the
+  spec's algorithm); the fraction of converged steps and the mean iterations are reported.
+* ``acopf``: ``make_trans_params(case, solver_mode=2)`` (float32 interior-point AC-OPF each
+  step; case 5 only by default: the dense KKT system is for small cases).
 * ``uc``: ``UnitCommitmentEnv`` with ``make_uc_params(case, solver_mode=1, ...)`` (the TSO
   UC data of ``powerzoojax.grid.tasks.tso``, nominal loads).
 
 CPU baseline, same run: PYPOWER solving the same per-step problem one env at a time
-(``rundcopf`` for dcopf and uc, ``runpf`` for acpf) on the MATPOWER tables the case was
+(``rundcopf`` for dcopf and uc, ``runpf`` for acpf, ``runopf`` for acopf) on the MATPOWER
+tables the case was
 built from, ``--baseline-calls`` calls, steps/s = calls / seconds.
 
     uv run python benchmarks/trans_modes_throughput.py --quick
     uv run python benchmarks/trans_modes_throughput.py --cases 5 118 --n-envs 1 64 256 1024
+    uv run python benchmarks/trans_modes_throughput.py --kinds acpf --cases 118 --n-envs 1024 --horizon 8 --repeats 2
+    uv run python benchmarks/trans_modes_throughput.py --kinds acopf --cases 5 --n-envs 1 64 --horizon 8
 """
 
 import argparse
@@ -34,12 +40,14 @@ from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params,
 from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
 
 
-def make_workload(kind: str, case_id: str, horizon: int):
+def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"):
     case = load_case(case_id)
     if kind == "dcopf":
         return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=1)
     if kind == "acpf":
-        return TransGridEnv(), make_trans_params(case, max_steps=horizon, physics=1)
+        return TransGridEnv(), make_trans_params(case, max_steps=horizon, physics=1, pf_method=pf_method)
+    if kind == "acopf":
+        return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=2)
     pmax = np.asarray(case.unit_p_max, np.float64)
     return UnitCommitmentEnv(), make_uc_params(
         case, max_steps=horizon, solver_mode=1, **UC_DEFAULTS,
@@ -47,8 +55,8 @@ def make_workload(kind: str, case_id: str, horizon: int):
     )
 
 
-def time_jax(kind, case_id, n_envs, horizon, repeats):
-    env, params = make_workload(kind, case_id, horizon)
+def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf"):
+    env, params = make_workload(kind, case_id, horizon, pf_method)
     act_dim = env.action_space(params).shape[0]
 
     @jax.jit
@@ -71,7 +79,10 @@ def time_jax(kind, case_id, n_envs, horizon, repeats):
     info = out[-1]
     extra = ""
     if kind == "acpf":
-        extra = f"converged {float(np.mean(np.asarray(info['pf_converged']))):.3f}"
+        extra = (
+            f"{pf_method}, converged {float(np.mean(np.asarray(info['pf_converged']))):.4f}, "
+            f"mean iters {float(np.mean(np.asarray(info['pf_n_iter']))):.1f}"
+        )
     else:
         extra = f"opf converged {float(np.mean(np.asarray(info['opf_converged']))):.3f}"
     return n_envs * horizon / statistics.median(times), first, extra
@@ -86,7 +97,7 @@ def ppc_of(case_id):
 
 
 def time_pypower(kind, case_id, calls):
-    from pypower.api import ppoption, rundcopf, runpf
+    from pypower.api import ppoption, rundcopf, runopf, runpf
 
     ppc = ppc_of(case_id)
     opt = ppoption(VERBOSE=0, OUT_ALL=0)
@@ -97,6 +108,8 @@ def time_pypower(kind, case_id, calls):
         ppc["bus"][:, 2] = pd0 * rng.uniform(0.9, 1.1)
         if kind == "acpf":
             runpf(ppc, opt)
+        elif kind == "acopf":
+            runopf(ppc, opt)
         else:
             rundcopf(ppc, opt)
     return calls / (time.perf_counter() - t0)
@@ -105,7 +118,8 @@ def time_pypower(kind, case_id, calls):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", nargs="+", default=["5", "118"])
-    ap.add_argument("--kinds", nargs="+", default=["dcopf", "acpf", "uc"])
+    ap.add_argument("--kinds", nargs="+", default=["dcopf", "acpf", "uc"], help="dcopf, acpf, uc, acopf")
+    ap.add_argument("--pf-method", default="fdlf", choices=["fdlf", "newton"], help="AC power flow of the acpf kind")
     ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 64, 256, 1024])
     ap.add_argument("--horizon", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=3)
@@ -119,9 +133,12 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for kind in args.kinds:
         for case_id in args.cases:
+            if kind == "acopf" and case_id not in ("5", "14"):
+                print(f"| acopf | {case_id} | - | skipped: dense interior point, small cases only | | | | |")
+                continue
             base = time_pypower(kind, case_id, args.baseline_calls)
             for n in args.n_envs:
-                sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats)
+                sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method)
                 print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
 
 

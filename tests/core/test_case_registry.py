@@ -22,7 +22,10 @@ from powerzoojax.case import (
     validate_case_data,
 )
 
-ALL_CASES = ["5", "14", "33bw", "118", "118zh", "141", "300", "1354pegase", "2383wp"]
+ALL_CASES = [
+    "5", "14", "29gb", "33bw", "118", "118zh", "141", "300", "533mt_hi", "533mt_lo",
+    "1354pegase", "2383wp",
+]  # fmt: skip
 # Building the PTDF of the two large cases takes seconds: their full-data tests are slow.
 BIG_CASES = ("1354pegase", "2383wp")
 ALL_CASE_PARAMS = [
@@ -69,6 +72,34 @@ def test_case118_dimensions_and_totals():
     np.testing.assert_array_equal(case.line_floor, -case.line_cap)
 
 
+def test_case29gb_dimensions_and_totals():
+    # pandapower's GBreducednetwork: 64 generators + external grid + static generator,
+    # 86 lines + 13 transformers, slack (external grid) at pandapower bus 26 -> id 27.
+    case = load_case("29gb")
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (29, 66, 99, 29)
+    assert case.base_mva == 100.0
+    assert int(case.node_ids[case.slack_bus_idx]) == 27
+    assert float(case.node_pd.sum()) == pytest.approx(56325.86, rel=1e-6)
+    rate = np.asarray(case.line_rate_a)
+    assert np.all(rate > 0)  # every branch rated (thermal limits)
+    np.testing.assert_array_equal(case.line_cap, rate)
+
+
+def test_case533mt_expressions_and_default_cost():
+    # The files write baseMVA = 50/3 and baseKV = 135/sqrt(3), 12/sqrt(3); no gencost.
+    for case_id, total_pd in (("533mt_hi", 14.8735423), ("533mt_lo", -1.6126956)):
+        case = load_case(case_id)
+        assert case.base_mva == pytest.approx(50.0 / 3.0, rel=1e-15)
+        assert float(case.node_base_kv[0]) == pytest.approx(135.0 / np.sqrt(3.0), rel=1e-7)
+        assert float(case.node_base_kv[1]) == pytest.approx(12.0 / np.sqrt(3.0), rel=1e-7)
+        assert float(case.node_pd.sum()) == pytest.approx(total_pd, abs=1e-5)
+        assert int(case.line_status.sum()) == 532
+        assert float(case.unit_p_min[0]) == pytest.approx(-50.0 / 3.0)
+        # MATPOWER's feeder cost (case33bw/118zh/141): linear 20 $/MWh.
+        assert (float(case.unit_cost_a[0]), float(case.unit_cost_b[0])) == (0.0, 0.0)
+        assert float(case.unit_cost_c[0]) == 20.0
+
+
 def test_case33bw_units_and_topology():
     # The MATPOWER file lists kW / Ohm and converts in MATLAB code; the shipped data hold
     # MW and p.u., rebased from 10 to 100 MVA (spec table and BFS checkpoint).
@@ -89,6 +120,9 @@ def test_case33bw_units_and_topology():
         ("14", (14, 5, 20, 14)),
         ("300", (300, 69, 411, 300)),
         ("141", (141, 1, 140, 141)),
+        ("29gb", (29, 66, 99, 29)),
+        ("533mt_hi", (533, 1, 577, 533)),
+        ("533mt_lo", (533, 1, 577, 533)),
     ],
 )
 def test_other_case_dimensions(case_id, dims):
@@ -104,7 +138,7 @@ def test_dtypes_and_shapes(case_id):
         for f in dataclasses.fields(case)
         if not f.metadata.get("static", False)
     }
-    assert len(arrays) == 50
+    assert len(arrays) == 51
     for name, value in arrays.items():
         assert isinstance(value, jax.Array), name
         expected = jnp.int32 if name in INT_FIELDS else jnp.float32
@@ -113,6 +147,14 @@ def test_dtypes_and_shapes(case_id):
     assert case.nodes_units_map.shape == (case.n_nodes, case.n_units)
     assert case.nodes_loads_map.shape == (case.n_nodes, case.n_loads)
     validate_case_data(case)
+
+
+def test_bus_angles_come_from_the_matpower_va_column():
+    # MATPOWER case118 holds its slack (bus 69) at 30 degrees; case 5 at 0.
+    case118 = load_case("118")
+    assert int(case118.node_ids[case118.slack_bus_idx]) == 69
+    assert float(case118.node_va_deg[case118.slack_bus_idx]) == pytest.approx(30.0)
+    assert float(load_case("5").node_va_deg[load_case("5").slack_bus_idx]) == 0.0
 
 
 def test_validation_table_covers_every_array_field():
@@ -192,7 +234,7 @@ def test_case33bw_aliases(alias):
 
 
 def test_unknown_case_id_lists_valid_ids():
-    with pytest.raises(ValueError, match=r"Unknown case id 'case999'; valid ids: 5, 14, 33bw"):
+    with pytest.raises(ValueError, match=r"Unknown case id 'case999'; valid ids: 5, 14, 29gb, 33"):
         load_case("case999")
     with pytest.raises(ValueError, match=r"33bw \(alias 33\)"):
         load_case(999)
@@ -229,11 +271,14 @@ def test_list_cases_sorted_by_bus_count():
 
 
 def test_list_cases_filters():
-    transmission = ["5", "14", "118", "300", "1354pegase", "2383wp"]
+    transmission = ["5", "14", "29gb", "118", "300", "1354pegase", "2383wp"]
+    distribution = ["33bw", "118zh", "141", "533mt_hi", "533mt_lo"]
     assert list_cases(grid_type="transmission") == transmission
-    assert list_cases(grid_type="distribution") == ["33bw", "118zh", "141"]
-    assert list_cases(min_buses=100) == ["118", "118zh", "141", "300", "1354pegase", "2383wp"]
-    assert list_cases(max_buses=33) == ["5", "14", "33bw"]
+    assert list_cases(grid_type="distribution") == distribution
+    assert list_cases(min_buses=100) == [
+        "118", "118zh", "141", "300", "533mt_hi", "533mt_lo", "1354pegase", "2383wp",
+    ]  # fmt: skip
+    assert list_cases(max_buses=33) == ["5", "14", "29gb", "33bw"]
     assert list_cases(min_buses=30, max_buses=200, grid_type="distribution") == [
         "33bw",
         "118zh",
@@ -241,7 +286,7 @@ def test_list_cases_filters():
     ]
     assert list_cases(phase=1) == ALL_CASES
     assert list_cases(phase=3) == []
-    assert list_cases(voltage_level="MV") == ["33bw", "118zh", "141"]
+    assert list_cases(voltage_level="MV") == distribution
     assert list_cases(voltage_level="hv") == transmission
 
 

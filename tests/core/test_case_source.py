@@ -16,6 +16,7 @@ import math
 import pathlib
 
 import numpy as np
+import pandas as pd
 import pytest
 from powerzoojax.case import list_cases, load_case
 
@@ -33,6 +34,21 @@ pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame
 RTOL = 2e-7
 
 
+def _num(series) -> np.ndarray:
+    """Column as float64; case533mt writes cells such as ``50/3`` or ``135/sqrt(3)``."""
+
+    def one(cell):
+        if isinstance(cell, str):  # trusted MATPOWER file content, no builtins
+            return float(eval(cell.replace("^", "**"), {"__builtins__": {}}, {"sqrt": math.sqrt}))
+        return float(cell)
+
+    return np.array([one(c) for c in np.asarray(series, dtype=object).ravel()], np.float64)
+
+
+# case533mt_hi/lo ship no gencost: the build script assigns MATPOWER's feeder cost.
+FEEDER_GENCOST = [2.0, 0.0, 0.0, 3.0, 0.0, 20.0, 0.0]
+
+
 def _manifest() -> dict:
     return json.loads((SHIPPED_DATA / "manifest.json").read_text())
 
@@ -43,29 +59,35 @@ def _source(case_id: str) -> dict:
     frames = CaseFrames(str(MATPOWER_DATA / f"case{case_id}.m"))
     bus = frames.bus.reset_index(drop=True)
     gen = frames.gen.reset_index(drop=True)
+    gen = pd.DataFrame({column: _num(gen[column]) for column in gen.columns})
     branch = frames.branch.reset_index(drop=True)
+    gencost = getattr(frames, "gencost", None)
     src = {
-        "base_mva": float(frames.baseMVA),
-        "bus_i": bus["BUS_I"].to_numpy(),
-        "type": bus["BUS_TYPE"].to_numpy().copy(),
-        "pd": bus["PD"].to_numpy().copy(),
-        "qd": bus["QD"].to_numpy().copy(),
-        "gs": bus["GS"].to_numpy(),
-        "bs": bus["BS"].to_numpy(),
-        "vmin": bus["VMIN"].to_numpy(),
-        "vmax": bus["VMAX"].to_numpy(),
-        "base_kv": bus["BASE_KV"].to_numpy(),
+        "base_mva": _num([frames.baseMVA])[0],
+        "bus_i": _num(bus["BUS_I"]),
+        "type": _num(bus["BUS_TYPE"]),
+        "pd": _num(bus["PD"]),
+        "qd": _num(bus["QD"]),
+        "gs": _num(bus["GS"]),
+        "bs": _num(bus["BS"]),
+        "vmin": _num(bus["VMIN"]),
+        "vmax": _num(bus["VMAX"]),
+        "base_kv": _num(bus["BASE_KV"]),
         "gen": gen,
-        "fbus": branch["F_BUS"].to_numpy(),
-        "tbus": branch["T_BUS"].to_numpy(),
-        "r": branch["BR_R"].to_numpy().copy(),
-        "x": branch["BR_X"].to_numpy().copy(),
-        "b": branch["BR_B"].to_numpy().copy(),
-        "rate_a": branch["RATE_A"].to_numpy(),
-        "tap": branch["TAP"].to_numpy(),
-        "shift": branch["SHIFT"].to_numpy(),
-        "status": branch["BR_STATUS"].to_numpy(),
-        "gencost": frames.gencost.to_numpy(dtype=np.float64),
+        "fbus": _num(branch["F_BUS"]),
+        "tbus": _num(branch["T_BUS"]),
+        "r": _num(branch["BR_R"]),
+        "x": _num(branch["BR_X"]),
+        "b": _num(branch["BR_B"]),
+        "rate_a": _num(branch["RATE_A"]),
+        "tap": _num(branch["TAP"]),
+        "shift": _num(branch["SHIFT"]),
+        "status": _num(branch["BR_STATUS"]),
+        "gencost": (
+            np.array([FEEDER_GENCOST] * len(gen), np.float64)
+            if gencost is None
+            else gencost.to_numpy(dtype=np.float64)
+        ),
     }
     if case_id in ("33bw", "141", "118zh"):
         # The files list r, x in Ohm and loads in kW (kVA for case141). The shipped case33bw
@@ -90,7 +112,13 @@ def _close(actual, expected, *, atol=0.0):
     np.testing.assert_allclose(np.asarray(actual, np.float64), expected, rtol=RTOL, atol=atol)
 
 
-SHIPPED = ["5", "14", "33bw", "118", "118zh", "141", "300", "1354pegase", "2383wp"]
+# Cases converted from MATPOWER files; case29gb (from pandapower) is checked in
+# test_case29gb.py.
+SHIPPED = [
+    "5", "14", "33bw", "118", "118zh", "141", "300", "533mt_hi", "533mt_lo", "1354pegase",
+    "2383wp",
+]  # fmt: skip
+FROM_PANDAPOWER = ["29gb"]
 # Loading the two large cases builds a dense PTDF (seconds): their table checks are slow.
 SHIPPED_PARAMS = [
     pytest.param(c, marks=pytest.mark.slow) if c in ("1354pegase", "2383wp") else c
@@ -99,7 +127,7 @@ SHIPPED_PARAMS = [
 
 
 def test_every_registered_case_is_checked_here():
-    assert sorted(list_cases()) == sorted(SHIPPED)
+    assert sorted(list_cases()) == sorted(SHIPPED + FROM_PANDAPOWER)
 
 
 @pytest.mark.parametrize("case_id", SHIPPED_PARAMS)
@@ -201,8 +229,22 @@ def test_manifest_records_provenance_for_every_shipped_file():
 
     shipped_files = sorted(p.name for p in SHIPPED_DATA.glob("*.npz"))
     assert shipped_files == sorted(entry["file"] for entry in manifest["cases"].values())
-    assert sorted(manifest["cases"]) == sorted(SHIPPED)
+    assert sorted(manifest["cases"]) == sorted(SHIPPED + FROM_PANDAPOWER)
+    for case_id in ("533mt_hi", "533mt_lo"):
+        assert manifest["cases"][case_id]["default_gencost"]["row"] == FEEDER_GENCOST
+        assert "case33bw" in manifest["cases"][case_id]["default_gencost"]["reason"]
+    gb = manifest["cases"]["29gb"]
+    assert gb["source_package"]["name"] == "pandapower"
+    assert gb["source_package"]["version"] == importlib.metadata.version("pandapower")
+    from pandapower.networks.power_system_test_cases import _get_cases_path
+
+    gb_json = pathlib.Path(_get_cases_path("GBreducednetwork.json")).read_bytes()
+    assert gb["source_sha256"] == hashlib.sha256(gb_json).hexdigest()
+    assert gb["sha256"] == hashlib.sha256((SHIPPED_DATA / gb["file"]).read_bytes()).hexdigest()
+    assert "Bukhsh" in gb["citation"]
     for case_id, entry in manifest["cases"].items():
+        if case_id in FROM_PANDAPOWER:
+            continue
         data = (SHIPPED_DATA / entry["file"]).read_bytes()
         assert entry["sha256"] == hashlib.sha256(data).hexdigest(), case_id
         assert entry["source_file"] == f"matpower/data/case{case_id}.m"

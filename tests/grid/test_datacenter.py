@@ -155,6 +155,38 @@ def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
     np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
 
 
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), r_train=st.floats(0, 1), r_ft=st.floats(0, 1), wide=st.booleans())
+def test_scheduler_ties_and_wide_keys_match_reference(seed, r_train, r_ft, wide):
+    """Sort-key packing: many equal deadlines and slacks (ties go by slot), or keys spread
+    over the whole exact span around a late ``t``."""
+    from powerzoojax.grid._datacenter_scheduler import KEY_SPAN, TaskQueue
+
+    rng = np.random.default_rng(seed)
+    n_slots, n = 64, 800
+    t = int(rng.integers(0, 10**6))
+    status = rng.choice([0, 1, 1, 1, 2], n_slots)
+    gpus = rng.integers(1, 90, n_slots)
+    ttype = rng.integers(0, 2, n_slots)
+    if wide:
+        duration = rng.integers(1, KEY_SPAN // 2, n_slots)
+        deadline = t + rng.integers(-KEY_SPAN // 2 + 1, KEY_SPAN // 2, n_slots)
+    else:
+        duration = rng.choice([1, 2, 3], n_slots)
+        deadline = t + rng.choice([0, 1, 2, 3], n_slots)
+    remaining = np.where(status == 2, 1, 0)
+    infer = int(rng.integers(0, 400))
+    q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
+                  jnp.full(n_slots, 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
+    out = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
+    ref_status, ref_remaining = _reference_schedule(
+        gpus.tolist(), deadline.tolist(), duration.tolist(), ttype.tolist(), status.tolist(), remaining.tolist(),
+        t, n, infer, r_train, r_ft,
+    )
+    np.testing.assert_array_equal(np.asarray(out.status), ref_status)
+    np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
+
+
 @functools.lru_cache(maxsize=None)
 def _schedule_jit():
     from powerzoojax.grid._datacenter_scheduler import schedule
@@ -255,6 +287,7 @@ def test_overtemp_and_sla_diagnostics():
         ({"infer_fraction_profile": [[0.5]]}, "infer_fraction_profile"),
         ({"mean_interarrival_steps": (8.0,)}, "mean_interarrival_steps"),
         ({"cop_ref": -1.0}, "cop_ref"),
+        ({"task_duration_range": ((10, 3_000_000), (5, 20))}, "deadline_slack"),
     ],
 )
 def test_factory_errors_name_the_bad_value(kwargs, match):

@@ -147,3 +147,33 @@ def test_three_phase_bundle_splits_injection_per_phase():
     _, s2, _, _, _, _ = env.step(jr.PRNGKey(1), s_p, jnp.zeros((0,)), plain)
     np.testing.assert_allclose(np.asarray(s1.v_mag), np.asarray(s2.v_mag), atol=1e-6)
     assert float(costs[3]) == pytest.approx(0.3 * 0.5 * 50.0, rel=1e-5)
+
+
+@pytest.mark.slow  # the full kit: ~3 min alone under contention on 2 cores
+def test_three_phase_with_bundles_passes_conformance_kit():
+    """DistGrid3PhaseEnv with a battery, a flexible load and a PV bundle attached: the env
+    contract and no retrace hold with bundle actions, observations and states in play."""
+    from powerzoojax.grid import (
+        DistGrid3PhaseEnv,
+        make_battery_bundle,
+        make_dist_3phase_params,
+        make_flexload_bundle,
+        make_renewable_bundle,
+    )
+    from powerzoojax.testing import check_env_api, check_no_retrace
+
+    from_, to = np.array([0, 1, 2]), np.array([1, 2, 3])
+    z = (0.01 + 0.02j) * (np.eye(3) + 0.3 * (np.ones((3, 3)) - np.eye(3)))
+    p = np.full((3, 9), 0.02)
+    bundles = (
+        make_battery_bundle(n_devices=2, power_mw=0.1, energy_mwh=0.3, enable_q_control=True),
+        make_flexload_bundle(n_devices=1, cap_curtail_mw=0.1),
+        make_renewable_bundle(n_devices=1, capacity_mw=0.2, cf_profiles=np.full(3, 0.5)),
+    )
+    params = make_dist_3phase_params(
+        4, from_, to, np.stack([z] * 3), p, 0.5 * p, max_steps=3, include_der=True, resources=bundles
+    )
+    env = DistGrid3PhaseEnv()
+    assert env.action_dim(params) == 9 + 2 * 2 + 2 + 2
+    check_env_api(env, params)
+    assert check_no_retrace(env, params, n_episodes=1) == {"reset": 1, "step": 1, "rollout": 1}

@@ -95,12 +95,12 @@ def test_unknown_solver_mode(case5):
         make_trans_params(case5, solver_mode=3)
 
 
-@pytest.mark.parametrize("physics", [0, 1])
-def test_ac_opf_mode_not_implemented_yet(case5, physics):
+@pytest.mark.parametrize(("name", "value"), [("acopf_max_iter", 0), ("acopf_tol", -1e-4), ("acopf_tol", float("nan"))])
+def test_bad_ac_opf_settings(case5, name, value):
     from powerzoojax.envs import make_trans_params
 
-    with pytest.raises(NotImplementedError, match=rf"physics={physics}, solver_mode=2 \(AC-OPF\).*_ac_opf"):
-        make_trans_params(case5, physics=physics, solver_mode=2)
+    with pytest.raises(ValueError, match=name):
+        make_trans_params(case5, solver_mode=2, **{name: value})
 
 
 def test_resources_must_be_bundles(case5):

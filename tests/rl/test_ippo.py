@@ -150,6 +150,79 @@ def test_dispatch_checks_single_vs_multi_agent(toy_marl, toy_config, toy):
         make_train(toy_marl, toy_config.replace(algo="mappo"))
 
 
+@pytest.fixture(scope="module")
+def toy_cost_marl():
+    """Two agents of two types, each paid its own action ``a_i`` (so both want +1), with one
+    team cost channel ``relu(mean a)`` per step: the unconstrained optimum spends 1 per step."""
+    import jax.numpy as jnp
+    from jaxtyping import Array, Bool, Float
+
+    from powerzoojax.core import EnvParams, EnvState, select_tree
+    from powerzoojax.rl import MARLState, MultiAgentEnvironment
+
+    class ToyCostMARL(MultiAgentEnvironment):
+        def __init__(self, max_steps: int = 8):
+            self.params = EnvParams(max_steps=max_steps)
+            self.agents = ("alpha_0", "beta_0")
+
+        @property
+        def obs_dim(self) -> int:
+            return 1
+
+        @property
+        def action_dim(self) -> int:
+            return 1
+
+        def constraint_names(self):
+            return ("spend", "unused")
+
+        def _fresh(self):
+            return EnvState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False))
+
+        def reset_arrays(self, key, params=None):
+            return jnp.ones((2, 1), jnp.float32), MARLState(self._fresh())
+
+        def step_arrays(self, key, state, actions: Float[Array, "2 1"], params=None):
+            a = jnp.clip(actions[:, 0], -1, 1)
+            costs = jnp.stack([jnp.maximum(jnp.mean(a), 0.0), jnp.zeros(())])
+            t = state.env_state.time_step + 1
+            done: Bool[Array, ""] = t >= self.params.max_steps
+            s = select_tree(done, self._fresh(), EnvState(time_step=t, done=done))
+            return jnp.ones((2, 1), jnp.float32), MARLState(s), a, done, {"constraint_costs": costs}
+
+    return ToyCostMARL()
+
+
+def test_typed_ippo_lagrangian_meets_the_team_budget(toy_cost_marl, toy_config):
+    import jax.random as jr
+
+    from powerzoojax.rl import make_ippo_typed_lagrangian_train, make_ippo_act, make_train
+
+    cfg = toy_config.replace(eval_freq=0, total_timesteps=8 * 8 * 60, learning_rate=5e-3)
+    lag_cfg = cfg.replace(algo="ippo_typed_lagrangian", cost_thresholds=(1.0,), lambda_lr=0.05)
+    lag = make_ippo_typed_lagrangian_train(toy_cost_marl, lag_cfg, selected_names=("spend",))(jr.PRNGKey(0))
+    m_lag = lag.metrics
+    assert "mean_cost_unused" not in m_lag
+    tail = lambda m, k: float(np.mean(np.asarray(m[k])[-10:]))  # noqa: E731
+    est = np.asarray(m_lag["episode_cost_est_spend"])
+    # Unconstrained, both agents would push a → 1 and spend 1 per step (8 per episode);
+    # the budget is 1 per episode: λ grows and the spend comes down close to it ...
+    assert est.max() > 4.0 and tail(m_lag, "episode_cost_est_spend") < 2.5, est
+    assert float(np.asarray(m_lag["lambda_spend"])[-1]) > 1.0
+    # ... without collapsing to a = −1 (the budget optimum is mean a = 1/8, reward ≈ 0.125)
+    assert tail(m_lag, "mean_reward") > -0.5, tail(m_lag, "mean_reward")
+    assert set(lag.params) == {"actor", "cost"} and set(lag.params["actor"]) == {"alpha", "beta"}
+    assert lag.params["cost"]["log_lambda"].shape == (1,)
+    act = make_ippo_act(lag, toy_cost_marl)  # typed-Lagrangian params act like typed ones
+    assert act(np.ones((2, 1), np.float32)).shape == (2, 1)
+    # make_train routes the algo (every channel constrained) and thresholds are required
+    assert make_train(toy_cost_marl, lag_cfg.replace(cost_thresholds=(1.0, 0.0))).n_costs == 2
+    with pytest.raises(ValueError, match="cost_thresholds"):
+        make_train(toy_cost_marl, cfg.replace(algo="ippo_typed_lagrangian"))
+    with pytest.raises(ValueError, match="subset"):
+        make_ippo_typed_lagrangian_train(toy_cost_marl, lag_cfg, selected_names=("nope",))
+
+
 @pytest.mark.slow
 @pytest.mark.requires("powerzoojax.grid")
 def test_ippo_beats_random_on_case5_unit_agents(case5):

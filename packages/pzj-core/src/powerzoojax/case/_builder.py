@@ -163,6 +163,7 @@ def case_data_from_matpower(
         node_v_min=f32(bus[:, VMIN]),
         node_v_max=f32(bus[:, VMAX]),
         node_base_kv=f32(bus[:, BASE_KV]),
+        node_va_deg=f32(bus[:, VA]),
         unit_ids=i32(np.arange(1, n_units + 1)),
         unit_bus_ids=i32(unit_bus_ids),
         unit_node_idx=i32(unit_node_idx),

@@ -55,6 +55,8 @@ class CaseData(eqx.Module):
     node_v_min: Float[Array, " n_nodes"]
     node_v_max: Float[Array, " n_nodes"]
     node_base_kv: Float[Array, " n_nodes"]
+    # MATPOWER VA column: the AC solvers hold the slack at this angle (case 118: 30 degrees).
+    node_va_deg: Float[Array, " n_nodes"]
 
     # Units.
     unit_ids: Int[Array, " n_units"]
@@ -128,6 +130,7 @@ _FIELD_DIMS: dict[str, tuple[str, ...]] = {
             "node_v_min",
             "node_v_max",
             "node_base_kv",
+            "node_va_deg",
         ]
     },
     **{

@@ -12,7 +12,12 @@ Case notes: case 5 has its slack moved from bus 4 to bus 1 (reference spec); cas
 case141 list kW and Ohm in their ``.m`` tables and convert in MATLAB code, which the build
 script re-applies (loads in MW, impedances in p.u.); case33bw is rebased from 10 to
 100 MVA to match the reference spec; case141 derives Qd from kVA at power factor 0.85 as
-MATPOWER does (the reference table has Qd = 0).
+MATPOWER does (the reference table has Qd = 0). case533mt_hi/lo have no gencost in
+their files: their single substation unit gets MATPOWER's feeder cost (linear 20 $/MWh,
+as in case33bw/118zh/141); their powers are single-phase values as in the source.
+case29gb is pandapower's ``GBreducednetwork`` converted by pandapower's ``to_ppc``
+(transformers as pi-branches, ratings from the thermal limits), the only case not from
+a MATPOWER file.
 """
 
 import dataclasses
@@ -156,6 +161,42 @@ _CASES: tuple[CaseMeta, ...] = (
         source=_MATPOWER.format(file="case118zh.m"),
         description="Zhang et al. 2007 11 kV distribution system, 132 branches (117 in "
         "service), 10 MVA base",
+    ),
+    CaseMeta(
+        case_id="29gb",
+        name="GBreducednetwork",
+        grid_type="transmission",
+        bus_count=29,
+        phase=1,
+        voltage_level="HV",
+        source="pandapower.networks.GBreducednetwork (PyPI package 'pandapower'), written "
+        "out by pandapower's to_ppc; provenance in case/data/manifest.json",
+        description="Reduced Great Britain transmission network (Bukhsh & McKinnon 2013), "
+        "66 units, 99 branches (86 lines, 13 transformers), thermal ratings, no fuel types",
+    ),
+    CaseMeta(
+        case_id="533mt_hi",
+        name="case533mt_hi",
+        grid_type="distribution",
+        bus_count=533,
+        phase=1,
+        voltage_level="MV",
+        source=_MATPOWER.format(file="case533mt_hi.m"),
+        description="Malmer & Thorin 2023 Swedish 130/10 kV system (Kraftringen), maximum "
+        "net-load hour of 2022; single-phase MW on a 50/3 MVA base; 577 branches (532 in "
+        "service); default cost 20 $/MWh",
+    ),
+    CaseMeta(
+        case_id="533mt_lo",
+        name="case533mt_lo",
+        grid_type="distribution",
+        bus_count=533,
+        phase=1,
+        voltage_level="MV",
+        source=_MATPOWER.format(file="case533mt_lo.m"),
+        description="Malmer & Thorin 2023 Swedish 130/10 kV system (Kraftringen), minimum "
+        "net-load hour of 2022 (net export); single-phase MW on a 50/3 MVA base; default "
+        "cost 20 $/MWh",
     ),
 )
 

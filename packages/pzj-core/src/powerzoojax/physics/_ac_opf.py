@@ -3,7 +3,7 @@
 Variables ``x = [Va (N), Vm (N), Pg (G), Qg (G)]`` in p.u. on ``base_mva``::
 
     min  Σ_g TC_g(Pg·base)                          (house polynomial a/3 p³ + b/2 p² + c p)
-    s.t. P(V) = A_u Pg − Pd/base,  Q(V) = A_u Qg − Qd/base,  Va[slack] = 0
+    s.t. P(V) = A_u Pg − Pd/base,  Q(V) = A_u Qg − Qd/base,  Va[slack] = Va_ref (the case's slack angle)
          |S_from|² ≤ cap², |S_to|² ≤ cap²           (lines with a finite rating, p.u.)
          Vmin ≤ Vm ≤ Vmax,  Pmin ≤ Pg ≤ Pmax,  Qmin ≤ Qg ≤ Qmax
 
@@ -41,6 +41,8 @@ _XI = 0.99995
 _SIGMA = 0.1
 _Z0 = 1.0
 _UNLIMITED_MVA = 1e5
+# Barrier-parameter floor in units of the dtype's machine epsilon (see `ac_opf`).
+_MU_FLOOR_EPS = 8.0
 
 
 class ACOPFSetup(eqx.Module):
@@ -75,9 +77,10 @@ class ACOPFResult(eqx.Module):
     max_mismatch: Float[Array, ""]
 
 
-def make_ac_opf_setup(case, dtype=jnp.float64) -> ACOPFSetup:
-    """Host-side operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained."""
-    net = make_ac_network(case, dtype=dtype)
+def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) -> ACOPFSetup:
+    """Host-side operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained.
+    ``va_ref_deg``: slack-bus angle, as in :func:`~powerzoojax.physics.make_ac_network`."""
+    net = make_ac_network(case, dtype=dtype, va_ref_deg=va_ref_deg)
     cap = np.asarray(case.line_cap, np.float64)
     mon = np.flatnonzero((cap > 0) & (cap < _UNLIMITED_MVA))
     cast = lambda x: jnp.asarray(np.asarray(x, np.float64), dtype)  # noqa: E731
@@ -137,6 +140,7 @@ def ac_opf(
     umap = setup.unit_map.astype(dtype)
     rate2 = cast(setup.rate_pu) ** 2
     slack = net.slack_idx
+    va_ref = net.va_ref.astype(dtype)
     n_x = 2 * n + 2 * g_units
 
     def split(x):
@@ -150,7 +154,7 @@ def ac_opf(
     def h_of(x):
         va, vm, pg, qg = split(x)
         p, q, _ = _bus_power(net, dtype, vm, va)
-        return jnp.concatenate([p - (umap @ pg - pd), q - (umap @ qg - qd), va[slack : slack + 1]])
+        return jnp.concatenate([p - (umap @ pg - pd), q - (umap @ qg - qd), va[slack : slack + 1] - va_ref])
 
     def g_of(x):
         va, vm, pg, qg = split(x)
@@ -168,7 +172,7 @@ def ac_opf(
     hess_l = jax.hessian(lagrangian, argnums=0)
 
     # Start: flat voltages mid-band, generation mid-range.
-    x0 = jnp.concatenate([jnp.zeros(n, dtype), 0.5 * (vlo + vhi), 0.5 * (plo + phi), 0.5 * (qlo + qhi)])
+    x0 = jnp.concatenate([jnp.full((n,), va_ref, dtype), 0.5 * (vlo + vhi), 0.5 * (plo + phi), 0.5 * (qlo + qhi)])
     g0 = g_of(x0)
     n_eq = 2 * n + 1
     n_in = g0.shape[0]
@@ -176,41 +180,62 @@ def ac_opf(
     z0 = jnp.full((n_in,), _Z0, dtype)
     lam0 = jnp.zeros((n_eq,), dtype)
 
-    def conditions(x, lam, z, s):
-        h, gv = h_of(x), g_of(x)
-        lx = grad_f(x) + jac_h(x).T @ lam + jac_g(x).T @ z
-        feas = jnp.maximum(jnp.max(jnp.abs(h)), jnp.max(jnp.maximum(gv, 0.0))) / (1.0 + jnp.max(jnp.abs(x)))
-        grad = jnp.max(jnp.abs(lx)) / (1.0 + jnp.maximum(jnp.max(jnp.abs(lam)), jnp.max(jnp.abs(z))))
-        comp = jnp.dot(z, s) / (1.0 + jnp.max(jnp.abs(x)))
-        return jnp.maximum(jnp.maximum(feas, grad), comp), jnp.max(jnp.abs(h))
+    # Barrier floor: in float32 the complementarity cannot usefully go below ~eps (z/s then
+    # spans ~14 decades and the KKT solve returns noise, which sent the iterates away from
+    # a solution they had reached). In float64 the floor is ~1e-15, i.e. absent.
+    mu_floor = _MU_FLOOR_EPS * jnp.finfo(dtype).eps
+    big = jnp.asarray(jnp.finfo(dtype).max, dtype)
 
     def body(carry):
-        it, x, lam, z, s, _, _ = carry
+        # One derivative evaluation per iteration: the termination test of the incoming
+        # iterate reuses the Jacobians of its Newton step (compiling them twice doubled
+        # the compile time), at the price of one extra evaluation at the end.
+        it, x, lam, z, s, best, _ = carry
         h, gv = h_of(x), g_of(x)
         jh, jg = jac_h(x), jac_g(x)
         lx = grad_f(x) + jh.T @ lam + jg.T @ z
-        mu = _SIGMA * jnp.dot(z, s) / n_in
+        x_scale = 1.0 + jnp.max(jnp.abs(x))
+        feas = jnp.maximum(jnp.max(jnp.abs(h)), jnp.max(jnp.maximum(gv, 0.0))) / x_scale
+        grad = jnp.max(jnp.abs(lx)) / (1.0 + jnp.maximum(jnp.max(jnp.abs(lam)), jnp.max(jnp.abs(z))))
+        comp = jnp.dot(z, s) / x_scale
+        err = jnp.maximum(jnp.maximum(feas, grad), comp)
+        err = jnp.where(jnp.isfinite(err), err, big)
+        # Keep the best iterate seen: in float32 the error stalls around 1e-5..1e-3 and
+        # oscillates there, so the last iterate is not always the best one.
+        better = err < best[2]
+        best = jax.tree.map(lambda nv, ov: jnp.where(better, nv, ov), (x, lam, err, jnp.max(jnp.abs(h))), best)
+        done = err < tol
+
+        mu = jnp.maximum(_SIGMA * jnp.dot(z, s) / n_in, mu_floor)
         m_mat = hess_l(x, lam, z) + jg.T @ ((z / s)[:, None] * jg)
         n_vec = lx + jg.T @ ((mu + z * gv) / s)
         kkt = jnp.block([[m_mat, jh.T], [jh, jnp.zeros((n_eq, n_eq), dtype)]])
-        sol = jnp.linalg.solve(kkt, -jnp.concatenate([n_vec, h]))
+        # Symmetric Jacobi scaling: z/s spans many decades near the optimum; equilibrating
+        # rows and columns keeps the float32 LU usable there.
+        d = 1.0 / jnp.sqrt(jnp.maximum(jnp.max(jnp.abs(kkt), axis=1), jnp.finfo(dtype).tiny))
+        sol = d * jnp.linalg.solve(d[:, None] * kkt * d[None, :], -d * jnp.concatenate([n_vec, h]))
         dx, dlam = sol[:n_x], sol[n_x:]
         ds = -gv - s - jg @ dx
         dz = -z + (mu - z * ds) / s
         ap = jnp.minimum(_XI * jnp.min(jnp.where(ds < 0, -s / jnp.where(ds < 0, ds, -1.0), jnp.inf)), 1.0)
         ad = jnp.minimum(_XI * jnp.min(jnp.where(dz < 0, -z / jnp.where(dz < 0, dz, -1.0), jnp.inf)), 1.0)
         new = (x + ap * dx, lam + ad * dlam, z + ad * dz, s + ap * ds)
-        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new]))
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) & ~done
         x, lam, z, s = (jnp.where(ok, nv, ov) for nv, ov in zip(new, (x, lam, z, s)))
-        err, mism = conditions(x, lam, z, s)
-        return it + 1, x, lam, z, s, jnp.where(ok, err, jnp.inf), mism
+        # Stop at convergence, or when the step is no longer finite (the best iterate so
+        # far is returned).
+        return it + ok.astype(jnp.int32), x, lam, z, s, best, done | ~ok
 
     def cond(carry):
-        it, *_, err, _ = carry
-        return (it < max_iter) & (err >= tol) & jnp.isfinite(err)
+        it, *_, stop = carry
+        return (it < max_iter) & ~stop
 
-    err0, mism0 = conditions(x0, lam0, z0, s0)
-    it, x, lam, z, s, err, mism = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x0, lam0, z0, s0, err0, mism0))
+    best0 = (x0, lam0, big, big)
+    init = (jnp.asarray(0, jnp.int32), x0, lam0, z0, s0, best0, jnp.asarray(False))
+    it, x_last, lam_last, z, s, best, _ = lax.while_loop(cond, body, init)
+    x, lam, err, mism = best
+    # The loop may end on the iteration cap right after a step: the last iterate was not
+    # scored, which only means a possibly better final iterate is ignored.
     va, vm, pg, qg = split(x)
     pf, qf, pt, qt = _branch_flows(net, vm, va, dtype)
     p_mw = pg * base

@@ -38,12 +38,16 @@ API (stable; the AC env modes and AC-OPF build on it)::
   finite iterate and ``converged=False``; every step is also clamped to ``max_step``
   (rad / p.u.) so a diverging case (loads far beyond the nose point) stays finite.
 * ``method="fdlf"``: fast-decoupled (XB) iterations with B', B'' inverted on the host —
-  every iteration is two mismatch GEMMs and two (m x m) GEMMs, no factorisation, so it
-  is the batched choice for large N (case 118, N = 1024: ~40x faster than Newton on this
-  CPU, ~7 iterations from a flat start, same solution within the tolerance). PV->PQ
-  switches are absorbed by 3 preconditioned Richardson steps on B''. Newton (default)
-  is exact-quadratic and the spec's algorithm; its batched LU of a (2N-2)^2 Jacobian is
-  the cost.
+  every iteration is two mismatch GEMMs and a few (m x m) GEMMs, no factorisation, so it
+  is the batched choice for large N (the TransGridEnv default). PV->PQ switches keep the
+  constant B'': the switched buses' voltages solve their Schur-complement system (B''
+  with the PQ buses eliminated, precomputed) by 4 Jacobi-preconditioned CG steps, and
+  the PQ buses follow through a precomputed response matrix. Case 118, nominal load,
+  random unit set-points, ~17 switched buses: 99.6 % converge to 1e-5 in ~12 iterations
+  (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the spec's algorithm;
+  its batched LU of a (2N-2)^2 Jacobian is the cost.
+* Reference angle: the slack bus keeps ``net.va_ref`` (the case's angle, see
+  `make_ac_network`); flat starts put every angle there.
 * ``ACPFResult`` fields: ``vm, va`` (N, p.u. / rad), ``p_inj_mw, q_inj_mvar`` (N,
   computed net injections), ``bus_q_gen_mvar`` (N, reactive generation needed per bus =
   ``q_inj + load_q``), ``slack_p_mw`` (scalar, total generation at the slack bus),
@@ -72,9 +76,12 @@ from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
 PQ, PV, REF = 1, 2, 3
 # Finite stand-in for "no reactive limit" (±inf would make limit arithmetic produce NaN).
 _NO_Q_LIMIT = 1e10
+# Conjugate-gradient steps on the switched PV buses' Schur system per fast-decoupled
+# Q half-iteration (exact after as many steps as switched buses; 4 measured enough on
+# case 118 with ~17 switches: 99.6 % converged vs 98 % with 2).
+_FDLF_CG_STEPS = 4
 _ROUNDOFF_FACTOR = 4.0
 _Q_SWITCH_MISMATCH = 1e-3
-_FDLF_INNER_STEPS = 3
 
 
 class ACNetwork(eqx.Module):
@@ -89,6 +96,8 @@ class ACNetwork(eqx.Module):
 
     g: Float[Array, "n_nodes n_nodes"]
     b: Float[Array, "n_nodes n_nodes"]
+    # Voltage angle of the reference (slack) bus [rad]: the case's, e.g. 30 deg on case 118.
+    va_ref: Float[Array, ""]
     # Non-slack buses in index order: the unknowns are va then vm over these.
     pvpq_idx: Int[Array, " n_pvpq"]
     is_pv: Bool[Array, " n_nodes"]
@@ -110,15 +119,22 @@ class ACNetwork(eqx.Module):
     y_row_abs: Float[Array, " n_nodes"]
     # Fast-decoupled (XB) operators over the non-slack buses, inverted on the host:
     # B' (r = 0, no shunts/charging, taps 1); B0 = B'' (no phase shift) with the PV
-    # rows reduced to their diagonal; the full B'' and its diagonal (for PV->PQ switches).
+    # rows reduced to their diagonal. For a PV bus i switched to PQ: 1 / S_ii, its
+    # Schur-complement self-sensitivity with the PQ buses free (0 on PQ buses), and
+    # K = -B''_pq,pq^-1 B''_pq,pv, the PQ voltages' response to its voltage change.
     fdlf_bp_inv: Float[Array, "n_pvpq n_pvpq"]
     fdlf_bpp_inv: Float[Array, "n_pvpq n_pvpq"]
-    fdlf_bpp_diag: Float[Array, " n_pvpq"]
-    fdlf_bpp_full: Float[Array, "n_pvpq n_pvpq"]
+    fdlf_pv_inv_schur: Float[Array, " n_pvpq"]
+    fdlf_pv_response_t: Float[Array, "n_pvpq n_pvpq"]
+    fdlf_pv_coupling_t: Float[Array, "n_pvpq n_pvpq"]
+    fdlf_pv_schur_t: Float[Array, "n_pvpq n_pvpq"]
 
 
-def make_ac_network(case, dtype=jnp.float32) -> ACNetwork:
+def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) -> ACNetwork:
     """Prepare the AC network of a ``CaseData`` (host-side, float64 products cast to ``dtype``).
+
+    ``va_ref_deg``: angle of the slack bus [deg]; default the case's own (MATPOWER ``VA``
+    of the slack row, ``case.node_va_deg``). Every returned angle is relative to it, as in MATPOWER.
 
     Bus types: the case slack is the reference; a type-2 (or extra type-3) bus with at
     least one in-service unit is PV; every other bus is PQ. PV/slack voltage set points
@@ -153,6 +169,12 @@ def make_ac_network(case, dtype=jnp.float32) -> ACNetwork:
     q_min = np.where(no_limit | ~np.isfinite(q_min), -_NO_Q_LIMIT, q_min)
     q_max = np.where(no_limit | ~np.isfinite(q_max), _NO_Q_LIMIT, q_max)
 
+    if va_ref_deg is None:
+        va_ref_deg = float(np.asarray(case.node_va_deg, np.float64)[slack])
+    va_ref_deg = float(va_ref_deg)
+    if not np.isfinite(va_ref_deg):
+        raise ValueError(f"make_ac_network: va_ref_deg must be finite, got {va_ref_deg}")
+
     y_branch = np.stack(_branch_pi_terms(case), axis=1)
     cast = lambda x: jnp.asarray(np.asarray(x, np.float64), dtype)  # noqa: E731
     i32 = lambda x: jnp.asarray(np.asarray(x, np.int32))  # noqa: E731
@@ -165,6 +187,7 @@ def make_ac_network(case, dtype=jnp.float32) -> ACNetwork:
         slack_idx=slack,
         g=cast(y_bus.real),
         b=cast(y_bus.imag),
+        va_ref=cast(np.deg2rad(va_ref_deg)),
         pvpq_idx=i32(np.flatnonzero(np.arange(n) != slack)),
         is_pv=jnp.asarray(is_pv),
         v_set=cast(v_set),
@@ -211,8 +234,22 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
         except np.linalg.LinAlgError:
             inv = np.full_like(mat, np.nan)
         out[name] = cast(inv)
-    out["fdlf_bpp_diag"] = cast(np.diag(bpp_full))
-    out["fdlf_bpp_full"] = cast(bpp_full)
+    # PV->PQ switches without refactorising: a switched bus keeps its B0 row (diagonal)
+    # and gets its own exact one-bus update dV_i = (dQ_i / V_i) / S_ii, propagated to the
+    # PQ buses through K (both from the host's B''_pq,pq^-1, which B0^-1 contains).
+    b0_inv = np.asarray(out["fdlf_bpp_inv"], np.float64)
+    response = np.zeros_like(bpp_full)
+    response[np.ix_(~pv, pv)] = -(b0_inv[np.ix_(~pv, ~pv)] @ bpp_full[np.ix_(~pv, pv)])
+    schur = np.diag(bpp_full) + np.einsum("ij,ji->i", bpp_full, response)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["fdlf_pv_inv_schur"] = cast(np.where(pv & (np.abs(schur) > 0), 1.0 / schur, 0.0))
+    out["fdlf_pv_response_t"] = cast(response.T)
+    coupling = np.zeros_like(bpp_full)
+    coupling[np.ix_(pv, ~pv)] = bpp_full[np.ix_(pv, ~pv)] @ b0_inv[np.ix_(~pv, ~pv)]
+    out["fdlf_pv_coupling_t"] = cast(coupling.T)
+    schur_full = np.zeros_like(bpp_full)
+    schur_full[np.ix_(pv, pv)] = bpp_full[np.ix_(pv, pv)] + bpp_full[np.ix_(pv, ~pv)] @ response[np.ix_(~pv, pv)]
+    out["fdlf_pv_schur_t"] = cast(schur_full.T)
     return out
 
 
@@ -333,7 +370,6 @@ def ac_power_flow(
     n, base = net.n_nodes, net.base_mva
     p_gen = cast(p_gen_mw) * cast(net.unit_on)
     q_gen = jnp.zeros_like(p_gen) if q_gen_mvar is None else cast(q_gen_mvar) * cast(net.unit_on)
-    zeros = jnp.zeros((n,), dtype)
     # One-hot maps built from the index leaves rather than scatter-adds (batched scatters
     # are slow on CPU); built in the graph so that a caller may swap ``load_bus`` for a
     # longer index vector (extra pseudo-loads) with ``eqx.tree_at``.
@@ -352,10 +388,11 @@ def ac_power_flow(
     is_slack = jnp.arange(n) == net.slack_idx
     fixed_vm = net.is_pv | is_slack
     vm0 = jnp.ones((n,), dtype) if init_vm is None else cast(init_vm)
-    va0 = zeros if init_va is None else cast(init_va)
+    va_ref = cast(net.va_ref)
+    va0 = jnp.full((n,), va_ref, dtype) if init_va is None else cast(init_va)
     vm0 = jnp.where(fixed_vm, vs, vm0)
     if init_va is not None:
-        va0 = va0 - va0[net.slack_idx]  # the slack angle is the reference (0)
+        va0 = va0 - va0[net.slack_idx] + va_ref  # the slack angle is the reference
 
     slack = net.slack_idx
     m = n - 1
@@ -398,24 +435,42 @@ def ac_power_flow(
     def fdlf_step(c, is_pv, q_target, f, vif):
         # One P half-iteration then one Q half-iteration on the updated angles
         # (MATPOWER fdpf, XB), with constant pre-inverted B', B''. B0 = B'' with the rows
-        # of the initial PV buses reduced to their diagonal. Buses switched to PQ since
-        # make B''_now differ from B0 in those rows: a few preconditioned Richardson
-        # steps x += B0^-1 (r - B''_now x) solve B''_now x = r in fixed shape (two small
-        # GEMMs each; the off-diagonal coupling is weak next to the diagonal).
+        # of the initial PV buses reduced to their diagonal, so B0^-1 solves the PQ
+        # buses with every initial PV voltage held.
         vm_red = red(c.vm)
         d_va = -(f[:m] / vm_red) @ cast(net.fdlf_bp_inv).T
         ok = jnp.all(jnp.isfinite(d_va))
         va = c.va + _insert_zero(jnp.where(ok, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
         p, q, _ = _bus_power(net, dtype, c.vm, va)
         rhs = red(jnp.where(is_pv, 0.0, q - q_target)) / vm_red
-        b0_inv_t = cast(net.fdlf_bpp_inv).T
-        x = rhs @ b0_inv_t
-        if enforce_q_limits:
-            pq_now = ~red(is_pv)
-            b_full_t, diag = cast(net.fdlf_bpp_full).T, cast(net.fdlf_bpp_diag)
-            for _ in range(_FDLF_INNER_STEPS):
-                b_now_x = jnp.where(pq_now, x @ b_full_t, diag * x)
-                x = x + (rhs - b_now_x) @ b0_inv_t
+        pv0 = red(net.is_pv)
+        rhs_pq = jnp.where(pv0, 0.0, rhs)
+        x = rhs_pq @ cast(net.fdlf_bpp_inv).T
+        # Buses switched PV->PQ since the start keep their B0 row; their voltages solve
+        # the Schur system S_ss y = r_s of B'' with the PQ buses eliminated (S, and the
+        # coupling B_s,pq B_pq,pq^-1 of r_s, precomputed over all initial PV buses), then
+        # the PQ buses follow through K. No refactorisation, fixed shapes.
+        rhs_sw = jnp.where(pv0 & ~red(is_pv), rhs - rhs_pq @ cast(net.fdlf_pv_coupling_t), 0.0)
+        sw = pv0 & ~red(is_pv)
+        s_t, d_inv = cast(net.fdlf_pv_schur_t), cast(net.fdlf_pv_inv_schur)
+        # Jacobi-preconditioned CG on the switched buses' Schur system S_ss y = r.
+        y = jnp.zeros_like(rhs_sw)
+        r = rhs_sw
+        z = r * d_inv
+        p_dir = z
+        rz = jnp.sum(r * z, axis=-1, keepdims=True)
+        for _ in range(_FDLF_CG_STEPS):
+            ap = jnp.where(sw, p_dir @ s_t, 0.0)
+            pap = jnp.sum(p_dir * ap, axis=-1, keepdims=True)
+            alpha = jnp.where(pap > 0, rz / jnp.where(pap > 0, pap, 1.0), 0.0)
+            y = y + alpha * p_dir
+            r = r - alpha * ap
+            z = r * d_inv
+            rz_new = jnp.sum(r * z, axis=-1, keepdims=True)
+            beta = jnp.where(rz > 0, rz_new / jnp.where(rz > 0, rz, 1.0), 0.0)
+            p_dir = z + beta * p_dir
+            rz = rz_new
+        x = x + y + y @ cast(net.fdlf_pv_response_t)
         return d_va, -x
 
     solve_step = fdlf_step if method == "fdlf" else newton_step

@@ -21,6 +21,7 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
                  p_ref=None, ref_weight=None,                            # (n_units,) preference
                  line_cap=None, line_floor=None,                         # (n_lines,) runtime limits
                  p_init=None,                                            # (n_units,) warm start
+                 load_flow_mw=None,                                      # (n_lines,) PTDF @ load, if known
                  max_iter=30, tol=1e-4, line_penalty=1e3)
     res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter
 
@@ -46,7 +47,9 @@ the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
 Algorithm: the primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm`
 (Mehrotra predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md``
-for why it replaced the reference's ADMM. Dtype follows ``node_load_mw`` (float32 by
+for why it replaced the reference's ADMM. A setup with no monitored line (case 118 as
+shipped) takes an exact shortcut instead: one system price, found by a fixed-length
+bisection (``solve_separable_dispatch``); ``n_iter`` then reports the bisection count. Dtype follows ``node_load_mw`` (float32 by
 default, float64 when it is float64).
 """
 
@@ -56,7 +59,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
-from powerzoojax.physics._qp_ipm import solve_dispatch_qp
+from powerzoojax.physics._qp_ipm import solve_dispatch_qp, solve_separable_dispatch
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -160,6 +163,7 @@ def dc_opf(
     line_cap: Float[Array, " n_lines"] | None = None,
     line_floor: Float[Array, " n_lines"] | None = None,
     p_init: Float[Array, " n_units"] | None = None,
+    load_flow_mw: Float[Array, " n_lines"] | None = None,
     max_iter: int = 30,
     tol: float = 1e-4,
     line_penalty: float = 1e3,
@@ -194,16 +198,26 @@ def dc_opf(
     margin = 1e-3 * jnp.sum(hi_w - lo)
     total_solve = jnp.clip(total, cap_lo + margin, jnp.sum(hi_w) - margin)
 
-    load_flow_mon = load @ mon_ptdf_t
-    mon_cap, mon_floor = cap[setup.mon_idx], floor[setup.mon_idx]
-    sol = solve_dispatch_qp(
-        a, quad, lin, lo, hi_w, total_solve, mon_m_t,
-        mon_floor + load_flow_mon, mon_cap + load_flow_mon,
-        penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
-    )
+    if setup.mon_idx.shape[0] == 0:
+        # No monitored line: one system price clears the market; solved exactly by a
+        # fixed-length price bisection (no Newton systems, no iteration-count spread
+        # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
+        sol = solve_separable_dispatch(a, quad, lin, lo, hi, total)
+    else:
+        load_flow_mon = (
+            load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
+        )
+        mon_cap, mon_floor = cap[setup.mon_idx], floor[setup.mon_idx]
+        sol = solve_dispatch_qp(
+            a, quad, lin, lo, hi_w, total_solve, mon_m_t,
+            mon_floor + load_flow_mon, mon_cap + load_flow_mon,
+            penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
+        )
 
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
-    flows = p @ m_u_t - load @ ptdf_t
+    # A caller that steps through fixed load rows can pass their flows (``PTDF @ load``).
+    load_flow = load @ ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
+    flows = p @ m_u_t - load_flow
     injection = setup.nodes_units_map.astype(dtype) @ p - load
     lam = -sol.nu
     mu_net = sol.mu_upper - sol.mu_lower

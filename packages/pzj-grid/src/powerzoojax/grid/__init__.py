@@ -94,3 +94,7 @@ __all__ += [
     "apply_ood_transform", "make_datacenter_params", "make_dcmicrogrid_params",
     "make_dcmicrogrid_params_with_profiles",
 ]
+
+from powerzoojax.grid._dc_microgrid_shaping import DCMicrogridShapingWrapper  # noqa: E402
+
+__all__ += ["DCMicrogridShapingWrapper"]

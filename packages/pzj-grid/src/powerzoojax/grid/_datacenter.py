@@ -43,6 +43,7 @@ from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, 
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid._datacenter_scheduler import (
+    KEY_SPAN,
     N_TASK_SLOTS,
     N_UNIFORMS,
     RUNNING,
@@ -239,6 +240,12 @@ def make_datacenter_params(
     if np.any(ranges["task_gpus_range"][1] > n_gpus):
         raise ValueError(f"{caller}: task_gpus_range maxima must be <= n_gpus={n_gpus}, got {task_gpus_range!r}")
     slack = _pair(caller, "deadline_slack", deadline_slack, integer=False, positive=True)
+    horizon = float(np.max(ranges["task_duration_range"][1] * slack))
+    if horizon >= KEY_SPAN:
+        raise ValueError(
+            f"{caller}: deadline_slack × task_duration maxima must stay below {KEY_SPAN} steps "
+            f"(the scheduler's exact ordering span), got {horizon:g}"
+        )
     eta = _pair(caller, "task_eta", task_eta, integer=False, positive=False)
     if np.any((eta < 0) | (eta > 1)):
         raise ValueError(f"{caller}: task_eta must lie in [0, 1], got {task_eta!r}")

@@ -86,6 +86,12 @@ def draw_arrivals(
     return Arrivals(count, gpus.reshape(-1), duration.reshape(-1))
 
 
+def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
+    """Inclusive prefix sum as a log-depth scan: on CPU ``jnp.cumsum`` lowers to a quadratic
+    ``reduce_window``, which costs several times more over 64 slots."""
+    return jax.lax.associative_scan(jnp.add, x)
+
+
 def insert_arrivals(
     queue: TaskQueue,
     arrivals: Arrivals,
@@ -99,49 +105,65 @@ def insert_arrivals(
     arrivals that find no free slot are dropped and counted, never lost silently.
     """
     free = queue.status == FREE
-    free_rank = jnp.cumsum(free.astype(jnp.int32)) - 1
+    free_rank = _cumsum(free.astype(jnp.int32)) - 1
     n_train, n_ft = arrivals.count[0], arrivals.count[1]
     n_new = n_train + n_ft
     takes = free & (free_rank < n_new)
     # Free slot of rank r receives training arrival r, or fine-tuning arrival r - n_train.
     is_ft = free_rank >= n_train
     src = jnp.where(is_ft, MAX_ARRIVALS + free_rank - n_train, free_rank)
+    slack = jnp.where(is_ft, deadline_slack[1], deadline_slack[0])
     src = jnp.clip(src, 0, N_TASK_TYPES * MAX_ARRIVALS - 1)
-    kind = is_ft.astype(jnp.int32)
     duration = arrivals.duration[src]
-    slack = deadline_slack[kind]
-    deadline = time_step + (duration.astype(jnp.float32) * slack).astype(jnp.int32)
-    new = TaskQueue(
-        gpus=arrivals.gpus[src],
-        deadline=deadline,
-        duration=duration,
-        remaining=jnp.zeros_like(duration),
-        task_type=kind,
-        eta=eta[kind],
-        status=jnp.full_like(duration, WAITING),
+    queue = TaskQueue(
+        gpus=jnp.where(takes, arrivals.gpus[src], queue.gpus),
+        deadline=jnp.where(takes, time_step + (duration.astype(jnp.float32) * slack).astype(jnp.int32), queue.deadline),
+        duration=jnp.where(takes, duration, queue.duration),
+        remaining=jnp.where(takes, 0, queue.remaining),
+        task_type=jnp.where(takes, is_ft.astype(jnp.int32), queue.task_type),
+        eta=jnp.where(takes, jnp.where(is_ft, eta[1], eta[0]), queue.eta),
+        status=jnp.where(takes, WAITING, queue.status),
     )
-    queue = jax.tree.map(lambda n, o: jnp.where(takes, n, o), new, queue)
     n_inserted = jnp.sum(takes).astype(jnp.int32)
     return queue, n_inserted, (n_new - n_inserted).astype(jnp.int32)
 
 
-def precedence(sort_key: Int[Array, " n_slots"]) -> Bool[Array, "n_slots n_slots"]:
-    """``before[i, j]`` is True when slot ``j`` comes before slot ``i`` in ascending ``(key, slot)``
-    order. A 64 x 64 comparison is cheaper than a sort on CPU and vectorises under ``vmap``."""
-    idx = jnp.arange(sort_key.shape[0])
-    ki, kj = sort_key[:, None], sort_key[None, :]
-    return (kj < ki) | ((kj == ki) & (idx[None, :] < idx[:, None]))
+# Sort keys pack ``(stage bit, key − t, slot)`` into one int32, so a single-operand integer
+# sort (fast on CPU, unlike a multi-operand or comparator sort) orders the slots exactly by
+# ``(key, slot)``. Exact while ``|key − t| < KEY_SPAN``; ``make_datacenter_params`` keeps
+# every waiting task's deadline and slack inside that span.
+KEY_SPAN = 1 << 22
+_SLOT_BITS = 6
+_STAGE_BIT = 1 << (23 + _SLOT_BITS)
+_NOT_CANDIDATE = jnp.iinfo(jnp.int32).max
 
 
-def _admit_prefix(
-    before: Bool[Array, "n_slots n_slots"], candidate: Bool[Array, " n_slots"], gpus: Int[Array, " n_slots"], budget: IntScalar
-) -> Bool[Array, " n_slots"]:
-    """Walk candidates in the order of ``before`` and admit the longest prefix whose GPUs fit
-    ``budget``: a candidate is admitted iff the GPUs of all candidates up to and including it fit
-    (that running total grows along the order, so the admitted set is a prefix)."""
-    demand = jnp.where(candidate, gpus, 0)
-    total = jnp.sum(jnp.where(before, demand[None, :], 0), axis=1) + demand
-    return candidate & (total <= budget)
+def _pack(
+    rel_key: Int[Array, " n_slots"], candidate: Bool[Array, " n_slots"], stage: Int[Array, " n_slots"]
+) -> Int[Array, " n_slots"]:
+    slot = jnp.arange(rel_key.shape[0], dtype=jnp.int32)
+    rel = jnp.clip(rel_key, -KEY_SPAN, KEY_SPAN - 1) + KEY_SPAN
+    return jnp.where(candidate, stage * _STAGE_BIT + (rel << _SLOT_BITS) + slot, _NOT_CANDIDATE)
+
+
+def _sorted_demand(
+    packed: Int[Array, " n_slots"], demand: Int[Array, " n_slots"]
+) -> tuple[Int[Array, " n_slots"], Int[Array, " n_slots"]]:
+    """Packed keys in ascending order and the demand of the slot at each sorted position."""
+    keys = jax.lax.sort(packed)
+    slot = keys & ((1 << _SLOT_BITS) - 1)
+    sorted_demand = jnp.where(keys == _NOT_CANDIDATE, 0, jnp.take_along_axis(demand, slot, axis=0))
+    # Materialise here: fused into the prefix scan's slices, the gather is recomputed per level.
+    return jax.lax.optimization_barrier((keys, sorted_demand))
+
+
+def _cutoff(
+    keys: Int[Array, " n_slots"], cum: Int[Array, " n_slots"], budget: IntScalar, eligible: Bool[Array, " n_slots"] | bool
+) -> IntScalar:
+    """Largest eligible sorted key whose running total fits ``budget`` (−1 if none): the
+    running total grows along the order, so the candidates with a key up to it are exactly
+    the admitted prefix."""
+    return jnp.max(jnp.where(eligible & (keys != _NOT_CANDIDATE) & (cum <= budget), keys, -1))
 
 
 def schedule(
@@ -159,28 +181,44 @@ def schedule(
     2. waiting training tasks within ``int(train_fraction · avail)``;
     3. waiting fine-tuning tasks within ``int(ft_fraction · avail')`` (avail recomputed);
     stages 2 and 3 in ascending slack ``deadline − t − duration``; ties by slot. Admitted tasks
-    start running with ``remaining = duration``.
+    start running with ``remaining = duration``. Each stage admits the longest prefix of its
+    order whose GPUs fit the budget.
+
+    Two integer sorts per step: one by deadline for stage 1, one by ``(type, slack)`` that
+    serves stages 2 and 3 (training keys sort before fine-tuning keys; stage 2 admits only
+    training tasks, so the fine-tuning candidates are the same before and after it).
     """
     waiting = queue.status == WAITING
+    running = queue.status == RUNNING
     slack = queue.deadline - time_step - queue.duration
     urgent = waiting & (slack <= 0)
-    by_deadline = precedence(queue.deadline)
-    by_slack = precedence(slack)
+    free_gpus = n_gpus - gpus_infer
+    used = jnp.sum(jnp.where(running, queue.gpus, 0))
 
-    def avail(running: Bool[Array, " n_slots"]) -> IntScalar:
-        used = jnp.sum(jnp.where(running, queue.gpus, 0))
-        return jnp.maximum(n_gpus - gpus_infer - used, 0)
+    zero = jnp.zeros_like(queue.gpus)
+    by_deadline = _pack(queue.deadline - time_step, urgent, zero)
+    keys, demand = _sorted_demand(by_deadline, queue.gpus)
+    admit_urgent = urgent & (by_deadline <= _cutoff(keys, _cumsum(demand), jnp.maximum(free_gpus - used, 0), True))
+    used = used + jnp.sum(jnp.where(admit_urgent, queue.gpus, 0))
+    waiting = waiting & ~admit_urgent
 
-    running = queue.status == RUNNING
-    admit = _admit_prefix(by_deadline, urgent, queue.gpus, avail(running))
-    running, waiting = running | admit, waiting & ~admit
-    for kind, fraction in ((0, train_fraction), (1, ft_fraction)):
-        budget = (jnp.clip(fraction, 0.0, 1.0) * avail(running).astype(jnp.float32)).astype(jnp.int32)
-        admit = _admit_prefix(by_slack, waiting & (queue.task_type == kind), queue.gpus, budget)
-        running, waiting = running | admit, waiting & ~admit
-    started = running & (queue.status == WAITING)
+    by_slack = _pack(slack, waiting, queue.task_type)
+    keys, demand = _sorted_demand(by_slack, queue.gpus)
+    is_ft = keys >= _STAGE_BIT
+    cum = _cumsum(demand)
+    train_total = jnp.sum(jnp.where(is_ft, 0, demand))
+
+    def budget(fraction: Float[Array, ""], used_gpus: IntScalar) -> IntScalar:
+        avail = jnp.maximum(free_gpus - used_gpus, 0)
+        return (jnp.clip(fraction, 0.0, 1.0) * avail.astype(jnp.float32)).astype(jnp.int32)
+
+    admit_train = (queue.task_type == 0) & waiting & (by_slack <= _cutoff(keys, cum, budget(train_fraction, used), ~is_ft))
+    used = used + jnp.sum(jnp.where(admit_train, queue.gpus, 0))
+    ft_cut = _cutoff(keys, cum - train_total, budget(ft_fraction, used), is_ft)
+    admit_ft = (queue.task_type == 1) & waiting & (by_slack <= ft_cut)
+    started = admit_urgent | admit_train | admit_ft
     return queue._replace(
-        status=jnp.where(running, RUNNING, queue.status),
+        status=jnp.where(started, RUNNING, queue.status),
         remaining=jnp.where(started, queue.duration, queue.remaining),
     )
 

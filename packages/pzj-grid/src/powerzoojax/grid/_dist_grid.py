@@ -33,28 +33,11 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import (
-    Box,
-    Environment,
-    EnvParams,
-    EnvState,
-    auto_reset,
-    denormalize_action,
-    make_box,
-    stack_costs,
-    time_features,
-)
+from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid.resources._bundle import (
-    FLEX_STAT_KEYS,
-    ResourceBundle,
-    bundles_action_dim,
-    bundles_obs_dim,
-    observe_bundles,
-    reset_bundles,
-    step_bundles,
-)
+from powerzoojax.grid._radial_feeder_env import RadialFeederEnv
+from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, ResourceBundle, observe_bundles, reset_bundles
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 
 DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
@@ -99,6 +82,8 @@ class DistGridParams(EnvParams):
     der_low: Float[Array, ""]
     der_high: Float[Array, ""]
     bfs_tol: Float[Array, ""]
+    # The buses of the DER actions (every bus but the slack, in order); the step uses
+    # that layout statically, this is for adapters that name the DER agents.
     der_bus_idx: Int[Array, " n_der"]
     base_mva: float = eqx.field(static=True, default=100.0, kw_only=True)
     steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
@@ -260,30 +245,17 @@ def make_dist_params(
     )
 
 
-class DistGridEnv(Environment):
+class DistGridEnv(RadialFeederEnv):
     """Distribution feeder env on a balanced radial power flow. See the module docstring."""
 
-    def action_dim(self, params: DistGridParams) -> int:
-        der = params.network.n_nodes - 1 if params.include_der else 0
-        return der + bundles_action_dim(params.resources)
+    CONSTRAINT_NAMES = DIST_CONSTRAINT_NAMES
+    DER_LAYOUT = "n_nodes - 1"
 
-    def obs_dim(self, params: DistGridParams) -> int:
-        return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2 + bundles_obs_dim(params.resources)
+    def _n_der(self, params: DistGridParams) -> int:
+        return params.network.n_nodes - 1 if params.include_der else 0
 
-    def observation_space(self, params: DistGridParams) -> Box:
-        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
-
-    def action_space(self, params: DistGridParams) -> Box:
-        return make_box(-1.0, 1.0, (self.action_dim(params),))
-
-    def constraint_names(self, params: DistGridParams) -> tuple[str, ...]:
-        return DIST_CONSTRAINT_NAMES
-
-    def _loads(
-        self, time_step: Int[Array, ""], params: DistGridParams
-    ) -> tuple[Float[Array, " n_nodes"], Float[Array, " n_nodes"]]:
-        row = time_step % params.p_load_profiles.shape[0]
-        return params.p_load_profiles[row], params.q_load_profiles[row]
+    def _core_obs_dim(self, params: DistGridParams) -> int:
+        return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2
 
     def _solve(
         self, p_net: Float[Array, " n_nodes"], q_net: Float[Array, " n_nodes"], params: DistGridParams
@@ -346,28 +318,16 @@ class DistGridEnv(Environment):
         action: Float[Array | np.ndarray, " action_dim"],
         params: DistGridParams,
     ) -> tuple[Float[Array, " obs_dim"], DistGridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        expected = self.action_dim(params)
-        if action.shape != (expected,):
-            raise ValueError(
-                f"DistGridEnv.step: action must have shape ({expected},) = "
-                f"({'n_nodes - 1' if params.include_der else 'no DER'}{' + bundle actions' if params.resources else ''},), "
-                f"got {action.shape}"
-            )
+        self._check_action(action, params)
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
+        der, bundles = self._decode_action(action, state.resource_states, self._ctx(state), params)
         p_net, q_net = p_load, q_load
-        n_der = params.network.n_nodes - 1 if params.include_der else 0
         if params.include_der:
-            der_action = action[:n_der]
-            der = denormalize_action(
-                der_action,
-                jnp.broadcast_to(params.der_low, der_action.shape),
-                jnp.broadcast_to(params.der_high, der_action.shape),
-            )
-            p_net = p_net.at[params.der_bus_idx].add(-der)
-        bundles = step_bundles(
-            params.resources, state.resource_states, action[n_der:], self._ctx(state), params.network.n_nodes
-        )
+            # DERs sit at every bus but the slack, in bus order (make_dist_params): a
+            # static insertion, not a scatter (XLA:CPU runs batched scatters serially).
+            slack = params.network.slack_bus_idx
+            p_net = p_net - jnp.concatenate([der[:slack], jnp.zeros((1,), der.dtype), der[slack:]])
         if params.resources:
             inv_base = 1.0 / params.base_mva
             p_net = p_net - bundles.p_bus_mw * inv_base

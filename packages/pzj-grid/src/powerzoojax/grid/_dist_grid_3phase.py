@@ -30,27 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from powerzoojax.core import (
-    Box,
-    Environment,
-    EnvParams,
-    EnvState,
-    auto_reset,
-    denormalize_action,
-    make_box,
-    stack_costs,
-    time_features,
-)
+from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid.resources._bundle import (
-    ResourceBundle,
-    bundles_action_dim,
-    bundles_obs_dim,
-    observe_bundles,
-    reset_bundles,
-    step_bundles,
-)
+from powerzoojax.grid._radial_feeder_env import RadialFeederEnv
+from powerzoojax.grid.resources._bundle import ResourceBundle, observe_bundles, reset_bundles
 from powerzoojax.physics import (
     Radial3PhaseFlow,
     Radial3PhaseNetwork,
@@ -246,30 +230,17 @@ def make_dist_3phase_params(
     )
 
 
-class DistGrid3PhaseEnv(Environment):
+class DistGrid3PhaseEnv(RadialFeederEnv):
     """Unbalanced three-phase feeder env. See the module docstring."""
 
-    def action_dim(self, params: DistGrid3PhaseParams) -> int:
-        der = 3 * (params.network.n_nodes - 1) if params.include_der else 0
-        return der + bundles_action_dim(params.resources)
+    CONSTRAINT_NAMES = DIST_3PHASE_CONSTRAINT_NAMES
+    DER_LAYOUT = "3 (n_nodes - 1)"
 
-    def obs_dim(self, params: DistGrid3PhaseParams) -> int:
-        return 9 * params.network.n_nodes + 6 * params.network.n_branches + 2 + bundles_obs_dim(params.resources)
+    def _n_der(self, params: DistGrid3PhaseParams) -> int:
+        return 3 * (params.network.n_nodes - 1) if params.include_der else 0
 
-    def observation_space(self, params: DistGrid3PhaseParams) -> Box:
-        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
-
-    def action_space(self, params: DistGrid3PhaseParams) -> Box:
-        return make_box(-1.0, 1.0, (self.action_dim(params),))
-
-    def constraint_names(self, params: DistGrid3PhaseParams) -> tuple[str, ...]:
-        return DIST_3PHASE_CONSTRAINT_NAMES
-
-    def _loads(
-        self, time_step: Int[Array, ""], params: DistGrid3PhaseParams
-    ) -> tuple[Float[Array, "n_nodes 3"], Float[Array, "n_nodes 3"]]:
-        row = time_step % params.p_load_profiles.shape[0]
-        return params.p_load_profiles[row], params.q_load_profiles[row]
+    def _core_obs_dim(self, params: DistGrid3PhaseParams) -> int:
+        return 9 * params.network.n_nodes + 6 * params.network.n_branches + 2
 
     def _state(
         self, flow: Radial3PhaseFlow, params: DistGrid3PhaseParams, **fields: Any
@@ -327,28 +298,18 @@ class DistGrid3PhaseEnv(Environment):
         action: Float[Array | np.ndarray, " action_dim"],
         params: DistGrid3PhaseParams,
     ) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState, FloatScalar, Float[Array, "4"], Bool[Array, ""], Info]:
-        expected = self.action_dim(params)
-        if action.shape != (expected,):
-            raise ValueError(
-                f"DistGrid3PhaseEnv.step: action must have shape ({expected},) = "
-                f"({'3 (n_nodes - 1)' if params.include_der else 'no DER'},), got {action.shape}"
-            )
+        self._check_action(action, params)
         network = params.network
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
+        der, bundles = self._decode_action(action, state.resource_states, {"time_step": state.time_step}, params)
         p_net, q_net = p_load, q_load
-        n_der = 3 * (network.n_nodes - 1) if params.include_der else 0
         if params.include_der:
-            der_action = action[:n_der]
-            der = denormalize_action(
-                der_action,
-                jnp.broadcast_to(params.der_low, der_action.shape),
-                jnp.broadcast_to(params.der_high, der_action.shape),
-            )
-            p_net = p_net.at[params.nonref_idx].add(-der.reshape(-1, 3))
-        bundles = step_bundles(
-            params.resources, state.resource_states, action[n_der:], {"time_step": state.time_step}, network.n_nodes
-        )
+            # Every bus-phase but the reference bus's, in bus order: a static insertion,
+            # not a scatter.
+            ref = network.ref_bus
+            der = der.reshape(-1, 3)
+            p_net = p_net - jnp.concatenate([der[:ref], jnp.zeros((1, 3), der.dtype), der[ref:]])
         if params.resources:
             per_phase = 1.0 / (3.0 * params.base_mva)
             p_net = p_net - (bundles.p_bus_mw * per_phase)[:, None]

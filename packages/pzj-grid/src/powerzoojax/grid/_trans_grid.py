@@ -6,11 +6,20 @@ Modes (spec §2.1; ``physics`` / ``solver_mode`` in :func:`make_trans_params`):
 physics     solver_mode  dispatch                network result            thermal metric
 ==========  ===========  ======================  ========================  =====================
 0           0            agent                   DC PTDF                   MW vs [floor, cap]
-1           0            agent (DC slack-adj.)   Newton–Raphson AC PF      max(|S_from|, |S_to|)
+1           0            agent (DC slack-adj.)   AC PF (fdlf / Newton)     max(|S_from|, |S_to|)
 0           1            DC-OPF                  DC-OPF flows              MW
 1           1            DC-OPF                  AC PF on the OPF dispatch max(|S_from|, |S_to|)
-any         2            AC-OPF                  (not landed: refused)
+any         2            AC-OPF                  AC-OPF voltages and flows |S_from|
 ==========  ===========  ======================  ========================  =====================
+
+AC-OPF mode: the in-graph primal–dual interior point of :mod:`powerzoojax.physics._ac_opf`
+  runs in float32 (as the env) with a barrier floor and best-iterate tracking that make
+  it converge there (see ``make_trans_params``' ``acopf_tol``); reactive loads are the
+  case's Qd; info adds ``opf_converged``, ``opf_status`` (0 optimal, 1 not converged),
+  ``opf_objective`` [$/h], ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own
+  power-flow solution: same as ``opf_converged``) and ``line_viol_mva`` (Σ MVA beyond
+  the rating at either end). No iteration count: see ``_solve_acopf``. The reset state
+  is the spec's (proportional dispatch, DC power flow, flat voltages).
 
 Observation float32, unbounded, ``L (+N in AC) + D + G + 2 + Σ bundle obs``:
   line loading ``/ max(|cap|, 1)`` (DC: signed MW; AC: ``√(P²+Q²)`` at the from end) ·
@@ -61,6 +70,7 @@ from powerzoojax.physics import (
     short_sum,
     unit_limit_violation,
 )
+from powerzoojax.physics._ac_opf import ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, dc_opf
 
 __all__ = ["CONSTRAINT_NAMES", "MODE_NAMES", "GridState", "TransGridEnv", "TransGridParams", "make_trans_params"]
@@ -115,7 +125,7 @@ class TransGridEnv(Environment):
         return units + bundles_action_dim(params.resources)
 
     def _is_ac(self, params: TransGridParams) -> bool:
-        return params.acpf is not None
+        return params.acpf is not None or params.acopf is not None
 
     def obs_dim(self, params: TransGridParams) -> int:
         case = params.case
@@ -172,14 +182,26 @@ class TransGridEnv(Environment):
         )
 
     def _solve(
-        self, params: TransGridParams, dispatch: Array | None, row: Int[Array, ""], p_bus: Array | None
+        self,
+        params: TransGridParams,
+        dispatch: Array | None,
+        row: Int[Array, ""],
+        p_bus: Array | None,
+        *,
+        at_reset: bool = False,
+        warm: tuple[Array, Array] | None = None,
     ) -> _Network:
-        """Dispatch (agent set-points, or the DC-OPF when ``dispatch`` is None) and solve the network."""
+        """Dispatch (agent set-points, or the OPF of the mode when ``dispatch`` is None) and
+        solve the network. ``at_reset``: the AC-OPF mode starts from the spec's reset
+        (proportional dispatch, DC power flow, flat voltages) rather than an AC-OPF: it
+        keeps the interior point out of the auto-reset branch of every step."""
         case = params.case
         load = params.load_profiles[row]
         zero = jnp.zeros((), jnp.float32)
         info: dict[str, Array] = {}
         unserved = zero
+        if params.acopf is not None and not at_reset:
+            return self._solve_acopf(params, load, p_bus)
         if params.dcopf is not None:
             node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
             if p_bus is not None:
@@ -200,15 +222,18 @@ class TransGridEnv(Environment):
             flow = self._dc_flow(params, dispatch, load, row, p_bus)
 
         n_lines, n_nodes = case.n_lines, case.n_nodes
-        if self._is_ac(params):
+        if params.acpf is not None:
             load_p, load_q = load, params.load_q_mvar
             if params.resources:
                 # One load per bus in bus order (checked in make_trans_params): injections
                 # are negative load; bundle Q is ignored (spec §7.8).
                 load_p = load - p_bus
+            init_vm, init_va = warm if (warm is not None and params.pf_warm_start) else (None, None)
             pf = ac_power_flow(
                 params.acpf, flow.unit_power_mw, None, load_p, load_q,
+                init_vm=init_vm, init_va=init_va,
                 max_iter=params.pf_max_iter, tol=params.pf_tol,
+                method=params.pf_method,
             )
             loading = _finite(pf.line_loading_mva)
             thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
@@ -255,13 +280,58 @@ class TransGridEnv(Environment):
             info=info,
         )
 
+    def _solve_acopf(self, params: TransGridParams, load: Array, p_bus: Array | None) -> _Network:
+        """Mode 2: the AC-OPF sets dispatch, voltages and flows (spec §2.2 step 6)."""
+        case, net = params.case, params.network
+        node_p = load if net.loads_are_nodes else net.loads_to_nodes @ load
+        node_q = params.load_q_mvar if net.loads_are_nodes else net.loads_to_nodes @ params.load_q_mvar
+        if p_bus is not None:
+            node_p = node_p - p_bus  # bundle Q is ignored (spec §7.8)
+        opf = ac_opf(params.acopf, node_p, node_q, max_iter=params.acopf_max_iter, tol=params.acopf_tol)
+        zero = jnp.zeros((), jnp.float32)
+        # A failed solve keeps its best iterate (finite by construction); _finite guards
+        # the outputs anyway so that nothing non-finite can reach the state.
+        p = _finite(opf.p_mw)
+        s_from, s_to = _finite(opf.line_s_from_mva), _finite(opf.line_s_to_mva)
+        cap = jnp.abs(case.line_cap)
+        thermal_v = jnp.maximum(s_from - cap, 0.0)
+        vm = _finite(opf.vm)
+        over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+        converged = opf.converged
+        # No iteration count in info: in float32 the interior point's last iterations are
+        # round-off driven, so a vmapped and a single solve of one instance may stop one
+        # iteration apart, and info must not depend on batching (check_env_api).
+        info = {
+            "opf_converged": converged,
+            "opf_status": jnp.where(converged, 0, 1).astype(jnp.int32),
+            "opf_objective": _finite(opf.objective),
+            "opf_max_mismatch": _finite(opf.max_mismatch),
+            "pf_converged": converged,
+            "line_viol_mva": short_sum(jnp.maximum(jnp.maximum(s_from, s_to) - cap, 0.0)),
+        }
+        return _Network(
+            unit_power_mw=p,
+            line_flow_mw=_finite(opf.line_p_from_mw),
+            line_flow_q_mvar=_finite(opf.line_q_from_mvar),
+            node_injection_mw=case.nodes_units_map @ p - node_p,
+            vm=vm,
+            va=_finite(opf.va),
+            q_gen=_finite(opf.q_mvar),
+            thermal=short_sum(thermal_v),
+            n_line_violations=short_sum((thermal_v > 1e-2).astype(jnp.int32)),
+            voltage=short_sum(over),
+            n_voltage_violations=short_sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
+            unserved_mw=jnp.where(converged, zero, params.pf_failure_cost),
+            info=info,
+        )
+
     def reset(self, key: Key, params: TransGridParams) -> tuple[Float[Array, " obs_dim"], GridState]:
         # Deterministic without bundles: the key is unused, which lets XLA compute the
         # auto-reset state once per rollout instead of once per env and step.
         case = params.case
         row = jnp.asarray(0, jnp.int32)
         p_bus = jnp.zeros((case.n_nodes,), jnp.float32) if params.resources else None
-        net = self._solve(params, None, row, p_bus)
+        net = self._solve(params, None, row, p_bus, at_reset=True)
         state = GridState(
             time_step=jnp.asarray(0, jnp.int32),
             done=jnp.asarray(False),
@@ -307,12 +377,12 @@ class TransGridEnv(Environment):
             resource_states, p_bus, resource_cost = bundles.states, bundles.p_bus_mw, bundles.cost_sum
 
         dispatch = None
-        if params.dcopf is None:
+        if params.dcopf is None and params.acopf is None:
             if params.include_unit_dispatch:
                 dispatch = denormalize_action(action[:n_unit_act], case.unit_p_min, case.unit_p_max)
             else:
                 dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
-        net = self._solve(params, dispatch, row, p_bus)
+        net = self._solve(params, dispatch, row, p_bus, warm=(state.vm, state.va))
 
         gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
         power_balance = unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max) + net.unserved_mw

@@ -12,6 +12,7 @@ from powerzoojax.core import EnvParams
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import ResourceBundle
 from powerzoojax.physics import ACNetwork, DCNetwork, load_line_flows, make_ac_network, make_dc_network
+from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
 from powerzoojax.physics._dc_opf import DCOPFSetup, make_dc_opf_setup
 
 MODE_NAMES = {
@@ -27,8 +28,10 @@ MODE_NAMES = {
 class TransGridParams(EnvParams):
     """Params of :class:`TransGridEnv`; build with :func:`make_trans_params`.
 
-    ``acpf`` exists iff ``physics == 1``, ``dcopf`` iff ``solver_mode == 1`` (spec §2.1:
-    the step branches on which setups exist); absent setups are ``None``.
+    ``acpf`` exists iff ``physics == 1`` and ``solver_mode != 2``, ``dcopf`` iff
+    ``solver_mode == 1``, ``acopf`` iff ``solver_mode == 2`` (spec §2.1: the step branches
+    on which setups exist; the AC-OPF result replaces any power flow, so mode 2 does not
+    build or run one); absent setups are ``None``.
     """
 
     case: CaseData
@@ -46,11 +49,12 @@ class TransGridParams(EnvParams):
     inv_total_capacity: Float[Array, ""]
     acpf: ACNetwork | None = None
     dcopf: DCOPFSetup | None = None
+    acopf: ACOPFSetup | None = None
     # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC modes only).
     load_q_mvar: Float[Array, " n_loads"] | None = None
     node_v_min: Float[Array, " n_nodes"] | None = None
     node_v_max: Float[Array, " n_nodes"] | None = None
-    # Charged on the power_balance channel when the AC power flow does not converge.
+    # Charged on the power_balance channel when the AC power flow / AC-OPF does not converge.
     pf_failure_cost: Float[Array, ""] | None = None
     # (N, L) PTDF transposed: only built when resource bundles inject at arbitrary buses.
     ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
@@ -61,8 +65,12 @@ class TransGridParams(EnvParams):
     include_unit_dispatch: bool = eqx.field(static=True, default=True, kw_only=True)
     pf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
     pf_tol: float = eqx.field(static=True, default=1e-5, kw_only=True)
+    pf_method: str = eqx.field(static=True, default="fdlf", kw_only=True)
+    pf_warm_start: bool = eqx.field(static=True, default=False, kw_only=True)
     opf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
     opf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
+    acopf_max_iter: int = eqx.field(static=True, default=50, kw_only=True)
+    acopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
 
     def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
         """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
@@ -97,9 +105,13 @@ def make_trans_params(
     *,
     pf_max_iter: int = 30,
     pf_tol: float = 1e-5,
+    pf_method: str = "fdlf",
+    pf_warm_start: bool = False,
     opf_max_iter: int = 30,
     opf_tol: float = 1e-4,
     pf_failure_cost: float | int = 100.0,
+    acopf_max_iter: int = 50,
+    acopf_tol: float = 1e-4,
 ) -> TransGridParams:
     """Validate inputs on the host and build :class:`TransGridParams`.
 
@@ -108,11 +120,13 @@ def make_trans_params(
     ``physics`` 0 (DC) / 1 (AC Newton–Raphson power flow); ``solver_mode`` 0 (agent
     dispatch) / 1 (DC-OPF dispatch) / 2 (AC-OPF). ``resources``: a tuple of
     :class:`~powerzoojax.grid.resources.ResourceBundle` built against the same case.
-    ``pf_*``/``opf_*``: iteration cap and tolerance of the AC power flow / DC-OPF;
-    ``pf_failure_cost``: cost added to ``power_balance`` on a step whose AC power flow
-    does not converge.
+    ``pf_*``/``opf_*``/``acopf_*``: iteration cap and tolerance of the AC power flow /
+    DC-OPF / AC-OPF (the AC-OPF interior point runs in float32 like the env: its
+    tolerance is on PIPS' scaled KKT error, and 1e-4 gives objectives within ~1e-5 of a
+    float64 solve on case 5); ``pf_failure_cost``: cost added to ``power_balance`` on a
+    step whose AC power flow or AC-OPF does not converge.
     Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
-    type, ``NotImplementedError`` for the AC-OPF mode (its kernel has not landed).
+    type.
     """
     if not isinstance(case, CaseData):
         raise TypeError(
@@ -122,22 +136,23 @@ def make_trans_params(
     steps_per_day = _positive_int("steps_per_day", steps_per_day)
     pf_max_iter = _positive_int("pf_max_iter", pf_max_iter)
     opf_max_iter = _positive_int("opf_max_iter", opf_max_iter)
+    acopf_max_iter = _positive_int("acopf_max_iter", acopf_max_iter)
     delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
     cost_thermal_weight = _finite_scalar("cost_thermal_weight", cost_thermal_weight, non_negative=True)
     reward_scale = _finite_scalar("reward_scale", reward_scale)
     pf_tol = _finite_scalar("pf_tol", pf_tol, positive=True)
+    if pf_method not in ("fdlf", "newton"):
+        raise ValueError(f"make_trans_params: pf_method must be 'fdlf' or 'newton', got {pf_method!r}")
+    if not isinstance(pf_warm_start, (bool, np.bool_)):
+        raise TypeError(f"make_trans_params: pf_warm_start must be a bool, got {pf_warm_start!r}")
     opf_tol = _finite_scalar("opf_tol", opf_tol, positive=True)
+    acopf_tol = _finite_scalar("acopf_tol", acopf_tol, positive=True)
     pf_failure_cost = _finite_scalar("pf_failure_cost", pf_failure_cost, non_negative=True)
     if physics not in (0, 1) or isinstance(physics, bool):
         raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
     if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
         raise ValueError(
             f"make_trans_params: solver_mode must be 0 (agent dispatch), 1 (DC-OPF) or 2 (AC-OPF), got {solver_mode!r}"
-        )
-    if solver_mode == 2:
-        raise NotImplementedError(
-            f"TransGridEnv mode physics={physics}, solver_mode=2 ({MODE_NAMES[(physics, 2)]}) is not implemented yet: "
-            "it needs the AC-OPF kernel powerzoojax.physics._ac_opf, which has not landed"
         )
     resources = tuple(resources)
     for k, bundle in enumerate(resources):
@@ -148,11 +163,11 @@ def make_trans_params(
             raise ValueError(
                 f"make_trans_params: resources[{k}] has bus index {int(bus.max())}, outside 0..{case.n_nodes - 1}"
             )
-    if resources and physics == 1 and not np.array_equal(np.asarray(case.load_node_idx), np.arange(case.n_nodes)):
+    if resources and physics == 1 and solver_mode != 2 and not np.array_equal(np.asarray(case.load_node_idx), np.arange(case.n_nodes)):
         # The AC kernel takes per-load injections; bundles fold into loads only when there is
         # exactly one load per bus, in bus order (true of every shipped transmission case).
         raise NotImplementedError(
-            "make_trans_params: resource bundles with physics=1 need one load per bus in bus order; "
+            "make_trans_params: resource bundles with the AC power flow (physics=1) need one load per bus in bus order; "
             f"this case has {case.n_loads} loads on {case.n_nodes} buses"
         )
     if not isinstance(include_unit_dispatch, (bool, np.bool_)):
@@ -183,13 +198,14 @@ def make_trans_params(
     ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     ac_fields: dict = {}
-    if physics == 1:
+    if physics == 1 or solver_mode == 2:
         node_qd = np.asarray(case.node_qd, np.float64)
         load_node = np.asarray(case.load_node_idx)
         # A bus's Qd is shared evenly among the loads at that bus.
         n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
         ac_fields = dict(
-            acpf=make_ac_network(case),
+            acpf=make_ac_network(case) if solver_mode != 2 else None,
+            acopf=make_ac_opf_setup(case, dtype=jnp.float32) if solver_mode == 2 else None,
             load_q_mvar=f32(node_qd[load_node] / np.maximum(n_at_bus[load_node], 1.0)),
             node_v_min=f32(case.node_v_min),
             node_v_max=f32(case.node_v_max),
@@ -217,6 +233,10 @@ def make_trans_params(
         include_unit_dispatch=bool(include_unit_dispatch),
         pf_max_iter=pf_max_iter,
         pf_tol=pf_tol,
+        pf_method=pf_method,
+        pf_warm_start=bool(pf_warm_start),
         opf_max_iter=opf_max_iter,
         opf_tol=opf_tol,
+        acopf_max_iter=acopf_max_iter,
+        acopf_tol=acopf_tol,
     )

@@ -348,7 +348,7 @@ class UnitCommitmentEnv(Environment):
                 cost_c = cost_c - params.dispatch_preference_weight * denormalize_action(preference, lo, hi)
             node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
             opf = dc_opf(
-                params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c,
+                params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
                 max_iter=params.dcopf_max_iter, tol=params.dcopf_tol,
             )
             # Load the committed units cannot cover stays unserved (reported, and priced by the

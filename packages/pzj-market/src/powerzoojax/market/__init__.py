@@ -1,9 +1,9 @@
 """Electricity markets (pzj-market): in-graph clearing kernels and market environments.
 
 Clearing: :func:`make_cost_segments` (truthful offer curves), :func:`offer_sced` (exact
-offer-based SCED with PTDF line limits and ramp bounds, primal–dual interior point in
-the graph, LMPs from the duals) and :func:`piecewise_ed` (the same clearing under the
-reference's bid-based interface).
+offer-based SCED with PTDF line limits and ramp bounds, a bounded dual simplex or an
+interior point in the graph, LMPs from the duals) and :func:`piecewise_ed` (the same
+clearing under the reference's bid-based interface).
 """
 
 from powerzoojax.market._bid_based_market import BidBasedMarketEnv, make_bid_market_params

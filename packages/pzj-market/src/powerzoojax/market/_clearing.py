@@ -2,8 +2,8 @@
 
 The reference clears bid-based markets with a heuristic (merit-order fill, projected
 gradient repair of line overloads, least-squares LMPs). Here the same offer curves are
-cleared exactly by the in-graph SCED interior-point solver (:func:`offer_sced`), which
-returns the optimal dispatch and dual-exact LMPs in a fixed iteration budget, so the
+cleared exactly by the in-graph SCED (:func:`offer_sced`), which returns the optimal
+dispatch and dual-exact LMPs within an iteration budget, so the
 bid-based market and the SCED agree by construction. The interface keeps the
 reference's names and outputs.
 """

@@ -26,8 +26,8 @@ from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offe
 from powerzoojax.physics import dc_thermal_check
 
 CONSTRAINT_NAMES = ("thermal_overload",)
-# Float32 interior point: a tight gap keeps jit, eager and vmapped clearings on the same
-# vertex when truthful offers differ by cents (case 5: c, c + 0.01, c + 0.02).
+# Pivot budget of the SCED's dual simplex (``tol`` only matters to its interior-point
+# method, kept tight so that one would also land on the vertex when offers differ by cents).
 SCED_MAX_ITER, SCED_TOL = 25, 1e-7
 # Flows the SCED holds at a limit may sit a float32 round-off beyond it: not an overload.
 THERMAL_SLACK_MW = 1e-2

@@ -27,6 +27,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, rollout, select_tree, time_features
 from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import THERMAL_SLACK_MW
+from powerzoojax.market._dual_simplex import matvec, sum_small
 from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.physics import dc_thermal_check
 
@@ -155,16 +156,18 @@ def _truthful_clearings(setup: OfferSCEDSetup, node_loads_t: np.ndarray, max_ite
 
 
 def _node_load(row: Int[Array, ""], params: MarketMARLParams) -> Float[Array, " n_nodes"]:
-    return params.nodes_loads_map @ params.load_profiles[row % params.load_profiles.shape[0]]
+    return matvec(params.nodes_loads_map, params.load_profiles[row % params.load_profiles.shape[0]])
 
 
 def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
     """New episode at a random profile row, cleared with truthful offers and no ramp window
     (looked up in the params' precomputed clearing of every row)."""
-    k_start, _ = jr.split(key)
-    start = jr.randint(k_start, (), 0, params.load_profiles.shape[0], dtype=jnp.int32)
+    # One draw of 32 random bits: a vmapped step evaluates this reset for every env, and
+    # each threefry hash is a loop of its own on CPU (``randint`` hashes three times).
+    # The modulo bias is below T / 2³² for a T-row profile.
+    start = (jr.bits(key, (), jnp.uint32) % jnp.uint32(params.load_profiles.shape[0])).astype(jnp.int32)
     lmp = params.reset_lmp[start]
-    mean_lmp = jnp.mean(lmp)
+    mean_lmp = sum_small(lmp, axis=-1) / lmp.shape[0]
     return MarketMARLState(
         time_step=jnp.asarray(0, jnp.int32),
         done=jnp.asarray(False),
@@ -187,7 +190,7 @@ def market_marl_step(
     if flat_actions.shape != (n_units * n_seg,):
         raise ValueError(f"market_marl_step: actions must have shape ({n_units * n_seg},) = (n_units · n_segments,), got {flat_actions.shape}")
     actions = jnp.clip(jnp.asarray(flat_actions, jnp.float32), -1.0, 1.0).reshape(n_units, n_seg)
-    markup = jnp.sort(0.5 * (actions + 1.0), axis=1)
+    markup = _sort_rows(0.5 * (actions + 1.0))
     offers = setup.base_seg_prices * (1.0 + markup * params.max_markup)
 
     node_load = _node_load(state.episode_start_idx + state.time_step, params)
@@ -202,11 +205,11 @@ def market_marl_step(
     profit = (cleared.lmp[params.unit_node_idx] * p - unit_cost) * params.delta_t_hours
     at_up = (p_max_rt < setup.p_max) & (p >= p_max_rt - RAMP_BINDING_MW)
     at_down = (p_min_rt > setup.p_min) & (p <= p_min_rt + RAMP_BINDING_MW)
-    ramp_binding_rate = jnp.mean((at_up | at_down).astype(jnp.float32))
+    ramp_binding_rate = sum_small((at_up | at_down).astype(jnp.float32), axis=-1) / n_units
 
     time_step = state.time_step + 1
     done = time_step >= params.max_steps
-    history = jnp.concatenate([state.lmp_history[1:], jnp.mean(cleared.lmp)[None]])
+    history = jnp.concatenate([state.lmp_history[1:], (sum_small(cleared.lmp, axis=-1) / setup.n_nodes)[None]])
     next_state = MarketMARLState(
         time_step=time_step,
         done=done,
@@ -229,7 +232,7 @@ def market_marl_step(
         "lambda_balance": cleared.lambda_balance,
         "unit_power": p,
         "segment_delta": cleared.segment_delta,
-        "gen_cost": jnp.sum(unit_cost) * params.delta_t_hours,
+        "gen_cost": sum_small(unit_cost, axis=-1) * params.delta_t_hours,
         "is_safe": n_violations == 0,
         "n_violations": n_violations,
         "sced_converged": cleared.converged,
@@ -240,13 +243,28 @@ def market_marl_step(
     return final_state, done, profit, info
 
 
+def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
+    """``jnp.sort(x, axis=1)`` by an odd–even transposition network of min/max pairs.
+
+    XLA:CPU sorts small rows one at a time, far slower under ``vmap``; and the network is
+    element-wise, so XLA may fuse it into the clearing's pairwise merit-order comparison
+    at little cost (it recomputes fused producers per element).
+    """
+    k = x.shape[1]
+    cols = [x[:, i] for i in range(k)]
+    for step in range(k):
+        for i in range(step % 2, k - 1, 2):
+            cols[i], cols[i + 1] = jnp.minimum(cols[i], cols[i + 1]), jnp.maximum(cols[i], cols[i + 1])
+    return jnp.stack(cols, axis=1)
+
+
 def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_units obs_dim"]:
     """Per-agent observations ``(U, 8 + lmp_history_len)`` in the spec's order (§2.7)."""
     setup = params.offer_sced_setup
     p_max = setup.p_max
     p = state.unit_power_mw
     n_units = setup.n_units
-    next_load = jnp.sum(_node_load(state.episode_start_idx + state.time_step + 1, params))
+    next_load = sum_small(_node_load(state.episode_start_idx + state.time_step + 1, params), axis=-1)
     scalars = jnp.stack(
         [
             setup.base_seg_prices[:, 0] / params.lmp_scale,

@@ -1,84 +1,103 @@
-"""``GridMARLEnv``: ``TransGridEnv`` (DC mode) with one agent per generating unit.
+"""``GridMARLEnv``: ``TransGridEnv`` with one agent per generating unit and one per
+resource-bundle device.
 
-Agents ``unit_0 … unit_{U−1}`` in the case's unit order; each acts with a
-``Box[-1, 1] (1,)`` set-point (the env's per-unit action), packed in agent order into
-the env's action vector. Observation per agent: the env's observation
-``[flow (L) | load (n_loads) | unit_norm (U) | sin | cos]`` followed by the agent's
-own ``unit_norm[i]`` (so ``L + n_loads + U + 3``). Reward: the env's reward, shared by
-every agent. ``info``: the env's, plus ``constraint_costs`` (the env's cost vector,
-order ``constraint_names``) and ``cost`` (= ``cost_sum``).
+Agents, in this fixed order: ``unit_0 … unit_{U−1}`` (the case's unit order; only when
+the params dispatch the units, ``include_unit_dispatch=True``), then one agent per device
+of each bundle in ``params.resources``, in bundle order, named ``<BundleClass minus
+"Bundle", lowercased>_<index within that type>`` (``battery_0``, ``battery_1``, …).
+Actions: ``Box[-1, 1] (action_dim,)`` per agent with ``action_dim`` = the largest
+per-device action size (1 for units and P-only batteries); agents with a shorter own
+action ignore the padding entries. They are packed units first, then the bundle slices,
+into the env's action vector.
 
-Resource bundles: the reference appends one agent per bundle device, named
-``<BundleClass minus "Bundle", lowercased>_<per-type index>``, after the units.
-TODO(issue 4 resources): the bundle protocol of ``powerzoojax.grid.resources`` had not
-landed when this adapter was written; params with ``resources`` are refused by name.
+Observation per agent: the grid core — the env's observation without the bundle part,
+``[flow (L) | vm (N, AC only) | load (n_loads) | unit_norm (U) | sin | cos]`` — followed by
+the agent's own slice zero-padded to the largest one: ``unit_norm[i]`` for a unit, the
+device's observation (``per_device_obs_dim`` entries of its bundle's observation) for a
+device. Reward: the env's reward, shared by every agent. ``info``: the env's, plus
+``constraint_costs`` (the env's cost vector, order ``constraint_names``) and ``cost``
+(= ``cost_sum``).
 """
 
 from typing import Any
 
+import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import Info, Key
+from powerzoojax.rl._device_agents import device_layout, gather_own, pack_actions
 from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
 
 REWARD_MODES = ("shared",)
 
 
 class GridMARLEnv(MultiAgentEnvironment):
-    """Transmission dispatch as a team of unit agents (see the module docstring)."""
+    """Transmission dispatch as a team of unit and device agents (see the module docstring)."""
 
     env: Any
     reward_mode: str
+    own_obs_idx: Int[Array, "n_agents own_dim"]
+    own_obs_mask: Float[Array, "n_agents own_dim"]
+    action_src: Int[Array, " env_action_dim"]
+    core_dim: int = eqx.field(static=True)
+    own_dim: int = eqx.field(static=True)
+    _action_dim: int = eqx.field(static=True)
 
     def __init__(self, env: Any, params: Any = None, reward_mode: str = "shared"):
         from powerzoojax.grid import TransGridEnv
+        from powerzoojax.grid.resources import bundles_obs_dim
 
         if not isinstance(env, TransGridEnv):
             raise TypeError(f"GridMARLEnv wraps a TransGridEnv, got {type(env).__name__}")
         params = env.default_params() if params is None else params
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"GridMARLEnv: reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
-        if params.resources:
-            raise NotImplementedError(
-                "GridMARLEnv: resource-bundle agents are not supported yet (project issue 4 resources); "
-                "build the params without resources"
+        if not params.include_unit_dispatch and not params.resources:
+            raise ValueError(
+                "GridMARLEnv: no agents: build the params with include_unit_dispatch=True (unit agents) "
+                "and/or resource bundles (device agents)"
             )
-        if not params.include_unit_dispatch:
-            raise ValueError("GridMARLEnv: the units are the agents; build the params with include_unit_dispatch=True")
         self.env = env
         self.params = params
         self.reward_mode = reward_mode
-        self.agents = tuple(f"unit_{i}" for i in range(params.case.n_units))
+        n_units = params.case.n_units
+        self.core_dim = env.obs_dim(params) - bundles_obs_dim(params.resources)
+        unit_offset = self.core_dim - 2 - n_units  # unit_norm sits just before sin, cos
+        units = [[unit_offset + i] for i in range(n_units)] if params.include_unit_dispatch else []
+        layout = device_layout("unit", units, params.resources, self.core_dim)
+        self.agents = layout.names
+        self.own_obs_idx = jnp.asarray(layout.own_obs_idx)
+        self.own_obs_mask = jnp.asarray(layout.own_obs_mask)
+        self.action_src = jnp.asarray(layout.action_src)
+        self.own_dim = layout.own_dim
+        self._action_dim = layout.action_dim
 
     @property
     def obs_dim(self) -> int:
-        return self.env.obs_dim(self.params) + 1
+        return self.core_dim + self.own_dim
 
     @property
     def action_dim(self) -> int:
-        return 1
+        return self._action_dim
 
-    def _unit_offset(self, params: Any) -> int:
-        return params.case.n_lines + params.case.n_loads
-
-    def _agent_obs(self, obs: Float[Array, " core"], params: Any) -> Float[Array, "n_agents obs_dim"]:
-        start = self._unit_offset(params)
-        own = obs[start : start + self.num_agents]
-        return jnp.concatenate([jnp.broadcast_to(obs, (self.num_agents, obs.shape[0])), own[:, None]], axis=1)
+    def _agent_obs(self, obs: Float[Array, " env_obs"]) -> Float[Array, "n_agents obs_dim"]:
+        core = jnp.broadcast_to(obs[: self.core_dim], (self.num_agents, self.core_dim))
+        return jnp.concatenate([core, gather_own(obs, self.own_obs_idx, self.own_obs_mask)], axis=1)
 
     def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        p = self._p(params)
-        obs, state = self.env.reset(key, p)
-        return self._agent_obs(obs, p), MARLState(state)
+        obs, state = self.env.reset(key, self._p(params))
+        return self._agent_obs(obs), MARLState(state)
 
     def step_arrays(
         self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         p = self._p(params)
-        obs, env_state, reward, costs, done, info = self.env.step(key, state.env_state, actions[:, 0], p)
+        obs, env_state, reward, costs, done, info = self.env.step(
+            key, state.env_state, pack_actions(actions, self.action_src), p
+        )
         info = {**info, "constraint_costs": costs, "cost": info["cost_sum"]}
         rewards = jnp.broadcast_to(reward, (self.num_agents,))
-        return self._agent_obs(obs, p), MARLState(env_state), rewards, done, info
+        return self._agent_obs(obs), MARLState(env_state), rewards, done, info
 
     def constraint_names(self) -> tuple[str, ...]:
         return self.env.constraint_names(self.params)

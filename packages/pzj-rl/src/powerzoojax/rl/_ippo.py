@@ -1,5 +1,6 @@
-"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``) or one network per
-agent type (``ippo_typed``), in Equinox + Optax.
+"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``), one network per
+agent type (``ippo_typed``) and typed IPPO-Lagrangian (``ippo_typed_lagrangian``), in
+Equinox + Optax.
 
 Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
 ``env.step_arrays``, agent order = ``env.agents``). One update:
@@ -12,7 +13,16 @@ Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
 3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
    clip_by_global_norm → adam``). Typed: agents are grouped by type (name prefix before
    the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
-   its own advantage normalisation, and the loss is the mean of the per-type losses.
+   its own advantage normalisation, and the loss is the mean of the per-type losses
+   (each one :func:`powerzoojax.rl._ppo.ppo_loss`, the single-agent PPO loss).
+
+Typed IPPO-Lagrangian (``make_ippo_typed_lagrangian_train``): each type's network also
+has one cost-value head per selected constraint (``info["constraint_costs"]``, the team's
+costs, seen by every agent); one shared team ``λ`` (``log λ`` starts at 0); per agent the
+advantage is ``A_R − λᵀ A_C`` (cost GAE with ``cost_gamma``), normalised per type; after
+the epochs ``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with ``Ĵ_C`` =
+mean scaled cost per step × ``max_steps`` and ``d`` = ``config.cost_thresholds`` (required)
+÷ ``cost_scale`` — the same dual step and metrics as ``make_cmdp_train``.
 
 Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): each
 update also logs its market diagnostics over the collected batch and
@@ -44,21 +54,24 @@ from powerzoojax.core import rollout
 from powerzoojax.core._types import Key
 from powerzoojax.rl._config import TrainConfig
 from powerzoojax.rl._multi_agent import MultiAgentEnvironment
-from powerzoojax.rl._networks import ActorCritic, gaussian_entropy, gaussian_log_prob
+from powerzoojax.rl._networks import ActorCritic, gaussian_log_prob
 from powerzoojax.rl._ppo import (
     _REWARD_CLIP,
     RunningStats,
     _discounted_returns,
+    cost_metrics,
+    dual_step,
     gae,
     init_stats,
     normalize,
+    ppo_loss,
     update_stats,
 )
 from powerzoojax.rl._result import TrainResult
 from powerzoojax.rl._update_loop import UpdateLoop
 
 SHARED = "shared"
-_MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate")
+_MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate", "gen_cost", "load_mw")
 
 
 class IPPOState(eqx.Module):
@@ -74,12 +87,22 @@ class IPPOState(eqx.Module):
     return_stats: RunningStats
     discounted_return: Float[Array, "n_envs n_agents"]
     episode_return: Float[Array, " n_envs"]
+    log_lambda: Float[Array, " k"]
 
 
 class IPPOTrainer(UpdateLoop):
     """IPPO (``typed=False``) or typed IPPO on a ``MultiAgentEnvironment``; see the module docstring."""
 
-    def __init__(self, env: MultiAgentEnvironment, config: TrainConfig, *, typed: bool = False, agent_ids: bool = False):
+    def __init__(
+        self,
+        env: MultiAgentEnvironment,
+        config: TrainConfig,
+        *,
+        typed: bool = False,
+        agent_ids: bool = False,
+        lagrangian: bool = False,
+        selected_names: tuple[str, ...] | None = None,
+    ):
         if not isinstance(env, MultiAgentEnvironment):
             raise TypeError(
                 f"IPPO trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), got {type(env).__name__}"
@@ -108,6 +131,30 @@ class IPPOTrainer(UpdateLoop):
             self.types = (SHARED,)
             self.type_index = (np.arange(self.n_agents, dtype=np.int32),)
         self.market = hasattr(env, "compute_market_metrics")
+        self.lagrangian = lagrangian
+        if lagrangian:
+            if not hasattr(env, "constraint_names"):
+                raise TypeError(f"IPPO-Lagrangian needs an adapter with constraint costs; {env.name} has none")
+            names = tuple(env.constraint_names())
+            selected = names if selected_names is None else tuple(selected_names)
+            unknown = [n for n in selected if n not in names]
+            if unknown or not selected:
+                raise ValueError(f"IPPO-Lagrangian: selected_names {list(selected)} must be a non-empty subset of {list(names)}")
+            k = len(selected)
+            thresholds = config.resolved_cost_thresholds(k)
+            if thresholds is None:
+                raise ValueError(
+                    f"IPPO-Lagrangian: set config.cost_thresholds (one per selected constraint {list(selected)}, "
+                    "per-episode budgets); there is no default"
+                )
+            self.cost_names = selected
+            self.cost_idx = np.asarray([names.index(n) for n in selected], np.int32)
+            self.cost_scale = jnp.asarray(config.resolved_cost_scale(k), jnp.float32)
+            self.thresholds = jnp.asarray(thresholds, jnp.float32) / self.cost_scale
+            self.lambda_lr = jnp.asarray(config.resolved_lambda_lr(k), jnp.float32)
+        else:
+            self.cost_names, self.cost_idx = (), np.zeros((0,), np.int32)
+        self.n_costs = len(self.cost_names)
         self.n_updates = config.n_updates
         self.batch_size = config.num_envs * config.n_steps  # env steps per update
         self.eval_every = (
@@ -132,14 +179,14 @@ class IPPOTrainer(UpdateLoop):
 
     def _forward(
         self, policy: dict[str, ActorCritic], obs: Float[Array, "n_agents in_dim"]
-    ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, " n_agents"]]:
-        """Mean, log std and value of every agent (each through its type's network)."""
+    ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, "n_agents n_values"]]:
+        """Mean, log std and values (reward, then costs) of every agent, each through its type's network."""
         mean = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
         log_std = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
-        value = jnp.zeros((self.n_agents,), obs.dtype)
+        value = jnp.zeros((self.n_agents, 1 + self.n_costs), obs.dtype)
         for name, idx in zip(self.types, self.type_index):
             m, ls, v = jax.vmap(policy[name])(obs[idx])
-            mean, log_std, value = mean.at[idx].set(m), log_std.at[idx].set(ls), value.at[idx].set(v[:, 0])
+            mean, log_std, value = mean.at[idx].set(m), log_std.at[idx].set(ls), value.at[idx].set(v)
         return mean, log_std, value
 
     def deterministic_actions(
@@ -159,7 +206,8 @@ class IPPOTrainer(UpdateLoop):
         cfg = self.config
         policy = {
             name: ActorCritic(
-                self.in_dim, self.action_dim, cfg.hidden_dims, k, log_std_init=cfg.log_std_init, shared=cfg.shared_torso
+                self.in_dim, self.action_dim, cfg.hidden_dims, k, n_costs=self.n_costs,
+                log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
             )
             for name, k in zip(self.types, jr.split(k_policy, len(self.types)))
         }
@@ -175,6 +223,7 @@ class IPPOTrainer(UpdateLoop):
             return_stats=init_stats(()),
             discounted_return=jnp.zeros((cfg.num_envs, self.n_agents), jnp.float32),
             episode_return=jnp.zeros((cfg.num_envs,), jnp.float32),
+            log_lambda=jnp.zeros((self.n_costs,), jnp.float32),
         )
 
     # -- rollout ---------------------------------------------------------------------
@@ -195,26 +244,14 @@ class IPPOTrainer(UpdateLoop):
         traj = {"raw_obs": raw_obs, "obs": x, "action": raw, "log_prob": logp, "value": values, "reward": rewards, "done": dones}
         if self.market:
             traj["market_info"] = {k: _info[k] for k in _MARKET_KEYS if k in _info}
+        if self.lagrangian:
+            traj["costs"] = _info["constraint_costs"][..., self.cost_idx]
         # (N, T, ...) -> (T, N, ...): GAE runs backwards over time.
         return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj), env_state, last_obs
 
     # -- loss ------------------------------------------------------------------------
     def _type_loss(self, net: ActorCritic, mb: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
-        cfg = self.config
-        mean, log_std, values = jax.vmap(net)(mb["obs"])
-        logp = gaussian_log_prob(mb["action"], mean, log_std)
-        log_ratio = jnp.clip(logp - mb["log_prob"], -20.0, 20.0)
-        ratio = jnp.exp(log_ratio)
-        adv = mb["advantage"]
-        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv)
-        policy_loss = -jnp.mean(surrogate)
-        value_loss = 0.5 * jnp.mean((values[:, 0] - mb["return"]) ** 2)
-        entropy = gaussian_entropy(net.log_std)
-        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-        return total, {
-            "loss": total, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy,
-            "approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
-        }
+        return ppo_loss(net, mb, self.config, self.n_costs)
 
     def _loss(self, policy: dict[str, ActorCritic], mb: dict[str, dict[str, Array]]) -> tuple[Array, dict[str, Array]]:
         losses, stats = [], []
@@ -271,14 +308,29 @@ class IPPOTrainer(UpdateLoop):
 
         obs_stats = state.obs_stats
         last_values = jax.vmap(lambda o: self._forward(state.policy, self._prep(obs_stats, o))[2])(last_obs)
+        values = traj["value"]  # (T, N, A, 1 + k)
         flat_na = lambda x: x.reshape((x.shape[0], N * A) + x.shape[3:])  # noqa: E731
-        adv, ret = gae(flat_na(rewards), flat_na(dones), flat_na(traj["value"]), last_values.reshape(N * A), cfg.gamma, cfg.gae_lambda)
+        adv, ret = gae(
+            flat_na(rewards), flat_na(dones), flat_na(values[..., 0]), last_values[..., 0].reshape(N * A),
+            cfg.gamma, cfg.gae_lambda,
+        )
         # (T, N, A, ...) -> (T·N, A, ...): samples on axis 0, agents on axis 1.
         flat = lambda x: x.reshape((T * N,) + x.shape[2:])  # noqa: E731
+        adv = adv.reshape(T * N, A)
         batch = {
             "obs": flat(traj["obs"]), "action": flat(traj["action"]), "log_prob": flat(traj["log_prob"]),
-            "advantage": adv.reshape(T * N, A), "return": ret.reshape(T * N, A),
+            "return": ret.reshape(T * N, A),
         }
+        lam = jnp.exp(state.log_lambda)
+        if self.n_costs:
+            # Team costs: every agent's cost critic estimates the same (scaled) cost stream.
+            costs = jnp.broadcast_to((traj["costs"] / self.cost_scale)[:, :, None], (T, N, A, self.n_costs))
+            cost_adv, cost_ret = jax.vmap(
+                lambda c, v, lv: gae(c, flat_na(dones), v, lv, cfg.cost_gamma, cfg.gae_lambda), in_axes=(2, 2, 1), out_axes=2
+            )(flat_na(costs), flat_na(values[..., 1:]), last_values[..., 1:].reshape(N * A, self.n_costs))
+            adv = adv - cost_adv.reshape(T * N, A, self.n_costs) @ lam
+            batch["cost_return"] = cost_ret.reshape(T * N, A, self.n_costs)
+        batch["advantage"] = adv
 
         def minibatch_step(carry, mb):
             policy, opt_state = carry
@@ -306,6 +358,11 @@ class IPPOTrainer(UpdateLoop):
             episodes_done=n_done.astype(jnp.float32),
             episode_return=jnp.where(n_done > 0, jnp.sum(running * traj["done"]) / jnp.maximum(n_done, 1), jnp.nan),
         )
+        log_lambda = state.log_lambda
+        if self.n_costs:
+            episode_est = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1)) * self.env.max_steps
+            log_lambda = dual_step(log_lambda, episode_est, self.thresholds, self.lambda_lr, cfg.log_lambda_max)
+            metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
         if self.market:
             metrics.update(self.env.compute_market_metrics(traj["market_info"]))
             per_agent = jnp.mean(traj["reward"], axis=(0, 1))
@@ -313,7 +370,7 @@ class IPPOTrainer(UpdateLoop):
         new_state = IPPOState(
             policy=policy, opt_state=opt_state, env_state=env_state, obs=last_obs, key=key, update=state.update + 1,
             obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted,
-            episode_return=jnp.where(traj["done"][-1], 0.0, running[-1]),
+            episode_return=jnp.where(traj["done"][-1], 0.0, running[-1]), log_lambda=log_lambda,
         )
         metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, policy, obs_stats, k_eval))
         return new_state, metrics
@@ -321,6 +378,9 @@ class IPPOTrainer(UpdateLoop):
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
     def result(self, state: IPPOState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         params = state.policy if self.typed else state.policy[SHARED]
+        if self.lagrangian:
+            # Spec §3.4: typed-Lagrangian params are {"actor": per-type nets (reward and cost heads), "cost": λ}.
+            params = {"actor": state.policy, "cost": {"log_lambda": state.log_lambda}}
         return TrainResult(
             params=params,
             metrics=metrics,
@@ -336,14 +396,27 @@ class IPPOTrainer(UpdateLoop):
 
 
 def make_ippo_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
-    """IPPO with full parameter sharing (``config.algo="ippo"``) or one network per agent
-    type (``"ippo_typed"``); ``trainer(key) -> TrainResult``."""
+    """IPPO with full parameter sharing (``config.algo="ippo"``), one network per agent
+    type (``"ippo_typed"``) or typed IPPO-Lagrangian over every constraint channel
+    (``"ippo_typed_lagrangian"``); ``trainer(key) -> TrainResult``."""
+    if config.algo == "ippo_typed_lagrangian":
+        return make_ippo_typed_lagrangian_train(env, config, agent_ids=agent_ids)
     return IPPOTrainer(env, config, typed=config.algo == "ippo_typed", agent_ids=agent_ids)
 
 
 def make_ippo_typed_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
     """Typed IPPO (one ``ActorCritic`` per agent type); ``result.params`` is keyed by type."""
     return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids)
+
+
+def make_ippo_typed_lagrangian_train(
+    env: MultiAgentEnvironment, config: TrainConfig, *, selected_names: tuple[str, ...] | None = None,
+    agent_ids: bool = False,
+) -> IPPOTrainer:
+    """Typed IPPO-Lagrangian: per-type actor-critics with cost heads, one team ``λ`` over
+    ``selected_names`` of ``env.constraint_names()`` (default all); ``config.cost_thresholds``
+    is required. ``result.params = {"actor": {type: net}, "cost": {"log_lambda": (k,)}}``."""
+    return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids, lagrangian=True, selected_names=selected_names)
 
 
 def _in_size(net: ActorCritic) -> int:
@@ -360,6 +433,8 @@ def make_ippo_act(result: TrainResult, env: MultiAgentEnvironment | None = None)
     returns actions in the same form; needed for typed params and ``agent_ids``.
     """
     params, stats = result.params, result.obs_stats
+    if isinstance(params, dict) and "actor" in params and "cost" in params:
+        params = params["actor"]  # typed IPPO-Lagrangian
     if env is None:
         if isinstance(params, dict):
             raise TypeError("make_ippo_act: typed IPPO params are keyed by agent type; pass the env to map agents to types")
@@ -378,7 +453,10 @@ def make_ippo_act(result: TrainResult, env: MultiAgentEnvironment | None = None)
     trainer = IPPOTrainer.__new__(IPPOTrainer)  # only the pure helpers are used: no jit setup
     trainer.config = result.config.replace(normalize_observations=stats is not None)
     trainer.n_agents, trainer.obs_dim, trainer.action_dim = env.num_agents, env.obs_dim, env.action_dim
-    trainer.agent_ids = _in_size(next(iter(nets.values()))) == env.obs_dim + env.num_agents
+    first = next(iter(nets.values()))
+    trainer.agent_ids = _in_size(first) == env.obs_dim + env.num_agents
+    critic_out = first.critic.out_features if isinstance(first.critic, eqx.nn.Linear) else first.critic.layers[-1].out_features
+    trainer.n_costs = int(critic_out) - 1
     trainer.types = tuple(sorted(nets)) if typed else (SHARED,)
     if typed:
         trainer.type_index = tuple(

@@ -6,15 +6,21 @@ Agents ``genco_0 … genco_{U−1}`` (unit order of the case). Each agent's acti
 order. Observation ``(8 + lmp_history_len,)`` per agent (12 by default), from
 :func:`powerzoojax.market.market_marl_observations`. Reward: each unit's realised
 profit [$] this round. ``info`` is the core's (``lmp``, ``unit_power``, ``gen_cost``,
-``cost_thermal_overload``, ``sced_converged`` …).
+``cost_thermal_overload``, ``sced_converged`` …) plus ``load_mw``: the nodal load [MW] the
+round cleared (the pre-step row).
 """
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 from powerzoojax.core._types import Info, Key
 from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+
+
+PLANNER_SAMPLES = 512
 
 
 class MarketMARLEnv(MultiAgentEnvironment):
@@ -52,7 +58,11 @@ class MarketMARLEnv(MultiAgentEnvironment):
         from powerzoojax.market import market_marl_observations, market_marl_step
 
         p = self._p(params)
-        final_state, done, profit, info = market_marl_step(key, state.env_state, jnp.reshape(actions, (-1,)), p)
+        s = state.env_state
+        row = (s.episode_start_idx + s.time_step) % p.load_profiles.shape[0]
+        load_mw = p.nodes_loads_map @ p.load_profiles[row]
+        final_state, done, profit, info = market_marl_step(key, s, jnp.reshape(actions, (-1,)), p)
+        info = {**info, "load_mw": load_mw}
         return market_marl_observations(final_state, p), MARLState(final_state), profit, done, info
 
     def compute_market_metrics(self, info: dict[str, Array]) -> dict[str, Array]:
@@ -61,8 +71,11 @@ class MarketMARLEnv(MultiAgentEnvironment):
         ``market/price_volatility``: mean over envs of the coefficient of variation of the
         mean-LMP series; ``market/HHI``: mean of Σ share² (shares of dispatched MW);
         ``market/market_share_std``: mean std of the shares across agents;
-        ``market/ramp_binding_rate`` (when given); ``market/dispatch_share_<agent>``.
-        (The reference's ``planner_cost_ratio`` is not computed.)
+        ``market/ramp_binding_rate`` (when given); ``market/dispatch_share_<agent>``;
+        with ``load_mw`` (S, E, N) and ``gen_cost`` (S, E) given, ``market/planner_cost_ratio``:
+        the true generation cost of a truthful, ramp-free ``offer_sced`` clearing of the same
+        loads over the agents' ``gen_cost``, summed over ``PLANNER_SAMPLES`` strided samples
+        (a cost ratio, not welfare: below 1 when the agents' offers raised the cost).
         """
         mean_lmp = jnp.mean(info["lmp"], axis=-1)  # (S, E)
         cv = jnp.std(mean_lmp, axis=0) / (jnp.abs(jnp.mean(mean_lmp, axis=0)) + 1e-6)
@@ -77,4 +90,16 @@ class MarketMARLEnv(MultiAgentEnvironment):
             out["market/ramp_binding_rate"] = jnp.mean(info["ramp_binding_rate"])
         mean_share = jnp.mean(share, axis=(0, 1))
         out.update({f"market/dispatch_share_{a}": mean_share[i] for i, a in enumerate(self.agents)})
+        if "load_mw" in info and "gen_cost" in info:
+            out["market/planner_cost_ratio"] = self._planner_cost_ratio(info["load_mw"], info["gen_cost"])
         return out
+
+    def _planner_cost_ratio(self, load_mw: Float[Array, "S E n_nodes"], gen_cost: Float[Array, "S E"]) -> Float[Array, ""]:
+        from powerzoojax.market import offer_sced
+
+        p = self.params
+        loads = load_mw.reshape((-1, load_mw.shape[-1]))
+        n = loads.shape[0]
+        idx = (np.arange(min(PLANNER_SAMPLES, n)) * n) // min(PLANNER_SAMPLES, n)
+        truthful = jax.vmap(lambda l: offer_sced(p.offer_sced_setup, l, max_iter=p.sced_max_iter).total_cost)(loads[idx])
+        return jnp.sum(truthful) * p.delta_t_hours / (jnp.sum(gen_cost.reshape(-1)[idx]) + 1e-6)

@@ -20,6 +20,9 @@ the start.
 
 The Gaussian policy's sample is stored unclipped (its log-prob is exact); the env gets
 it clipped to [-1, 1] and mapped affinely onto the action ``Box``.
+``continuous_action_dist="beta"``: a :class:`~powerzoojax.rl._networks.BetaActorCritic`
+(swish torso, ``α, β = 1 + softplus`` ≤ 20); its sample ``x ∈ (0, 1)`` is stored, the env
+gets ``x`` mapped affinely onto the ``Box``, and the deterministic action is the mode.
 """
 
 from collections.abc import Callable
@@ -35,7 +38,15 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
 from powerzoojax.rl._config import TrainConfig
-from powerzoojax.rl._networks import ActorCritic, gaussian_entropy, gaussian_log_prob
+from powerzoojax.rl._networks import (
+    ActorCritic,
+    BetaActorCritic,
+    beta_entropy,
+    beta_log_prob,
+    beta_sample,
+    gaussian_entropy,
+    gaussian_log_prob,
+)
 from powerzoojax.rl._result import TrainResult
 from powerzoojax.rl._update_loop import UpdateLoop
 
@@ -75,7 +86,7 @@ def normalize(stats: RunningStats, x: Float[Array, "*batch"]) -> Float[Array, "*
 class TrainState(eqx.Module):
     """Everything a run carries from one update to the next (and what a checkpoint holds)."""
 
-    policy: ActorCritic
+    policy: ActorCritic | BetaActorCritic
     opt_state: PyTree
     env_state: PyTree
     obs: Float[Array, "n_envs obs_dim"]
@@ -129,6 +140,75 @@ def _discounted_returns(
 
 
 
+def ppo_loss(
+    policy: ActorCritic | BetaActorCritic, mb: dict[str, Array], config: TrainConfig, n_costs: int = 0
+) -> tuple[Array, dict[str, Array]]:
+    """The PPO loss on one minibatch (every PPO-family trainer uses this one function).
+
+    ``mb``: ``obs``, ``action`` (the unclipped sample), ``log_prob`` (at collection),
+    ``advantage`` (already combined / normalised), ``return`` and, with ``n_costs``,
+    ``cost_return`` ``(B, n_costs)``. Clipped surrogate (log-ratio clipped to ±20) +
+    ``vf_coef`` · value loss − ``ent_coef`` · entropy; with cost heads the value loss is
+    ``0.5 · (MSE_R + MSE_C)``.
+    """
+    if isinstance(policy, BetaActorCritic):
+        alpha, beta, values = jax.vmap(policy)(mb["obs"])
+        logp = beta_log_prob(mb["action"], alpha, beta)
+        entropy = jnp.mean(beta_entropy(alpha, beta))
+    else:
+        mean, log_std, values = jax.vmap(policy)(mb["obs"])
+        logp = gaussian_log_prob(mb["action"], mean, log_std)
+        entropy = gaussian_entropy(policy.log_std)
+    log_ratio = jnp.clip(logp - mb["log_prob"], -20.0, 20.0)
+    ratio = jnp.exp(log_ratio)
+    adv = mb["advantage"]
+    surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - config.clip_eps, 1.0 + config.clip_eps) * adv)
+    policy_loss = -jnp.mean(surrogate)
+    value_loss = 0.5 * jnp.mean((values[:, 0] - mb["return"]) ** 2)
+    if n_costs:
+        value_loss = 0.5 * (value_loss + 0.5 * jnp.mean((values[:, 1:] - mb["cost_return"]) ** 2))
+    total = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
+    stats = {
+        "loss": total,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy,
+        "approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
+        "clip_fraction": jnp.mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32)),
+    }
+    return total, stats
+
+
+def dual_step(
+    log_lambda: Float[Array, " k"], episode_cost_est: Float[Array, " k"], thresholds: Float[Array, " k"],
+    lambda_lr: Float[Array, " k"], log_lambda_max: float,
+) -> Float[Array, " k"]:
+    """``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` (costs and ``d`` scaled alike)."""
+    return jnp.clip(log_lambda + lambda_lr * (episode_cost_est - thresholds), -log_lambda_max, log_lambda_max)
+
+
+def cost_metrics(
+    names: tuple[str, ...], costs: Float[Array, "*batch k"], cost_scale: Float[Array, " k"], max_steps: int,
+    log_lambda: Float[Array, " k"],
+) -> dict[str, Array]:
+    """The constrained trainers' per-channel metrics from raw (unscaled) per-step ``costs``."""
+    axes = tuple(range(costs.ndim - 1))
+    mean_raw = jnp.mean(costs, axis=axes)
+    mean_scaled = mean_raw / cost_scale
+    est = mean_raw * max_steps
+    lam = jnp.exp(log_lambda)
+    out: dict[str, Array] = {}
+    for i, name in enumerate(names):
+        out[f"mean_cost_{name}"] = mean_raw[i]
+        out[f"step_mean_cost_scaled_{name}"] = mean_scaled[i]
+        out[f"episode_cost_est_{name}"] = est[i]
+        out[f"lambda_{name}"] = lam[i]
+    out["mean_cost_total"] = jnp.sum(mean_raw)
+    out["episode_cost_est_total"] = out["episode_cost_est"] = jnp.sum(est)
+    out["lambda_total"] = out["lambda"] = jnp.sum(lam)
+    return out
+
+
 class PPOTrainer(UpdateLoop):
     """PPO (``lagrangian=False``) or PPO-Lagrangian on a bound wrapper; see the module docstring.
 
@@ -142,10 +222,6 @@ class PPOTrainer(UpdateLoop):
         if not isinstance(space, Box) or len(space.shape) != 1:
             raise NotImplementedError(
                 f"PPO here handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}"
-            )
-        if config.continuous_action_dist != "gaussian":
-            raise NotImplementedError(
-                "continuous_action_dist='beta' (the Beta actor) is not implemented yet (project issue 7); use 'gaussian'"
             )
         if (config.num_envs * config.n_steps) % config.n_minibatches:
             raise ValueError(
@@ -198,7 +274,7 @@ class PPOTrainer(UpdateLoop):
     def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
         return normalize(stats, obs) if self.config.normalize_observations else obs
 
-    def deterministic_action(self, policy: ActorCritic, obs_stats: RunningStats | None, obs: Array) -> Array:
+    def deterministic_action(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats | None, obs: Array) -> Array:
         """The policy's mean action, mapped into the env's action space (unbatched ``obs``)."""
         if obs_stats is not None and self.config.normalize_observations:
             obs = normalize(obs_stats, obs)
@@ -210,10 +286,13 @@ class PPOTrainer(UpdateLoop):
             key = jr.key_data(key)
         key, k_policy, k_reset = jr.split(key, 3)
         cfg = self.config
-        policy = ActorCritic(
-            self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=self.n_costs,
-            log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
-        )
+        if cfg.continuous_action_dist == "beta":
+            policy = BetaActorCritic(self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=self.n_costs)
+        else:
+            policy = ActorCritic(
+                self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=self.n_costs,
+                log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
+            )
         opt_state = self.optimizer.init(eqx.filter(policy, eqx.is_array))
         obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, cfg.num_envs))
         return TrainState(
@@ -235,6 +314,10 @@ class PPOTrainer(UpdateLoop):
 
         def act(k, obs, _):
             nobs = self._norm_obs(obs_stats, obs)
+            if isinstance(policy, BetaActorCritic):
+                alpha, beta, values = policy(nobs)
+                x = beta_sample(k, alpha, beta)  # in (0, 1); stored as sampled
+                return self.to_env_action(2.0 * x - 1.0), (obs, nobs, x, beta_log_prob(x, alpha, beta), values)
             mean, log_std, values = policy(nobs)
             raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
             return self.to_env_action(raw), (obs, nobs, raw, gaussian_log_prob(raw, mean, log_std), values)
@@ -263,32 +346,11 @@ class PPOTrainer(UpdateLoop):
         return traj, env_state, last_obs
 
     # -- loss ------------------------------------------------------------------------
-    def _loss(self, policy: ActorCritic, mb: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
-        cfg = self.config
-        mean, log_std, values = jax.vmap(policy)(mb["obs"])
-        logp = gaussian_log_prob(mb["action"], mean, log_std)
-        log_ratio = jnp.clip(logp - mb["log_prob"], -20.0, 20.0)
-        ratio = jnp.exp(log_ratio)
-        adv = mb["advantage"]
-        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv)
-        policy_loss = -jnp.mean(surrogate)
-        value_loss = 0.5 * jnp.mean((values[:, 0] - mb["return"]) ** 2)
-        if self.n_costs:
-            value_loss = 0.5 * (value_loss + 0.5 * jnp.mean((values[:, 1:] - mb["cost_return"]) ** 2))
-        entropy = gaussian_entropy(policy.log_std)
-        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
-        stats = {
-            "loss": total,
-            "policy_loss": policy_loss,
-            "value_loss": value_loss,
-            "entropy": entropy,
-            "approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
-            "clip_fraction": jnp.mean((jnp.abs(ratio - 1.0) > cfg.clip_eps).astype(jnp.float32)),
-        }
-        return total, stats
+    def _loss(self, policy: ActorCritic | BetaActorCritic, mb: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
+        return ppo_loss(policy, mb, self.config, self.n_costs)
 
     # -- evaluation ------------------------------------------------------------------
-    def evaluate_policy(self, policy: ActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
+    def evaluate_policy(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
         """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel."""
         act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
@@ -399,22 +461,9 @@ class PPOTrainer(UpdateLoop):
 
         log_lambda = state.log_lambda
         if self.n_costs:
-            mean_scaled = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1))
-            episode_est = mean_scaled * self.env.max_steps
-            log_lambda = jnp.clip(
-                log_lambda + self.lambda_lr * (episode_est - self.thresholds), -cfg.log_lambda_max, cfg.log_lambda_max
-            )
-            unscaled_est = episode_est * self.cost_scale
-            for i, name in enumerate(self.cost_names):
-                metrics[f"mean_cost_{name}"] = jnp.mean(traj["costs"][..., i])
-                metrics[f"step_mean_cost_scaled_{name}"] = mean_scaled[i]
-                metrics[f"episode_cost_est_{name}"] = unscaled_est[i]
-                metrics[f"lambda_{name}"] = jnp.exp(log_lambda[i])
-            metrics["mean_cost_total"] = jnp.sum(jnp.mean(traj["costs"], axis=(0, 1)))
-            metrics["episode_cost_est_total"] = jnp.sum(unscaled_est)
-            metrics["episode_cost_est"] = metrics["episode_cost_est_total"]
-            metrics["lambda_total"] = jnp.sum(jnp.exp(log_lambda))
-            metrics["lambda"] = metrics["lambda_total"]
+            episode_est = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1)) * self.env.max_steps
+            log_lambda = dual_step(log_lambda, episode_est, self.thresholds, self.lambda_lr, cfg.log_lambda_max)
+            metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
 
         new_state = TrainState(
             policy=policy,

@@ -1,12 +1,14 @@
 """Named, ready-to-train setups: ``list_presets()``, ``get_preset(name)``, ``train(name)``.
 
-All sixteen names of the reference exist. Those whose env has not landed yet raise
-``NotImplementedError`` when their env is built, naming the distribution and project
-issue that provide it. Working now: the two case-5 transmission presets, ``case5-ippo``
-(``GridMARLEnv``, 5 unit agents, shared reward) and ``gencos-case5-ippo-dev``
-(``MarketMARLEnv`` on a flat mid-load day) and ``gencos-case5-ippo`` (the GenCos
-task's GB training profiles, ``powerzoojax.market.tasks.gencos.load_gencos_profiles``). The IPPO presets add ``normalize_rewards=True`` (profits are in $,
-thousands per step) to the reference configs.
+All sixteen names of the reference exist and build their env (``preset.env_factory()``).
+The IPPO presets add ``normalize_rewards=True`` (profits are in $, thousands per step) to
+the reference configs. Data: ``dso-nflex*`` use the DSO task's synthetic feeder shapes,
+``dc-microgrid*`` the env's synthetic default profiles, ``ders-medium*`` and ``tso-*`` the
+shipped SimBench profiles of their tasks, ``gencos-case5-ippo`` the GenCos task's GB
+training profiles (``gencos-case5-ippo-dev``: a flat mid-load day, no data).
+``case5-ippo-battery``: ``GridMARLEnv`` with 5 unit agents and 2 battery agents
+(``battery_0`` at bus 1, ``battery_1`` at bus 3; 20 MW / 50 MWh each).
+``ders-medium``: ``make_ders_marl_env(voltage_penalty=8.0)`` (12 typed agents, local obs 15).
 
 ``case5-economic-dispatch``: ``LogWrapper(TransGridEnv)`` on case 5 with the nominal
 load ``0.5 · d_max`` (750 MW in all), 48 half-hour steps; reward ``−0.01 · generation
@@ -78,21 +80,73 @@ def _gencos_env(dev: bool) -> Any:
     return MarketMARLEnv(make_market_marl_params(case, profiles, n_segments=3, max_markup=2.0))
 
 
-def _missing(what: str, provider: str) -> Callable[[], Any]:
-    def factory() -> Any:
-        raise NotImplementedError(f"this preset needs {what}, which is not available yet: {provider}")
+def _case5_battery_marl_env() -> Any:
+    from powerzoojax.case import load_case
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.grid.resources import make_battery_bundle
+    from powerzoojax.rl._grid_marl import GridMARLEnv
 
-    return factory
+    case = load_case("5")
+    batteries = make_battery_bundle(case, (1, 3), power_mw=20.0, energy_mwh=50.0)
+    return GridMARLEnv(TransGridEnv(), make_trans_params(case, max_steps=48, resources=(batteries,)))
 
 
-_DEVICES = "provided by pzj-grid (project issue 4: the device models and their bundles)"
-_DSO = "provided by pzj-grid (project issue 4: FlexLoad bundles and the DSO task's make_dso_params; DistGridEnv itself has landed)"
-_GRID3 = "provided by pzj-grid (project issue 3: transmission physics and unit commitment)"
-_MARL = (
-    "DistGridMARLEnv has landed (pzj-rl) but the DERs devices are resource bundles, provided by pzj-grid "
-    "(project issue 4: the device models and their bundles)"
-)
-_DCMG = "provided by project issue 6 (data-centre microgrid)"
+def _battery_env() -> Any:
+    from powerzoojax.grid import BatteryEnv
+    from powerzoojax.grid.resources import make_battery_params
+    from powerzoojax.rl._log_wrapper import LogWrapper
+
+    return LogWrapper(BatteryEnv(), make_battery_params(max_steps=48))
+
+
+def _dso_env(safe: bool) -> Any:
+    from powerzoojax.grid import DistGridEnv
+    from powerzoojax.grid.tasks.dso import DSOTask
+    from powerzoojax.rl._log_wrapper import LogWrapper
+    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+
+    task = DSOTask(synthetic=True)
+    params = task.make_params("train")
+    if safe:
+        spec = task.constraint_spec()
+        return SafeRLWrapper(DistGridEnv(), params, selected_names=spec.selected_names, cost_thresholds=spec.thresholds)
+    return LogWrapper(DistGridEnv(), params)
+
+
+def _ders_env() -> Any:
+    from powerzoojax.rl._dist_grid_marl import make_ders_marl_env
+
+    return make_ders_marl_env(voltage_penalty=8.0)
+
+
+def _tso_env(kind: str) -> Any:
+    from powerzoojax.grid import UnitCommitmentEnv
+    from powerzoojax.grid.tasks import tso
+    from powerzoojax.rl._log_wrapper import LogWrapper
+    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+
+    if kind == "scuc":  # the TSO task's constraint spec (thermal and reserve, threshold 0)
+        return SafeRLWrapper(
+            UnitCommitmentEnv(), tso.make_tso_scuc_params(), selected_names=("thermal_overload", "reserve_shortfall"),
+            cost_thresholds=(0.0, 0.0),
+        )
+    factory = tso.make_tso_ed_params if kind == "ed" else tso.make_tso_uc_params
+    return LogWrapper(UnitCommitmentEnv(), factory())
+
+
+def _dcmg_env(safe: bool) -> Any:
+    from powerzoojax.grid import DataCenterMicrogridEnv, make_dcmicrogrid_params
+    from powerzoojax.rl._log_wrapper import LogWrapper
+    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+
+    params = make_dcmicrogrid_params(max_steps=288)  # synthetic workload / PV / price profiles
+    if safe:
+        return SafeRLWrapper(
+            DataCenterMicrogridEnv(), params, selected_names=("sla", "overtemp", "power_deficit"),
+            cost_thresholds=(0.0, 0.0, 0.0),
+        )
+    return LogWrapper(DataCenterMicrogridEnv(), params)
+
 
 _CASE5 = TrainConfig(
     algo="ppo",
@@ -111,7 +165,7 @@ _LARGE = dict(hidden_dims=(128, 128), gamma=0.995, normalize_observations=True)
 PRESETS: dict[str, PresetDef] = {
     "battery-soc-tracking": PresetDef(
         "Single battery tracking a state-of-charge target (BatteryEnv, 48 steps)",
-        _missing("BatteryEnv", _DEVICES), None, TrainConfig(total_timesteps=100_000, num_envs=64, n_steps=48),
+        _battery_env, None, TrainConfig(total_timesteps=100_000, num_envs=64, n_steps=48),
     ),
     "case5-economic-dispatch": PresetDef(
         "Case-5 DC economic dispatch: minimise generation cost (TransGridEnv, LogWrapper)",
@@ -132,46 +186,46 @@ PRESETS: dict[str, PresetDef] = {
     ),
     "case5-ippo-battery": PresetDef(
         "Case-5 dispatch, 5 units + batteries at buses 1 and 3 (7 agents, GridMARLEnv)",
-        _missing("GridMARLEnv with battery bundles", "battery bundles " + _DEVICES), None,
+        _case5_battery_marl_env, None,
         TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
     ),
     "dso-nflex": PresetDef(
         "DSO loss minimisation with 6 flexible loads on case33bw (DistGridEnv)",
-        _missing("DistGridEnv with FlexLoad bundles", _DSO), None,
+        lambda: _dso_env(False), None,
         TrainConfig(total_timesteps=3_000_000, num_envs=128, n_steps=48, **_LARGE),
     ),
     "dso-nflex-safe": PresetDef(
         "DSO with a voltage-violation constraint (SafeRLWrapper, threshold 0)",
-        _missing("DistGridEnv with FlexLoad bundles", _DSO), None,
+        lambda: _dso_env(True), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=3_000_000, num_envs=128, n_steps=48,
                     cost_thresholds=(0.0,), **_LARGE),
     ),
     "ders-medium": PresetDef(
         "12 DER agents on case141, local observations (DistGridMARLEnv)",
-        _missing("DistGridMARLEnv with battery / PV / flexload bundles", _MARL), None,
+        _ders_env, None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48, **_LARGE),
     ),
     "ders-medium-safe": PresetDef(
         "DERs with voltage shaping; thresholds (0, 0, 0) logged only",
-        _missing("DistGridMARLEnv with battery / PV / flexload bundles", _MARL), None,
+        _ders_env, None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48,
                     cost_thresholds=(0.0, 0.0, 0.0), **_LARGE),
     ),
     "tso-ed": PresetDef(
         "TSO economic dispatch on case118, commitment off (UnitCommitmentEnv)",
-        _missing("UnitCommitmentEnv", _GRID3), None,
+        lambda: _tso_env("ed"), None,
         TrainConfig(total_timesteps=5_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
                     normalize_observations=True),
     ),
     "tso-uc": PresetDef(
         "TSO security-constrained unit commitment on case118 (UnitCommitmentEnv)",
-        _missing("UnitCommitmentEnv", _GRID3), None,
+        lambda: _tso_env("uc"), None,
         TrainConfig(total_timesteps=10_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
                     normalize_observations=True),
     ),
     "tso-scuc-safe": PresetDef(
         "TSO SCUC with thermal and reserve constraints (SafeRLWrapper, thresholds 0)",
-        _missing("UnitCommitmentEnv", _GRID3), None,
+        lambda: _tso_env("scuc"), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=10_000_000, num_envs=64, n_steps=48,
                     hidden_dims=(256, 256), gamma=0.995, cost_thresholds=(0.0, 0.0), normalize_observations=True),
     ),
@@ -189,13 +243,13 @@ PRESETS: dict[str, PresetDef] = {
     ),
     "dc-microgrid": PresetDef(
         "Data-centre microgrid, 288 five-minute steps (DataCenterMicrogridEnv)",
-        _missing("DataCenterMicrogridEnv", _DCMG), None,
+        lambda: _dcmg_env(False), None,
         TrainConfig(total_timesteps=5_000_000, num_envs=128, n_steps=288, hidden_dims=(256, 256), gamma=0.999,
                     normalize_observations=True),
     ),
     "dc-microgrid-safe": PresetDef(
         "Data-centre microgrid with SLA, over-temperature and power-deficit constraints",
-        _missing("DataCenterMicrogridEnv", _DCMG), None,
+        lambda: _dcmg_env(True), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=5_000_000, num_envs=128, n_steps=288,
                     hidden_dims=(256, 256), gamma=0.999, cost_thresholds=(0.0, 0.0, 0.0), normalize_observations=True),
     ),

@@ -24,10 +24,9 @@ from powerzoojax.rl._saute_wrapper import SauteWrapper
 _NOT_YET = {
     "td3": "TD3 is not implemented yet (project issue 7, part 3)",
     "dqn": "DQN is not implemented yet (project issue 7, part 3); the benchmark envs have continuous actions",
-    "ippo_typed_lagrangian": "typed IPPO-Lagrangian (per-type cost critics, one team λ) is not implemented yet (project issue 7, part 3); ippo_typed trains the same adapters without the constraint",
     "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
 }
-AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_typed")
+AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_typed", "ippo_typed_lagrangian")
 _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
 
 
@@ -37,8 +36,10 @@ def make_train(env: Any, config: TrainConfig) -> Any:
     ``ppo`` takes any single-agent wrapper; ``saute_ppo`` needs a ``SauteWrapper``
     (the caller applies it: ``train()`` does so from the config's ``saute_*`` fields);
     ``ppo_lagrangian`` needs a ``SafeRLWrapper`` (``TypeError`` otherwise); ``sac`` takes
-    a single-agent wrapper; ``ippo`` / ``ippo_typed`` take a multi-agent adapter
-    (``GridMARLEnv``, ``DistGridMARLEnv``, ``MarketMARLEnv``). Algorithms not
+    a single-agent wrapper; ``ippo`` / ``ippo_typed`` / ``ippo_typed_lagrangian`` take a
+    multi-agent adapter (``GridMARLEnv``, ``DistGridMARLEnv``, ``MarketMARLEnv``; the
+    Lagrangian one constrains every channel of ``env.constraint_names()`` with
+    ``config.cost_thresholds``). Algorithms not
     implemented yet raise ``NotImplementedError`` saying what is missing.
     """
     from powerzoojax.rl._multi_agent import MultiAgentEnvironment
@@ -46,7 +47,7 @@ def make_train(env: Any, config: TrainConfig) -> Any:
     is_marl = isinstance(env, MultiAgentEnvironment)
     if is_marl and config.algo not in _MARL_ALGOS:
         raise TypeError(f"algo={config.algo!r} is single-agent; {env.name} is a multi-agent adapter: use ippo or ippo_typed")
-    if not is_marl and config.algo in ("ippo", "ippo_typed"):
+    if not is_marl and config.algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
         raise TypeError(
             f"algo={config.algo!r} trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), "
             f"got {type(env).__name__}"
@@ -65,7 +66,7 @@ def make_train(env: Any, config: TrainConfig) -> Any:
         from powerzoojax.rl._sac import make_sac_train
 
         return make_sac_train(env, config)
-    if algo in ("ippo", "ippo_typed"):
+    if algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
         from powerzoojax.rl._ippo import make_ippo_train
 
         return make_ippo_train(env, config)

@@ -33,6 +33,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import Key
+from powerzoojax.physics import short_matvec
 
 BundleCtx = dict[str, Any]
 
@@ -120,8 +121,11 @@ def step_bundles(
         a = action[offset : offset + bundle.action_dim]
         offset += bundle.action_dim
         bstate, p, q, o, info = bundle.step(bstate, a, ctx)
-        p_bus = p_bus.at[bundle.bus_idx].add(p)
-        q_bus = q_bus.at[bundle.bus_idx].add(q)
+        # A one-hot product, not a scatter: XLA:CPU runs a batched scatter serially,
+        # and a few devices make this a short add chain that fuses with the step.
+        to_bus = (bundle.bus_idx[:, None] == jnp.arange(n_bus)[None, :]).astype(jnp.float32)
+        p_bus = p_bus + short_matvec(jnp.asarray(p, jnp.float32), to_bus)
+        q_bus = q_bus + short_matvec(jnp.asarray(q, jnp.float32), to_bus)
         cost_sum = cost_sum + jnp.asarray(info["cost_sum"], jnp.float32)
         for k in FLEX_STAT_KEYS:
             if k in info:

@@ -30,6 +30,7 @@ from powerzoojax.case import CaseData, load_case
 from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, episode_rollout, make_box
 from powerzoojax.core._types import Info, Key
 from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
+from powerzoojax.market._dual_simplex import sum_small
 from powerzoojax.market._market_marl import (
     BASELINE_ACTIONS,
     MarketMARLParams,
@@ -119,7 +120,7 @@ class GenCosJointEnv(Environment):
         final_state, done, profit, info = market_marl_step(key, state, action, params)
         costs = jnp.stack([info["cost_thermal_overload"]]).astype(jnp.float32)
         info = {**info, "unit_profit": profit}
-        return market_marl_observations(final_state, params), final_state, jnp.sum(profit), costs, done, info
+        return market_marl_observations(final_state, params), final_state, sum_small(profit, axis=-1), costs, done, info
 
 
 class GenCosTask:

@@ -1,0 +1,82 @@
+"""What the balanced and three-phase radial feeder envs share: spaces from the DER and
+bundle dimensions, the profile row of a step, and the decoding of an action into DER
+injections plus the bundles' step (composition without knowing device types).
+
+:class:`~powerzoojax.grid.DistGridEnv` and :class:`~powerzoojax.grid.DistGrid3PhaseEnv`
+differ in the network model, the per-bus (or per-bus-phase) layout and their costs; they
+subclass :class:`RadialFeederEnv` and give ``_n_der`` and ``_core_obs_dim``.
+"""
+
+import abc
+from typing import Any, ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from powerzoojax.core import Box, Environment, denormalize_action, make_box
+from powerzoojax.grid.resources._bundle import BundlesStep, bundles_action_dim, bundles_obs_dim, step_bundles
+
+
+class RadialFeederEnv(Environment):
+    """Base of the radial feeder envs; params carry ``p_load_profiles, q_load_profiles``
+    (rows over time), ``der_low, der_high``, ``include_der`` and ``resources``."""
+
+    CONSTRAINT_NAMES: ClassVar[tuple[str, ...]] = ()
+    # What a DER action counts, for the shape error ("n_nodes - 1", "3 (n_nodes - 1)").
+    DER_LAYOUT: ClassVar[str] = ""
+
+    @abc.abstractmethod
+    def _n_der(self, params: Any) -> int:
+        """Number of DER action entries (0 without ``include_der``)."""
+
+    @abc.abstractmethod
+    def _core_obs_dim(self, params: Any) -> int:
+        """Observation length before the bundles' observations."""
+
+    def action_dim(self, params: Any) -> int:
+        return self._n_der(params) + bundles_action_dim(params.resources)
+
+    def obs_dim(self, params: Any) -> int:
+        return self._core_obs_dim(params) + bundles_obs_dim(params.resources)
+
+    def observation_space(self, params: Any) -> Box:
+        return make_box(-np.inf, np.inf, (self.obs_dim(params),))
+
+    def action_space(self, params: Any) -> Box:
+        return make_box(-1.0, 1.0, (self.action_dim(params),))
+
+    def constraint_names(self, params: Any) -> tuple[str, ...]:
+        return self.CONSTRAINT_NAMES
+
+    def _loads(
+        self, time_step: Int[Array, ""], params: Any
+    ) -> tuple[Float[Array, "n_nodes *phases"], Float[Array, "n_nodes *phases"]]:
+        """The net load rows [p.u.] of ``time_step`` (profiles wrap: row ``t mod T``)."""
+        row = time_step % params.p_load_profiles.shape[0]
+        return params.p_load_profiles[row], params.q_load_profiles[row]
+
+    def _check_action(self, action: Any, params: Any) -> None:
+        expected = self.action_dim(params)
+        if action.shape != (expected,):
+            der = self.DER_LAYOUT if params.include_der else "no DER"
+            extra = " + bundle actions" if params.resources else ""
+            raise ValueError(
+                f"{type(self).__name__}.step: action must have shape ({expected},) = ({der}{extra},), "
+                f"got {action.shape}"
+            )
+
+    def _decode_action(
+        self, action: Float[Array, " action_dim"], resource_states: tuple, ctx: dict, params: Any
+    ) -> tuple[Float[Array, " n_der"], BundlesStep]:
+        """DER injections [p.u., positive = generation] from the first ``_n_der`` entries
+        and the bundles stepped on the rest (their injections on ``network.n_nodes`` buses)."""
+        n_der = self._n_der(params)
+        der_action = action[:n_der]
+        der = denormalize_action(
+            der_action,
+            jnp.broadcast_to(params.der_low, der_action.shape),
+            jnp.broadcast_to(params.der_high, der_action.shape),
+        )
+        bundles = step_bundles(params.resources, resource_states, action[n_der:], ctx, params.network.n_nodes)
+        return der, bundles
