@@ -38,14 +38,14 @@ def _nominal_node_load(case) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _solver(ramped: bool):
+def _solver(ramped: bool, method: str = "simplex"):
     import jax
 
     from powerzoojax.market import offer_sced
 
     if ramped:
-        return jax.jit(lambda s, load, prices, lo, hi: offer_sced(s, load, prices, lo, hi))
-    return jax.jit(lambda s, load, prices: offer_sced(s, load, prices))
+        return jax.jit(lambda s, load, prices, lo, hi: offer_sced(s, load, prices, lo, hi, method=method))
+    return jax.jit(lambda s, load, prices: offer_sced(s, load, prices, method=method))
 
 
 def _effective_bounds(setup, p_min_rt, p_max_rt):
@@ -110,20 +110,20 @@ def instances(draw, case_name: str, ramped: bool):
     return setup, node_load, prices, p_min_rt, p_max_rt
 
 
-def _solve(setup, node_load, prices, p_min_rt, p_max_rt):
+def _solve(setup, node_load, prices, p_min_rt, p_max_rt, method="simplex"):
     import jax.numpy as jnp
 
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     if p_min_rt is None:
-        return _solver(False)(setup, f32(node_load), f32(prices))
-    return _solver(True)(setup, f32(node_load), f32(prices), f32(p_min_rt), f32(p_max_rt))
+        return _solver(False, method)(setup, f32(node_load), f32(prices))
+    return _solver(True, method)(setup, f32(node_load), f32(prices), f32(p_min_rt), f32(p_max_rt))
 
 
-def _check_against_highs(instance):
+def _check_against_highs(instance, method="simplex"):
     from powerzoojax.market import OPTIMAL
 
     setup, node_load, prices, p_min_rt, p_max_rt = instance
-    ours = _solve(*instance)
+    ours = _solve(*instance, method=method)
     res, lmp, n_marginal, n_binding = highs_sced(setup, node_load, prices, p_min_rt, p_max_rt)
     for leaf in (ours.unit_power, ours.lmp, ours.line_flow, ours.offer_cost):
         assert np.all(np.isfinite(np.asarray(leaf)))
@@ -158,6 +158,13 @@ def test_sced_matches_highs_case5(instance):
 @given(instances("5", ramped=True))
 def test_sced_matches_highs_case5_with_ramp_windows(instance):
     _check_against_highs(instance)
+
+
+@SETTINGS
+@given(instances("5", ramped=True))
+def test_interior_point_method_matches_highs_case5_with_ramp_windows(instance):
+    # The interior point stays a supported `method="ipm"`: same checks as the default simplex.
+    _check_against_highs(instance, method="ipm")
 
 
 @pytest.mark.slow
