@@ -280,17 +280,20 @@ def test_preference_term_and_no_retrace():
 
 
 def test_case118_rated_150mw_regression_matches_highs():
-    """Known bug (fixed): with every case-118 line at 150 MW some feasible loads ended
+    """Known bugs (fixed): with every case-118 line at 150 MW some feasible loads ended
     UNCONVERGED — the float32 dual residual stalls near 1e-3 of the largest marginal cost
-    and the next Newton step is non-finite, while the objective was already right. These
-    are such draws (0.35-0.6 of capacity, ±20 % per bus, linear case costs; indices of
-    ``default_rng(0)`` with 256 draws), plus ordinary ones."""
+    and the next Newton step is non-finite, while the objective was already right — and
+    some HiGHS-infeasible ones (27, 187, 194, 233) ended UNCONVERGED instead of INFEASIBLE
+    (the iteration stops early; the line-dual Farkas certificate now classifies them).
+    These are such draws (0.35-0.6 of capacity, ±20 % per bus, linear case costs; indices
+    of ``default_rng(0)`` with 256 draws, where we now agree with HiGHS on all 256:
+    213 optimal, 43 infeasible), plus ordinary ones."""
     case = _case("118")
     rng = np.random.default_rng(0)
     node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
     level = rng.uniform(0.35, 0.6, (256, 1)) * np.asarray(case.unit_p_max).sum() / node_dmax.sum()
     loads = (node_dmax[None] * level * rng.uniform(0.8, 1.2, (256, case.n_nodes)))[
-        [0, 1, 131, 135, 167, 186, 205, 215, 232]
+        [0, 1, 131, 135, 167, 186, 205, 215, 232, 27, 187, 194, 233]
     ]
     n, g = loads.shape[0], case.n_units
     c = np.broadcast_to(np.asarray(case.unit_cost_c, np.float64), (n, g))
@@ -302,7 +305,52 @@ def test_case118_rated_150mw_regression_matches_highs():
             assert int(out.status[k]) == DCOPF_OPTIMAL, k
             assert float(out.objective[k]) == pytest.approx(ref.fun, rel=1e-3)
         else:
-            assert ref.status == 2 and int(out.status[k]) != DCOPF_OPTIMAL, k
+            assert ref.status == 2 and int(out.status[k]) == DCOPF_INFEASIBLE, k
+            assert float(out.line_violation_mw[k]) > 1.0, k
+    assert sum(int(s) == DCOPF_INFEASIBLE for s in np.asarray(out.status)) >= 4
+
+
+def test_row_infeasibility_certificate_is_sound():
+    """``rows_infeasible`` (the Farkas test behind INFEASIBLE for stopped iterations):
+    never fires on a feasible instance whatever the duals (weak duality), and fires with
+    the solver's duals on instances HiGHS calls infeasible (case 5, line 0 squeezed)."""
+    from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp
+
+    case = _case("5")
+    ptdf, a_u, *_ = _monitored("5", False)
+    m_t = jnp.asarray((ptdf @ a_u).T, jnp.float32)
+    lo = jnp.zeros(case.n_units, jnp.float32)
+    hi = jnp.asarray(case.unit_p_max, jnp.float32)
+    load = np.asarray(case.nodes_loads_map, np.float64) @ (0.6 * np.asarray(case.load_d_max, np.float64))
+    f0 = ptdf @ load
+    total = jnp.asarray(load.sum(), jnp.float32)
+    c = jnp.asarray(case.unit_cost_c, jnp.float32)
+    rng = np.random.default_rng(3)
+    certify = jax.jit(jax.vmap(lambda rl, rh, mu, ml: rows_infeasible(m_t, rl, rh, lo, hi, total, mu, ml)))
+    # Feasible limits (case ratings around the HiGHS dispatch), many random duals.
+    wide = np.full(case.n_lines, 400.0)
+    assert _highs_any("5", False, load, np.zeros(case.n_units), np.asarray(hi), np.asarray(c)).status == 0
+    mus = rng.exponential(1e3, (2, 256, case.n_lines)) * (rng.uniform(size=(2, 256, case.n_lines)) < 0.5)
+    rl = np.broadcast_to(f0 - wide, (256, case.n_lines))
+    rh = np.broadcast_to(f0 + wide, (256, case.n_lines))
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    assert not np.any(np.asarray(certify(f32(rl), f32(rh), f32(mus[0]), f32(mus[1]))))
+    # Squeezed line 0: infeasible for HiGHS; the elastic solve's duals certify it.
+    z = jnp.zeros(case.n_units, jnp.float32)
+
+    @jax.jit
+    def solve_and_certify(row_lo, row_hi):
+        sol = solve_dispatch_qp(z, z, c, lo, hi, total, m_t, row_lo, row_hi)
+        return rows_infeasible(m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
+
+    for cap0 in (5.0, 20.0):
+        cap = np.full(case.n_lines, 1e4)
+        cap[0] = cap0
+        row_lo, row_hi = f32(f0 - cap), f32(f0 + cap)
+        ref = linprog(np.asarray(c), A_ub=np.vstack([(ptdf @ a_u), -(ptdf @ a_u)]), b_ub=np.concatenate([cap + f0, cap - f0]),
+                      A_eq=np.ones((1, case.n_units)), b_eq=[load.sum()], bounds=list(zip(np.zeros(5), np.asarray(hi))), method="highs")
+        assert ref.status == 2, cap0
+        assert bool(solve_and_certify(row_lo, row_hi)), cap0
 
 
 def _highs_any(case_id, capped, load, p_min, p_max, c):

@@ -300,3 +300,16 @@ def test_bad_action_shape():
     _, state = _env().reset(jr.PRNGKey(0), params)
     with pytest.raises(ValueError, match="shape"):
         _env().step(jr.PRNGKey(0), state, jnp.zeros(5), params)
+
+
+def test_step_uniforms_are_bit_identical_to_jax_random():
+    """The unrolled hash draws exactly ``jr.uniform(jr.split(key)[0], (22,))``, so the env's
+    random stream is the ``jax.random`` one (raw, derived, batched and typed keys)."""
+    from powerzoojax.grid._datacenter_rng import step_uniforms
+
+    keys = jnp.concatenate([jr.split(jr.PRNGKey(11), 64), jr.PRNGKey(2**31 - 1)[None], jr.PRNGKey(0)[None]])
+    ours = jax.jit(jax.vmap(lambda k: step_uniforms(k, 22)))(keys)
+    ref = jax.vmap(lambda k: jr.uniform(jr.split(k)[0], (22,)))(keys)
+    np.testing.assert_array_equal(np.asarray(ours).view(np.uint32), np.asarray(ref).view(np.uint32))
+    typed = jr.key(5)
+    np.testing.assert_array_equal(np.asarray(step_uniforms(typed, 22)), np.asarray(jr.uniform(jr.split(typed)[0], (22,))))

@@ -115,3 +115,22 @@ def test_bad_weight_and_bad_action_shape():
     _, state = _wrapper().reset(jr.PRNGKey(0), params)
     with pytest.raises(ValueError, match="shape"):
         _wrapper().step(jr.PRNGKey(0), state, jnp.zeros(3), params)
+
+
+def test_autobalance_runs_one_env_transition(monkeypatch):
+    """The auto-balanced step runs the data-centre transition once (no preview step)."""
+    import powerzoojax.grid._dc_microgrid as mg
+
+    calls = []
+    inner = mg.datacenter_transition
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(mg, "datacenter_transition", counting)
+    params = _params(max_steps=4)
+    w = _wrapper(True)
+    _, state = w.reset(jr.PRNGKey(0), params)
+    jax.make_jaxpr(lambda k, s, a: w.step(k, s, a, params))(jr.PRNGKey(1), state, jnp.full((5,), 0.5))
+    assert len(calls) == 1

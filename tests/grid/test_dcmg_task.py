@@ -24,7 +24,7 @@ def _leaves(params):
 
 def test_task_is_registered_and_conforms():
     from powerzoojax.core import TaskSpec
-    from powerzoojax.grid import DataCenterMicrogridEnv
+    from powerzoojax.grid import DataCenterMicrogridEnv, DCMicrogridShapingWrapper
 
     task = _task()
     assert isinstance(task, TaskSpec)
@@ -32,6 +32,11 @@ def test_task_is_registered_and_conforms():
     assert task.default_splits == ("train", "iid", "cooling_stress", "renewable_drought")
     assert task.baseline_names()[0] == "no_control"
     assert isinstance(task.make_env("iid"), DataCenterMicrogridEnv)
+    # Training env (spec DCMG row: training shaping, DG auto-balances); evaluation stays plain.
+    train_env = task.make_train_env("train")
+    assert isinstance(train_env, DCMicrogridShapingWrapper) and train_env.dg_autobalance
+    assert (train_env.w_sla, train_env.w_overtemp, train_env.w_deficit, train_env.w_spill, train_env.w_tracking) == (
+        50.0, 30.0, 200.0, 100.0, 40.0)
     spec = task.constraint_spec()
     assert spec.selected_names == ("sla", "overtemp", "power_deficit") and spec.thresholds == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="split"):

@@ -151,3 +151,11 @@ def test_errors_name_the_bad_value():
         _make(vuf_max=-1.0)
     with pytest.raises(TypeError, match=r"resources\[0\] must be a ResourceBundle"):
         _make(resources=(object(),))
+    # The options shared with make_dist_params go through the same validator (under the
+    # test-time type checker a wrong type is refused at the call, naming the parameter).
+    with pytest.raises(TypeError, match="include_der"):
+        _make(include_der=1)
+    with pytest.raises(ValueError, match="make_dist_3phase_params: bfs_max_iter must be a positive integer, got 0"):
+        _make(bfs_max_iter=0)
+    with pytest.raises(ValueError, match="make_dist_3phase_params: bfs_tol must be > 0"):
+        _make(bfs_tol=0.0)

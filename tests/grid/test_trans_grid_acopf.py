@@ -49,13 +49,19 @@ def _pypower_runopf(node_pd_mw):
     return runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))
 
 
-@pytest.mark.slow  # ~3 min: the kit compiles the step (an interior point) five ways
-def test_ac_opf_mode_passes_conformance_kit(case5):
+@pytest.mark.slow  # ~1.5 min contended: the kit compiles the step (an interior point) five ways
+def test_ac_opf_mode_passes_conformance_kit():
+    """On case 14: the kit compares jit with eager and vmap with a loop at 1e-4, and on
+    case 5 (lines of x = 0.003 p.u., dQ/dVm ≈ 7e4 MVAr per p.u.) one float32 ulp of a
+    generator voltage moves its reactive output by ~1e-3 MVAr, so equally converged
+    float32 solves differ there by more than the kit allows; case 14's reactances keep
+    that below 1e-4."""
+    from powerzoojax.case import load_case
     from powerzoojax.envs import TransGridEnv, make_trans_params
     from powerzoojax.testing import check_env_api, check_no_retrace
 
     env = TransGridEnv()
-    params = make_trans_params(case5, max_steps=2, solver_mode=2)
+    params = make_trans_params(load_case("14"), max_steps=2, solver_mode=2)
     check_env_api(env, params)
     assert check_no_retrace(env, params, n_episodes=1) == {"reset": 1, "step": 1, "rollout": 1}
 

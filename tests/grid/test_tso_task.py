@@ -47,6 +47,8 @@ def test_case118_benchmark_shapes():
     params = make_tso_case118_params(forecast_horizon_steps=4, split="iid")
     env = UnitCommitmentEnv()
     assert env.obs_dim(params) == 410 and env.action_dim(params) == 108
+    # The case factory keeps the spec's default horizon 0: 4·54 + 186 + 4 entries.
+    assert env.obs_dim(make_tso_case118_params(split="iid")) == 406
     case = params.case
     x = np.abs(np.asarray(case.line_x, np.float64))
     np.testing.assert_allclose(np.asarray(case.line_cap), 100.0 * np.deg2rad(8.0) / x, rtol=1e-5)
@@ -56,6 +58,45 @@ def test_case118_benchmark_shapes():
     ratio = load[:, d_max > 0] / d_max[d_max > 0]
     assert ratio.min() >= 0.05 - 1e-6 and ratio.max() <= 1.0 + 1e-6
     np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones_like(ratio), rtol=1e-5)  # one shape for every bus
+
+
+def test_benchmark_variants_are_obs_410_action_108():
+    """The frozen TSO benchmark (case118, 48 × 0.5 h, 4-step load preview): obs 410 =
+    [status, time-in-state, last dispatch, cost_b (54 each) | flows (186) | load | reserve
+    ratio | sin | cos | 4 previews], action 108 — for the ED / UC / SCUC variants the RL
+    presets build and for the task object."""
+    from powerzoojax.grid import UnitCommitmentEnv
+    from powerzoojax.grid.tasks.tso import TSOTask, make_tso_ed_params, make_tso_scuc_params, make_tso_uc_params
+
+    env = UnitCommitmentEnv()
+    for factory in (make_tso_ed_params, make_tso_uc_params, make_tso_scuc_params):
+        params = factory(split="iid")
+        assert params.max_steps == 48 and params.delta_t_hours == 0.5 and params.forecast_horizon_steps == 4
+        assert (params.case.n_units, params.case.n_lines) == (54, 186)
+        assert env.obs_dim(params) == 4 * 54 + 186 + 4 + 4 == 410 and env.action_dim(params) == 108
+    scuc = make_tso_scuc_params(split="iid")
+    assert bool(scuc.enable_uc) and bool(scuc.enable_reserve) and float(scuc.reserve_margin_frac) == pytest.approx(0.05)
+    assert env.obs_dim(TSOTask().make_params("iid")) == 410
+    assert env.obs_dim(make_tso_scuc_params(split="iid", forecast_horizon_steps=0)) == 406
+
+
+def test_preview_block_layout(task14, baselines14):
+    """The last H obs entries are the perfect total-load preview of rows
+    ``start + min(t + k, max_steps − 1)``, k = 1..H, over Σ p_max; before them come the
+    current load, the reserve ratio and sin/cos (spec §2.4)."""
+    params = task14.episode_params("iid", 1, 2, 12)
+    obs = np.asarray(baselines14["all_on"].obs)[1]  # window 1, (T, obs)
+    g, n_lines, horizon = params.case.n_units, params.case.n_lines, params.forecast_horizon_steps
+    assert horizon == 2 and obs.shape == (12, 4 * g + n_lines + 4 + horizon)
+    start = int(params.fixed_episode_start_idx)
+    total = np.asarray(params.load_profiles, np.float64).sum(axis=1)
+    cap = float(np.asarray(params.case.unit_p_max, np.float64).sum())
+    for t in range(12):
+        rows = start + np.minimum(t + np.arange(1, horizon + 1), 11)
+        np.testing.assert_allclose(obs[t, -horizon:], total[rows] / cap, rtol=1e-5)
+        assert obs[t, 4 * g + n_lines] == pytest.approx(total[start + t] / cap, rel=1e-5)
+        angle = 2 * np.pi * t / 48
+        np.testing.assert_allclose(obs[t, 4 * g + n_lines + 2 : 4 * g + n_lines + 4], [np.sin(angle), np.cos(angle)], atol=1e-5)
 
 
 def test_synthetic_net_load_formula():

@@ -282,6 +282,12 @@ def test_ippo_on_the_gencos_market_beats_random_and_ends_between_baselines(case5
         eval_freq=64 * 12 * 20, eval_num_episodes=32,
     )
     result = make_ippo_train(env, cfg, agent_ids=True)(jr.PRNGKey(0))
+    market_keys = {
+        "market/price_volatility", "market/HHI", "market/market_share_std", "market/ramp_binding_rate",
+        "market/planner_cost_ratio", "market/cum_profit_mean", "market/convergence_stability",
+    } | {f"market/{m}_{a}" for m in ("dispatch_share", "cumulative_profit", "mean_profit") for a in env.agents}
+    assert market_keys <= set(result.metrics), sorted(market_keys - set(result.metrics))
+    assert np.isfinite(np.asarray(result.metrics["market/convergence_stability"])[-1])
     evals = np.asarray(result.metrics["eval_returns"])
     evals = evals[np.isfinite(evals)]
 

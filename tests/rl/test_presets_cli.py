@@ -56,7 +56,7 @@ def test_tso_presets_build():
     from powerzoojax.rl import LogWrapper, SafeRLWrapper, get_preset
 
     ed = get_preset("tso-ed").env_factory()
-    # Box(108) = [commit intent | dispatch preference] for the 54 units (the env's obs has 406 entries, spec 410)
+    # Box(108) = [commit intent | dispatch preference] for the 54 units; obs 410 (4-step load preview)
     assert isinstance(ed, LogWrapper) and ed.action_size == 108
     scuc = get_preset("tso-scuc-safe").env_factory()
     assert isinstance(scuc, SafeRLWrapper) and scuc.selected_constraint_names == ("thermal_overload", "reserve_shortfall")

@@ -72,7 +72,11 @@ def test_metrics_files_and_plot(trainer, full_run):
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == trainer.n_updates == 6
     assert [r["update"] for r in rows] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    assert rows[0]["eval_returns"] is None and rows[2]["eval_returns"] is not None  # NaN -> null
+    assert rows[1]["eval_returns"] is None and rows[2]["eval_returns"] is not None  # NaN -> null
+    assert rows[0]["eval_returns"] is not None  # the untrained policy, evaluated at the start
+    # PPO-Lagrangian evaluation costs: one selected channel, so its episode cost is the total
+    assert rows[2]["eval_cost_out_of_band"] == pytest.approx(rows[2]["eval_total_cost"])
+    assert rows[2]["eval_cost_per_step"] == pytest.approx(rows[2]["eval_total_cost"] / 8)
     csv_lines = (out / "metrics.csv").read_text().splitlines()
     assert len(csv_lines) == 7 and "lambda_out_of_band" in csv_lines[0].split(",")
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,12 +7,17 @@ Variables ``x = [Va (N), Vm (N), Pg (G), Qg (G)]`` in p.u. on ``base_mva``::
          |S_from|² ≤ cap², |S_to|² ≤ cap²           (lines with a finite rating, p.u.)
          Vmin ≤ Vm ≤ Vmax,  Pmin ≤ Pg ≤ Pmax,  Qmin ≤ Qg ≤ Qmax
 
-The bus injections reuse ``_bus_power`` of :mod:`powerzoojax.physics._ac_pf` (the same
-Ybus GEMM as the Newton–Raphson power flow). The method is MATPOWER's PIPS (a primal–dual
-interior point with slacks for every inequality, Newton steps on the reduced KKT system,
-``σ = 0.1`` centring, fraction-to-boundary 0.99995); gradients, Jacobians and the Lagrangian
-Hessian come from JAX autodiff, and the KKT system is dense (``2N + 2G + 2N + 1`` rows), so
-this is meant for small and medium cases. The loop is a ``lax.while_loop`` with an
+The bus and branch quantities are complex dense products with the case's Ybus and the
+monitored lines' ``Yf, Yt`` (built on the host by ``make_ac_opf_setup``). The method is
+MATPOWER's PIPS (a primal–dual interior point with slacks for every inequality, Newton steps on the reduced KKT system,
+``σ = 0.1`` centring, fraction-to-boundary 0.99995). Gradients, Jacobians and the Lagrangian
+Hessian are MATPOWER's analytic polar formulas (``dSbus_dV``, ``d2Sbus_dV2``, ``dSbr_dV``,
+``d2ASbr_dV2``) on dense complex matrices: JAX autodiff of the same functions (forward
+Jacobians plus a forward-over-reverse Hessian) gave the same solutions with twice the
+HLO and 1.3–1.6x the compile CPU time (`tests/core/test_ac_opf.py` checks these derivatives
+against autodiff). The inequality Jacobian is applied by structure (flow rows dense,
+bound rows ±identity); the KKT system is dense (``2N + 2G + 2N + 1`` rows), so this is
+meant for small and medium cases. The loop is a ``lax.while_loop`` with an
 iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the spec's
 AC-OPF dtype) — float32 does not reach the tolerances. Unlike the reference (reduced-space
 L-BFGS-B inside augmented-Lagrangian rounds, spec §2.3) this solves the full-space KKT
@@ -35,7 +40,8 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.physics._ac_pf import ACNetwork, _bus_power, make_ac_network
+from powerzoojax.case._matrices import build_branch_admittances, build_ybus
+from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 
 _XI = 0.99995
 _SIGMA = 0.1
@@ -59,6 +65,16 @@ class ACOPFSetup(eqx.Module):
     cost_a: Float[Array, " n_units"]
     cost_b: Float[Array, " n_units"]
     cost_c: Float[Array, " n_units"]
+    # Ybus, and the from/to-end branch admittance rows ``Yf, Yt`` (``I_f = Yf V``) and
+    # bus incidences ``Cf, Ct`` of the monitored lines, for the analytic derivatives.
+    y_re: Float[Array, "n_nodes n_nodes"]
+    y_im: Float[Array, "n_nodes n_nodes"]
+    yf_re: Float[Array, "n_mon n_nodes"]
+    yf_im: Float[Array, "n_mon n_nodes"]
+    yt_re: Float[Array, "n_mon n_nodes"]
+    yt_im: Float[Array, "n_mon n_nodes"]
+    cf: Float[Array, "n_mon n_nodes"]
+    ct: Float[Array, "n_mon n_nodes"]
 
 
 class ACOPFResult(eqx.Module):
@@ -84,6 +100,13 @@ def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) 
     cap = np.asarray(case.line_cap, np.float64)
     mon = np.flatnonzero((cap > 0) & (cap < _UNLIMITED_MVA))
     cast = lambda x: jnp.asarray(np.asarray(x, np.float64), dtype)  # noqa: E731
+    n = int(case.n_nodes)
+    y_bus = build_ybus(case)
+    y_from, y_to = build_branch_admittances(case)
+    yf, yt = y_from[mon], y_to[mon]
+    eye = np.eye(n)
+    cf = eye[np.asarray(case.line_from_idx, np.int64)[mon]].reshape(len(mon), n)
+    ct = eye[np.asarray(case.line_to_idx, np.int64)[mon]].reshape(len(mon), n)
     return ACOPFSetup(
         net=net,
         unit_map=cast(case.nodes_units_map),
@@ -98,6 +121,14 @@ def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) 
         cost_a=cast(case.unit_cost_a),
         cost_b=cast(case.unit_cost_b),
         cost_c=cast(case.unit_cost_c),
+        y_re=cast(y_bus.real),
+        y_im=cast(y_bus.imag),
+        yf_re=cast(yf.real),
+        yf_im=cast(yf.imag),
+        yt_re=cast(yt.real),
+        yt_im=cast(yt.imag),
+        cf=cast(cf),
+        ct=cast(ct),
     )
 
 
@@ -114,6 +145,54 @@ def _branch_flows(net, vm, va, dtype):
     pf, qf = end(bg[:, 0], bb[:, 0], bg[:, 1], bb[:, 1], ef, ff, et, ft)
     pt, qt = end(bg[:, 3], bb[:, 3], bg[:, 2], bb[:, 2], et, ft, ef, ff)
     return pf, qf, pt, qt
+
+
+def _bus_derivatives(y, v, vn):
+    """``S = V conj(Y V)`` and MATPOWER's ``dSbus_dV`` (polar): ``dS/dVa, dS/dVm``."""
+    ibus = y @ v
+    ds_dva = 1j * v[:, None] * jnp.conj(jnp.diag(ibus) - y * v[None, :])
+    ds_dvm = v[:, None] * jnp.conj(y * vn[None, :]) + jnp.diag(jnp.conj(ibus) * vn)
+    return v * jnp.conj(ibus), ibus, ds_dva, ds_dvm
+
+
+def _bus_hessian(y, v, ibus, lam):
+    """``Re`` of MATPOWER's ``d2Sbus_dV2``: the (Va, Vm) Hessian of ``Re(lamᵀ S)``, so a
+    complex ``lam = λ_P − j λ_Q`` gives that of ``λ_Pᵀ P + λ_Qᵀ Q``."""
+    a = lam * v
+    c = a[:, None] * jnp.conj(y * v[None, :])
+    d = jnp.conj(y).T * v[None, :]
+    e = jnp.conj(v)[:, None] * (d * lam[None, :] - jnp.diag(d @ lam))
+    f = c - jnp.diag(a * jnp.conj(ibus))
+    gi = 1.0 / jnp.abs(v)
+    gva = 1j * gi[:, None] * (e - f)
+    gvv = gi[:, None] * (c + c.T) * gi[None, :]
+    return jnp.block([[e + f, gva.T], [gva, gvv]]).real
+
+
+def _branch_derivatives(ybr, cbr, v, vn):
+    """Branch-end power ``S_br = (Cbr V) conj(Ybr V)`` and MATPOWER's ``dSbr_dV`` (polar)."""
+    i_br = ybr @ v
+    v_br = cbr @ v
+    ds_dva = 1j * (jnp.conj(i_br)[:, None] * (cbr * v[None, :]) - v_br[:, None] * jnp.conj(ybr * v[None, :]))
+    ds_dvm = v_br[:, None] * jnp.conj(ybr * vn[None, :]) + jnp.conj(i_br)[:, None] * (cbr * vn[None, :])
+    return v_br * jnp.conj(i_br), ds_dva, ds_dvm
+
+
+def _branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
+    """MATPOWER's ``d2ASbr_dV2``: the (Va, Vm) Hessian of ``Σ μ |S_br|²`` (real ``μ``)."""
+    lam = jnp.conj(s_br) * mu
+    a = jnp.conj(ybr).T @ (lam[:, None] * cbr)
+    b = jnp.conj(v)[:, None] * a * v[None, :]
+    d = jnp.diag((a @ v) * jnp.conj(v))
+    e = jnp.diag((a.T @ jnp.conj(v)) * v)
+    f = b + b.T
+    gi = 1.0 / jnp.abs(v)
+    sva = 1j * gi[:, None] * (b - b.T - d + e)
+    m = mu[:, None]
+    haa = f - d - e + ds_dva.T @ (m * jnp.conj(ds_dva))
+    hva = sva + ds_dvm.T @ (m * jnp.conj(ds_dva))
+    hvv = gi[:, None] * f * gi[None, :] + ds_dvm.T @ (m * jnp.conj(ds_dvm))
+    return 2.0 * jnp.block([[haa, hva.T], [hva, hvv]]).real
 
 
 def ac_opf(
@@ -143,33 +222,79 @@ def ac_opf(
     va_ref = net.va_ref.astype(dtype)
     n_x = 2 * n + 2 * g_units
 
+    # Complex network matrices; the monitored from- and to-ends stacked (one set of
+    # derivative formulas covers both, and the flow rows of g are [from; to]).
+    cplx = lambda re, im: lax.complex(re.astype(dtype), im.astype(dtype))  # noqa: E731
+    ybus = cplx(setup.y_re, setup.y_im)
+    ybr = jnp.concatenate([cplx(setup.yf_re, setup.yf_im), cplx(setup.yt_re, setup.yt_im)])
+    cbr = jnp.concatenate([setup.cf, setup.ct]).astype(dtype)
+    n_flow = ybr.shape[0]
+    zeros_ng = jnp.zeros((n, g_units), dtype)
+    slack_row = jnp.zeros((1, n_x), dtype).at[0, slack].set(1.0)
+
     def split(x):
         return x[:n], x[n : 2 * n], x[2 * n : 2 * n + g_units], x[2 * n + g_units :]
 
-    def cost(x):
-        pmw = split(x)[2] * base
-        # Scaled by 1/base so that multipliers are O(1) in p.u. terms.
-        return jnp.sum((((a / 3.0) * pmw + b / 2.0) * pmw + c) * pmw) / base
-
-    def h_of(x):
+    def evaluate(x):
+        """Constraint values, Jacobians and the objective gradient at ``x``, plus what
+        the Lagrangian Hessian needs."""
         va, vm, pg, qg = split(x)
-        p, q, _ = _bus_power(net, dtype, vm, va)
-        return jnp.concatenate([p - (umap @ pg - pd), q - (umap @ qg - qd), va[slack : slack + 1] - va_ref])
+        vn = lax.complex(jnp.cos(va), jnp.sin(va))
+        v = vm * vn
+        s_bus, ibus, dsb_dva, dsb_dvm = _bus_derivatives(ybus, v, vn)
+        h = jnp.concatenate([s_bus.real - (umap @ pg - pd), s_bus.imag - (umap @ qg - qd), va[slack : slack + 1] - va_ref])
+        jh = jnp.concatenate(
+            [
+                jnp.concatenate([dsb_dva.real, dsb_dvm.real, -umap, zeros_ng], axis=1),
+                jnp.concatenate([dsb_dva.imag, dsb_dvm.imag, zeros_ng, -umap], axis=1),
+                slack_row,
+            ]
+        )
+        s_br, dsr_dva, dsr_dvm = _branch_derivatives(ybr, cbr, v, vn)
+        flow = s_br.real**2 + s_br.imag**2 - jnp.concatenate([rate2, rate2])
+        # d|S|²/dV = 2 Re(conj(S) dS/dV)
+        j_flow = 2.0 * (jnp.conj(s_br)[:, None] * jnp.concatenate([dsr_dva, dsr_dvm], axis=1)).real
+        gv = jnp.concatenate([flow, vm - vhi, vlo - vm, pg - phi, plo - pg, qg - qhi, qlo - qg])
+        pmw = pg * base
+        # The cost is scaled by 1/base so that multipliers are O(1) in p.u. terms.
+        df = jnp.concatenate([jnp.zeros((2 * n,), dtype), (a * pmw + b) * pmw + c, jnp.zeros((g_units,), dtype)])
+        d2f = (2.0 * a * pmw + b) * base
+        return h, gv, jh, j_flow, df, d2f, (v, ibus, s_br, dsr_dva, dsr_dvm)
+
+    def split_g(r):
+        """Rows of g: flows, then the six bound blocks."""
+        k = n_flow
+        out = [r[:k]]
+        for size in (n, n, g_units, g_units, g_units, g_units):
+            out.append(r[k : k + size])
+            k += size
+        return out
+
+    def jg_t(j_flow, r):
+        """``Jgᵀ r`` (bound rows are ±identity)."""
+        rf, vhi_, vlo_, phi_, plo_, qhi_, qlo_ = split_g(r)
+        jv = rf @ j_flow
+        return jnp.concatenate([jv[:n], jv[n:] + vhi_ - vlo_, phi_ - plo_, qhi_ - qlo_])
+
+    def jg_dot(j_flow, dx):
+        """``Jg dx``."""
+        _, dvm, dpg, dqg = split(dx)
+        return jnp.concatenate([j_flow @ dx[: 2 * n], dvm, -dvm, dpg, -dpg, dqg, -dqg])
+
+    def newton_matrix(lam, z, w, j_flow, d2f, aux):
+        """``∇²L + Jgᵀ diag(w) Jg`` with ``w = z/s``."""
+        v, ibus, s_br, dsr_dva, dsr_dvm = aux
+        lam_s = lax.complex(lam[:n], -lam[n : 2 * n])
+        h_v = _bus_hessian(ybus, v, ibus, lam_s) + _branch_sq_hessian(ybr, cbr, v, s_br, dsr_dva, dsr_dvm, z[:n_flow])
+        wf, wvhi, wvlo, wphi, wplo, wqhi, wqlo = split_g(w)
+        h_v = h_v + j_flow.T @ (wf[:, None] * j_flow)
+        h_v = h_v + jnp.diag(jnp.concatenate([jnp.zeros((n,), dtype), wvhi + wvlo]))
+        h_g = jnp.diag(jnp.concatenate([d2f + wphi + wplo, wqhi + wqlo]))
+        z_vg = jnp.zeros((2 * n, 2 * g_units), dtype)
+        return jnp.block([[h_v, z_vg], [z_vg.T, h_g]])
 
     def g_of(x):
-        va, vm, pg, qg = split(x)
-        pf, qf, pt, qt = _branch_flows(net, vm, va, dtype)
-        sf2 = (pf * pf + qf * qf)[setup.mon_idx] - rate2
-        st2 = (pt * pt + qt * qt)[setup.mon_idx] - rate2
-        return jnp.concatenate([sf2, st2, vm - vhi, vlo - vm, pg - phi, plo - pg, qg - qhi, qlo - qg])
-
-    def lagrangian(x, lam, z):
-        return cost(x) + jnp.dot(lam, h_of(x)) + jnp.dot(z, g_of(x))
-
-    grad_f = jax.grad(cost)
-    jac_h = jax.jacfwd(h_of)
-    jac_g = jax.jacfwd(g_of)
-    hess_l = jax.hessian(lagrangian, argnums=0)
+        return evaluate(x)[1]
 
     # Start: flat voltages mid-band, generation mid-range.
     x0 = jnp.concatenate([jnp.full((n,), va_ref, dtype), 0.5 * (vlo + vhi), 0.5 * (plo + phi), 0.5 * (qlo + qhi)])
@@ -191,9 +316,8 @@ def ac_opf(
         # iterate reuses the Jacobians of its Newton step (compiling them twice doubled
         # the compile time), at the price of one extra evaluation at the end.
         it, x, lam, z, s, best, _ = carry
-        h, gv = h_of(x), g_of(x)
-        jh, jg = jac_h(x), jac_g(x)
-        lx = grad_f(x) + jh.T @ lam + jg.T @ z
+        h, gv, jh, j_flow, df, d2f, aux = evaluate(x)
+        lx = df + lam @ jh + jg_t(j_flow, z)
         x_scale = 1.0 + jnp.max(jnp.abs(x))
         feas = jnp.maximum(jnp.max(jnp.abs(h)), jnp.max(jnp.maximum(gv, 0.0))) / x_scale
         grad = jnp.max(jnp.abs(lx)) / (1.0 + jnp.maximum(jnp.max(jnp.abs(lam)), jnp.max(jnp.abs(z))))
@@ -207,15 +331,15 @@ def ac_opf(
         done = err < tol
 
         mu = jnp.maximum(_SIGMA * jnp.dot(z, s) / n_in, mu_floor)
-        m_mat = hess_l(x, lam, z) + jg.T @ ((z / s)[:, None] * jg)
-        n_vec = lx + jg.T @ ((mu + z * gv) / s)
+        m_mat = newton_matrix(lam, z, z / s, j_flow, d2f, aux)
+        n_vec = lx + jg_t(j_flow, (mu + z * gv) / s)
         kkt = jnp.block([[m_mat, jh.T], [jh, jnp.zeros((n_eq, n_eq), dtype)]])
         # Symmetric Jacobi scaling: z/s spans many decades near the optimum; equilibrating
         # rows and columns keeps the float32 LU usable there.
         d = 1.0 / jnp.sqrt(jnp.maximum(jnp.max(jnp.abs(kkt), axis=1), jnp.finfo(dtype).tiny))
         sol = d * jnp.linalg.solve(d[:, None] * kkt * d[None, :], -d * jnp.concatenate([n_vec, h]))
         dx, dlam = sol[:n_x], sol[n_x:]
-        ds = -gv - s - jg @ dx
+        ds = -gv - s - jg_dot(j_flow, dx)
         dz = -z + (mu - z * ds) / s
         ap = jnp.minimum(_XI * jnp.min(jnp.where(ds < 0, -s / jnp.where(ds < 0, ds, -1.0), jnp.inf)), 1.0)
         ad = jnp.minimum(_XI * jnp.min(jnp.where(dz < 0, -z / jnp.where(dz < 0, dz, -1.0), jnp.inf)), 1.0)

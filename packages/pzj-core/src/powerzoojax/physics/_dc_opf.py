@@ -34,7 +34,8 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
 Status codes (int32): ``DCOPF_OPTIMAL = 0``; ``DCOPF_INFEASIBLE = 1`` — load outside
 ``[Σp_min, Σp_max]`` (dispatch then sits at the nearest bound, flows use the real load) or
 line limits that cannot all be met (best-effort dispatch minimising cost + ``line_penalty``
-× max marginal cost per MW of overload); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
+× max marginal cost per MW of overload; also when the iteration stopped early but its
+line duals certify infeasibility, see ``_qp_ipm.rows_infeasible``); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
 ran out (the last finite iterate is returned). Values are always finite.
 ``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer);
 ``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
@@ -59,7 +60,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
-from powerzoojax.physics._qp_ipm import solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -203,6 +204,7 @@ def dc_opf(
         # fixed-length price bisection (no Newton systems, no iteration-count spread
         # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
         sol = solve_separable_dispatch(a, quad, lin, lo, hi, total)
+        certified = jnp.asarray(False)
     else:
         load_flow_mon = (
             load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
@@ -212,6 +214,12 @@ def dc_opf(
             a, quad, lin, lo, hi_w, total_solve, mon_m_t,
             mon_floor + load_flow_mon, mon_cap + load_flow_mon,
             penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
+        )
+        # An iteration that stops early on an infeasible instance (float32 steps turn
+        # non-finite near the elastic optimum) still carries row duals near the penalty
+        # on the violated lines: a Farkas certificate from them classifies it.
+        certified = rows_infeasible(
+            mon_m_t, mon_floor + load_flow_mon, mon_cap + load_flow_mon, lo, hi, total, sol.mu_upper, sol.mu_lower
         )
 
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
@@ -228,7 +236,7 @@ def dc_opf(
     violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
     lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
     status = jnp.where(
-        ~capacity_ok | (sol.converged & ~lines_ok),
+        ~capacity_ok | (sol.converged & ~lines_ok) | (~sol.converged & certified),
         DCOPF_INFEASIBLE,
         jnp.where(sol.converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
     ).astype(jnp.int32)

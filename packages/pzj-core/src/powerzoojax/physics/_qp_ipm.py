@@ -296,6 +296,48 @@ def solve_dispatch_qp(
     )
 
 
+def rows_infeasible(
+    a_t: Float[Array, "n m"],
+    row_lo: Float[Array, " m"],
+    row_hi: Float[Array, " m"],
+    lo: Float[Array, " n"],
+    hi: Float[Array, " n"],
+    total: Float[Array, ""],
+    mu_upper: Float[Array, " m"],
+    mu_lower: Float[Array, " m"],
+    rel_margin: float = 1e-3,
+) -> Bool[Array, ""]:
+    """Whether row duals ``μ⁺, μ⁻ ≥ 0`` prove ``{Σx = total, lo ≤ x ≤ hi, row_lo ≤ Ax ≤ row_hi}``
+    empty (a Farkas certificate for the hard-limit problem).
+
+    Every feasible ``x`` has ``μ⁺ᵀ(Ax − row_hi) + μ⁻ᵀ(row_lo − Ax) ≤ 0``; so if the minimum
+    of that expression over the box with ``Σx = total`` is positive, no feasible ``x``
+    exists. The minimum is a continuous knapsack, bounded below by its Lagrangian dual
+    ``max_ν Σ_i min((g_i+ν) lo_i, (g_i+ν) hi_i) − ν·total − const`` (``g = Aᵀ(μ⁺ − μ⁻)``),
+    a concave piecewise-linear function of ``ν`` whose maximum lies at a breakpoint
+    ``ν = −g_j``: all ``n`` are evaluated at once (an ``n × n`` elementwise block, no
+    loop). Valid for any ``μ`` — a feasible problem never yields a certificate — and
+    conclusive for the elastic duals of :func:`solve_dispatch_qp` on infeasible problems,
+    whose violated rows carry ``μ ≈ π``, also when the iteration stopped before
+    converging. ``rel_margin`` guards round-off: the bound must exceed that fraction of
+    the magnitude of the terms it sums.
+    """
+    mu_upper = jnp.where(jnp.isfinite(mu_upper), jnp.maximum(mu_upper, 0.0), 0.0)
+    mu_lower = jnp.where(jnp.isfinite(mu_lower), jnp.maximum(mu_lower, 0.0), 0.0)
+    g = a_t @ (mu_upper - mu_lower)
+    const = jnp.dot(mu_upper, row_hi) - jnp.dot(mu_lower, row_lo)
+    gn = g[None, :] - g[:, None]  # row j: g + ν at ν = −g_j
+    phi = jnp.sum(jnp.minimum(gn * lo[None, :], gn * hi[None, :]), axis=1) + g * total
+    bound = jnp.max(phi) - const
+    size = (
+        jnp.dot(mu_upper, jnp.abs(row_hi))
+        + jnp.dot(mu_lower, jnp.abs(row_lo))
+        + jnp.sum(jnp.abs(g) * jnp.maximum(jnp.abs(lo), jnp.abs(hi)))
+        + jnp.max(jnp.abs(g)) * jnp.abs(total)
+    )
+    return (bound > rel_margin * size) & (size > 0)
+
+
 # Halvings of the price bracket: 2^-32 (2^-56) of the bracket is below the float32
 # (float64) resolution of any price in it once the bracket spans < ~100x the price.
 _PRICE_BISECTIONS = {4: 32, 8: 56}

@@ -3,30 +3,29 @@
 For a radial feeder rooted at the slack bus, with ``P_l, Q_l`` the power entering
 branch ``l`` at its sending bus ``i`` and flowing to its receiving bus ``j``::
 
-    P_l = Σ_{n downstream of l} p_n + Σ_{k downstream of l, k included} r_k I²_k
-    I²_l = (P_l² + Q_l²) / v²_i
-    v²_j = v²_i − 2 (r_l P_l + x_l Q_l) + (r_l² + x_l²) I²_l
+    P_l = Σ_{n downstream of l} p_n + Σ_{k downstream of l, k included} r_k ℓ_k
+    ℓ_l = (P_l² + Q_l²) / v²_i
+    v²_j = v²_i − 2 (r_l P_l + x_l Q_l) + (r_l² + x_l²) ℓ_l
 
 (Baran & Wu 1989). These are exact for a tree of series impedances (no line charging,
 bus shunts or off-nominal taps), so at convergence the sweep matches a full AC solve.
 
-The tree is walked once, on the host, in :func:`make_radial_network`. A single feeder
-is solved with dense matrix–vector products with the path and downstream matrices inside
-one ``lax.while_loop``. Under ``vmap`` (many envs) a custom batching rule runs the same
-iteration with the feeders as the contiguous last axis and the downstream/path products
-as sums unrolled over the (static) tree: O(Σ depth) adds per feeder instead of O(B²)
-multiply-adds, no gathers, each feeder stopping on its own convergence test. All powers
-are per unit on the case base, loads positive.
+Given the squared branch currents ``ℓ``, the flows and voltages are affine in ``ℓ`` and
+in the loads, so the tree is walked once, on the host (:func:`make_radial_network`), into
+dense matrices: one sweep is ``y = c + ℓ W`` with ``y = [P | Q | v²_recv | v²_send]``,
+then ``ℓ ← (P² + Q²) / v²_send`` (the backward sweep's flows and the forward sweep's
+voltages from the same currents), accelerated by Anderson mixing. Under ``vmap`` (many
+envs) a sweep is one ``(feeders, B) @ (B, 4B)`` product and a few elementwise kernels,
+each feeder stopping on its own convergence test. All powers are per unit on the case
+base, loads positive.
 """
 
-import functools
 from collections import deque
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.custom_batching import custom_vmap
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
@@ -40,6 +39,9 @@ _V_SQ_CEIL = 4.0
 # Bound on |P|, |Q| [p.u.] inside the iteration: a diverging sweep grows the losses
 # quadratically, and without a bound float32 overflows to inf within a few iterations.
 _FLOW_BOUND = 1.0e4
+# The largest squared current those bounds allow, (2 · bound²) / floor: bounds the mixed
+# currents of a diverging solve, which would otherwise overflow.
+_CURRENT_SQ_BOUND = 2.0 * _FLOW_BOUND**2 / _V_SQ_FLOOR
 
 
 class RadialNetwork(eqx.Module):
@@ -47,14 +49,24 @@ class RadialNetwork(eqx.Module):
 
     ``path_matrix[n, l] = 1`` iff branch ``l`` lies on the path from the slack bus to
     bus ``n``; ``downstream_matrix`` is its transpose; ``loss_matrix[l, k] = 1`` iff branch
-    ``k`` is ``l`` or lies downstream of it (so ``P = D p + loss_matrix · r I²``). Branch
+    ``k`` is ``l`` or lies downstream of it (so ``P = D p + loss_matrix · r ℓ``). Branch
     ``l`` is oriented from ``send_idx[l]`` (nearer the slack) to ``recv_idx[l]``;
     ``line_idx[l]`` is its position among the case's lines. ``r_pu, x_pu`` on the case base.
+
+    The sweep's affine map, ``y = [P | Q | v²_recv | v²_send]`` (4B) per feeder, with
+    ``v²_send`` at each branch's sending bus: ``y = [p | q] sweep_load_matrix
+    + v²_slack sweep_slack + ℓ sweep_loss_matrix``. ``recv_to_bus[l, n] = 1`` iff branch
+    ``l`` feeds bus ``n``. (Products rather than gathers: XLA:CPU runs a gather fused into
+    an elementwise kernel an order of magnitude slower than these small products.)
     """
 
     path_matrix: Float[Array, "n_nodes n_branches"]
     downstream_matrix: Float[Array, "n_branches n_nodes"]
     loss_matrix: Float[Array, "n_branches n_branches"]
+    sweep_load_matrix: Float[Array, "n_loads n_sweep"]
+    sweep_slack: Float[Array, " n_sweep"]
+    sweep_loss_matrix: Float[Array, "n_branches n_sweep"]
+    recv_to_bus: Float[Array, "n_branches n_nodes"]
     root_branch: Float[Array, " n_branches"]
     send_idx: Int[Array, " n_branches"]
     recv_idx: Int[Array, " n_branches"]
@@ -64,12 +76,6 @@ class RadialNetwork(eqx.Module):
     slack_bus_idx: int = eqx.field(static=True)
     n_nodes: int = eqx.field(static=True)
     n_branches: int = eqx.field(static=True)
-    # The tree again, static, for the unrolled sweeps: the branch feeding each branch's
-    # sending bus (-1 at the slack), each branch's receiving bus, the branch feeding
-    # each bus (-1 for the slack).
-    parent_branch: tuple[int, ...] = eqx.field(static=True)
-    recv_bus: tuple[int, ...] = eqx.field(static=True)
-    bus_branch: tuple[int, ...] = eqx.field(static=True)
 
 
 class RadialFlow(eqx.Module):
@@ -183,248 +189,101 @@ def make_radial_network(case: CaseData) -> RadialNetwork:
     # Branch k's loss appears at its receiving bus, so it is carried by every branch
     # upstream of that bus, k included.
     loss_matrix = downstream[:, recvs]
-    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    bus_branch = np.full(n, -1, np.int64)
-    bus_branch[recvs] = np.arange(b)
+    r = np.asarray(case.line_r, np.float64)[lines]
+    x = np.asarray(case.line_x, np.float64)[lines]
+    path_recv, path_send = path[recvs], path[sends]
+    # drop = 2 (r P + x Q) − z² ℓ with P = D p + loss_matrix r ℓ, Q likewise: v²_j =
+    # v²_slack − Σ_{l on the path to j} drop_l is affine in (p, q, ℓ).
+    drop_p, drop_q = 2.0 * r[:, None] * downstream, 2.0 * x[:, None] * downstream
+    drop_loss = 2.0 * (r[:, None] * loss_matrix * r + x[:, None] * loss_matrix * x) - np.diag(r * r + x * x)
+    zeros_n = np.zeros((b, n))
+    sweep_p = np.concatenate([downstream, zeros_n, -path_recv @ drop_p, -path_send @ drop_p])
+    sweep_q = np.concatenate([zeros_n, downstream, -path_recv @ drop_q, -path_send @ drop_q])
+    sweep_loss = np.concatenate(
+        [loss_matrix * r, loss_matrix * x, -path_recv @ drop_loss, -path_send @ drop_loss]
+    )
+    recv_to_bus = np.zeros((b, n))
+    recv_to_bus[np.arange(b), recvs] = 1.0
+    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
     return RadialNetwork(
         path_matrix=f32(path),
         downstream_matrix=f32(downstream),
         loss_matrix=f32(loss_matrix),
+        sweep_load_matrix=f32(np.concatenate([sweep_p.T, sweep_q.T])),
+        sweep_slack=f32(np.concatenate([np.zeros(2 * b), np.ones(2 * b)])),
+        sweep_loss_matrix=f32(sweep_loss.T),
+        recv_to_bus=f32(recv_to_bus),
         root_branch=f32(sends == int(case.slack_bus_idx)),
         send_idx=jnp.asarray(sends, jnp.int32),
         recv_idx=jnp.asarray(recvs, jnp.int32),
         line_idx=jnp.asarray(lines, jnp.int32),
-        r_pu=f32(np.asarray(case.line_r, np.float64)[lines]),
-        x_pu=f32(np.asarray(case.line_x, np.float64)[lines]),
+        r_pu=f32(r),
+        x_pu=f32(x),
         slack_bus_idx=int(case.slack_bus_idx),
         n_nodes=n,
         n_branches=b,
-        parent_branch=tuple(int(k) for k in bus_branch[sends]),
-        recv_bus=tuple(int(j) for j in recvs),
-        bus_branch=tuple(int(k) for k in bus_branch),
     )
 
 
-def _rows(x: Float[Array, "k lanes"]) -> list[Float[Array, " lanes"]]:
-    return [x[k] for k in range(x.shape[0])]
-
-
-def _reduce_rows(op, x: Float[Array, "k lanes"]) -> Float[Array, " lanes"]:
-    """``op``-reduce over the (short) leading axis as a balanced tree of elementwise ops:
-    XLA:CPU runs a reduce over a non-minor axis an order of magnitude slower."""
-    rows = _rows(x)
-    while len(rows) > 1:
-        rows = [op(rows[i], rows[i + 1]) if i + 1 < len(rows) else rows[i] for i in range(0, len(rows), 2)]
-    return rows[0]
-
-
-def _subtree_sum(network: RadialNetwork, rows: list) -> Float[Array, "n_branches lanes"]:
-    """``downstream_matrix``-style sums in branch space: row ``l`` = Σ of ``rows[k]`` over
-    the branches ``k`` at or below ``l`` (children come later in BFS order)."""
-    out: list = [None] * network.n_branches
-    children = _children(network.parent_branch)
-    for k in reversed(range(network.n_branches)):
-        total = rows[k]
-        for c in children[k]:
-            total = total + out[c]
-        out[k] = total
-    return jnp.stack(out)
-
-
-def _path_sum(network: RadialNetwork, rows: list) -> Float[Array, "n_branches lanes"]:
-    """``path_matrix``-style sums: row ``k`` = Σ of ``rows[l]`` over the branches from the slack to branch ``k``."""
-    out: list = [None] * network.n_branches
-    for k, parent in enumerate(network.parent_branch):
-        out[k] = rows[k] if parent < 0 else out[parent] + rows[k]
-    return jnp.stack(out)
-
-
-@functools.lru_cache(maxsize=256)
-def _children(parent_branch: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    kids: list[list[int]] = [[] for _ in parent_branch]
-    for k, parent in enumerate(parent_branch):
-        if parent >= 0:
-            kids[parent].append(k)
-    return tuple(tuple(k) for k in kids)
-
-
-def _send_v_sq(network: RadialNetwork, v_recv: Float[Array, "n_branches lanes"], v_slack_sq) -> Float[Array, "n_branches lanes"]:
-    rows = _rows(v_recv)
-    root = jnp.broadcast_to(v_slack_sq, v_recv.shape[1:])
-    return jnp.stack([root if parent < 0 else rows[parent] for parent in network.parent_branch])
-
-
-def _sweep_lanes(
+def _sweep(
     network: RadialNetwork,
-    p_load: Float[Array, "n_nodes lanes"],
-    q_load: Float[Array, "n_nodes lanes"],
-    v_slack_sq: Float[Array, " lanes"],
-    tol: Float[Array, " lanes"],
-    r: Float[Array, "n_branches #lanes"],
-    x: Float[Array, "n_branches #lanes"],
+    p_load: Float[Array, " n_nodes"],
+    q_load: Float[Array, " n_nodes"],
+    v_slack_sq: Float[Array, ""],
+    tol: Float[Array, ""],
     max_iter: int,
 ) -> tuple[Array, ...]:
-    """The sweep for ``lanes`` independent feeders, feeders on the last (contiguous) axis.
+    """Sweeps from the flat start until ``max |Δv²| < tol`` or ``max_iter`` sweeps.
 
-    Everything is in branch space (branch ``k`` ↔ its receiving bus), and the
-    downstream/path products are unrolled sums over the tree: O(Σ depth) adds per lane
-    instead of O(B²) multiply-adds, with no gathers (the tree is static). Each lane stops
-    on its own test, exactly as ``vmap`` of a per-feeder ``while_loop`` would.
+    Returns ``(v_sq, p_branch, q_branch, current_sq, n_iter, residual)``; the flows are
+    those of the final currents, so they carry exactly the reported losses.
     """
-    lanes = p_load.shape[1]
-    p_rows, q_rows = _rows(p_load), _rows(q_load)
-    p_down = _subtree_sum(network, [p_rows[b] for b in network.recv_bus])
-    q_down = _subtree_sum(network, [q_rows[b] for b in network.recv_bus])
-    z_sq = r * r + x * x
-
-    def backward(v_recv, p_branch, q_branch):
-        inv_v_sq_send = 1.0 / jnp.maximum(_send_v_sq(network, v_recv, v_slack_sq), _V_SQ_FLOOR)
-        current_sq = (p_branch * p_branch + q_branch * q_branch) * inv_v_sq_send
-        p_loss, q_loss = r * current_sq, x * current_sq
-        p_new = jnp.clip(p_down + _subtree_sum(network, _rows(p_loss)), -_FLOW_BOUND, _FLOW_BOUND)
-        q_new = jnp.clip(q_down + _subtree_sum(network, _rows(q_loss)), -_FLOW_BOUND, _FLOW_BOUND)
-        return p_new, q_new, p_loss, q_loss, inv_v_sq_send
-
-    def cond(carry):
-        n_iter, _, _, _, residual = carry
-        return jnp.any((n_iter < max_iter) & (residual >= tol))
-
-    def body(carry):
-        n_iter, v_recv, p_branch, q_branch, residual = carry
-        active = (n_iter < max_iter) & (residual >= tol)
-        p_new, q_new, _, _, inv_v_sq_send = backward(v_recv, p_branch, q_branch)
-        drop = 2.0 * (r * p_new + x * q_new) - z_sq * (p_new * p_new + q_new * q_new) * inv_v_sq_send
-        v_new = jnp.clip(v_slack_sq - _path_sum(network, _rows(drop)), _V_SQ_FLOOR, _V_SQ_CEIL)
-        res_new = _reduce_rows(jnp.maximum, jnp.abs(v_new - v_recv))
-        # A NaN residual (NaN loads) would otherwise look converged to the `>=` test.
-        res_new = jnp.where(jnp.isnan(res_new), jnp.inf, res_new)
-        return (
-            n_iter + active.astype(jnp.int32),
-            jnp.where(active, v_new, v_recv),
-            jnp.where(active, p_new, p_branch),
-            jnp.where(active, q_new, q_branch),
-            jnp.where(active, res_new, residual),
-        )
-
     b = network.n_branches
-    init = (
-        jnp.zeros((lanes,), jnp.int32),
-        jnp.broadcast_to(v_slack_sq, (b, lanes)),
-        p_down,
-        q_down,
-        jnp.full((lanes,), jnp.inf, jnp.float32),
-    )
-    n_iter, v_recv, p_branch, q_branch, residual = lax.while_loop(cond, body, init)
-    # One last backward sweep with the final voltages, so the reported flows carry
-    # exactly the reported losses (slack supply = Σ loads + Σ losses to rounding).
-    p_branch, q_branch, p_loss, q_loss, _ = backward(v_recv, p_branch, q_branch)
-    v_rows = _rows(v_recv)
-    slack_row = jnp.broadcast_to(v_slack_sq, (lanes,))
-    v_sq = jnp.stack([slack_row if k < 0 else v_rows[k] for k in network.bus_branch])
-    root = [k for k, parent in enumerate(network.parent_branch) if parent < 0]
-    p_slack = sum(p_branch[k] for k in root) + p_rows[network.slack_bus_idx]
-    q_slack = sum(q_branch[k] for k in root) + q_rows[network.slack_bus_idx]
-    on_bound = (
-        (_reduce_rows(jnp.minimum, v_sq) <= _V_SQ_FLOOR)
-        | (_reduce_rows(jnp.maximum, v_sq) >= _V_SQ_CEIL)
-        | (_reduce_rows(jnp.maximum, jnp.maximum(jnp.abs(p_branch), jnp.abs(q_branch))) >= _FLOW_BOUND)
-    )
-    converged = (residual < tol) & ~on_bound
-    return v_sq, p_branch, q_branch, p_loss, q_loss, p_slack, q_slack, converged, n_iter, residual
+    # Everything in y but the losses' contribution, once per solve.
+    base = jnp.concatenate([p_load, q_load]) @ network.sweep_load_matrix + v_slack_sq * network.sweep_slack
+    lower = jnp.concatenate([jnp.full((2 * b,), -_FLOW_BOUND), jnp.full((2 * b,), _V_SQ_FLOOR)])
+    upper = jnp.concatenate([jnp.full((2 * b,), _FLOW_BOUND), jnp.full((2 * b,), _V_SQ_CEIL)])
 
+    def sweep(current_sq):
+        y = jnp.clip(base + current_sq @ network.sweep_loss_matrix, lower, upper)
+        p, q, v_recv, v_send = y[:b], y[b : 2 * b], y[2 * b : 3 * b], y[3 * b :]
+        return p, q, v_recv, (p * p + q * q) / v_send
 
-def _solve_dense(network: RadialNetwork, p_load, q_load, v_slack_sq, tol, max_iter: int) -> tuple[Array, ...]:
-    """One feeder: the sweep as dense products with the path and downstream matrices.
-
-    Used for unbatched calls (a single feeder, e.g. a deterministic reset): it compiles
-    in a fraction of the time of the unrolled tree sums, and one feeder is cheap either way.
-    """
-    z_sq = network.r_pu * network.r_pu + network.x_pu * network.x_pu
-
-    def backward(v_sq, p_branch, q_branch):
-        inv_v_sq_send = 1.0 / jnp.maximum(v_sq[network.send_idx], _V_SQ_FLOOR)
-        current_sq = (p_branch * p_branch + q_branch * q_branch) * inv_v_sq_send
-        p_loss, q_loss = network.r_pu * current_sq, network.x_pu * current_sq
-        p_new = jnp.clip(network.downstream_matrix @ p_load + network.loss_matrix @ p_loss, -_FLOW_BOUND, _FLOW_BOUND)
-        q_new = jnp.clip(network.downstream_matrix @ q_load + network.loss_matrix @ q_loss, -_FLOW_BOUND, _FLOW_BOUND)
-        return p_new, q_new, p_loss, q_loss, inv_v_sq_send
+    # Flat start: the lossless flows (the first 2B entries of base) at v = v_slack, so the
+    # first sweep is LinDistFlow plus its losses.
+    current_sq = (base[:b] * base[:b] + base[b : 2 * b] * base[b : 2 * b]) / v_slack_sq
+    v_recv_sq = jnp.broadcast_to(v_slack_sq, (b,))
 
     def cond(carry):
-        n_iter, _, _, _, residual = carry
+        n_iter, _, _, residual, _, _ = carry
         return (n_iter < max_iter) & (residual >= tol)
 
     def body(carry):
-        n_iter, v_sq, p_branch, q_branch, _ = carry
-        p_branch, q_branch, _, _, inv_v_sq_send = backward(v_sq, p_branch, q_branch)
-        drop = 2.0 * (network.r_pu * p_branch + network.x_pu * q_branch) - z_sq * (
-            p_branch * p_branch + q_branch * q_branch
-        ) * inv_v_sq_send
-        v_sq_new = jnp.clip(v_slack_sq - network.path_matrix @ drop, _V_SQ_FLOOR, _V_SQ_CEIL)
-        residual = jnp.max(jnp.abs(v_sq_new - v_sq))
+        n_iter, current_sq, v_recv, _, g_prev, f_prev = carry
+        _, _, v_new, g = sweep(current_sq)
+        residual = jnp.max(jnp.abs(v_new - v_recv))
+        # A NaN residual (NaN loads) would otherwise look converged to the `>=` test.
         residual = jnp.where(jnp.isnan(residual), jnp.inf, residual)
-        return n_iter + 1, v_sq_new, p_branch, q_branch, residual
+        # Anderson mixing of depth 1 on the currents: a plain sweep contracts the error
+        # by a near-constant factor (up to ~0.4 on a heavily loaded feeder), and one
+        # secant step on the last two sweeps removes most of it. 33bw with random
+        # ±0.5 MW DER at every bus: at most 9 sweeps instead of 14; under vmap every
+        # feeder pays for the slowest one.
+        f = g - current_sq
+        df = f - f_prev
+        gamma = jnp.sum(df * f) / jnp.maximum(jnp.sum(df * df), 1e-30)
+        gamma = jnp.where((n_iter > 0) & jnp.isfinite(gamma), gamma, 0.0)
+        mixed = jnp.clip(g - gamma * (g - g_prev), 0.0, _CURRENT_SQ_BOUND)
+        return n_iter + 1, mixed, v_new, residual, g, f
 
-    init = (
-        jnp.asarray(0, jnp.int32),
-        jnp.broadcast_to(v_slack_sq, p_load.shape),
-        network.downstream_matrix @ p_load,
-        network.downstream_matrix @ q_load,
-        jnp.asarray(jnp.inf, jnp.float32),
-    )
-    n_iter, v_sq, p_branch, q_branch, residual = lax.while_loop(cond, body, init)
-    p_branch, q_branch, p_loss, q_loss, _ = backward(v_sq, p_branch, q_branch)
-    slack = network.slack_bus_idx
-    on_bound = (
-        (jnp.min(v_sq) <= _V_SQ_FLOOR)
-        | (jnp.max(v_sq) >= _V_SQ_CEIL)
-        | (jnp.max(jnp.maximum(jnp.abs(p_branch), jnp.abs(q_branch))) >= _FLOW_BOUND)
-    )
-    return (
-        v_sq, p_branch, q_branch, p_loss, q_loss,
-        network.root_branch @ p_branch + p_load[slack], network.root_branch @ q_branch + q_load[slack],
-        (residual < tol) & ~on_bound, n_iter, residual,
-    )
-
-
-def _to_last(x: Array, batched: bool, lanes: int) -> Array:
-    x = jnp.asarray(x)
-    if batched:
-        return jnp.moveaxis(x, 0, -1)
-    return jnp.broadcast_to(x[..., None], (*x.shape, lanes))
-
-
-@functools.lru_cache(maxsize=64)
-def _lane_solver(max_iter: int):
-    """``radial_power_flow``'s core for one ``max_iter``: a plain call solves one feeder
-    with dense products; ``vmap`` runs all feeders as lanes of one loop (see
-    :func:`_sweep_lanes`). Both are the same iteration; values agree to float32 rounding."""
-
-    def lanes_call(network, p_load, q_load, v_slack_sq, tol, lanes, batched):
-        nb, pb, qb, vb, tb = batched
-        r = network.r_pu[:, None] if not nb.r_pu else jnp.moveaxis(network.r_pu, 0, -1)
-        x = network.x_pu[:, None] if not nb.x_pu else jnp.moveaxis(network.x_pu, 0, -1)
-        return _sweep_lanes(
-            network,
-            _to_last(p_load, pb, lanes),
-            _to_last(q_load, qb, lanes),
-            _to_last(v_slack_sq, vb, lanes),
-            _to_last(tol, tb, lanes),
-            r,
-            x,
-            max_iter,
-        )
-
-    @custom_vmap
-    def solve(network, p_load, q_load, v_slack_sq, tol):
-        return _solve_dense(network, p_load, q_load, v_slack_sq, tol, max_iter)
-
-    @solve.def_vmap
-    def solve_batched(axis_size, in_batched, network, p_load, q_load, v_slack_sq, tol):
-        out = lanes_call(network, p_load, q_load, v_slack_sq, tol, axis_size, tuple(in_batched))
-        out = tuple(jnp.moveaxis(o, -1, 0) for o in out)
-        return out, tuple(True for _ in out)
-
-    return solve
+    zeros = jnp.zeros_like(current_sq)
+    init = (jnp.asarray(0, jnp.int32), current_sq, v_recv_sq, jnp.asarray(jnp.inf, jnp.float32), zeros, zeros)
+    n_iter, current_sq, v_recv, residual, _, _ = lax.while_loop(cond, body, init)
+    # The flows of the final currents (slack supply = Σ loads + Σ losses to rounding).
+    p_branch, q_branch, _, _ = sweep(current_sq)
+    # The slack bus is fed by no branch: its column of recv_to_bus is zero.
+    v_sq = v_recv @ network.recv_to_bus + v_slack_sq * (1.0 - jnp.sum(network.recv_to_bus, axis=0))
+    return v_sq, p_branch, q_branch, current_sq, n_iter, residual
 
 
 def radial_power_flow(
@@ -440,27 +299,32 @@ def radial_power_flow(
     Net load = demand − local generation (negative where a bus exports). ``v_slack``
     [p.u.] and ``tol`` (on ``max |Δv²|`` between sweeps) may be traced; ``max_iter`` is a
     Python int (it bounds the loop). Never raises on a hard case: a feeder that cannot
-    carry its load returns finite values with ``converged=False``. Under ``vmap`` the
-    feeders are solved as lanes of one loop, each stopping on its own test (the values of
-    solving them one by one, to float32 rounding).
+    carry its load returns finite values with ``converged=False``. Under ``vmap`` each
+    feeder stops on its own test (the values of solving them one by one).
     """
     p_load = jnp.asarray(p_load_pu, jnp.float32)
     q_load = jnp.asarray(q_load_pu, jnp.float32)
     v_slack_sq = jnp.square(jnp.asarray(v_slack, jnp.float32))
     tol = jnp.asarray(tol, jnp.float32)
-    v_sq, p_branch, q_branch, p_loss, q_loss, p_slack, q_slack, converged, n_iter, residual = _lane_solver(
-        int(max_iter)
-    )(network, p_load, q_load, v_slack_sq, tol)
+    v_sq, p_branch, q_branch, current_sq, n_iter, residual = _sweep(
+        network, p_load, q_load, v_slack_sq, tol, int(max_iter)
+    )
+    on_bound = (
+        (jnp.min(v_sq) <= _V_SQ_FLOOR)
+        | (jnp.max(v_sq) >= _V_SQ_CEIL)
+        | (jnp.max(jnp.maximum(jnp.abs(p_branch), jnp.abs(q_branch))) >= _FLOW_BOUND)
+    )
+    slack = network.slack_bus_idx
     return RadialFlow(
         v_sq=v_sq,
         v_mag=jnp.sqrt(v_sq),
         p_branch=p_branch,
         q_branch=q_branch,
-        p_loss=p_loss,
-        q_loss=q_loss,
-        p_slack=p_slack,
-        q_slack=q_slack,
-        converged=converged,
+        p_loss=network.r_pu * current_sq,
+        q_loss=network.x_pu * current_sq,
+        p_slack=p_branch @ network.root_branch + p_load[slack],
+        q_slack=q_branch @ network.root_branch + q_load[slack],
+        converged=(residual < tol) & ~on_bound,
         n_iter=n_iter,
         residual=residual,
     )

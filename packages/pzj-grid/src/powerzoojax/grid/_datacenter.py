@@ -26,8 +26,10 @@ Reward 0 (standalone resource env). Costs ``("sla", "overtemp")``: expired tasks
 Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpoint at
   ``t_initial``, outdoor ``t_ref``, empty queue).
 
-The random draws of a step come from one ``jr.uniform`` call (22 numbers), not the
-reference's seven key splits: same distributions, different streams.
+The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
+not the reference's seven key splits: same distributions, different streams. They are
+computed by the unrolled hash of :mod:`._datacenter_rng` (bit for bit the same numbers; the
+``jax.random`` path is a rolled loop per hash on CPU).
 """
 
 import math
@@ -35,13 +37,13 @@ from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
-import jax.random as jr
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid._datacenter_rng import step_uniforms
 from powerzoojax.grid._datacenter_scheduler import (
     KEY_SPAN,
     N_TASK_SLOTS,
@@ -53,6 +55,7 @@ from powerzoojax.grid._datacenter_scheduler import (
     draw_arrivals,
     empty_queue,
     insert_arrivals,
+    materialise,
     schedule,
 )
 
@@ -328,7 +331,8 @@ def datacenter_transition(
     key: Key, state: DataCenterState, action: Float[Array, "3"], params: DataCenterParams
 ) -> tuple[DataCenterState, DataCenterStep]:
     """One step of the data-centre physics, without auto-reset; ``time_step`` advanced and
-    ``done = time_step + 1 >= max_steps``. ``action = [train, finetune, cooling]`` in [0, 1]."""
+    ``done = time_step + 1 >= max_steps``. ``action = [train, finetune, cooling]`` in [0, 1].
+    ``key`` is the env's step key; the draws are ``jr.uniform(jr.split(key)[0], (22,))``."""
     action = jnp.clip(action, 0.0, 1.0)
     t = state.time_step
     f_infer = params.infer_fraction_profile[t % params.infer_fraction_profile.shape[0]]
@@ -337,7 +341,7 @@ def datacenter_transition(
     gpus_infer = jnp.minimum(jnp.floor(params.infer_gpu_peak.astype(jnp.float32) * f_infer).astype(jnp.int32), n)
     t_set = params.t_set_min + action[2] * (params.t_set_max - params.t_set_min)
 
-    u = jr.uniform(key, (N_UNIFORMS,))
+    u = materialise(step_uniforms(key, N_UNIFORMS))
     arrivals = draw_arrivals(
         u, params.mean_interarrival_steps, params.task_gpus_min, params.task_gpus_max,
         params.task_duration_min, params.task_duration_max,
@@ -444,8 +448,7 @@ class DataCenterEnv(Environment):
     ) -> tuple[Float[Array, "11"], DataCenterState, FloatScalar, Float[Array, "2"], Bool[Array, ""], Info]:
         if jnp.shape(action) != (3,):
             raise ValueError(f"DataCenterEnv.step: action must have shape (3,) = [train, finetune, cooling], got {jnp.shape(action)}")
-        k_step, _ = jr.split(key)
-        new_state, out = datacenter_transition(k_step, state, jnp.asarray(action, jnp.float32), params)
+        new_state, out = datacenter_transition(key, state, jnp.asarray(action, jnp.float32), params)
         done = new_state.done
         next_state = auto_reset(self, key, new_state, params)
         costs = stack_costs(out.cost_sla, out.cost_overtemp)

@@ -86,6 +86,15 @@ def draw_arrivals(
     return Arrivals(count, gpus.reshape(-1), duration.reshape(-1))
 
 
+def materialise(x: Array) -> Array:
+    """``x`` unchanged, but computed once. XLA:CPU fuses cheap elementwise producers into
+    every consumer, so a small intermediate (a hash, a key table) read by a broadcasting
+    consumer many times larger is recomputed per consumer element; a gather counts as
+    expensive there, so XLA keeps its result in memory instead (``optimization_barrier`` is
+    removed before fusion on CPU)."""
+    return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1)
+
+
 def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
     """Inclusive prefix sum as a log-depth scan: on CPU ``jnp.cumsum`` lowers to a quadratic
     ``reduce_window``, which costs several times more over 64 slots."""

@@ -34,7 +34,6 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
-import jax.random as jr
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
@@ -357,6 +356,22 @@ class DataCenterMicrogridEnv(Environment):
     def step(
         self, key: Key, state: DCMicrogridState, action: Float[Array | np.ndarray, " action_dim"], params: DCMicrogridParams
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
+        return self.step_with_dg_autobalance(key, state, action, params, autobalance=False)
+
+    def step_with_dg_autobalance(
+        self,
+        key: Key,
+        state: DCMicrogridState,
+        action: Float[Array | np.ndarray, " action_dim"],
+        params: DCMicrogridParams,
+        *,
+        autobalance: bool,
+    ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
+        """:meth:`step`; with ``autobalance`` (static) the diesel set-point ``a4`` is replaced by
+        ``clip(D / p_max, 0, 1)``, ``D`` = the unserved load of this same step with the diesel off
+        (the data centre, battery and PV do not depend on ``a4``, so ``D`` comes from the one
+        transition). The applied ``a4`` is ``info["dg_autobalance_norm"]`` and the stored last
+        action. Used by :class:`~powerzoojax.grid.DCMicrogridShapingWrapper`."""
         if jnp.shape(action) != (DCMG_ACTION_DIM,):
             raise ValueError(
                 "DataCenterMicrogridEnv.step: action must have shape (5,) = "
@@ -366,8 +381,7 @@ class DataCenterMicrogridEnv(Environment):
         dt = p.delta_t_hours
         a = self._clip_action(jnp.asarray(action, jnp.float32))
         t = state.time_step
-        k_step, _ = jr.split(key)
-        dc, out = datacenter_transition(k_step, state.dc, a[:3], p.dc)
+        dc, out = datacenter_transition(key, state.dc, a[:3], p.dc)
         p_load = out.p_dc_mw
 
         p_batt, soc = battery_step(
@@ -375,6 +389,11 @@ class DataCenterMicrogridEnv(Environment):
             p.batt_soc_min, p.batt_soc_max, dt,
         )
         p_pv = renewable_active_power(p.pv_capacity_mw, p.pv_cf_profile[t % p.pv_cf_profile.shape[0]], 0.0)
+        if autobalance:
+            # Unserved load with the diesel off: what is left after battery, PV and grid import.
+            raw_off = p_batt + p_pv - p_load
+            deficit_off = jnp.maximum(-(raw_off + jnp.minimum(jnp.maximum(-raw_off, 0.0), p.grid_import_p_max_mw)), 0.0)
+            a = a.at[4].set(jnp.clip(deficit_off / p.dg_p_max_mw, 0.0, 1.0))
         p_dg = compute_dg_power(a[4], p.dg_p_max_mw, p.dg_p_min_norm)
         fuel = compute_dg_fuel_cost(p_dg, dt, p.dg_fuel_cost_per_mwh)
         carbon = compute_dg_emissions(p_dg, dt, p.dg_ef_kg_per_kwh)
@@ -438,4 +457,6 @@ class DataCenterMicrogridEnv(Environment):
             "soc": soc,
             "reward_vector": jnp.stack([r_energy, r_cost, r_carbon]),
         }
+        if autobalance:
+            info["dg_autobalance_norm"] = a[4]
         return self._obs(next_state, p), next_state, reward, costs, done, info

@@ -2,20 +2,34 @@
 rl-market-tasks §4.2 DCMG): diesel auto-balance and fixed reward shaping around
 :class:`~powerzoojax.grid.DataCenterMicrogridEnv`.
 
-DG auto-balance (``dg_autobalance=True``): each step is first previewed with the diesel off
-(``a4 = 0``, same key and state, so the same arrivals, load, battery and PV), then replayed
-with the diesel set-point ``a4 = clip(D / p_max, 0, 1)`` where ``D`` is the preview's unserved
-load after battery, PV and grid import (``info["power_deficit"]``): the diesel covers what
-is left, up to its rating, and the agent's own ``a4`` is not applied. The environment and its
-costs are those of the replay; with a minimum stable load (``dg_p_min_norm > 0``) a small
-``D`` may switch the diesel off or up to that load, as in the env.
+DG auto-balance (``dg_autobalance=True``), spec §5 "dg_autobalance (preview with DG = 0, then
+replay with DG covering the residual)": the diesel set-point is ``a4 = clip(D / p_max, 0, 1)``
+where ``D`` is the unserved load of the step with the diesel off (after battery, PV and grid
+import): the diesel covers what is left, up to its rating, and the agent's own ``a4`` is not
+applied. Nothing else in the step depends on ``a4``, so the env computes ``D`` and the balanced
+step in one transition (:meth:`DataCenterMicrogridEnv.step_with_dg_autobalance`); the result is
+the spec's preview-then-replay, which the tests check against two separate env steps. With a
+minimum stable load (``dg_p_min_norm > 0``) a small ``D`` may switch the diesel off or up to
+that load, as in the env.
 
 Shaped reward (weights fixed by the benchmark): ``r − (50·sla + 30·overtemp + 200·deficit
 + 100·spill + 40·tracking)`` with ``sla, overtemp, deficit`` the env's cost channels,
 ``spill = power_spill / max(P_load, 1e-6)`` (surplus thrown away, normalised like the
 deficit) and ``tracking = |clip(a4, 0, 1) − a4_auto|``, the distance between the agent's
-diesel request and the balanced set-point (0 without auto-balance). The spec names the
-weights but not the spill and tracking terms; these two forms are this package's reading.
+diesel request and the balanced set-point (0 without auto-balance).
+
+Where these come from: physics spec §5 ("a benchmark-only wrapper adds fixed shaping (sla 50,
+overtemp 30, deficit 200, spill 100, dispatch tracking 40) and ``dg_autobalance``") and the DCMG
+row of rl-market-tasks §4.2 ("training shaping sla 50, overtemp 30, deficit 200, spill 100,
+tracking 40; DG auto-balances"; §6 item 10: tracking weight 40 in ``task.yaml``, 80 in the
+docs: 40 here). Neither says what "spill" and "(dispatch) tracking" measure; this package reads
+spill as the env's ``power_spill`` (the ``spill = max(r', 0)`` of §5 step 2) normalised like
+the deficit cost, and tracking as the gap between the policy's diesel request and the
+auto-balanced set-point, the only dispatch target the step defines. Tracking is what lets a
+policy trained here act on the plain env: it learns to request the balanced set-point itself.
+:class:`~powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask` uses this wrapper as its training
+env (``make_train_env``) and the plain env for evaluation and baselines, whose metric
+(``episode_reward``) is the unshaped env reward.
 
 Observation, action, costs, termination and auto-reset are the inner env's; ``info`` adds
 ``env_reward`` (unshaped), ``shaping_penalty``, ``spill_fraction``, ``dg_tracking_error``
@@ -71,16 +85,18 @@ class DCMicrogridShapingWrapper(Environment):
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
         action = jnp.asarray(action, jnp.float32)
         requested = jnp.clip(action[DG_ACTION], 0.0, 1.0) if action.ndim == 1 and action.shape[0] > DG_ACTION else None
-        if self.dg_autobalance and requested is not None:
-            *_, preview = self.env.step(key, state, action.at[DG_ACTION].set(0.0), params)
-            dg_auto = jnp.clip(preview["power_deficit"] / params.dg_p_max_mw, 0.0, 1.0)
-            applied = action.at[DG_ACTION].set(dg_auto)
+        autobalance = self.dg_autobalance and requested is not None
+        # One env transition: the diesel set-point is balanced inside it (a wrong action shape
+        # is reported by the inner env).
+        obs, next_state, reward, costs, done, info = self.env.step_with_dg_autobalance(
+            key, state, action, params, autobalance=autobalance
+        )
+        if autobalance:
+            dg_auto = info["dg_autobalance_norm"]
             tracking = jnp.abs(requested - dg_auto)
         else:
-            applied = action  # a wrong shape is reported by the inner env
             dg_auto = jnp.zeros((), jnp.float32) if requested is None else requested
             tracking = jnp.zeros((), jnp.float32)
-        obs, next_state, reward, costs, done, info = self.env.step(key, state, applied, params)
         spill = info["power_spill"] / jnp.maximum(info["p_load_mw"], 1e-6)
         penalty = (
             self.w_sla * costs[0] + self.w_overtemp * costs[1] + self.w_deficit * costs[2]

@@ -25,7 +25,6 @@ Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets i
   the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
 """
 
-from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -35,9 +34,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid._radial_feeder_env import RadialFeederEnv
-from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, ResourceBundle, observe_bundles, reset_bundles
+from powerzoojax.core._validation import finite_scalar
+from powerzoojax.grid._radial_feeder_env import RadialFeederEnv, validate_feeder_options
+from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, observe_bundles, reset_bundles
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 
 DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
@@ -107,14 +106,6 @@ class DistGridParams(EnvParams):
         )
 
 
-def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
-    return finite_scalar("make_dist_params", name, value, positive=positive, non_negative=non_negative)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    return positive_int("make_dist_params", name, value)
-
-
 def _profiles(name: str, value: ArrayLike, n_nodes: int) -> np.ndarray:
     profiles = np.asarray(value)
     if not np.issubdtype(profiles.dtype, np.number) or np.issubdtype(profiles.dtype, np.complexfloating):
@@ -167,29 +158,13 @@ def make_dist_params(
         raise TypeError(
             f"make_dist_params: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}"
         )
-    max_steps = _positive_int("max_steps", max_steps)
-    steps_per_day = _positive_int("steps_per_day", steps_per_day)
-    bfs_max_iter = _positive_int("bfs_max_iter", bfs_max_iter)
-    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
-    v_slack = _finite_scalar("v_slack", v_slack, positive=True)
-    v_min = _finite_scalar("v_min", v_min, non_negative=True)
-    v_max = _finite_scalar("v_max", v_max, positive=True)
-    if v_min >= v_max:
-        raise ValueError(f"make_dist_params: v_min must be < v_max, got v_min={v_min}, v_max={v_max}")
-    loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
-    der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
-    bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
-    resources = tuple(resources)
-    for k, bundle in enumerate(resources):
-        if not isinstance(bundle, ResourceBundle):
-            raise TypeError(f"make_dist_params: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}")
-        if int(np.max(np.asarray(bundle.bus_idx), initial=0)) >= case.n_nodes:
-            raise ValueError(
-                f"make_dist_params: resources[{k}] has bus index {int(np.max(np.asarray(bundle.bus_idx)))}, "
-                f"outside 0..{case.n_nodes - 1}"
-            )
-    if not isinstance(include_der, (bool, np.bool_)):
-        raise TypeError(f"make_dist_params: include_der must be a bool, got {include_der!r}")
+    opts = validate_feeder_options(
+        "make_dist_params", case.n_nodes, max_steps=max_steps, steps_per_day=steps_per_day,
+        bfs_max_iter=bfs_max_iter, delta_t_hours=delta_t_hours, v_min=v_min, v_max=v_max,
+        loss_penalty_weight=loss_penalty_weight, der_limit_pu=der_limit_pu, bfs_tol=bfs_tol,
+        resources=resources, include_der=include_der,
+    )
+    v_slack = finite_scalar("make_dist_params", "v_slack", v_slack, positive=True)
     if cost_mode not in _COST_MODES:
         raise ValueError(f"make_dist_params: cost_mode must be one of {_COST_MODES}, got {cost_mode!r}")
 
@@ -205,7 +180,7 @@ def make_dist_params(
             f"q_load_profiles={'None' if q_load_profiles is None else 'an array'}"
         )
     if p_load_profiles is None:
-        p_rows, q_rows = np.tile(static_p, (max_steps, 1)), np.tile(static_q, (max_steps, 1))
+        p_rows, q_rows = np.tile(static_p, (opts.max_steps, 1)), np.tile(static_q, (opts.max_steps, 1))
     else:
         p_rows = _profiles("p_load_profiles", p_load_profiles, n)
         q_rows = _profiles("q_load_profiles", q_load_profiles, n)
@@ -227,21 +202,21 @@ def make_dist_params(
         p_load_ref=f32(max(float(static_p.sum()), 1e-8)),
         q_load_ref=f32(max(float(static_q.sum()), 1e-8)),
         v_slack=f32(v_slack),
-        v_min=f32(v_min),
-        v_max=f32(v_max),
-        loss_penalty_weight=f32(loss_penalty_weight),
-        der_low=f32(-der_limit_pu),
-        der_high=f32(der_limit_pu),
-        bfs_tol=f32(bfs_tol),
+        v_min=f32(opts.v_min),
+        v_max=f32(opts.v_max),
+        loss_penalty_weight=f32(opts.loss_penalty_weight),
+        der_low=f32(-opts.der_limit_pu),
+        der_high=f32(opts.der_limit_pu),
+        bfs_tol=f32(opts.bfs_tol),
         der_bus_idx=jnp.asarray([i for i in range(n) if i != slack], jnp.int32),
-        max_steps=max_steps,
-        delta_t_hours=delta_t_hours,
+        max_steps=opts.max_steps,
+        delta_t_hours=opts.delta_t_hours,
         base_mva=base,
-        steps_per_day=steps_per_day,
-        bfs_max_iter=bfs_max_iter,
-        include_der=bool(include_der),
+        steps_per_day=opts.steps_per_day,
+        bfs_max_iter=opts.bfs_max_iter,
+        include_der=opts.include_der,
         cost_mode=cost_mode,
-        resources=tuple(resources),
+        resources=opts.resources,
     )
 
 

@@ -32,9 +32,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid._radial_feeder_env import RadialFeederEnv
-from powerzoojax.grid.resources._bundle import ResourceBundle, observe_bundles, reset_bundles
+from powerzoojax.core._validation import finite_scalar
+from powerzoojax.grid._radial_feeder_env import RadialFeederEnv, validate_feeder_options
+from powerzoojax.grid.resources._bundle import observe_bundles, reset_bundles
 from powerzoojax.physics import (
     Radial3PhaseFlow,
     Radial3PhaseNetwork,
@@ -95,10 +95,6 @@ def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negativ
     return finite_scalar("make_dist_3phase_params", name, value, positive=positive, non_negative=non_negative)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    return positive_int("make_dist_3phase_params", name, value)
-
-
 def _bus_phase_profiles(name: str, value: ArrayLike, n_nodes: int, ref_bus: int) -> np.ndarray:
     rows = np.asarray(value)
     width = 3 * (n_nodes - 1)
@@ -149,34 +145,17 @@ def make_dist_3phase_params(
     load_Q_3ph``: ``(T, 3 (N − 1))`` per-phase net loads [p.u.] (see the module docstring
     for the order); ``line_cap``: ``(N − 1,)`` three-phase line ratings [MVA], 0 or
     ``None`` = unlimited. Raises ``ValueError`` naming a bad value,
-    ``TypeError`` for a resource that is not a :class:`ResourceBundle`.
+    ``TypeError`` for a resource that is not a :class:`~powerzoojax.grid.resources.ResourceBundle`
+    or a non-bool ``include_der``.
     """
-    max_steps = _positive_int("max_steps", max_steps)
-    steps_per_day = _positive_int("steps_per_day", steps_per_day)
-    bfs_max_iter = _positive_int("bfs_max_iter", bfs_max_iter)
-    delta_t_hours = _finite_scalar("delta_t_hours", delta_t_hours, positive=True)
+    opts = validate_feeder_options(
+        "make_dist_3phase_params", n_nodes, max_steps=max_steps, steps_per_day=steps_per_day,
+        bfs_max_iter=bfs_max_iter, delta_t_hours=delta_t_hours, v_min=v_min, v_max=v_max,
+        loss_penalty_weight=loss_penalty_weight, der_limit_pu=der_limit_pu, bfs_tol=bfs_tol,
+        resources=resources, include_der=include_der,
+    )
     base_mva = _finite_scalar("base_mva", base_mva, positive=True)
-    v_min = _finite_scalar("v_min", v_min, non_negative=True)
-    v_max = _finite_scalar("v_max", v_max, positive=True)
-    if v_min >= v_max:
-        raise ValueError(f"make_dist_3phase_params: v_min must be < v_max, got v_min={v_min}, v_max={v_max}")
     vuf_max = _finite_scalar("vuf_max", vuf_max, non_negative=True)
-    loss_penalty_weight = _finite_scalar("loss_penalty_weight", loss_penalty_weight, non_negative=True)
-    der_limit_pu = _finite_scalar("der_limit_pu", der_limit_pu, non_negative=True)
-    bfs_tol = _finite_scalar("bfs_tol", bfs_tol, positive=True)
-    resources = tuple(resources)
-    for k, bundle in enumerate(resources):
-        if not isinstance(bundle, ResourceBundle):
-            raise TypeError(
-                f"make_dist_3phase_params: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}"
-            )
-        if int(np.max(np.asarray(bundle.bus_idx), initial=0)) >= int(n_nodes):
-            raise ValueError(
-                f"make_dist_3phase_params: resources[{k}] has bus index {int(np.max(np.asarray(bundle.bus_idx)))}, "
-                f"outside 0..{int(n_nodes) - 1}"
-            )
-    if not isinstance(include_der, (bool, np.bool_)):
-        raise ValueError(f"make_dist_3phase_params: include_der must be a bool, got {include_der!r}")
 
     network = make_radial_3phase_network(n_nodes, from_nodes, to_nodes, Z_3ph_pu, ref_bus, v_ref_mag)
     p_rows = _bus_phase_profiles("load_P_3ph", load_P_3ph, n_nodes, ref_bus)
@@ -210,23 +189,23 @@ def make_dist_3phase_params(
         phase_cap_mva=f32(phase_cap),
         p_load_ref=f32(max(float(p_rows[0].sum()), 1e-8)),
         q_load_ref=f32(max(float(q_rows[0].sum()), 1e-8)),
-        v_min=f32(v_min),
-        v_max=f32(v_max),
+        v_min=f32(opts.v_min),
+        v_max=f32(opts.v_max),
         vuf_max=f32(vuf_max),
-        loss_penalty_weight=f32(loss_penalty_weight),
-        der_low=f32(-der_limit_pu),
-        der_high=f32(der_limit_pu),
-        bfs_tol=f32(bfs_tol),
+        loss_penalty_weight=f32(opts.loss_penalty_weight),
+        der_low=f32(-opts.der_limit_pu),
+        der_high=f32(opts.der_limit_pu),
+        bfs_tol=f32(opts.bfs_tol),
         nonref_idx=jnp.asarray([i for i in range(n_nodes) if i != ref_bus], jnp.int32),
         branch_of_line=jnp.asarray(np.argsort(line_idx), jnp.int32),
         three_phase_bus=jnp.asarray(np.asarray(network.phase_mask).all(axis=1)),
-        max_steps=max_steps,
-        delta_t_hours=delta_t_hours,
+        max_steps=opts.max_steps,
+        delta_t_hours=opts.delta_t_hours,
         base_mva=base_mva,
-        steps_per_day=steps_per_day,
-        bfs_max_iter=bfs_max_iter,
-        include_der=bool(include_der),
-        resources=tuple(resources),
+        steps_per_day=opts.steps_per_day,
+        bfs_max_iter=opts.bfs_max_iter,
+        include_der=opts.include_der,
+        resources=opts.resources,
     )
 
 

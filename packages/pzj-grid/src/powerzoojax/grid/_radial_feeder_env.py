@@ -8,15 +8,83 @@ subclass :class:`RadialFeederEnv` and give ``_n_der`` and ``_core_obs_dim``.
 """
 
 import abc
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core import Box, Environment, denormalize_action, make_box
-from powerzoojax.grid.resources._bundle import BundlesStep, bundles_action_dim, bundles_obs_dim, step_bundles
+from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.resources._bundle import (
+    BundlesStep,
+    ResourceBundle,
+    bundles_action_dim,
+    bundles_obs_dim,
+    step_bundles,
+)
 
+
+class FeederOptions(NamedTuple):
+    """The options both feeder factories share, validated (see :func:`validate_feeder_options`)."""
+
+    max_steps: int
+    steps_per_day: int
+    bfs_max_iter: int
+    delta_t_hours: float
+    v_min: float
+    v_max: float
+    loss_penalty_weight: float
+    der_limit_pu: float
+    bfs_tol: float
+    resources: tuple
+    include_der: bool
+
+
+def validate_feeder_options(
+    fn: str,
+    n_nodes: int,
+    *,
+    max_steps: Any,
+    steps_per_day: Any,
+    bfs_max_iter: Any,
+    delta_t_hours: Any,
+    v_min: Any,
+    v_max: Any,
+    loss_penalty_weight: Any,
+    der_limit_pu: Any,
+    bfs_tol: Any,
+    resources: Any,
+    include_der: Any,
+) -> FeederOptions:
+    """Host validation of the options ``make_dist_params`` and ``make_dist_3phase_params``
+    share; errors are prefixed with ``fn``. Raises ``ValueError`` for a bad value,
+    ``TypeError`` for a resource that is not a :class:`ResourceBundle` or a non-bool
+    ``include_der``."""
+    max_steps = positive_int(fn, "max_steps", max_steps)
+    steps_per_day = positive_int(fn, "steps_per_day", steps_per_day)
+    bfs_max_iter = positive_int(fn, "bfs_max_iter", bfs_max_iter)
+    delta_t_hours = finite_scalar(fn, "delta_t_hours", delta_t_hours, positive=True)
+    v_min = finite_scalar(fn, "v_min", v_min, non_negative=True)
+    v_max = finite_scalar(fn, "v_max", v_max, positive=True)
+    if v_min >= v_max:
+        raise ValueError(f"{fn}: v_min must be < v_max, got v_min={v_min}, v_max={v_max}")
+    loss_penalty_weight = finite_scalar(fn, "loss_penalty_weight", loss_penalty_weight, non_negative=True)
+    der_limit_pu = finite_scalar(fn, "der_limit_pu", der_limit_pu, non_negative=True)
+    bfs_tol = finite_scalar(fn, "bfs_tol", bfs_tol, positive=True)
+    resources = tuple(resources)
+    for k, bundle in enumerate(resources):
+        if not isinstance(bundle, ResourceBundle):
+            raise TypeError(f"{fn}: resources[{k}] must be a ResourceBundle, got {type(bundle).__name__}")
+        top = int(np.max(np.asarray(bundle.bus_idx), initial=0))
+        if top >= n_nodes:
+            raise ValueError(f"{fn}: resources[{k}] has bus index {top}, outside 0..{n_nodes - 1}")
+    if not isinstance(include_der, (bool, np.bool_)):
+        raise TypeError(f"{fn}: include_der must be a bool, got {include_der!r}")
+    return FeederOptions(
+        max_steps, steps_per_day, bfs_max_iter, delta_t_hours, v_min, v_max, loss_penalty_weight,
+        der_limit_pu, bfs_tol, resources, bool(include_der),
+    )
 
 class RadialFeederEnv(Environment):
     """Base of the radial feeder envs; params carry ``p_load_profiles, q_load_profiles``

@@ -2,13 +2,16 @@
 
 Single-agent wrappers bind params and keep the jit / vmap / rollout-kernel contract:
 ``LogWrapper`` (5-tuple), ``SafeRLWrapper`` (6-tuple with the selected costs),
-``SauteWrapper`` (budget in the observation), ``RewardWrapper`` (user reward), ``bind``.
+``SauteWrapper`` (budget in the observation), ``RewardWrapper`` (user reward), ``bind``;
+``PenaltyRewardWrapper`` (an ``Environment``: costs folded into the reward, goes inside ``LogWrapper``).
 Trainers (Equinox + Optax, data collected through ``powerzoojax.core.rollout``):
 ``make_ppo_train`` (Gaussian or Beta actor), ``make_cmdp_train`` (PPO-Lagrangian),
 ``make_sac_train``, ``make_ippo_train`` / ``make_ippo_typed_train`` /
 ``make_ippo_typed_lagrangian_train`` and ``make_ippo_act`` on the multi-agent adapters
 (``GridMARLEnv``, ``DistGridMARLEnv``, ``make_ders_marl_env``, ``MarketMARLEnv``),
 ``make_train`` (dispatch on ``TrainConfig.algo``); ``train`` runs a preset or an env in one call.
+Evaluation protocol (spec §4.3): ``RunRecord``, ``write_manifest`` / ``load_manifest``,
+``summarize`` (mean, std, IQM, bootstrap CI, NormScore), ``paired_sign_flip_test``.
 """
 
 from powerzoojax.rl._base import BoundWrapper
@@ -17,8 +20,19 @@ from powerzoojax.rl._config import TrainConfig, load_config, save_config
 from powerzoojax.rl._conformance import check_wrapper_api, check_wrapper_no_retrace
 from powerzoojax.rl._log_wrapper import LogEnvState, LogWrapper
 from powerzoojax.rl._networks import MLP, ActorCritic, BetaActorCritic
+from powerzoojax.rl._penalty_wrapper import PenaltyRewardWrapper
 from powerzoojax.rl._ppo import PPOTrainer, TrainState, gae, make_cmdp_train, make_ppo_train, ppo_loss
 from powerzoojax.rl._presets import PresetDef, get_preset, list_presets
+from powerzoojax.rl._protocol import (
+    RunRecord,
+    bootstrap_ci,
+    iqm,
+    load_manifest,
+    norm_score,
+    paired_sign_flip_test,
+    summarize,
+    write_manifest,
+)
 from powerzoojax.rl._result import TrainResult
 from powerzoojax.rl._reward_wrapper import RewardEnvState, RewardWrapper
 from powerzoojax.rl._runner import (
@@ -55,5 +69,7 @@ __all__ = [
     "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "MarketMARLEnv",
     "IPPOState", "IPPOTrainer", "make_ippo_act", "make_ippo_train", "make_ippo_typed_train",
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
-    "SACActor", "SACState", "SACTrainer", "make_sac_train",
+    "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",
+    "RunRecord", "bootstrap_ci", "iqm", "load_manifest", "norm_score", "paired_sign_flip_test", "summarize",
+    "write_manifest",
 ]

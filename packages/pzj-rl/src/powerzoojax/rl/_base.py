@@ -76,6 +76,33 @@ def accumulate(
     return jnp.where(done, jnp.zeros_like(total), total), jnp.where(done, total, latched)
 
 
+def legacy_threshold(cost_threshold: Any, cost_thresholds: Any, owner: str) -> Any:
+    """The thresholds to use when a wrapper also got the reference's ``cost_threshold``
+    (a number or tuple): ``cost_thresholds`` wins; giving both different is an error."""
+    if cost_threshold is None:
+        return cost_thresholds
+    if cost_thresholds is not None:
+        raise ValueError(f"{owner}: pass cost_thresholds or the legacy cost_threshold, not both")
+    return cost_threshold
+
+
+class ThresholdsMixin:
+    """``num_constraints`` and the reference's single-budget ``cost_threshold`` attribute
+    (for wrappers with ``selected_constraint_names`` and ``cost_thresholds``)."""
+
+    @property
+    def num_constraints(self) -> int:
+        return len(self.selected_constraint_names)
+
+    @property
+    def cost_threshold(self) -> float | tuple[float, ...]:
+        """The per-episode budget: one number when every selected channel has the same
+        one (0.0 with no channel), else the tuple ``cost_thresholds``."""
+        if len(set(self.cost_thresholds)) <= 1:
+            return self.cost_thresholds[0] if self.cost_thresholds else 0.0
+        return self.cost_thresholds
+
+
 def resolve_constraints(
     env: Environment,
     params: EnvParams,

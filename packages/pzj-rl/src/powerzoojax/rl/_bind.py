@@ -11,17 +11,21 @@ def bind(
     env: Environment,
     params: EnvParams | None = None,
     safe: bool = False,
+    cost_threshold: Sequence[float | int] | float | int | None = None,
     *,
     selected_names: Sequence[str] | str | None = None,
     cost_thresholds: Sequence[float | int] | float | int | None = None,
 ) -> LogWrapper | SafeRLWrapper:
     """``SafeRLWrapper(env, params, ...)`` if ``safe`` else ``LogWrapper(env, params)``.
 
-    ``selected_names`` / ``cost_thresholds`` only apply with ``safe=True`` (passing them
-    without it is an error, not silently ignored); thresholds default to zero.
+    ``cost_threshold`` (the reference's name) / ``cost_thresholds``, ``selected_names``
+    only apply with ``safe=True`` (passing them without it is an error, not silently
+    ignored); thresholds default to zero.
     """
     if safe:
-        return SafeRLWrapper(env, params, selected_names=selected_names, cost_thresholds=cost_thresholds)
-    if selected_names is not None or cost_thresholds is not None:
-        raise ValueError("bind: selected_names and cost_thresholds need safe=True")
+        return SafeRLWrapper(
+            env, params, cost_threshold, selected_names=selected_names, cost_thresholds=cost_thresholds
+        )
+    if selected_names is not None or cost_thresholds is not None or cost_threshold is not None:
+        raise ValueError("bind: selected_names and cost_threshold(s) need safe=True")
     return LogWrapper(env, params)

@@ -32,10 +32,10 @@ class TrainConfig:
 
     Evaluation: every ``eval_freq`` env steps (and after the last update) the mean
     action is run on ``eval_num_episodes`` parallel episodes, for every algorithm
-    (PPO-Lagrangian included); ``eval_freq=0`` turns it off. Accepted but not used by
-    the algorithms implemented so far: ``eval_episodes`` (use ``eval_num_episodes``),
-    ``n_eval_envs``, ``record_eval_wall_time``, ``wall_time_warmup``,
-    ``wall_time_warmup_timesteps`` and the ``sac_*`` fields.
+    (PPO-Lagrangian included); ``eval_freq=0`` turns it off. ``record_eval_wall_time``
+    adds ``eval_wall_time_s`` (see :func:`powerzoojax.rl.run_training`). Accepted but not
+    used: ``eval_episodes`` (use ``eval_num_episodes``), ``n_eval_envs`` (PPO-Lagrangian
+    evaluates on the same schedule as everyone), ``wall_time_warmup_timesteps``.
     """
 
     # common
@@ -136,6 +136,29 @@ class TrainConfig:
     def replace(self, **changes: Any) -> "TrainConfig":
         """A copy with ``changes`` applied (values coerced to the field types, e.g. 1 → 1.0)."""
         return dataclasses.replace(self, **_coerce(changes))
+
+    def to_rejax_kwargs(self) -> dict[str, Any]:
+        """The fields under the keyword names of the reference's backend (Rejax):
+        ``n_steps → num_steps``, ``n_epochs → num_epochs``, ``n_minibatches →
+        num_minibatches``, ``hidden_dims → hidden_layer_sizes``; for ``sac`` also
+        ``num_epochs`` (``sac_num_epochs``) and ``target_entropy_ratio`` when set. Only a
+        name map: the trainers here take the ``TrainConfig`` itself."""
+        kw: dict[str, Any] = {
+            "total_timesteps": self.total_timesteps, "num_envs": self.num_envs, "learning_rate": self.learning_rate,
+            "gamma": self.gamma, "max_grad_norm": self.max_grad_norm, "eval_freq": self.eval_freq,
+            "normalize_observations": self.normalize_observations, "hidden_layer_sizes": tuple(self.hidden_dims),
+        }
+        if self.algo == "sac":
+            kw["num_epochs"] = self.sac_num_epochs if self.sac_num_epochs is not None else self.n_steps
+            if self.sac_target_entropy_ratio is not None:
+                kw["target_entropy_ratio"] = self.sac_target_entropy_ratio
+            return kw
+        kw.update(
+            num_steps=self.n_steps, num_epochs=self.n_epochs, num_minibatches=self.n_minibatches,
+            clip_eps=self.clip_eps, ent_coef=self.ent_coef, vf_coef=self.vf_coef, gae_lambda=self.gae_lambda,
+            normalize_rewards=self.normalize_rewards,
+        )
+        return kw
 
     def _asdict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}

@@ -10,11 +10,14 @@ Bundle agents are named ``<BundleClass minus "Bundle", lowercased>_<index within
 type>``: two ``BatteryBundle``\\ s of 2 devices each give ``battery_0 … battery_3``.
 """
 
-from typing import Any, NamedTuple
+from typing import Any
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
+from powerzoojax.core._types import Info, Key
+from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
 
 
 def bundle_type_name(bundle: Any) -> str:
@@ -23,15 +26,15 @@ def bundle_type_name(bundle: Any) -> str:
     return (name[: -len("Bundle")] if name.endswith("Bundle") else name).lower()
 
 
-class DeviceLayout(NamedTuple):
+class DeviceLayout(eqx.Module):
     """Host-built layout of the agents (see the module docstring)."""
 
-    names: tuple[str, ...]
-    own_obs_idx: np.ndarray  # (A, own_dim) int: entries of the env obs that form each agent's own slice
-    own_obs_mask: np.ndarray  # (A, own_dim) float: 0 on padding
-    action_src: np.ndarray  # (env action dim,) int: flat index into the stacked (A · action_dim) actions
-    action_dim: int
-    own_dim: int
+    names: tuple[str, ...] = eqx.field(static=True)
+    own_obs_idx: Int[Array, "n_agents own_dim"]  # entries of the env obs that form each agent's own slice
+    own_obs_mask: Float[Array, "n_agents own_dim"]  # 0 on padding
+    action_src: Int[Array, " env_action_dim"]  # flat index into the stacked (A · action_dim) actions
+    action_dim: int = eqx.field(static=True)
+    own_dim: int = eqx.field(static=True)
 
 
 def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, bundle_obs_start: int) -> DeviceLayout:
@@ -62,7 +65,9 @@ def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, b
         idx[a, : len(ix)] = ix
         mask[a, : len(ix)] = 1.0
     src = np.concatenate([a * action_dim + np.arange(n, dtype=np.int32) for a, n in enumerate(act_dims)])
-    return DeviceLayout(tuple(names), idx, mask, src.astype(np.int32), int(action_dim), int(own_dim))
+    return DeviceLayout(
+        tuple(names), jnp.asarray(idx), jnp.asarray(mask), jnp.asarray(src, jnp.int32), int(action_dim), int(own_dim)
+    )
 
 
 def gather_own(
@@ -75,3 +80,67 @@ def gather_own(
 def pack_actions(actions: Float[Array, "n_agents action_dim"], src: Int[Array, " env_act"]) -> Float[Array, " env_act"]:
     """Stacked per-agent actions → the env's flat action vector (padding entries dropped)."""
     return jnp.reshape(actions, (-1,))[src]
+
+
+class DeviceAgentsEnv(MultiAgentEnvironment):
+    """What ``GridMARLEnv`` and ``DistGridMARLEnv`` share: a parent env (``env``, its
+    ``params`` bound) split into the agents of one :class:`DeviceLayout`.
+
+    Subclasses set ``env``, ``params``, ``core_dim`` and ``layout`` (through
+    :meth:`_set_layout`) and implement ``step_arrays`` with :meth:`_env_step`.
+    ``own_obs_idx``, ``own_obs_mask``, ``action_src``, ``own_dim`` and ``action_dim``
+    read the layout.
+    """
+
+    env: Any
+    layout: DeviceLayout
+    core_dim: int = eqx.field(static=True)
+
+    def _set_layout(self, layout: DeviceLayout) -> None:
+        self.layout = layout
+        self.agents = layout.names
+
+    @property
+    def own_obs_idx(self) -> Int[Array, "n_agents own_dim"]:
+        return self.layout.own_obs_idx
+
+    @property
+    def own_obs_mask(self) -> Float[Array, "n_agents own_dim"]:
+        return self.layout.own_obs_mask
+
+    @property
+    def action_src(self) -> Int[Array, " env_action_dim"]:
+        return self.layout.action_src
+
+    @property
+    def own_dim(self) -> int:
+        return self.layout.own_dim
+
+    @property
+    def action_dim(self) -> int:
+        return self.layout.action_dim
+
+    @property
+    def obs_dim(self) -> int:
+        """Global observations: the grid core and the agent's own slice."""
+        return self.core_dim + self.own_dim
+
+    def _agent_obs(self, obs: Float[Array, " env_obs"]) -> Float[Array, "n_agents obs_dim"]:
+        core = jnp.broadcast_to(obs[: self.core_dim], (self.num_agents, self.core_dim))
+        return jnp.concatenate([core, gather_own(obs, self.own_obs_idx, self.own_obs_mask)], axis=1)
+
+    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+        obs, state = self.env.reset(key, self._p(params))
+        return self._agent_obs(obs), MARLState(state)
+
+    def _env_step(self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any) -> tuple:
+        """The parent env's 6-tuple for the packed agent actions, ``info`` plus
+        ``constraint_costs`` (the env's cost vector) and ``cost`` (= ``cost_sum``)."""
+        obs, env_state, reward, costs, done, info = self.env.step(
+            key, state.env_state, pack_actions(actions, self.action_src), self._p(params)
+        )
+        info: Info = {**info, "constraint_costs": costs, "cost": info["cost_sum"]}
+        return obs, env_state, reward, costs, done, info
+
+    def constraint_names(self) -> tuple[str, ...]:
+        return self.env.constraint_names(self.params)

@@ -31,33 +31,25 @@ branch MVA overload; ``soc_terminal_sq`` nonzero on terminal steps with batterie
 
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._device_agents import device_layout, gather_own, pack_actions
-from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.rl._device_agents import DeviceAgentsEnv, device_layout
+from powerzoojax.rl._multi_agent import MARLState
 
 OBSERVATION_MODES = ("global", "local")
 N_NEIGHBOURS = 4
 
 
-class DistGridMARLEnv(MultiAgentEnvironment):
+class DistGridMARLEnv(DeviceAgentsEnv):
     """Distribution feeder as a team of device agents (see the module docstring)."""
 
-    env: Any
     voltage_penalty: float
     soc_penalty: float
     reward_mode: str
     observation_mode: str
     local_layout: Any  # powerzoojax.grid.tasks.ders.LocalObsLayout
-    own_obs_idx: Int[Array, "n_agents own_dim"]
-    own_obs_mask: Float[Array, "n_agents own_dim"]
-    action_src: Int[Array, " env_action_dim"]
-    core_dim: int = eqx.field(static=True)
-    own_dim: int = eqx.field(static=True)
-    _action_dim: int = eqx.field(static=True)
 
     def __init__(
         self,
@@ -98,13 +90,7 @@ class DistGridMARLEnv(MultiAgentEnvironment):
         der_bus = np.asarray(params.der_bus_idx).tolist() if params.include_der else []
         # A DER's device observation: the (p, q) load at its bus, from the core's pl / ql blocks.
         ders = [[n + 2 * b + bus, 2 * n + 2 * b + bus] for bus in der_bus]
-        layout = device_layout("der", ders, params.resources, self.core_dim)
-        self.agents = layout.names
-        self.own_obs_idx = jnp.asarray(layout.own_obs_idx)
-        self.own_obs_mask = jnp.asarray(layout.own_obs_mask)
-        self.action_src = jnp.asarray(layout.action_src)
-        self.own_dim = layout.own_dim
-        self._action_dim = layout.action_dim
+        self._set_layout(device_layout("der", ders, params.resources, self.core_dim))
         if not der_bus:
             self.local_layout = make_local_obs_layout(params, N_NEIGHBOURS)
         else:
@@ -133,36 +119,21 @@ class DistGridMARLEnv(MultiAgentEnvironment):
             return self.core_dim + self.own_dim
         return 1 + N_NEIGHBOURS + 3 + 2 + self.own_dim
 
-    @property
-    def action_dim(self) -> int:
-        return self._action_dim
-
     def _agent_obs(self, obs: Float[Array, " env_obs"]) -> Float[Array, "n_agents obs_dim"]:
         if self.observation_mode == "local":
             from powerzoojax.grid.tasks.ders import local_observations
 
             return local_observations(obs, self.local_layout)
-        core = jnp.broadcast_to(obs[: self.core_dim], (self.num_agents, self.core_dim))
-        return jnp.concatenate([core, gather_own(obs, self.own_obs_idx, self.own_obs_mask)], axis=1)
-
-    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        obs, state = self.env.reset(key, self._p(params))
-        return self._agent_obs(obs), MARLState(state)
+        return super()._agent_obs(obs)
 
     def step_arrays(
         self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
-        p = self._p(params)
-        obs, env_state, reward, costs, done, info = self.env.step(
-            key, state.env_state, pack_actions(actions, self.action_src), p
-        )
+        obs, env_state, reward, _, done, info = self._env_step(key, state, actions, params)
         shaped = reward - self.voltage_penalty * info["cost_continuous"] - self.soc_penalty * info["soc_terminal_sq"]
-        info = {**info, "constraint_costs": costs, "cost": info["cost_sum"], "env_reward": reward}
+        info = {**info, "env_reward": reward}
         rewards = jnp.broadcast_to(shaped, (self.num_agents,))
         return self._agent_obs(obs), MARLState(env_state), rewards, done, info
-
-    def constraint_names(self) -> tuple[str, ...]:
-        return self.env.constraint_names(self.params)
 
 
 def make_ders_marl_env(

@@ -21,27 +21,19 @@ device. Reward: the env's reward, shared by every agent. ``info``: the env's, pl
 
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._device_agents import device_layout, gather_own, pack_actions
-from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.rl._device_agents import DeviceAgentsEnv, device_layout
+from powerzoojax.rl._multi_agent import MARLState
 
 REWARD_MODES = ("shared",)
 
 
-class GridMARLEnv(MultiAgentEnvironment):
+class GridMARLEnv(DeviceAgentsEnv):
     """Transmission dispatch as a team of unit and device agents (see the module docstring)."""
 
-    env: Any
     reward_mode: str
-    own_obs_idx: Int[Array, "n_agents own_dim"]
-    own_obs_mask: Float[Array, "n_agents own_dim"]
-    action_src: Int[Array, " env_action_dim"]
-    core_dim: int = eqx.field(static=True)
-    own_dim: int = eqx.field(static=True)
-    _action_dim: int = eqx.field(static=True)
 
     def __init__(self, env: Any, params: Any = None, reward_mode: str = "shared"):
         from powerzoojax.grid import TransGridEnv
@@ -64,40 +56,11 @@ class GridMARLEnv(MultiAgentEnvironment):
         self.core_dim = env.obs_dim(params) - bundles_obs_dim(params.resources)
         unit_offset = self.core_dim - 2 - n_units  # unit_norm sits just before sin, cos
         units = [[unit_offset + i] for i in range(n_units)] if params.include_unit_dispatch else []
-        layout = device_layout("unit", units, params.resources, self.core_dim)
-        self.agents = layout.names
-        self.own_obs_idx = jnp.asarray(layout.own_obs_idx)
-        self.own_obs_mask = jnp.asarray(layout.own_obs_mask)
-        self.action_src = jnp.asarray(layout.action_src)
-        self.own_dim = layout.own_dim
-        self._action_dim = layout.action_dim
-
-    @property
-    def obs_dim(self) -> int:
-        return self.core_dim + self.own_dim
-
-    @property
-    def action_dim(self) -> int:
-        return self._action_dim
-
-    def _agent_obs(self, obs: Float[Array, " env_obs"]) -> Float[Array, "n_agents obs_dim"]:
-        core = jnp.broadcast_to(obs[: self.core_dim], (self.num_agents, self.core_dim))
-        return jnp.concatenate([core, gather_own(obs, self.own_obs_idx, self.own_obs_mask)], axis=1)
-
-    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        obs, state = self.env.reset(key, self._p(params))
-        return self._agent_obs(obs), MARLState(state)
+        self._set_layout(device_layout("unit", units, params.resources, self.core_dim))
 
     def step_arrays(
         self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
-        p = self._p(params)
-        obs, env_state, reward, costs, done, info = self.env.step(
-            key, state.env_state, pack_actions(actions, self.action_src), p
-        )
-        info = {**info, "constraint_costs": costs, "cost": info["cost_sum"]}
+        obs, env_state, reward, _, done, info = self._env_step(key, state, actions, params)
         rewards = jnp.broadcast_to(reward, (self.num_agents,))
         return self._agent_obs(obs), MARLState(env_state), rewards, done, info
-
-    def constraint_names(self) -> tuple[str, ...]:
-        return self.env.constraint_names(self.params)

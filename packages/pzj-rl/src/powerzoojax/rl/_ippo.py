@@ -11,7 +11,8 @@ Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
    is exact) and the env gets it clipped to [-1, 1];
 2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
 3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
-   clip_by_global_norm → adam``). Typed: agents are grouped by type (name prefix before
+   clip_by_global_norm → adam``), minibatches cut by PPO's
+   :func:`~powerzoojax.rl._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
    the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
    its own advantage normalisation, and the loss is the mean of the per-type losses
    (each one :func:`powerzoojax.rl._ppo.ppo_loss`, the single-agent PPO loss).
@@ -24,9 +25,17 @@ the epochs ``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_ma
 mean scaled cost per step × ``max_steps`` and ``d`` = ``config.cost_thresholds`` (required)
 ÷ ``cost_scale`` — the same dual step and metrics as ``make_cmdp_train``.
 
-Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): each
-update also logs its market diagnostics over the collected batch and
-``market/mean_profit_<agent>`` (raw reward per step).
+Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): the
+rollout also keeps ``info``'s ``lmp``, ``unit_power``, ``ramp_binding_rate``,
+``gen_cost`` and ``load_mw`` (the pre-step nodal load), and each update logs the env's
+market diagnostics over the collected batch, ``market/mean_profit_<agent>`` (raw reward
+per step), ``market/cumulative_profit_<agent>`` (raw rewards summed over every step of
+the run so far, averaged over the parallel envs: what one env's copy of the agent has
+earned since training began), ``market/cum_profit_mean`` (its mean over agents) and, on
+the last update only (NaN before), ``market/convergence_stability``: the L2 distance
+between the policy parameters after update ``max(1, int(0.8 · n_updates))`` and the final
+ones (every array leaf of the policy, ``log_std`` included). The 80 % snapshot is taken
+inside the compiled loop (it is part of the carried state, so checkpoints keep it).
 
 A whole run is one ``lax.scan`` over updates inside one ``jax.jit``: it compiles once
 and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer has the
@@ -65,6 +74,7 @@ from powerzoojax.rl._ppo import (
     init_stats,
     normalize,
     ppo_loss,
+    shuffled_minibatches,
     update_stats,
 )
 from powerzoojax.rl._result import TrainResult
@@ -88,6 +98,16 @@ class IPPOState(eqx.Module):
     discounted_return: Float[Array, "n_envs n_agents"]
     episode_return: Float[Array, " n_envs"]
     log_lambda: Float[Array, " k"]
+    # Market mode only (None otherwise): raw profit per agent summed over the run (mean
+    # over envs) and the policy's arrays after the 80 % update.
+    cum_profit: Float[Array, " n_agents"] | None = None
+    snapshot: PyTree = None
+
+
+def params_distance(a: PyTree, b: PyTree) -> Float[Array, ""]:
+    """L2 distance between the array leaves of two policies of the same structure."""
+    la, lb = jax.tree.leaves(eqx.filter(a, eqx.is_array)), jax.tree.leaves(eqx.filter(b, eqx.is_array))
+    return jnp.sqrt(sum(jnp.sum((x - y) ** 2) for x, y in zip(la, lb, strict=True)))
 
 
 class IPPOTrainer(UpdateLoop):
@@ -156,6 +176,7 @@ class IPPOTrainer(UpdateLoop):
             self.cost_names, self.cost_idx = (), np.zeros((0,), np.int32)
         self.n_costs = len(self.cost_names)
         self.n_updates = config.n_updates
+        self.snapshot_update = max(1, int(0.8 * self.n_updates))  # market/convergence_stability reference
         self.batch_size = config.num_envs * config.n_steps  # env steps per update
         self.eval_every = (
             max(1, config.eval_freq // self.batch_size) if config.eval_freq > 0 and config.eval_num_episodes > 0 else 0
@@ -181,6 +202,8 @@ class IPPOTrainer(UpdateLoop):
         self, policy: dict[str, ActorCritic], obs: Float[Array, "n_agents in_dim"]
     ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, "n_agents n_values"]]:
         """Mean, log std and values (reward, then costs) of every agent, each through its type's network."""
+        if len(self.types) == 1:  # full sharing: no scatter into per-agent slots
+            return jax.vmap(policy[self.types[0]])(obs)
         mean = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
         log_std = jnp.zeros((self.n_agents, self.action_dim), obs.dtype)
         value = jnp.zeros((self.n_agents, 1 + self.n_costs), obs.dtype)
@@ -224,6 +247,8 @@ class IPPOTrainer(UpdateLoop):
             discounted_return=jnp.zeros((cfg.num_envs, self.n_agents), jnp.float32),
             episode_return=jnp.zeros((cfg.num_envs,), jnp.float32),
             log_lambda=jnp.zeros((self.n_costs,), jnp.float32),
+            cum_profit=jnp.zeros((self.n_agents,), jnp.float32) if self.market else None,
+            snapshot=eqx.filter(policy, eqx.is_array) if self.market else None,
         )
 
     # -- rollout ---------------------------------------------------------------------
@@ -275,17 +300,20 @@ class IPPOTrainer(UpdateLoop):
 
     # -- minibatches -----------------------------------------------------------------
     def _minibatches(self, key: Key, batch: dict[str, Array]) -> dict[str, dict[str, Array]]:
-        """Per type: gather its agents, normalise its advantages, shuffle, cut into
-        ``n_minibatches`` (leading axis of every leaf)."""
-        m = self.config.n_minibatches
+        """Per type: gather its agents, normalise its advantages, shuffle and cut into
+        ``n_minibatches`` (leading axis of every leaf) with the PPO shuffle, rows = time
+        steps, columns = (env, agent of the type) pairs."""
+        cfg = self.config
         out = {}
         for name, idx, k in zip(self.types, self.type_index, jr.split(key, len(self.types))):
-            part = jax.tree.map(lambda x: x[:, idx].reshape((-1,) + x.shape[2:]), batch)
+            if len(self.types) == 1:
+                part = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
+            else:
+                part = jax.tree.map(lambda x: x[:, idx].reshape((-1,) + x.shape[2:]), batch)
             adv = part["advantage"]
             part["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
-            size = adv.shape[0]
-            perm = jr.permutation(k, size)
-            out[name] = jax.tree.map(lambda x: x[perm].reshape((m, size // m) + x.shape[1:]), part)
+            cols = cfg.num_envs * len(idx)
+            out[name] = shuffled_minibatches(k, part, cfg.n_steps, cols, cfg.n_minibatches, cfg.minibatch_shuffle)
         return out
 
     # -- one update ------------------------------------------------------------------
@@ -363,16 +391,31 @@ class IPPOTrainer(UpdateLoop):
             episode_est = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1)) * self.env.max_steps
             log_lambda = dual_step(log_lambda, episode_est, self.thresholds, self.lambda_lr, cfg.log_lambda_max)
             metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
+        cum_profit, snapshot = state.cum_profit, state.snapshot
         if self.market:
             metrics.update(self.env.compute_market_metrics(traj["market_info"]))
             per_agent = jnp.mean(traj["reward"], axis=(0, 1))
+            cum_profit = cum_profit + jnp.sum(jnp.mean(traj["reward"], axis=1), axis=0)
             metrics.update({f"market/mean_profit_{a}": per_agent[i] for i, a in enumerate(self.env.agents)})
+            metrics.update({f"market/cumulative_profit_{a}": cum_profit[i] for i, a in enumerate(self.env.agents)})
+            metrics["market/cum_profit_mean"] = jnp.mean(cum_profit)
+            done_updates = state.update + 1
+            snapshot = jax.tree.map(
+                lambda new, old: jnp.where(done_updates == self.snapshot_update, new, old),
+                eqx.filter(policy, eqx.is_array), snapshot,
+            )
+            metrics["market/convergence_stability"] = jnp.where(
+                done_updates == self.n_updates, params_distance(policy, snapshot), jnp.nan
+            )
         new_state = IPPOState(
             policy=policy, opt_state=opt_state, env_state=env_state, obs=last_obs, key=key, update=state.update + 1,
             obs_stats=obs_stats, return_stats=return_stats, discounted_return=discounted,
             episode_return=jnp.where(traj["done"][-1], 0.0, running[-1]), log_lambda=log_lambda,
+            cum_profit=cum_profit, snapshot=snapshot,
         )
-        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, policy, obs_stats, k_eval))
+        metrics.update(self.maybe_evaluate(
+            state.update, self.evaluate_policy, policy, obs_stats, k_eval, initial=(state.policy, state.obs_stats, k_eval)
+        ))
         return new_state, metrics
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------

@@ -48,7 +48,7 @@ from powerzoojax.rl._networks import (
     gaussian_log_prob,
 )
 from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._update_loop import UpdateLoop
+from powerzoojax.rl._update_loop import UpdateLoop, eval_cost_metrics
 
 _OBS_CLIP = 10.0
 _REWARD_CLIP = 10.0
@@ -138,6 +138,37 @@ def _discounted_returns(
     return decays * carry[None] + partial
 
 
+
+
+def shuffled_minibatches(key: Key, batch: PyTree, n_rows: int, n_cols: int, m: int, mode: str = "blocks") -> PyTree:
+    """Split a flat batch (every leaf ``(n_rows · n_cols, ...)``, row-major: time steps ×
+    envs, or × env-agents) into ``m`` random minibatches (leading axis ``m``); every sample
+    is used once. PPO and IPPO both cut their minibatches here.
+
+    ``mode="blocks"`` (when ``m`` divides both ``n_rows`` and ``n_cols``): rows and columns
+    are permuted separately and cut into ``m`` groups each; minibatch ``k`` takes the (row
+    group ``g``, column group ``(k − g) mod m``) blocks, a random Latin square, so every
+    minibatch spans all row groups and all column groups. ``"full"`` (or when ``m`` does
+    not divide both): one ``jax.random.permutation`` of all samples. The full shuffle
+    sorts the whole batch, which on a CPU cost as much as the gradient steps themselves.
+    """
+    size = n_rows * n_cols
+    if mode == "full" or n_rows % m or n_cols % m:
+        perm = jr.permutation(key, size)
+        return jax.tree.map(lambda x: x[perm].reshape((m, size // m) + x.shape[1:]), batch)
+    k_r, k_c = jr.split(key)
+    perm_r, perm_c = jr.permutation(k_r, n_rows), jr.permutation(k_c, n_cols)
+    groups = np.arange(m)
+    row_group = np.broadcast_to(groups[None, :], (m, m))
+    col_group = (groups[:, None] - groups[None, :]) % m  # [k, g] = column group paired with row group g
+
+    def split(x):
+        x = x.reshape((n_rows, n_cols) + x.shape[1:])[perm_r][:, perm_c]
+        x = x.reshape((m, n_rows // m, m, n_cols // m) + x.shape[2:])
+        x = x[row_group, :, col_group]  # (k, g, rows/m, cols/m, ...)
+        return x.reshape((m, size // m) + x.shape[4:])
+
+    return jax.tree.map(split, batch)
 
 
 def ppo_loss(
@@ -351,42 +382,20 @@ class PPOTrainer(UpdateLoop):
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
-        """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel."""
+        """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel:
+        ``eval_returns`` and the costs of :func:`~powerzoojax.rl._update_loop.eval_cost_metrics`
+        (``eval_cost_<name>`` per constrained channel for PPO-Lagrangian)."""
         act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
         rewards, info = outs[1], outs[-2]
-        return {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1)), "eval_cost": jnp.mean(jnp.sum(info["cost_sum"], axis=1))}
+        out = {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1))}
+        out.update(eval_cost_metrics(info, self.env.max_steps, self.cost_names))
+        return out
 
     # -- minibatches -----------------------------------------------------------------
     def _shuffle(self, key: Key, batch: dict[str, Array]) -> dict[str, Array]:
-        """Split the flat ``(T·N, ...)`` batch into ``n_minibatches`` random minibatches.
-
-        ``minibatch_shuffle="blocks"`` (default, when ``n_minibatches`` divides both
-        ``n_steps`` and ``num_envs``): time steps and envs are permuted separately and
-        cut into ``m`` groups each; minibatch ``k`` takes the (time group ``g``, env
-        group ``(k − g) mod m``) blocks, a random Latin square, so every minibatch spans
-        all time groups and all env groups and every sample is used once per epoch.
-        ``"full"``: one ``jax.random.permutation`` of all samples. The full shuffle sorts
-        the whole batch, which on a CPU cost as much as the gradient steps themselves.
-        """
         cfg = self.config
-        m, T, N = cfg.n_minibatches, cfg.n_steps, cfg.num_envs
-        if cfg.minibatch_shuffle == "full" or T % m or N % m:
-            perm = jr.permutation(key, self.batch_size)
-            return jax.tree.map(lambda x: x[perm].reshape((m, self.minibatch_size) + x.shape[1:]), batch)
-        k_t, k_n = jr.split(key)
-        perm_t, perm_n = jr.permutation(k_t, T), jr.permutation(k_n, N)
-        groups = np.arange(m)
-        time_group = np.broadcast_to(groups[None, :], (m, m))
-        env_group = (groups[:, None] - groups[None, :]) % m  # [k, g] = env group paired with time group g
-
-        def split(x):
-            x = x.reshape((T, N) + x.shape[1:])[perm_t][:, perm_n]
-            x = x.reshape((m, T // m, m, N // m) + x.shape[2:])
-            x = x[time_group, :, env_group]  # (k, g, T/m, N/m, ...)
-            return x.reshape((m, self.minibatch_size) + x.shape[4:])
-
-        return jax.tree.map(split, batch)
+        return shuffled_minibatches(key, batch, cfg.n_steps, cfg.num_envs, cfg.n_minibatches, cfg.minibatch_shuffle)
 
     # -- one update ------------------------------------------------------------------
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, Array]]:
@@ -477,7 +486,9 @@ class PPOTrainer(UpdateLoop):
             discounted_return=discounted,
             log_lambda=log_lambda,
         )
-        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, policy, obs_stats, k_eval))
+        metrics.update(self.maybe_evaluate(
+            state.update, self.evaluate_policy, policy, obs_stats, k_eval, initial=(state.policy, state.obs_stats, k_eval)
+        ))
         return new_state, metrics
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------

@@ -130,6 +130,10 @@ class RewardWrapper(eqx.Module):
     def num_constraints(self) -> int:
         return self.wrapped.num_constraints
 
+    @property
+    def cost_threshold(self) -> float | tuple[float, ...]:
+        return self.wrapped.cost_threshold
+
     # -- contract --------------------------------------------------------------------
     def reset(self, key: Key) -> tuple[Float[Array, "..."], RewardEnvState]:
         obs, inner = self.wrapped.reset(key)

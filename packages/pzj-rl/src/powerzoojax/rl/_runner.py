@@ -53,7 +53,7 @@ def write_metrics(rows: list[dict[str, Any]], output_dir: str) -> None:
     """``metrics.csv`` and ``metrics.jsonl`` (NaN → empty cell / null)."""
     if not rows:
         return
-    names = list(rows[0])
+    names = list(dict.fromkeys(n for row in rows for n in row))  # union, first-seen order
     with open(os.path.join(output_dir, "metrics.jsonl"), "w") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
@@ -61,7 +61,7 @@ def write_metrics(rows: list[dict[str, Any]], output_dir: str) -> None:
         writer = csv.writer(f)
         writer.writerow(names)
         for row in rows:
-            writer.writerow(["" if row[n] is None else repr(row[n]) for n in names])
+            writer.writerow(["" if row.get(n) is None else repr(row[n]) for n in names])
 
 
 def plot_learning_curve(rows: list[dict[str, Any]], path: str, title: str = "") -> None:
@@ -228,13 +228,22 @@ def run_training(
 
     ``progress=None`` shows the status line only when ``stream`` (stdout) is a
     terminal. ``output_dir`` turns on metrics files, the plot and ``n_checkpoints``
-    evenly spaced checkpoints (the last one at the end of the run).
+    evenly spaced checkpoints on disk (the last one at the end of the run). With
+    ``n_checkpoints > 1`` the result's ``checkpoints`` holds ``(env_steps, policy)`` at
+    the end of the chunk that reached each of them, with or without ``output_dir``.
+
+    ``config.record_eval_wall_time``: the run is cut into chunks that end on the
+    evaluation updates and every row with an evaluation gets ``eval_wall_time_s``, the
+    host wall-clock seconds of training up to the end of that chunk (evaluations
+    included); with ``wall_time_warmup`` the chunk program is compiled ahead of time,
+    so compilation is not counted (no update is spent on a warm-up).
     """
     stream = sys.stdout if stream is None else stream
     show = stream.isatty() if progress is None else bool(progress)
     cfg: TrainConfig = trainer.config
     n_updates = trainer.n_updates
-    chunked = show or output_dir is not None or resume_from is not None
+    record = bool(cfg.record_eval_wall_time and trainer.eval_every)
+    chunked = show or output_dir is not None or resume_from is not None or record or cfg.n_checkpoints > 1
     if not chunked:
         return trainer(key)
 
@@ -245,7 +254,12 @@ def run_training(
         state, rows = load_checkpoint(resume_from, trainer, key)
     else:
         state, rows = trainer._jit_init(key), []
-    size = chunk_size(n_updates, n_reports)
+    size = trainer.eval_every if record else chunk_size(n_updates, n_reports)
+    clock = time.perf_counter()
+    run_chunk = lambda s: trainer._jit_chunk(s, size)  # noqa: E731
+    if record and cfg.wall_time_warmup:
+        run_chunk = trainer._jit_chunk.lower(state, size).compile()
+        clock = time.perf_counter()
     marks = sorted({max(1, round(i * n_updates / cfg.n_checkpoints)) for i in range(1, cfg.n_checkpoints + 1)})
     last_saved = int(state.update)
     bar = Progress(n_updates, trainer.batch_size, stream) if show else None
@@ -254,23 +268,29 @@ def run_training(
         before = int(state.update)
         # Always the same chunk length, so one compiled program; a short tail is padded
         # with skipped updates (NaN metrics, dropped here).
-        state, metrics = trainer._jit_chunk(state, size)
+        state, metrics = run_chunk(state)
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         done = int(state.update)
-        rows.extend(_rows({k: v[: done - before] for k, v in metrics.items()}))
+        new_rows = _rows({k: v[: done - before] for k, v in metrics.items()})
+        if record:
+            elapsed = time.perf_counter() - clock
+            for row in new_rows:
+                row["eval_wall_time_s"] = elapsed if row.get("eval_returns") is not None else None
+        rows.extend(new_rows)
         if bar is not None:
             bar.chunk_done(done, done - before, rows)
         if output_dir is not None:
             write_metrics(rows, output_dir)
-            due = [m for m in marks if last_saved < m <= done]
-            if due:
+        if (output_dir is not None or cfg.n_checkpoints > 1) and [m for m in marks if last_saved < m <= done]:
+            if output_dir is not None:
                 path = os.path.join(output_dir, "checkpoints", f"update_{done:06d}.eqx")
                 save_checkpoint(path, trainer, state, rows)
-                checkpoints.append((done * trainer.batch_size, state.policy))
-                last_saved = done
+            checkpoints.append((done * trainer.batch_size, state.policy))
+            last_saved = done
     if bar is not None:
         bar.close()
-    metrics = {name: np.asarray([np.nan if r.get(name) is None else r[name] for r in rows], np.float32) for name in (rows[0] if rows else {})}
+    names = dict.fromkeys(n for r in rows for n in r)
+    metrics = {name: np.asarray([np.nan if r.get(name) is None else r[name] for r in rows], np.float32) for name in names}
     result = trainer.result(state, metrics, tuple(checkpoints) if checkpoints else None)
     if output_dir is not None and rows:
         plot_learning_curve(rows, os.path.join(output_dir, "learning_curve.png"), title=f"{cfg.algo} on {trainer.env.name}")

@@ -34,7 +34,7 @@ from powerzoojax.rl._config import TrainConfig
 from powerzoojax.rl._networks import MLP
 from powerzoojax.rl._ppo import RunningStats, _discounted_returns, init_stats, update_stats
 from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._update_loop import UpdateLoop
+from powerzoojax.rl._update_loop import UpdateLoop, eval_cost_metrics
 
 _LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
 
@@ -240,7 +240,7 @@ class SACTrainer(UpdateLoop):
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, actor: SACActor, key: Key) -> dict[str, Array]:
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, lambda o: self.deterministic_action(actor, o), key)
-        return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1))}
+        return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1)), **eval_cost_metrics(outs[-2], self.env.max_steps)}
 
     # -- one update ------------------------------------------------------------------
     def update(self, state: SACState) -> tuple[SACState, dict[str, Array]]:
@@ -277,7 +277,7 @@ class SACTrainer(UpdateLoop):
             key=key, update=state.update + 1, reward_stats=reward_stats,
             episode_return=jnp.where(dones[-1], 0.0, running[-1]),
         )
-        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, actor, k_eval))
+        metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, actor, k_eval, initial=(state.policy, k_eval)))
         return new_state, metrics
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------

@@ -7,7 +7,10 @@ of ``selected_constraint_names``.
 Thresholds are never guessed: ``cost_thresholds=None`` means a budget of **zero** per
 selected channel (every unit of cost counts against the policy). Pass
 ``cost_thresholds`` (a number, broadcast, or one number per selected channel) to allow
-a per-episode budget. Thresholds are per-episode sums of the env's cost channel.
+a per-episode budget. Thresholds are per-episode sums of the env's cost channel. The
+reference's positional ``cost_threshold`` (third argument) is accepted as the same thing
+(it defaults to 25.0 there; here it has no default budget); the ``cost_threshold``
+attribute reads back the common budget (the tuple when the channels differ).
 """
 
 from collections.abc import Sequence
@@ -19,7 +22,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Environment, EnvParams
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._base import BoundWrapper, accumulate, resolve_constraints
+from powerzoojax.rl._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
 from powerzoojax.rl._log_wrapper import (
     LogEnvState,
     episode_info,
@@ -40,7 +43,7 @@ SafeStepResult = tuple[
 ]
 
 
-class SafeRLWrapper(BoundWrapper):
+class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
     """Constrained single-agent wrapper (6-tuple step). See the module docstring.
 
     Raises ``ValueError`` for an unknown or duplicated constraint name (listing the
@@ -56,22 +59,18 @@ class SafeRLWrapper(BoundWrapper):
         self,
         env: Environment,
         params: EnvParams | None = None,
+        cost_threshold: Sequence[float | int] | float | int | None = None,
         *,
         selected_names: Sequence[str] | str | None = None,
         cost_thresholds: Sequence[float | int] | float | int | None = None,
     ):
         self.env = env
         self.params = env.default_params() if params is None else params
-        names, indices, thresholds = resolve_constraints(
-            env, self.params, selected_names, cost_thresholds, "SafeRLWrapper"
-        )
+        cost_thresholds = legacy_threshold(cost_threshold, cost_thresholds, "SafeRLWrapper")
+        names, indices, thresholds = resolve_constraints(env, self.params, selected_names, cost_thresholds, "SafeRLWrapper")
         self.selected_constraint_names = names
         self.selected_indices = indices
         self.cost_thresholds = thresholds
-
-    @property
-    def num_constraints(self) -> int:
-        return len(self.selected_constraint_names)
 
     def reset(self, key: Key) -> tuple[Float[Array, "..."], SafeRLState]:
         obs, env_state = self.env.reset(key, self.params)

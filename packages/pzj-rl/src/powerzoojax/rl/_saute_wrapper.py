@@ -16,7 +16,8 @@ Two choices differ from the reference, on purpose:
   envs whose rewards are positive. For cost-like (negative) rewards such as the grid
   envs' ``−generation cost``, pass an ``unsafe_reward`` below the worst per-step reward.
 
-``cost_thresholds=None`` means a budget of zero per selected channel.
+``cost_thresholds=None`` means a budget of zero per selected channel; the reference's
+positional ``cost_threshold`` is accepted as the same thing (as in ``SafeRLWrapper``).
 """
 
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Box, Environment, EnvParams, make_box
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._base import BoundWrapper, accumulate, resolve_constraints
+from powerzoojax.rl._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
 from powerzoojax.rl._log_wrapper import (
     LogEnvState,
     episode_info,
@@ -48,7 +49,7 @@ class SauteState(LogEnvState):
 SauteStepResult = tuple[Float[Array, " obs_dim"], SauteState, Float[Array, ""], Bool[Array, ""], Info]
 
 
-class SauteWrapper(BoundWrapper):
+class SauteWrapper(ThresholdsMixin, BoundWrapper):
     """Safety-budget-augmented wrapper; see the module docstring."""
 
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
@@ -63,6 +64,7 @@ class SauteWrapper(BoundWrapper):
         self,
         env: Environment,
         params: EnvParams | None = None,
+        cost_threshold: Sequence[float | int] | float | int | None = None,
         *,
         selected_names: Sequence[str] | str | None = None,
         cost_thresholds: Sequence[float | int] | float | int | None = None,
@@ -72,9 +74,8 @@ class SauteWrapper(BoundWrapper):
     ):
         self.env = env
         self.params = env.default_params() if params is None else params
-        names, indices, thresholds = resolve_constraints(
-            env, self.params, selected_names, cost_thresholds, "SauteWrapper"
-        )
+        cost_thresholds = legacy_threshold(cost_threshold, cost_thresholds, "SauteWrapper")
+        names, indices, thresholds = resolve_constraints(env, self.params, selected_names, cost_thresholds, "SauteWrapper")
         self.selected_constraint_names = names
         self.selected_indices = indices
         self.cost_thresholds = thresholds
@@ -84,10 +85,6 @@ class SauteWrapper(BoundWrapper):
         self.horizon = horizon
         self.unsafe_reward = float(unsafe_reward)
         self.use_reward_shaping = bool(use_reward_shaping)
-
-    @property
-    def num_constraints(self) -> int:
-        return len(self.selected_constraint_names)
 
     def observation_space(self) -> Box:
         base = self.env.observation_space(self.params)

@@ -8,6 +8,7 @@ and ``eval_every``; its data always comes through the one rollout kernel.
 from collections.abc import Callable
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PyTree
@@ -26,6 +27,33 @@ def _nan_of_shape(fn: Callable[..., Any], *args: Any) -> PyTree:
     return nan_like(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args)))
 
 
+# Cost channels the single-agent evaluation reports when the env's info has them (spec §3.5).
+EVAL_COST_KEYS = ("cost_voltage_violation", "reserve_shortfall", "cost_thermal_overload")
+
+
+def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tuple[str, ...] = ()) -> dict[str, Array]:
+    """Cost metrics of deterministic evaluation episodes (``info`` leaves ``(episodes, steps, ...)``).
+
+    ``eval_total_cost`` (= ``eval_cost``): mean episode sum of ``info["cost_sum"]``;
+    ``eval_cost_per_step`` = that / ``max_steps``; for each of ``EVAL_COST_KEYS`` in
+    ``info``: ``eval_<key>_total`` (mean episode sum) and ``eval_<key>_rate`` (fraction of
+    steps with a positive value); with ``selected_names`` (a ``SafeRLWrapper``'s selected
+    channels, ``info["constraint_costs"]`` in that order): ``eval_cost_<name>``, the mean
+    episode sum of each.
+    """
+    total = jnp.mean(jnp.sum(info["cost_sum"], axis=1))
+    out = {"eval_cost": total, "eval_total_cost": total, "eval_cost_per_step": total / max_steps}
+    for key in EVAL_COST_KEYS:
+        if key in info:
+            x = info[key]
+            out[f"eval_{key}_total"] = jnp.mean(jnp.sum(x.reshape(x.shape[:2] + (-1,)), axis=(1, 2)))
+            out[f"eval_{key}_rate"] = jnp.mean((x > 0).astype(jnp.float32))
+    if selected_names:
+        per = jnp.mean(jnp.sum(info["constraint_costs"], axis=1), axis=0)
+        out.update({f"eval_cost_{n}": per[i] for i, n in enumerate(selected_names)})
+    return out
+
+
 class UpdateLoop:
     n_updates: int
     eval_every: int
@@ -36,12 +64,24 @@ class UpdateLoop:
     def update(self, state: Any) -> tuple[Any, dict[str, Array]]:
         raise NotImplementedError
 
-    def maybe_evaluate(self, update_index: Array, evaluate: Callable[..., dict[str, Array]], *args: Any) -> dict[str, Array]:
+    def maybe_evaluate(
+        self, update_index: Array, evaluate: Callable[..., dict[str, Array]], *args: Any, initial: tuple | None = None
+    ) -> dict[str, Array]:
         """``evaluate(*args)`` every ``eval_every`` updates and after the last; NaN metrics
-        otherwise, so the metrics pytree has one shape on every update."""
+        otherwise, so the metrics pytree has one shape on every update.
+
+        ``initial``: the same arguments before this update (the policy the update started
+        from). On the first update of a run the evaluation scores those instead, so the
+        first row's evaluation is the untrained policy (spec: "eval at start").
+        """
         if not self.eval_every:
             return {}
-        due = ((update_index + 1) % self.eval_every == 0) | (update_index + 1 == self.n_updates)
+        first = update_index == 0
+        due = first | ((update_index + 1) % self.eval_every == 0) | (update_index + 1 == self.n_updates)
+        if initial is not None:
+            args = jax.tree.map(
+                lambda before, after: jnp.where(first, before, after) if eqx.is_array(after) else after, initial, args
+            )
         return jax.lax.cond(due, lambda: evaluate(*args), lambda: _nan_of_shape(evaluate, *args))
 
     def eval_episodes(

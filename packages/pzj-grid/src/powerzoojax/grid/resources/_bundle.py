@@ -33,7 +33,6 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import Key
-from powerzoojax.physics import short_matvec
 
 BundleCtx = dict[str, Any]
 
@@ -109,31 +108,36 @@ def observe_bundles(bundles: tuple, states: tuple, ctx: BundleCtx) -> Float[Arra
 def step_bundles(
     bundles: tuple, states: tuple, action: Float[Array, " bundle_act"], ctx: BundleCtx, n_bus: int
 ) -> BundlesStep:
-    """Step every bundle on its slice of ``action`` (in bundle order) and scatter the
+    """Step every bundle on its slice of ``action`` (in bundle order) and add the
     injections onto ``n_bus`` buses [MW, MVAr]."""
-    p_bus = jnp.zeros((n_bus,), jnp.float32)
-    q_bus = jnp.zeros((n_bus,), jnp.float32)
     cost_sum = jnp.zeros((), jnp.float32)
     stats = {k: jnp.zeros((), jnp.float32) for k in FLEX_STAT_KEYS}
-    new_states, obs = [], []
+    new_states, obs, p_dev, q_dev, bus_idx = [], [], [], [], []
     offset = 0
     for bundle, bstate in zip(bundles, states):
         a = action[offset : offset + bundle.action_dim]
         offset += bundle.action_dim
         bstate, p, q, o, info = bundle.step(bstate, a, ctx)
-        # A one-hot product, not a scatter: XLA:CPU runs a batched scatter serially,
-        # and a few devices make this a short add chain that fuses with the step.
-        to_bus = (bundle.bus_idx[:, None] == jnp.arange(n_bus)[None, :]).astype(jnp.float32)
-        p_bus = p_bus + short_matvec(jnp.asarray(p, jnp.float32), to_bus)
-        q_bus = q_bus + short_matvec(jnp.asarray(q, jnp.float32), to_bus)
+        p_dev.append(jnp.asarray(p, jnp.float32))
+        q_dev.append(jnp.asarray(q, jnp.float32))
+        bus_idx.append(bundle.bus_idx)
         cost_sum = cost_sum + jnp.asarray(info["cost_sum"], jnp.float32)
         for k in FLEX_STAT_KEYS:
             if k in info:
                 stats[k] = stats[k] + info[k]
         new_states.append(bstate)
         obs.append(o)
-    obs_vec = jnp.concatenate(obs) if obs else jnp.zeros((0,), jnp.float32)
-    return BundlesStep(tuple(new_states), p_bus, q_bus, obs_vec, cost_sum, stats)
+    if not bundles:
+        zero = jnp.zeros((n_bus,), jnp.float32)
+        return BundlesStep((), zero, zero, jnp.zeros((0,), jnp.float32), cost_sum, stats)
+    # Every device of every bundle onto its bus with one product by a one-hot incidence
+    # matrix: no scatter (XLA:CPU runs a batched scatter serially), and a dot reads the
+    # injections once, where an elementwise add chain over devices gets the devices' whole
+    # step fused into it and recomputed for every bus.
+    to_bus = (jnp.concatenate(bus_idx)[:, None] == jnp.arange(n_bus)[None, :]).astype(jnp.float32)
+    p_bus = jnp.dot(jnp.concatenate(p_dev), to_bus)
+    q_bus = jnp.dot(jnp.concatenate(q_dev), to_bus)
+    return BundlesStep(tuple(new_states), p_bus, q_bus, jnp.concatenate(obs), cost_sum, stats)
 
 
 # ----------------------------------------------------------------------------- host helpers

@@ -1,6 +1,8 @@
 """Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`
-(spec §4.5). Physics: ``flexload_step`` (64-slot ring buffer; shifted load comes back
-spread over the next H steps).
+(spec §4.5). Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
+the next H steps). The standalone env keeps the spec's 64 slots; a bundle's ring has
+``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
+:mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
 
 ``FlexLoadEnv`` — obs ``(8,)``: ``[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
 buffer_energy/(cap_s·H)]`` (each clipped to [0, 1]) ``+ [sin, cos, clip(lmp/price_ref, −1, 2)]``;
@@ -13,6 +15,7 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
@@ -27,6 +30,7 @@ from powerzoojax.grid.resources._bundle import (
     resolve_bus_ids,
 )
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
+from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import FLEX_BUFFER_SLOTS, flexload_buffer_energy, flexload_step
 
 
@@ -175,7 +179,8 @@ class FlexLoadBundle(ResourceBundle):
     obs per device the first five channels of :class:`FlexLoadEnv`; injection
     ``curtail + shift_out − shift_in`` [MW], Q = 0. cost_info ``cost_curtailment``,
     ``cost_shift_discomfort`` (per device), ``cost_sum`` (total, no simultaneity term),
-    ``cost``, and the summed ``curtailed_mw, shift_out_mw, shift_in_mw``."""
+    ``cost``, and the summed ``curtailed_mw, shift_out_mw, shift_in_mw``. The state's
+    ``deferred_buffer`` is ``(n_devices, buffer_slots)`` with ``buffer_slots = max(horizon)``."""
 
     bus_idx: Int[Array, " n_devices"]
     cap_curtail_mw: Float[Array, " n_devices"]
@@ -187,11 +192,15 @@ class FlexLoadBundle(ResourceBundle):
     per_device_action_dim: int = eqx.field(static=True)
     per_device_obs_dim: int = eqx.field(static=True)
     dt_hours: float = eqx.field(static=True)
+    # Ring length: any value >= max(horizon) behaves the same (make_flexload_bundle: max(horizon)).
+    buffer_slots: int = eqx.field(static=True, default=FLEX_BUFFER_SLOTS)
+    # Every device's horizon equals buffer_slots: the step skips the shift-window test.
+    uniform_horizon: bool = eqx.field(static=True, default=False)
 
     def reset(self, key: Key) -> FlexLoadBundleState:
         zero = jnp.zeros((self.n_devices,), jnp.float32)
         izero = jnp.zeros((self.n_devices,), jnp.int32)
-        return FlexLoadBundleState(zero, zero, zero, jnp.zeros((self.n_devices, FLEX_BUFFER_SLOTS), jnp.float32),
+        return FlexLoadBundleState(zero, zero, zero, jnp.zeros((self.n_devices, self.buffer_slots), jnp.float32),
                                    izero, izero)
 
     def observe(self, b: FlexLoadBundleState, ctx: BundleCtx) -> Float[Array, " obs_dim"]:
@@ -200,16 +209,18 @@ class FlexLoadBundle(ResourceBundle):
 
     def step(self, b: FlexLoadBundleState, action: Float[Array, " action_dim"], ctx: BundleCtx):
         a = action.reshape(self.n_devices, 2)
+        horizon = self.buffer_slots if self.uniform_horizon else self.horizon
         buf, head, size, curtail, s_out, s_in = flexload_step(
             b.deferred_buffer, b.buffer_head, b.buffer_size, a[:, 0], a[:, 1],
-            self.cap_curtail_mw, self.cap_shift_mw, self.horizon,
+            self.cap_curtail_mw, self.cap_shift_mw, horizon,
         )
         c_curt = curtail * self.dt_hours * self.curtail_cost
         c_hold = flexload_buffer_energy(buf) * self.dt_hours * self.holding_cost
-        total = jnp.sum(c_curt + c_hold)
+        # Sums over a few devices as add chains: a reduce is a kernel of its own on XLA:CPU.
+        total = short_sum(c_curt + c_hold)
         nxt = FlexLoadBundleState(curtail, s_out, s_in, buf, head, size)
         info = {"cost_curtailment": c_curt, "cost_shift_discomfort": c_hold, "cost_sum": total, "cost": total,
-                "curtailed_mw": jnp.sum(curtail), "shift_out_mw": jnp.sum(s_out), "shift_in_mw": jnp.sum(s_in)}
+                "curtailed_mw": short_sum(curtail), "shift_out_mw": short_sum(s_out), "shift_in_mw": short_sum(s_in)}
         return nxt, curtail + s_out - s_in, jnp.zeros_like(curtail), self.observe(nxt, ctx), info
 
 
@@ -232,6 +243,7 @@ def make_flexload_bundle(
     h = device_array(c, "horizon", horizon, n, positive=True)
     if bool(jnp.any((h != jnp.round(h)) | (h > FLEX_BUFFER_SLOTS))):
         raise ValueError(f"{c}: horizon must be integers in 1..{FLEX_BUFFER_SLOTS}, got {horizon!r}")
+    slots = int(np.max(np.asarray(h)))
     return FlexLoadBundle(
         bus_idx=jnp.asarray(bus_idx, jnp.int32),
         cap_curtail_mw=cap_c,
@@ -243,4 +255,6 @@ def make_flexload_bundle(
         per_device_action_dim=2,
         per_device_obs_dim=5,
         dt_hours=finite_scalar(c, "dt_hours", dt_hours, positive=True),
+        buffer_slots=slots,
+        uniform_horizon=bool(np.all(np.asarray(h) == slots)),
     )

@@ -43,6 +43,10 @@ UC_DEFAULTS = dict(ramp_up_frac=0.5, ramp_down_frac=0.5, min_up_steps=2, min_dow
 STARTUP_COST_PER_MW = 20.0
 NO_LOAD_COST_PER_MW_H = 10.0
 WINDOW_STEPS = 48
+# The frozen benchmark's perfect load preview (spec §2.5): obs 4G + L + 4 + 4 = 410 on
+# case118. The case factories keep the spec's default 0 (obs 406); the ED / UC / SCUC
+# variants, the presets and ``TSOTask`` build the benchmark env, so they default to it.
+TSO_FORECAST_HORIZON = 4
 _VIOLATION_TOL = 1e-6
 
 
@@ -218,19 +222,34 @@ def make_tso_case14_params(load_profiles=None, **kwargs) -> UCParams:
     return _tso_params("14", load_profiles, **kwargs)
 
 
-def make_tso_ed_params(case_id: str = "118", **kwargs) -> UCParams:
-    """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch)."""
-    return _tso_params(case_id, enable_uc=False, enable_reserve=False, **kwargs)
+def make_tso_ed_params(case_id: str = "118", *, forecast_horizon_steps: int = TSO_FORECAST_HORIZON, **kwargs) -> UCParams:
+    """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch); the
+    benchmark's 4-step load preview by default (obs 410 on case118)."""
+    return _tso_params(
+        case_id, enable_uc=False, enable_reserve=False, forecast_horizon_steps=forecast_horizon_steps, **kwargs
+    )
 
 
-def make_tso_uc_params(case_id: str = "118", **kwargs) -> UCParams:
-    """Unit commitment without the reserve requirement."""
-    return _tso_params(case_id, enable_uc=True, enable_reserve=False, **kwargs)
+def make_tso_uc_params(case_id: str = "118", *, forecast_horizon_steps: int = TSO_FORECAST_HORIZON, **kwargs) -> UCParams:
+    """Unit commitment without the reserve requirement (4-step load preview by default)."""
+    return _tso_params(
+        case_id, enable_uc=True, enable_reserve=False, forecast_horizon_steps=forecast_horizon_steps, **kwargs
+    )
 
 
-def make_tso_scuc_params(case_id: str = "118", reserve_margin_frac: float = 0.05, **kwargs) -> UCParams:
-    """Security-constrained UC: commitment and reserve on."""
-    return _tso_params(case_id, enable_uc=True, enable_reserve=True, reserve_margin_frac=reserve_margin_frac, **kwargs)
+def make_tso_scuc_params(
+    case_id: str = "118",
+    reserve_margin_frac: float = 0.05,
+    *,
+    forecast_horizon_steps: int = TSO_FORECAST_HORIZON,
+    **kwargs,
+) -> UCParams:
+    """Security-constrained UC: commitment and reserve on (4-step load preview by default):
+    the frozen TSO benchmark env, obs 410 / action 108 on case118."""
+    return _tso_params(
+        case_id, enable_uc=True, enable_reserve=True, reserve_margin_frac=reserve_margin_frac,
+        forecast_horizon_steps=forecast_horizon_steps, **kwargs,
+    )
 
 
 # ----------------------------------------------------------------------------- baselines
@@ -340,7 +359,7 @@ class TSOTask:
         case_id: str = "118",
         *,
         max_steps: int = 48,
-        forecast_horizon_steps: int = 4,
+        forecast_horizon_steps: int = TSO_FORECAST_HORIZON,
         reserve_margin_frac: float = 0.05,
         dcopf_max_iter: int = 30,
         dcopf_tol: float = 1e-4,
@@ -424,7 +443,7 @@ class TSOTask:
 
 
 __all__ = [
-    "LINE_TIGHTENING_FACTOR", "LOAD_STRESS_FACTOR", "NO_LOAD_COST_PER_MW_H", "STARTUP_COST_PER_MW", "TSO_SPLITS", "UC_DEFAULTS", "TSOTask", "compute_tso_metrics",
+    "LINE_TIGHTENING_FACTOR", "LOAD_STRESS_FACTOR", "NO_LOAD_COST_PER_MW_H", "STARTUP_COST_PER_MW", "TSO_FORECAST_HORIZON", "TSO_SPLITS", "UC_DEFAULTS", "TSOTask", "compute_tso_metrics",
     "make_tso_case14_params", "make_tso_case118_params", "make_tso_ed_params", "make_tso_net_load_profiles",
     "make_tso_scuc_params", "make_tso_uc_params", "tso_all_on_policy", "tso_all_on_rollout", "tso_case",
     "tso_merit_order_policy", "tso_merit_order_rollout", "tso_net_load_shape", "unit_merit_cost",
