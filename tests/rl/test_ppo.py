@@ -159,8 +159,10 @@ def test_make_train_dispatch_and_errors(toy, tiny_config):
         make_train(log, tiny_config.replace(algo="saute_ppo"))
     with pytest.raises(TypeError, match="bind"):
         make_train(env, tiny_config)
-    with pytest.raises(NotImplementedError, match="issue 7"):
+    with pytest.raises(NotImplementedError, match="TD3 is not implemented"):
         make_train(log, tiny_config.replace(algo="td3"))
+    with pytest.raises(NotImplementedError, match="DQN is not implemented"):
+        make_train(log, tiny_config.replace(algo="dqn"))
     for algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
         with pytest.raises(TypeError, match="multi-agent adapter"):
             make_train(log, tiny_config.replace(algo=algo))

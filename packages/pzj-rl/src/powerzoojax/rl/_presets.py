@@ -74,7 +74,7 @@ def _gencos_env(dev: bool) -> Any:
         except ImportError:
             raise NotImplementedError(
                 "gencos-case5-ippo needs the GB training profiles (load_gencos_profiles of the GenCos task, "
-                "powerzoojax.market.tasks.gencos, pzj-market, project issue 5: not landed yet); use gencos-case5-ippo-dev (flat mid-load profile) meanwhile"
+                "powerzoojax.market.tasks.gencos): install the pzj-market distribution, or use gencos-case5-ippo-dev (flat mid-load profile)"
             ) from None
         profiles = load_gencos_profiles(case, "train")
     return MarketMARLEnv(make_market_marl_params(case, profiles, n_segments=3, max_markup=2.0))

@@ -22,8 +22,8 @@ from powerzoojax.rl._safe_wrapper import SafeRLWrapper
 from powerzoojax.rl._saute_wrapper import SauteWrapper
 
 _NOT_YET = {
-    "td3": "TD3 is not implemented yet (project issue 7, part 3)",
-    "dqn": "DQN is not implemented yet (project issue 7, part 3); the benchmark envs have continuous actions",
+    "td3": "TD3 is not implemented; use 'sac' for off-policy continuous control",
+    "dqn": "DQN is not implemented: the benchmark envs have continuous actions (use 'ppo' or 'sac')",
     "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
 }
 AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_typed", "ippo_typed_lagrangian")
