@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from matpowercaseframes import CaseFrames
+from reference_matpower import matpower_ppc
 from pypower.api import ppoption, runopf
 
 from powerzoojax.case import load_case
@@ -22,15 +22,7 @@ PG = 1
 
 @functools.cache
 def _reference_ppc():
-    frames = CaseFrames("case5")
-    return {
-        "version": "2",
-        "baseMVA": float(frames.baseMVA),
-        "bus": np.asarray(frames.bus.values, float),
-        "gen": np.asarray(frames.gen.values, float),
-        "branch": np.asarray(frames.branch.values, float),
-        "gencost": np.asarray(frames.gencost.values, float),
-    }
+    return matpower_ppc("case5")
 
 
 @functools.cache

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from matpowercaseframes import CaseFrames
+from reference_matpower import matpower_ppc
 from pypower.api import ppoption, runpf
 
 from powerzoojax.case import load_case
@@ -25,15 +25,7 @@ PF_COL = 13
 
 @functools.cache
 def _reference_ppc(case_id: str) -> dict:
-    frames = CaseFrames(f"case{case_id}")
-    ppc = {
-        "version": "2",
-        "baseMVA": float(frames.baseMVA),
-        "bus": np.asarray(frames.bus.values, float),
-        "gen": np.asarray(frames.gen.values, float),
-        "branch": np.asarray(frames.branch.values, float),
-        "gencost": np.asarray(frames.gencost.values, float),
-    }
+    ppc = matpower_ppc(f"case{case_id}")
     if case_id == "5":
         # Our registry moves the case-5 slack from bus 4 to bus 1 (reference spec).
         types = ppc["bus"][:, BUS_TYPE]

@@ -33,18 +33,10 @@ def _params(case5, scale=1.0, **kw):
 
 
 def _pypower_runopf(node_pd_mw):
-    from matpowercaseframes import CaseFrames
     from pypower.api import ppoption, runopf
+    from reference_matpower import matpower_ppc
 
-    frames = CaseFrames("case5")
-    ppc = {
-        "version": "2",
-        "baseMVA": float(frames.baseMVA),
-        "bus": np.asarray(frames.bus.values, float),
-        "gen": np.asarray(frames.gen.values, float),
-        "branch": np.asarray(frames.branch.values, float),
-        "gencost": np.asarray(frames.gencost.values, float),
-    }
+    ppc = matpower_ppc("case5")
     ppc["bus"][:, 2] = node_pd_mw  # PD; QD stays the case's (the env's reactive load)
     return runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))
 
