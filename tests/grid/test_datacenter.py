@@ -134,8 +134,6 @@ def _reference_schedule(gpus, deadline, duration, ttype, status, remaining, t, n
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), r_train=st.floats(0, 1), r_ft=st.floats(0, 1), infer=st.integers(0, 300))
 def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
-    from powerzoojax.grid._datacenter_scheduler import TaskQueue
-
     rng = np.random.default_rng(seed)
     n_slots, t, n = 64, 40, 600
     status = rng.choice([0, 1, 1, 2], n_slots)
@@ -144,15 +142,7 @@ def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
     deadline = t + rng.integers(-5, 40, n_slots)
     ttype = rng.integers(0, 2, n_slots)
     remaining = np.where(status == 2, rng.integers(1, 10, n_slots), 0)
-    q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
-                  jnp.full(n_slots, 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
-    out = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
-    ref_status, ref_remaining = _reference_schedule(
-        gpus.tolist(), deadline.tolist(), duration.tolist(), ttype.tolist(), status.tolist(), remaining.tolist(),
-        t, n, infer, r_train, r_ft,
-    )
-    np.testing.assert_array_equal(np.asarray(out.status), ref_status)
-    np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
+    _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft)
 
 
 @settings(max_examples=10, deadline=None)
@@ -160,7 +150,7 @@ def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
 def test_scheduler_ties_and_wide_keys_match_reference(seed, r_train, r_ft, wide):
     """Sort-key packing: many equal deadlines and slacks (ties go by slot), or keys spread
     over the whole exact span around a late ``t``."""
-    from powerzoojax.grid._datacenter_scheduler import KEY_SPAN, TaskQueue
+    from powerzoojax.grid._datacenter_scheduler import KEY_SPAN
 
     rng = np.random.default_rng(seed)
     n_slots, n = 64, 800
@@ -176,8 +166,15 @@ def test_scheduler_ties_and_wide_keys_match_reference(seed, r_train, r_ft, wide)
         deadline = t + rng.choice([0, 1, 2, 3], n_slots)
     remaining = np.where(status == 2, 1, 0)
     infer = int(rng.integers(0, 400))
+    _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft)
+
+
+def _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft):
+    """One scheduler call on a 64-slot queue against the Python EDF reference."""
+    from powerzoojax.grid._datacenter_scheduler import TaskQueue
+
     q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
-                  jnp.full(n_slots, 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
+                  jnp.full(len(gpus), 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
     out = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
     ref_status, ref_remaining = _reference_schedule(
         gpus.tolist(), deadline.tolist(), duration.tolist(), ttype.tolist(), status.tolist(), remaining.tolist(),
