@@ -3,7 +3,9 @@ against a single-env NumPy loop of the same dynamics, in the same run.
 
 JAX workload per N (``--n-envs``): one jitted function resets N envs, draws uniform actions in
 the action box ``(N, 288, 5)`` and runs ``jax.vmap(scan_rollout)``; it returns obs, rewards,
-costs and dones of every step (the info dict is not returned). ``env-steps/s`` =
+costs and dones of every step (the info dict is not returned). With ``--pre-drawn`` each N is
+also timed with the action table drawn before the timed call and passed in ("env only"
+rows): the draw is a Threefry loop over ``N · 288 · 5`` numbers, a few % of the call. ``env-steps/s`` =
 ``N · 288 / median wall time`` over ``--repeats`` calls after a warm-up call; ``first call s``
 is trace + compile + one run.
 
@@ -15,6 +17,7 @@ the JAX env on identical actions (rewards, costs and SOC over one episode); the 
 printed.
 
     uv run python benchmarks/dcmg_throughput.py --n-envs 256 --repeats 2 --single-thread   # target check
+    uv run python benchmarks/dcmg_throughput.py --n-envs 256 --repeats 3 --pre-drawn       # + env-only row
     uv run python benchmarks/dcmg_throughput.py --quick
     uv run python benchmarks/dcmg_throughput.py --n-envs 1 16 256 4096 --markdown
 
@@ -48,12 +51,21 @@ QUICK_N_ENVS = (1, 64, 256, 1024)
 # ----------------------------------------------------------------------------- JAX
 
 
-def make_collect(env, params, n_envs: int):
-    def collect(key):
+def random_actions(key, n_envs: int):
+    """Uniform actions in the action box, ``(n_envs, HORIZON, 5)``."""
+    u = jr.uniform(key, (n_envs, HORIZON, 5))
+    return u.at[..., 3].set(2.0 * u[..., 3] - 1.0)
+
+
+def make_collect(env, params, n_envs: int, pre_drawn: bool = False):
+    """``collect(key)``, or ``collect(key, actions)`` with ``pre_drawn`` (the actions are then
+    drawn outside the timed call: the env alone, not its random policy)."""
+
+    def collect(key, actions=None):
         k_reset, k_act, k_roll = jr.split(key, 3)
         _, states = jax.vmap(env.reset, in_axes=(0, None))(jr.split(k_reset, n_envs), params)
-        u = jr.uniform(k_act, (n_envs, HORIZON, 5))
-        actions = u.at[..., 3].set(2.0 * u[..., 3] - 1.0)
+        if actions is None:
+            actions = random_actions(k_act, n_envs)
 
         def one(state, k, acts):
             _, obs, rew, costs, done, _ = scan_rollout(env, k, state, params, acts)
@@ -61,25 +73,30 @@ def make_collect(env, params, n_envs: int):
 
         return jax.vmap(one)(states, jr.split(k_roll, n_envs), actions)
 
-    return collect
+    if pre_drawn:
+        return collect
+    return lambda key: collect(key)
 
 
-def time_jax(env, params, n_envs: int, repeats: int) -> dict:
-    fn = jax.jit(make_collect(env, params, n_envs))
+def time_jax(env, params, n_envs: int, repeats: int, pre_drawn: bool = False) -> dict:
+    fn = jax.jit(make_collect(env, params, n_envs, pre_drawn))
+    draw = jax.jit(lambda k: random_actions(k, n_envs))
+    args = (lambda r: (jr.PRNGKey(r), jax.block_until_ready(draw(jr.PRNGKey(10_000 + r))))) if pre_drawn else (lambda r: (jr.PRNGKey(r),))
     t0 = time.perf_counter()
-    jax.block_until_ready(fn(jr.PRNGKey(0)))
+    jax.block_until_ready(fn(*args(0)))
     first = time.perf_counter() - t0
     times, cpu = [], []
     for r in range(repeats):
+        a = args(r + 1)
         c0, t0 = time.process_time(), time.perf_counter()
-        jax.block_until_ready(fn(jr.PRNGKey(r + 1)))
+        jax.block_until_ready(fn(*a))
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     med = statistics.median(times)
     # CPU seconds of this process per call: on a shared machine wall time also counts other
     # people's work, CPU time does not (it sums over this process's threads).
     med_cpu = statistics.median(cpu)
-    return {"n_envs": n_envs, "first_call_s": first, "median_s": med, "steps_per_s": n_envs * HORIZON / med,
+    return {"n_envs": n_envs, "pre_drawn": pre_drawn, "first_call_s": first, "median_s": med, "steps_per_s": n_envs * HORIZON / med,
             "cpu_s": med_cpu, "steps_per_cpu_s": n_envs * HORIZON / med_cpu}
 
 
@@ -247,6 +264,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=f"N in {QUICK_N_ENVS}, 3 repeats, 2 NumPy episodes")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--single-thread", action="store_true", help="one XLA intra-op thread (set before JAX starts)")
+    parser.add_argument("--pre-drawn", action="store_true",
+                        help="also time each N with the actions drawn outside the timed call (the env alone)")
     args = parser.parse_args()
     n_envs = args.n_envs or (QUICK_N_ENVS if args.quick else DEFAULT_N_ENVS)
     repeats = 3 if args.quick else args.repeats
@@ -264,17 +283,17 @@ def main() -> None:
     np_sps, np_cpu = time_numpy(params, 2 if args.quick else 5)
     print(f"NumPy single-env loop: {np_sps:,.0f} env-steps/s wall, {np_cpu:,.0f} per CPU-second")
     rows = []
-    for n in n_envs:
-        res = time_jax(env, params, n, repeats)
+    for n, pre in [(n, pre) for n in n_envs for pre in ((False, True) if args.pre_drawn else (False,))]:
+        res = time_jax(env, params, n, repeats, pre)
         rows.append(res)
-        print(f"N={n:5d}  first call {res['first_call_s']:6.1f} s  median {res['median_s'] * 1e3:8.1f} ms  "
+        print(f"N={n:5d}{' env only' if pre else ''}  first call {res['first_call_s']:6.1f} s  median {res['median_s'] * 1e3:8.1f} ms  "
               f"{res['steps_per_s']:12,.0f} env-steps/s  ({res['steps_per_s'] / np_sps:,.0f}x NumPy)  "
               f"{res['steps_per_cpu_s']:12,.0f} env-steps per CPU-second ({res['steps_per_cpu_s'] / np_cpu:,.0f}x)")
     if args.markdown:
         print("\n| N envs | first call s | env-steps/s (wall) | vs NumPy | env-steps per CPU-s | vs NumPy |\n"
               "|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r['n_envs']} | {r['first_call_s']:.1f} | {r['steps_per_s']:,.0f} | {r['steps_per_s'] / np_sps:,.0f}x "
+            print(f"| {r['n_envs']}{' (pre-drawn actions)' if r['pre_drawn'] else ''} | {r['first_call_s']:.1f} | {r['steps_per_s']:,.0f} | {r['steps_per_s'] / np_sps:,.0f}x "
                   f"| {r['steps_per_cpu_s']:,.0f} | {r['steps_per_cpu_s'] / np_cpu:,.0f}x |")
         print(f"\nNumPy single-env loop: {np_sps:,.0f} env-steps/s wall, {np_cpu:,.0f} per CPU-second")
 

@@ -7,8 +7,13 @@ uniform random actions in one jitted call (every output materialised); ``env-ste
 * ``dcopf``: ``TransGridEnv`` with ``make_trans_params(case, solver_mode=1)`` (in-graph
   interior-point DC-OPF each step, DC flows).
 * ``acpf``: ``make_trans_params(case, physics=1, pf_method=--pf-method)`` (AC power flow
-  each step, nominal loads, random set-points: fast-decoupled by default, ``newton`` the
-  spec's algorithm); the fraction of converged steps and the mean iterations are reported.
+  each step, nominal loads: fast-decoupled by default, ``newton`` the spec's algorithm),
+  two rows per N: ``uniform`` = uniform random actions in [-1, 1] (unit set-points anywhere
+  in [p_min, p_max], the slack takes the imbalance: a few per thousand are unsolvable with
+  Q limits), and ``schedule`` = each unit's action is the case's own ``unit_pg`` plus a
+  uniform random offset of +-10 % of its range [p_min, p_max] drawn afresh every step
+  (clipped to the range; the slack takes the imbalance). The fraction of converged steps and
+  the mean / max AC iterations are reported.
 * ``acopf``: ``make_trans_params(case, solver_mode=2)`` (float32 interior-point AC-OPF each
   step; case 5 only by default: the dense KKT system is for small cases).
 * ``uc``: ``UnitCommitmentEnv`` with ``make_uc_params(case, solver_mode=1, ...)`` (the TSO
@@ -32,6 +37,7 @@ import statistics
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from powerzoojax.case import load_case
@@ -55,15 +61,31 @@ def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"
     )
 
 
-def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf"):
+def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform"):
     env, params = make_workload(kind, case_id, horizon, pf_method)
     act_dim = env.action_space(params).shape[0]
+    case = params.case
+    lo, hi = np.asarray(case.unit_p_min, np.float64), np.asarray(case.unit_p_max, np.float64)
+    span = np.maximum(hi - lo, 1e-9)
+    # The case's schedule in action units (inverse of `denormalize_action`), units first.
+    sched = np.clip(2.0 * (np.asarray(case.unit_pg, np.float64) - 0.5 * (lo + hi)) / span, -1.0, 1.0)
+    sched_action = np.zeros(act_dim, np.float32)
+    sched_action[: sched.size] = sched
+    is_unit = np.zeros(act_dim, bool)
+    is_unit[: sched.size] = True
+
+    def draw_actions(k_act):
+        u = jax.random.uniform(k_act, (n_envs, horizon, act_dim), minval=-1.0, maxval=1.0)
+        if scenario == "uniform":
+            return u
+        # +-10 % of the unit range = +-0.2 in action units.
+        return np.where(is_unit, 1.0, 0.0) * jnp.clip(sched_action + 0.2 * u, -1.0, 1.0) + np.where(is_unit, 0.0, 1.0) * u
 
     @jax.jit
     def run(key):
         k_reset, k_act, k_roll = jax.random.split(key, 3)
         _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, n_envs), params)
-        actions = jax.random.uniform(k_act, (n_envs, horizon, act_dim), minval=-1.0, maxval=1.0)
+        actions = draw_actions(k_act)
         return jax.vmap(scan_rollout, in_axes=(None, 0, 0, None, 0))(
             env, jax.random.split(k_roll, n_envs), states, params, actions
         )
@@ -79,9 +101,10 @@ def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf"):
     info = out[-1]
     extra = ""
     if kind == "acpf":
+        n_iter = np.asarray(info["pf_n_iter"])
         extra = (
-            f"{pf_method}, converged {float(np.mean(np.asarray(info['pf_converged']))):.4f}, "
-            f"mean iters {float(np.mean(np.asarray(info['pf_n_iter']))):.1f}"
+            f"{pf_method}, {scenario} set-points, converged {float(np.mean(np.asarray(info['pf_converged']))):.4f}, "
+            f"iters mean {float(np.mean(n_iter)):.1f} max {int(np.max(n_iter))}"
         )
     else:
         extra = f"opf converged {float(np.mean(np.asarray(info['opf_converged']))):.3f}"
@@ -120,6 +143,10 @@ def main():
     ap.add_argument("--cases", nargs="+", default=["5", "118"])
     ap.add_argument("--kinds", nargs="+", default=["dcopf", "acpf", "uc"], help="dcopf, acpf, uc, acopf")
     ap.add_argument("--pf-method", default="fdlf", choices=["fdlf", "newton"], help="AC power flow of the acpf kind")
+    ap.add_argument(
+        "--acpf-scenarios", nargs="+", default=["uniform", "schedule"], choices=["uniform", "schedule"],
+        help="acpf set-points: uniform random in [p_min, p_max], or the case schedule +-10 %% of the range",
+    )
     ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 64, 256, 1024])
     ap.add_argument("--horizon", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=3)
@@ -138,8 +165,9 @@ def main():
                 continue
             base = time_pypower(kind, case_id, args.baseline_calls)
             for n in args.n_envs:
-                sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method)
-                print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
+                for scenario in (args.acpf_scenarios if kind == "acpf" else ["uniform"]):
+                    sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario)
+                    print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
 
 
 if __name__ == "__main__":

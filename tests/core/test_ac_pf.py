@@ -15,6 +15,7 @@ from reference_matpower import matpower_ppc
 from pypower.api import ppoption, runpf
 
 from powerzoojax.case import load_case
+from powerzoojax.physics import _ac_pf as ac_pf_module
 from powerzoojax.physics import ac_power_flow, make_ac_network
 
 CASES = ("5", "14", "118", "300")
@@ -273,3 +274,102 @@ def test_fast_decoupled_with_q_limits_matches_newton_on_random_set_points() -> N
     np.testing.assert_array_equal(np.asarray(fdlf.pv_switched), np.asarray(newton.pv_switched))
     np.testing.assert_allclose(np.asarray(fdlf.vm), np.asarray(newton.vm), atol=1e-4)
     np.testing.assert_allclose(np.asarray(fdlf.va), np.asarray(newton.va), atol=1e-4)
+
+
+@functools.cache
+def _compaction_batch(case_id: str, n: int, seed: int):
+    """Unit set-points uniform in [p_min, p_max] (the slack takes the imbalance), loads
+    scaled per instance in [0.7, 1.3] and a few instances at 4x load (unsolvable), so
+    that the lanes need very different iteration counts."""
+    case = load_case(case_id)
+    rng = np.random.default_rng(seed)
+    on = np.asarray(case.unit_status) > 0
+    lo, hi = np.asarray(case.unit_p_min), np.asarray(case.unit_p_max)
+    pg = (lo + rng.uniform(0.0, 1.0, (n, lo.size)) * (hi - lo)) * on
+    scale = rng.uniform(0.7, 1.3, (n, 1))
+    scale[rng.choice(n, 3, replace=False)] = 4.0
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    pd = np.asarray(case.node_pd)[None, :] * scale
+    qd = np.asarray(case.node_qd)[None, :] * scale
+    return f32(pg), f32(pd), f32(qd)
+
+
+@functools.cache
+def _fdlf_solvers(case_id: str):
+    net = _network(case_id)
+    one = lambda pg, pd, qd: ac_power_flow(net, pg, None, pd, qd, method="fdlf")  # noqa: E731
+    return jax.jit(one), jax.jit(jax.vmap(one)), jax.jit(jax.vmap(jax.vmap(one)))
+
+
+def _assert_lanes_match_single_solves(batched, single, pg, pd, qd, n_lanes: int = 16) -> None:
+    """The slowest ``n_lanes`` lanes (failures first: the ones the compaction moves to the
+    smallest batches) and lane 0 against unbatched solves."""
+    conv = np.asarray(batched.converged)
+    order = np.argsort(-(np.asarray(batched.n_iter) + 1000 * ~conv), kind="stable")
+    for k in sorted({0, *order[:n_lanes].tolist()}):
+        one = single(pg[k], pd[k], qd[k])
+        assert bool(one.converged) == bool(conv[k]), k
+        # A single solve is a matrix-vector product, a batch a GEMM: their round-off may
+        # move the convergence test across tol by one iteration.
+        assert abs(int(one.n_iter) - int(batched.n_iter[k])) <= 1, k
+        if not bool(one.converged):
+            continue
+        # Same iterations, but float32 GEMMs of different batch sizes round differently:
+        # voltages agree to ~1e-6, MW-sized quantities to float32 resolution.
+        for field, atol, rtol in (("vm", 1e-5, 0), ("va", 1e-5, 0), ("line_p_from_mw", 2e-3, 5e-5),
+                                  ("line_loading_mva", 2e-3, 5e-5), ("unit_q_mvar", 1e-2, 5e-5)):
+            np.testing.assert_allclose(
+                np.asarray(getattr(batched, field)[k]), np.asarray(getattr(one, field)), atol=atol, rtol=rtol
+            )
+
+
+@pytest.mark.parametrize("case_id", ["14", "118"])
+def test_compacting_batched_loop_equals_single_solves(case_id: str) -> None:
+    """At N = 64 the vmap rule of the iteration compacts the still-active lanes into
+    smaller batches; every lane must take the iterations and reach the solution it reaches
+    alone, the unsolvable ones included (converged False, finite outputs)."""
+    pg, pd, qd = _compaction_batch(case_id, 64, seed=2)
+    single, batched_fn, _ = _fdlf_solvers(case_id)
+    batched = batched_fn(pg, pd, qd)
+    n_iter, conv = np.asarray(batched.n_iter), np.asarray(batched.converged)
+    # The batch exercises the compaction: lanes finish at very different iterations.
+    assert n_iter.max() - n_iter[conv].min() >= 5
+    assert (~conv).sum() >= 3 and conv.mean() > 0.8
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(batched))
+    _assert_lanes_match_single_solves(batched, single, pg, pd, qd)
+    # Against the plain vmapped loop (every lane iterates until the slowest is done): the
+    # same GEMM row kernels, so the same iterations exactly.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ac_pf_module, "_compaction_caps", lambda batch: [])
+        net = _network(case_id)
+        plain = jax.jit(jax.vmap(lambda p, d, q: ac_power_flow(net, p, None, d, q, method="fdlf")))(pg, pd, qd)
+    np.testing.assert_array_equal(np.asarray(plain.n_iter), n_iter)
+    np.testing.assert_array_equal(np.asarray(plain.converged), conv)
+    np.testing.assert_allclose(np.asarray(plain.vm)[conv], np.asarray(batched.vm)[conv], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(plain.va)[conv], np.asarray(batched.va)[conv], atol=1e-6)
+
+
+def test_compacting_loop_under_nested_vmap() -> None:
+    pg, pd, qd = _compaction_batch("14", 128, seed=4)
+    single, _, nested_fn = _fdlf_solvers("14")
+    nested = nested_fn(pg.reshape(2, 64, -1), pd.reshape(2, 64, -1), qd.reshape(2, 64, -1))
+    flat = jax.tree.map(lambda x: x.reshape(128, *x.shape[2:]), nested)
+    _assert_lanes_match_single_solves(flat, single, pg, pd, qd)
+
+
+def test_compacted_fdlf_lanes_match_newton() -> None:
+    """Case 118, 64 lanes of random set-points (compaction path): every lane the
+    fast-decoupled solve reports converged lands on Newton's solution (1e-4 p.u. / rad),
+    and it misses none that Newton solves."""
+    pg, pd, qd = _compaction_batch("118", 64, seed=6)
+    _, fdlf_fn, _ = _fdlf_solvers("118")
+    fdlf = fdlf_fn(pg, pd, qd)
+    net = _network("118")
+    newton = jax.jit(jax.vmap(lambda p, d, q: ac_power_flow(net, p, None, d, q, method="newton")))(pg, pd, qd)
+    cf, cn = np.asarray(fdlf.converged), np.asarray(newton.converged)
+    assert cf.sum() >= 55
+    assert not (cn & ~cf).any()
+    same = cf & cn & (np.asarray(fdlf.pv_switched) == np.asarray(newton.pv_switched)).all(axis=1)
+    assert same.sum() >= 0.9 * cf.sum()
+    np.testing.assert_allclose(np.asarray(fdlf.vm)[same], np.asarray(newton.vm)[same], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(fdlf.va)[same], np.asarray(newton.va)[same], atol=1e-4)

@@ -200,6 +200,127 @@ def test_losses_nonnegative_and_supply_balances(case_id, seed, load_scale, expor
     assert abs(float(flow.q_slack) - (q.sum() + q_loss.sum())) < 2e-6 * total
 
 
+# --- the quasi-Newton sweep: reference values and honest per-feeder counters -----------
+
+
+def _distflow_reference(net, p, q, v_slack=1.0, currents=None, n_sweeps=150):
+    """Textbook DistFlow backward/forward sweep in float64, branch by branch (no dense
+    matrices, no acceleration). Returns ``(v², P, Q, ℓ)``; with ``currents`` given, one
+    pass from them (``ℓ`` is then the next iterate)."""
+    send, recv = np.asarray(net.send_idx), np.asarray(net.recv_idx)
+    r, x = np.asarray(net.r_pu, np.float64), np.asarray(net.x_pu, np.float64)
+    feeder_of = {int(bus): k for k, bus in enumerate(recv)}
+    ell = np.zeros(len(send)) if currents is None else np.asarray(currents, np.float64)
+    for _ in range(1 if currents is not None else n_sweeps):
+        flow_p, flow_q = np.zeros(len(send)), np.zeros(len(send))
+        for k in reversed(range(len(send))):  # BFS order: children after their parents
+            flow_p[k] += p[recv[k]] + r[k] * ell[k]
+            flow_q[k] += q[recv[k]] + x[k] * ell[k]
+            parent = feeder_of.get(int(send[k]))
+            if parent is not None:
+                flow_p[parent] += flow_p[k]
+                flow_q[parent] += flow_q[k]
+        v_sq = np.full(net.n_nodes, float(v_slack) ** 2)
+        for k in range(len(send)):
+            v_sq[recv[k]] = (
+                v_sq[send[k]] - 2 * (r[k] * flow_p[k] + x[k] * flow_q[k]) + (r[k] ** 2 + x[k] ** 2) * ell[k]
+            )
+        ell = (flow_p**2 + flow_q**2) / v_sq[send]
+    return v_sq, flow_p, flow_q, ell
+
+
+def test_preconditioner_is_the_nominal_sweep_jacobian():
+    # (I − J₀)⁻ᵀ with J₀ from central differences of the reference sweep map at the
+    # nominal fixed point (independent of the dense matrices the solver folds).
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    _, _, _, ell = _distflow_reference(net, p, q)
+    h = 1e-7
+
+    def next_currents(currents):
+        return _distflow_reference(net, p, q, currents=currents)[3]
+
+    jac = np.stack(
+        [(next_currents(ell + h * e) - next_currents(ell - h * e)) / (2 * h) for e in np.eye(net.n_branches)],
+        axis=1,
+    )
+    expected = np.linalg.inv(np.eye(net.n_branches) - jac).T
+    np.testing.assert_allclose(np.asarray(net.sweep_precond), expected, atol=2e-6)
+    assert np.abs(expected - np.eye(net.n_branches)).max() > 1e-3  # not trivially the identity
+
+
+def test_preconditioner_falls_back_to_identity_when_nominal_loads_do_not_solve():
+    import equinox as eqx
+
+    from powerzoojax.physics import make_radial_network
+
+    case, _, _ = _feeder("33bw")
+    # 8 × the nominal loads has no DistFlow solution (test_heavy_overload_is_finite...).
+    heavy = eqx.tree_at(lambda c: (c.node_pd, c.node_qd), case, (8.0 * case.node_pd, 8.0 * case.node_qd))
+    net = make_radial_network(heavy)
+    np.testing.assert_array_equal(np.asarray(net.sweep_precond), np.eye(net.n_branches))
+    # The solver still solves a feasible point on that network (plain steps + mixing).
+    p, q = _nominal(case)
+    flow = _solver()(net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+    ref_v_sq = _distflow_reference(net, p, q)[0]
+    assert bool(flow.converged)
+    np.testing.assert_allclose(np.asarray(flow.v_sq, np.float64), ref_v_sq, atol=5e-6)
+
+
+@functools.lru_cache(maxsize=None)
+def _batched_solver(max_iter):
+    from powerzoojax.physics import radial_power_flow
+
+    return jax.jit(jax.vmap(lambda net, p, q: radial_power_flow(net, p, q, 1.0, max_iter), in_axes=(None, 0, 0)))
+
+
+def test_random_der_matches_reference_sweep_and_counters_are_honest():
+    # The DistGridEnv regime (random ±0.5 MW DER at every non-slack bus, nominal loads:
+    # v down to ~0.6 p.u. on the heaviest draws), many feeders in one vmapped solve.
+    case, net, y_bus = _feeder("33bw")
+    p0, q0 = _nominal(case)
+    rng = np.random.default_rng(5)
+    n_feeders = 32
+    der = rng.uniform(-0.005, 0.005, (n_feeders, case.n_nodes))
+    der[:, case.slack_bus_idx] = 0.0
+    p, q = p0 - der, np.tile(q0, (n_feeders, 1))
+    p32, q32 = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
+    flows = _batched_solver(100)(net, p32, q32)
+    n_iter = np.asarray(flows.n_iter)
+    assert bool(jnp.all(flows.converged))
+    # Mixing alone needed up to 8 sweeps here (up to 15 plain); the quasi-Newton steps 7.
+    assert n_iter.max() <= 7, n_iter
+    worst_ref = worst_newton = 0.0
+    for i in range(n_feeders):
+        v_sq, flow_p, flow_q, _ = _distflow_reference(net, p[i], q[i])
+        worst_ref = max(
+            worst_ref,
+            float(np.max(np.abs(np.asarray(flows.v_sq[i], np.float64) - v_sq))),
+            float(np.max(np.abs(np.asarray(flows.p_branch[i], np.float64) - flow_p))),
+            float(np.max(np.abs(np.asarray(flows.q_branch[i], np.float64) - flow_q))),
+        )
+        if i < 8:
+            vm, _, _ = newton_ac_pf(y_bus, case.slack_bus_idx, p[i], q[i])
+            worst_newton = max(worst_newton, float(np.max(np.abs(np.asarray(flows.v_mag[i], np.float64) - vm))))
+    assert worst_ref < 5e-6, worst_ref
+    assert worst_newton < 1e-5, worst_newton
+    # n_iter is the first sweep at which each feeder passed its test, and residual is the
+    # last sweep's max |Δv²|: cap the loop below and at each feeder's count.
+    previous = None
+    for cap in range(1, int(n_iter.max()) + 1):
+        capped = _batched_solver(cap)(net, p32, q32)
+        done = n_iter <= cap
+        np.testing.assert_array_equal(np.asarray(capped.converged), done)
+        np.testing.assert_array_equal(np.asarray(capped.n_iter), np.minimum(n_iter, cap))
+        assert np.all(np.asarray(capped.residual)[~done] >= 1e-6)
+        np.testing.assert_allclose(np.asarray(capped.v_sq)[done], np.asarray(flows.v_sq)[done], atol=1e-7)
+        if previous is not None:
+            stepped = ~np.asarray(previous.converged)
+            change = np.max(np.abs(np.asarray(capped.v_sq) - np.asarray(previous.v_sq)), axis=1)
+            np.testing.assert_allclose(np.asarray(capped.residual)[stepped], change[stepped], rtol=1e-5, atol=1e-7)
+        previous = capped
+
+
 # --- three-phase sweep -------------------------------------------------------------
 
 

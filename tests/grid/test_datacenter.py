@@ -169,6 +169,39 @@ def test_scheduler_ties_and_wide_keys_match_reference(seed, r_train, r_ft, wide)
     _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft)
 
 
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), r_train=st.floats(0, 1), r_ft=st.floats(0, 1))
+def test_scheduler_exact_with_the_largest_task_sizes(seed, r_train, r_ft):
+    """Prefix sums run in float32 (a triangular matmul): GPU counts up to ``MAX_TASK_GPUS``
+    on every slot keep the running totals exact, so admission still matches the reference
+    at the last GPU."""
+    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS
+
+    rng = np.random.default_rng(seed)
+    n_slots, t = 64, 500
+    status = rng.choice([0, 1, 1, 1, 2], n_slots)
+    gpus = MAX_TASK_GPUS - rng.integers(0, 3, n_slots)
+    gpus[rng.random(n_slots) < 0.2] = rng.integers(1, 5)
+    duration = rng.integers(1, 30, n_slots)
+    deadline = t + rng.integers(-5, 40, n_slots)
+    ttype = rng.integers(0, 2, n_slots)
+    remaining = np.where(status == 2, 1, 0)
+    n = int(gpus.sum()) + 7
+    infer = int(rng.integers(0, n // 4))
+    _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft)
+
+
+def test_prefix_sum_is_exact_up_to_its_bound():
+    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS, _cumsum
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, MAX_TASK_GPUS + 1, (200, 64))
+    x[0] = MAX_TASK_GPUS  # the largest total the scheduler can meet: 64 * MAX_TASK_GPUS < 2**24
+    x[1] = rng.integers(0, 2, 64)
+    got = np.asarray(jax.jit(jax.vmap(_cumsum))(jnp.asarray(x, jnp.int32)))
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=1))
+
+
 def _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft):
     """One scheduler call on a 64-slot queue against the Python EDF reference."""
     from powerzoojax.grid._datacenter_scheduler import TaskQueue
@@ -285,6 +318,7 @@ def test_overtemp_and_sla_diagnostics():
         ({"mean_interarrival_steps": (8.0,)}, "mean_interarrival_steps"),
         ({"cop_ref": -1.0}, "cop_ref"),
         ({"task_duration_range": ((10, 3_000_000), (5, 20))}, "deadline_slack"),
+        ({"n_gpus": 10**6, "task_gpus_range": ((50, 300_000), (10, 50))}, "task_gpus_range"),
     ],
 )
 def test_factory_errors_name_the_bad_value(kwargs, match):

@@ -37,7 +37,9 @@ line limits that cannot all be met (best-effort dispatch minimising cost + ``lin
 × max marginal cost per MW of overload; also when the iteration stopped early but its
 line duals certify infeasibility, see ``_qp_ipm.rows_infeasible``); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
 ran out (the last finite iterate is returned). Values are always finite.
-``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer);
+``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer,
+and always when the load lies outside the capacity range: the dispatch is then exactly the
+violated bounds);
 ``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
 marginal cost) and the complementarity gap.
 
@@ -252,7 +254,9 @@ def dc_opf(
         objective=generation_cost(p, a, b, c),
         line_violation_mw=violation,
         status=status,
-        converged=sol.converged,
+        # Load outside [Σlo, Σhi]: every unit sits at the violated bound whatever the solver
+        # did (the rebalance puts it there), so that answer is exact.
+        converged=sol.converged | ~capacity_ok,
         n_iter=sol.n_iter,
     )
 

@@ -46,6 +46,7 @@ from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid._datacenter_rng import step_uniforms
 from powerzoojax.grid._datacenter_scheduler import (
     KEY_SPAN,
+    MAX_TASK_GPUS,
     N_TASK_SLOTS,
     N_UNIFORMS,
     RUNNING,
@@ -242,6 +243,11 @@ def make_datacenter_params(
         ranges[name] = (lo, hi)
     if np.any(ranges["task_gpus_range"][1] > n_gpus):
         raise ValueError(f"{caller}: task_gpus_range maxima must be <= n_gpus={n_gpus}, got {task_gpus_range!r}")
+    if np.any(ranges["task_gpus_range"][1] > MAX_TASK_GPUS):
+        raise ValueError(
+            f"{caller}: task_gpus_range maxima must be <= {MAX_TASK_GPUS} (the scheduler's exact "
+            f"float32 prefix sums over {N_TASK_SLOTS} slots), got {task_gpus_range!r}"
+        )
     slack = _pair(caller, "deadline_slack", deadline_slack, integer=False, positive=True)
     horizon = float(np.max(ranges["task_duration_range"][1] * slack))
     if horizon >= KEY_SPAN:

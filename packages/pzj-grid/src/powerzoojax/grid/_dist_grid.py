@@ -27,6 +27,7 @@ Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets i
 
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
@@ -348,6 +349,10 @@ class DistGridEnv(RadialFeederEnv):
             episode_batt_soc_init=state.episode_batt_soc_init,
         )
         next_state = auto_reset(self, key, next_state, params)
+        # Materialise the post-reset state once: otherwise XLA fuses the reset select (and
+        # the bundles' ring updates) into every observation kernel and recomputes it per
+        # output element (DSO: the 30 flex-load channels each re-read the whole ring).
+        next_state = jax.lax.optimization_barrier(next_state)
         info = {
             "cost_voltage_violation": voltage_cost,
             "cost_thermal_overload": thermal_cost,

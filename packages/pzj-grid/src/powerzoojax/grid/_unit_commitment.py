@@ -16,6 +16,12 @@ Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
 Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
 weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
 (the rule is enforced, not penalised; kept for the reference's channel layout).
+Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-effort
+answer to an infeasible step); ``opf_status`` says whether the step was feasible
+(``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
+often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
+and the reserve/thermal costs price it). The spec's ADMM flag also fails on infeasible
+steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
 Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
 ``start + max_steps`` rows (checked on the host).
 """
@@ -509,6 +515,8 @@ class UnitCommitmentEnv(Environment):
             "goal_met": is_safe,
             "opf_converged": dispatch.converged,
             "opf_status": dispatch.status,
+            # Σ MW outside the ramp/commitment window (the DC-PF slack in solver_mode 0).
+            "opf_box_residual_mw": short_sum(jnp.maximum(dispatch.unit_power_mw - hi, 0.0) + jnp.maximum(lo - dispatch.unit_power_mw, 0.0)),
             "opf_line_residual_mw": dispatch.line_slack_mw,
             "opf_balance_residual_mw": jnp.abs(gap),
             "unserved_mw": jnp.maximum(gap, 0.0),
