@@ -28,19 +28,43 @@ env at N = 1024), in both harness configurations, beside the pandapower baseline
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
         uv run python benchmarks/dist_throughput.py --quick --markdown
     uv run python benchmarks/dist_throughput.py --n-envs 1 64 1024 4096 --markdown
+
+``--host-devices K`` splits the CPU into K XLA host devices
+(``--xla_force_host_platform_device_count``, set before JAX starts) and runs the rollout
+``shard_map``-ped over them: each device steps its ``N / K`` envs (its own sweep loops)
+on its own thread. The figures are then "on K cores"; without it the program is one
+device, as in every earlier figure.
 """
 
 import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 
-import jax
-import numpy as np
 
-from powerzoojax.case import load_case
-from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
+def _host_devices_from_argv() -> int:
+    # The device count must be in XLA_FLAGS before JAX initialises its CPU backend.
+    for i, arg in enumerate(sys.argv[:-1]):
+        if arg == "--host-devices":
+            return int(sys.argv[i + 1])
+    return 1
+
+
+if _host_devices_from_argv() > 1:
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={_host_devices_from_argv()}"
+    ).strip()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from powerzoojax.case import load_case  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+from powerzoojax.core import make_env_mesh  # noqa: E402
+from powerzoojax.utils.jax_utils import batch_reset, scan_rollout  # noqa: E402
 
 HORIZON = 48
 
@@ -98,19 +122,30 @@ QUICK = (("DistGridEnv 33bw", 4096), ("DSO (33bw + 6 flex)", 1024))
 HARNESSES = ("table", "legacy")
 
 
-def make_collect(env, params, n_envs, harness="legacy"):
-    """The timed function and its first argument builder (see the module docstring)."""
+def make_collect(env, params, n_envs, harness="legacy", mesh=None):
+    """The timed function and its first argument builder (see the module docstring).
+    With ``mesh``, the rollout is ``shard_map``-ped over its devices: each runs the same
+    program on its ``n_envs / devices`` envs, with no cross-device step (a sharding
+    constraint instead would make every sweep loop's stopping test a cross-device
+    reduction)."""
     n_act = int(np.prod(env.action_space(params).shape))
+
+    def envs(reset_keys, roll_keys, actions):
+        obs0, states0 = batch_reset(env, reset_keys, params)
+        return jax.vmap(lambda s, k, a: scan_rollout(env, k, s, params, a))(states0, roll_keys, actions)
+
+    if mesh is not None:
+        spec = PartitionSpec(mesh.axis_names[0])
+        envs = jax.shard_map(envs, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
 
     def rollout(key, actions):
         k_reset, k_roll = jax.random.split(key)
-        obs0, states0 = batch_reset(env, jax.random.split(k_reset, n_envs), params)
-        return jax.vmap(lambda s, k, a: scan_rollout(env, k, s, params, a))(
-            states0, jax.random.split(k_roll, n_envs), actions
-        )
+        return envs(jax.random.split(k_reset, n_envs), jax.random.split(k_roll, n_envs), actions)
 
     if harness == "table":
         table = jax.random.uniform(jax.random.PRNGKey(12345), (n_envs, HORIZON, n_act), minval=-1.0, maxval=1.0)
+        if mesh is not None:
+            table = jax.device_put(table, NamedSharding(mesh, PartitionSpec(mesh.axis_names[0])))
 
         def collect(key, actions):
             _, obs, reward, costs, done, _ = rollout(key, actions)
@@ -126,8 +161,8 @@ def make_collect(env, params, n_envs, harness="legacy"):
     return collect, lambda key: (key,)
 
 
-def measure(env, params, n_envs, repeats, harness="legacy"):
-    collect, args = make_collect(env, params, n_envs, harness)
+def measure(env, params, n_envs, repeats, harness="legacy", mesh=None):
+    collect, args = make_collect(env, params, n_envs, harness, mesh)
     fn = jax.jit(collect)
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args(jax.random.PRNGKey(0))))
@@ -171,7 +206,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--host-devices", type=int, default=1,
+                    help="shard the env axis over this many forced XLA host devices (one per core)")
     args = ap.parse_args()
+    mesh = make_env_mesh() if args.host_devices > 1 else None
     plan = [(name, n) for name in args.workloads for n in args.n_envs]
     repeats, pp_steps = args.repeats, 100
     harnesses = args.harness or ["table"]
@@ -180,7 +218,8 @@ def main():
         harnesses = args.harness or list(HARNESSES)
     cpu = platform.processor() or platform.machine()
     print(f"# machine: {cpu}, {os.cpu_count()} cores, jax {jax.__version__}, backend {jax.default_backend()}, "
-          f"load avg {os.getloadavg()[0]:.1f}")
+          f"{len(jax.devices())} device(s), load avg {os.getloadavg()[0]:.1f}, "
+          f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     pp_rate = pandapower_steps_per_s(pp_steps)
     print(f"pandapower runpp case33bw: {pp_rate:.1f} steps/s (one env, one step at a time)")
     rows = []
@@ -190,7 +229,7 @@ def main():
             built[name] = WORKLOADS[name]()
         env, params = built[name]
         for harness in harnesses:
-            compile_s, rate = measure(env, params, n, repeats, harness)
+            compile_s, rate = measure(env, params, n, repeats, harness, mesh)
             rows.append((name, n, harness, compile_s, rate, rate / pp_rate))
             print(f"{name:26s} N={n:5d}  {harness:6s}  first call {compile_s:7.1f} s  {rate:12.0f} env-steps/s  "
                   f"{rate / pp_rate:9.1f}x pandapower", flush=True)

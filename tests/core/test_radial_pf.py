@@ -321,6 +321,51 @@ def test_random_der_matches_reference_sweep_and_counters_are_honest():
         previous = capped
 
 
+def test_compacted_batch_gives_each_feeder_its_own_solve():
+    # From 4 x 64 feeders up, the batched loop moves its last unconverged feeders into
+    # smaller batches (N = 1024: 256, then 64) and writes them back. Every feeder must end
+    # exactly as when it is solved alone (same sweeps, same stopping test), also under an
+    # iteration cap and under a second vmap.
+    from powerzoojax.physics import radial_power_flow
+
+    case, net, _ = _feeder("33bw")
+    p0, q0 = _nominal(case)
+    rng = np.random.default_rng(7)
+    n_feeders = 1024
+    der = rng.uniform(-0.005, 0.005, (n_feeders, case.n_nodes))
+    der[:, case.slack_bus_idx] = 0.0
+    p32 = jnp.asarray(p0 - der, jnp.float32)
+    q32 = jnp.asarray(np.tile(q0, (n_feeders, 1)), jnp.float32)
+
+    def one(pq):
+        return radial_power_flow(net, pq[0], pq[1])
+
+    def same(batched, reference):
+        np.testing.assert_array_equal(np.asarray(batched.n_iter), np.asarray(reference.n_iter))
+        np.testing.assert_array_equal(np.asarray(batched.converged), np.asarray(reference.converged))
+        for field in ("v_sq", "p_branch", "q_branch", "p_loss", "residual"):
+            np.testing.assert_allclose(
+                np.asarray(getattr(batched, field)), np.asarray(getattr(reference, field)), rtol=1e-5, atol=1e-8
+            )
+
+    reference = jax.jit(lambda p, q: jax.lax.map(one, (p, q)))(p32, q32)
+    n_iter = np.asarray(reference.n_iter)
+    # The draw has a tail for the compacted stages to run (most feeders stop at 4).
+    assert np.mean(n_iter <= 4) > 0.5 and np.sum(n_iter >= 6) >= 3, np.bincount(n_iter)
+    assert bool(jnp.all(reference.converged))
+    same(_batched_solver(100)(net, p32, q32), reference)
+    capped = _batched_solver(5)(net, p32, q32)
+    np.testing.assert_array_equal(np.asarray(capped.n_iter), np.minimum(n_iter, 5))
+    np.testing.assert_array_equal(np.asarray(capped.converged), n_iter <= 5)
+    done = n_iter <= 5
+    np.testing.assert_allclose(np.asarray(capped.v_sq)[done], np.asarray(reference.v_sq)[done], rtol=1e-5, atol=1e-8)
+    assert np.all(np.asarray(capped.residual)[~done] >= 1e-6)
+    nested = jax.jit(jax.vmap(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)), in_axes=(None, 0, 0)))(
+        net, p32.reshape(4, 256, -1), q32.reshape(4, 256, -1)
+    )
+    same(jax.tree.map(lambda x: x.reshape(n_feeders, *x.shape[2:]), nested), reference)
+
+
 # --- three-phase sweep -------------------------------------------------------------
 
 

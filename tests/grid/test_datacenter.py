@@ -1,5 +1,5 @@
-"""DataCenterEnv (spec §4.7): contract, task bookkeeping, the greedy scheduler against a
-plain-Python reference, arrival statistics against scipy, power and thermal formulas against
+"""DataCenterEnv (spec §4.7): contract, task bookkeeping, the greedy scheduler and the
+countdown against plain-Python references, arrival statistics against scipy, power and thermal formulas against
 NumPy, cooling direction, SLA and over-temperature diagnostics, factory errors."""
 
 import functools
@@ -208,20 +208,100 @@ def _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttyp
 
     q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
                   jnp.full(len(gpus), 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
-    out = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
+    out, load = _schedule_jit()(q, jnp.int32(t), jnp.int32(n), jnp.int32(infer), jnp.float32(r_train), jnp.float32(r_ft))
     ref_status, ref_remaining = _reference_schedule(
         gpus.tolist(), deadline.tolist(), duration.tolist(), ttype.tolist(), status.tolist(), remaining.tolist(),
         t, n, infer, r_train, r_ft,
     )
     np.testing.assert_array_equal(np.asarray(out.status), ref_status)
     np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
+    # The load the data centre uses for its power: the GPUs of every running task afterwards.
+    assert int(load) == int(sum(g for g, st in zip(gpus.tolist(), ref_status) if st == 2))
 
 
 @functools.lru_cache(maxsize=None)
 def _schedule_jit():
-    from powerzoojax.grid._datacenter_scheduler import schedule
+    from powerzoojax.grid._datacenter_scheduler import schedule_with_load
 
-    return jax.jit(schedule)
+    return jax.jit(schedule_with_load)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), r_train=st.floats(0, 1), r_ft=st.floats(0, 1))
+def test_scheduler_exact_with_a_huge_fleet(seed, r_train, r_ft):
+    """Stage budgets beyond 2**24 GPUs: each budget is stored once per env through a float
+    division (``store_once``) in 12-bit halves, so it must stay exact (small train / fine-tune
+    fractions put the cut inside the queue)."""
+    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS
+
+    rng = np.random.default_rng(seed)
+    n_slots, t = 64, 7
+    status = rng.choice([0, 1, 1, 1, 2], n_slots)
+    gpus = MAX_TASK_GPUS - rng.integers(0, 3, n_slots)
+    duration = rng.integers(1, 30, n_slots)
+    deadline = t + rng.integers(-5, 40, n_slots)
+    ttype = rng.integers(0, 2, n_slots)
+    remaining = np.where(status == 2, 1, 0)
+    n = int(rng.integers(2**25, 2**28))
+    infer = int(rng.integers(0, n - 2**24))  # over 2**24 free GPUs; small fractions cut the queue
+    _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft)
+
+
+def _reference_advance(status, remaining, deadline, t):
+    status, remaining = list(status), list(remaining)
+    finished = expired = 0
+    for i in range(len(status)):
+        if status[i] == 2:
+            remaining[i] = max(remaining[i] - 1, 0)
+            if remaining[i] == 0:
+                status[i], finished = 0, finished + 1
+        elif status[i] == 1 and t >= deadline[i]:
+            status[i], expired = 0, expired + 1
+    return status, remaining, finished, expired
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_advance_matches_plain_python_reference(seed):
+    """The countdown and expiry step (its status and events are stored once through a float
+    division, ``store_once``) against a loop over Python lists."""
+    from powerzoojax.grid._datacenter_scheduler import TaskQueue
+
+    rng = np.random.default_rng(seed)
+    n_slots, t = 64, int(rng.integers(0, 10**6))
+    status = rng.choice([0, 1, 2], n_slots)
+    remaining = rng.integers(0, 4, n_slots)
+    deadline = t + rng.integers(-3, 4, n_slots)
+    q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (rng.integers(1, 90, n_slots), deadline, rng.integers(1, 30, n_slots),
+                                                       remaining, rng.integers(0, 2, n_slots))),
+                  jnp.full(n_slots, 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
+    out, n_finished, n_expired = _advance_jit()(q, jnp.int32(t))
+    ref_status, ref_remaining, ref_finished, ref_expired = _reference_advance(status.tolist(), remaining.tolist(), deadline.tolist(), t)
+    np.testing.assert_array_equal(np.asarray(out.status), ref_status)
+    np.testing.assert_array_equal(np.asarray(out.remaining), ref_remaining)
+    assert (int(n_finished), int(n_expired)) == (ref_finished, ref_expired)
+    assert ref_finished + ref_expired > 0
+
+
+@functools.lru_cache(maxsize=None)
+def _advance_jit():
+    from powerzoojax.grid._datacenter_scheduler import advance
+
+    return jax.jit(advance)
+
+
+def test_store_once_is_exact():
+    """``store_once`` returns its integer input bit for bit, batched and unbatched, up to
+    ``|x| < 2**24`` (the range its callers keep to)."""
+    from powerzoojax.physics._pin import store_once
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-(2**24) + 1, 2**24, (256, 64)).astype(np.int32)
+    x[0, :4] = [2**24 - 1, -(2**24) + 1, 0, 1]
+    like = rng.integers(-(2**31), 2**31 - 1, (256, 64)).astype(np.int32)
+    got = jax.jit(jax.vmap(store_once))(jnp.asarray(x), jnp.asarray(like))
+    np.testing.assert_array_equal(np.asarray(got), x)
+    np.testing.assert_array_equal(np.asarray(jax.jit(store_once)(jnp.asarray(x[1]), jnp.int32(3))), x[1])
 
 
 def test_capped_poisson_matches_scipy():

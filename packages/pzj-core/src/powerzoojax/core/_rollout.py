@@ -115,7 +115,9 @@ def _time_loop(
         return jax.tree.map(lambda a: lax.dynamic_index_in_dim(a, t, 1, keepdims=False), inputs)
 
     out_shapes = jax.eval_shape(lambda c: one_step(c, at(0))[1], init_carry)
-    buffers = jax.tree.map(lambda s: jnp.zeros((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
+    # Every step writes its slice, so the buffers need no initial value: ``lax.empty`` is a
+    # bare allocation on GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
+    buffers = jax.tree.map(lambda s: lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
 
     def body(carry, t):
         carry, buffers = carry

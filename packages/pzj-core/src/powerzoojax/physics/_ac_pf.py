@@ -71,7 +71,10 @@ of iterating every instance until the slowest one is done; each instance takes e
 iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
 flows have a ``custom_vmap`` rule too, computing bus-major (batch last), which XLA:CPU
 runs ~3.5x faster than the (batch, L) layout ``vmap`` gives. Neither rule supports
-reverse-mode autodiff (the while loop does not either).
+reverse-mode autodiff (the while loop does not either). The flows' float32 sin/cos come
+from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are ~6x slower); the iteration
+keeps ``jnp.cos``/``jnp.sin``: the polynomial there is 15-35 % faster per env step but
+moves float32 round-off (benchmarks/results/ac_pf.md, session 6).
 """
 
 import equinox as eqx
@@ -82,6 +85,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
+from powerzoojax.physics._trig import sincos
 
 PQ, PV, REF = 1, 2, 3
 # Finite stand-in for "no reactive limit" (±inf would make limit arithmetic produce NaN).
@@ -582,7 +586,8 @@ def _flows_bus_major(net: "ACNetwork", vm, va):
     extra = (1,) * (vm.ndim - 1)
     coef = lambda x, k: x[:, k].astype(vm.dtype).reshape((-1, *extra))  # noqa: E731
     bg, bb, base = net.branch_g, net.branch_b, net.base_mva
-    ev, fv = vm * jnp.cos(va), vm * jnp.sin(va)
+    sin_va, cos_va = sincos(va)
+    ev, fv = vm * cos_va, vm * sin_va
     ef, ff_ = ev[net.line_from], fv[net.line_from]
     et, ft_ = ev[net.line_to], fv[net.line_to]
 

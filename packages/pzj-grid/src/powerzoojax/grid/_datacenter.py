@@ -39,8 +39,16 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
-
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import (
+    Box,
+    Environment,
+    EnvParams,
+    EnvState,
+    auto_reset,
+    make_box,
+    stack_costs,
+    time_features,
+)
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid._datacenter_rng import step_uniforms
@@ -56,9 +64,9 @@ from powerzoojax.grid._datacenter_scheduler import (
     draw_arrivals,
     empty_queue,
     insert_arrivals,
-    materialise,
-    schedule,
+    schedule_with_load,
 )
+from powerzoojax.physics._pin import materialise
 
 DATACENTER_CONSTRAINT_NAMES = ("sla", "overtemp")
 T_ZONE_MIN, T_ZONE_MAX = 15.0, 45.0
@@ -353,12 +361,14 @@ def datacenter_transition(
         params.task_duration_min, params.task_duration_max,
     )
     queue, n_inserted, n_dropped = insert_arrivals(state.queue, arrivals, t, params.deadline_slack, params.task_eta)
-    queue = schedule(queue, t, n, gpus_infer, action[0], action[1])
+    # Arrivals only fill free slots, so the tasks running before scheduling are the state's.
+    running_before = jnp.sum(jnp.where(state.task_status == RUNNING, state.task_gpus, 0))
+    queue, running_gpus = schedule_with_load(queue, t, n, gpus_infer, action[0], action[1], running_before)
 
     running = queue.status == RUNNING
     run_gpus = jnp.where(running, queue.gpus, 0)
     task_w = jnp.sum(run_gpus.astype(jnp.float32) * (params.gpu_idle_w + (params.gpu_active_w - params.gpu_idle_w) * queue.eta))
-    gpus_active = jnp.minimum(gpus_infer + jnp.sum(run_gpus), n)
+    gpus_active = jnp.minimum(gpus_infer + running_gpus, n)
     infer_w = gpus_infer.astype(jnp.float32) * params.gpu_active_w * 0.5
     idle_w = (n - gpus_active).astype(jnp.float32) * params.gpu_idle_w
     p_it = (infer_w + task_w + idle_w) / 1.0e6 + params.p_base_mw

@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
-
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
@@ -39,6 +38,7 @@ from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid._radial_feeder_env import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, observe_bundles, reset_bundles
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
+from powerzoojax.physics._pin import materialise
 
 DIST_CONSTRAINT_NAMES = ("voltage_violation", "thermal_overload", "resource")
 
@@ -349,10 +349,17 @@ class DistGridEnv(RadialFeederEnv):
             episode_batt_soc_init=state.episode_batt_soc_init,
         )
         next_state = auto_reset(self, key, next_state, params)
-        # Materialise the post-reset state once: otherwise XLA fuses the reset select (and
-        # the bundles' ring updates) into every observation kernel and recomputes it per
-        # output element (DSO: the 30 flex-load channels each re-read the whole ring).
-        next_state = jax.lax.optimization_barrier(next_state)
+        if params.resources:
+            # The bundles' post-reset states computed once: otherwise XLA:CPU fuses the
+            # bundle step and the reset select into the observation kernel and recomputes
+            # them per output element (DSO at N = 1024: a 78 µs kernel per step, the 30
+            # flex-load channels each re-running the ring update). optimization_barrier
+            # does not do this on CPU (removed before fusion); a gather does.
+            next_state = eqx.tree_at(
+                lambda s: s.resource_states,
+                next_state,
+                jax.tree.map(lambda x: materialise(x) if x.ndim else x, next_state.resource_states),
+            )
         info = {
             "cost_voltage_violation": voltage_cost,
             "cost_thermal_overload": thermal_cost,
