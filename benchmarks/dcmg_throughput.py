@@ -36,11 +36,12 @@ import time
 if "--single-thread" in sys.argv:  # must precede the first JAX import
     os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
+import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
 import jax.random as jr  # noqa: E402
 import numpy as np  # noqa: E402
 
-from powerzoojax.core import scan_rollout  # noqa: E402
+from powerzoojax.core import make_env_mesh, scan_rollout  # noqa: E402
 from powerzoojax.grid import DataCenterMicrogridEnv, make_dcmicrogrid_params  # noqa: E402
 
 HORIZON = 288
@@ -57,29 +58,36 @@ def random_actions(key, n_envs: int):
     return u.at[..., 3].set(2.0 * u[..., 3] - 1.0)
 
 
-def make_collect(env, params, n_envs: int, pre_drawn: bool = False):
+def make_collect(env, params, n_envs: int, pre_drawn: bool = False, mesh=None):
     """``collect(key)``, or ``collect(key, actions)`` with ``pre_drawn`` (the actions are then
-    drawn outside the timed call: the env alone, not its random policy)."""
+    drawn outside the timed call: the env alone, not its random policy). With ``mesh`` the
+    envs are split over its host devices (``--host-devices``)."""
 
-    def collect(key, actions=None):
-        k_reset, k_act, k_roll = jr.split(key, 3)
-        _, states = jax.vmap(env.reset, in_axes=(0, None))(jr.split(k_reset, n_envs), params)
-        if actions is None:
-            actions = random_actions(k_act, n_envs)
+    def envs(reset_keys, roll_keys, actions):
+        _, states = jax.vmap(env.reset, in_axes=(0, None))(reset_keys, params)
 
         def one(state, k, acts):
             _, obs, rew, costs, done, _ = scan_rollout(env, k, state, params, acts)
             return obs, rew, costs, done
 
-        return jax.vmap(one)(states, jr.split(k_roll, n_envs), actions)
+        return jax.vmap(one)(states, roll_keys, actions)
+
+    if mesh is not None:
+        envs = _host_devices.shard_over_hosts(envs, mesh)
+
+    def collect(key, actions=None):
+        k_reset, k_act, k_roll = jr.split(key, 3)
+        if actions is None:
+            actions = random_actions(k_act, n_envs)
+        return envs(jr.split(k_reset, n_envs), jr.split(k_roll, n_envs), actions)
 
     if pre_drawn:
         return collect
     return lambda key: collect(key)
 
 
-def time_jax(env, params, n_envs: int, repeats: int, pre_drawn: bool = False) -> dict:
-    fn = jax.jit(make_collect(env, params, n_envs, pre_drawn))
+def time_jax(env, params, n_envs: int, repeats: int, pre_drawn: bool = False, mesh=None) -> dict:
+    fn = jax.jit(make_collect(env, params, n_envs, pre_drawn, mesh))
     draw = jax.jit(lambda k: random_actions(k, n_envs))
     args = (lambda r: (jr.PRNGKey(r), jax.block_until_ready(draw(jr.PRNGKey(10_000 + r))))) if pre_drawn else (lambda r: (jr.PRNGKey(r),))
     t0 = time.perf_counter()
@@ -266,10 +274,13 @@ def main() -> None:
     parser.add_argument("--single-thread", action="store_true", help="one XLA intra-op thread (set before JAX starts)")
     parser.add_argument("--pre-drawn", action="store_true",
                         help="also time each N with the actions drawn outside the timed call (the env alone)")
+    parser.add_argument("--host-devices", type=int, default=1,
+                        help="split the envs over this many forced XLA host devices (one per core; see _host_devices.py)")
     args = parser.parse_args()
     n_envs = args.n_envs or (QUICK_N_ENVS if args.quick else DEFAULT_N_ENVS)
     repeats = 3 if args.quick else args.repeats
     env = DataCenterMicrogridEnv()
+    mesh = make_env_mesh() if args.host_devices > 1 else None
     params = make_dcmicrogrid_params(grid_import_p_max_mw=1.5, price_profile=np.linspace(50, 250, HORIZON))
     cpu = platform.processor() or platform.machine()
     try:
@@ -278,13 +289,13 @@ def main() -> None:
     except (OSError, StopIteration):
         pass
     print(f"machine: {cpu}, {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.1f}; "
-          f"jax {jax.__version__} {jax.default_backend()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+          f"jax {jax.__version__} {jax.default_backend()}, {jax.device_count()} device(s); XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     print(check_numpy_against_jax(env, params))
     np_sps, np_cpu = time_numpy(params, 2 if args.quick else 5)
     print(f"NumPy single-env loop: {np_sps:,.0f} env-steps/s wall, {np_cpu:,.0f} per CPU-second")
     rows = []
     for n, pre in [(n, pre) for n in n_envs for pre in ((False, True) if args.pre_drawn else (False,))]:
-        res = time_jax(env, params, n, repeats, pre)
+        res = time_jax(env, params, n, repeats, pre, mesh)
         rows.append(res)
         print(f"N={n:5d}{' env only' if pre else ''}  first call {res['first_call_s']:6.1f} s  median {res['median_s'] * 1e3:8.1f} ms  "
               f"{res['steps_per_s']:12,.0f} env-steps/s  ({res['steps_per_s'] / np_sps:,.0f}x NumPy)  "

@@ -40,23 +40,9 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 
-
-def _host_devices_from_argv() -> int:
-    # The device count must be in XLA_FLAGS before JAX initialises its CPU backend.
-    for i, arg in enumerate(sys.argv[:-1]):
-        if arg == "--host-devices":
-            return int(sys.argv[i + 1])
-    return 1
-
-
-if _host_devices_from_argv() > 1:
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={_host_devices_from_argv()}"
-    ).strip()
-
+import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -135,8 +121,7 @@ def make_collect(env, params, n_envs, harness="legacy", mesh=None):
         return jax.vmap(lambda s, k, a: scan_rollout(env, k, s, params, a))(states0, roll_keys, actions)
 
     if mesh is not None:
-        spec = PartitionSpec(mesh.axis_names[0])
-        envs = jax.shard_map(envs, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
+        envs = _host_devices.shard_over_hosts(envs, mesh)
 
     def rollout(key, actions):
         k_reset, k_roll = jax.random.split(key)

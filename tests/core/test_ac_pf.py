@@ -341,7 +341,7 @@ def test_compacting_batched_loop_equals_single_solves(case_id: str) -> None:
     # Against the plain vmapped loop (every lane iterates until the slowest is done): the
     # same GEMM row kernels, so the same iterations exactly.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ac_pf_module, "_compaction_caps", lambda batch: [])
+        mp.setattr(ac_pf_module, "compaction_caps", lambda batch, min_lanes: [])
         net = _network(case_id)
         plain = jax.jit(jax.vmap(lambda p, d, q: ac_power_flow(net, p, None, d, q, method="fdlf")))(pg, pd, qd)
     np.testing.assert_array_equal(np.asarray(plain.n_iter), n_iter)

@@ -85,6 +85,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
+from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._trig import sincos
 
 PQ, PV, REF = 1, 2, 3
@@ -394,25 +395,10 @@ class _Lane(eqx.Module):
 
 # Batched solves (``vmap``): the while loop runs until its slowest lane, and on random
 # set-points a few lanes per thousand need 20-30 fast-decoupled iterations while the
-# median needs 9-10. The batching rule of `_solve` therefore compacts: it iterates the
-# whole batch until at most a quarter of it is still active, gathers the active lanes
-# into a batch a quarter the size, and so on (at most _MAX_STAGES times, down to
-# _MIN_COMPACT lanes); the last one runs to the end and everything is scattered back.
-# Each lane takes exactly the iterations it takes in the plain vmapped loop (same body,
-# same stopping test); only the idle work on finished lanes is skipped. Every stage is a
-# copy of the loop body in the compiled program: at N = 1024 stages 256/64 run as fast as
-# 256/64/16 (5,598 vs 5,377 env-steps/s) and compile in 21 s instead of 30 s.
-_COMPACT_FACTOR = 4
+# median needs 9-10; the batching rule of `_solve` compacts (``_compaction``). At
+# N = 1024 stages 256/64 run as fast as 256/64/16 (5,598 vs 5,377 env-steps/s) and
+# compile in 21 s instead of 30 s.
 _MIN_COMPACT = 16
-_MAX_STAGES = 2
-
-
-def _compaction_caps(batch: int) -> list[int]:
-    caps, cap = [], batch
-    while cap // _COMPACT_FACTOR >= _MIN_COMPACT and len(caps) < _MAX_STAGES:
-        cap //= _COMPACT_FACTOR
-        caps.append(cap)
-    return caps
 
 
 def _residual(net: "ACNetwork", lane: _Lane, p, q, is_pv, q_target):
@@ -542,7 +528,7 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, **opts) -> _Carry:
     def _batched(axis_size, in_batched, net, lane, init):
         every = jax.tree.map(lambda _: True, init)
         net_b, lane_b, init_b = in_batched
-        caps = _compaction_caps(axis_size)
+        caps = compaction_caps(axis_size, _MIN_COMPACT)
         if any(jax.tree.leaves(net_b)) or not caps:
             # A batched network (rare) or a small batch: the plain vmapped loop.
             axes = jax.tree.map(lambda b: 0 if b else None, (net_b, lane_b, init_b))
@@ -564,17 +550,7 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, **opts) -> _Carry:
 
             return jax.lax.while_loop(lambda c: jnp.sum(_active(c, lane)) > cap, body, c)
 
-        parents = []
-        for cap in caps:
-            c = run(lane, c, cap)
-            # The (at most cap) active lanes first; inactive fillers are left untouched.
-            _, idx = jax.lax.top_k(_active(c, lane).astype(jnp.float32), cap)
-            parents.append((c, idx))
-            lane = jax.tree.map(lambda x, i=idx: x[i], lane)
-            c = jax.tree.map(lambda x, i=idx: x[i], c)
-        c = run(lane, c, 0)
-        for full, idx in reversed(parents):
-            c = jax.tree.map(lambda a, sub, i=idx: a.at[i].set(sub), full, c)
+        c = compacting_loop(run, lambda lane, c: _active(c, lane), lane, c, caps)
         return c, every
 
     return solve(net, lane, init)

@@ -34,6 +34,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
+from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 
 # Bounds on v² in both sweeps (0.5 <= |v| <= 2 p.u.): keep the current finite when a
 # heavily overloaded feeder collapses. No operating point lies on them (the nose of a
@@ -367,24 +368,10 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
 # Batched solves: the loop runs until its slowest feeder. With random DER set-points
 # (the DistGridEnv benchmark, 33bw) 76 % of the feeders converge in 4 sweeps, 20 % need
 # 5, 1.4 % 6 and a few per ten thousand 7-8, so a plain vmapped loop at N = 4096 pays
-# ~6.6 sweeps of the whole batch per solve. The batching rule below runs the whole batch
-# while more than a quarter of it is active, then moves the (at most a quarter) active
-# feeders into a batch that size, and once more (down to _MIN_COMPACT); the last batch
-# runs to the end and the results are written back. Each feeder takes exactly the sweeps
-# it takes alone (same body, same test); only the idle work on finished ones is skipped.
+# ~6.6 sweeps of the whole batch per solve; the batching rule compacts (``_compaction``).
 # When the first stage leaves nothing active (DSO feeders all need 4 sweeps), the
 # compaction is skipped altogether.
-_COMPACT_FACTOR = 4
 _MIN_COMPACT = 64
-_MAX_STAGES = 2
-
-
-def _compaction_caps(batch: int) -> list[int]:
-    caps, cap = [], batch
-    while cap // _COMPACT_FACTOR >= _MIN_COMPACT and len(caps) < _MAX_STAGES:
-        cap //= _COMPACT_FACTOR
-        caps.append(cap)
-    return caps
 
 
 def _loop(network: RadialNetwork, base: Array, tol: Array, max_iter: int, caps: list[int]) -> _Carry:
@@ -392,31 +379,12 @@ def _loop(network: RadialNetwork, base: Array, tol: Array, max_iter: int, caps: 
     through ``caps`` (see above; ``[]``: one plain loop)."""
     carry = _start(network, base)
 
-    def run(base, tol, carry, cap):
+    def run(lanes, carry, cap):
+        base, tol = lanes
         body = _make_body(network, base, tol, max_iter)
         return lax.while_loop(lambda c: jnp.sum(_active(c, tol, max_iter).astype(jnp.int32)) > cap, body, carry)
 
-    if not caps:
-        return run(base, tol, carry, 0)
-    carry = run(base, tol, carry, caps[0])
-
-    def compact(carry: _Carry) -> _Carry:
-        parents, lane_base, lane_tol = [], base, tol
-        for k, cap in enumerate(caps):
-            if k > 0:
-                carry = run(lane_base, lane_tol, carry, cap)
-            # The (at most cap) active rows first; finished fillers ride along unchanged.
-            _, idx = lax.top_k(_active(carry, lane_tol, max_iter).astype(jnp.float32), cap)
-            parents.append((carry, idx))
-            lane_base, lane_tol = lane_base[idx], lane_tol[idx]
-            carry = tuple(x[idx] for x in carry)
-        carry = run(lane_base, lane_tol, carry, 0)
-        for full, idx in reversed(parents):
-            carry = tuple(x.at[idx].set(sub) for x, sub in zip(full, carry))
-        return carry
-
-    active_left = jnp.any(_active(carry, tol, max_iter))
-    return lax.cond(active_left, compact, lambda c: c, carry)
+    return compacting_loop(run, lambda lanes, c: _active(c, lanes[1], max_iter), (base, tol), carry, caps, skip_when_done=True)
 
 
 def _iterate(
@@ -439,7 +407,7 @@ def _iterate(
             axes = (jax.tree.map(lambda x: 0 if x else None, net_b), 0 if base_b else None, 0 if tol_b else None)
             return jax.vmap(one, in_axes=axes)(network, base, tol), out_b
         rows = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))  # noqa: E731
-        carry = _loop(network, rows(base, base_b), rows(tol, tol_b), max_iter, _compaction_caps(axis_size))
+        carry = _loop(network, rows(base, base_b), rows(tol, tol_b), max_iter, compaction_caps(axis_size, _MIN_COMPACT))
         n_iter, current_sq, v_recv, residual, _, _ = carry
         return (n_iter, current_sq, v_recv, residual), out_b
 
