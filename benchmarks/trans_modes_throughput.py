@@ -36,12 +36,13 @@ import platform
 import statistics
 import time
 
+import _host_devices  # sets the host-device count before JAX starts
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from powerzoojax.case import load_case
-from powerzoojax.core import scan_rollout
+from powerzoojax.core import make_env_mesh, scan_rollout
 from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params, make_uc_params
 from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
 
@@ -61,7 +62,7 @@ def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"
     )
 
 
-def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform"):
+def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform", mesh=None):
     env, params = make_workload(kind, case_id, horizon, pf_method)
     act_dim = env.action_space(params).shape[0]
     case = params.case
@@ -81,14 +82,17 @@ def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario
         # +-10 % of the unit range = +-0.2 in action units.
         return np.where(is_unit, 1.0, 0.0) * jnp.clip(sched_action + 0.2 * u, -1.0, 1.0) + np.where(is_unit, 0.0, 1.0) * u
 
+    def envs(reset_keys, roll_keys, actions):
+        _, states = jax.vmap(env.reset, in_axes=(0, None))(reset_keys, params)
+        return jax.vmap(scan_rollout, in_axes=(None, 0, 0, None, 0))(env, roll_keys, states, params, actions)
+
+    if mesh is not None:
+        envs = _host_devices.shard_over_hosts(envs, mesh)
+
     @jax.jit
     def run(key):
         k_reset, k_act, k_roll = jax.random.split(key, 3)
-        _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, n_envs), params)
-        actions = draw_actions(k_act)
-        return jax.vmap(scan_rollout, in_axes=(None, 0, 0, None, 0))(
-            env, jax.random.split(k_roll, n_envs), states, params, actions
-        )
+        return envs(jax.random.split(k_reset, n_envs), jax.random.split(k_roll, n_envs), draw_actions(k_act))
 
     t0 = time.perf_counter()
     out = jax.block_until_ready(run(jax.random.PRNGKey(0)))
@@ -152,7 +156,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline-calls", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="N = 256, horizon 16, 2 repeats, 10 baseline calls")
+    ap.add_argument("--host-devices", type=int, default=1,
+                    help="split the envs over this many forced XLA host devices (one per core; see _host_devices.py)")
     args = ap.parse_args()
+    mesh = make_env_mesh() if args.host_devices > 1 else None
     if args.quick:
         args.n_envs, args.horizon, args.repeats, args.baseline_calls = [256], 16, 2, 10
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, jax {jax.__version__}, {jax.devices()}")
@@ -166,7 +173,7 @@ def main():
             base = time_pypower(kind, case_id, args.baseline_calls)
             for n in args.n_envs:
                 for scenario in (args.acpf_scenarios if kind == "acpf" else ["uniform"]):
-                    sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario)
+                    sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario, mesh)
                     print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
 
 
