@@ -45,10 +45,9 @@ import time
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-
-from powerzoojax.case import load_case  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
+from powerzoojax.case import load_case  # noqa: E402
 from powerzoojax.core import make_env_mesh  # noqa: E402
 from powerzoojax.utils.jax_utils import batch_reset, scan_rollout  # noqa: E402
 

@@ -39,16 +39,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
-from powerzoojax.core import (
-    Box,
-    Environment,
-    EnvParams,
-    EnvState,
-    auto_reset,
-    make_box,
-    stack_costs,
-    time_features,
-)
+
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid._datacenter_rng import step_uniforms

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
+
 from powerzoojax.core._types import IntScalar
 from powerzoojax.physics._pin import store_once
 

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
