@@ -3,8 +3,15 @@
 ``check_env_api`` checks the contract (spaces, dtypes, cost channels, jit = eager,
 vmap = loop, auto-reset, determinism); ``check_no_retrace`` checks that stepping,
 new episodes and new param values reuse one compiled program.
+
+Both checks draw their jitted reset / step / rollout from one trace-counted set per
+(env object, params structure), so the usual pair of calls on one env compiles each
+program once: compiles are most of a kit's time, and the counts then also cover every
+call ``check_env_api`` made. ``check_no_retrace`` (and a failing ``check_env_api``)
+drops the set afterwards, so counts never carry over into an unrelated later check.
 """
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +42,68 @@ def _leaves_close(a: Any, b: Any, what: str, rtol: float = 1e-5, atol: float = 1
 
 def _leaves_equal(a: Any, b: Any, what: str) -> None:
     _leaves_close(a, b, what, rtol=0.0, atol=0.0)
+
+
+class _Programs:
+    """Jitted ``reset``, ``step`` and a state-recording ``rollout`` of one env, each counting its traces."""
+
+    def __init__(self, env: Environment):
+        self.env = env  # held so the cache key's id(env) cannot be reused while cached
+        self.counts = {"reset": 0, "step": 0, "rollout": 0}
+
+        def recording_rollout(key, state, params, actions):
+            step_fn = bind_step(env, params)
+
+            def recording_step(key, state, action):
+                # Also emit the state each step started from, to replay the terminal step.
+                return (*step_fn(key, state, action), state)
+
+            return rollout(recording_step, key, state, actions)
+
+        self.reset = self._counted("reset", lambda key, params: env.reset(key, params))
+        self.step = self._counted("step", lambda key, state, action, params: env.step(key, state, action, params))
+        self.rollout = self._counted("rollout", recording_rollout)
+
+    def _counted(self, name: str, fn: Callable) -> Callable:
+        def wrapper(*args):
+            self.counts[name] += 1
+            return fn(*args)
+
+        return jax.jit(wrapper)
+
+
+_PROGRAMS: "OrderedDict[tuple, _Programs]" = OrderedDict()
+_PROGRAMS_KEPT = 2  # a test's api + retrace pair; more would pin compiled programs in memory
+
+
+def _programs_key(env: Environment, params: EnvParams) -> tuple | None:
+    leaves, treedef = jax.tree.flatten(params)
+    avals = tuple((np.shape(x), jnp.result_type(x), getattr(x, "weak_type", False)) for x in leaves)
+    key = (id(env), treedef, avals)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable static field: no sharing, same checks
+        return None
+    return key
+
+
+def _programs(env: Environment, params: EnvParams) -> _Programs:
+    key = _programs_key(env, params)
+    if key is None:
+        return _Programs(env)
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+        return _PROGRAMS[key]
+    programs = _PROGRAMS[key] = _Programs(env)
+    while len(_PROGRAMS) > _PROGRAMS_KEPT:
+        _PROGRAMS.popitem(last=False)
+    return programs
+
+
+def _forget_programs(env: Environment, params: EnvParams) -> None:
+    key = _programs_key(env, params)
+    if key is not None:
+        _PROGRAMS.pop(key, None)
 
 
 def _check_state_dtypes(state: Any, float_dtypes: tuple) -> None:
@@ -93,7 +162,14 @@ def check_env_api(
     ``stochastic=True`` additionally asserts that different keys give different
     trajectories. Float state leaves must have one of ``float_dtypes``.
     """
-    key = jr.PRNGKey(0) if key is None else key
+    try:
+        _check_env_api(env, params, jr.PRNGKey(0) if key is None else key, stochastic, float_dtypes, n_batch)
+    except BaseException:
+        _forget_programs(env, params)
+        raise
+
+
+def _check_env_api(env: Environment, params: EnvParams, key: jax.Array, stochastic: bool, float_dtypes: tuple, n_batch: int) -> None:
     k_reset, k_act, k_step, k_roll, k_other = jr.split(key, 5)
     obs_space = env.observation_space(params)
     act_space = env.action_space(params)
@@ -101,8 +177,8 @@ def check_env_api(
     if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
         raise AssertionError(f"constraint_names must be a tuple of str, got {names!r}")
 
-    reset = jax.jit(env.reset)
-    step = jax.jit(env.step)
+    programs = _programs(env, params)
+    reset, step = programs.reset, programs.step
     obs, state = reset(k_reset, params)
     if obs.shape != obs_space.shape or not bool(obs_space.contains(obs)):
         raise AssertionError(f"reset obs {obs.dtype}{obs.shape} is not in the observation space {obs_space.shape}")
@@ -122,9 +198,11 @@ def check_env_api(
         eager = env.step(k_step, state, action, params)
     _leaves_close(eager, out, "eager step vs jit step", rtol=1e-4, atol=1e-4)
 
-    # vmap equals a loop of single steps
+    # vmap equals a loop of single calls, for reset and for step
     keys = jr.split(k_other, n_batch)
-    states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)[1]
+    batch_obs, states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    for i in range(n_batch):
+        _leaves_close(jax.tree.map(lambda x: x[i], (batch_obs, states)), reset(keys[i], params), f"vmap(reset)[{i}] vs reset", rtol=1e-4, atol=1e-4)
     actions = jax.vmap(act_space.sample)(jr.split(k_act, n_batch))
     step_keys = jr.split(k_step, n_batch)
     batched = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))(step_keys, states, actions, params)
@@ -135,15 +213,9 @@ def check_env_api(
     # auto-reset: done exactly at max_steps, and the returned state is a fresh reset
     max_steps = params.max_steps
     act_seq = jax.vmap(act_space.sample)(jr.split(k_act, max_steps))
-    step_fn = bind_step(env, params)
 
-    def recording_step(key, state, action):
-        # Also emit the state each step started from, to replay the terminal step below.
-        return (*step_fn(key, state, action), state)
-
-    @jax.jit
     def run(key, state):
-        return rollout(recording_step, key, state, act_seq)
+        return programs.rollout(key, state, params, act_seq)
 
     final_state, _, outs = run(k_roll, state)
     dones = np.asarray(outs[3])
@@ -187,38 +259,30 @@ def check_no_retrace(
 
     Steps ``n_episodes`` full episodes one jitted call at a time, then runs them again
     with new param values (``param_variants``, default: every float leaf scaled by
-    1.01 and 0.98). Returns the trace counts.
+    1.01 and 0.98). The programs are the ones ``check_env_api`` used on the same env
+    object and params structure, so its calls count too. Returns the trace counts.
     """
-    key = jr.PRNGKey(1) if key is None else key
-    counts = {"reset": 0, "step": 0, "rollout": 0}
+    try:
+        return _check_no_retrace(env, params, n_episodes, param_variants, jr.PRNGKey(1) if key is None else key)
+    finally:
+        _forget_programs(env, params)
 
-    def counted(name: str, fn: Callable) -> Callable:
-        def wrapper(*args):
-            counts[name] += 1
-            return fn(*args)
 
-        return jax.jit(wrapper)
-
-    reset = counted("reset", env.reset)
-    step = counted("step", env.step)
+def _check_no_retrace(env: Environment, params: EnvParams, n_episodes: int, param_variants: list[EnvParams] | None, key: jax.Array) -> dict[str, int]:
+    programs = _programs(env, params)
     act_space = env.action_space(params)
     horizon = params.max_steps
-
-    def run_fn(key, state, params, actions):
-        return rollout(bind_step(env, params), key, state, actions)
-
-    run = counted("rollout", run_fn)
     variants = [params] + (param_variants if param_variants is not None else [_perturb(params, 1.01), _perturb(params, 0.98)])
     for p in variants:
         key, k_reset, k_act = jr.split(key, 3)
-        obs, state = reset(k_reset, p)
+        obs, state = programs.reset(k_reset, p)
         n_steps = n_episodes * horizon
         step_actions = jax.vmap(act_space.sample)(jr.split(k_act, n_steps))
         step_keys = jr.split(key, n_steps)
         for i in range(n_steps):
-            obs, state, reward, costs, done, info = step(step_keys[i], state, step_actions[i], p)
-        actions = step_actions[:horizon]
-        run(k_reset, state, p, actions)
+            obs, state, reward, costs, done, info = programs.step(step_keys[i], state, step_actions[i], p)
+        programs.rollout(k_reset, state, p, step_actions[:horizon])
+    counts = dict(programs.counts)
     for name, n in counts.items():
         if n != 1:
             raise AssertionError(f"{name} traced {n} times; expected exactly once across episodes and param values")
