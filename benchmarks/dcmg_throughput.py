@@ -22,7 +22,11 @@ printed.
     uv run python benchmarks/dcmg_throughput.py --n-envs 1 16 256 4096 --markdown
 
 ``--single-thread`` sets ``XLA_FLAGS`` to one intra-op thread before JAX starts (less noise on
-a shared machine; the wall-clock rate is then a one-core figure).
+a shared machine; the wall-clock rate is then a one-core figure). ``--no-task-split`` compiles
+without XLA:CPU's parallel-task partitioning (a compiler setting, the env is unchanged; see
+``NO_TASK_SPLIT_FLAG``); ``--host-devices 2`` steps half the envs on each core.
+
+    uv run python benchmarks/dcmg_throughput.py --n-envs 256 --repeats 5 --pre-drawn --host-devices 2 --no-task-split
 """
 
 import argparse
@@ -33,8 +37,17 @@ import statistics
 import sys
 import time
 
+# XLA:CPU's parallel-task pass splits every fused kernel it models as compute-heavy into
+# partitions run on the intra-op thread pool. At these shapes the hand-off costs more than
+# the work it spreads (session 7: the five split kernels of the step cost ≈ 40 µs each at
+# N = 256 against ≈ 4 µs for comparable unsplit ones), and with ``--host-devices`` both
+# cores are already busy with their own shard. A compiler setting: the env is unchanged.
+NO_TASK_SPLIT_FLAG = "--xla_disable_hlo_passes=cpu-parallel-task-assigner"
+
 if "--single-thread" in sys.argv:  # must precede the first JAX import
     os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+if "--no-task-split" in sys.argv:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + NO_TASK_SPLIT_FLAG).strip()
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
@@ -274,6 +287,9 @@ def main() -> None:
     parser.add_argument("--single-thread", action="store_true", help="one XLA intra-op thread (set before JAX starts)")
     parser.add_argument("--pre-drawn", action="store_true",
                         help="also time each N with the actions drawn outside the timed call (the env alone)")
+    parser.add_argument("--no-task-split", action="store_true",
+                        help="compile without XLA:CPU's parallel-task partitioning "
+                             f"({NO_TASK_SPLIT_FLAG}; set before JAX starts)")
     parser.add_argument("--host-devices", type=int, default=1,
                         help="split the envs over this many forced XLA host devices (one per core; see _host_devices.py)")
     args = parser.parse_args()

@@ -13,7 +13,9 @@ uniform random actions in one jitted call (every output materialised); ``env-ste
   Q limits), and ``schedule`` = each unit's action is the case's own ``unit_pg`` plus a
   uniform random offset of +-10 % of its range [p_min, p_max] drawn afresh every step
   (clipped to the range; the slack takes the imbalance). The fraction of converged steps and
-  the mean / max AC iterations are reported.
+  the mean / max AC iterations are reported. ``--pf-warm-start off on`` adds rows with
+  ``pf_warm_start=True`` (each step starts from the previous step's voltages and PV->PQ
+  switches).
 * ``acopf``: ``make_trans_params(case, solver_mode=2)`` (float32 interior-point AC-OPF each
   step; case 5 only by default: the dense KKT system is for small cases).
 * ``uc``: ``UnitCommitmentEnv`` with ``make_uc_params(case, solver_mode=1, ...)`` (the TSO
@@ -47,12 +49,14 @@ from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params,
 from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
 
 
-def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"):
+def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf", pf_warm_start: bool = False):
     case = load_case(case_id)
     if kind == "dcopf":
         return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=1)
     if kind == "acpf":
-        return TransGridEnv(), make_trans_params(case, max_steps=horizon, physics=1, pf_method=pf_method)
+        return TransGridEnv(), make_trans_params(
+            case, max_steps=horizon, physics=1, pf_method=pf_method, pf_warm_start=pf_warm_start
+        )
     if kind == "acopf":
         return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=2)
     pmax = np.asarray(case.unit_p_max, np.float64)
@@ -62,8 +66,8 @@ def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"
     )
 
 
-def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform", mesh=None):
-    env, params = make_workload(kind, case_id, horizon, pf_method)
+def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform", mesh=None, warm=False):
+    env, params = make_workload(kind, case_id, horizon, pf_method, warm)
     act_dim = env.action_space(params).shape[0]
     case = params.case
     lo, hi = np.asarray(case.unit_p_min, np.float64), np.asarray(case.unit_p_max, np.float64)
@@ -107,7 +111,7 @@ def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario
     if kind == "acpf":
         n_iter = np.asarray(info["pf_n_iter"])
         extra = (
-            f"{pf_method}, {scenario} set-points, converged {float(np.mean(np.asarray(info['pf_converged']))):.4f}, "
+            f"{pf_method}{', warm start' if warm else ''}, {scenario} set-points, converged {float(np.mean(np.asarray(info['pf_converged']))):.4f}, "
             f"iters mean {float(np.mean(n_iter)):.1f} max {int(np.max(n_iter))}"
         )
     else:
@@ -151,6 +155,10 @@ def main():
         "--acpf-scenarios", nargs="+", default=["uniform", "schedule"], choices=["uniform", "schedule"],
         help="acpf set-points: uniform random in [p_min, p_max], or the case schedule +-10 %% of the range",
     )
+    ap.add_argument(
+        "--pf-warm-start", nargs="+", default=["off"], choices=["off", "on"],
+        help="acpf: pf_warm_start off (cold solve every step), on (previous voltages and PV->PQ switches), or both",
+    )
     ap.add_argument("--n-envs", nargs="+", type=int, default=[1, 64, 256, 1024])
     ap.add_argument("--horizon", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=3)
@@ -172,8 +180,10 @@ def main():
                 continue
             base = time_pypower(kind, case_id, args.baseline_calls)
             for n in args.n_envs:
-                for scenario in (args.acpf_scenarios if kind == "acpf" else ["uniform"]):
-                    sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario, mesh)
+                for scenario, warm in (
+                    [(s, w == "on") for s in args.acpf_scenarios for w in args.pf_warm_start] if kind == "acpf" else [("uniform", False)]
+                ):
+                    sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario, mesh, warm)
                     print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
 
 

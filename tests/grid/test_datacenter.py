@@ -399,6 +399,7 @@ def test_overtemp_and_sla_diagnostics():
         ({"cop_ref": -1.0}, "cop_ref"),
         ({"task_duration_range": ((10, 3_000_000), (5, 20))}, "deadline_slack"),
         ({"n_gpus": 10**6, "task_gpus_range": ((50, 300_000), (10, 50))}, "task_gpus_range"),
+        ({"task_duration_range": ((10, 2**24), (5, 20)), "deadline_slack": (1e-3, 3.0)}, "task_duration_range"),
     ],
 )
 def test_factory_errors_name_the_bad_value(kwargs, match):
@@ -424,3 +425,76 @@ def test_step_uniforms_are_bit_identical_to_jax_random():
     np.testing.assert_array_equal(np.asarray(ours).view(np.uint32), np.asarray(ref).view(np.uint32))
     typed = jr.key(5)
     np.testing.assert_array_equal(np.asarray(step_uniforms(typed, 22)), np.asarray(jr.uniform(jr.split(typed)[0], (22,))))
+
+
+def test_slot_reductions_match_numpy():
+    """The folded integer reductions (halving the slot axis before reducing, session 7)
+    against NumPy, batched and unbatched, with extreme int32 values and sums up to the
+    scheduler's ``2**24`` bound."""
+    from powerzoojax.grid._datacenter_scheduler import slot_max, slot_sum
+
+    rng = np.random.default_rng(3)
+    big = rng.integers(-(2**31), 2**31 - 1, (64, 64)).astype(np.int32)
+    big[0] = -(2**31)
+    big[1, 17] = 2**31 - 1
+    got = np.asarray(jax.jit(jax.vmap(slot_max))(jnp.asarray(big)))
+    np.testing.assert_array_equal(got, big.max(axis=1))
+    small = rng.integers(0, 2**18, (64, 64)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(slot_sum))(jnp.asarray(small))), small.sum(axis=1))
+    np.testing.assert_array_equal(np.asarray(jax.jit(slot_sum)(jnp.asarray(small[5]))), small[5].sum())
+    odd = rng.integers(-50, 50, (4, 10)).astype(np.int32)  # widths the fold leaves alone
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(slot_max))(jnp.asarray(odd))), odd.max(axis=1))
+
+
+@functools.lru_cache(maxsize=None)
+def _insert_jit():
+    from powerzoojax.grid._datacenter_scheduler import insert_arrivals
+
+    return jax.jit(insert_arrivals)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), huge=st.booleans())
+def test_insert_matches_plain_python_reference(seed, huge):
+    """Arrivals, training first, fill the lowest free slots (the candidate table is stored
+    once through a float division, session 7), against a Python loop; with ``huge`` the
+    GPU counts and durations reach the factory's bounds (``MAX_TASK_GPUS``,
+    ``MAX_TASK_DURATION``), where the division must still be exact."""
+    from powerzoojax.grid._datacenter_scheduler import (
+        MAX_ARRIVALS,
+        MAX_TASK_DURATION,
+        MAX_TASK_GPUS,
+        Arrivals,
+        TaskQueue,
+    )
+
+    rng = np.random.default_rng(seed)
+    n_slots, t = 64, int(rng.integers(0, 1000))
+    status = rng.choice([0, 1, 2], n_slots, p=[0.2, 0.4, 0.4])
+    fields = [rng.integers(1, 90, n_slots), rng.integers(0, 500, n_slots), rng.integers(1, 30, n_slots),
+              rng.integers(0, 30, n_slots), rng.integers(0, 2, n_slots)]
+    count = rng.integers(0, MAX_ARRIVALS + 1, 2)
+    gpus = rng.integers(1, MAX_TASK_GPUS + 1, 2 * MAX_ARRIVALS)
+    low, high = (2**23, MAX_TASK_DURATION + 1) if huge else (1, 4000)
+    duration = rng.integers(low, high, 2 * MAX_ARRIVALS)
+    if huge:
+        gpus[0], duration[:2] = MAX_TASK_GPUS, MAX_TASK_DURATION
+    slack = np.array([0.01, 0.02]) if huge else np.array([2.0, 3.0])
+    eta = np.array([0.9, 0.75])
+    q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in fields), jnp.full(n_slots, 0.5, jnp.float32),
+                  jnp.asarray(status, jnp.int32))
+    arr = Arrivals(jnp.asarray(count, jnp.int32), jnp.asarray(gpus, jnp.int32), jnp.asarray(duration, jnp.int32))
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    out, n_in, n_drop = _insert_jit()(q, arr, jnp.int32(t), f32(slack), f32(eta))
+
+    ref = [list(map(int, f)) for f in fields] + [[0.5] * n_slots, list(map(int, status))]
+    new = [(0, j) for j in range(count[0])] + [(1, j) for j in range(count[1])]
+    free = [i for i in range(n_slots) if status[i] == 0]
+    for (kind, j), i in zip(new, free):
+        c = kind * MAX_ARRIVALS + j
+        dl = t + int(np.float32(duration[c]) * np.float32(slack[kind]))
+        for f, v in zip(ref, (gpus[c], dl, duration[c], 0, kind, np.float32(eta[kind]), 1)):
+            f[i] = v
+    for got, want in zip(out, ref):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want, np.asarray(got).dtype))
+    assert int(n_in) == min(len(new), len(free)) and int(n_drop) == len(new) - int(n_in)

@@ -5,7 +5,7 @@ API (stable; the AC env modes and AC-OPF build on it)::
     net = make_ac_network(case)                      # host, once per case
     res = ac_power_flow(net, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar,
                         v_set=None, *, init_vm=None, init_va=None,
-                        max_iter=30, tol=1e-5, enforce_q_limits=True,
+                        init_pv_limit=None, max_iter=30, tol=1e-5, enforce_q_limits=True,
                         max_step=1.0, method="newton")
 
 * ``make_ac_network(case, dtype=jnp.float32) -> ACNetwork``: dense ``Ybus`` split into
@@ -21,7 +21,15 @@ API (stable; the AC env modes and AC-OPF build on it)::
   ``q_gen_mvar (G)`` or ``None`` (zeros) — counted only at PQ buses, ``load_p_mw (D)``,
   ``load_q_mvar (D)``, ``v_set (N)`` optional voltage set points [p.u.] (used on PV and
   slack buses), ``init_vm/init_va (N)`` optional warm start (PV/slack magnitudes are
-  re-pinned to the set points). Computation dtype = the result dtype of the power inputs
+  re-pinned to the set points). ``init_pv_limit (N)`` optional int warm start of the
+  PV->PQ switches (e.g. a previous result's ``pv_limit``): +1 / -1 = this initial PV bus
+  starts as PQ with Q pinned at its upper / lower limit (voltage from ``init_vm``); each
+  such bus is tested once, at the first iterate with max mismatch < 1e-2 p.u., and
+  returns to PV if its voltage is on the side of its set point where it would not need
+  the limit (at q_max with vm > v_set, at q_min with vm < v_set); from then on it
+  switches like any PV bus. Cold solves switch permanently and never return, so a warm
+  and a cold solve agree when the cold solve's switches are consistent in that sense
+  (benchmarks/results/ac_pf.md, session 7). Computation dtype = the result dtype of the power inputs
   (float32 by default; float64 when they are float64 — the network is cast to it).
 * Algorithm (spec §2.3): unknowns ``[Va, Vm]`` on every non-slack bus, a fixed
   ``(2 m)²`` Jacobian (``m = N − 1``, MATPOWER's ``dS/dV``), where the Q row of a bus
@@ -57,9 +65,10 @@ API (stable; the AC env modes and AC-OPF build on it)::
   share their bus' Q, evenly among in-service units; PQ-bus units keep their inputs),
   ``line_p_from_mw, line_q_from_mvar, line_p_to_mw, line_q_to_mvar, line_s_from_mva,
   line_s_to_mva, line_loading_mva`` (L; loading = max of both ends; zero for
-  out-of-service lines), ``pv_switched`` (N bool, PV buses switched to PQ), ``converged``
-  (bool), ``n_iter`` (int32, Newton updates taken), ``max_mismatch`` (p.u., at the
-  returned iterate).
+  out-of-service lines), ``pv_switched`` (N bool, PV buses switched to PQ), ``pv_limit``
+  (N int32: +1 / -1 switched at the upper / lower Q limit, 0 otherwise), ``converged``
+  (bool: the loop's own test, or the re-check at the returned iterate), ``n_iter``
+  (int32, Newton updates taken), ``max_mismatch`` (p.u., at the returned iterate).
 
 Everything is fixed-shape, ``vmap``-able and ``jit``-friendly: the network is a pytree
 argument and ``max_iter``/``tol`` are traced, so changing them does not retrace;
@@ -71,10 +80,10 @@ of iterating every instance until the slowest one is done; each instance takes e
 iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
 flows have a ``custom_vmap`` rule too, computing bus-major (batch last), which XLA:CPU
 runs ~3.5x faster than the (batch, L) layout ``vmap`` gives. Neither rule supports
-reverse-mode autodiff (the while loop does not either). The flows' float32 sin/cos come
-from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are ~6x slower); the iteration
-keeps ``jnp.cos``/``jnp.sin``: the polynomial there is 15-35 % faster per env step but
-moves float32 round-off (benchmarks/results/ac_pf.md, session 6).
+reverse-mode autodiff (the while loop does not either). The flows' and the iteration's
+float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's
+own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/ac_pf.md
+sessions 6-7).
 """
 
 import equinox as eqx
@@ -99,6 +108,12 @@ _ROUNDOFF_FACTOR = 4.0
 # Q limits are checked once max |mismatch| is below this [p.u.]: 1e-2 switches the same buses
 # as 1e-3 on cases 14/118 (random loads +-10 %) and saves 1-2 fdlf iterations per solve.
 _Q_SWITCH_MISMATCH = 1e-2
+
+
+def _loop_trig(va):
+    """``(cos va, sin va)`` of the iteration's angles."""
+    s, c = sincos(va)
+    return c, s
 
 
 class ACNetwork(eqx.Module):
@@ -307,6 +322,7 @@ class ACPFResult(eqx.Module):
     line_s_to_mva: Float[Array, " n_lines"]
     line_loading_mva: Float[Array, " n_lines"]
     pv_switched: Bool[Array, " n_nodes"]
+    pv_limit: Int[Array, " n_nodes"]
     converged: BoolScalar
     n_iter: IntScalar
     max_mismatch: FloatScalar
@@ -380,6 +396,9 @@ class _Carry(eqx.Module):
     mismatch: Array
     cos_va: Array  # cos/sin of ``va`` (fdlf's P half-step already has those of its angles)
     sin_va: Array
+    # Warm start only (``init_pv_limit``): switched buses inherited from the caller that
+    # have not yet had their one back-switch test; None on a cold start.
+    inherited: Array | None
 
 
 class _Lane(eqx.Module):
@@ -423,9 +442,9 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
     def residual(p, q, is_pv, q_target):
         return _residual(net, lane, p, q, is_pv, q_target)
 
-    def switch_pv(is_pv, q_target, q, err):
+    def switch_pv(is_pv, q_target, q, err, vm, inherited):
         if not enforce_q_limits:
-            return is_pv, q_target
+            return is_pv, q_target, inherited, jnp.zeros((), bool)
         # Limits are checked only once the iterate is near a solution: at a flat start
         # the computed Q is meaningless and permanent switches there are spurious
         # (they make case 300 diverge). This approximates MATPOWER's outer loop.
@@ -433,7 +452,18 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         over = near & is_pv & (q > q_hi)
         under = near & is_pv & (q < q_lo)
         q_target = jnp.where(over, q_hi, jnp.where(under, q_lo, q_target))
-        return is_pv & ~(over | under), q_target
+        is_pv = is_pv & ~(over | under)
+        if inherited is not None:
+            # A switch carried over from the previous solve is tested once, at the first
+            # near iterate: on the wrong side of its set point (at q_max with vm above it,
+            # at q_min with vm below) the bus would not need its limit, so it returns to PV
+            # (and from then on switches like any PV bus, permanently: no oscillation).
+            at_hi = q_target >= q_hi
+            release = near & inherited & jnp.where(at_hi, vm > vs, vm < vs)
+            # A released bus' voltage is off its set point until the next update re-pins
+            # it: no convergence declared on this iteration.
+            return is_pv | release, q_target, inherited & ~near, jnp.any(release)
+        return is_pv, q_target, inherited, jnp.zeros((), bool)
 
     def newton_step(c, is_pv, q_target, f, vif):
         jac = _jacobian(cast(net.g), cast(net.b), c.vm, c.va, vif, slack, red(is_pv))
@@ -449,7 +479,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         d_va = -(f[:m] / vm_red) @ cast(net.fdlf_bp_inv).T
         ok = jnp.all(jnp.isfinite(d_va))
         va = c.va + _insert_zero(jnp.where(ok, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
-        trig = (jnp.cos(va), jnp.sin(va))
+        trig = _loop_trig(va)
         p, q, _ = _bus_power(net, dtype, c.vm, va, trig)
         rhs = red(jnp.where(is_pv, 0.0, q - q_target)) / vm_red
         # PQ buses with every initial PV voltage held (B0 solve; PV rows of the operator
@@ -486,10 +516,10 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
     def body(c: _Carry) -> _Carry:
         p, q, vif = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))
         err_types = jnp.max(jnp.abs(residual(p, q, c.is_pv, c.q_target)))
-        is_pv, q_target = switch_pv(c.is_pv, c.q_target, q, err_types)
+        is_pv, q_target, inherited, released = switch_pv(c.is_pv, c.q_target, q, err_types, c.vm, c.inherited)
         f = residual(p, q, is_pv, q_target)
         err = jnp.max(jnp.abs(f))
-        conv = jnp.all(jnp.abs(f) < row_tol)
+        conv = jnp.all(jnp.abs(f) < row_tol) & ~released
         d_va, d_vm, trig = solve_step(c, is_pv, q_target, f, vif)
         finite = jnp.all(jnp.isfinite(d_va)) & jnp.all(jnp.isfinite(d_vm))
         clamp = lambda d: jnp.clip(jnp.where(finite, d, 0.0), -max_step, max_step)  # noqa: E731
@@ -511,6 +541,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
             mismatch=err,
             cos_va=jnp.where(step, cos_va, c.cos_va),
             sin_va=jnp.where(step, sin_va, c.sin_va),
+            inherited=inherited,
         )
 
     return body
@@ -608,6 +639,7 @@ def ac_power_flow(
     *,
     init_vm: Float[Array, " n_nodes"] | None = None,
     init_va: Float[Array, " n_nodes"] | None = None,
+    init_pv_limit: Int[Array, " n_nodes"] | None = None,
     max_iter: int | IntScalar = 30,
     tol: float | FloatScalar = 1e-5,
     enforce_q_limits: bool = True,
@@ -639,12 +671,22 @@ def ac_power_flow(
     q_lo = (cast(net.q_min_mvar) - load_q) / base
     q_hi = (cast(net.q_max_mvar) - load_q) / base
 
+    is_pv0, q_target0, inherited0 = net.is_pv, q_sched, None
+    if init_pv_limit is not None and enforce_q_limits:
+        # Warm start of the PV->PQ switches (e.g. the previous env step's): these buses
+        # start as PQ with Q pinned at that limit; each is tested once for a return to PV
+        # (see ``switch_pv``). Only initial PV buses can be switched.
+        side = jnp.asarray(init_pv_limit)
+        inherited0 = net.is_pv & (side != 0)
+        is_pv0 = net.is_pv & ~inherited0
+        q_target0 = jnp.where(inherited0, jnp.where(side > 0, q_hi, q_lo), q_sched)
+
     is_slack = jnp.arange(n) == net.slack_idx
     fixed_vm = net.is_pv | is_slack
     vm0 = jnp.ones((n,), dtype) if init_vm is None else cast(init_vm)
     va_ref = cast(net.va_ref)
     va0 = jnp.full((n,), va_ref, dtype) if init_va is None else cast(init_va)
-    vm0 = jnp.where(fixed_vm, vs, vm0)
+    vm0 = jnp.where(is_pv0 | is_slack, vs, vm0)
     if init_va is not None:
         va0 = va0 - va0[net.slack_idx] + va_ref  # the slack angle is the reference
 
@@ -663,17 +705,19 @@ def ac_power_flow(
     )
 
 
+    cos_va0, sin_va0 = _loop_trig(va0)
     init = _Carry(
         vm=vm0,
         va=va0,
-        is_pv=net.is_pv,
-        q_target=q_sched,
+        is_pv=is_pv0,
+        q_target=q_target0,
         it=jnp.zeros((), jnp.int32),
         done=jnp.zeros((), bool),
         converged=jnp.zeros((), bool),
         mismatch=jnp.asarray(jnp.inf, dtype),
-        cos_va=jnp.cos(va0),
-        sin_va=jnp.sin(va0),
+        cos_va=cos_va0,
+        sin_va=sin_va0,
+        inherited=inherited0,
     )
     c = _solve(
         net, lane, init, dtype=dtype, method=method, enforce_q_limits=enforce_q_limits, max_step=max_step
@@ -683,7 +727,11 @@ def ac_power_flow(
     p, q, _ = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))
     f = _residual(net, lane, p, q, c.is_pv, c.q_target)
     err = jnp.max(jnp.abs(f))
-    converged = jnp.all(jnp.abs(f) < row_tol)
+    # The loop's own test (taken at this same iterate when it stopped on convergence)
+    # counts too: the re-check is another fusion of the same GEMM and can round a row
+    # that sat just below its tolerance to just above (~1 lane in 4,000 cold, more often
+    # warm-started, where the last mismatch lands nearer the float32 floor).
+    converged = c.converged | jnp.all(jnp.abs(f) < row_tol)
     # A non-finite iterate can only come from overflow; report it as diverged, finite.
     ok = jnp.isfinite(err) & jnp.all(jnp.isfinite(c.vm)) & jnp.all(jnp.isfinite(c.va))
     vm = jnp.where(ok, c.vm, vm0)
@@ -710,6 +758,7 @@ def ac_power_flow(
     unit_q = jnp.where(regulating > 0, bus_share[net.unit_bus], q_gen)
 
     pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
+    switched = net.is_pv & ~c.is_pv
     return ACPFResult(
         vm=vm,
         va=va,
@@ -726,7 +775,8 @@ def ac_power_flow(
         line_s_from_mva=s_from,
         line_s_to_mva=s_to,
         line_loading_mva=jnp.maximum(s_from, s_to),
-        pv_switched=net.is_pv & ~c.is_pv,
+        pv_switched=switched,
+        pv_limit=jnp.where(switched, jnp.where(c.q_target >= q_hi, 1, -1), 0).astype(jnp.int32),
         converged=converged,
         n_iter=c.it,
         max_mismatch=err,

@@ -46,6 +46,7 @@ from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid._datacenter_rng import step_uniforms
 from powerzoojax.grid._datacenter_scheduler import (
     KEY_SPAN,
+    MAX_TASK_DURATION,
     MAX_TASK_GPUS,
     N_TASK_SLOTS,
     N_UNIFORMS,
@@ -57,6 +58,7 @@ from powerzoojax.grid._datacenter_scheduler import (
     empty_queue,
     insert_arrivals,
     schedule_with_load,
+    slot_sum,
 )
 from powerzoojax.physics._pin import materialise
 
@@ -248,6 +250,11 @@ def make_datacenter_params(
             f"{caller}: task_gpus_range maxima must be <= {MAX_TASK_GPUS} (the scheduler's exact "
             f"float32 prefix sums over {N_TASK_SLOTS} slots), got {task_gpus_range!r}"
         )
+    if np.any(ranges["task_duration_range"][1] > MAX_TASK_DURATION):
+        raise ValueError(
+            f"{caller}: task_duration_range maxima must be <= {MAX_TASK_DURATION} steps (the "
+            f"arrival table's exact float32 store), got {task_duration_range!r}"
+        )
     slack = _pair(caller, "deadline_slack", deadline_slack, integer=False, positive=True)
     horizon = float(np.max(ranges["task_duration_range"][1] * slack))
     if horizon >= KEY_SPAN:
@@ -354,7 +361,7 @@ def datacenter_transition(
     )
     queue, n_inserted, n_dropped = insert_arrivals(state.queue, arrivals, t, params.deadline_slack, params.task_eta)
     # Arrivals only fill free slots, so the tasks running before scheduling are the state's.
-    running_before = jnp.sum(jnp.where(state.task_status == RUNNING, state.task_gpus, 0))
+    running_before = slot_sum(jnp.where(state.task_status == RUNNING, state.task_gpus, 0))
     queue, running_gpus = schedule_with_load(queue, t, n, gpus_infer, action[0], action[1], running_before)
 
     running = queue.status == RUNNING

@@ -189,7 +189,7 @@ class TransGridEnv(Environment):
         p_bus: Array | None,
         *,
         at_reset: bool = False,
-        warm: tuple[Array, Array] | None = None,
+        warm: GridState | None = None,
     ) -> _Network:
         """Dispatch (agent set-points, or the OPF of the mode when ``dispatch`` is None) and
         solve the network. ``at_reset``: the AC-OPF mode starts from the spec's reset
@@ -228,10 +228,12 @@ class TransGridEnv(Environment):
                 # One load per bus in bus order (checked in make_trans_params): injections
                 # are negative load; bundle Q is ignored (spec §7.8).
                 load_p = load - p_bus
-            init_vm, init_va = warm if (warm is not None and params.pf_warm_start) else (None, None)
+            init_vm, init_va, init_pv_limit = (
+                self._warm_start(params, warm) if (warm is not None and params.pf_warm_start) else (None, None, None)
+            )
             pf = ac_power_flow(
                 params.acpf, flow.unit_power_mw, None, load_p, load_q,
-                init_vm=init_vm, init_va=init_va,
+                init_vm=init_vm, init_va=init_va, init_pv_limit=init_pv_limit,
                 max_iter=params.pf_max_iter, tol=params.pf_tol,
                 method=params.pf_method,
             )
@@ -279,6 +281,22 @@ class TransGridEnv(Environment):
             unserved_mw=unserved,
             info=info,
         )
+
+    def _warm_start(self, params: TransGridParams, state: GridState) -> tuple[Array, Array, Array]:
+        """AC PF warm start from the previous step's state: its voltages and its PV->PQ
+        switches (``pf_warm_start``). The state holds no switch flags: a PV bus is switched
+        iff its voltage left the set point (unswitched PV voltages are pinned to it
+        exactly), at the limit its generated Q is nearer to (Q from ``q_gen``). A state
+        with voltages outside [0.8, 1.2] p.u. (a failed solve) starts flat instead."""
+        net = params.acpf
+        sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
+        switched = net.is_pv & (state.vm != net.v_set) & sane
+        bus_q = params.case.nodes_units_map @ state.q_gen
+        at_max = bus_q >= 0.5 * (net.q_min_mvar + net.q_max_mvar)
+        side = jnp.where(switched, jnp.where(at_max, 1, -1), 0).astype(jnp.int32)
+        vm = jnp.where(sane, state.vm, 1.0)
+        va = jnp.where(sane, state.va, net.va_ref)
+        return vm, va, side
 
     def _solve_acopf(self, params: TransGridParams, load: Array, p_bus: Array | None) -> _Network:
         """Mode 2: the AC-OPF sets dispatch, voltages and flows (spec §2.2 step 6)."""
@@ -382,7 +400,7 @@ class TransGridEnv(Environment):
                 dispatch = denormalize_action(action[:n_unit_act], case.unit_p_min, case.unit_p_max)
             else:
                 dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
-        net = self._solve(params, dispatch, row, p_bus, warm=(state.vm, state.va))
+        net = self._solve(params, dispatch, row, p_bus, warm=state)
 
         gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
         power_balance = unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max) + net.unserved_mw

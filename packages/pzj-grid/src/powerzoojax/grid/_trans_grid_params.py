@@ -124,7 +124,11 @@ def make_trans_params(
     DC-OPF / AC-OPF (the AC-OPF interior point runs in float32 like the env: its
     tolerance is on PIPS' scaled KKT error, and 1e-4 gives objectives within ~1e-5 of a
     float64 solve on case 5); ``pf_failure_cost``: cost added to ``power_balance`` on a
-    step whose AC power flow or AC-OPF does not converge.
+    step whose AC power flow or AC-OPF does not converge. ``pf_warm_start`` (AC PF modes):
+    start each step's power flow from the previous state's voltages and PV->PQ switches
+    instead of a flat start; off by default because with Q limits the result may then
+    differ from the cold solve (a bus at a limit near its switching point; see
+    ``TransGridEnv._warm_start``).
     Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
     type.
     """
