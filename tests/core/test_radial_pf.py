@@ -36,6 +36,17 @@ def _nominal(case):
     return p, q
 
 
+def _random_der_loads(case, n_feeders: int, seed: int, scale=(1.0, 1.0)):
+    """``(p, q)`` of ``n_feeders`` feeders: nominal loads times a uniform ``scale`` less a
+    ±0.5 MW DER at every non-slack bus (the DistGridEnv regime), float64."""
+    p0, q0 = _nominal(case)
+    rng = np.random.default_rng(seed)
+    der = rng.uniform(-0.005, 0.005, (n_feeders, case.n_nodes))
+    der[:, case.slack_bus_idx] = 0.0
+    factor = rng.uniform(*scale, (n_feeders, 1))
+    return p0 * factor - der, q0 * factor
+
+
 def test_topology_case33bw_excludes_open_ties():
     case, net, _ = _feeder("33bw")
     assert net.n_branches == 32
@@ -139,13 +150,8 @@ def test_vmapped_random_der_matches_newton_ac_in_few_sweeps():
     from powerzoojax.physics import radial_power_flow
 
     case, net, y_bus = _feeder("33bw")
-    p0, q0 = _nominal(case)
-    rng = np.random.default_rng(11)
     n_feeders = 32
-    der = rng.uniform(-0.005, 0.005, (n_feeders, case.n_nodes))
-    der[:, case.slack_bus_idx] = 0.0
-    scale = rng.uniform(1.5, 2.2, (n_feeders, 1))
-    p, q = p0 * scale - der, q0 * scale
+    p, q = _random_der_loads(case, n_feeders, seed=11, scale=(1.5, 2.2))
     flows = jax.jit(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)))(
         net, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
     )
@@ -329,13 +335,9 @@ def test_compacted_batch_gives_each_feeder_its_own_solve():
     from powerzoojax.physics import radial_power_flow
 
     case, net, _ = _feeder("33bw")
-    p0, q0 = _nominal(case)
-    rng = np.random.default_rng(7)
     n_feeders = 1024
-    der = rng.uniform(-0.005, 0.005, (n_feeders, case.n_nodes))
-    der[:, case.slack_bus_idx] = 0.0
-    p32 = jnp.asarray(p0 - der, jnp.float32)
-    q32 = jnp.asarray(np.tile(q0, (n_feeders, 1)), jnp.float32)
+    p, q = _random_der_loads(case, n_feeders, seed=7)
+    p32, q32 = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
 
     def one(pq):
         return radial_power_flow(net, pq[0], pq[1])
