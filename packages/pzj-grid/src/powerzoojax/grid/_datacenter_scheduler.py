@@ -115,14 +115,19 @@ def slot_max(x: Int[Array, "*batch n"]) -> Int[Array, "*batch"]:
     return jnp.max(_fold(x, jnp.maximum), axis=-1)
 
 
-# Prefix sums are a product with a constant upper-triangular 0/1 matrix in float32: one
-# matmul kernel per call. The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a
-# quadratic ``reduce_window``) is ~12 small kernels, each re-reading its fused producers
-# (session 5: +15–20 % env-steps per CPU-second for the whole microgrid step).
+# Prefix sums are float32 products with constant 0/1 triangular matrices, in blocks of
+# ``_CUM_BLOCK``: a product inside each block, then the block totals' exclusive prefix (a
+# second, tiny product) added back. One 64 × 64 product per env was 4,096 multiply-adds
+# (session 8: three of them were ≈ 18 % of the microgrid step); blocks of 8 need 576, and
+# the same-process A/B gave +7 % per CPU-second, outputs bit-identical (blocks of 4: +4 %,
+# of 16: slower). The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a quadratic
+# ``reduce_window``) and integer add chains are many small kernels or are recomputed in
+# every consumer (session 8: −40 % with the chains).
 # Exact while every partial sum stays below 2**24: the summands are 0/1 flags or task GPU
 # counts over at most ``N_TASK_SLOTS`` slots, and ``make_datacenter_params`` keeps
 # ``task_gpus_max <= MAX_TASK_GPUS``. ``HIGHEST`` keeps accelerators from rounding the
 # operands to bf16/tf32.
+_CUM_BLOCK = 8
 MAX_TASK_GPUS = (1 << 24) // N_TASK_SLOTS - 1
 # Longest task [steps] the arrival table stores exactly (``store_once``, a float32 division).
 MAX_TASK_DURATION = (1 << 24) - 1
@@ -131,8 +136,11 @@ MAX_TASK_DURATION = (1 << 24) - 1
 def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
     """Inclusive prefix sum of non-negative integers whose total is below ``2**24``."""
     n = x.shape[-1]
-    upper = jnp.asarray(np.triu(np.ones((n, n), np.float32)))
-    return jnp.dot(x.astype(jnp.float32), upper, precision=jax.lax.Precision.HIGHEST).astype(jnp.int32)
+    b = _CUM_BLOCK if n % _CUM_BLOCK == 0 else n
+    dot = lambda a, m: jnp.dot(a, jnp.asarray(m, jnp.float32), precision=jax.lax.Precision.HIGHEST)  # noqa: E731
+    inner = dot(x.astype(jnp.float32).reshape(n // b, b), np.triu(np.ones((b, b))))
+    before = dot(inner[:, -1], np.triu(np.ones((n // b, n // b)), 1))
+    return (inner + before[:, None]).reshape(n).astype(jnp.int32)
 
 
 def insert_arrivals(
@@ -157,17 +165,24 @@ def insert_arrivals(
     src = jnp.where(is_ft, MAX_ARRIVALS + free_rank - n_train, free_rank)
     slack = jnp.where(is_ft, deadline_slack[1], deadline_slack[0])
     src = jnp.clip(src, 0, N_TASK_TYPES * MAX_ARRIVALS - 1)
-    # The candidate table is stored once per env, env-major: a gather whose operand is a
-    # fused expression (uniform → floor → clip, or the layout transpose of ``materialise``)
-    # re-evaluates it for every gathered element, 64 per env (session 7: +5–12 % without
-    # the parallel-task split, neutral with it; storing it in 12-bit halves instead gave
-    # the gain back). Exact: ``make_datacenter_params``
-    # keeps GPU counts and durations at most ``MAX_TASK_DURATION < 2**24``.
+    # The candidate table is stored once per env: a per-slot consumer of the fused
+    # expression (uniform → floor → clip) re-evaluates it for every slot, 64 per env
+    # (session 7: +5–12 % without the parallel-task split; storing it in 12-bit halves
+    # instead gave the gain back). Exact: ``make_datacenter_params`` keeps GPU counts and
+    # durations at most ``MAX_TASK_DURATION < 2**24``.
     table = jnp.concatenate([arrivals.gpus, arrivals.duration])
     table = store_once(table, table)
-    duration = table[src + N_TASK_TYPES * MAX_ARRIVALS]
+    # A select per candidate rather than a gather: XLA:CPU's gather is a scalar loop over
+    # (env, slot) pairs (≈ 60 µs per table column at N = 256), the ten selects vectorise.
+    # Stored once, or every consumer fusion would redo the chain (session 8: +7 %).
+    n_cand = N_TASK_TYPES * MAX_ARRIVALS
+    new_gpus, duration = table[0], table[n_cand]
+    for r in range(1, n_cand):
+        new_gpus = jnp.where(src == r, table[r], new_gpus)
+        duration = jnp.where(src == r, table[n_cand + r], duration)
+    new_gpus, duration = store_once(new_gpus, src), store_once(duration, src)
     queue = TaskQueue(
-        gpus=jnp.where(takes, table[src], queue.gpus),
+        gpus=jnp.where(takes, new_gpus, queue.gpus),
         deadline=jnp.where(takes, time_step + (duration.astype(jnp.float32) * slack).astype(jnp.int32), queue.deadline),
         duration=jnp.where(takes, duration, queue.duration),
         remaining=jnp.where(takes, 0, queue.remaining),
