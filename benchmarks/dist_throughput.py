@@ -35,6 +35,9 @@ env at N = 1024), in both harness configurations, beside the pandapower baseline
 on its own thread. The figures are then "on K cores"; without it the program is one
 device, as in every earlier figure.
 
+``--no-ynn`` compiles without XLA:CPU's YNNPACK fusions (``NO_YNN_FLAG``, a compiler
+setting; the env is unchanged).
+
 ``--malloc-keep`` sets glibc's ``mallopt`` so that every allocation comes from the heap and
 freed memory is kept (one arena, ``M_MMAP_THRESHOLD`` 1 GiB, ``M_TRIM_THRESHOLD`` max) before
 JAX starts. glibc serves blocks above 32 MiB with a fresh ``mmap`` per call, so each call's
@@ -72,6 +75,14 @@ def keep_freed_memory() -> bool:
 
 
 MALLOC_KEEP = "--malloc-keep" in sys.argv and keep_freed_memory()
+
+# Compile without XLA:CPU's YNNPACK fusions (dots, reductions and elementwise chains it
+# would hand to YNNPACK are then XLA's own kernels). Session 8, 33bw N = 4096: +15 % per
+# CPU-second on one core and +11–16 % wall on two host devices; outputs equal to float32
+# round-off (max |Δobs| 7e-7). A process-wide compiler setting, so off by default.
+NO_YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
+if "--no-ynn" in sys.argv:  # must precede the first JAX import
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + NO_YNN_FLAG).strip()
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
@@ -225,6 +236,8 @@ def main():
                     help="shard the env axis over this many forced XLA host devices (one per core)")
     ap.add_argument("--malloc-keep", action="store_true",
                     help="glibc mallopt: big buffers from the heap, freed memory kept (see module docstring)")
+    ap.add_argument("--no-ynn", action="store_true",
+                    help=f"compile without XLA:CPU's YNNPACK fusions ({NO_YNN_FLAG}; see NO_YNN_FLAG)")
     args = ap.parse_args()
     malloc_keep = MALLOC_KEEP
     if args.malloc_keep and not malloc_keep:
