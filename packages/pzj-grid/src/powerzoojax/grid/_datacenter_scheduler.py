@@ -119,10 +119,10 @@ def slot_max(x: Int[Array, "*batch n"]) -> Int[Array, "*batch"]:
 # ``_CUM_BLOCK``: a product inside each block, then the block totals' exclusive prefix (a
 # second, tiny product) added back. One 64 × 64 product per env was 4,096 multiply-adds
 # (session 8: three of them were ≈ 18 % of the microgrid step); blocks of 8 need 576, and
-# the same-process A/B gave +7 % per CPU-second, outputs bit-identical (blocks of 4: +4 %,
+# the same-process A/B gave +7 % per CPU-second, outputs bit-identical (blocks of 4: +2–6 %,
 # of 16: slower). The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a quadratic
-# ``reduce_window``) and integer add chains are many small kernels or are recomputed in
-# every consumer (session 8: −40 % with the chains).
+# ``reduce_window``) is many small kernels; integer add chains inside the blocks are
+# copied into every consumer fusion (session 8: −3 %, and −40 % when stored once).
 # Exact while every partial sum stays below 2**24: the summands are 0/1 flags or task GPU
 # counts over at most ``N_TASK_SLOTS`` slots, and ``make_datacenter_params`` keeps
 # ``task_gpus_max <= MAX_TASK_GPUS``. ``HIGHEST`` keeps accelerators from rounding the
@@ -137,7 +137,10 @@ def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
     """Inclusive prefix sum of non-negative integers whose total is below ``2**24``."""
     n = x.shape[-1]
     b = _CUM_BLOCK if n % _CUM_BLOCK == 0 else n
-    dot = lambda a, m: jnp.dot(a, jnp.asarray(m, jnp.float32), precision=jax.lax.Precision.HIGHEST)  # noqa: E731
+
+    def dot(a: Array, m: np.ndarray) -> Array:
+        return jnp.dot(a, jnp.asarray(m, jnp.float32), precision=jax.lax.Precision.HIGHEST)
+
     inner = dot(x.astype(jnp.float32).reshape(n // b, b), np.triu(np.ones((b, b))))
     before = dot(inner[:, -1], np.triu(np.ones((n // b, n // b)), 1))
     return (inner + before[:, None]).reshape(n).astype(jnp.int32)
