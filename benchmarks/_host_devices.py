@@ -11,8 +11,9 @@ reduction.
 Import this module before JAX: the flag must be set before the CPU backend starts.
 """
 
-import os
 import sys
+
+from _xla_env import add_xla_flags
 
 
 def host_devices_from_argv() -> int:
@@ -24,9 +25,7 @@ def host_devices_from_argv() -> int:
 
 
 if host_devices_from_argv() > 1:
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={host_devices_from_argv()}"
-    ).strip()
+    add_xla_flags(f"--xla_force_host_platform_device_count={host_devices_from_argv()}")
 
 
 def shard_over_hosts(fn, mesh):

@@ -17,8 +17,8 @@ and batch size N (``--n-envs``, default 1 16 64 256 1024):
 ``--quick`` runs N in (1, 64, 1024), two repeats, and skips Newton above N = 64 (its
 batched LU costs seconds per call on case 118). ``fdlf`` handles PV->PQ switches through
 a precomputed Schur system (see ``powerzoojax.physics._ac_pf``); it is the TransGridEnv
-default. Prefer 1-thread runs on a shared machine:
-``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"``. Results are printed as a Markdown table;
+default. Prefer one-core runs on a shared machine
+(``taskset -c 0 uv run python benchmarks/ac_pf_throughput.py ...``). Results are printed as a Markdown table;
 ``--markdown PATH`` also writes them to a file.
 
     uv run python benchmarks/ac_pf_throughput.py --quick --markdown benchmarks/results/ac_pf.md

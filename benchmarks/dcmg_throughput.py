@@ -21,8 +21,8 @@ printed.
     uv run python benchmarks/dcmg_throughput.py --quick
     uv run python benchmarks/dcmg_throughput.py --n-envs 1 16 256 4096 --markdown
 
-``--single-thread`` sets ``XLA_FLAGS`` to one intra-op thread before JAX starts (less noise on
-a shared machine; the wall-clock rate is then a one-core figure). ``--no-task-split`` compiles
+``--single-thread`` pins the process to one CPU before JAX starts (less noise on a shared
+machine; the wall-clock rate is then a one-core figure; see ``_xla_env.one_core``). ``--no-task-split`` compiles
 without XLA:CPU's parallel-task partitioning (a compiler setting, the env is unchanged; see
 ``NO_TASK_SPLIT_FLAG``); ``--host-devices 2`` steps half the envs on each core.
 
@@ -44,10 +44,12 @@ import time
 # cores are already busy with their own shard. A compiler setting: the env is unchanged.
 NO_TASK_SPLIT_FLAG = "--xla_disable_hlo_passes=cpu-parallel-task-assigner"
 
-if "--single-thread" in sys.argv:  # must precede the first JAX import
-    os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+import _xla_env  # noqa: E402  (process-wide settings, before the first JAX import)
+
+if "--single-thread" in sys.argv:
+    _xla_env.one_core()
 if "--no-task-split" in sys.argv:
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + NO_TASK_SPLIT_FLAG).strip()
+    _xla_env.add_xla_flags(NO_TASK_SPLIT_FLAG)
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402
@@ -284,7 +286,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help=f"N in {QUICK_N_ENVS}, 3 repeats, 2 NumPy episodes")
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--single-thread", action="store_true", help="one XLA intra-op thread (set before JAX starts)")
+    parser.add_argument("--single-thread", action="store_true", help="pin the process to one CPU (set before JAX starts)")
     parser.add_argument("--pre-drawn", action="store_true",
                         help="also time each N with the actions drawn outside the timed call (the env alone)")
     parser.add_argument("--no-task-split", action="store_true",

@@ -23,10 +23,9 @@ a time: steps/s = steps / wall time. It is the per-step CPU cost a non-JAX env w
 
 ``--quick`` measures only the two issue targets (DistGridEnv 33bw at N = 4096, the DSO
 env at N = 1024), in both harness configurations, beside the pandapower baseline. Run from the repository root
-(single-threaded XLA, as the recorded figures)::
+(one core)::
 
-    XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
-        uv run python benchmarks/dist_throughput.py --quick --markdown
+    taskset -c 0 uv run python benchmarks/dist_throughput.py --quick --markdown
     uv run python benchmarks/dist_throughput.py --n-envs 1 64 1024 4096 --markdown
 
 ``--host-devices K`` splits the CPU into K XLA host devices
@@ -76,13 +75,15 @@ def keep_freed_memory() -> bool:
 
 MALLOC_KEEP = "--malloc-keep" in sys.argv and keep_freed_memory()
 
+import _xla_env  # noqa: E402  (process-wide settings, before the first JAX import)
+
 # Compile without XLA:CPU's YNNPACK fusions (dots, reductions and elementwise chains it
 # would hand to YNNPACK are then XLA's own kernels). Session 8, 33bw N = 4096: +15 % per
 # CPU-second on one core and +11–16 % wall on two host devices; outputs equal to float32
 # round-off (max |Δobs| 7e-7). A process-wide compiler setting, so off by default.
 NO_YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 if "--no-ynn" in sys.argv:  # must precede the first JAX import
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + NO_YNN_FLAG).strip()
+    _xla_env.add_xla_flags(NO_YNN_FLAG)
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
 import jax  # noqa: E402

@@ -25,7 +25,7 @@ Two modes:
 Multiply env-steps/s by 5 for agent-steps/s. ``--env case5-units``: the same trainer on
 ``GridMARLEnv`` (preset ``case5-ippo``: 5 unit agents of a DC case-5 dispatch, 48-step
 episodes, no solver in the step), which shows the trainer's own cost. ``--one-thread``
-sets ``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"``
+pins the process to one CPU (``_xla_env.one_core``)
 before JAX starts (the figures to compare on a shared machine).
 
 Run from the repository root::
@@ -46,6 +46,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import _xla_env  # noqa: E402
 from train_throughput import machine_info  # noqa: E402
 
 
@@ -128,10 +129,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one compiled update per N, called twice (< 2 min)")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--env", choices=sorted(PRESET_OF_ENV), default="gencos")
-    parser.add_argument("--one-thread", action="store_true", help="single-threaded XLA CPU (set before JAX starts)")
+    parser.add_argument("--one-thread", action="store_true", help="pin the process to one CPU (set before JAX starts)")
     args = parser.parse_args()
     if args.one_thread:
-        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        _xla_env.one_core()
     n_envs = args.n_envs or [64, 256, 1024]
     start = time.perf_counter()
     if args.quick:
@@ -141,7 +142,7 @@ def main() -> None:
     total_s = time.perf_counter() - start
     info = machine_info()
     what = "MarketMARLEnv case 5 (5 agents)" if args.env == "gencos" else "GridMARLEnv case 5 (5 unit agents)"
-    threads = ", 1 XLA thread" if args.one_thread else ""
+    threads = ", one core" if args.one_thread else ""
     mode = "one update per N (--quick)" if args.quick else f"{args.updates} updates per call, median of {args.repeats}"
     print(f"IPPO on {what}{threads}, {mode}; {info['cpu']}, {info['cores']} cores, jax {info['jax']} "
           f"({info['backend']}), load average {info['load_average_1min']}, {total_s:.0f} s in all")

@@ -14,6 +14,18 @@ import pytest
 # Keep the suite on a deterministic, thread-friendly CPU setup on the 2-core CI box.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+# Compiles are most of the suite's time. JAX's persistent cache (keyed by the program,
+# the JAX/XLA version and the compile options) lets the two xdist workers, CI's
+# per-distribution runs and local re-runs reuse each other's compiled programs; eager
+# (disable_jit) checks compile one tiny program per primitive, hence no minimum time.
+# Tests count traces, never compiles, so no check depends on it. An explicit
+# JAX_COMPILATION_CACHE_DIR wins; delete .pytest_cache/jax-compile to start cold.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "jax-compile"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 # CI runs a fixed sequence of hypothesis examples (HYPOTHESIS_PROFILE=ci in .ci/run) so
