@@ -46,7 +46,8 @@ def test_observation_layout_and_info_keys(case5, physics, solver_mode):
     from powerzoojax.envs import TransGridEnv, make_trans_params
 
     env = TransGridEnv()
-    params = make_trans_params(case5, max_steps=4, physics=physics, solver_mode=solver_mode)
+    # max_steps as in the conformance kit above: the same program, so a persistent-cache hit.
+    params = make_trans_params(case5, max_steps=3, physics=physics, solver_mode=solver_mode)
     n_ac = case5.n_nodes if physics == 1 else 0
     assert env.obs_dim(params) == case5.n_lines + n_ac + case5.n_loads + case5.n_units + 2
     obs, state = _jitted(env)[0](jr.PRNGKey(0), params)
