@@ -18,7 +18,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # the JAX/XLA version and the compile options) lets the two xdist workers, CI's
 # per-distribution runs and local re-runs reuse each other's compiled programs; eager
 # (disable_jit) checks compile one tiny program per primitive, hence no minimum time.
-# Tests count traces, never compiles, so no check depends on it. An explicit
+# Tests count traces, never compiles, so no check depends on it. An entry the other
+# worker is still writing reads as a decompression warning and a recompile. An explicit
 # JAX_COMPILATION_CACHE_DIR wins; delete .pytest_cache/jax-compile to start cold.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     import jax
