@@ -289,6 +289,32 @@ def test_preference_term_and_no_retrace():
     assert int(biased.status) == DCOPF_OPTIMAL
 
 
+def test_fixed_units_leave_no_overload_on_an_optimal_answer():
+    """Known bug (fixed): on this UC step's LP the two units committed off (bounds
+    [0, 0]) were widened to 0.06 MW slivers inside the solve and clipped back
+    afterwards, which moved line flows: a 0.0014 MW overload on an OPTIMAL answer. The
+    slivers are now 1e-6 of the widest box, solved in offsets from the lower bounds so
+    that float32 resolves them. (The LP is near-flat: moving MW from unit 1 to units 3-4
+    costs 0.15 $/h per MW, so a float32 answer within ``tol`` may stop MW short of the
+    vertex; see ``benchmarks/results/opf.md``, session 10.)"""
+    case = _case("5")
+    load = np.asarray([0.0, 225.0, 225.0, 300.0, 0.0])
+    p_min = np.asarray([0.0, 127.48656, 0.0, 0.0, 358.92715])
+    p_max = np.asarray([0.0, 170.0, 0.0, 62.582928, 600.0])
+    c = np.asarray([14.0, 13.640439, 30.0, 39.666077, 5.979694])
+    ref = _highs("5", False, load, p_min, p_max, c)
+    setup = make_dc_opf_setup(case)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    single = dc_opf(setup, f32(load), p_min=f32(p_min), p_max=f32(p_max), cost_c=f32(c))
+    batched = _run("5", False, load[None], p_min[None], p_max[None], np.zeros((1, 5)), c[None])
+    for res in (single, jax.tree.map(lambda v: v[0], batched)):
+        assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+        assert float(res.objective) == pytest.approx(ref.fun, rel=1e-4)
+        # Flows of ~400 MW carry float32 rounding of ~3e-5 MW; the slivers left 1.4e-3.
+        assert float(res.line_violation_mw) <= 1e-4
+        assert np.all(np.asarray(res.p_mw)[[0, 2]] == 0.0)
+
+
 def test_case118_rated_150mw_regression_matches_highs():
     """Known bugs (fixed): with every case-118 line at 150 MW some feasible loads ended
     UNCONVERGED — the float32 dual residual stalls near 1e-3 of the largest marginal cost
