@@ -67,7 +67,7 @@ from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solv
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
 UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
-_MIN_WIDTH_REL = 1e-6  # fixed units are widened by this fraction of the widest box
+_MIN_WIDTH_REL = 1e-6  # fixed units are widened by this fraction of the widest box (see _qp_ipm)
 
 
 class DCOPFSetup(eqx.Module):
@@ -212,18 +212,11 @@ def dc_opf(
             load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
         )
         mon_cap, mon_floor = cap[setup.mon_idx], floor[setup.mon_idx]
-        # Solved in offsets from the lower bounds (the cost polynomial re-expanded around
-        # ``lo``): a fixed unit's sliver ``[0, w]`` then keeps full float32 precision at any
-        # output level, so it can be thin enough that clipping it off afterwards moves no
-        # line flow measurably (a 1e-4 sliver left 0.0014 MW overloads on OPTIMAL answers).
-        lo_flow = lo @ mon_m_t
         sol = solve_dispatch_qp(
-            a, quad + 2.0 * a * lo, (a * lo + quad) * lo + lin, jnp.zeros_like(lo), hi_w - lo, total_solve - cap_lo,
-            mon_m_t, mon_floor + load_flow_mon - lo_flow, mon_cap + load_flow_mon - lo_flow,
-            penalty=line_penalty, max_iter=max_iter, tol=tol, x0=None if p_init is None else jnp.asarray(p_init, dtype) - lo,
-            objective_offset=generation_cost(lo, a, quad, lin),
+            a, quad, lin, lo, hi_w, total_solve, mon_m_t,
+            mon_floor + load_flow_mon, mon_cap + load_flow_mon,
+            penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
         )
-        sol = eqx.tree_at(lambda r: r.x, sol, sol.x + lo)
         # An iteration that stops early on an infeasible instance (float32 steps turn
         # non-finite near the elastic optimum) still carries row duals near the penalty
         # on the violated lines: a Farkas certificate from them classifies it.
