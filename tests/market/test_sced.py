@@ -282,6 +282,21 @@ def test_vmap_matches_single_solves(case5):
         np.testing.assert_allclose(float(batched.offer_cost[i]), float(single.offer_cost), rtol=1e-5)
 
 
+def test_vmapped_interior_point_sced_issues_no_lapack_call(case5):
+    """jaxlib 0.10's batched LAPACK kernels can deadlock a 2-core pool (see
+    ``tests/core/test_small_linalg.py``); the SCED IPM uses ``physics._small_linalg``."""
+    import jax
+    import jax.numpy as jnp
+
+    from powerzoojax.market import offer_sced, prepare_offer_sced
+
+    cap = np.full(case5.n_lines, 150.0)
+    setup = prepare_offer_sced(case5, 3, line_cap=cap, line_floor=-cap)
+    loads = jnp.full((256, case5.n_nodes), 100.0, jnp.float32)
+    text = jax.jit(jax.vmap(lambda load: offer_sced(setup, load, method="ipm"))).lower(loads).as_text()
+    assert "lapack" not in text.lower()
+
+
 def test_piecewise_ed_truthful_equals_cost_segments(case5):
     import jax
     import jax.numpy as jnp
