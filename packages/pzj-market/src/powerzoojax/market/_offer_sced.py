@@ -41,7 +41,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
 from powerzoojax.market._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments, merit_order_fill
-from powerzoojax.physics._small_linalg import cho_solve, cholesky
+from powerzoojax.physics._small_linalg import inverse_cholesky, spd_solve
 
 OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
 STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -255,12 +255,13 @@ def offer_sced(
         scale = lax.rsqrt(jnp.maximum(jnp.diag(hess), 1e-10))
         # Ridge on the equilibrated matrix: relative to each diagonal, so a binding
         # line's huge weight cannot inflate it into a wrong Newton direction.
-        chol = cholesky(scale[:, None] * hess * scale[None, :] + _RIDGE * jnp.eye(n))
-        y_ones = cho_solve(chol, scale) * scale
+        # H⁻¹ ≈ S (S H S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
+        m_inv = inverse_cholesky(scale[:, None] * hess * scale[None, :] + _RIDGE * jnp.eye(n)) * scale[None, :]
+        y_ones = spd_solve(m_inv, jnp.ones_like(scale))
 
         def bordered_solve(b1, b2):
-            # [[H, 1], [1ᵀ, 0]] [dx; dν] = [b1; b2] by elimination on the Cholesky of H.
-            y = cho_solve(chol, b1 * scale) * scale
+            # [[H, 1], [1ᵀ, 0]] [dx; dν] = [b1; b2] by elimination on the factor of H.
+            y = spd_solve(m_inv, b1)
             dnu = (jnp.sum(y) - b2) / jnp.sum(y_ones)
             return y - y_ones * dnu, dnu
 
@@ -380,7 +381,7 @@ def _primal_lmp(
     wm = marginal.astype(jnp.float32)
     sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
     normal = a.T @ (wm[:, None] * a) + 1e-6 * jnp.eye(n_lines + 1)
-    z = cho_solve(cholesky(normal), a.T @ (wm * (-c / sc)))
+    z = spd_solve(inverse_cholesky(normal), a.T @ (wm * (-c / sc)))
     residual = jnp.max(jnp.abs(wm * (a @ z + c / sc)))
     n_unknowns = 1 + jnp.sum(active)
     ok = (jnp.sum(marginal) >= n_unknowns) & (residual < 1e-4) & jnp.all(jnp.isfinite(z))
