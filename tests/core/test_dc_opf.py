@@ -263,10 +263,32 @@ def test_float64_inputs_give_float64_results():
     case = _case("5")
     with jax.enable_x64(True):
         setup = make_dc_opf_setup(case)
-        res = dc_opf(setup, jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0], jnp.float64), tol=1e-8, max_iter=60)
+        res = jax.jit(lambda load: dc_opf(setup, load, tol=1e-8, max_iter=60))(jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0], jnp.float64))
         assert res.p_mw.dtype == jnp.float64 and res.lmp.dtype == jnp.float64
         ref = _highs("5", False, np.asarray([100.0, 150.0, 200.0, 180.0, 120.0]), np.zeros(5), np.asarray(case.unit_p_max), np.asarray(case.unit_cost_c))
         assert float(res.objective) == pytest.approx(ref.fun, rel=1e-6)
+
+
+def test_float64_reaches_the_vertex_of_a_near_flat_lp():
+    """Known bug (fixed): on the near-flat LP of the test below, float64 at tol 1e-8
+    never converged (the dual residual stalled at 1e-2 for 90 iterations: the float32
+    ridge, 1e-5 of the equilibrated diagonal, hid a low-curvature direction from the
+    Newton solve). Float64 now uses a 1e-10 ridge and lands on HiGHS's vertex."""
+    case = _case("5")
+    load = np.asarray([0.0, 225.0, 225.0, 300.0, 0.0])
+    p_min = np.asarray([0.0, 127.48656, 0.0, 0.0, 358.92715])
+    p_max = np.asarray([0.0, 170.0, 0.0, 62.582928, 600.0])
+    c = np.asarray([14.0, 13.640439, 30.0, 39.666077, 5.979694])
+    ref = _highs("5", False, load, p_min, p_max, c)
+    with jax.enable_x64(True):
+        setup = make_dc_opf_setup(case)
+        f64 = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
+        res = jax.jit(lambda *a: dc_opf(setup, a[0], p_min=a[1], p_max=a[2], cost_c=a[3], tol=1e-8, max_iter=40))(
+            f64(load), f64(p_min), f64(p_max), f64(c)
+        )
+        assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+        np.testing.assert_allclose(np.asarray(res.p_mw), ref.x, atol=1e-3)
+        assert float(res.objective) == pytest.approx(ref.fun, rel=1e-8)
 
 
 def test_preference_term_and_no_retrace():

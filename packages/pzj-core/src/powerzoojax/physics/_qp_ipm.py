@@ -43,6 +43,7 @@ from powerzoojax.physics._small_linalg import inverse_cholesky, spd_solve
 
 _TAU = 0.995  # fraction of the distance to the boundary taken per step
 _RIDGE = 1e-5  # relative to the equilibrated diagonal (float32 pivots fail below ~1e-6)
+_RIDGE_F64 = 1e-10  # float64 pivots hold far below that
 _DUAL_WEIGHT_ACCEPT = 0.02  # dual residual accepted up to 50·tol (see the convergence note)
 _PROX = 1e-4  # strict-convexity floor on the scaled Hessian (linear costs are degenerate)
 _REFINE = 3  # iterative-refinement steps per solve (they undo the ridge)
@@ -126,6 +127,7 @@ def solve_dispatch_qp(
     obj_offset = cost_lo / (sc * sx)
     h = jnp.concatenate([row_hi, -row_lo]) / sx
     eye = jnp.eye(n, dtype=dtype)
+    ridge = _RIDGE_F64 if dtype == jnp.float64 else _RIDGE
 
     def g_of(x):  # stacked rows [A x; −A x]
         ax = x @ a_t
@@ -202,7 +204,7 @@ def solve_dispatch_qp(
             kmat = a_t @ (w_net[:, None] * a_t.T) + jnp.diag(kdiag)
             scale = lax.rsqrt(jnp.maximum(jnp.diag(kmat), 1e-30))
             # K⁻¹ ≈ S (S K S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
-            m_inv = inverse_cholesky(scale[:, None] * kmat * scale[None, :] + _RIDGE * eye) * scale[None, :]
+            m_inv = inverse_cholesky(scale[:, None] * kmat * scale[None, :] + ridge * eye) * scale[None, :]
 
             def ksolve_once(b):
                 return spd_solve(m_inv, b)
@@ -245,8 +247,8 @@ def solve_dispatch_qp(
             return jnp.minimum(1.0, a_p), jnp.minimum(1.0, a_d)
 
         # Predictor (affine scaling), then Mehrotra's centring + second-order corrector.
-        # ``K⁻¹1`` (for the balance row) and the predictor share one solve: two columns
-        # cost about one (each pass reads the whole inverse factor).
+        # ``K⁻¹1`` (for the balance row) and the predictor go through one refined solve
+        # as two columns (one refinement loop; ``kmul`` takes both in one product).
         c_aff = (zl * xl, zu * xu, z * s, y * t)
         rhs_aff, g_aff = rhs_of(*c_aff)
         k_both = ksolve(jnp.stack([jnp.ones_like(x), rhs_aff], axis=1))
