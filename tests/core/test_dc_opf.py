@@ -269,16 +269,23 @@ def test_float64_inputs_give_float64_results():
         assert float(res.objective) == pytest.approx(ref.fun, rel=1e-6)
 
 
+# A UC step's LP on case 5 (node loads, p_min, p_max, linear costs): units 0 and 2 are
+# committed off, and moving MW from unit 1 to units 3-4 costs only 0.15 $/h per MW.
+_NEAR_FLAT_LP = (
+    np.asarray([0.0, 225.0, 225.0, 300.0, 0.0]),
+    np.asarray([0.0, 127.48656, 0.0, 0.0, 358.92715]),
+    np.asarray([0.0, 170.0, 0.0, 62.582928, 600.0]),
+    np.asarray([14.0, 13.640439, 30.0, 39.666077, 5.979694]),
+)
+
+
 def test_float64_reaches_the_vertex_of_a_near_flat_lp():
-    """Known bug (fixed): on the near-flat LP of the test below, float64 at tol 1e-8
+    """Known bug (fixed): on ``_NEAR_FLAT_LP``, float64 at tol 1e-8
     never converged (the dual residual stalled at 1e-2 for 90 iterations: the float32
     ridge, 1e-5 of the equilibrated diagonal, hid a low-curvature direction from the
     Newton solve). Float64 now uses a 1e-10 ridge and lands on HiGHS's vertex."""
     case = _case("5")
-    load = np.asarray([0.0, 225.0, 225.0, 300.0, 0.0])
-    p_min = np.asarray([0.0, 127.48656, 0.0, 0.0, 358.92715])
-    p_max = np.asarray([0.0, 170.0, 0.0, 62.582928, 600.0])
-    c = np.asarray([14.0, 13.640439, 30.0, 39.666077, 5.979694])
+    load, p_min, p_max, c = _NEAR_FLAT_LP
     ref = _highs("5", False, load, p_min, p_max, c)
     with jax.enable_x64(True):
         setup = make_dc_opf_setup(case)
@@ -320,10 +327,7 @@ def test_fixed_units_leave_no_overload_on_an_optimal_answer():
     costs 0.15 $/h per MW, so a float32 answer within ``tol`` may stop MW short of the
     vertex; see ``benchmarks/results/opf.md``, session 10.)"""
     case = _case("5")
-    load = np.asarray([0.0, 225.0, 225.0, 300.0, 0.0])
-    p_min = np.asarray([0.0, 127.48656, 0.0, 0.0, 358.92715])
-    p_max = np.asarray([0.0, 170.0, 0.0, 62.582928, 600.0])
-    c = np.asarray([14.0, 13.640439, 30.0, 39.666077, 5.979694])
+    load, p_min, p_max, c = _NEAR_FLAT_LP
     ref = _highs("5", False, load, p_min, p_max, c)
     setup = make_dc_opf_setup(case)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
