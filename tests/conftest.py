@@ -19,8 +19,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # programs about a third faster than its default MLIR fusion emitters (three case-5
 # TransGridEnv steps and a toy rollout: 13.6 -> 9.0 s; eager sin-and-scale of 20 array
 # sizes: 2.76 -> 1.54 s) at the same run time (case-5 vmapped DC-OPF, N = 1024: 22.2 vs
-# 23.0 ms). Both are
-# XLA's supported code paths; PZJ_TEST_XLA_DEFAULT=1 runs the suite under XLA's default.
+# 23.0 ms). Both are XLA's supported code paths; PZJ_TEST_XLA_DEFAULT=1 runs the suite
+# under XLA's default.
 if os.environ.get("PZJ_TEST_XLA_DEFAULT") != "1" and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
 
