@@ -122,6 +122,68 @@ def test_heavy_overload_is_finite_and_not_converged():
         assert int(flow.n_iter) <= 100
         v = np.asarray(flow.v_mag)
         assert v.min() >= 0.5 - 1e-6 and v.max() <= 2.0 + 1e-6
+        # A failed solve hands the next one no warm start.
+        np.testing.assert_array_equal(np.asarray(flow.loss_correction), 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def _warm_solver():
+    from powerzoojax.physics import radial_power_flow
+
+    return jax.jit(jax.vmap(lambda net, p, q, w: radial_power_flow(net, p, q, warm_start=w), in_axes=(None, 0, 0, 0)))
+
+
+def test_warm_start_reaches_the_same_solution_in_fewer_sweeps():
+    # One time step of smooth profiles: loads A, then A moved by up to ±3 % per bus. The
+    # solve of B warm-started from A's loss_correction must land on B's fixed point (the
+    # NumPy sweep to convergence) like the cold solve, in fewer sweeps. 256 feeders, so the
+    # batched rule's peeled sweeps and a compaction stage run; the single solves agree.
+    from powerzoojax.physics import radial_power_flow
+
+    case, net, _ = _feeder("33bw")
+    p_a, q_a = _random_der_loads(case, 256, seed=11, scale=(0.6, 1.4))
+    rng = np.random.default_rng(12)
+    move = rng.uniform(0.97, 1.03, p_a.shape)
+    p_b, q_b = p_a * move, q_a * move
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    zeros = jnp.zeros((256, net.n_branches), jnp.float32)
+    first = _warm_solver()(net, f32(p_a), f32(q_a), zeros)
+    assert bool(jnp.all(first.converged))
+    correction = first.loss_correction
+    assert float(jnp.max(jnp.abs(correction))) > 0.0
+    cold = _warm_solver()(net, f32(p_b), f32(q_b), zeros)
+    warm = _warm_solver()(net, f32(p_b), f32(q_b), correction)
+    assert bool(jnp.all(cold.converged)) and bool(jnp.all(warm.converged))
+    n_cold, n_warm = np.asarray(cold.n_iter), np.asarray(warm.n_iter)
+    assert n_warm.mean() <= n_cold.mean() - 0.3 and n_warm.max() <= n_cold.max(), (
+        np.bincount(n_cold), np.bincount(n_warm)
+    )
+    worst = 0.0
+    for i in range(0, 256, 32):
+        v_sq, flow_p, _, _ = _distflow_reference(net, p_b[i], q_b[i])
+        for flow in (cold, warm):
+            worst = max(
+                worst,
+                float(np.max(np.abs(np.asarray(flow.v_sq[i], np.float64) - v_sq))),
+                float(np.max(np.abs(np.asarray(flow.p_branch[i], np.float64) - flow_p))),
+            )
+    assert worst < 5e-6, worst
+    np.testing.assert_allclose(np.asarray(warm.v_sq), np.asarray(cold.v_sq), atol=2e-6)
+    # Batched warm solves are each feeder's own warm solve.
+    alone = jax.jit(
+        lambda p, q, w: jax.lax.map(lambda x: radial_power_flow(net, x[0], x[1], warm_start=x[2]), (p, q, w))
+    )(f32(p_b), f32(q_b), correction)
+    np.testing.assert_array_equal(np.asarray(alone.n_iter), n_warm)
+    np.testing.assert_allclose(np.asarray(alone.v_sq), np.asarray(warm.v_sq), rtol=1e-5, atol=1e-8)
+
+
+def test_warm_start_of_the_wrong_shape_is_refused():
+    from powerzoojax.physics import radial_power_flow
+
+    case, net, _ = _feeder("33bw")
+    p, q = _nominal(case)
+    with pytest.raises(ValueError, match=r"warm_start must have shape \(n_branches,\) = \(32,\), got \(33,\)"):
+        radial_power_flow(net, p, q, warm_start=np.zeros(33))
 
 
 def test_iteration_cap_reports_not_converged():
@@ -359,6 +421,13 @@ def test_compacted_batch_gives_each_feeder_its_own_solve():
     capped = _batched_solver(5)(net, p32, q32)
     np.testing.assert_array_equal(np.asarray(capped.n_iter), np.minimum(n_iter, 5))
     np.testing.assert_array_equal(np.asarray(capped.converged), n_iter <= 5)
+    # A cap below the sweeps the batched rule runs before its loop (_PEELED_SWEEPS) binds them too.
+    below = _batched_solver(2)(net, p32, q32)
+    np.testing.assert_array_equal(np.asarray(below.n_iter), 2)
+    assert not bool(jnp.any(below.converged))
+    small = _batched_solver(2)(net, p32[:8], q32[:8])  # 8 feeders: the plain loop, nothing peeled
+    np.testing.assert_allclose(np.asarray(below.v_sq)[:8], np.asarray(small.v_sq), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(below.residual)[:8], np.asarray(small.residual), rtol=1e-5, atol=1e-8)
     done = n_iter <= 5
     np.testing.assert_allclose(np.asarray(capped.v_sq)[done], np.asarray(reference.v_sq)[done], rtol=1e-5, atol=1e-8)
     assert np.all(np.asarray(capped.residual)[~done] >= 1e-6)

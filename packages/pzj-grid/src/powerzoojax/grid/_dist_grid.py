@@ -59,6 +59,9 @@ class DistGridState(EnvState):
     n_violations: Int[Array, ""]
     # Running sum of the violation counts over the episode.
     total_cost: Float[Array, ""]
+    # The last sweep's loss_correction: the next step's sweep starts from it (loads move
+    # little between steps, so it starts closer than LinDistFlow; zero after a failed sweep).
+    bfs_warm_start: Float[Array, " n_branches"]
     resource_states: tuple = ()
     episode_batt_soc_init: Float[Array, " n_batt"] = eqx.field(
         default_factory=lambda: jnp.zeros((0,), jnp.float32)
@@ -235,10 +238,14 @@ class DistGridEnv(RadialFeederEnv):
         return 3 * params.network.n_nodes + 2 * params.network.n_branches + 2
 
     def _solve(
-        self, p_net: Float[Array, " n_nodes"], q_net: Float[Array, " n_nodes"], params: DistGridParams
+        self,
+        p_net: Float[Array, " n_nodes"],
+        q_net: Float[Array, " n_nodes"],
+        params: DistGridParams,
+        warm_start: Float[Array, " n_branches"] | None = None,
     ) -> RadialFlow:
         return radial_power_flow(
-            params.network, p_net, q_net, params.v_slack, params.bfs_max_iter, params.bfs_tol
+            params.network, p_net, q_net, params.v_slack, params.bfs_max_iter, params.bfs_tol, warm_start
         )
 
     def _obs(self, state: DistGridState, params: DistGridParams) -> Float[Array, " obs_dim"]:
@@ -283,6 +290,7 @@ class DistGridEnv(RadialFeederEnv):
             is_safe=jnp.asarray(True),
             n_violations=jnp.asarray(0, jnp.int32),
             total_cost=jnp.asarray(0.0, jnp.float32),
+            bfs_warm_start=flow.loss_correction,
             resource_states=resource_states,
             episode_batt_soc_init=self._soc(resource_states),
         )
@@ -309,7 +317,7 @@ class DistGridEnv(RadialFeederEnv):
             inv_base = 1.0 / params.base_mva
             p_net = p_net - bundles.p_bus_mw * inv_base
             q_net = q_net - bundles.q_bus_mvar * inv_base
-        flow = self._solve(p_net, q_net, params)
+        flow = self._solve(p_net, q_net, params, state.bfs_warm_start)
 
         v = flow.v_mag
         over_v = jnp.maximum(v - params.v_max, 0.0)
@@ -346,6 +354,7 @@ class DistGridEnv(RadialFeederEnv):
             is_safe=is_safe,
             n_violations=n_violations,
             total_cost=state.total_cost + voltage_cost + thermal_cost,
+            bfs_warm_start=flow.loss_correction,
             resource_states=bundles.states,
             episode_batt_soc_init=state.episode_batt_soc_init,
         )
