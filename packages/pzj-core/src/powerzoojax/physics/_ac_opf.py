@@ -42,6 +42,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import build_branch_admittances, build_ybus
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
+from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 _XI = 0.99995
 _SIGMA = 0.1
@@ -195,6 +196,7 @@ def _branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
     return 2.0 * jnp.block([[haa, hva.T], [hva, hvv]]).real
 
 
+@_solver_entry(static_argnames=("max_iter", "tol"))
 def ac_opf(
     setup: ACOPFSetup,
     load_p_mw: Float[Array, " n_nodes"],

@@ -96,6 +96,7 @@ from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._trig import sincos
+from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 PQ, PV, REF = 1, 2, 3
 # Finite stand-in for "no reactive limit" (±inf would make limit arithmetic produce NaN).
@@ -629,6 +630,7 @@ def _line_flows_batched(axis_size, in_batched, net, vm, va):
     return tuple(jnp.moveaxis(x, -1, 0) for x in out), out_b
 
 
+@_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method"))
 def ac_power_flow(
     net: ACNetwork,
     p_gen_mw: Float[Array, " n_units"],

@@ -63,6 +63,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -153,6 +154,7 @@ def make_dc_opf_setup(
     )
 
 
+@_solver_entry(static_argnames=("max_iter", "tol", "line_penalty"))
 def dc_opf(
     setup: DCOPFSetup,
     node_load_mw: Float[Array, " n_nodes"],

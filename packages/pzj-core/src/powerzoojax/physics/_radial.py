@@ -35,6 +35,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
+from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 # Bounds on v² in both sweeps (0.5 <= |v| <= 2 p.u.): keep the current finite when a
 # heavily overloaded feeder collapses. No operating point lies on them (the nose of a
@@ -474,6 +475,7 @@ def _sweep(
     return v_sq, p_branch, q_branch, current_sq, n_iter, residual, _lin_dist_flow(network, base[None])[1][0]
 
 
+@_solver_entry(static_argnames=("max_iter",))
 def radial_power_flow(
     network: RadialNetwork,
     p_load_pu: Float[ArrayLike, " n_nodes"],

@@ -23,6 +23,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 
 from powerzoojax.physics._radial import radial_path_matrix, radial_tree_order
+from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 # |V|² floor in the current injection: collapse gives finite values and converged=False.
 _V_SQ_FLOOR = 0.25
@@ -154,6 +155,7 @@ def voltage_unbalance_percent(v: Complex[Array, "*batch 3"]) -> Float[Array, " *
     return jnp.where(safe, 100.0 * jnp.abs(negative) / jnp.where(safe, pos_mag, 1.0), 0.0)
 
 
+@_solver_entry(static_argnames=("max_iter",))
 def radial_3phase_power_flow(
     network: Radial3PhaseNetwork,
     p_load_pu: Float[ArrayLike, "n_nodes 3"],
