@@ -162,6 +162,13 @@ def test_ramp_limits_hold(case5, solver_mode):
         ramp = ramp[~slack]
     assert np.all(np.abs(step) <= ramp + 1e-2)
     assert np.abs(step).max() > 1.0  # the preference does move the dispatch
+    # Spec §2 info key: the DC-OPF's iteration count per step (no OPF in solver_mode 0).
+    iters = np.asarray(trace.info["opf_iterations"])
+    if solver_mode == 0:
+        np.testing.assert_array_equal(iters, 0)
+    else:
+        assert np.all(iters >= 1) and np.all(iters <= params.dcopf_max_iter), iters
+        assert np.all(np.asarray(trace.info["opf_converged"])[iters < params.dcopf_max_iter])
 
 
 def test_disabled_uc_keeps_everything_on(case5):

@@ -515,6 +515,8 @@ class UnitCommitmentEnv(Environment):
             "goal_met": is_safe,
             "opf_converged": dispatch.converged,
             "opf_status": dispatch.status,
+            # The DC-OPF's iterations (0 in solver_mode 0, which solves no OPF).
+            "opf_iterations": dispatch.n_iter,
             # Σ MW outside the ramp/commitment window (the DC-PF slack in solver_mode 0).
             "opf_box_residual_mw": short_sum(jnp.maximum(dispatch.unit_power_mw - hi, 0.0) + jnp.maximum(lo - dispatch.unit_power_mw, 0.0)),
             "opf_line_residual_mw": dispatch.line_slack_mw,
