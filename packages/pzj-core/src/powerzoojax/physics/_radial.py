@@ -314,9 +314,9 @@ def _sweep_bounds(b: int) -> tuple[Array, Array]:
     return lower, upper
 
 
-def _sweep_terms(y: Float[Array, "feeders n_sweep"], b: int) -> tuple[Array, Array]:
-    """``(v²_recv, ℓ')`` of a sweep's ``y`` (rows = feeders)."""
-    p, q, v_recv, v_send = y[:, :b], y[:, b : 2 * b], y[:, 2 * b : 3 * b], y[:, 3 * b :]
+def _sweep_terms(y: Float[Array, "*feeders n_sweep"], b: int) -> tuple[Array, Array]:
+    """``(v²_recv, ℓ')`` of a sweep's ``y`` (rows = feeders, or one feeder)."""
+    p, q, v_recv, v_send = y[..., :b], y[..., b : 2 * b], y[..., 2 * b : 3 * b], y[..., 3 * b :]
     return v_recv, (p * p + q * q) / v_send
 
 
@@ -335,14 +335,10 @@ def _lin_dist_flow(network: RadialNetwork, base: Float[Array, "*feeders n_sweep"
     return _sweep_terms(jnp.clip(base, lower, upper), network.n_branches)
 
 
-def _start(
-    network: RadialNetwork, base: Float[Array, "feeders n_sweep"], warm: Float[Array, "feeders n_branches"]
-) -> _Carry:
-    # LinDistFlow's currents plus the warm-start correction (zero: a cold start); the
-    # LinDistFlow voltages are the previous iterate of the first test.
-    v_recv, current_sq = _lin_dist_flow(network, base)
-    current_sq = jnp.clip(current_sq + warm, 0.0, _CURRENT_SQ_BOUND)
-    rows = base.shape[0]
+def _start(v_recv: Float[Array, "feeders n_branches"], current_sq: Float[Array, "feeders n_branches"]) -> _Carry:
+    # The first currents and, as the previous iterate of the first test, LinDistFlow's
+    # voltages (see _sweep).
+    rows = current_sq.shape[0]
     zeros = jnp.zeros_like(current_sq)
     return (
         jnp.zeros((rows,), jnp.int32), current_sq, v_recv, jnp.full((rows,), jnp.inf, jnp.float32), zeros, zeros
@@ -392,10 +388,13 @@ _MIN_COMPACT = 64
 _PEELED_SWEEPS = 3
 
 
-def _loop(network: RadialNetwork, base: Array, tol: Array, warm: Array, max_iter: int, caps: list[int]) -> _Carry:
-    """Sweep every row of ``base`` (tolerances ``tol``, warm starts ``warm``) to
-    convergence, compacting through ``caps`` (see above; ``[]``: one plain loop)."""
-    carry = _start(network, base, warm)
+def _loop(
+    network: RadialNetwork, base: Array, tol: Array, v_start: Array, current_start: Array, max_iter: int, caps: list[int]
+) -> _Carry:
+    """Sweep every row of ``base`` (tolerances ``tol``, first iterate ``v_start``,
+    ``current_start``) to convergence, compacting through ``caps`` (see above; ``[]``:
+    one plain loop)."""
+    carry = _start(v_start, current_start)
     if caps:
         # The first sweeps as straight-line code: a loop body pays XLA's carry copies and
         # cannot fuse across sweeps (33bw N = 4096 and DSO N = 1024: −4 to −10 % CPU per
@@ -416,34 +415,34 @@ def _iterate(
     network: RadialNetwork,
     base: Float[Array, " n_sweep"],
     tol: Float[Array, ""],
-    warm: Float[Array, " n_branches"],
+    v_start: Float[Array, " n_branches"],
+    current_start: Float[Array, " n_branches"],
     max_iter: int,
 ) -> tuple[Array, Array, Array, Array]:
     """``(n_iter, ℓ, v²_recv, residual)`` of one feeder; under ``vmap`` the compacting rule."""
 
-    def one(network, base, tol, warm):
-        n_iter, current_sq, v_recv, residual, _, _ = _loop(network, base[None], tol[None], warm[None], max_iter, [])
+    def one(network, base, tol, v_start, current_start):
+        n_iter, current_sq, v_recv, residual, _, _ = _loop(
+            network, base[None], tol[None], v_start[None], current_start[None], max_iter, []
+        )
         return n_iter[0], current_sq[0], v_recv[0], residual[0]
 
     solve = jax.custom_batching.custom_vmap(one)
 
     @solve.def_vmap
-    def _iterate_batched(axis_size, in_batched, network, base, tol, warm):
-        net_b, base_b, tol_b, warm_b = in_batched
+    def _iterate_batched(axis_size, in_batched, network, *lanes):
+        net_b, *lanes_b = in_batched
         out_b = (True, True, True, True)
         if any(jax.tree.leaves(net_b)):
             # Batched networks (rare): the plain vmapped loop.
-            axes = (jax.tree.map(lambda x: 0 if x else None, net_b), *(0 if b else None for b in (base_b, tol_b, warm_b)))
-            return jax.vmap(one, in_axes=axes)(network, base, tol, warm), out_b
-        rows = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))  # noqa: E731
-        carry = _loop(
-            network, rows(base, base_b), rows(tol, tol_b), rows(warm, warm_b), max_iter,
-            compaction_caps(axis_size, _MIN_COMPACT),
-        )
+            axes = (jax.tree.map(lambda x: 0 if x else None, net_b), *(0 if b else None for b in lanes_b))
+            return jax.vmap(one, in_axes=axes)(network, *lanes), out_b
+        rows = [x if batched else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, batched in zip(lanes, lanes_b)]
+        carry = _loop(network, *rows, max_iter, compaction_caps(axis_size, _MIN_COMPACT))
         n_iter, current_sq, v_recv, residual, _, _ = carry
         return (n_iter, current_sq, v_recv, residual), out_b
 
-    return solve(network, base, tol, warm)
+    return solve(network, base, tol, v_start, current_start)
 
 
 def _sweep(
@@ -462,7 +461,12 @@ def _sweep(
     """
     b = network.n_branches
     base = _sweep_base(network, p_load, q_load, v_slack_sq)
-    n_iter, current_sq, v_recv, residual = _iterate(network, base, tol, warm, max_iter)
+    # LinDistFlow once: its voltages are the first test's previous iterate, its currents
+    # plus the warm-start correction (zero: a cold start) the first iterate, and the
+    # solution's correction is taken against them.
+    v_lin, current_lin = _lin_dist_flow(network, base)
+    current_start = jnp.clip(current_lin + warm, 0.0, _CURRENT_SQ_BOUND)
+    n_iter, current_sq, v_recv, residual = _iterate(network, base, tol, v_lin, current_start, max_iter)
     # The flows of the final currents (slack supply = Σ loads + Σ losses to rounding);
     # only the flow columns of the product.
     flows = jnp.clip(
@@ -473,7 +477,7 @@ def _sweep(
     # not a scatter or a product).
     slack = network.slack_bus_idx
     v_sq = jnp.concatenate([v_recv[:slack], v_slack_sq[None], v_recv[slack:]])
-    return v_sq, p_branch, q_branch, current_sq, n_iter, residual, _lin_dist_flow(network, base[None])[1][0]
+    return v_sq, p_branch, q_branch, current_sq, n_iter, residual, current_lin
 
 
 @_solver_entry(static_argnames=("max_iter",))
