@@ -27,7 +27,7 @@ monitoring.register_event_duration_secs_listener(
 def _envs():
     from powerzoojax.case import load_case
     from powerzoojax.grid import DistGridEnv, TransGridEnv, UnitCommitmentEnv, make_dist_params, make_trans_params
-    from powerzoojax.grid._unit_commitment import make_uc_params
+    from powerzoojax.grid import make_uc_params
     from powerzoojax.grid.tasks.dso import DSOTask
 
     return {

@@ -49,11 +49,99 @@ def test_core_leaf_packages_import(module):
     importlib.import_module(module)
 
 
-@pytest.mark.parametrize("module", ["powerzoojax.grid", "powerzoojax.market", "powerzoojax.rl"])
+OTHER_PACKAGES = [
+    "powerzoojax.grid", "powerzoojax.grid.transmission", "powerzoojax.grid.distribution",
+    "powerzoojax.grid.microgrid", "powerzoojax.grid.resources", "powerzoojax.grid.tasks",
+    "powerzoojax.market", "powerzoojax.market.tasks",
+    "powerzoojax.rl", "powerzoojax.rl.wrappers", "powerzoojax.rl.marl", "powerzoojax.rl.algos",
+    "powerzoojax.rl.training",
+]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is not installed
+        return False
+
+
+@pytest.mark.parametrize("module", OTHER_PACKAGES)
 def test_other_leaf_packages_import_when_installed(module):
-    if importlib.util.find_spec(module) is None:
+    if not _installed(module):
         pytest.skip(f"{module} is not installed here")
     importlib.import_module(module)
+
+
+def _source_packages() -> dict[str, list[str]]:
+    """Every package (a folder with ``__init__.py``) under each distribution's ``src``."""
+    found: dict[str, list[str]] = {}
+    packages = os.path.join(ROOT, "packages")
+    for dist in sorted(os.listdir(packages)):
+        src = os.path.join(packages, dist, "src")
+        for folder, _dirs, files in os.walk(src):
+            if "__init__.py" in files and "__pycache__" not in folder:
+                found.setdefault(dist, []).append(os.path.relpath(folder, src).replace(os.sep, "."))
+    return found
+
+
+def test_every_package_in_the_tree_imports_and_its_room_is_listed_here():
+    for dist, modules in _source_packages().items():
+        for module in modules:
+            # core's leaf packages and the rooms of the others (powerzoojax.<leaf>.<room>)
+            room = ".".join(module.split(".")[: 2 if dist == "pzj-core" else 3])
+            listed = CORE_PACKAGES if dist == "pzj-core" else OTHER_PACKAGES
+            assert room in listed, f"{room} ({dist}) is missing from this test's package lists"
+            if dist == "pzj-core" or _installed(module):
+                importlib.import_module(module)
+
+
+def _imports(path: str) -> set[str]:
+    """The modules a source file imports (module level and inside functions)."""
+    import ast
+
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _package_files(dist: str, package: str) -> list[str]:
+    root = os.path.join(ROOT, "packages", dist, "src", *package.split("."))
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".py")]
+
+
+# (distribution, package, packages it must never import): the layers of the architecture.
+LAYERS = [
+    ("pzj-core", "powerzoojax", ("powerzoojax.grid", "powerzoojax.market", "powerzoojax.rl")),
+    ("pzj-grid", "powerzoojax.grid", ("powerzoojax.rl", "powerzoojax.market")),
+    ("pzj-market", "powerzoojax.market", ("powerzoojax.rl", "powerzoojax.grid")),
+    ("pzj-grid", "powerzoojax.grid.resources", ("powerzoojax.grid.transmission", "powerzoojax.grid.distribution",
+                                                "powerzoojax.grid.microgrid", "powerzoojax.grid.tasks")),
+    ("pzj-grid", "powerzoojax.grid.transmission", ("powerzoojax.grid.distribution", "powerzoojax.grid.microgrid",
+                                                   "powerzoojax.grid.tasks")),
+    ("pzj-grid", "powerzoojax.grid.distribution", ("powerzoojax.grid.transmission", "powerzoojax.grid.microgrid",
+                                                   "powerzoojax.grid.tasks")),
+    ("pzj-grid", "powerzoojax.grid.microgrid", ("powerzoojax.grid.transmission", "powerzoojax.grid.distribution",
+                                                "powerzoojax.grid.tasks")),
+    ("pzj-rl", "powerzoojax.rl.wrappers", ("powerzoojax.rl.marl", "powerzoojax.rl.algos", "powerzoojax.rl.training")),
+    ("pzj-rl", "powerzoojax.rl.marl", ("powerzoojax.rl.wrappers", "powerzoojax.rl.algos", "powerzoojax.rl.training")),
+    ("pzj-rl", "powerzoojax.rl.algos", ("powerzoojax.rl.training",)),
+]
+
+
+@pytest.mark.parametrize(("dist", "package", "forbidden"), LAYERS, ids=[f"{p}" for _, p, _ in LAYERS])
+def test_imports_only_point_downward(dist, package, forbidden):
+    files = _package_files(dist, package)
+    assert files, f"no sources found for {package} in {dist}"
+    for path in files:
+        bad = sorted(m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in forbidden))
+        assert not bad, f"{os.path.relpath(path, ROOT)} imports {bad}"
 
 
 def test_facade_names_a_missing_distribution():

@@ -150,7 +150,7 @@ def test_scheduler_matches_plain_python_reference(seed, r_train, r_ft, infer):
 def test_scheduler_ties_and_wide_keys_match_reference(seed, r_train, r_ft, wide):
     """Sort-key packing: many equal deadlines and slacks (ties go by slot), or keys spread
     over the whole exact span around a late ``t``."""
-    from powerzoojax.grid._datacenter_scheduler import KEY_SPAN
+    from powerzoojax.grid.microgrid._scheduler import KEY_SPAN
 
     rng = np.random.default_rng(seed)
     n_slots, n = 64, 800
@@ -175,7 +175,7 @@ def test_scheduler_exact_with_the_largest_task_sizes(seed, r_train, r_ft):
     """Prefix sums run in float32 (a triangular matmul): GPU counts up to ``MAX_TASK_GPUS``
     on every slot keep the running totals exact, so admission still matches the reference
     at the last GPU."""
-    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS
+    from powerzoojax.grid.microgrid._scheduler import MAX_TASK_GPUS
 
     rng = np.random.default_rng(seed)
     n_slots, t = 64, 500
@@ -192,7 +192,7 @@ def test_scheduler_exact_with_the_largest_task_sizes(seed, r_train, r_ft):
 
 
 def test_prefix_sum_is_exact_up_to_its_bound():
-    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS, _cumsum
+    from powerzoojax.grid.microgrid._scheduler import MAX_TASK_GPUS, _cumsum
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, MAX_TASK_GPUS + 1, (200, 64))
@@ -204,7 +204,7 @@ def test_prefix_sum_is_exact_up_to_its_bound():
 
 def _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttype, status, t, n, infer, r_train, r_ft):
     """One scheduler call on a 64-slot queue against the Python EDF reference."""
-    from powerzoojax.grid._datacenter_scheduler import TaskQueue
+    from powerzoojax.grid.microgrid._scheduler import TaskQueue
 
     q = TaskQueue(*(jnp.asarray(x, jnp.int32) for x in (gpus, deadline, duration, remaining, ttype)),
                   jnp.full(len(gpus), 0.9, jnp.float32), jnp.asarray(status, jnp.int32))
@@ -221,7 +221,7 @@ def _assert_schedule_matches_reference(gpus, deadline, duration, remaining, ttyp
 
 @functools.lru_cache(maxsize=None)
 def _schedule_jit():
-    from powerzoojax.grid._datacenter_scheduler import schedule_with_load
+    from powerzoojax.grid.microgrid._scheduler import schedule_with_load
 
     return jax.jit(schedule_with_load)
 
@@ -232,7 +232,7 @@ def test_scheduler_exact_with_a_huge_fleet(seed, r_train, r_ft):
     """Stage budgets beyond 2**24 GPUs: each budget is stored once per env through a float
     division (``store_once``) in 12-bit halves, so it must stay exact (small train / fine-tune
     fractions put the cut inside the queue)."""
-    from powerzoojax.grid._datacenter_scheduler import MAX_TASK_GPUS
+    from powerzoojax.grid.microgrid._scheduler import MAX_TASK_GPUS
 
     rng = np.random.default_rng(seed)
     n_slots, t = 64, 7
@@ -265,7 +265,7 @@ def _reference_advance(status, remaining, deadline, t):
 def test_advance_matches_plain_python_reference(seed):
     """The countdown and expiry step (its status and events are stored once through a float
     division, ``store_once``) against a loop over Python lists."""
-    from powerzoojax.grid._datacenter_scheduler import TaskQueue
+    from powerzoojax.grid.microgrid._scheduler import TaskQueue
 
     rng = np.random.default_rng(seed)
     n_slots, t = 64, int(rng.integers(0, 10**6))
@@ -285,7 +285,7 @@ def test_advance_matches_plain_python_reference(seed):
 
 @functools.lru_cache(maxsize=None)
 def _advance_jit():
-    from powerzoojax.grid._datacenter_scheduler import advance
+    from powerzoojax.grid.microgrid._scheduler import advance
 
     return jax.jit(advance)
 
@@ -307,7 +307,7 @@ def test_store_once_is_exact():
 def test_capped_poisson_matches_scipy():
     from scipy import stats
 
-    from powerzoojax.grid._datacenter_scheduler import poisson_capped
+    from powerzoojax.grid.microgrid._scheduler import poisson_capped
 
     rate = np.array([0.125, 0.25, 1.5, 4.0], np.float32)
     u = jr.uniform(jr.PRNGKey(3), (40_000, 4))
@@ -417,7 +417,7 @@ def test_bad_action_shape():
 def test_step_uniforms_are_bit_identical_to_jax_random():
     """The unrolled hash draws exactly ``jr.uniform(jr.split(key)[0], (22,))``, so the env's
     random stream is the ``jax.random`` one (raw, derived, batched and typed keys)."""
-    from powerzoojax.grid._datacenter_rng import step_uniforms
+    from powerzoojax.grid.microgrid._rng import step_uniforms
 
     keys = jnp.concatenate([jr.split(jr.PRNGKey(11), 64), jr.PRNGKey(2**31 - 1)[None], jr.PRNGKey(0)[None]])
     ours = jax.jit(jax.vmap(lambda k: step_uniforms(k, 22)))(keys)
@@ -431,7 +431,7 @@ def test_slot_reductions_match_numpy():
     """The folded integer reductions (halving the slot axis before reducing, session 7)
     against NumPy, batched and unbatched, with extreme int32 values and sums up to the
     scheduler's ``2**24`` bound."""
-    from powerzoojax.grid._datacenter_scheduler import slot_max, slot_sum
+    from powerzoojax.grid.microgrid._scheduler import slot_max, slot_sum
 
     rng = np.random.default_rng(3)
     big = rng.integers(-(2**31), 2**31 - 1, (64, 64)).astype(np.int32)
@@ -448,7 +448,7 @@ def test_slot_reductions_match_numpy():
 
 @functools.lru_cache(maxsize=None)
 def _insert_jit():
-    from powerzoojax.grid._datacenter_scheduler import insert_arrivals
+    from powerzoojax.grid.microgrid._scheduler import insert_arrivals
 
     return jax.jit(insert_arrivals)
 
@@ -460,7 +460,7 @@ def test_insert_matches_plain_python_reference(seed, huge):
     once through a float division, session 7), against a Python loop; with ``huge`` the
     GPU counts and durations reach the factory's bounds (``MAX_TASK_GPUS``,
     ``MAX_TASK_DURATION``), where the division must still be exact."""
-    from powerzoojax.grid._datacenter_scheduler import (
+    from powerzoojax.grid.microgrid._scheduler import (
         MAX_ARRIVALS,
         MAX_TASK_DURATION,
         MAX_TASK_GPUS,

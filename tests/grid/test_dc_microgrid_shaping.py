@@ -119,7 +119,7 @@ def test_bad_weight_and_bad_action_shape():
 
 def test_autobalance_runs_one_env_transition(monkeypatch):
     """The auto-balanced step runs the data-centre transition once (no preview step)."""
-    import powerzoojax.grid._dc_microgrid as mg
+    import powerzoojax.grid.microgrid._dc_microgrid as mg
 
     calls = []
     inner = mg.datacenter_transition

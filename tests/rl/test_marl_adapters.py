@@ -364,7 +364,7 @@ def test_ders_task_env_has_twelve_typed_agents_with_15_local_obs():
     import jax.random as jr
 
     from powerzoojax.grid.tasks.ders import DERS_AGENT_NAMES, ders_local_observations
-    from powerzoojax.rl._dist_grid_marl import make_ders_marl_env
+    from powerzoojax.rl import make_ders_marl_env
 
     env = make_ders_marl_env(voltage_penalty=8.0)
     assert env.agents == DERS_AGENT_NAMES and env.obs_dim == 15 and env.action_dim == 2

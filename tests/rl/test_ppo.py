@@ -40,7 +40,7 @@ def test_gae_matches_a_loop_reference_with_the_done_mask():
 
 
 def test_discounted_return_filter_matches_a_loop():
-    from powerzoojax.rl._ppo import _discounted_returns
+    from powerzoojax.rl.algos._ppo import _discounted_returns
 
     rng = np.random.default_rng(1)
     T, N, gamma = 9, 2, 0.9
@@ -127,8 +127,8 @@ def test_vmap_over_seeds_equals_separate_runs(toy, tiny_config):
 
 
 def test_trainer_collects_through_the_rollout_kernel(toy, tiny_config, monkeypatch):
-    import powerzoojax.rl._ppo as ppo
-    import powerzoojax.rl._update_loop as update_loop
+    import powerzoojax.rl.algos._ppo as ppo
+    import powerzoojax.rl.algos._update_loop as update_loop
     from powerzoojax.rl import LogWrapper, make_train
 
     calls = []
@@ -174,7 +174,7 @@ def test_make_train_dispatch_and_errors(toy, tiny_config):
 def test_beta_actor_density_matches_scipy():
     from scipy import stats
 
-    from powerzoojax.rl._networks import beta_entropy, beta_log_prob, beta_mode
+    from powerzoojax.rl.algos._networks import beta_entropy, beta_log_prob, beta_mode
 
     a = np.asarray([[1.0, 2.5, 7.0], [1.3, 1.0, 19.0]], np.float32)
     b = np.asarray([[1.0, 1.5, 3.0], [4.0, 2.0, 1.2]], np.float32)
@@ -193,7 +193,7 @@ def test_beta_actor_learns_a_bounded_action(toy, tiny_config):
     from toy_env import make_toy_params
 
     from powerzoojax.rl import LogWrapper, evaluate, make_act, make_train
-    from powerzoojax.rl._networks import BetaActorCritic
+    from powerzoojax.rl import BetaActorCritic
 
     # Reward −x² with x' = x + 0.1·a + 0.05 + noise: the policy must steer x back towards 0.
     env = LogWrapper(toy[0], make_toy_params(max_steps=8, drift=0.05))
@@ -243,7 +243,7 @@ def test_lagrange_multipliers_follow_their_constraints(toy, tiny_config):
 
 
 def test_train_wraps_bare_envs_for_saute_and_reward_functions(toy, tiny_config, monkeypatch):
-    import powerzoojax.rl._train as train_module
+    import powerzoojax.rl.training._train as train_module
     from powerzoojax.rl import RewardWrapper, SauteWrapper, TrainResult, train
 
     env, _ = toy
@@ -267,7 +267,7 @@ def test_train_wraps_bare_envs_for_saute_and_reward_functions(toy, tiny_config, 
 @pytest.mark.parametrize("shuffle,T,N,m", [("blocks", 16, 8, 2), ("blocks", 12, 6, 3), ("blocks", 10, 8, 4), ("full", 16, 8, 2)])
 def test_minibatches_partition_the_batch_and_change_every_epoch(toy, shuffle, T, N, m):
     from powerzoojax.rl import LogWrapper, TrainConfig
-    from powerzoojax.rl._ppo import PPOTrainer
+    from powerzoojax.rl import PPOTrainer
 
     config = TrainConfig(num_envs=N, n_steps=T, n_minibatches=m, total_timesteps=T * N, minibatch_shuffle=shuffle)
     trainer = PPOTrainer(LogWrapper(*toy), config)

@@ -75,7 +75,7 @@ def test_case5_presets_build():
 
 
 def test_cli_list_presets(capsys):
-    from powerzoojax.rl._cli import main
+    from powerzoojax.rl.training._cli import main
 
     assert main(["--list-presets"]) == 0
     out = capsys.readouterr().out
@@ -83,17 +83,17 @@ def test_cli_list_presets(capsys):
 
 
 def test_cli_without_preset_prints_help_and_fails(capsys):
-    from powerzoojax.rl._cli import main
+    from powerzoojax.rl.training._cli import main
 
     assert main([]) == 1
     assert "--preset" in capsys.readouterr().err
 
 
 def test_cli_unknown_and_unavailable_presets(capsys):
-    from powerzoojax.rl._cli import main
+    from powerzoojax.rl.training._cli import main
 
     assert main(["--preset", "nope"]) == 2
-    from powerzoojax.rl import _presets
+    from powerzoojax.rl.training import _presets
 
     def unavailable():
         raise NotImplementedError("this preset needs SomeEnv (project issue 99)")
@@ -108,7 +108,7 @@ def test_cli_unknown_and_unavailable_presets(capsys):
 
 
 def test_cli_override_parsing():
-    from powerzoojax.rl._cli import _overrides
+    from powerzoojax.rl.training._cli import _overrides
 
     got = _overrides(["--num_envs", "8", "--learning-rate", "1e-3", "--algo", "saute_ppo", "--hidden_dims=16,16", "--seed", "3"])
     assert got == {"num_envs": 8, "learning_rate": 1e-3, "algo": "saute_ppo", "hidden_dims": [16, 16]}
@@ -116,7 +116,7 @@ def test_cli_override_parsing():
 
 @pytest.mark.requires("powerzoojax.grid")
 def test_cli_trains_a_tiny_preset_run(tmp_path, capsys):
-    from powerzoojax.rl._cli import main
+    from powerzoojax.rl.training._cli import main
 
     out_dir = tmp_path / "run"
     rc = main([

@@ -90,7 +90,7 @@ def _stand_in_trainer(config, n_updates, eval_every):
     from jaxtyping import Array, Int
 
     from powerzoojax.rl import TrainResult
-    from powerzoojax.rl._update_loop import UpdateLoop
+    from powerzoojax.rl.algos._update_loop import UpdateLoop
 
     class State(eqx.Module):
         update: Int[Array, ""]

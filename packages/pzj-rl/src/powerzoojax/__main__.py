@@ -1,5 +1,5 @@
-"""``python -m powerzoojax``: the training command line of pzj-rl (see ``powerzoojax.rl._cli``)."""
+"""``python -m powerzoojax``: the training command line of pzj-rl (see ``powerzoojax.rl.training._cli``)."""
 
-from powerzoojax.rl._cli import main
+from powerzoojax.rl.training._cli import main
 
 raise SystemExit(main())

@@ -1,35 +1,48 @@
-"""Grid environments (pzj-grid)."""
+"""Grid environments (pzj-grid), one room per domain:
 
-from powerzoojax.grid._dist_grid import (
-    DIST_CONSTRAINT_NAMES,
-    DistGridEnv,
-    DistGridParams,
-    DistGridState,
-    make_dist_params,
-)
-from powerzoojax.grid._dist_grid_3phase import (
+- :mod:`powerzoojax.grid.transmission`: ``TransGridEnv`` (all physics modes, one network
+  model each) and ``UnitCommitmentEnv``;
+- :mod:`powerzoojax.grid.distribution`: ``DistGridEnv`` and ``DistGrid3PhaseEnv`` on the
+  shared radial-feeder base;
+- :mod:`powerzoojax.grid.microgrid`: ``DataCenterEnv``, ``DataCenterMicrogridEnv`` and its
+  shaping wrapper;
+- :mod:`powerzoojax.grid.resources`: device bundles a grid env attaches, and the standalone
+  device envs;
+- :mod:`powerzoojax.grid.tasks`: the frozen TSO, DSO, DERs and DC-microgrid tasks.
+
+The envs import only ``powerzoojax`` core packages and ``resources``; this package
+re-exports their public names.
+"""
+
+from powerzoojax.grid.distribution import (
     DIST_3PHASE_CONSTRAINT_NAMES,
+    DIST_CONSTRAINT_NAMES,
     DistGrid3PhaseEnv,
     DistGrid3PhaseParams,
     DistGrid3PhaseState,
+    DistGridEnv,
+    DistGridParams,
+    DistGridState,
     make_dist_3phase_params,
+    make_dist_params,
 )
-from powerzoojax.grid._trans_grid import (
-    CONSTRAINT_NAMES,
-    GridState,
-    TransGridEnv,
-    TransGridParams,
-    make_trans_params,
+from powerzoojax.grid.microgrid import (
+    DATACENTER_CONSTRAINT_NAMES,
+    DCMG_CONSTRAINT_NAMES,
+    OOD_SCENARIOS,
+    DataCenterEnv,
+    DataCenterMicrogridEnv,
+    DataCenterParams,
+    DataCenterState,
+    DCMicrogridParams,
+    DCMicrogridShapingWrapper,
+    DCMicrogridState,
+    apply_ood_transform,
+    make_datacenter_params,
+    make_dcmicrogrid_params,
+    make_dcmicrogrid_params_with_profiles,
 )
-
-__all__ = [
-    "CONSTRAINT_NAMES", "DIST_3PHASE_CONSTRAINT_NAMES", "DIST_CONSTRAINT_NAMES", "DistGrid3PhaseEnv",
-    "DistGrid3PhaseParams", "DistGrid3PhaseState", "DistGridEnv", "DistGridParams", "DistGridState",
-    "GridState", "TransGridEnv", "TransGridParams", "make_dist_3phase_params", "make_dist_params",
-    "make_trans_params",
-]
-
-from powerzoojax.grid.resources import (  # noqa: E402
+from powerzoojax.grid.resources import (
     BatteryBundle,
     BatteryEnv,
     DieselBundle,
@@ -50,51 +63,35 @@ from powerzoojax.grid.resources import (  # noqa: E402
     make_renewable_params,
     make_vehicle_params,
 )
+from powerzoojax.grid.transmission import (
+    CONSTRAINT_NAMES,
+    UC_CONSTRAINT_NAMES,
+    GridState,
+    TransGridEnv,
+    TransGridParams,
+    UCParams,
+    UCState,
+    UnitCommitmentEnv,
+    make_trans_params,
+    make_uc_params,
+)
 
-__all__ += [
+__all__ = [
+    # transmission
+    "CONSTRAINT_NAMES", "GridState", "TransGridEnv", "TransGridParams", "make_trans_params",
+    "UC_CONSTRAINT_NAMES", "UCParams", "UCState", "UnitCommitmentEnv", "make_uc_params",
+    # distribution
+    "DIST_3PHASE_CONSTRAINT_NAMES", "DIST_CONSTRAINT_NAMES", "DistGrid3PhaseEnv", "DistGrid3PhaseParams",
+    "DistGrid3PhaseState", "DistGridEnv", "DistGridParams", "DistGridState", "make_dist_3phase_params",
+    "make_dist_params",
+    # resources
     "BatteryBundle", "BatteryEnv", "DieselBundle", "FlexLoadBundle", "FlexLoadEnv", "RenewableBundle",
     "RenewableEnv", "ResourceBundle", "SolarEnv", "VehicleEnv", "WindEnv", "make_battery_bundle",
     "make_battery_params", "make_diesel_bundle", "make_flexload_bundle", "make_flexload_params",
     "make_renewable_bundle", "make_renewable_params", "make_vehicle_params",
-]
-
-from powerzoojax.grid._unit_commitment import (  # noqa: E402
-    UC_CONSTRAINT_NAMES,
-    UCParams,
-    UCState,
-    UnitCommitmentEnv,
-    make_uc_params,
-)
-
-__all__ += ["UC_CONSTRAINT_NAMES", "UCParams", "UCState", "UnitCommitmentEnv", "make_uc_params"]
-
-from powerzoojax.grid._datacenter import (
-    DATACENTER_CONSTRAINT_NAMES,
-    DataCenterEnv,
-    DataCenterParams,
-    DataCenterState,
-    make_datacenter_params,
-)
-from powerzoojax.grid._dc_microgrid import (
-    DCMG_CONSTRAINT_NAMES,
-    DataCenterMicrogridEnv,
-    DCMicrogridParams,
-    DCMicrogridState,
-    make_dcmicrogrid_params,
-)
-from powerzoojax.grid._dc_microgrid_profiles import (
-    OOD_SCENARIOS,
-    apply_ood_transform,
-    make_dcmicrogrid_params_with_profiles,
-)
-
-__all__ += [
-    "DATACENTER_CONSTRAINT_NAMES", "DCMG_CONSTRAINT_NAMES", "DCMicrogridParams", "DCMicrogridState",
-    "DataCenterEnv", "DataCenterMicrogridEnv", "DataCenterParams", "DataCenterState", "OOD_SCENARIOS",
-    "apply_ood_transform", "make_datacenter_params", "make_dcmicrogrid_params",
+    # microgrid
+    "DATACENTER_CONSTRAINT_NAMES", "DCMG_CONSTRAINT_NAMES", "DCMicrogridParams", "DCMicrogridShapingWrapper",
+    "DCMicrogridState", "DataCenterEnv", "DataCenterMicrogridEnv", "DataCenterParams", "DataCenterState",
+    "OOD_SCENARIOS", "apply_ood_transform", "make_datacenter_params", "make_dcmicrogrid_params",
     "make_dcmicrogrid_params_with_profiles",
 ]
-
-from powerzoojax.grid._dc_microgrid_shaping import DCMicrogridShapingWrapper  # noqa: E402
-
-__all__ += ["DCMicrogridShapingWrapper"]

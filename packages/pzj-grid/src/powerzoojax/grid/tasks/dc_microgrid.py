@@ -29,9 +29,14 @@ import numpy as np
 
 from powerzoojax.core import ConstraintSpec, EpisodeTrace, episode_rollout
 from powerzoojax.data import DC_STEPS_PER_DAY
-from powerzoojax.grid._dc_microgrid import DataCenterMicrogridEnv, DCMicrogridParams, DCMicrogridState
-from powerzoojax.grid._dc_microgrid_profiles import apply_ood_transform, make_dcmicrogrid_params_with_profiles
-from powerzoojax.grid._dc_microgrid_shaping import DCMicrogridShapingWrapper
+from powerzoojax.grid.microgrid import (
+    DataCenterMicrogridEnv,
+    DCMicrogridParams,
+    DCMicrogridShapingWrapper,
+    DCMicrogridState,
+    apply_ood_transform,
+    make_dcmicrogrid_params_with_profiles,
+)
 
 MAIN_SPLITS = ("train", "iid", "cooling_stress", "renewable_drought")
 APPENDIX_SPLITS = ("workload_swap", "workload_shock", "dg_derating", "sla_tighten")

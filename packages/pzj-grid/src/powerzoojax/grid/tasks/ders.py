@@ -29,7 +29,7 @@ from jaxtyping import Array, Float, Int
 
 from powerzoojax.case import load_case
 from powerzoojax.core import ConstraintSpec, EpisodeTrace, episode_rollout
-from powerzoojax.grid._dist_grid import DistGridEnv, DistGridParams, make_dist_params
+from powerzoojax.grid.distribution import DistGridEnv, DistGridParams, make_dist_params
 from powerzoojax.grid.resources import make_battery_bundle, make_flexload_bundle, make_renewable_bundle
 
 DERS_BATTERY_BUSES = (9, 55, 17, 122)

@@ -28,7 +28,7 @@ import numpy as np
 
 from powerzoojax.case import load_case
 from powerzoojax.core import ConstraintSpec, EpisodeTrace, episode_rollout
-from powerzoojax.grid._dist_grid import DistGridEnv, DistGridParams, make_dist_params
+from powerzoojax.grid.distribution import DistGridEnv, DistGridParams, make_dist_params
 from powerzoojax.grid.resources import make_flexload_bundle
 
 DSO_FLEX_BUSES = (6, 14, 18, 22, 28, 33)

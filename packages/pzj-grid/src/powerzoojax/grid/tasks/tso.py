@@ -28,7 +28,7 @@ from jaxtyping import Array, Float
 
 from powerzoojax.case import CaseData, load_case
 from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, episode_rollout
-from powerzoojax.grid._unit_commitment import UCParams, UCState, UnitCommitmentEnv, make_uc_params
+from powerzoojax.grid.transmission import UCParams, UCState, UnitCommitmentEnv, make_uc_params
 
 TSO_SPLITS = ("train", "iid", "load_stress", "line_tightening")
 LOAD_STRESS_FACTOR = 1.15

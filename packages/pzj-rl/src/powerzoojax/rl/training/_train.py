@@ -11,15 +11,15 @@ import numpy as np
 from jaxtyping import Array
 from powerzoojax.core import Environment, rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl._bind import bind
-from powerzoojax.rl._config import TrainConfig
-from powerzoojax.rl._log_wrapper import LogWrapper
-from powerzoojax.rl._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
-from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._reward_wrapper import RewardWrapper
-from powerzoojax.rl._runner import run_training
-from powerzoojax.rl._safe_wrapper import SafeRLWrapper
-from powerzoojax.rl._saute_wrapper import SauteWrapper
+from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.training._runner import run_training
+from powerzoojax.rl.wrappers._bind import bind
+from powerzoojax.rl.wrappers._log import LogWrapper
+from powerzoojax.rl.wrappers._reward import RewardWrapper
+from powerzoojax.rl.wrappers._safe import SafeRLWrapper
+from powerzoojax.rl.wrappers._saute import SauteWrapper
 
 _NOT_YET = {
     "td3": "TD3 is not implemented; use 'sac' for off-policy continuous control",
@@ -42,7 +42,7 @@ def make_train(env: Any, config: TrainConfig) -> Any:
     ``config.cost_thresholds``). Algorithms not
     implemented yet raise ``NotImplementedError`` saying what is missing.
     """
-    from powerzoojax.rl._multi_agent import MultiAgentEnvironment
+    from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
     is_marl = isinstance(env, MultiAgentEnvironment)
     if is_marl and config.algo not in _MARL_ALGOS:
@@ -63,11 +63,11 @@ def make_train(env: Any, config: TrainConfig) -> Any:
     if algo == "ppo":
         return make_ppo_train(env, config)
     if algo == "sac":
-        from powerzoojax.rl._sac import make_sac_train
+        from powerzoojax.rl.algos._sac import make_sac_train
 
         return make_sac_train(env, config)
     if algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
-        from powerzoojax.rl._ippo import make_ippo_train
+        from powerzoojax.rl.algos._ippo import make_ippo_train
 
         return make_ippo_train(env, config)
     if algo == "saute_ppo":
@@ -126,7 +126,7 @@ def train(
     the host driver (metrics files, plot, checkpoints, status line).
     """
     if isinstance(preset_or_env, str):
-        from powerzoojax.rl._presets import get_preset
+        from powerzoojax.rl.training._presets import get_preset
 
         preset = get_preset(preset_or_env)
         env = preset.env_factory()
@@ -138,7 +138,7 @@ def train(
         config = TrainConfig() if config is None else config
         env_name = None
     config = config.replace(seed=seed, **overrides)
-    from powerzoojax.rl._multi_agent import MultiAgentEnvironment
+    from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
     if isinstance(env, MultiAgentEnvironment) and reward_fn is not None:
         raise TypeError("train: reward_fn applies to single-agent envs only (RewardWrapper); the MARL adapters shape rewards themselves")
@@ -172,7 +172,7 @@ def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
     PPO-family and SAC results on single-agent wrappers; for IPPO use ``make_ippo_act``.
     """
     if result.config.algo == "sac":
-        from powerzoojax.rl._sac import SACTrainer
+        from powerzoojax.rl.algos._sac import SACTrainer
 
         sac = SACTrainer(env, result.config)
         return lambda key, obs: sac.deterministic_action(result.params, obs)

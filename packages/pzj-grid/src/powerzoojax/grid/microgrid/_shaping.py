@@ -43,7 +43,7 @@ from jaxtyping import Array, Bool, Float
 
 from powerzoojax.core import Box, Environment
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.grid._dc_microgrid import DataCenterMicrogridEnv, DCMicrogridParams, DCMicrogridState
+from powerzoojax.grid.microgrid._dc_microgrid import DataCenterMicrogridEnv, DCMicrogridParams, DCMicrogridState
 
 DG_ACTION = 4
 

@@ -20,7 +20,7 @@ the start.
 
 The Gaussian policy's sample is stored unclipped (its log-prob is exact); the env gets
 it clipped to [-1, 1] and mapped affinely onto the action ``Box``.
-``continuous_action_dist="beta"``: a :class:`~powerzoojax.rl._networks.BetaActorCritic`
+``continuous_action_dist="beta"``: a :class:`~powerzoojax.rl.algos._networks.BetaActorCritic`
 (swish torso, ``α, β = 1 + softplus`` ≤ 20); its sample ``x ∈ (0, 1)`` is stored, the env
 gets ``x`` mapped affinely onto the ``Box``, and the deterministic action is the mode.
 """
@@ -37,8 +37,8 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl._config import TrainConfig
-from powerzoojax.rl._networks import (
+from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._networks import (
     ActorCritic,
     BetaActorCritic,
     beta_entropy,
@@ -47,8 +47,8 @@ from powerzoojax.rl._networks import (
     gaussian_entropy,
     gaussian_log_prob,
 )
-from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._update_loop import UpdateLoop, eval_cost_metrics
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
 
 _OBS_CLIP = 10.0
 _REWARD_CLIP = 10.0
@@ -383,7 +383,7 @@ class PPOTrainer(UpdateLoop):
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
         """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel:
-        ``eval_returns`` and the costs of :func:`~powerzoojax.rl._update_loop.eval_cost_metrics`
+        ``eval_returns`` and the costs of :func:`~powerzoojax.rl.algos._update_loop.eval_cost_metrics`
         (``eval_cost_<name>`` per constrained channel for PPO-Lagrangian)."""
         act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)

@@ -30,8 +30,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Box, Environment, EnvParams, make_box
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
-from powerzoojax.rl._log_wrapper import (
+from powerzoojax.rl.wrappers._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
+from powerzoojax.rl.wrappers._log import (
     LogEnvState,
     episode_info,
     record_episode,

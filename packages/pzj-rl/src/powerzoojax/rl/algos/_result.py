@@ -8,7 +8,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 from jaxtyping import Array, PyTree
-from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl.algos._config import TrainConfig
 
 
 class TrainResult(eqx.Module):

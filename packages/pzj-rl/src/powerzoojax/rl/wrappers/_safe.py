@@ -22,8 +22,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Environment, EnvParams
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
-from powerzoojax.rl._log_wrapper import (
+from powerzoojax.rl.wrappers._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
+from powerzoojax.rl.wrappers._log import (
     LogEnvState,
     episode_info,
     record_episode,

@@ -53,7 +53,7 @@ def _overrides(extra: list[str]) -> dict[str, Any]:
 
 
 def _print_presets(stream) -> None:
-    from powerzoojax.rl._presets import list_presets
+    from powerzoojax.rl.training._presets import list_presets
 
     rows = list_presets()
     width = max(len(r["name"]) for r in rows)
@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     overrides = _overrides(extra)
 
-    from powerzoojax.rl._config import load_config
-    from powerzoojax.rl._presets import get_preset
-    from powerzoojax.rl._train import train
+    from powerzoojax.rl.algos._config import load_config
+    from powerzoojax.rl.training._presets import get_preset
+    from powerzoojax.rl.training._train import train
 
     try:
         get_preset(args.preset)

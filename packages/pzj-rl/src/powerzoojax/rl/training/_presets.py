@@ -25,7 +25,7 @@ reward units per step at the optimum).
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from powerzoojax.rl._config import TrainConfig
+from powerzoojax.rl.algos._config import TrainConfig
 
 
 class PresetDef(NamedTuple):
@@ -40,8 +40,8 @@ class PresetDef(NamedTuple):
 def _case5_env(safe: bool) -> Any:
     from powerzoojax.case import load_case
     from powerzoojax.envs import TransGridEnv, make_trans_params
-    from powerzoojax.rl._log_wrapper import LogWrapper
-    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+    from powerzoojax.rl.wrappers._log import LogWrapper
+    from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
     params = make_trans_params(load_case("5"), max_steps=48)
     if safe:
@@ -52,7 +52,7 @@ def _case5_env(safe: bool) -> Any:
 def _case5_marl_env() -> Any:
     from powerzoojax.case import load_case
     from powerzoojax.envs import TransGridEnv, make_trans_params
-    from powerzoojax.rl._grid_marl import GridMARLEnv
+    from powerzoojax.rl.marl._grid import GridMARLEnv
 
     return GridMARLEnv(TransGridEnv(), make_trans_params(load_case("5"), max_steps=48))
 
@@ -61,7 +61,7 @@ def _gencos_env(dev: bool) -> Any:
     import numpy as np
     from powerzoojax.case import load_case
     from powerzoojax.market import make_market_marl_params
-    from powerzoojax.rl._market_marl_env import MarketMARLEnv
+    from powerzoojax.rl.marl._market import MarketMARLEnv
 
     case = load_case("5")
     if dev:
@@ -84,7 +84,7 @@ def _case5_battery_marl_env() -> Any:
     from powerzoojax.case import load_case
     from powerzoojax.envs import TransGridEnv, make_trans_params
     from powerzoojax.grid.resources import make_battery_bundle
-    from powerzoojax.rl._grid_marl import GridMARLEnv
+    from powerzoojax.rl.marl._grid import GridMARLEnv
 
     case = load_case("5")
     batteries = make_battery_bundle(case, (1, 3), power_mw=20.0, energy_mwh=50.0)
@@ -94,7 +94,7 @@ def _case5_battery_marl_env() -> Any:
 def _battery_env() -> Any:
     from powerzoojax.grid import BatteryEnv
     from powerzoojax.grid.resources import make_battery_params
-    from powerzoojax.rl._log_wrapper import LogWrapper
+    from powerzoojax.rl.wrappers._log import LogWrapper
 
     return LogWrapper(BatteryEnv(), make_battery_params(max_steps=48))
 
@@ -102,8 +102,8 @@ def _battery_env() -> Any:
 def _dso_env(safe: bool) -> Any:
     from powerzoojax.grid import DistGridEnv
     from powerzoojax.grid.tasks.dso import DSOTask
-    from powerzoojax.rl._log_wrapper import LogWrapper
-    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+    from powerzoojax.rl.wrappers._log import LogWrapper
+    from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
     task = DSOTask(synthetic=True)
     params = task.make_params("train")
@@ -114,7 +114,7 @@ def _dso_env(safe: bool) -> Any:
 
 
 def _ders_env() -> Any:
-    from powerzoojax.rl._dist_grid_marl import make_ders_marl_env
+    from powerzoojax.rl.marl._dist_grid import make_ders_marl_env
 
     return make_ders_marl_env(voltage_penalty=8.0)
 
@@ -122,8 +122,8 @@ def _ders_env() -> Any:
 def _tso_env(kind: str) -> Any:
     from powerzoojax.grid import UnitCommitmentEnv
     from powerzoojax.grid.tasks import tso
-    from powerzoojax.rl._log_wrapper import LogWrapper
-    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+    from powerzoojax.rl.wrappers._log import LogWrapper
+    from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
     if kind == "scuc":  # the TSO task's constraint spec (thermal and reserve, threshold 0)
         return SafeRLWrapper(
@@ -136,8 +136,8 @@ def _tso_env(kind: str) -> Any:
 
 def _dcmg_env(safe: bool) -> Any:
     from powerzoojax.grid import DataCenterMicrogridEnv, make_dcmicrogrid_params
-    from powerzoojax.rl._log_wrapper import LogWrapper
-    from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+    from powerzoojax.rl.wrappers._log import LogWrapper
+    from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
     params = make_dcmicrogrid_params(max_steps=288)  # synthetic workload / PV / price profiles
     if safe:

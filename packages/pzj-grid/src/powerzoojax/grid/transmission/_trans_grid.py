@@ -58,7 +58,7 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.grid._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
+from powerzoojax.grid.transmission._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
 from powerzoojax.grid.resources._bundle import bundles_action_dim, bundles_obs_dim, observe_bundles, reset_bundles, step_bundles
 from powerzoojax.physics import (
     DCFlow,

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.rl.marl._multi_agent import MARLState, MultiAgentEnvironment
 
 
 def bundle_type_name(bundle: Any) -> str:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.rl.marl._multi_agent import MARLState, MultiAgentEnvironment
 
 
 PLANNER_SAMPLES = 512

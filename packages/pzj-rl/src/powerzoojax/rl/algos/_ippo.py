@@ -12,10 +12,10 @@ Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
 2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
 3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
    clip_by_global_norm → adam``), minibatches cut by PPO's
-   :func:`~powerzoojax.rl._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
+   :func:`~powerzoojax.rl.algos._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
    the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
    its own advantage normalisation, and the loss is the mean of the per-type losses
-   (each one :func:`powerzoojax.rl._ppo.ppo_loss`, the single-agent PPO loss).
+   (each one :func:`powerzoojax.rl.algos._ppo.ppo_loss`, the single-agent PPO loss).
 
 Typed IPPO-Lagrangian (``make_ippo_typed_lagrangian_train``): each type's network also
 has one cost-value head per selected constraint (``info["constraint_costs"]``, the team's
@@ -61,10 +61,9 @@ import optax
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl._config import TrainConfig
-from powerzoojax.rl._multi_agent import MultiAgentEnvironment
-from powerzoojax.rl._networks import ActorCritic, gaussian_log_prob
-from powerzoojax.rl._ppo import (
+from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._networks import ActorCritic, gaussian_log_prob
+from powerzoojax.rl.algos._ppo import (
     _REWARD_CLIP,
     RunningStats,
     _discounted_returns,
@@ -77,8 +76,9 @@ from powerzoojax.rl._ppo import (
     shuffled_minibatches,
     update_stats,
 )
-from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._update_loop import UpdateLoop
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.algos._update_loop import UpdateLoop
+from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
 SHARED = "shared"
 _MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate", "gen_cost", "load_mw")

@@ -40,7 +40,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid._datacenter import (
+from powerzoojax.grid.microgrid._datacenter import (
     DATACENTER_CONSTRAINT_NAMES,
     T_ZONE_MIN,
     DataCenterParams,

@@ -24,8 +24,8 @@ from typing import Any
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._device_agents import DeviceAgentsEnv, device_layout
-from powerzoojax.rl._multi_agent import MARLState
+from powerzoojax.rl.marl._device_agents import DeviceAgentsEnv, device_layout
+from powerzoojax.rl.marl._multi_agent import MARLState
 
 REWARD_MODES = ("shared",)
 

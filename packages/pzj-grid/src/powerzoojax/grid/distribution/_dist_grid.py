@@ -36,7 +36,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
-from powerzoojax.grid._radial_feeder_env import RadialFeederEnv, validate_feeder_options
+from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, observe_bundles, reset_bundles
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 from powerzoojax.physics._pin import materialise

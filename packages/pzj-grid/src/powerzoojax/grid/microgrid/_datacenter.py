@@ -5,7 +5,7 @@ one-node zone thermal model. Standalone it is a resource env (reward 0); inside
 Physics per step (``t`` = step before the increment, ``Δt`` [h]):
   inference GPUs ``⌊peak · f_t⌋`` (``f_t`` = ``infer_fraction_profile[t mod T]``); batch
   tasks arrive (Poisson, at most 5 per type per step) into a 64-slot buffer and are admitted
-  by the earliest-deadline greedy scheduler (:mod:`._datacenter_scheduler`);
+  by the earliest-deadline greedy scheduler (:mod:`._scheduler`);
   ``P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base`` [MW] with ``P_infer = infer · active_w · 0.5``,
   per running task ``gpus (idle_w + (active_w − idle_w) η)``, ``P_idle = (n − active) idle_w``;
   ``COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``;
@@ -28,7 +28,7 @@ Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpo
 
 The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
 not the reference's seven key splits: same distributions, different streams. They are
-computed by the unrolled hash of :mod:`._datacenter_rng` (bit for bit the same numbers; the
+computed by the unrolled hash of :mod:`._rng` (bit for bit the same numbers; the
 ``jax.random`` path is a rolled loop per hash on CPU).
 """
 
@@ -43,8 +43,8 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.grid._datacenter_rng import step_uniforms
-from powerzoojax.grid._datacenter_scheduler import (
+from powerzoojax.grid.microgrid._rng import step_uniforms
+from powerzoojax.grid.microgrid._scheduler import (
     KEY_SPAN,
     MAX_TASK_DURATION,
     MAX_TASK_GPUS,

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.core import Environment, EnvParams
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._base import BoundWrapper, accumulate
+from powerzoojax.rl.wrappers._base import BoundWrapper, accumulate
 
 
 class LogEnvState(eqx.Module):

@@ -8,7 +8,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from powerzoojax.data import DC_STEPS_PER_DAY, DataLoader, load_dc_profiles, load_workload_profile
-from powerzoojax.grid._dc_microgrid import DCMicrogridParams, make_dcmicrogrid_params
+from powerzoojax.grid.microgrid._dc_microgrid import DCMicrogridParams, make_dcmicrogrid_params
 
 OOD_SCENARIOS = ("workload_swap", "workload_shock", "renewable_drought", "cooling_stress", "dg_derating", "sla_tighten")
 RENEWABLE_DROUGHT_FACTOR = 0.2

@@ -23,14 +23,14 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 from powerzoojax.core import Space
 from powerzoojax.core._types import Key
-from powerzoojax.rl._log_wrapper import (
+from powerzoojax.rl.wrappers._log import (
     LogWrapper,
     episode_info,
     record_episode,
     zero_episode_fields,
 )
-from powerzoojax.rl._safe_wrapper import SafeRLWrapper
-from powerzoojax.rl._saute_wrapper import SauteWrapper
+from powerzoojax.rl.wrappers._safe import SafeRLWrapper
+from powerzoojax.rl.wrappers._saute import SauteWrapper
 
 
 class RewardEnvState(eqx.Module):

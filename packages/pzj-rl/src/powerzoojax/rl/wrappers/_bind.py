@@ -3,8 +3,8 @@
 from collections.abc import Sequence
 
 from powerzoojax.core import Environment, EnvParams
-from powerzoojax.rl._log_wrapper import LogWrapper
-from powerzoojax.rl._safe_wrapper import SafeRLWrapper
+from powerzoojax.rl.wrappers._log import LogWrapper
+from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
 
 def bind(

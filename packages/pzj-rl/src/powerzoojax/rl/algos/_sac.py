@@ -30,11 +30,11 @@ import optax
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl._config import TrainConfig
-from powerzoojax.rl._networks import MLP
-from powerzoojax.rl._ppo import RunningStats, _discounted_returns, init_stats, update_stats
-from powerzoojax.rl._result import TrainResult
-from powerzoojax.rl._update_loop import UpdateLoop, eval_cost_metrics
+from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._networks import MLP
+from powerzoojax.rl.algos._ppo import RunningStats, _discounted_returns, init_stats, update_stats
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
 
 _LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
 

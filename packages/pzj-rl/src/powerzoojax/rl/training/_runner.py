@@ -25,8 +25,8 @@ import equinox as eqx
 import jax
 import jax.random as jr
 import numpy as np
-from powerzoojax.rl._config import TrainConfig, save_config
-from powerzoojax.rl._result import TrainResult
+from powerzoojax.rl.algos._config import TrainConfig, save_config
+from powerzoojax.rl.algos._result import TrainResult
 
 CHECKPOINT_FORMAT = 1
 

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import Info, Key
-from powerzoojax.rl._device_agents import DeviceAgentsEnv, device_layout
-from powerzoojax.rl._multi_agent import MARLState
+from powerzoojax.rl.marl._device_agents import DeviceAgentsEnv, device_layout
+from powerzoojax.rl.marl._multi_agent import MARLState
 
 OBSERVATION_MODES = ("global", "local")
 N_NEIGHBOURS = 4

@@ -33,7 +33,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
-from powerzoojax.grid._radial_feeder_env import RadialFeederEnv, validate_feeder_options
+from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.resources._bundle import observe_bundles, reset_bundles
 from powerzoojax.physics import (
     Radial3PhaseFlow,

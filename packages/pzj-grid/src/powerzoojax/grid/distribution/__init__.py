@@ -1,0 +1,25 @@
+"""Radial distribution feeders: :class:`DistGridEnv` (balanced sweep) and
+:class:`DistGrid3PhaseEnv` (unbalanced three-phase sweep) on their shared base
+:class:`RadialFeederEnv`."""
+
+from powerzoojax.grid.distribution._dist_grid import (
+    DIST_CONSTRAINT_NAMES,
+    DistGridEnv,
+    DistGridParams,
+    DistGridState,
+    make_dist_params,
+)
+from powerzoojax.grid.distribution._dist_grid_3phase import (
+    DIST_3PHASE_CONSTRAINT_NAMES,
+    DistGrid3PhaseEnv,
+    DistGrid3PhaseParams,
+    DistGrid3PhaseState,
+    make_dist_3phase_params,
+)
+from powerzoojax.grid.distribution._feeder import RadialFeederEnv
+
+__all__ = [
+    "DIST_3PHASE_CONSTRAINT_NAMES", "DIST_CONSTRAINT_NAMES", "DistGrid3PhaseEnv", "DistGrid3PhaseParams",
+    "DistGrid3PhaseState", "DistGridEnv", "DistGridParams", "DistGridState", "RadialFeederEnv",
+    "make_dist_3phase_params", "make_dist_params",
+]

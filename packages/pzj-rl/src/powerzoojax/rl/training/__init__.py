@@ -1,0 +1,37 @@
+"""Running training: ``make_train`` (dispatch on ``TrainConfig.algo``), ``train`` (a preset
+or an env in one call), evaluation helpers, the presets, the host-side runner
+(progress, checkpoints, metrics files, learning curve), the evaluation protocol's
+bookkeeping and statistics, and the command line (``python -m powerzoojax``).
+``TrainConfig`` / ``TrainResult`` are re-exported from :mod:`powerzoojax.rl.algos`.
+
+(Named ``training`` rather than ``train``: ``powerzoojax.rl.train`` is the ``train()``
+function, and a subpackage of that name would be shadowed by it.)"""
+
+from powerzoojax.rl.algos._config import TrainConfig, load_config, save_config
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.training._presets import PresetDef, get_preset, list_presets
+from powerzoojax.rl.training._protocol import (
+    RunRecord,
+    bootstrap_ci,
+    iqm,
+    load_manifest,
+    norm_score,
+    paired_sign_flip_test,
+    summarize,
+    write_manifest,
+)
+from powerzoojax.rl.training._runner import (
+    latest_checkpoint,
+    load_checkpoint,
+    plot_learning_curve,
+    run_training,
+    save_checkpoint,
+)
+from powerzoojax.rl.training._train import evaluate, make_act, make_train, random_act, train
+
+__all__ = [
+    "PresetDef", "RunRecord", "TrainConfig", "TrainResult", "bootstrap_ci", "evaluate", "get_preset", "iqm",
+    "latest_checkpoint", "list_presets", "load_checkpoint", "load_config", "load_manifest", "make_act",
+    "make_train", "norm_score", "paired_sign_flip_test", "plot_learning_curve", "random_act", "run_training",
+    "save_checkpoint", "save_config", "summarize", "train", "write_manifest",
+]

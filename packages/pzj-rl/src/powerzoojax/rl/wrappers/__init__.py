@@ -1,0 +1,21 @@
+"""Single-agent wrappers: they bind ``params`` and keep the jit / vmap / rollout-kernel
+contract. ``LogWrapper`` (5-tuple step, episode statistics), ``SafeRLWrapper`` (6-tuple
+with the selected costs), ``SauteWrapper`` (remaining budget in the observation),
+``RewardWrapper`` (a user reward over one of those), ``bind`` (the one-line choice between
+Log and Safe), ``PenaltyRewardWrapper`` (an ``Environment``: costs folded into the reward,
+goes inside ``LogWrapper``), and the wrappers' conformance kit."""
+
+from powerzoojax.rl.wrappers._base import BoundWrapper
+from powerzoojax.rl.wrappers._bind import bind
+from powerzoojax.rl.wrappers._conformance import check_wrapper_api, check_wrapper_no_retrace
+from powerzoojax.rl.wrappers._log import LogEnvState, LogWrapper
+from powerzoojax.rl.wrappers._penalty import PenaltyRewardWrapper
+from powerzoojax.rl.wrappers._reward import RewardEnvState, RewardWrapper
+from powerzoojax.rl.wrappers._safe import SafeRLState, SafeRLWrapper
+from powerzoojax.rl.wrappers._saute import SauteState, SauteWrapper
+
+__all__ = [
+    "BoundWrapper", "LogEnvState", "LogWrapper", "PenaltyRewardWrapper", "RewardEnvState", "RewardWrapper",
+    "SafeRLState", "SafeRLWrapper", "SauteState", "SauteWrapper", "bind", "check_wrapper_api",
+    "check_wrapper_no_retrace",
+]
