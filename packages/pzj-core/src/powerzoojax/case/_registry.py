@@ -383,7 +383,8 @@ def get_meta(case_id: str | int, source: str = "reference") -> CaseMeta:
     Raises:
         ValueError: for an unknown source or id (the message lists the valid ones).
     """
-    return _BY_ID[source][_normalise_case_id(case_id, source)]
+    key = _normalise_case_id(case_id, source)
+    return _BY_ID[source][key]
 
 
 def load_case(
