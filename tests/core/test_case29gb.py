@@ -1,4 +1,4 @@
-"""case29gb (pandapower's GBreducednetwork) against pandapower itself.
+"""case29gb of ``source="matpower"`` (pandapower's GBreducednetwork) against pandapower itself.
 
 The shipped tables were written by ``scripts/build_cases.py`` through pandapower's
 ``to_ppc``. Here they are checked against the pandapower network's own element tables
@@ -44,7 +44,7 @@ def _f64(x) -> np.ndarray:
 
 
 def test_tables_match_the_pandapower_network():
-    case, net = load_case("29gb"), _net()
+    case, net = load_case("29gb", source="matpower"), _net()
     # Buses: ids are pandapower indices + 1; loads summed per bus.
     np.testing.assert_array_equal(case.node_ids, net.bus.index.to_numpy() + 1)
     np.testing.assert_allclose(case.node_pd, _per_bus(net.load.bus, net.load.p_mw), rtol=1e-6)
@@ -95,7 +95,7 @@ def test_tables_match_the_pandapower_network():
 def test_dc_power_flow_matches_pandapower_rundcpp(scale):
     # Our DC model is the spec's PTDF (b = -1/x, no phase shifters, §1.5): compare with
     # rundcpp on the same network with the four 2-degree phase shifts set to zero.
-    case, net = load_case("29gb"), copy.deepcopy(_net())
+    case, net = load_case("29gb", source="matpower"), copy.deepcopy(_net())
     net.trafo["shift_degree"] = 0.0
     net.load["p_mw"] *= scale
     net.gen["p_mw"] *= scale
@@ -111,7 +111,7 @@ def test_dc_power_flow_matches_pandapower_rundcpp(scale):
 @functools.cache
 def _ac_solver():
     with jax.enable_x64(True):
-        network = make_ac_network(load_case("29gb"), dtype=jnp.float64)
+        network = make_ac_network(load_case("29gb", source="matpower"), dtype=jnp.float64)
 
     def solve(p, q, pl, ql):
         return ac_power_flow(network, p, q, pl, ql, enforce_q_limits=False, tol=1e-10, max_iter=30)

