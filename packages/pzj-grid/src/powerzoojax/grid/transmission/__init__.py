@@ -1,7 +1,17 @@
 """Transmission networks: :class:`TransGridEnv` (units dispatched by the agent or an OPF over a
-DC or AC network, one network model per physics mode) and :class:`UnitCommitmentEnv`
-(commitment plus DC-OPF dispatch)."""
+DC or AC network) with its network models, one per physics mode (``DCPowerFlowModel``,
+``DCOPFModel``, ``ACPowerFlowModel``, ``ACOPFModel``; the protocol ``NetworkModel`` for a
+model of your own), and :class:`UnitCommitmentEnv` (commitment plus DC-OPF dispatch)."""
 
+from powerzoojax.grid.transmission._network_models import (
+    ACOPFModel,
+    ACPowerFlowModel,
+    DCOPFModel,
+    DCPowerFlowModel,
+    NetworkInputs,
+    NetworkModel,
+    NetworkSolution,
+)
 from powerzoojax.grid.transmission._trans_grid import CONSTRAINT_NAMES, GridState, TransGridEnv
 from powerzoojax.grid.transmission._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
 from powerzoojax.grid.transmission._unit_commitment import (
@@ -13,6 +23,7 @@ from powerzoojax.grid.transmission._unit_commitment import (
 )
 
 __all__ = [
-    "CONSTRAINT_NAMES", "GridState", "MODE_NAMES", "TransGridEnv", "TransGridParams", "UC_CONSTRAINT_NAMES",
-    "UCParams", "UCState", "UnitCommitmentEnv", "make_trans_params", "make_uc_params",
+    "ACOPFModel", "ACPowerFlowModel", "CONSTRAINT_NAMES", "DCOPFModel", "DCPowerFlowModel", "GridState",
+    "MODE_NAMES", "NetworkInputs", "NetworkModel", "NetworkSolution", "TransGridEnv", "TransGridParams",
+    "UC_CONSTRAINT_NAMES", "UCParams", "UCState", "UnitCommitmentEnv", "make_trans_params", "make_uc_params",
 ]

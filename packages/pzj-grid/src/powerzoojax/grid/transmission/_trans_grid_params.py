@@ -11,6 +11,13 @@ from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import ResourceBundle
+from powerzoojax.grid.transmission._network_models import (
+    ACOPFModel,
+    ACPowerFlowModel,
+    DCOPFModel,
+    DCPowerFlowModel,
+    NetworkModel,
+)
 from powerzoojax.physics import ACNetwork, DCNetwork, load_line_flows, make_ac_network, make_dc_network
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
 from powerzoojax.physics._dc_opf import DCOPFSetup, make_dc_opf_setup
@@ -28,10 +35,12 @@ MODE_NAMES = {
 class TransGridParams(EnvParams):
     """Params of :class:`TransGridEnv`; build with :func:`make_trans_params`.
 
-    ``acpf`` exists iff ``physics == 1`` and ``solver_mode != 2``, ``dcopf`` iff
-    ``solver_mode == 1``, ``acopf`` iff ``solver_mode == 2`` (spec §2.1: the step branches
-    on which setups exist; the AC-OPF result replaces any power flow, so mode 2 does not
-    build or run one); absent setups are ``None``.
+    ``network_model`` is the mode's network model (see
+    :mod:`powerzoojax.grid.transmission._network_models`): it holds the mode's setup (DC-OPF,
+    AC network, AC-OPF) and solver options; ``acpf`` / ``dcopf`` / ``acopf`` read those
+    setups back (None where the mode has none: the AC-OPF result replaces any power flow,
+    so mode 2 neither builds nor runs one). ``physics`` / ``solver_mode`` name the mode
+    the model was chosen from.
     """
 
     case: CaseData
@@ -47,10 +56,8 @@ class TransGridParams(EnvParams):
     inv_line_scale: Float[Array, " n_lines"]
     inv_unit_scale: Float[Array, " n_units"]
     inv_total_capacity: Float[Array, ""]
-    acpf: ACNetwork | None = None
-    dcopf: DCOPFSetup | None = None
-    acopf: ACOPFSetup | None = None
-    # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC modes only).
+    network_model: NetworkModel
+    # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC models only).
     load_q_mvar: Float[Array, " n_loads"] | None = None
     node_v_min: Float[Array, " n_nodes"] | None = None
     node_v_max: Float[Array, " n_nodes"] | None = None
@@ -63,14 +70,26 @@ class TransGridParams(EnvParams):
     physics: int = eqx.field(static=True, default=0, kw_only=True)
     solver_mode: int = eqx.field(static=True, default=0, kw_only=True)
     include_unit_dispatch: bool = eqx.field(static=True, default=True, kw_only=True)
-    pf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
-    pf_tol: float = eqx.field(static=True, default=1e-5, kw_only=True)
-    pf_method: str = eqx.field(static=True, default="fdlf", kw_only=True)
-    pf_warm_start: bool = eqx.field(static=True, default=False, kw_only=True)
-    opf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
-    opf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
-    acopf_max_iter: int = eqx.field(static=True, default=50, kw_only=True)
-    acopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
+
+    @property
+    def acpf(self) -> ACNetwork | None:
+        """The AC network of an AC power-flow model (None in other modes)."""
+        model = self.network_model
+        return model.network if isinstance(model, ACPowerFlowModel) else None
+
+    @property
+    def dcopf(self) -> DCOPFSetup | None:
+        """The DC-OPF setup of a DC-OPF dispatch (None in other modes)."""
+        model = self.network_model
+        if isinstance(model, ACPowerFlowModel):
+            model = model.dispatch_model
+        return model.setup if isinstance(model, DCOPFModel) else None
+
+    @property
+    def acopf(self) -> ACOPFSetup | None:
+        """The AC-OPF setup (None in other modes)."""
+        model = self.network_model
+        return model.setup if isinstance(model, ACOPFModel) else None
 
     def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
         """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
@@ -112,6 +131,7 @@ def make_trans_params(
     pf_failure_cost: float | int = 100.0,
     acopf_max_iter: int = 50,
     acopf_tol: float = 1e-4,
+    network_model: NetworkModel | None = None,
 ) -> TransGridParams:
     """Validate inputs on the host and build :class:`TransGridParams`.
 
@@ -128,7 +148,11 @@ def make_trans_params(
     start each step's power flow from the previous state's voltages and PV->PQ switches
     instead of a flat start; off by default because with Q limits the result may then
     differ from the cold solve (a bus at a limit near its switching point; see
-    ``TransGridEnv._warm_start``).
+    ``ACPowerFlowModel.warm_start_from``). ``network_model``: a model of your own in place
+    of the mode's (protocol and example in
+    :mod:`powerzoojax.grid.transmission._network_models`; the solver options above then
+    do not apply); its ``is_ac`` decides the observation layout and whether the reactive
+    loads and voltage limits are built.
     Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
     type.
     """
@@ -176,6 +200,11 @@ def make_trans_params(
         )
     if not isinstance(include_unit_dispatch, (bool, np.bool_)):
         raise TypeError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
+    if network_model is not None and not isinstance(network_model, NetworkModel):
+        raise TypeError(
+            "make_trans_params: network_model must be a NetworkModel (powerzoojax.grid.transmission), "
+            f"got {type(network_model).__name__}"
+        )
 
     n_loads = case.n_loads
     if load_profiles is None:
@@ -201,15 +230,19 @@ def make_trans_params(
     p_max = np.asarray(case.unit_p_max, np.float64)
     ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    if network_model is None:
+        network_model = _mode_model(
+            case, physics, solver_mode,
+            pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
+            opf_max_iter=opf_max_iter, opf_tol=opf_tol, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
+        )
     ac_fields: dict = {}
-    if physics == 1 or solver_mode == 2:
+    if network_model.is_ac:
         node_qd = np.asarray(case.node_qd, np.float64)
         load_node = np.asarray(case.load_node_idx)
         # A bus's Qd is shared evenly among the loads at that bus.
         n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
         ac_fields = dict(
-            acpf=make_ac_network(case) if solver_mode != 2 else None,
-            acopf=make_ac_opf_setup(case, dtype=jnp.float32) if solver_mode == 2 else None,
             load_q_mvar=f32(node_qd[load_node] / np.maximum(n_at_bus[load_node], 1.0)),
             node_v_min=f32(case.node_v_min),
             node_v_max=f32(case.node_v_max),
@@ -225,7 +258,7 @@ def make_trans_params(
         inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
         inv_unit_scale=f32(1.0 / np.maximum(p_max, 1.0)),
         inv_total_capacity=f32(1.0 / max(float(p_max.sum()), 1.0)),
-        dcopf=make_dc_opf_setup(case) if solver_mode == 1 else None,
+        network_model=network_model,
         ptdf_nodes_t=f32(np.asarray(case.ptdf, np.float64).T) if resources else None,
         **ac_fields,
         resources=resources,
@@ -235,12 +268,31 @@ def make_trans_params(
         physics=int(physics),
         solver_mode=int(solver_mode),
         include_unit_dispatch=bool(include_unit_dispatch),
-        pf_max_iter=pf_max_iter,
-        pf_tol=pf_tol,
-        pf_method=pf_method,
-        pf_warm_start=bool(pf_warm_start),
-        opf_max_iter=opf_max_iter,
-        opf_tol=opf_tol,
-        acopf_max_iter=acopf_max_iter,
-        acopf_tol=acopf_tol,
+    )
+
+
+def _mode_model(
+    case: CaseData,
+    physics: int,
+    solver_mode: int,
+    *,
+    pf_max_iter: int,
+    pf_tol: float,
+    pf_method: str,
+    pf_warm_start: bool,
+    opf_max_iter: int,
+    opf_tol: float,
+    acopf_max_iter: int,
+    acopf_tol: float,
+) -> NetworkModel:
+    """The network model of a ``(physics, solver_mode)`` mode (table in the models' module)."""
+    if solver_mode == 2:
+        return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
+    dc: DCPowerFlowModel | DCOPFModel = (
+        DCOPFModel(make_dc_opf_setup(case), max_iter=opf_max_iter, tol=opf_tol) if solver_mode == 1 else DCPowerFlowModel()
+    )
+    if physics == 0:
+        return dc
+    return ACPowerFlowModel(
+        make_ac_network(case), dc, max_iter=pf_max_iter, tol=pf_tol, method=pf_method, warm_start=pf_warm_start
     )

@@ -1,0 +1,364 @@
+"""Network models of :class:`~powerzoojax.grid.TransGridEnv`: one small module per physics mode.
+
+A network model turns one step's loads, set-points and bundle injections into unit
+outputs, flows, voltages and the violation measures the env prices. ``make_trans_params``
+picks one from ``physics`` / ``solver_mode`` and stores it in the params
+(``params.network_model``); ``TransGridEnv.reset`` / ``step`` call it without knowing the
+mode:
+
+==========================================  ===========  ===========================
+model                                       (physics,    dispatch
+                                            solver_mode)
+==========================================  ===========  ===========================
+:class:`DCPowerFlowModel`                   (0, 0)       agent set-points, DC slack
+:class:`DCOPFModel`                         (0, 1)       DC-OPF
+``ACPowerFlowModel(DCPowerFlowModel())``    (1, 0)       agent set-points, DC slack
+``ACPowerFlowModel(DCOPFModel(...))``       (1, 1)       DC-OPF, then AC power flow
+:class:`ACOPFModel`                         (any, 2)     AC-OPF
+==========================================  ===========  ===========================
+
+The model lives in the params, not in the env, because it holds arrays (OPF setups, the
+AC network): as params leaves they can be vmapped (e.g. over line ratings) and a new
+params of the same mode reuses the compiled step. Its iteration caps, tolerances and
+method are static fields, so they are part of the compiled program, like the mode itself.
+
+Protocol. A model is an ``eqx.Module`` subclassing :class:`NetworkModel` with
+
+- ``solve(params, inputs) -> NetworkSolution``: the step's network solve;
+  ``inputs`` (:class:`NetworkInputs`) carries the profile row's loads [MW per load], the
+  row index, the set-points [MW] (the agent's, or proportional to the load when the
+  action has no unit entries; OPF models ignore them), the bundles' bus injections [MW]
+  (None without bundles) and the state before the step (None at reset);
+- ``solve_reset(params, inputs)`` (optional): the solve behind ``reset``; defaults to
+  ``solve``;
+- ``is_ac`` (class variable): whether the observation carries bus voltages (the AC
+  layout, ``L + N + D + G + 2``) and ``make_trans_params`` builds the reactive loads and
+  voltage limits (``params.load_q_mvar``, ``node_v_min``, ``node_v_max``).
+
+Every array of the :class:`NetworkSolution` must be finite; ``thermal``, ``voltage`` and
+``unserved_mw`` are the non-negative amounts the ``thermal_overload``, ``voltage_violation``
+and ``power_balance`` costs charge; ``info`` entries are added to the step's info (the
+same keys on every step). A model of your own goes in with
+``make_trans_params(case, network_model=...)``. Example: a DC power flow whose slack units
+also cover losses of a fixed fraction of the load (the fraction an array leaf, so params
+can be vmapped over it)::
+
+    import dataclasses
+
+    import jax.numpy as jnp
+    from jaxtyping import Array, Float
+
+    from powerzoojax.case import load_case
+    from powerzoojax.grid import TransGridEnv, make_trans_params
+    from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
+
+    class LossyDCModel(NetworkModel):
+        loss_fraction: Float[Array, ""]
+
+        def solve(self, params, inputs):
+            lossless = DCPowerFlowModel().solve(params, inputs)
+            losses = self.loss_fraction * jnp.sum(inputs.load_mw)
+            units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
+            return dataclasses.replace(lossless, unit_power_mw=units)
+
+    params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from powerzoojax.core import EnvParams, EnvState
+from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check, short_sum
+from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
+from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
+
+__all__ = [
+    "ACOPFModel", "ACPowerFlowModel", "DCOPFModel", "DCPowerFlowModel", "NetworkInputs", "NetworkModel",
+    "NetworkSolution",
+]
+
+
+class NetworkInputs(eqx.Module):
+    """What a network model solves for on one step (see the module docstring)."""
+
+    load_mw: Float[Array, " n_loads"]
+    row: Int[Array, ""]
+    dispatch_mw: Float[Array, " n_units"]
+    p_bus_mw: Float[Array, " n_nodes"] | None = None
+    previous: EnvState | None = None
+
+
+class NetworkSolution(eqx.Module):
+    """What one network solve produced, in every mode. AC-only fields are flat (``vm`` 1,
+    ``va`` 0, reactive quantities 0) in the DC models; ``n_voltage_violations`` includes a
+    failed AC solve."""
+
+    unit_power_mw: Float[Array, " n_units"]
+    line_flow_mw: Float[Array, " n_lines"]
+    line_flow_q_mvar: Float[Array, " n_lines"]
+    node_injection_mw: Float[Array, " n_nodes"]
+    vm: Float[Array, " n_nodes"]
+    va: Float[Array, " n_nodes"]
+    q_gen: Float[Array, " n_units"]
+    thermal: Float[Array, ""]
+    n_line_violations: Int[Array, ""]
+    voltage: Float[Array, ""]
+    n_voltage_violations: Int[Array, ""]
+    unserved_mw: Float[Array, ""]
+    info: dict[str, Array]
+
+
+class NetworkModel(eqx.Module):
+    """Base of the network models; subclasses implement :meth:`solve` (module docstring)."""
+
+    is_ac: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        """The step's network solve."""
+
+    def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        """The solve behind ``reset`` (the step's solve unless a model says otherwise)."""
+        return self.solve(params, inputs)
+
+
+class _Dispatch(eqx.Module):
+    """The DC stage of a model: unit outputs with DC flows, load it could not serve, info."""
+
+    flow: DCFlow
+    unserved_mw: Float[Array, ""]
+    info: dict[str, Array]
+
+
+def _finite(x: Array) -> Array:
+    return jnp.where(jnp.isfinite(x), x, 0.0)
+
+
+def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Array) -> NetworkSolution:
+    case = params.case
+    flow = stage.flow
+    return NetworkSolution(
+        unit_power_mw=flow.unit_power_mw,
+        line_flow_mw=flow.line_flow_mw,
+        line_flow_q_mvar=jnp.zeros((case.n_lines,), jnp.float32),
+        node_injection_mw=flow.node_injection_mw,
+        vm=jnp.ones((case.n_nodes,), jnp.float32),
+        va=jnp.zeros((case.n_nodes,), jnp.float32),
+        q_gen=jnp.zeros((case.n_units,), jnp.float32),
+        thermal=thermal,
+        n_line_violations=n_over,
+        voltage=jnp.zeros((), jnp.float32),
+        n_voltage_violations=jnp.asarray(0, jnp.int32),
+        unserved_mw=stage.unserved_mw,
+        info=stage.info,
+    )
+
+
+class DCPowerFlowModel(NetworkModel):
+    """DC power flow of the set-points; the slack units take up the imbalance (and give up
+    the bundles' injections). Thermal metric: MW beyond ``[line_floor, line_cap]``."""
+
+    def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        net = params.network
+        flow = dc_power_flow(net, inputs.dispatch_mw, inputs.load_mw, params.load_line_flow_mw[inputs.row])
+        p_bus = inputs.p_bus_mw
+        if p_bus is not None:
+            # Bundle injections displace slack output: the slack units give up Σ p_bus and
+            # the flows see the injections at their buses.
+            total = short_sum(p_bus)
+            slack_shift = total * net.slack_unit_weights
+            flow = DCFlow(
+                unit_power_mw=flow.unit_power_mw - slack_shift,
+                line_flow_mw=flow.line_flow_mw - slack_shift @ net.ptdf_units_t + p_bus @ params.ptdf_nodes_t,
+                node_injection_mw=flow.node_injection_mw + p_bus - params.case.nodes_units_map @ slack_shift,
+            )
+        return _Dispatch(flow=flow, unserved_mw=jnp.zeros((), jnp.float32), info={})
+
+    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch(params, inputs)
+        thermal, n_over = dc_thermal_check(stage.flow.line_flow_mw, params.network.line_cap, params.network.line_floor)
+        return _dc_solution(params, stage, thermal, n_over)
+
+
+class DCOPFModel(NetworkModel):
+    """DC-OPF dispatch (interior point with LMPs) and its flows; the set-points are ignored.
+    Info: ``opf_status``, ``opf_converged``, ``opf_objective``, ``opf_lambda``, ``opf_ok``."""
+
+    setup: DCOPFSetup
+    max_iter: int = eqx.field(static=True, default=30)
+    tol: float = eqx.field(static=True, default=1e-4)
+
+    def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        net = params.network
+        node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
+        if inputs.p_bus_mw is not None:
+            node_load = node_load - inputs.p_bus_mw
+        opf = dc_opf(self.setup, node_load, max_iter=self.max_iter, tol=self.tol)
+        flow = DCFlow(unit_power_mw=opf.p_mw, line_flow_mw=opf.line_flow_mw, node_injection_mw=opf.node_injection_mw)
+        info = {
+            "opf_status": opf.status,
+            "opf_converged": opf.converged,
+            "opf_objective": opf.objective,
+            "opf_lambda": opf.lambda_balance,
+            "opf_ok": opf.status == DCOPF_OPTIMAL,
+        }
+        return _Dispatch(flow=flow, unserved_mw=jnp.abs(short_sum(node_load) - short_sum(opf.p_mw)), info=info)
+
+    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch(params, inputs)
+        net, flows = params.network, stage.flow.line_flow_mw
+        thermal, _ = dc_thermal_check(flows, net.line_cap, net.line_floor)
+        # OPF flows sit exactly on binding limits: count beyond 0.01 MW so float32 noise
+        # cannot flip is_safe.
+        over = jnp.maximum(flows - net.line_cap, 0.0) + jnp.maximum(net.line_floor - flows, 0.0)
+        return _dc_solution(params, stage, thermal, short_sum((over > 1e-2).astype(jnp.int32)))
+
+
+class ACPowerFlowModel(NetworkModel):
+    """AC power flow (fast-decoupled or Newton, PV->PQ switching at the Q limits) on the
+    unit outputs of a DC stage: :class:`DCPowerFlowModel` (the agent's set-points, slack
+    balanced in DC) or :class:`DCOPFModel` (the OPF dispatch; its info is kept). Thermal
+    metric ``max(|S_from|, |S_to|)`` beyond the rating; a solve that does not converge
+    costs ``params.pf_failure_cost`` on ``power_balance`` and counts as a voltage
+    violation. Generator Q schedules and bundle Q are not modelled. ``warm_start``: start
+    from the previous state's voltages and PV->PQ switches (see :meth:`warm_start_from`).
+    Info: ``pf_converged``, ``pf_n_iter``, ``pf_max_mismatch``."""
+
+    network: ACNetwork
+    dispatch_model: DCPowerFlowModel | DCOPFModel
+    max_iter: int = eqx.field(static=True, default=30)
+    tol: float = eqx.field(static=True, default=1e-5)
+    method: str = eqx.field(static=True, default="fdlf")
+    warm_start: bool = eqx.field(static=True, default=False)
+    is_ac: ClassVar[bool] = True
+
+    def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
+        """Initial voltages and PV->PQ switches from the previous step's state. The state
+        holds no switch flags: a PV bus is switched iff its voltage left the set point
+        (unswitched PV voltages are pinned to it exactly), at the limit its generated Q is
+        nearer to (Q from ``q_gen``). A state with voltages outside [0.8, 1.2] p.u. (a
+        failed solve) starts flat instead. With Q limits the result may then differ from
+        the cold solve (a bus at a limit near its switching point)."""
+        net = self.network
+        sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
+        switched = net.is_pv & (state.vm != net.v_set) & sane
+        bus_q = params.case.nodes_units_map @ state.q_gen
+        at_max = bus_q >= 0.5 * (net.q_min_mvar + net.q_max_mvar)
+        side = jnp.where(switched, jnp.where(at_max, 1, -1), 0).astype(jnp.int32)
+        vm = jnp.where(sane, state.vm, 1.0)
+        va = jnp.where(sane, state.va, net.va_ref)
+        return vm, va, side
+
+    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch_model.dispatch(params, inputs)
+        case = params.case
+        load_p, load_q = inputs.load_mw, params.load_q_mvar
+        if inputs.p_bus_mw is not None:
+            # One load per bus in bus order (checked in make_trans_params): injections are
+            # negative load; bundle Q is ignored.
+            load_p = inputs.load_mw - inputs.p_bus_mw
+        init_vm, init_va, init_pv_limit = (
+            self.warm_start_from(params, inputs.previous)
+            if (inputs.previous is not None and self.warm_start)
+            else (None, None, None)
+        )
+        pf = ac_power_flow(
+            self.network, stage.flow.unit_power_mw, None, load_p, load_q,
+            init_vm=init_vm, init_va=init_va, init_pv_limit=init_pv_limit,
+            max_iter=self.max_iter, tol=self.tol, method=self.method,
+        )
+        zero = jnp.zeros((), jnp.float32)
+        loading = _finite(pf.line_loading_mva)
+        thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
+        vm = _finite(pf.vm)
+        over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+        info = {
+            **stage.info,
+            "pf_converged": pf.converged,
+            "pf_n_iter": pf.n_iter,
+            "pf_max_mismatch": _finite(pf.max_mismatch),
+        }
+        failure = jnp.where(pf.converged, zero, params.pf_failure_cost)
+        return NetworkSolution(
+            unit_power_mw=stage.flow.unit_power_mw,
+            line_flow_mw=_finite(pf.line_p_from_mw),
+            line_flow_q_mvar=_finite(pf.line_q_from_mvar),
+            node_injection_mw=_finite(pf.p_inj_mw),
+            vm=vm,
+            va=_finite(pf.va),
+            q_gen=_finite(pf.unit_q_mvar),
+            thermal=short_sum(thermal_v),
+            n_line_violations=short_sum((thermal_v > 0).astype(jnp.int32)),
+            voltage=short_sum(over),
+            n_voltage_violations=short_sum((over > 0).astype(jnp.int32)) + (~pf.converged).astype(jnp.int32),
+            unserved_mw=stage.unserved_mw + failure,
+            info=info,
+        )
+
+
+class ACOPFModel(NetworkModel):
+    """AC-OPF (in-graph primal–dual interior point in float32) setting dispatch, voltages and
+    flows; the set-points are ignored; reactive loads are the case's Qd. Thermal metric
+    ``|S_from|`` beyond the rating. ``reset`` starts from proportional dispatch, a DC power
+    flow and flat voltages instead (:meth:`solve_reset`). Info: ``opf_converged``,
+    ``opf_status`` (0 optimal, 1 not converged), ``opf_objective`` [$/h],
+    ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own power-flow solution),
+    ``line_viol_mva`` (Σ MVA beyond the rating at either end)."""
+
+    setup: ACOPFSetup
+    max_iter: int = eqx.field(static=True, default=50)
+    tol: float = eqx.field(static=True, default=1e-4)
+    is_ac: ClassVar[bool] = True
+
+    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        case, net = params.case, params.network
+        node_p = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
+        node_q = params.load_q_mvar if net.loads_are_nodes else net.loads_to_nodes @ params.load_q_mvar
+        if inputs.p_bus_mw is not None:
+            node_p = node_p - inputs.p_bus_mw  # bundle Q is ignored
+        opf = ac_opf(self.setup, node_p, node_q, max_iter=self.max_iter, tol=self.tol)
+        zero = jnp.zeros((), jnp.float32)
+        # A failed solve keeps its best iterate (finite by construction); _finite guards
+        # the outputs anyway so that nothing non-finite can reach the state.
+        p = _finite(opf.p_mw)
+        s_from, s_to = _finite(opf.line_s_from_mva), _finite(opf.line_s_to_mva)
+        cap = jnp.abs(case.line_cap)
+        thermal_v = jnp.maximum(s_from - cap, 0.0)
+        vm = _finite(opf.vm)
+        over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+        converged = opf.converged
+        # No iteration count in info: in float32 the interior point's last iterations are
+        # round-off driven, so a vmapped and a single solve of one instance may stop one
+        # iteration apart, and info must not depend on batching (check_env_api).
+        info = {
+            "opf_converged": converged,
+            "opf_status": jnp.where(converged, 0, 1).astype(jnp.int32),
+            "opf_objective": _finite(opf.objective),
+            "opf_max_mismatch": _finite(opf.max_mismatch),
+            "pf_converged": converged,
+            "line_viol_mva": short_sum(jnp.maximum(jnp.maximum(s_from, s_to) - cap, 0.0)),
+        }
+        return NetworkSolution(
+            unit_power_mw=p,
+            line_flow_mw=_finite(opf.line_p_from_mw),
+            line_flow_q_mvar=_finite(opf.line_q_from_mvar),
+            node_injection_mw=case.nodes_units_map @ p - node_p,
+            vm=vm,
+            va=_finite(opf.va),
+            q_gen=_finite(opf.q_mvar),
+            thermal=short_sum(thermal_v),
+            n_line_violations=short_sum((thermal_v > 1e-2).astype(jnp.int32)),
+            voltage=short_sum(over),
+            n_voltage_violations=short_sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
+            unserved_mw=jnp.where(converged, zero, params.pf_failure_cost),
+            info=info,
+        )
+
+    def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+        # The reset state is proportional dispatch on a DC power flow with flat voltages:
+        # it also keeps the interior point out of the auto-reset branch of every step.
+        return DCPowerFlowModel().solve(params, inputs)
