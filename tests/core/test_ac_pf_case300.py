@@ -80,7 +80,7 @@ def _ours(method: str, max_iter: int):
     ppcs = _instances()
     base = matpower_ppc("case300")
     va_ref = float(base["bus"][base["bus"][:, BUS_TYPE] == 3, VA][0])
-    net = make_ac_network(load_case("300"), va_ref_deg=va_ref)
+    net = make_ac_network(load_case("300", source="matpower"), va_ref_deg=va_ref)
     on = [p["gen"][:, GEN_STATUS] > 0 for p in ppcs]
     stack = lambda f: jnp.asarray(np.stack([f(p, o) for p, o in zip(ppcs, on)]), jnp.float32)  # noqa: E731
     solve = jax.jit(

@@ -25,7 +25,10 @@ N_BATCH = 8
 
 @functools.cache
 def _case(case_id):
-    return load_case(case_id)
+    # MATPOWER's tables: the random instances, regressions and PYPOWER comparisons below
+    # assume its linear / quadratic costs and zero unit minimums. The checkpoint on the
+    # reference tables is in test_reference_checkpoints.py.
+    return load_case(case_id, source="matpower")
 
 
 @functools.cache
@@ -171,7 +174,8 @@ def test_quadratic_cost_matches_pypower(case_id):
 
 
 def test_case5_reference_checkpoint():
-    """Spec §6.1: the reference's case-5 DC-OPF with unit minimums [5, 10, 20, 10, 0] MW."""
+    """Spec §6.1 on MATPOWER's case-5 table given the reference's unit minimums [5, 10, 20,
+    10, 0] MW (the reference table itself: test_reference_checkpoints.py)."""
     case = _case("5")
     load = jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0])
     p_min = jnp.asarray([5.0, 10.0, 20.0, 10.0, 0.0])
