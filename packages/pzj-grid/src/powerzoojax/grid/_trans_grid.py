@@ -141,6 +141,10 @@ class TransGridEnv(Environment):
     def constraint_names(self, params: TransGridParams) -> tuple[str, ...]:
         return CONSTRAINT_NAMES
 
+    def iteration_count_keys(self, params: TransGridParams) -> tuple[str, ...]:
+        # The AC power flow's Newton / fast-decoupled count (physics mode 1 only).
+        return ("pf_n_iter",) if params.acpf is not None else ()
+
     def _row(self, time_step: Int[Array, ""], params: TransGridParams) -> Int[Array, ""]:
         return time_step % params.load_profiles.shape[0]
 
@@ -318,7 +322,7 @@ class TransGridEnv(Environment):
         converged = opf.converged
         # No iteration count in info: in float32 the interior point's last iterations are
         # round-off driven, so a vmapped and a single solve of one instance may stop one
-        # iteration apart, and info must not depend on batching (check_env_api).
+        # iteration apart (a count reported would go in iteration_count_keys).
         info = {
             "opf_converged": converged,
             "opf_status": jnp.where(converged, 0, 1).astype(jnp.int32),
