@@ -57,11 +57,25 @@ def has_distribution(module: str) -> bool:
         return False
 
 
+# The kit's checks that compare two compiled programs (jit = eager, vmap = loop).
+_KIT_CHECKS = frozenset({"check_env_api", "check_wrapper_api"})
+
+
+def _calls_the_kit(item) -> bool:
+    # The test's own code names a kit check (imported in the test, as the suite does).
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return code is not None and not _KIT_CHECKS.isdisjoint((*code.co_names, *code.co_varnames))
+
+
 def pytest_collection_modifyitems(config, items):
     # Tests of a distribution that is not installed are deselected with a reason,
     # so "core alone" / "core + rl" runs stay meaningful.
     requirements = {"grid": "powerzoojax.grid", "market": "powerzoojax.market", "rl": "powerzoojax.rl"}
     for item in items:
+        # Marked "conformance": .ci/run runs them a second time under XLA's default CPU
+        # pipeline, a second compilation of the same programs (as another CPU gives).
+        if _calls_the_kit(item):
+            item.add_marker(pytest.mark.conformance)
         parts = item.path.parts
         for folder, module in requirements.items():
             if folder in parts and not has_distribution(module):

@@ -4,6 +4,7 @@ x' = clip(x + 0.1·a + 0.05·ε, -2, 2), reward −x², one cost channel max(|x|
 Reset draws x uniformly in [-0.5, 0.5], so the env is stochastic under its key.
 """
 
+import equinox as eqx
 import jax.numpy as jnp
 import jax.random as jr
 from jaxtyping import Array, Bool, Float
@@ -63,3 +64,33 @@ class ToyEnv(Environment):
         nxt = auto_reset(self, key, ToyState(time_step=t, done=done, x=x), params)
         info = {"cost_sum": jnp.sum(costs), "cost_out_of_band": cost}
         return self._obs(nxt, params), nxt, reward, costs, done, info
+
+
+def program_kind(x) -> int:
+    """0 when ``x`` is computed op by op, 1 inside a jitted program, 2 inside a vmapped one:
+    a stand-in for an iteration count that follows the round-off of the compiled program."""
+    import jax
+
+    if type(x).__name__ == "BatchTracer":
+        return 2
+    return 1 if isinstance(x, jax.core.Tracer) else 0
+
+
+class CountingToyEnv(ToyEnv):
+    """``ToyEnv`` whose info holds ``solver_iterations`` (3 + ``program_kind``), a count
+    that differs between eager, jitted and vmapped steps, named in ``counts``; and
+    ``extra`` info entries ``{key: offsets}`` equal to ``offsets[program_kind]``."""
+
+    counts: tuple[str, ...] = eqx.field(static=True, default=("solver_iterations",))
+    extra: tuple[tuple[str, tuple], ...] = eqx.field(static=True, default=())
+
+    def iteration_count_keys(self, params: ToyParams) -> tuple[str, ...]:
+        return self.counts
+
+    def step(self, key, state: ToyState, action: Float[Array, "1"], params: ToyParams):
+        obs, nxt, reward, costs, done, info = super().step(key, state, action, params)
+        kind = program_kind(state.x)
+        info = {**info, "solver_iterations": jnp.asarray(3 + kind, jnp.int32)}
+        for name, values in self.extra:
+            info[name] = jnp.asarray(values[kind])
+        return obs, nxt, reward, costs, done, info

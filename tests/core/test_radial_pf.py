@@ -47,6 +47,33 @@ def _random_der_loads(case, n_feeders: int, seed: int, scale=(1.0, 1.0)):
     return p0 * factor - der, q0 * factor
 
 
+# The sweep's residual is max |Δv²| between its last two iterates, and v² is O(1) p.u.², so
+# residuals are resolved in float32 ulps of 1 (1.19e-7; the default tol 1e-6 is 8.4 of
+# them). Two compiled programs of one solve (single solves in a lax.map, a vmapped batch
+# and its compacted stages, the same program built for another CPU's vector width) round
+# v² an ulp apart and the residual up to two: residuals are compared within that bound,
+# never relatively, and where a feeder's stopping test sat within it of tol the two
+# programs may stop one sweep apart. (2026-12-01: XLA:CPU limited to SSE4.2 rounds 10 of
+# the 1,024 residuals of test_compacted_batch_gives_each_feeder_its_own_solve half an ulp
+# away from its AVX2 build, which gives the lax.map and the batch bit for bit alike.)
+_TOL = 1e-6
+_RESIDUAL_ROUNDOFF = 2 * float(np.finfo(np.float32).eps)
+
+
+def _near_tol(*flows):
+    """Feeders whose last stopping test sat within round-off of the default tol in one of
+    ``flows``: the only ones where two compiled programs may stop a sweep apart."""
+    return np.any([np.abs(np.asarray(f.residual) - _TOL) <= _RESIDUAL_ROUNDOFF for f in flows], axis=0)
+
+
+def _assert_same_sweeps(n_iter, expected, near):
+    """Sweep counts equal to ``expected``, up to one sweep on the feeders ``near`` tol."""
+    n_iter, expected = np.asarray(n_iter), np.asarray(expected)
+    np.testing.assert_array_equal(n_iter[~near], expected[~near])
+    off = np.abs(n_iter - expected)[near]
+    assert np.all(off <= 1), (np.flatnonzero(near)[off > 1], n_iter[near][off > 1], expected[near][off > 1])
+
+
 def test_topology_case33bw_excludes_open_ties():
     case, net, _ = _feeder("33bw")
     assert net.n_branches == 32
@@ -173,7 +200,7 @@ def test_warm_start_reaches_the_same_solution_in_fewer_sweeps():
     alone = jax.jit(
         lambda p, q, w: jax.lax.map(lambda x: radial_power_flow(net, x[0], x[1], warm_start=x[2]), (p, q, w))
     )(f32(p_b), f32(q_b), correction)
-    np.testing.assert_array_equal(np.asarray(alone.n_iter), n_warm)
+    _assert_same_sweeps(alone.n_iter, n_warm, _near_tol(alone, warm))
     np.testing.assert_allclose(np.asarray(alone.v_sq), np.asarray(warm.v_sq), rtol=1e-5, atol=1e-8)
 
 
@@ -374,26 +401,34 @@ def test_random_der_matches_reference_sweep_and_counters_are_honest():
     assert worst_newton < 1e-5, worst_newton
     # n_iter is the first sweep at which each feeder passed its test, and residual is the
     # last sweep's max |Δv²|: cap the loop below and at each feeder's count.
+    # (Each cap is its own compiled program: feeders whose test sat within round-off of tol
+    # may stop a sweep apart from the uncapped solve, see _near_tol.)
     previous = None
     for cap in range(1, int(n_iter.max()) + 1):
         capped = _batched_solver(cap)(net, p32, q32)
         done = n_iter <= cap
-        np.testing.assert_array_equal(np.asarray(capped.converged), done)
-        np.testing.assert_array_equal(np.asarray(capped.n_iter), np.minimum(n_iter, cap))
-        assert np.all(np.asarray(capped.residual)[~done] >= 1e-6)
-        np.testing.assert_allclose(np.asarray(capped.v_sq)[done], np.asarray(flows.v_sq)[done], atol=1e-7)
+        near = _near_tol(capped, flows) if previous is None else _near_tol(capped, flows, previous)
+        np.testing.assert_array_equal(np.asarray(capped.converged)[~near], done[~near])
+        _assert_same_sweeps(capped.n_iter, np.minimum(n_iter, cap), near)
+        assert np.all(np.asarray(capped.residual)[~done & ~near] >= _TOL)
+        # Same sweeps: v² within two ulps; a sweep apart: within that sweep's change (< tol).
+        v_off = np.max(np.abs(np.asarray(capped.v_sq) - np.asarray(flows.v_sq)), axis=1)
+        assert np.all(v_off[done & ~near] <= _RESIDUAL_ROUNDOFF) and np.all(v_off[done & near] <= _TOL + _RESIDUAL_ROUNDOFF)
         if previous is not None:
-            stepped = ~np.asarray(previous.converged)
+            stepped = ~np.asarray(previous.converged) & ~near
             change = np.max(np.abs(np.asarray(capped.v_sq) - np.asarray(previous.v_sq)), axis=1)
-            np.testing.assert_allclose(np.asarray(capped.residual)[stepped], change[stepped], rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                np.asarray(capped.residual)[stepped], change[stepped], rtol=0, atol=_RESIDUAL_ROUNDOFF
+            )
         previous = capped
 
 
 def test_compacted_batch_gives_each_feeder_its_own_solve():
     # From 4 x 64 feeders up, the batched loop moves its last unconverged feeders into
     # smaller batches (N = 1024: 256, then 64) and writes them back. Every feeder must end
-    # exactly as when it is solved alone (same sweeps, same stopping test), also under an
-    # iteration cap and under a second vmap.
+    # as when it is solved alone (same sweeps, same stopping test; values within float32
+    # round-off of that solve's, see _near_tol), also under an iteration cap and under a
+    # second vmap.
     from powerzoojax.physics import radial_power_flow
 
     case, net, _ = _feeder("33bw")
@@ -405,12 +440,18 @@ def test_compacted_batch_gives_each_feeder_its_own_solve():
         return radial_power_flow(net, pq[0], pq[1])
 
     def same(batched, reference):
-        np.testing.assert_array_equal(np.asarray(batched.n_iter), np.asarray(reference.n_iter))
+        _assert_same_sweeps(batched.n_iter, reference.n_iter, _near_tol(batched, reference))
         np.testing.assert_array_equal(np.asarray(batched.converged), np.asarray(reference.converged))
-        for field in ("v_sq", "p_branch", "q_branch", "p_loss", "residual"):
+        for field in ("v_sq", "p_branch", "q_branch", "p_loss"):
             np.testing.assert_allclose(
                 np.asarray(getattr(batched, field)), np.asarray(getattr(reference, field)), rtol=1e-5, atol=1e-8
             )
+        # The residual is round-off of v² by the time a feeder stops: below tol, and the
+        # same sweep's residual within two ulps of 1 of the single solve's.
+        residual, own = np.asarray(batched.residual), np.asarray(reference.residual)
+        assert np.all(residual < _TOL), residual.max()
+        same_sweep = np.asarray(batched.n_iter) == np.asarray(reference.n_iter)
+        np.testing.assert_allclose(residual[same_sweep], own[same_sweep], rtol=0, atol=_RESIDUAL_ROUNDOFF)
 
     reference = jax.jit(lambda p, q: jax.lax.map(one, (p, q)))(p32, q32)
     n_iter = np.asarray(reference.n_iter)
@@ -419,18 +460,19 @@ def test_compacted_batch_gives_each_feeder_its_own_solve():
     assert bool(jnp.all(reference.converged))
     same(_batched_solver(100)(net, p32, q32), reference)
     capped = _batched_solver(5)(net, p32, q32)
-    np.testing.assert_array_equal(np.asarray(capped.n_iter), np.minimum(n_iter, 5))
-    np.testing.assert_array_equal(np.asarray(capped.converged), n_iter <= 5)
+    near = _near_tol(capped, reference)
+    _assert_same_sweeps(capped.n_iter, np.minimum(n_iter, 5), near)
+    np.testing.assert_array_equal(np.asarray(capped.converged)[~near], (n_iter <= 5)[~near])
     # A cap below the sweeps the batched rule runs before its loop (_PEELED_SWEEPS) binds them too.
     below = _batched_solver(2)(net, p32, q32)
     np.testing.assert_array_equal(np.asarray(below.n_iter), 2)
     assert not bool(jnp.any(below.converged))
     small = _batched_solver(2)(net, p32[:8], q32[:8])  # 8 feeders: the plain loop, nothing peeled
     np.testing.assert_allclose(np.asarray(below.v_sq)[:8], np.asarray(small.v_sq), rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(np.asarray(below.residual)[:8], np.asarray(small.residual), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(below.residual)[:8], np.asarray(small.residual), rtol=0, atol=_RESIDUAL_ROUNDOFF)
     done = n_iter <= 5
     np.testing.assert_allclose(np.asarray(capped.v_sq)[done], np.asarray(reference.v_sq)[done], rtol=1e-5, atol=1e-8)
-    assert np.all(np.asarray(capped.residual)[~done] >= 1e-6)
+    assert np.all(np.asarray(capped.residual)[~done & ~near] >= _TOL)
     nested = jax.jit(jax.vmap(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)), in_axes=(None, 0, 0)))(
         net, p32.reshape(4, 256, -1), q32.reshape(4, 256, -1)
     )

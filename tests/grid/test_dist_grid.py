@@ -97,6 +97,7 @@ def test_step_reward_info_and_der_against_newton():
         "resource_shift_out_mw", "resource_shift_in_mw", "p_head_MW",
     }
     assert set(info) == expected
+    assert env.iteration_count_keys(params) == ("bfs_n_iter",)  # left out of the kit's jit = eager, vmap = loop
     assert bool(info["bfs_converged"]) and int(state.time_step) == 1 and not bool(done)
     assert float(reward) == pytest.approx(-0.1 * float(info["p_loss_MW"]), rel=1e-6)
     assert float(info["cost_sum"]) == pytest.approx(float(costs.sum()))

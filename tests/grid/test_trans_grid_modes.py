@@ -55,6 +55,8 @@ def test_observation_layout_and_info_keys(case5, physics, solver_mode):
     assert obs2.shape == (env.obs_dim(params),)
     assert np.all(np.isfinite(np.asarray(obs2))) and np.all(np.asarray(costs) >= 0)
     assert ("pf_converged" in info) == (physics == 1) and ("pf_n_iter" in info) == (physics == 1)
+    # The power flow's count is declared, so the kit leaves it out of jit = eager, vmap = loop.
+    assert env.iteration_count_keys(params) == (("pf_n_iter",) if physics == 1 else ())
     assert ("opf_status" in info) == (solver_mode == 1) and ("opf_objective" in info) == (solver_mode == 1)
     if physics == 1:
         assert bool(info["pf_converged"]) and int(info["pf_n_iter"]) >= 1

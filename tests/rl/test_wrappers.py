@@ -36,6 +36,21 @@ def test_constraint_wrappers_pass_the_conformance_kit_on_case5(trans5, kind):
     check_wrapper_api(_wrappers(*trans5)[kind], check_eager=False)  # the env itself is checked eagerly by check_env_api
 
 
+def test_wrapper_kit_leaves_the_envs_iteration_counts_out_of_cross_program_comparisons(toy):
+    # The wrapped env's iteration_count_keys (solver_iterations: 3 eager, 4 jitted, 5
+    # vmapped) are not compared between programs; an unnamed count still is.
+    from toy_env import CountingToyEnv
+
+    from powerzoojax.rl import LogWrapper, PenaltyRewardWrapper, RewardWrapper, check_wrapper_api
+
+    _, params = toy
+    env = CountingToyEnv()
+    check_wrapper_api(LogWrapper(env, params), stochastic=True)
+    check_wrapper_api(RewardWrapper(LogWrapper(PenaltyRewardWrapper(env, 1.0), params), lambda o, a, n, r, i: r))
+    with pytest.raises(AssertionError, match=r"eager step vs jit step: .*'solver_iterations'\]\) differs: 3 vs 4"):
+        check_wrapper_api(LogWrapper(CountingToyEnv(counts=()), params))
+
+
 def test_conformance_kit_catches_a_wrapper_that_forgets_to_latch(toy):
     from powerzoojax.rl import LogWrapper, check_wrapper_api
 

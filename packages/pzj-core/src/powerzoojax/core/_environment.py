@@ -99,6 +99,19 @@ class Environment(eqx.Module):
         """Names of the cost channels, in the order of ``costs``; ``()`` when there are none."""
         return ()
 
+    def iteration_count_keys(self, params: EnvParams) -> tuple[str, ...]:
+        """Info keys that count an iterative solver's iterations in ``step``; ``()`` when none.
+
+        Such a solver stops on a float32 test, and where that test sits at round-off two
+        compilations of one step (jitted and op by op, vmapped and single, or the same
+        program built for another CPU) stop an iteration or more apart with results equal
+        within the solver's tolerance. The count is then a diagnostic of the compiled
+        program, not of the transition, so the conformance kit checks these keys' presence,
+        integer dtype and shape everywhere but compares their values only between runs of
+        one compiled program.
+        """
+        return ()
+
     @property
     def name(self) -> str:
         return type(self).__name__

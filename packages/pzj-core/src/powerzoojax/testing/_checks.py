@@ -4,6 +4,13 @@
 vmap = loop, auto-reset, determinism); ``check_no_retrace`` checks that stepping,
 new episodes and new param values reuse one compiled program.
 
+Outputs of two different compiled programs (jit and eager, vmap and single) are
+compared leaf by leaf: floats within a tolerance, integers and bools exactly, except
+the info keys an env names in ``Environment.iteration_count_keys``: an iterative
+solver's count of iterations follows float round-off where its stopping test sits at
+round-off, so for those only presence, integer dtype and shape are checked. Two runs
+of one compiled program (determinism under a key) must agree bitwise, counts included.
+
 Both checks draw their jitted reset / step / rollout from one trace-counted set per
 (env object, params structure), so the usual pair of calls on one env compiles each
 program once: compiles are most of a kit's time, and the counts then also cover every
@@ -25,23 +32,43 @@ from powerzoojax.core import Environment, EnvParams, bind_step, rollout
 
 
 def _leaves_close(a: Any, b: Any, what: str, rtol: float = 1e-5, atol: float = 1e-5) -> None:
-    la, ta = jax.tree.flatten(a)
+    la, ta = jax.tree_util.tree_flatten_with_path(a)
     lb, tb = jax.tree.flatten(b)
     if ta != tb:
         raise AssertionError(f"{what}: tree structures differ:\n{ta}\n{tb}")
-    for i, (x, y) in enumerate(zip(la, lb)):
+    for i, ((path, x), y) in enumerate(zip(la, lb)):
         x, y = np.asarray(x), np.asarray(y)
+        leaf = f"leaf {i} ({jax.tree_util.keystr(path)})"
         if x.shape != y.shape or x.dtype != y.dtype:
-            raise AssertionError(f"{what}: leaf {i} is {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
+            raise AssertionError(f"{what}: {leaf} is {x.dtype}{x.shape} vs {y.dtype}{y.shape}")
         if np.issubdtype(x.dtype, np.inexact):
             if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
-                raise AssertionError(f"{what}: leaf {i} differs (max abs diff {np.nanmax(np.abs(x - y))})")
+                raise AssertionError(f"{what}: {leaf} differs (max abs diff {np.nanmax(np.abs(x - y))})")
         elif not np.array_equal(x, y):
-            raise AssertionError(f"{what}: leaf {i} differs: {x} vs {y}")
+            raise AssertionError(f"{what}: {leaf} differs: {x} vs {y}")
 
 
 def _leaves_equal(a: Any, b: Any, what: str) -> None:
     _leaves_close(a, b, what, rtol=0.0, atol=0.0)
+
+
+def _check_iteration_counts(info: dict, keys: tuple[str, ...], owner: str) -> None:
+    """Each named count is an integer array in ``info`` (so that naming it hides nothing else)."""
+    for k in keys:
+        if k not in info:
+            raise AssertionError(f"{owner}.iteration_count_keys names {k!r}, which info lacks (info has {sorted(info)})")
+        dtype = np.asarray(info[k]).dtype
+        if not np.issubdtype(dtype, np.integer):
+            raise AssertionError(f"{owner}.iteration_count_keys names {k!r}: an iteration count must be an integer, got {dtype}")
+
+
+def _uncounted(out: tuple, keys: tuple[str, ...]) -> tuple:
+    """A step's outputs (info last) with the values of the iteration counts ``keys``
+    zeroed, their shapes and dtypes kept: two compiled programs' counts may differ."""
+    if not keys:
+        return out
+    *head, info = out
+    return (*head, {k: np.zeros_like(np.asarray(v)) if k in keys else v for k, v in info.items()})
 
 
 class _Programs:
@@ -144,6 +171,7 @@ def _check_step_outputs(env: Environment, params: EnvParams, out: tuple, obs_spa
     for k, v in info.items():
         if not isinstance(v, jax.Array):
             raise AssertionError(f"info[{k!r}] must be a JAX array, got {type(v).__name__}")
+    _check_iteration_counts(info, env.iteration_count_keys(params), env.name)
     if names:
         missing = [k for k in ("cost_sum", *(f"cost_{n}" for n in names)) if k not in info]
         if missing:
@@ -196,10 +224,11 @@ def _check_env_api(env: Environment, params: EnvParams, key: jax.Array, stochast
     _check_step_outputs(env, params, out, obs_space)
     _check_state_dtypes(out[1], float_dtypes)
 
-    # jit equals eager
+    # jit equals eager (iteration counts: see the module docstring)
+    counts = env.iteration_count_keys(params)
     with jax.disable_jit():
         eager = env.step(k_step, state, action, params)
-    _leaves_close(eager, out, "eager step vs jit step", rtol=1e-4, atol=1e-4)
+    _leaves_close(_uncounted(eager, counts), _uncounted(out, counts), "eager step vs jit step", rtol=1e-4, atol=1e-4)
 
     # vmap equals a loop of single calls, for reset and for step
     keys = jr.split(k_other, n_batch)
@@ -211,7 +240,8 @@ def _check_env_api(env: Environment, params: EnvParams, key: jax.Array, stochast
     batched = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))(step_keys, states, actions, params)
     for i in range(n_batch):
         single = step(step_keys[i], jax.tree.map(lambda x: x[i], states), actions[i], params)
-        _leaves_close(jax.tree.map(lambda x: x[i], batched), single, f"vmap(step)[{i}] vs step", rtol=1e-4, atol=1e-4)
+        lane = jax.tree.map(lambda x: x[i], batched)
+        _leaves_close(_uncounted(lane, counts), _uncounted(single, counts), f"vmap(step)[{i}] vs step", rtol=1e-4, atol=1e-4)
 
     # auto-reset: done exactly at max_steps, and the returned state is a fresh reset
     max_steps = params.max_steps

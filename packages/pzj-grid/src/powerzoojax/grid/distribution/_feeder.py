@@ -117,6 +117,10 @@ class RadialFeederEnv(Environment):
     def constraint_names(self, params: Any) -> tuple[str, ...]:
         return self.CONSTRAINT_NAMES
 
+    def iteration_count_keys(self, params: Any) -> tuple[str, ...]:
+        # The radial sweep's count of sweeps.
+        return ("bfs_n_iter",)
+
     def _loads(
         self, time_step: Int[Array, ""], params: Any
     ) -> tuple[Float[Array, "n_nodes *phases"], Float[Array, "n_nodes *phases"]]:

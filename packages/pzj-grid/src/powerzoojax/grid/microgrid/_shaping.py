@@ -74,6 +74,9 @@ class DCMicrogridShapingWrapper(Environment):
     def constraint_names(self, params: DCMicrogridParams) -> tuple[str, ...]:
         return self.env.constraint_names(params)
 
+    def iteration_count_keys(self, params: DCMicrogridParams) -> tuple[str, ...]:
+        return self.env.iteration_count_keys(params)
+
     def default_params(self) -> DCMicrogridParams:
         return self.env.default_params()
 

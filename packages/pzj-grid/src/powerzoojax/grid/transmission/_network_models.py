@@ -333,7 +333,7 @@ class ACOPFModel(NetworkModel):
         converged = opf.converged
         # No iteration count in info: in float32 the interior point's last iterations are
         # round-off driven, so a vmapped and a single solve of one instance may stop one
-        # iteration apart, and info must not depend on batching (check_env_api).
+        # iteration apart (a count reported would go in the env's iteration_count_keys).
         info = {
             "opf_converged": converged,
             "opf_status": jnp.where(converged, 0, 1).astype(jnp.int32),

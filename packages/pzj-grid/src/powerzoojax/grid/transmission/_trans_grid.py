@@ -108,6 +108,10 @@ class TransGridEnv(Environment):
     def constraint_names(self, params: TransGridParams) -> tuple[str, ...]:
         return CONSTRAINT_NAMES
 
+    def iteration_count_keys(self, params: TransGridParams) -> tuple[str, ...]:
+        # The AC power flow's Newton / fast-decoupled count (AC power-flow modes only).
+        return ("pf_n_iter",) if params.acpf is not None else ()
+
     def _row(self, time_step: Int[Array, ""], params: TransGridParams) -> Int[Array, ""]:
         return time_step % params.load_profiles.shape[0]
 

@@ -333,6 +333,10 @@ class UnitCommitmentEnv(Environment):
     def constraint_names(self, params: UCParams) -> tuple[str, ...]:
         return UC_CONSTRAINT_NAMES
 
+    def iteration_count_keys(self, params: UCParams) -> tuple[str, ...]:
+        # The DC-OPF interior point's count (solver_mode 1); solver_mode 0 reports a constant 0.
+        return ("opf_iterations",) if params.solver_mode == 1 else ()
+
     def _row(self, state_start: Int[Array, ""], t: Int[Array, ""], params: UCParams) -> Int[Array, ""]:
         return jnp.minimum(state_start + t, params.load_profiles.shape[0] - 1)
 

@@ -3,7 +3,9 @@
 The wrapper counterpart of ``powerzoojax.testing.check_env_api``: jit = eager,
 vmap = loop of single steps, a run through ``powerzoojax.core.rollout`` ends its
 episode exactly at ``max_steps`` with a fresh reset observation and latched episode
-statistics, and one key gives one trajectory.
+statistics, and one key gives one trajectory. As there, the wrapped env's
+``iteration_count_keys`` are left out of the comparisons between different compiled
+programs (their values follow round-off), not of the one-key-one-trajectory check.
 """
 
 from typing import Any
@@ -13,7 +15,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 from powerzoojax.core import rollout
-from powerzoojax.testing._checks import _leaves_close, _leaves_equal
+from powerzoojax.testing._checks import _check_iteration_counts, _leaves_close, _leaves_equal, _uncounted
 
 
 def _check_outputs(wrapped: Any, out: tuple) -> None:
@@ -73,11 +75,13 @@ def check_wrapper_api(
     action = sample_many(k_act, 1)[0]
     out = step(k_step, state, action)
     _check_outputs(wrapped, out)
+    counts = wrapped.env.iteration_count_keys(wrapped.params)
+    _check_iteration_counts(out[-1], counts, wrapped.env.name)
 
     if check_eager:
         with jax.disable_jit():
             eager = wrapped.step(k_step, state, action)
-        _leaves_close(eager, out, "eager step vs jit step", rtol=1e-4, atol=1e-4)
+        _leaves_close(_uncounted(eager, counts), _uncounted(out, counts), "eager step vs jit step", rtol=1e-4, atol=1e-4)
 
     split = jax.jit(jr.split, static_argnums=1)
     states = jax.jit(jax.vmap(lambda k: wrapped.reset(k)))(split(k_other, n_batch))[1]
@@ -87,7 +91,7 @@ def check_wrapper_api(
     for i in range(n_batch):
         pick = lambda tree: jax.tree.map(lambda x: np.asarray(x)[i], tree)  # noqa: E731
         single = step(np.asarray(step_keys)[i], pick(states), np.asarray(actions)[i])
-        _leaves_close(pick(batched), single, f"vmap(step)[{i}] vs step", rtol=1e-4, atol=1e-4)
+        _leaves_close(_uncounted(pick(batched), counts), _uncounted(single, counts), f"vmap(step)[{i}] vs step", rtol=1e-4, atol=1e-4)
 
     # Two episodes through the rollout kernel: done exactly at max_steps, latched stats,
     # and the terminal observation is the next episode's reset observation.

@@ -54,6 +54,9 @@ class PenaltyRewardWrapper(Environment):
     def constraint_names(self, params: EnvParams) -> tuple[str, ...]:
         return self.env.constraint_names(params)
 
+    def iteration_count_keys(self, params: EnvParams) -> tuple[str, ...]:
+        return self.env.iteration_count_keys(params)
+
     def reset(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:
         return self.env.reset(key, params)
 
