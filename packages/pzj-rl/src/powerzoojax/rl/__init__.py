@@ -48,6 +48,7 @@ from powerzoojax.rl._train import evaluate, make_act, make_train, random_act, tr
 from powerzoojax.rl._multi_agent import MARLState, MultiAgentEnvironment
 from powerzoojax.rl._grid_marl import GridMARLEnv
 from powerzoojax.rl._dist_grid_marl import DistGridMARLEnv, make_ders_marl_env
+from powerzoojax.rl._dist_grid_3phase_marl import DistGrid3PhaseMARLEnv
 from powerzoojax.rl._market_marl_env import MarketMARLEnv
 from powerzoojax.rl._ippo import (
     IPPOState,
@@ -66,7 +67,7 @@ __all__ = [
     "evaluate", "gae", "get_preset", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config",
     "make_act", "make_cmdp_train", "make_ppo_train", "make_train", "plot_learning_curve", "random_act",
     "run_training", "save_checkpoint", "save_config", "train",
-    "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "MarketMARLEnv",
+    "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "DistGrid3PhaseMARLEnv", "MarketMARLEnv",
     "IPPOState", "IPPOTrainer", "make_ippo_act", "make_ippo_train", "make_ippo_typed_train",
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
     "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",
