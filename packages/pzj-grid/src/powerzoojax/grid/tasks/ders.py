@@ -712,3 +712,19 @@ def compute_ders_metrics(rollout: dict, baseline: dict, *, v_min: float = DERS_V
         "loss_reduction_pct": 100.0 * (base_loss - loss) / max(base_loss, 1e-8),
         "cost_reduction_pct": 100.0 * (base_cost - cost) / max(base_cost, 1e-8),
     }
+
+
+__all__ = [
+    "DERS_3PHASE_BATTERY_BUSES", "DERS_AGENT_NAMES", "DERS_BATTERY_BUSES", "DERS_BATTERY_CONFIG",
+    "DERS_BENCHMARK_LOAD_CASE", "DERS_FLEXLOAD_BUSES", "DERS_FLEXLOAD_CONFIG", "DERS_FLEX_BUSES",
+    "DERS_LARGE_BATTERY_BUSES", "DERS_LARGE_FLEXLOAD_BUSES", "DERS_LARGE_PV_BUSES", "DERS_LARGE_V_MAX",
+    "DERS_LARGE_V_MIN", "DERS_LOCAL_K", "DERS_OOD_SCENARIOS", "DERS_PV_BUSES", "DERS_PV_CONFIG", "DERS_V_MAX",
+    "DERS_V_MIN", "DERsTask", "LocalObsLayout", "agent_dropout_rollout", "bfs_neighbours",
+    "compute_ders_metrics", "compute_ders_safety_metrics", "ders_local_observations",
+    "ders_no_control_rollout", "ders_noop_action", "ders_shapes", "ders_volt_droop_rollout",
+    "load_ders_load_shape", "load_ders_pv_profile", "local_observations", "make_ders_3phase_eval",
+    "make_ders_battery_bundle", "make_ders_flexload_bundle", "make_ders_large_marl_env",
+    "make_ders_large_params", "make_ders_marl_env", "make_ders_ood_params", "make_ders_params",
+    "make_ders_params_from_split", "make_ders_params_with_profiles", "make_ders_pv_bundle",
+    "make_local_obs_layout", "rollout_ders",
+]
