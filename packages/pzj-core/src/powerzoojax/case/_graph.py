@@ -58,12 +58,12 @@ def compute_laplacian_matrix(adjacency: Float[ArrayLike, "n n"]) -> Float[Array,
 
 
 def build_case_matrices(
-    node_ids: ArrayLike,
-    unit_bus_ids: ArrayLike,
-    load_bus_ids: ArrayLike,
-    line_from: ArrayLike,
-    line_to: ArrayLike,
-    line_x: ArrayLike,
+    node_ids: Any,
+    unit_bus_ids: Any,
+    load_bus_ids: Any,
+    line_from: Any,
+    line_to: Any,
+    line_x: Any,
     slack_bus_id: float | int | None = None,
 ) -> dict[str, Any]:
     """Indices and matrices of a network given by bus numbers: ``unit_node_idx``,
@@ -79,7 +79,7 @@ def build_case_matrices(
     if len(position) != ids.size:
         raise ValueError("build_case_matrices: node_ids has duplicate bus numbers")
 
-    def index(name: str, buses: ArrayLike) -> np.ndarray:
+    def index(name: str, buses: Any) -> np.ndarray:
         values = np.asarray(buses, np.float64).reshape(-1)
         unknown = sorted({float(b) for b in values} - position.keys())
         if unknown:

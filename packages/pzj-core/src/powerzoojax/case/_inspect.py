@@ -136,9 +136,12 @@ def print_summary(case_data: CaseData, warn: bool = True) -> None:
 # ----------------------------------------------------------------------------- pictures
 
 
-def _adjacency(case: CaseData) -> np.ndarray:
+def _adjacency(case: CaseData, in_service_only: bool = False) -> np.ndarray:
     f = np.asarray(jax.device_get(case.line_from_idx))
     t = np.asarray(jax.device_get(case.line_to_idx))
+    if in_service_only:
+        keep = np.asarray(jax.device_get(case.line_status)) > 0
+        f, t = f[keep], t[keep]
     adjacency = np.zeros((case.n_nodes, case.n_nodes))
     adjacency[f, t] = adjacency[t, f] = 1.0
     np.fill_diagonal(adjacency, 0.0)
@@ -213,7 +216,8 @@ class CasePlotter:
             raise TypeError(f"CasePlotter needs a CaseData, got {type(case).__name__}")
         _host_warning(case, warn, "CasePlotter")
         self.case = case
-        self.adjacency = _adjacency(case)
+        # Layouts follow the energised network (open tie lines are drawn, dashed, not laid out).
+        self.adjacency = _adjacency(case, in_service_only=True)
         self.from_idx = np.asarray(jax.device_get(case.line_from_idx))
         self.to_idx = np.asarray(jax.device_get(case.line_to_idx))
         self.node_ids = np.asarray(jax.device_get(case.node_ids))
@@ -241,7 +245,7 @@ class CasePlotter:
             return _spectral_layout(self.adjacency)
         raise ValueError(f"unknown layout {layout!r}; valid: 'auto', 'coords', 'tree', 'spectral'")
 
-    def _axes(self, ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
+    def _axes(self, ax: Any, figsize: tuple[float | int, float | int]) -> tuple[Any, Any]:
         plt = _pyplot()
         if ax is None:
             fig, ax = plt.subplots(figsize=figsize)
@@ -251,12 +255,12 @@ class CasePlotter:
     def plot_topology(
         self,
         ax: Any = None,
-        figsize: tuple[float, float] = (14, 10),
+        figsize: tuple[float | int, float | int] = (14, 10),
         layout: str = "auto",
-        node_size: float = 500,
+        node_size: float | int = 500,
         node_color: str = "#4A90D9",
         edge_color: str = "#666666",
-        edge_width: float = 1.5,
+        edge_width: float | int = 1.5,
         show_node_labels: bool = True,
         title: str | None = None,
     ) -> tuple[Any, Any]:
@@ -282,7 +286,7 @@ class CasePlotter:
         self,
         line_flows: Any,
         ax: Any = None,
-        figsize: tuple[float, float] = (14, 10),
+        figsize: tuple[float | int, float | int] = (14, 10),
         layout: str = "auto",
         colormap: str = "coolwarm",
         show_values: bool = True,
@@ -313,7 +317,7 @@ class CasePlotter:
     def plot_ptdf_heatmap(
         self,
         ax: Any = None,
-        figsize: tuple[float, float] = (12, 8),
+        figsize: tuple[float | int, float | int] = (12, 8),
         colormap: str = "RdBu_r",
         title: str | None = None,
     ) -> tuple[Any, Any]:
