@@ -216,8 +216,8 @@ def load_substation_profiles(
     resample: str = "30min",
 ) -> np.ndarray:
     """``(T, len(substations))`` MW: each substation's load over the window of ``role``
-    (restricted to its days for ``train`` / ``iid``), averaged into ``resample`` buckets
-    (a bucket is dropped if any substation lacks it), time-ordered.
+    (local Sydney dates; restricted to its days for ``train`` / ``iid``), averaged into
+    ``resample`` buckets (a bucket is dropped if any substation lacks it), time-ordered.
 
     Raises:
         FileNotFoundError: without the Ausgrid file (see :func:`find_ausgrid_file`).
@@ -226,9 +226,10 @@ def load_substation_profiles(
     start, end, _ = get_ausgrid_split(role)
     frame = read_ausgrid_zone_substations(find_ausgrid_file(data_dir))
     pd = _pandas()
-    lo = pd.Timestamp(parse_time(start)).tz_localize("UTC")
-    hi = pd.Timestamp(parse_time(end, end_of_day=True)).tz_localize("UTC")
-    frame = frame[(frame[INDEX_DATETIME] >= lo) & (frame[INDEX_DATETIME] <= hi)]
+    local = frame[INDEX_DATETIME].dt.tz_convert(AUSGRID_TIMEZONE)
+    lo = pd.Timestamp(parse_time(start)).tz_localize(AUSGRID_TIMEZONE)
+    hi = pd.Timestamp(parse_time(end, end_of_day=True)).tz_localize(AUSGRID_TIMEZONE)
+    frame = frame[(local >= lo) & (local <= hi)]
     frame = frame[frame[INDEX_REGION].isin(list(substations))]
     frame = filter_ausgrid_role_days(frame, role)
     frame = frame.assign(bucket=frame[INDEX_DATETIME].dt.floor(f"{parse_resolution(resample)}min"))
