@@ -301,7 +301,8 @@ def make_synthetic_feeder_shapes(
     steps_per_day: int = 48,
 ) -> dict[str, np.ndarray]:
     """Synthetic diurnal feeder shapes ``{"feeder_A", "feeder_B", "feeder_C"}``, each
-    ``(max_steps,)`` with mean 1 (h = 24·t/steps_per_day): A residential evening peak
+    ``(max_steps,)`` with mean 1 (hour of day h = 24·(t mod steps_per_day)/steps_per_day,
+    so longer shapes repeat daily): A residential evening peak
     ``1 + (peak_ratio − 1)·e^{−½((h−18.5)/2)²}``, B flat with a morning bump
     ``1 + 0.3 e^{−½((h−10)/3)²}``, C twin peaks ``1 + 0.4 e^{−½((h−12)/2)²} + 0.5
     e^{−½((h−19)/1.5)²}``. ``peak_hour_start``/``peak_hour_end`` are accepted for the
@@ -309,7 +310,7 @@ def make_synthetic_feeder_shapes(
     del peak_hour_start, peak_hour_end
     if int(max_steps) < 1 or int(steps_per_day) < 1:
         raise ValueError(f"max_steps and steps_per_day must be >= 1, got {max_steps!r}, {steps_per_day!r}")
-    h = 24.0 * np.arange(int(max_steps)) / int(steps_per_day)
+    h = 24.0 * (np.arange(int(max_steps)) % int(steps_per_day)) / int(steps_per_day)
     g = lambda mu, sd: np.exp(-0.5 * ((h - mu) / sd) ** 2)  # noqa: E731
     shapes = {
         "feeder_A": 1.0 + (float(peak_ratio) - 1.0) * g(18.5, 2.0),
