@@ -1,7 +1,7 @@
 """Graph and PTDF matrices from raw branch lists (as opposed to a built ``CaseData``).
 
 ``compute_ptdf`` and ``build_case_matrices`` are host-side (NumPy float64 inversion, run once
-at set-up, returned as float32 JAX arrays); the adjacency, degree and Laplacian helpers are
+at set-up, returned as float32 JAX arrays); the adjacency, degree and Laplacian functions are
 plain ``jnp`` and can be traced (``n_nodes`` static). The graph matrices describe topology
 only (for graph-based policies); the physics uses the PTDF and the device maps.
 """

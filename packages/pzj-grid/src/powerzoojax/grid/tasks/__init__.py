@@ -1,4 +1,4 @@
-"""Frozen benchmark tasks built on the grid envs (spec §4.2): TSO, DSO, DERs, DC microgrid.
+"""Frozen benchmark tasks built on the grid envs: TSO, DSO, DERs, DC microgrid.
 
 Each task module holds its ``TaskSpec`` class (``TSOTask``, ``DSOTask``, ``DERsTask``,
 ``DCMicrogridTask``) and the reference's task API around it: parameter factories wired to

@@ -24,7 +24,6 @@ import math
 import os
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,4 +1,4 @@
-"""Frozen benchmark tasks built on the market envs (spec §4.2): GenCos, with the
+"""Frozen benchmark tasks built on the market envs: GenCos, with the
 reference's task API (factories, rollouts, metrics) re-exported here."""
 
 from powerzoojax.market.tasks import gencos
