@@ -198,7 +198,8 @@ def test_cycle_profile():
 def test_load_workload_profiles_from_the_shipped_trace():
     from powerzoojax.data import DataLoader, load_workload_profile, load_workload_profiles, solar_cf_5min
 
-    out = load_workload_profiles("google", episode_len=100, start_step=250)
+    with pytest.warns(UserWarning, match="price profile"):  # GB MID prices are not shipped
+        out = load_workload_profiles("google", episode_len=100, start_step=250)
     assert set(out) == {"cpu_profile", "solar_profile", "price_profile", "outdoor_temp_profile"}
     trace = load_workload_profile("google").cpu_util
     np.testing.assert_allclose(np.asarray(out["cpu_profile"]), trace[(250 + np.arange(100)) % trace.size], rtol=1e-6)
