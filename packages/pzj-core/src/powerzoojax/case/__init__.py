@@ -43,3 +43,40 @@ __all__ = [
     "polynomial_to_marginal_cost",
     "validate_case_data",
 ]
+
+# The reference's names: one factory per case id, graph matrices from raw branch lists,
+# table conversion, host-side inspection and pictures (matplotlib imported on first use).
+from ._convert import case_to_jax, convert_case  # noqa: E402
+from ._factories import (  # noqa: E402
+    create_case5,
+    create_case14,
+    create_case29gb,
+    create_case33bw,
+    create_case118,
+    create_case118zh,
+    create_case123,
+    create_case123_1ph,
+    create_case141,
+    create_case300,
+    create_case533mt_hi,
+    create_case533mt_lo,
+    create_case552gb,
+    create_case1354pegase,
+    create_case2383wp,
+)
+from ._graph import (  # noqa: E402
+    build_case_matrices,
+    compute_adjacency_matrix,
+    compute_degree_matrix,
+    compute_laplacian_matrix,
+    compute_ptdf,
+)
+from ._inspect import CaseInfo, CasePlotter, CaseTable, plot_case, print_case, print_summary  # noqa: E402
+
+__all__ += [
+    "CaseInfo", "CasePlotter", "CaseTable", "build_case_matrices", "case_to_jax", "compute_adjacency_matrix",
+    "compute_degree_matrix", "compute_laplacian_matrix", "compute_ptdf", "convert_case", "create_case5",
+    "create_case14", "create_case29gb", "create_case33bw", "create_case118", "create_case118zh", "create_case123",
+    "create_case123_1ph", "create_case141", "create_case300", "create_case533mt_hi", "create_case533mt_lo",
+    "create_case552gb", "create_case1354pegase", "create_case2383wp", "plot_case", "print_case", "print_summary",
+]

@@ -27,6 +27,11 @@ open-data files (NESO, Elexon) are read when a ``DataLoader(data_dir=...)`` is g
 >>> loader = DataLoader()
 >>> loader.load_jax_profiles([LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU], source="simbench", split="train").shape
 (13152, 2)
+
+Public submodules: ``signals`` (signal names), ``splits`` (frozen windows and the spec's GB /
+Ausgrid dates), ``ausgrid_utils`` (Ausgrid feeder pools, split roles, file reader) and
+``dc_microgrid_profiles`` (data-centre microgrid profiles); their main names are also
+exported here.
 """
 
 from ._case_profiles import SCALINGS, case_load_profiles
@@ -192,4 +197,54 @@ __all__ += [
     "DC_STEPS_PER_DAY", "DCProfiles", "WORKLOAD_SOURCES", "WorkloadProfile", "load_dc_profiles",
     "load_workload_profile", "synthetic_outdoor_temp", "synthetic_price", "synthetic_solar_cf",
     "synthetic_workload_profile",
+]
+
+from ._workload import DataUnavailableError, mid_price_5min, solar_cf_5min  # noqa: E402
+
+__all__ += ["DataUnavailableError", "mid_price_5min", "solar_cf_5min"]
+
+from . import ausgrid_utils, dc_microgrid_profiles, signals, splits  # noqa: E402
+from ._alignment import TimeAligner  # noqa: E402
+from ._splits import (  # noqa: E402
+    AUSGRID_IID_END,
+    AUSGRID_IID_START,
+    AUSGRID_SUMMER_END,
+    AUSGRID_SUMMER_START,
+    AUSGRID_TRAIN_END,
+    AUSGRID_TRAIN_START,
+    GB_IID_END,
+    GB_IID_START,
+    GB_TRAIN_END,
+    GB_TRAIN_START,
+    ausgrid_windows,
+)
+from .ausgrid_utils import (  # noqa: E402
+    AUSGRID_FEEDER_POOLS,
+    AUSGRID_TRAIN_POOL,
+    AUSGRID_ZONE_HOLDOUT_POOL,
+    get_ausgrid_split,
+    get_feeder_substations,
+    select_full_coverage_substations,
+)
+from .dc_microgrid_profiles import (  # noqa: E402
+    VALID_OOD_SCENARIOS,
+    VALID_SOURCES,
+    apply_ood_transform,
+    cycle_profile,
+    load_workload_profiles,
+    make_all_synthetic_profiles,
+    make_real_solar_profile,
+    make_synthetic_cpu_profile,
+    make_synthetic_outdoor_temp_profile,
+    make_synthetic_solar_profile,
+)
+
+__all__ += [
+    "AUSGRID_FEEDER_POOLS", "AUSGRID_IID_END", "AUSGRID_IID_START", "AUSGRID_SUMMER_END", "AUSGRID_SUMMER_START",
+    "AUSGRID_TRAIN_END", "AUSGRID_TRAIN_POOL", "AUSGRID_TRAIN_START", "AUSGRID_ZONE_HOLDOUT_POOL", "GB_IID_END",
+    "GB_IID_START", "GB_TRAIN_END", "GB_TRAIN_START", "TimeAligner", "VALID_OOD_SCENARIOS", "VALID_SOURCES",
+    "apply_ood_transform", "ausgrid_utils", "ausgrid_windows", "cycle_profile", "dc_microgrid_profiles",
+    "get_ausgrid_split", "get_feeder_substations", "load_workload_profiles", "make_all_synthetic_profiles",
+    "make_real_solar_profile", "make_synthetic_cpu_profile", "make_synthetic_outdoor_temp_profile",
+    "make_synthetic_solar_profile", "select_full_coverage_substations", "signals", "splits",
 ]

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import importlib.resources
 import os
+import pathlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,6 +102,8 @@ class DataLoader:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, registry: DatasetRegistry | None = None):
         registry = default_registry() if registry is None else registry
+        # Kept for readers of files outside the registry (the Ausgrid zone-substation file).
+        self.data_dir = None if data_dir is None else pathlib.Path(data_dir)
         self._external: dict[str, str] = {}
         if data_dir is not None:
             files = find_gb_files(data_dir)

@@ -147,3 +147,26 @@ def assert_no_overlap(a_start: TimeLike, a_end: TimeLike, b_start: TimeLike, b_e
             raise ValueError(f"range {lo} .. {hi} ends before it starts")
     if a0 <= b1 and b0 <= a1:
         raise ValueError(f"ranges overlap: {a0} .. {a1} and {b0} .. {b1}")
+
+
+# The spec's frozen date windows as constants (inclusive ISO dates). GB: the train / iid
+# windows above (Elexon files; OOD is parametric). Ausgrid (user-supplied zone-substation
+# file): train and iid share one window and are separated by day (every fourth local day
+# is iid, see powerzoojax.data.ausgrid_utils); summer OOD is the next season; the zone
+# holdout reuses the train window on other substations.
+_GB = _WINDOWS["gb_forecast_actual_demand"]
+GB_TRAIN_START, GB_TRAIN_END = _GB["train"].start, _GB["train"].end
+GB_IID_START, GB_IID_END = _GB["iid"].start, _GB["iid"].end
+AUSGRID_TRAIN_START, AUSGRID_TRAIN_END = "2024-05-01", "2024-11-30"
+AUSGRID_IID_START, AUSGRID_IID_END = AUSGRID_TRAIN_START, AUSGRID_TRAIN_END
+AUSGRID_SUMMER_START, AUSGRID_SUMMER_END = "2024-12-01", "2025-02-28"
+
+
+def ausgrid_windows() -> tuple[tuple[str, str], tuple[str, str], tuple[str, str]]:
+    """``(train, iid, summer_ood)`` Ausgrid windows, each ``(start, end)``; train and iid
+    are the same dates (the split between them is by day)."""
+    return (
+        (AUSGRID_TRAIN_START, AUSGRID_TRAIN_END),
+        (AUSGRID_IID_START, AUSGRID_IID_END),
+        (AUSGRID_SUMMER_START, AUSGRID_SUMMER_END),
+    )

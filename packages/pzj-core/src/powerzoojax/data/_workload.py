@@ -68,6 +68,11 @@ _PACKAGE_TRACES = {
 }
 
 
+class DataUnavailableError(FileNotFoundError, ValueError):
+    """A required real series is not shipped, not installed and not in ``data_dir``
+    (a ``ValueError`` for callers that catch that, a ``FileNotFoundError`` by meaning)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkloadProfile:
     """A data-centre CPU utilisation series on the 5-minute grid (fractions in [0, 1])."""
@@ -154,7 +159,7 @@ def load_workload_profile(
     if from_package is not None:
         return WorkloadProfile(source, from_package[0], "measured", from_package[1])
     if require_real_data:
-        raise ValueError(
+        raise DataUnavailableError(
             f"workload source {source!r}: dataset {dataset!r} is not shipped and the package "
             f"{TRACE_PACKAGE!r} is not installed, and require_real_data=True"
         )
@@ -192,6 +197,40 @@ def _cyclic_window(series: np.ndarray, start: int, n_steps: int) -> np.ndarray:
     return series[(start + np.arange(n_steps)) % series.shape[0]]
 
 
+def solar_cf_5min(loader: DataLoader, *, require_real_data: bool = False) -> tuple[np.ndarray, str] | None:
+    """The whole solar capacity-factor series of ``loader`` on the 5-minute grid, with its
+    label: GB solar (``"measured:gb_gen_by_type"``) when the loader has GB files, else the
+    shipped SimBench 2016 solar benchmark (``"benchmark:simbench_ehv_2016"``); each divided
+    by its peak and held over the six 5-minute steps of each half hour. None when neither
+    is available (``ValueError`` instead with ``require_real_data``)."""
+    if "gb" in loader.list_sources():
+        solar = np.asarray(loader.load_signals([SOLAR_AVAILABLE_MW], source="gb").values[:, 0], np.float64)
+        label = "measured:gb_gen_by_type"
+    elif _SIMBENCH_SOLAR in loader.list_datasets():
+        solar = np.asarray(loader.load_signals([SOLAR_AVAILABLE_PU], source=_SIMBENCH_SOLAR).values[:, 0], np.float64)
+        label = f"benchmark:{_SIMBENCH_SOLAR}"
+    elif require_real_data:
+        raise DataUnavailableError(
+            "no solar series is available (need SimBench profiles or GB files) and require_real_data=True"
+        )
+    else:
+        return None
+    solar = np.nan_to_num(solar, nan=0.0)
+    peak = float(np.max(solar))
+    cf = np.clip(solar / peak, 0.0, 1.0) if peak > 0 else np.zeros_like(solar)
+    return _half_hourly_to_5min(cf), label
+
+
+def mid_price_5min(loader: DataLoader) -> np.ndarray | None:
+    """GB MID price (APX) [$/MWh] on the 5-minute grid, gaps filled with the median and
+    clipped to [0, 500]; None when the loader has no GB market file."""
+    if "gb" not in loader.list_sources() or MARKET_MID_PRICE_APX not in loader.list_signals():
+        return None
+    mid = np.asarray(loader.load_signals([MARKET_MID_PRICE_APX], source="gb").values[:, 0], np.float64)
+    mid = np.clip(np.nan_to_num(mid, nan=float(np.nanmedian(mid))), *PRICE_CLIP_PER_MWH)
+    return _half_hourly_to_5min(mid)
+
+
 def load_dc_profiles(
     source: str = "google",
     *,
@@ -216,30 +255,16 @@ def load_dc_profiles(
 
     day = int(episode_start_step) // DC_STEPS_PER_DAY + int(solar_day_offset)
     offset_5min = day * DC_STEPS_PER_DAY + int(episode_start_step) % DC_STEPS_PER_DAY
-    sources_available = loader.list_sources()
-    if "gb" in sources_available:
-        solar = np.asarray(loader.load_signals([SOLAR_AVAILABLE_MW], source="gb").values[:, 0], np.float64)
-        solar_label = "measured:gb_gen_by_type"
-    elif _SIMBENCH_SOLAR in loader.list_datasets():
-        solar = np.asarray(loader.load_signals([SOLAR_AVAILABLE_PU], source=_SIMBENCH_SOLAR).values[:, 0], np.float64)
-        solar_label = f"benchmark:{_SIMBENCH_SOLAR}"
-    else:
-        solar = None
-    if solar is not None:
-        solar = np.nan_to_num(solar, nan=0.0)
-        peak = float(np.max(solar))
-        cf = _half_hourly_to_5min(np.clip(solar / peak, 0.0, 1.0) if peak > 0 else np.zeros_like(solar))
-        pv = _cyclic_window(cf, offset_5min, n_steps)
-    elif require_real_data:
-        raise ValueError("no solar series is available (need SimBench profiles or GB files) and require_real_data=True")
-    else:
+    solar = solar_cf_5min(loader, require_real_data=require_real_data)
+    if solar is None:
         pv, solar_label = synthetic_solar_cf(n_steps), "synthetic:bell"
+    else:
+        pv, solar_label = _cyclic_window(solar[0], offset_5min, n_steps), solar[1]
     sources["pv_cf_profile"] = solar_label
 
-    if "gb" in sources_available and MARKET_MID_PRICE_APX in loader.list_signals():
-        mid = np.asarray(loader.load_signals([MARKET_MID_PRICE_APX], source="gb").values[:, 0], np.float64)
-        mid = np.clip(np.nan_to_num(mid, nan=float(np.nanmedian(mid))), *PRICE_CLIP_PER_MWH)
-        price = _cyclic_window(_half_hourly_to_5min(mid), offset_5min, n_steps)
+    mid = mid_price_5min(loader)
+    if mid is not None:
+        price = _cyclic_window(mid, offset_5min, n_steps)
         sources["price_profile"] = "measured:gb_market_mid"
     else:
         # A missing price is not a data gap of the task (GB MID is external): the synthetic

@@ -2,7 +2,10 @@
 
 Base classes are exported eagerly (they live in core). Concrete envs live in other
 distributions and are imported on first attribute access, so ``pzj-core`` alone
-imports cleanly and a missing distribution is reported by name.
+imports cleanly and a missing distribution is reported by name. A few names are aliases
+kept for code written against the reference layout (``TransGridState`` is ``GridState``,
+``DistGrid3PhState`` is ``DistGrid3PhaseState``, ``CostMarketState`` is ``MarketState``,
+...); ``_ALIASES`` lists them.
 """
 
 import importlib
@@ -18,6 +21,12 @@ from powerzoojax.core import (
     MultiDiscrete,
     Space,
 )
+
+_CORE = "pzj-core"
+_GRID = ("powerzoojax.grid", "pzj-grid")
+_RESOURCES = ("powerzoojax.grid.resources", "pzj-grid")
+_GRID_TASKS = ("powerzoojax.grid.tasks", "pzj-grid")
+_MARKET = ("powerzoojax.market", "pzj-market")
 
 # public name -> (module that defines it, distribution that ships that module)
 _LAZY: dict[str, tuple[str, str]] = {
@@ -78,6 +87,70 @@ _LAZY: dict[str, tuple[str, str]] = {
     "DCMicrogridState": ("powerzoojax.grid.microgrid", "pzj-grid"),
     "make_dcmicrogrid_params": ("powerzoojax.grid.microgrid", "pzj-grid"),
     "make_dcmicrogrid_params_with_profiles": ("powerzoojax.grid.microgrid", "pzj-grid"),
+    # Space constructors (core).
+    "make_box": ("powerzoojax.core", _CORE),
+    "make_discrete": ("powerzoojax.core", _CORE),
+    "make_multi_discrete": ("powerzoojax.core", _CORE),
+    "make_multi_binary": ("powerzoojax.core", _CORE),
+    # DC power flow on a case (core physics).
+    "dc_power_flow": ("powerzoojax.physics", _CORE),
+    "dc_power_flow_with_check": ("powerzoojax.physics", _CORE),
+    "compute_dg_power": ("powerzoojax.physics.devices", _CORE),
+    "compute_dg_fuel_cost": ("powerzoojax.physics.devices", _CORE),
+    "compute_dg_emissions": ("powerzoojax.physics.devices", _CORE),
+    # Grid state / params under the reference's names.
+    "GridParams": _GRID,
+    "TransGridState": _GRID,
+    "DistGrid3PhState": _GRID,
+    "DistGrid3PhParams": _GRID,
+    "BatteryState": _RESOURCES,
+    "BatteryParams": _RESOURCES,
+    "RenewableState": _RESOURCES,
+    "RenewableParams": _RESOURCES,
+    "VehicleState": _RESOURCES,
+    "VehicleParams": _RESOURCES,
+    "FlexLoadState": _RESOURCES,
+    "FlexLoadParams": _RESOURCES,
+    "DieselParams": _RESOURCES,
+    # Markets: shared state / params, clearing kernels.
+    "MarketState": _MARKET,
+    "MarketParams": _MARKET,
+    "CostMarketState": _MARKET,
+    "CostMarketParams": _MARKET,
+    "BidMarketState": _MARKET,
+    "BidMarketParams": _MARKET,
+    "make_cost_segments": _MARKET,
+    "piecewise_ed": _MARKET,
+    "OfferSCEDSetup": _MARKET,
+    "OfferSCEDResult": _MARKET,
+    "prepare_offer_sced": _MARKET,
+    "offer_sced": _MARKET,
+    # TSO task factories, baselines and metrics (they build UnitCommitmentEnv params).
+    "make_tso_case118_params": _GRID_TASKS,
+    "make_tso_case14_params": _GRID_TASKS,
+    "make_tso_ed_params": _GRID_TASKS,
+    "make_tso_uc_params": _GRID_TASKS,
+    "make_tso_scuc_params": _GRID_TASKS,
+    "tso_all_on_rollout": _GRID_TASKS,
+    "tso_merit_order_rollout": _GRID_TASKS,
+    "compute_tso_metrics": _GRID_TASKS,
+}
+
+# public name -> the name it has in its module, where the two differ. Every market env
+# keeps its state and params in the shared MarketState / MarketParams; the transmission
+# env's params are TransGridParams (the reference's GridParams base carries no fields the
+# transmission params lack).
+_ALIASES: dict[str, str] = {
+    "dc_power_flow": "dc_power_flow_on_case",
+    "dc_power_flow_with_check": "dc_power_flow_on_case_with_check",
+    "GridParams": "TransGridParams",
+    "TransGridState": "GridState",
+    "DistGrid3PhState": "DistGrid3PhaseState",
+    "DistGrid3PhParams": "DistGrid3PhaseParams",
+    "CostMarketState": "MarketState",
+    "CostMarketParams": "MarketParams",
+    "BidMarketState": "MarketState",
+    "BidMarketParams": "MarketParams",
 }
 
 __all__ = [
@@ -100,7 +173,7 @@ def __getattr__(name: str) -> Any:
                 f"{name} is provided by {distribution}: pip install {distribution}"
             ) from err
         raise
-    value = getattr(module, name)
+    value = getattr(module, _ALIASES.get(name, name))
     globals()[name] = value
     return value
 

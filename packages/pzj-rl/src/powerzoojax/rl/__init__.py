@@ -40,6 +40,7 @@ from powerzoojax.rl.wrappers import (
     check_wrapper_no_retrace,
 )
 from powerzoojax.rl.marl import (
+    DistGrid3PhaseMARLEnv,
     DistGridMARLEnv,
     GridMARLEnv,
     MARLState,
@@ -103,7 +104,7 @@ __all__ = [
     "evaluate", "gae", "get_preset", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config",
     "make_act", "make_cmdp_train", "make_ppo_train", "make_train", "plot_learning_curve", "random_act",
     "run_training", "save_checkpoint", "save_config", "train",
-    "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "MarketMARLEnv",
+    "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "DistGrid3PhaseMARLEnv", "MarketMARLEnv",
     "IPPOState", "IPPOTrainer", "make_ippo_act", "make_ippo_train", "make_ippo_typed_train",
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
     "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",

@@ -56,27 +56,33 @@ def apply_ood_transform(
     episode_start_step: int = 0,
     require_real_data: bool = True,
     loader: DataLoader | None = None,
+    drought_factor: float = RENEWABLE_DROUGHT_FACTOR,
+    temp_delta: float = COOLING_STRESS_DELTA_C,
+    dg_derating_factor: float = DG_DERATING_FACTOR,
+    sla_slack: float = SLA_TIGHT_SLACK,
 ) -> DCMicrogridParams:
     """``params`` under one OOD scenario, every other leaf unchanged:
 
-    ``renewable_drought`` PV CF × 0.2 · ``cooling_stress`` outdoor temperature + 5 °C ·
-    ``dg_derating`` diesel capacity × 0.6 · ``sla_tighten`` both deadline slacks = 1.2 ·
-    ``workload_swap`` / ``workload_shock`` the inference profile replaced by the Azure /
-    Alibaba trace from ``episode_start_step`` (same length; real data required by default).
+    ``renewable_drought`` PV CF × ``drought_factor`` (0.2) · ``cooling_stress`` outdoor
+    temperature + ``temp_delta`` (5 °C) · ``dg_derating`` diesel capacity ×
+    ``dg_derating_factor`` (0.6) · ``sla_tighten`` both deadline slacks = ``sla_slack``
+    (1.2) · ``workload_swap`` / ``workload_shock`` the inference profile replaced by the
+    Azure / Alibaba trace from ``episode_start_step`` (same length; real data required by
+    default).
     """
     if scenario not in OOD_SCENARIOS:
         raise ValueError(f"unknown OOD scenario {scenario!r}; expected one of {OOD_SCENARIOS}")
     if scenario == "renewable_drought":
-        return eqx.tree_at(lambda p: p.pv_cf_profile, params, params.pv_cf_profile * RENEWABLE_DROUGHT_FACTOR)
+        return eqx.tree_at(lambda p: p.pv_cf_profile, params, params.pv_cf_profile * float(drought_factor))
     if scenario == "cooling_stress":
         return eqx.tree_at(
-            lambda p: p.dc.outdoor_temp_profile, params, params.dc.outdoor_temp_profile + COOLING_STRESS_DELTA_C
+            lambda p: p.dc.outdoor_temp_profile, params, params.dc.outdoor_temp_profile + float(temp_delta)
         )
     if scenario == "dg_derating":
-        return eqx.tree_at(lambda p: p.dg_p_max_mw, params, params.dg_p_max_mw * DG_DERATING_FACTOR)
+        return eqx.tree_at(lambda p: p.dg_p_max_mw, params, params.dg_p_max_mw * float(dg_derating_factor))
     if scenario == "sla_tighten":
         return eqx.tree_at(
-            lambda p: p.dc.deadline_slack, params, jnp.full_like(params.dc.deadline_slack, SLA_TIGHT_SLACK)
+            lambda p: p.dc.deadline_slack, params, jnp.full_like(params.dc.deadline_slack, float(sla_slack))
         )
     workload = load_workload_profile(
         _WORKLOAD_OOD_SOURCE[scenario], require_real_data=require_real_data, loader=loader

@@ -22,7 +22,7 @@ from powerzoojax.grid.resources._bundle import (
     resolve_bus_ids,
     step_bundles,
 )
-from powerzoojax.grid.resources._diesel import DieselBundle, DieselBundleState, make_diesel_bundle
+from powerzoojax.grid.resources._diesel import DieselBundle, DieselBundleState, DieselParams, make_diesel_bundle
 from powerzoojax.grid.resources._flexload import (
     FlexLoadBundle,
     FlexLoadBundleState,
@@ -47,7 +47,7 @@ from powerzoojax.grid.resources._vehicle import VehicleEnv, VehicleParams, Vehic
 
 __all__ = [
     "FLEX_STAT_KEYS", "BatteryBundle", "BatteryBundleState", "BatteryEnv", "BatteryParams", "BatteryState",
-    "BundleCtx", "BundlesStep", "DieselBundle", "DieselBundleState", "FlexLoadBundle", "FlexLoadBundleState",
+    "BundleCtx", "BundlesStep", "DieselBundle", "DieselBundleState", "DieselParams", "FlexLoadBundle", "FlexLoadBundleState",
     "FlexLoadEnv", "FlexLoadParams", "FlexLoadState", "RenewableBundle", "RenewableBundleState", "RenewableEnv",
     "RenewableParams", "RenewableState", "ResourceBundle", "SolarEnv", "VehicleEnv", "VehicleParams",
     "VehicleState", "WindEnv", "bundles_action_dim", "bundles_obs_dim", "make_battery_bundle",

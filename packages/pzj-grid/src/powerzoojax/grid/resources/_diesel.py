@@ -24,6 +24,17 @@ from powerzoojax.grid.resources._bundle import (
 from powerzoojax.physics.devices import compute_dg_emissions, compute_dg_fuel_cost, compute_dg_power
 
 
+class DieselParams(eqx.Module):
+    """One diesel generator's constants (all static: compile-time under ``jit``):
+    nameplate ``p_dg_max_mw`` [MW], ``fuel_cost_per_mwh`` [$/MWh], ``emission_factor``
+    [kg CO₂/kWh]; the inputs of ``compute_dg_power`` / ``compute_dg_fuel_cost`` /
+    ``compute_dg_emissions``."""
+
+    p_dg_max_mw: float = eqx.field(static=True, default=0.6)
+    fuel_cost_per_mwh: float = eqx.field(static=True, default=300.0)
+    emission_factor: float = eqx.field(static=True, default=0.80)
+
+
 class DieselBundleState(eqx.Module):
     p_dg_mw: Float[Array, " n_devices"]
 

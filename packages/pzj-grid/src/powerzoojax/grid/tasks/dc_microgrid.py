@@ -35,6 +35,7 @@ from powerzoojax.grid.microgrid import (
     DCMicrogridShapingWrapper,
     DCMicrogridState,
     apply_ood_transform,
+    make_dcmicrogrid_params,  # noqa: F401 - re-exported (the reference's task surface)
     make_dcmicrogrid_params_with_profiles,
 )
 
@@ -235,3 +236,87 @@ def dcmg_metrics(trace: EpisodeTrace, *, dt_hours: float = 5.0 / 60.0, battery_e
         "pv_utilization": float(np.mean(np.where(pv_total > 0, np.sum(pv_used, axis=-1) / np.maximum(pv_total, 1e-12), 1.0))),
         "battery_cycles": per_episode(np.abs(info["p_batt_mw"]) * dt_hours / (2.0 * battery_e_mwh)),
     }
+
+
+# ----------------------------------------------------------------------------- reference API
+
+
+def _info_columns(info_history: Any) -> dict[str, np.ndarray]:
+    """Per-step records → ``{key: (T,) float64}``: a list of per-step info dicts, a dict of
+    stacked arrays, or an ``EpisodeTrace`` (its info and reward)."""
+    if isinstance(info_history, EpisodeTrace):
+        info_history = {**dict(info_history.info), "reward": info_history.reward}
+    if isinstance(info_history, dict):
+        return {k: np.asarray(v, np.float64).reshape(-1) for k, v in info_history.items() if np.ndim(v) <= 1}
+    keys = [k for k in info_history[0] if np.ndim(info_history[0][k]) == 0]
+    return {k: np.asarray([float(step.get(k, 0.0)) for step in info_history], np.float64) for k in keys}
+
+
+def rollout_dcmicrogrid(env: DataCenterMicrogridEnv, params: DCMicrogridParams, key, policy_fn) -> list[dict[str, float]]:
+    """One episode (``max_steps`` steps, one ``lax.scan``) with ``policy_fn(obs, state, key)``
+    as the list of per-step info dicts (Python floats, scalar entries only, plus ``reward``)
+    that :func:`compute_dcmicrogrid_metrics` takes."""
+    trace = episode_rollout(env, params, key, policy_fn)
+    columns = {k: np.asarray(v) for k, v in trace.info.items() if np.ndim(v) == 1}
+    columns["reward"] = np.asarray(trace.reward)
+    n = columns["reward"].shape[0]
+    return [{k: float(v[t]) for k, v in columns.items()} for t in range(n)]
+
+
+def compute_dcmicrogrid_metrics(
+    info_history: Any, *, dt_hours: float = 5.0 / 60.0, battery_e_mwh: float = 2.0, soc_range: tuple[float, float] = (0.15, 0.90)
+) -> dict[str, float]:
+    """Episode metrics of a microgrid rollout (the list of :func:`rollout_dcmicrogrid`, a dict
+    of per-step arrays or an ``EpisodeTrace``): energy [MWh of data-centre demand], fuel,
+    grid and terminal costs [$], carbon [kg] (diesel, grid, total), grid import [MWh], mean
+    price, rates of SLA / over-temperature / deficit / spill steps, ``feasibility_rate``
+    (steps with ``cost_sum == 0``), PV utilisation (mean ``P_pv / max P_pv``), battery
+    throughput [MWh] and full cycles over the usable window ``battery_e_mwh·(soc_max −
+    soc_min)``, SOC statistics, ``episode_reward``. Empty input gives ``{}``."""
+    if len(info_history) == 0:
+        return {}
+    c = _info_columns(info_history)
+    zeros = np.zeros_like(next(iter(c.values())))
+    col = lambda key: c.get(key, zeros)  # noqa: E731
+    p_pv, p_batt, soc = col("p_pv_mw"), col("p_batt_mw"), col("soc")
+    max_pv = float(p_pv.max()) if float(p_pv.max()) > 0 else 1.0
+    throughput = float(np.abs(p_batt).sum() * dt_hours)
+    usable = float(battery_e_mwh) * (float(soc_range[1]) - float(soc_range[0]))
+    return {
+        "total_energy_cost": float(col("p_dc_mw").sum() * dt_hours),
+        "total_fuel_cost": float(col("fuel_cost").sum()),
+        "total_grid_cost": float(col("grid_cost").sum()),
+        "total_terminal_soc_cost": float(col("terminal_soc_cost").sum()),
+        "total_carbon_kg": float((col("carbon_kg") + col("grid_carbon_kg")).sum()),
+        "total_diesel_carbon_kg": float(col("carbon_kg").sum()),
+        "total_grid_carbon_kg": float(col("grid_carbon_kg").sum()),
+        "grid_import_mwh": float(col("p_grid_import_mw").sum() * dt_hours),
+        "mean_grid_price_per_mwh": float(col("grid_price_per_mwh").mean()),
+        "sla_violation_rate": float(col("cost_sla").mean()),
+        "overtemp_rate": float((col("cost_overtemp") > 0).mean()),
+        "power_deficit_rate": float((col("cost_power_deficit") > 0).mean()),
+        "power_spill_rate": float((col("cost_power_spill") > 0).mean()),
+        "feasibility_rate": float((col("cost_sum") == 0).mean()),
+        "pv_utilization": float((p_pv / max_pv).mean()),
+        "battery_throughput_mwh": throughput,
+        "battery_cycles": throughput / max(2.0 * usable, 1e-6),
+        "episode_reward": float(col("reward").sum()),
+        "mean_cost_sla": float(col("cost_sla").mean()),
+        "mean_cost_overtemp": float(col("cost_overtemp").mean()),
+        "mean_cost_power_deficit": float(col("cost_power_deficit").mean()),
+        "mean_cost_power_spill": float(col("cost_power_spill").mean()),
+        "mean_cost_power_balance": float(col("cost_power_balance").mean()),
+        "mean_p_dc_mw": float(col("p_dc_mw").mean()),
+        "mean_soc": float(soc.mean()),
+        "soc_min": float(soc.min()),
+        "soc_max": float(soc.max()),
+    }
+
+
+__all__ = [
+    "ALL_SPLITS", "APPENDIX_SPLITS", "DCMicrogridParams", "DCMicrogridShapingWrapper", "DCMicrogridState",
+    "DCMicrogridTask", "DataCenterMicrogridEnv", "GAMMA", "IID_DAYS", "MAIN_SPLITS", "TASK_CONFIG", "TRAIN_DAYS",
+    "apply_ood_transform", "compute_dcmicrogrid_metrics", "dcmg_metrics", "make_dcmicrogrid_params",
+    "make_dcmicrogrid_params_with_profiles", "make_rule_based_policy", "max_renewable_policy", "no_control_policy",
+    "norm_score", "previous_deficit_fraction", "rollout_dcmicrogrid",
+]

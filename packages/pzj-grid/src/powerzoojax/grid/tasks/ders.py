@@ -20,17 +20,27 @@ arrays on the host; :func:`local_observations` is a pure gather usable inside ``
 """
 
 import functools
+import os
 from collections import deque
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from powerzoojax.case import load_case
+from powerzoojax.case import CaseData, load_case
 from powerzoojax.core import ConstraintSpec, EpisodeTrace, episode_rollout
 from powerzoojax.grid.distribution import DistGridEnv, DistGridParams, make_dist_params
-from powerzoojax.grid.resources import make_battery_bundle, make_flexload_bundle, make_renewable_bundle
+from powerzoojax.grid.resources import (
+    BatteryBundle,
+    FlexLoadBundle,
+    RenewableBundle,
+    make_battery_bundle,
+    make_flexload_bundle,
+    make_renewable_bundle,
+)
 
 DERS_BATTERY_BUSES = (9, 55, 17, 122)
 DERS_PV_BUSES = (6, 73, 72, 82)
@@ -197,9 +207,9 @@ class DERsTask:
         return ("no_control", "volt_droop")
 
     def baseline_policy(self, name: str, params: DistGridParams):
-        n_act = sum(b.action_dim for b in params.resources)
         if name == "no_control":
-            return lambda obs, state, key: jnp.zeros((n_act,), jnp.float32)
+            noop = ders_noop_action(params)
+            return lambda obs, state, key: noop
         if name == "volt_droop":
             batt, pv, flex = params.resources
 
@@ -238,3 +248,483 @@ class DERsTask:
 
     def constraint_spec(self) -> ConstraintSpec:
         return ConstraintSpec(("voltage_violation", "thermal_overload", "resource"), (0.0, 0.0, 0.0), (4.0, 1.0, 1.0))
+
+
+# ----------------------------------------------------------------------------- reference API
+# The reference's DERs factories, rollouts (policy(obs, key), dict-of-arrays records) and
+# metrics. DERsTask above is the frozen benchmark built from the same pieces.
+
+DERS_BENCHMARK_LOAD_CASE = "case141"
+DERS_FLEXLOAD_BUSES = DERS_FLEX_BUSES
+DERS_BATTERY_CONFIG = {
+    "power_mw": 0.10, "capacity_mwh": 0.30, "s_rated_mva": 0.15, "enable_q_control": True, "soc_min": 0.1,
+    "soc_max": 0.9, "initial_soc": 0.5,
+}
+DERS_PV_CONFIG = {"capacity_mw": 0.20, "s_rated_mva": 0.22, "allow_curtailment": True, "curtail_cost_per_mwh": 0.0}
+DERS_FLEXLOAD_CONFIG = {"curtail_cap_mw": 0.10, "shift_cap_mw": 0.10, "shift_horizon": 4}
+DERS_V_MIN, DERS_V_MAX = 0.94, 1.06
+# Scalability variant: 20 devices on case141 in a tighter band.
+DERS_LARGE_BATTERY_BUSES = (33, 7, 39, 11, 92, 54, 44)
+DERS_LARGE_PV_BUSES = (15, 104, 57, 106, 62, 136, 83)
+DERS_LARGE_FLEXLOAD_BUSES = (121, 84, 123, 125, 128, 30)
+DERS_LARGE_V_MIN, DERS_LARGE_V_MAX = 0.96, 1.04
+DERS_OOD_SCENARIOS = ("voltage_tightening", "pv_penetration_shift", "load_stress")
+DERS_3PHASE_BATTERY_BUSES = (10, 30, 50, 70, 90, 110)
+_ROLE_WINDOWS = {"train": "train", "iid": "iid", "summer_ood": "stress", "zone_holdout": "iid"}
+
+
+def _ders_case(case: CaseData | None) -> CaseData:
+    return load_case(DERS_BENCHMARK_LOAD_CASE) if case is None else case
+
+
+def make_ders_battery_bundle(
+    case: CaseData, *, max_steps: int = 48, dt_hours: float = 0.5, bus_ids=DERS_BATTERY_BUSES
+) -> BatteryBundle:
+    """The DERs batteries (``DERS_BATTERY_CONFIG`` at ``bus_ids``; action ``[P, Q]``)."""
+    del max_steps  # a battery has no profile
+    c = DERS_BATTERY_CONFIG
+    return make_battery_bundle(
+        case, list(bus_ids), power_mw=c["power_mw"], energy_mwh=c["capacity_mwh"], s_rated_mva=c["s_rated_mva"],
+        soc_min=c["soc_min"], soc_max=c["soc_max"], initial_soc=c["initial_soc"],
+        enable_q_control=c["enable_q_control"], dt_hours=dt_hours,
+    )
+
+
+def make_ders_pv_bundle(
+    case: CaseData, *, max_steps: int = 48, profiles: Any = None, dt_hours: float = 0.5, bus_ids=DERS_PV_BUSES,
+    capacity_scale: float = 1.0,
+) -> RenewableBundle:
+    """The DERs PV (``DERS_PV_CONFIG`` at ``bus_ids``; action ``[curtail, Q]``); capacity
+    factors ``profiles`` ``(T,)`` or ``(T, n)``, default the bell ``clip(sin(π(h−6)/12), 0,
+    1)`` over ``max_steps``. ``capacity_scale`` multiplies the rated power only."""
+    c = DERS_PV_CONFIG
+    n = len(bus_ids)
+    if profiles is not None:
+        profiles = np.asarray(profiles, np.float64)
+        profiles = np.broadcast_to(profiles.reshape(profiles.shape[0], -1), (profiles.shape[0], n))
+    return make_renewable_bundle(
+        case, list(bus_ids), capacity_mw=c["capacity_mw"] * float(capacity_scale), s_rated_mva=c["s_rated_mva"],
+        cf_profiles=profiles, curtail_cost=c["curtail_cost_per_mwh"], allow_curtailment=c["allow_curtailment"],
+        enable_curtailment=True, enable_q_control=True, dt_hours=dt_hours, max_steps=max_steps,
+    )
+
+
+def make_ders_flexload_bundle(case: CaseData, *, dt_hours: float = 0.5, bus_ids=DERS_FLEXLOAD_BUSES) -> FlexLoadBundle:
+    """The DERs flexible loads (``DERS_FLEXLOAD_CONFIG`` at ``bus_ids``; action ``[curtail, shift]``)."""
+    c = DERS_FLEXLOAD_CONFIG
+    return make_flexload_bundle(
+        case, list(bus_ids), cap_curtail_mw=c["curtail_cap_mw"], cap_shift_mw=c["shift_cap_mw"],
+        horizon=c["shift_horizon"], dt_hours=dt_hours,
+    )
+
+
+def make_ders_params(
+    case: CaseData | None = None,
+    *,
+    max_steps: int = 48,
+    dt_hours: float = 0.5,
+    v_min: float = DERS_V_MIN,
+    v_max: float = DERS_V_MAX,
+    loss_penalty_weight: float = 0.1,
+    pv_profiles: Any = None,
+    load_profiles_p: Any = None,
+    load_profiles_q: Any = None,
+) -> DistGridParams:
+    """DERs env params: ``case`` (default case141), 4 batteries, 4 PV and 4 flexible loads
+    (in that bundle order), no per-bus DER actions, band ``[v_min, v_max]``. Loads: the
+    case's static loads, or ``load_profiles_p/q`` ``(T, N)`` [p.u.] (either replaces its
+    half); PV: ``pv_profiles`` or the bell."""
+    case = _ders_case(case)
+    bundles = (
+        make_ders_battery_bundle(case, max_steps=max_steps, dt_hours=dt_hours),
+        make_ders_pv_bundle(case, max_steps=max_steps, profiles=pv_profiles, dt_hours=dt_hours),
+        make_ders_flexload_bundle(case, dt_hours=dt_hours),
+    )
+    params = make_dist_params(
+        case, max_steps=max_steps, steps_per_day=48, v_min=v_min, v_max=v_max,
+        loss_penalty_weight=loss_penalty_weight, resources=bundles, include_der=False, delta_t_hours=dt_hours,
+    )
+    if load_profiles_p is not None or load_profiles_q is not None:
+        p = params.p_load_profiles if load_profiles_p is None else load_profiles_p
+        q = params.q_load_profiles if load_profiles_q is None else load_profiles_q
+        params = params.with_load_profiles(jnp.asarray(p), jnp.asarray(q))
+    return params
+
+
+def make_ders_params_with_profiles(
+    case: CaseData | None = None,
+    *,
+    max_steps: int = 48,
+    dt_hours: float = 0.5,
+    v_min: float = DERS_V_MIN,
+    v_max: float = DERS_V_MAX,
+    loss_penalty_weight: float = 0.1,
+    pv_profiles: Any = None,
+    load_profiles_p: Any = None,
+    load_profiles_q: Any = None,
+) -> DistGridParams:
+    """:func:`make_ders_params` fed with external time series (PV capacity factors,
+    ``(T, N)`` p.u. bus loads): the hook for user data."""
+    return make_ders_params(
+        case, max_steps=max_steps, dt_hours=dt_hours, v_min=v_min, v_max=v_max,
+        loss_penalty_weight=loss_penalty_weight, pv_profiles=pv_profiles, load_profiles_p=load_profiles_p,
+        load_profiles_q=load_profiles_q,
+    )
+
+
+def _role_window(role: str) -> str:
+    if role not in _ROLE_WINDOWS:
+        raise KeyError(f"unknown DERs split role {role!r}; valid roles: {tuple(_ROLE_WINDOWS)}")
+    return _ROLE_WINDOWS[role]
+
+
+def load_ders_load_shape(data_loader: Any = None, *, role: str = "train", resample: str = "30min") -> np.ndarray:
+    """The DERs demand shape of a split role, divided by its peak: the mean Ausgrid load of
+    the role's substations (restricted to its days) when the Ausgrid file is in the
+    loader's folder (``DataLoader(data_dir=...)`` or a path), else the shipped SimBench
+    feeder substitute that :class:`DERsTask` uses."""
+    from powerzoojax.data.ausgrid_utils import find_ausgrid_file, get_ausgrid_split, load_substation_profiles
+
+    window = _role_window(role)
+    folder = data_loader if data_loader is None or isinstance(data_loader, (str, os.PathLike)) else getattr(data_loader, "data_dir", None)
+    try:
+        find_ausgrid_file(folder)
+    except FileNotFoundError:
+        return np.asarray(ders_shapes(window)[0], np.float32)
+    mean = load_substation_profiles(folder, get_ausgrid_split(role)[2], role, resample=resample).mean(axis=1)
+    return (mean / max(float(mean.max()), 1e-8)).astype(np.float32)
+
+
+def load_ders_pv_profile(data_loader: Any = None, *, role: str = "train", resample: str = "30min") -> np.ndarray:
+    """The DERs PV capacity factor of a split role, divided by its peak: GB solar of the
+    role's GB window when the loader has the GB files, else the shipped SimBench PV1."""
+    window = _role_window(role)
+    if data_loader is not None and "gb" in data_loader.list_sources():
+        from powerzoojax.data import SOLAR_AVAILABLE_MW
+
+        pv = np.nan_to_num(np.asarray(data_loader.load_signals(
+            [SOLAR_AVAILABLE_MW], source="gb", split="train" if window == "train" else "iid", resample=resample,
+        ).values[:, 0], np.float64))
+        return (np.clip(pv / max(float(pv.max()), 1e-8), 0.0, 1.0)).astype(np.float32)
+    return np.asarray(ders_shapes(window)[1], np.float32)
+
+
+def _window(series: np.ndarray, start: int, n: int) -> np.ndarray:
+    return np.asarray(series)[(int(start) + np.arange(int(n))) % np.asarray(series).shape[0]]
+
+
+def make_ders_params_from_split(
+    case: CaseData | None = None,
+    *,
+    role: str = "train",
+    data_loader: Any = None,
+    resample: str = "30min",
+    episode_start: int = 0,
+    max_steps: int = 48,
+    dt_hours: float = 0.5,
+    v_min: float = DERS_V_MIN,
+    v_max: float = DERS_V_MAX,
+    loss_penalty_weight: float = 0.1,
+    load_scale: float = 1.0,
+    pv_scale: float = 1.0,
+) -> DistGridParams:
+    """DERs params on one data window: rows ``episode_start`` .. ``+ max_steps`` (wrapping)
+    of the role's load shape × the case's static loads × ``load_scale``, and of its PV
+    capacity factor, PV power × ``pv_scale`` (applied to the rated power, so capacity
+    factors stay in [0, 1])."""
+    load_shape = load_ders_load_shape(data_loader, role=role, resample=resample)
+    pv = load_ders_pv_profile(data_loader, role=role, resample=resample)
+    case = _ders_case(case)
+    base = float(case.base_mva)
+    shape = _window(load_shape, episode_start, max_steps)[:, None] * float(load_scale)
+    params = make_ders_params(
+        case, max_steps=max_steps, dt_hours=dt_hours, v_min=v_min, v_max=v_max,
+        loss_penalty_weight=loss_penalty_weight, pv_profiles=_window(pv, episode_start, max_steps),
+        load_profiles_p=shape * np.asarray(case.node_pd, np.float64)[None, :] / base,
+        load_profiles_q=shape * np.asarray(case.node_qd, np.float64)[None, :] / base,
+    )
+    if float(pv_scale) != 1.0:
+        params = _scale_pv(params, float(pv_scale))
+    return params
+
+
+def _scale_pv(params: DistGridParams, factor: float) -> DistGridParams:
+    resources = tuple(
+        eqx.tree_at(lambda b: b.capacity_mw, b, b.capacity_mw * factor) if isinstance(b, RenewableBundle) else b
+        for b in params.resources
+    )
+    return eqx.tree_at(lambda p: p.resources, params, resources)
+
+
+def _marl_env_class(name: str) -> Any:
+    try:
+        import powerzoojax.rl as rl
+    except ModuleNotFoundError as err:
+        if err.name is not None and "powerzoojax.rl".startswith(err.name):
+            raise ImportError(f"{name} is provided by pzj-rl: pip install pzj-rl") from err
+        raise
+    return getattr(rl, name)
+
+
+def make_ders_marl_env(
+    case: CaseData | None = None,
+    *,
+    max_steps: int = 48,
+    v_min: float = DERS_V_MIN,
+    v_max: float = DERS_V_MAX,
+    voltage_penalty: float = 8.0,
+    pv_profiles: Any = None,
+    observation_mode: str = "local",
+) -> tuple[Any, DistGridParams]:
+    """``(env, params)``: :func:`make_ders_params` as a ``DistGridMARLEnv`` (pzj-rl) with 12
+    device agents, shared reward shaped by ``voltage_penalty · cost_continuous``, local
+    (Dec-POMDP, 15 entries) or global observations."""
+    params = make_ders_params(case, max_steps=max_steps, v_min=v_min, v_max=v_max, pv_profiles=pv_profiles)
+    env = _marl_env_class("DistGridMARLEnv")(
+        DistGridEnv(), params, voltage_penalty=voltage_penalty, observation_mode=observation_mode
+    )
+    return env, params
+
+
+def make_ders_large_params(
+    case: CaseData | None = None,
+    *,
+    max_steps: int = 48,
+    dt_hours: float = 0.5,
+    v_min: float = DERS_LARGE_V_MIN,
+    v_max: float = DERS_LARGE_V_MAX,
+    pv_profiles: Any = None,
+) -> DistGridParams:
+    """The 20-device scalability variant on case141: 7 batteries, 7 PV, 6 flexible loads
+    (``DERS_LARGE_*_BUSES``, the DERs device ratings) in the band [0.96, 1.04]."""
+    case = _ders_case(case)
+    bundles = (
+        make_ders_battery_bundle(case, dt_hours=dt_hours, bus_ids=DERS_LARGE_BATTERY_BUSES),
+        make_ders_pv_bundle(case, max_steps=max_steps, profiles=pv_profiles, dt_hours=dt_hours, bus_ids=DERS_LARGE_PV_BUSES),
+        make_ders_flexload_bundle(case, dt_hours=dt_hours, bus_ids=DERS_LARGE_FLEXLOAD_BUSES),
+    )
+    return make_dist_params(
+        case, max_steps=max_steps, steps_per_day=48, v_min=v_min, v_max=v_max, resources=bundles,
+        include_der=False, delta_t_hours=dt_hours,
+    )
+
+
+def make_ders_large_marl_env(
+    case: CaseData | None = None, *, max_steps: int = 48, voltage_penalty: float = 12.0
+) -> tuple[Any, DistGridParams]:
+    """``(env, params)``: :func:`make_ders_large_params` as a local-observation
+    ``DistGridMARLEnv`` with 20 agents."""
+    params = make_ders_large_params(case, max_steps=max_steps)
+    env = _marl_env_class("DistGridMARLEnv")(DistGridEnv(), params, voltage_penalty=voltage_penalty, observation_mode="local")
+    return env, params
+
+
+def make_ders_ood_params(
+    base_params: DistGridParams,
+    *,
+    scenario: str,
+    pv_scale: float = 1.0,
+    v_min: float | None = None,
+    v_max: float | None = None,
+) -> DistGridParams:
+    """``base_params`` under an OOD stress: ``voltage_tightening`` (band ``[v_min, v_max]``,
+    default [0.96, 1.04]), ``pv_penetration_shift`` (PV rated power × ``pv_scale``, 2 when
+    left at 1), ``load_stress`` (P and Q loads × ``pv_scale``, 1.15 when left at 1; the
+    factor shares the PV argument, as in the reference signature)."""
+    if scenario == "voltage_tightening":
+        lo = DERS_LARGE_V_MIN if v_min is None else float(v_min)
+        hi = DERS_LARGE_V_MAX if v_max is None else float(v_max)
+        if not lo < hi:
+            raise ValueError(f"voltage_tightening: v_min {lo} must be below v_max {hi}")
+        f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+        return eqx.tree_at(lambda p: (p.v_min, p.v_max), base_params, (f32(lo), f32(hi)))
+    if scenario == "pv_penetration_shift":
+        return _scale_pv(base_params, float(pv_scale) if float(pv_scale) != 1.0 else 2.0)
+    if scenario == "load_stress":
+        factor = float(pv_scale) if float(pv_scale) != 1.0 else 1.15
+        return base_params.with_load_profiles(base_params.p_load_profiles * factor, base_params.q_load_profiles * factor)
+    raise ValueError(f"unknown DERs OOD scenario {scenario!r}; valid: {DERS_OOD_SCENARIOS}")
+
+
+def make_ders_3phase_eval(
+    case: CaseData | None = None,
+    *,
+    max_steps: int = 48,
+    battery_buses: Any = None,
+    v_min: float = DERS_V_MIN,
+    v_max: float = DERS_V_MAX,
+    voltage_penalty: float = 8.0,
+    compat_obs_dim: int | None = None,
+) -> tuple[Any, Any]:
+    """``(env, params)``: a three-phase evaluation feeder (default case123) with DERs
+    batteries at ``battery_buses`` (default ``DERS_3PHASE_BATTERY_BUSES``) as a
+    ``DistGrid3PhaseMARLEnv`` (pzj-rl) whose local observations are padded to
+    ``compat_obs_dim`` (default 15, the DERs width) so a policy trained on case141 runs on
+    it. Line impedances are balanced, ``(r + jx)·I₃`` from the case's scalar ``r, x``
+    (mutual coupling is not in ``CaseData``); each bus load is split equally over the
+    phases (its per-phase values when the case carries them). The in-service lines must
+    form a tree."""
+    from powerzoojax.grid import DistGrid3PhaseEnv, make_dist_3phase_params
+
+    case = load_case("123") if case is None else case
+    status = np.asarray(case.line_status) > 0
+    f_idx = np.asarray(case.line_from_idx)[status]
+    t_idx = np.asarray(case.line_to_idx)[status]
+    n = case.n_nodes
+    if f_idx.size != n - 1:
+        raise ValueError(f"make_ders_3phase_eval: the {f_idx.size} in-service lines of a {n}-bus case are not a tree")
+    r = np.asarray(case.line_r, np.float64)[status]
+    x = np.asarray(case.line_x, np.float64)[status]
+    z = (r + 1j * x)[:, None, None] * np.eye(3)[None]
+    base = float(case.base_mva)
+    nonref = [i for i in range(n) if i != case.slack_bus_idx]
+    phases = ("node_pd_a", "node_pd_b", "node_pd_c"), ("node_qd_a", "node_qd_b", "node_qd_c")
+    if all(getattr(case, f, None) is not None for f in phases[0] + phases[1]):
+        p = np.stack([np.asarray(getattr(case, f), np.float64) for f in phases[0]], axis=1)
+        q = np.stack([np.asarray(getattr(case, f), np.float64) for f in phases[1]], axis=1)
+    else:
+        p = np.repeat(np.asarray(case.node_pd, np.float64)[:, None] / 3.0, 3, axis=1)
+        q = np.repeat(np.asarray(case.node_qd, np.float64)[:, None] / 3.0, 3, axis=1)
+    row_p, row_q = (p[nonref] / base).reshape(-1), (q[nonref] / base).reshape(-1)
+    batteries = make_ders_battery_bundle(case, bus_ids=DERS_3PHASE_BATTERY_BUSES if battery_buses is None else battery_buses)
+    params = make_dist_3phase_params(
+        n, f_idx, t_idx, z, np.tile(row_p, (max_steps, 1)), np.tile(row_q, (max_steps, 1)), ref_bus=case.slack_bus_idx,
+        v_min=v_min, v_max=v_max, max_steps=max_steps, base_mva=base, resources=(batteries,), include_der=False,
+    )
+    width = 1 + DERS_LOCAL_K + 3 + 2 + 5 if compat_obs_dim is None else int(compat_obs_dim)
+    env = _marl_env_class("DistGrid3PhaseMARLEnv")(
+        DistGrid3PhaseEnv(), params, voltage_penalty=voltage_penalty, min_obs_dim=width
+    )
+    return env, params
+
+
+def ders_noop_action(params: DistGridParams) -> Float[Array, " action_dim"]:
+    """The do-nothing action of every bundle: battery ``[P, Q] = 0``, PV ``[curtail, Q] =
+    [+1, 0]`` (+1 = no curtailment), flexible load ``[0, 0]``; other bundles 0."""
+    parts = []
+    for bundle in params.resources:
+        a = np.zeros((bundle.n_devices, bundle.per_device_action_dim), np.float32)
+        if isinstance(bundle, RenewableBundle) and bundle.enable_curtailment:
+            a[:, 0] = 1.0
+        parts.append(a.reshape(-1))
+    return jnp.asarray(np.concatenate(parts) if parts else np.zeros((0,), np.float32))
+
+
+def rollout_ders(env: DistGridEnv, params: DistGridParams, key, policy_fn) -> dict[str, Array]:
+    """One episode (one ``lax.scan``) with ``policy_fn(obs, key) -> action`` as
+    ``{"reward", "cost_continuous", "p_loss_MW", "v_min_episode", "v_max_episode"}``, each
+    ``(max_steps,)`` (the last two: the step's lowest / highest bus voltage), plus the
+    band ``metric_v_min``, ``metric_v_max`` the metrics should use."""
+    trace = episode_rollout(env, params, key, lambda obs, state, k: policy_fn(obs, k))
+    return {
+        "reward": trace.reward,
+        "cost_continuous": trace.info["cost_continuous"],
+        "p_loss_MW": trace.info["p_loss_MW"],
+        "v_min_episode": trace.info["v_min_step"],
+        "v_max_episode": trace.info["v_max_step"],
+        "metric_v_min": params.v_min,
+        "metric_v_max": params.v_max,
+    }
+
+
+def ders_no_control_rollout(env: DistGridEnv, params: DistGridParams, key) -> dict[str, Array]:
+    """Baseline: :func:`ders_noop_action` every step."""
+    noop = ders_noop_action(params)
+    return rollout_ders(env, params, key, lambda obs, k: noop)
+
+
+def ders_volt_droop_rollout(env: DistGridEnv, params: DistGridParams, key) -> dict[str, Array]:
+    """Baseline: local Q–V droop (battery ``P = 0``, ``Q = clip(10(1 − v), ±1)``; PV
+    curtails to 75 % (action −0.5) above 1.03 p.u., same Q droop; flexible loads curtail
+    half below 0.97 p.u.), voltages read from the observation's first N entries."""
+    batt, pv, flex = params.resources
+    n = params.network.n_nodes
+
+    def policy(obs, k):
+        v = 1.0 + 0.1 * obs[:n]
+        q = lambda u: jnp.clip(10.0 * (1.0 - u), -1.0, 1.0)  # noqa: E731
+        v_b, v_p, v_f = v[batt.bus_idx], v[pv.bus_idx], v[flex.bus_idx]
+        a_b = jnp.stack([jnp.zeros_like(v_b), q(v_b)], axis=1)
+        a_p = jnp.stack([jnp.where(v_p > 1.03, -0.5, 1.0), q(v_p)], axis=1)
+        a_f = jnp.stack([jnp.where(v_f < 0.97, 0.5, 0.0), jnp.zeros_like(v_f)], axis=1)
+        return jnp.concatenate([a_b.reshape(-1), a_p.reshape(-1), a_f.reshape(-1)]).astype(jnp.float32)
+
+    return rollout_ders(env, params, key, policy)
+
+
+def agent_dropout_rollout(
+    env: DistGridEnv, params: DistGridParams, key, policy_fn=None, n_dropout: int = 2, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`rollout_ders` with ``n_dropout`` devices (drawn with ``seed``) offline: their
+    action is replaced by the device's no-op (:func:`ders_noop_action`) at every step.
+    Default ``policy_fn``: the no-op for everyone. Adds ``dropped_agent_indices`` (device
+    order = agent order of the MARL adapter)."""
+    sizes = [b.per_device_action_dim for b in params.resources for _ in range(b.n_devices)]
+    n_agents = len(sizes)
+    if not 0 <= int(n_dropout) <= n_agents:
+        raise ValueError(f"agent_dropout_rollout: n_dropout must be in 0..{n_agents}, got {n_dropout!r}")
+    dropped = sorted(int(a) for a in np.random.default_rng(seed).choice(n_agents, size=int(n_dropout), replace=False))
+    starts = np.cumsum([0] + sizes[:-1])
+    keep = np.ones(sum(sizes), np.float32)
+    for a in dropped:
+        keep[starts[a] : starts[a] + sizes[a]] = 0.0
+    keep_j, noop = jnp.asarray(keep), ders_noop_action(params)
+    base = policy_fn if policy_fn is not None else (lambda obs, k: noop)
+    out: dict[str, Any] = rollout_ders(env, params, key, lambda obs, k: keep_j * base(obs, k) + (1.0 - keep_j) * noop)
+    out["dropped_agent_indices"] = dropped
+    return out
+
+
+def compute_ders_safety_metrics(rollout: dict, *, v_min: float = DERS_V_MIN, v_max: float = DERS_V_MAX) -> dict:
+    """Voltage safety of a :func:`rollout_ders` record against ``[v_min, v_max]``: safe /
+    violating step rates, under / over-voltage step counts, worst deviations beyond the
+    band [p.u.], mean lowest / highest voltage."""
+    lo, hi = np.asarray(rollout["v_min_episode"], np.float64), np.asarray(rollout["v_max_episode"], np.float64)
+    under, over = lo < v_min, hi > v_max
+    safe = ~under & ~over
+    return {
+        "voltage_safety_rate": float(np.mean(safe)),
+        "voltage_violation_rate": float(np.mean(~safe)),
+        "undervoltage_steps": int(np.sum(under)),
+        "overvoltage_steps": int(np.sum(over)),
+        "max_undervoltage_dev": float(np.max(np.maximum(v_min - lo, 0.0))),
+        "max_overvoltage_dev": float(np.max(np.maximum(hi - v_max, 0.0))),
+        "mean_v_min": float(np.mean(lo)),
+        "mean_v_max": float(np.mean(hi)),
+    }
+
+
+def compute_ders_metrics(rollout: dict, baseline: dict, *, v_min: float = DERS_V_MIN, v_max: float = DERS_V_MAX) -> dict:
+    """Metrics of a :func:`rollout_ders` record against a no-control ``baseline`` record:
+    ``total_reward``, ``total_cost`` (Σ ``cost_continuous``), ``mean_p_loss_mw``,
+    ``voltage_violation_steps`` (steps with a bus outside ``[v_min, v_max]``; pass the
+    OOD band when it differs), ``loss_reduction_pct``, ``cost_reduction_pct``."""
+    lo, hi = np.asarray(rollout["v_min_episode"]), np.asarray(rollout["v_max_episode"])
+    base_loss = float(np.mean(baseline["p_loss_MW"]))
+    loss = float(np.mean(rollout["p_loss_MW"]))
+    base_cost = float(np.sum(baseline["cost_continuous"]))
+    cost = float(np.sum(rollout["cost_continuous"]))
+    return {
+        "total_reward": float(np.sum(rollout["reward"])),
+        "total_cost": cost,
+        "mean_p_loss_mw": loss,
+        "voltage_violation_steps": int(np.sum((lo < v_min) | (hi > v_max))),
+        "loss_reduction_pct": 100.0 * (base_loss - loss) / max(base_loss, 1e-8),
+        "cost_reduction_pct": 100.0 * (base_cost - cost) / max(base_cost, 1e-8),
+    }
+
+
+__all__ = [
+    "DERS_3PHASE_BATTERY_BUSES", "DERS_AGENT_NAMES", "DERS_BATTERY_BUSES", "DERS_BATTERY_CONFIG",
+    "DERS_BENCHMARK_LOAD_CASE", "DERS_FLEXLOAD_BUSES", "DERS_FLEXLOAD_CONFIG", "DERS_FLEX_BUSES",
+    "DERS_LARGE_BATTERY_BUSES", "DERS_LARGE_FLEXLOAD_BUSES", "DERS_LARGE_PV_BUSES", "DERS_LARGE_V_MAX",
+    "DERS_LARGE_V_MIN", "DERS_LOCAL_K", "DERS_OOD_SCENARIOS", "DERS_PV_BUSES", "DERS_PV_CONFIG", "DERS_V_MAX",
+    "DERS_V_MIN", "DERsTask", "LocalObsLayout", "agent_dropout_rollout", "bfs_neighbours",
+    "compute_ders_metrics", "compute_ders_safety_metrics", "ders_local_observations",
+    "ders_no_control_rollout", "ders_noop_action", "ders_shapes", "ders_volt_droop_rollout",
+    "load_ders_load_shape", "load_ders_pv_profile", "local_observations", "make_ders_3phase_eval",
+    "make_ders_battery_bundle", "make_ders_flexload_bundle", "make_ders_large_marl_env",
+    "make_ders_large_params", "make_ders_marl_env", "make_ders_ood_params", "make_ders_params",
+    "make_ders_params_from_split", "make_ders_params_with_profiles", "make_ders_pv_bundle",
+    "make_local_obs_layout", "rollout_ders",
+]

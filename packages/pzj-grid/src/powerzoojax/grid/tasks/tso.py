@@ -209,36 +209,109 @@ def _tso_params(
     )
 
 
-def make_tso_case118_params(load_profiles=None, **kwargs) -> UCParams:
+def make_tso_case118_params(
+    load_profiles=None,
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    reserve_margin_frac: float = 0.05,
+    enable_uc: bool = True,
+    enable_reserve: bool = True,
+    forecast_horizon_steps: int = 0,
+    reward_scale: float = 1e-4,
+    cost_thermal_weight: float = 1.0,
+    solver_mode: int = 1,
+    dcopf_max_iter: int = 30,
+    dcopf_tol: float = 1e-4,
+    sample_start_on_reset: bool = False,
+    fixed_episode_start_idx: int = 0,
+    data_loader=None,
+    split: str = "train",
+    *,
+    source: str = "simbench",
+) -> UCParams:
     """UC params on case118 (benchmark ratings). ``load_profiles``: ``(T, 118)`` MW or a
-    ``(T,)`` shape factor × ``load_d_max``; default: the real net-load shape of ``split``.
-    Other kwargs as :func:`~powerzoojax.grid.make_uc_params` plus ``data_loader``, ``split``,
-    ``source``."""
-    return _tso_params("118", load_profiles, **kwargs)
-
-
-def make_tso_case14_params(load_profiles=None, **kwargs) -> UCParams:
-    """As :func:`make_tso_case118_params` on case14."""
-    return _tso_params("14", load_profiles, **kwargs)
-
-
-def make_tso_ed_params(case_id: str = "118", *, forecast_horizon_steps: int = TSO_FORECAST_HORIZON, **kwargs) -> UCParams:
-    """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch); the
-    benchmark's 4-step load preview by default (obs 410 on case118)."""
+    ``(T,)`` shape factor × ``load_d_max``; default: the real net-load shape of ``split``
+    (from ``data_loader``, else the shipped ``source`` data). Other arguments as
+    :func:`~powerzoojax.grid.make_uc_params` (the DC-OPF defaults are our interior-point
+    solver's: 30 iterations to 1e-4)."""
     return _tso_params(
-        case_id, enable_uc=False, enable_reserve=False, forecast_horizon_steps=forecast_horizon_steps, **kwargs
+        "118", load_profiles, max_steps=max_steps, delta_t_hours=delta_t_hours,
+        reserve_margin_frac=reserve_margin_frac, enable_uc=enable_uc, enable_reserve=enable_reserve,
+        forecast_horizon_steps=forecast_horizon_steps, reward_scale=reward_scale,
+        cost_thermal_weight=cost_thermal_weight, solver_mode=solver_mode, dcopf_max_iter=dcopf_max_iter,
+        dcopf_tol=dcopf_tol, sample_start_on_reset=sample_start_on_reset,
+        fixed_episode_start_idx=fixed_episode_start_idx, data_loader=data_loader, split=split, source=source,
     )
 
 
-def make_tso_uc_params(case_id: str = "118", *, forecast_horizon_steps: int = TSO_FORECAST_HORIZON, **kwargs) -> UCParams:
-    """Unit commitment without the reserve requirement (4-step load preview by default)."""
+def make_tso_case14_params(
+    load_profiles=None,
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    reserve_margin_frac: float = 0.05,
+    enable_uc: bool = True,
+    enable_reserve: bool = True,
+    forecast_horizon_steps: int = 0,
+    reward_scale: float = 1e-4,
+    solver_mode: int = 1,
+    dcopf_max_iter: int = 30,
+    dcopf_tol: float = 1e-4,
+    *,
+    cost_thermal_weight: float = 1.0,
+    sample_start_on_reset: bool = False,
+    fixed_episode_start_idx: int = 0,
+    data_loader=None,
+    split: str = "train",
+    source: str = "simbench",
+) -> UCParams:
+    """As :func:`make_tso_case118_params` on case14 (small sanity / debug task)."""
     return _tso_params(
-        case_id, enable_uc=True, enable_reserve=False, forecast_horizon_steps=forecast_horizon_steps, **kwargs
+        "14", load_profiles, max_steps=max_steps, delta_t_hours=delta_t_hours,
+        reserve_margin_frac=reserve_margin_frac, enable_uc=enable_uc, enable_reserve=enable_reserve,
+        forecast_horizon_steps=forecast_horizon_steps, reward_scale=reward_scale,
+        cost_thermal_weight=cost_thermal_weight, solver_mode=solver_mode, dcopf_max_iter=dcopf_max_iter,
+        dcopf_tol=dcopf_tol, sample_start_on_reset=sample_start_on_reset,
+        fixed_episode_start_idx=fixed_episode_start_idx, data_loader=data_loader, split=split, source=source,
+    )
+
+
+def make_tso_ed_params(
+    case_id: str = "118",
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    *,
+    forecast_horizon_steps: int = TSO_FORECAST_HORIZON,
+    **kwargs,
+) -> UCParams:
+    """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch); the
+    benchmark's 4-step load preview by default (obs 410 on case118). Further keyword
+    arguments as :func:`make_tso_case118_params`."""
+    return _tso_params(
+        case_id, max_steps=max_steps, delta_t_hours=delta_t_hours, enable_uc=False, enable_reserve=False,
+        forecast_horizon_steps=forecast_horizon_steps, **kwargs,
+    )
+
+
+def make_tso_uc_params(
+    case_id: str = "118",
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    *,
+    forecast_horizon_steps: int = TSO_FORECAST_HORIZON,
+    **kwargs,
+) -> UCParams:
+    """Unit commitment without the reserve requirement (4-step load preview by default);
+    the shortfall is still reported in ``info``."""
+    return _tso_params(
+        case_id, max_steps=max_steps, delta_t_hours=delta_t_hours, enable_uc=True, enable_reserve=False,
+        forecast_horizon_steps=forecast_horizon_steps, **kwargs,
     )
 
 
 def make_tso_scuc_params(
     case_id: str = "118",
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
     reserve_margin_frac: float = 0.05,
     *,
     forecast_horizon_steps: int = TSO_FORECAST_HORIZON,
@@ -247,9 +320,122 @@ def make_tso_scuc_params(
     """Security-constrained UC: commitment and reserve on (4-step load preview by default):
     the frozen TSO benchmark env, obs 410 / action 108 on case118."""
     return _tso_params(
-        case_id, enable_uc=True, enable_reserve=True, reserve_margin_frac=reserve_margin_frac,
-        forecast_horizon_steps=forecast_horizon_steps, **kwargs,
+        case_id, max_steps=max_steps, delta_t_hours=delta_t_hours, enable_uc=True, enable_reserve=True,
+        reserve_margin_frac=reserve_margin_frac, forecast_horizon_steps=forecast_horizon_steps, **kwargs,
     )
+
+
+def _net_load_signals(source: str) -> tuple[str, str, str]:
+    from powerzoojax.data import (
+        LOAD_ACTUAL_MW,
+        SOLAR_AVAILABLE_MW,
+        SOLAR_AVAILABLE_PU,
+        WIND_AVAILABLE_MW,
+        WIND_AVAILABLE_PU,
+    )
+
+    if source == "gb":
+        return LOAD_ACTUAL_MW, WIND_AVAILABLE_MW, SOLAR_AVAILABLE_MW
+    return LOAD_ACTUAL_MW, WIND_AVAILABLE_PU, SOLAR_AVAILABLE_PU
+
+
+def make_tso_net_load_profiles_from_data(
+    data_loader,
+    case: CaseData,
+    split: str = "train",
+    episode_start_idx: int = 0,
+    n_steps: int = 48,
+    wind_frac: float = WIND_FRAC,
+    solar_frac: float = SOLAR_FRAC,
+    allow_synthetic_fallback: bool = False,
+    *,
+    source: str | None = None,
+) -> Float[Array, "n_steps n_loads"]:
+    """``(n_steps, n_loads)`` MW net-load profiles from data: rows ``episode_start_idx`` ..
+    ``+ n_steps`` of the ``split`` window (``train`` / ``iid``; OOD splits read ``iid``) of
+    load, wind and solar, each divided by its own max over those rows, composed as
+    :func:`make_tso_net_load_profiles` and scaled by ``case.load_d_max``.
+
+    ``data_loader``: a ``DataLoader`` (``None``: the shipped data). ``source``: ``"gb"``
+    when the loader has the GB files, else the shipped SimBench EHV series (the default
+    when the loader has no GB source). A failed load raises ``RuntimeError`` naming the
+    cause, unless ``allow_synthetic_fallback`` (then the synthetic profiles, with a warning).
+    """
+    d_max = np.asarray(case.load_d_max, np.float64)
+    factor = _data_net_factor(
+        data_loader, split, episode_start_idx, n_steps, wind_frac, solar_frac, source, allow_synthetic_fallback
+    )
+    return jnp.asarray(factor[:, None] * d_max[None, :], jnp.float32)
+
+
+def _data_net_factor(
+    data_loader, split: str, start: int, n_steps: int, wind_frac: float, solar_frac: float, source: str | None,
+    allow_synthetic_fallback: bool,
+) -> np.ndarray:
+    """``(n_steps,)`` net-load factor from rows ``start`` .. ``start + n_steps`` of a split."""
+    import warnings
+
+    from powerzoojax.data import DataLoader
+
+    if split not in TSO_SPLITS:
+        raise ValueError(f"unknown TSO split {split!r}; valid: {TSO_SPLITS}")
+    loader = DataLoader() if data_loader is None else data_loader
+    if source is None:
+        source = "gb" if "gb" in loader.list_sources() else "simbench"
+    start, n = int(start), int(n_steps)
+    try:
+        frame = loader.load_signals(
+            list(_net_load_signals(source)), source=source, split="train" if split == "train" else "iid",
+            resample="30min",
+        )
+        values = np.asarray(frame.values, np.float64)[max(start, 0) : start + n]
+        if values.shape[0] != n or start < 0:
+            raise ValueError(
+                f"rows {start}..{start + n} are outside the {split!r} window ({frame.values.shape[0]} rows)"
+            )
+    except (FileNotFoundError, ImportError, ValueError) as err:
+        if not allow_synthetic_fallback:
+            raise RuntimeError(f"TSO net-load data could not be loaded ({source!r}, split {split!r}): {err}") from err
+        warnings.warn(f"TSO net-load data unavailable ({err}); using SYNTHETIC profiles", UserWarning, stacklevel=3)
+        return make_tso_net_load_profiles(n, wind_frac, solar_frac)[:, 0]
+    scaled = values / np.maximum(np.nanmax(values, axis=0, keepdims=True), 1e-9)
+    return make_tso_net_load_profiles(
+        n, wind_frac, solar_frac, gross_demand_mw=scaled[:, 0], wind_mw=scaled[:, 1], solar_mw=scaled[:, 2]
+    )[:, 0]
+
+
+# Unit-commitment defaults the reference gives case14 when its table lacks them: ramp 0.5
+# p_max/h, min up/down 2 steps, start-up $1000, no-load $100/h, all on for 10 steps, p_min.
+CASE14_UC_DEFAULTS = dict(
+    unit_ramp_up=0.5, unit_ramp_down=0.5, unit_min_up_time=2.0, unit_min_down_time=2.0, unit_startup_cost=1000.0,
+    unit_no_load_cost=100.0, unit_init_state=1.0, unit_keep_time=10.0,
+)
+
+
+def make_case14_with_uc_defaults(base_case: CaseData) -> CaseData:
+    """``base_case`` with every missing unit-commitment column filled with the case14
+    defaults (``CASE14_UC_DEFAULTS``; initial output ``p_min``); returned unchanged when its
+    UC columns are present.
+
+    Raises:
+        TypeError: when this ``CaseData`` has no unit-commitment fields at all (the TSO
+            factories then pass the same defaults to ``make_uc_params`` themselves).
+    """
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(base_case)}
+    wanted = [*CASE14_UC_DEFAULTS, "unit_init_power"]
+    if not any(name in fields for name in wanted):
+        raise TypeError(
+            "make_case14_with_uc_defaults: this CaseData carries no unit-commitment fields "
+            f"({', '.join(wanted)}); the TSO factories apply CASE14_UC_DEFAULTS through make_uc_params"
+        )
+    fill = {}
+    for name in wanted:
+        if name in fields and getattr(base_case, name) is None:
+            value = base_case.unit_p_min if name == "unit_init_power" else CASE14_UC_DEFAULTS[name]
+            fill[name] = jnp.broadcast_to(jnp.asarray(value, jnp.float32), (base_case.n_units,))
+    return dataclasses.replace(base_case, **fill) if fill else base_case
 
 
 # ----------------------------------------------------------------------------- baselines
@@ -291,12 +477,36 @@ def unit_merit_cost(case: CaseData) -> Float[Array, " n_units"]:
 _BASELINES = {"all_on": tso_all_on_policy, "merit_order": tso_merit_order_policy}
 
 
-def tso_all_on_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> EpisodeTrace:
-    return episode_rollout(env, params, key, tso_all_on_policy(params))
+def _rollout_dict(env, params, key, policy) -> dict[str, Array]:
+    """One episode as ``{info key: (T,) array}`` plus ``reward`` (the reference's rollout
+    record; :func:`compute_tso_metrics` reads it)."""
+    trace = episode_rollout(env, params, key, policy)
+    return {**dict(trace.info), "reward": trace.reward}
 
 
-def tso_merit_order_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> EpisodeTrace:
-    return episode_rollout(env, params, key, tso_merit_order_policy(params))
+def tso_all_on_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> dict[str, Array]:
+    """Reference baseline: every unit committed, neutral dispatch preference (the DC-OPF
+    dispatches). Returns ``{info key: (max_steps,) array, "reward": ...}``."""
+    return _rollout_dict(env, params, key, tso_all_on_policy(params))
+
+
+def _fixed_count_policy(params: UCParams, n_commit: int):
+    n = params.case.n_units
+    if not 1 <= int(n_commit) <= n:
+        raise ValueError(f"tso_merit_order_rollout: n_commit must be in 1..{n}, got {n_commit!r}")
+    order = np.argsort(np.asarray(unit_merit_cost(params.case)), kind="stable")
+    commit = np.full(n, -1.0, np.float32)
+    commit[order[: int(n_commit)]] = 1.0
+    action = jnp.concatenate([jnp.asarray(commit), jnp.zeros((n,), jnp.float32)])
+    return lambda obs, state, key: action
+
+
+def tso_merit_order_rollout(env: UnitCommitmentEnv, params: UCParams, key, n_commit: int | None = None) -> dict[str, Array]:
+    """Priority-list baseline (see :func:`tso_merit_order_policy`): per step, the cheapest
+    units until ``Σ p_max ≥ load·(1 + margin)``, or with ``n_commit`` always that many
+    cheapest units. Returns ``{info key: (max_steps,) array, "reward": ...}``."""
+    policy = tso_merit_order_policy(params) if n_commit is None else _fixed_count_policy(params, n_commit)
+    return _rollout_dict(env, params, key, policy)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -307,42 +517,132 @@ def _episode_mean(x: np.ndarray) -> float:
     return float(np.asarray(x, np.float64).sum(-1).mean())
 
 
-def compute_tso_metrics(
-    trace: EpisodeTrace,
-    all_on: EpisodeTrace | None = None,
-    merit_order: EpisodeTrace | None = None,
-) -> dict[str, float]:
-    """Episode metrics (time on the last axis of each info array; leading axes averaged).
+def _record(rollout) -> dict[str, np.ndarray]:
+    """Info arrays (and ``reward``) of an ``EpisodeTrace`` or a rollout dict, as NumPy."""
+    if isinstance(rollout, EpisodeTrace):
+        rollout = {**dict(rollout.info), "reward": rollout.reward}
+    return {k: np.asarray(v) for k, v in jax.tree.map(np.asarray, dict(rollout)).items()}
 
-    ``total_operating_cost`` = Σ (gen + start-up + no-load) [$]; rates are the fraction
-    of steps with the channel above 1e-6; ``feasibility_rate`` the fraction of safe steps;
-    with both baselines, ``norm_score = (C_all_on − C)/(C_all_on − C_merit)``.
+
+def _operating_cost(r: dict[str, np.ndarray]) -> np.ndarray:
+    return r["gen_cost"] + r["startup_cost"] + r["no_load_cost"]
+
+
+def compute_tso_metrics(rollout_results, baseline_results=None, merit_order=None) -> dict[str, float]:
+    """Episode metrics of a TSO rollout: an ``EpisodeTrace`` or the dict of
+    :func:`tso_all_on_rollout` (time on the last axis; leading episode axes averaged).
+
+    ``total_operating_cost`` = Σ (gen + start-up + no-load) [$]; ``*_rate`` = fraction of
+    steps with the quantity above 1e-6 (reserve: the tracked shortfall, charged or not);
+    ``feasibility_rate`` = fraction of safe steps. With ``baseline_results`` (e.g. the
+    all-on rollout): ``cost_vs_baseline_pct`` = 100·(C − C_base)/C_base; with
+    ``merit_order`` as well: ``norm_score = (C_all_on − C)/(C_all_on − C_merit)``.
     """
-    info = jax.tree.map(np.asarray, dict(trace.info))
-    op_cost = info["gen_cost"] + info["startup_cost"] + info["no_load_cost"]
+    r = _record(rollout_results)
+    op_cost = _operating_cost(r)
+    reserve = r["reserve_shortfall"]
+    thermal = r["cost_thermal_overload"]
     out = {
         "total_operating_cost": _episode_mean(op_cost),
-        "total_gen_cost": _episode_mean(info["gen_cost"]),
-        "total_startup_cost": _episode_mean(info["startup_cost"]),
-        "total_no_load_cost": _episode_mean(info["no_load_cost"]),
-        "total_reward": _episode_mean(np.asarray(trace.reward)),
-        "thermal_violation_rate": float((info["cost_thermal_overload"] > _VIOLATION_TOL).mean()),
-        "reserve_shortfall_rate": float((info["cost_reserve_shortfall"] > _VIOLATION_TOL).mean()),
-        "total_thermal_overload": _episode_mean(info["cost_thermal_overload"]),
-        "total_reserve_shortfall": _episode_mean(info["cost_reserve_shortfall"]),
-        "feasibility_rate": float(np.asarray(info["is_safe"], np.float64).mean()),
-        "commitment_switching_frequency": float(np.asarray(info["commitment_switches"], np.float64).mean()),
-        "opf_convergence_rate": float(np.asarray(info["opf_converged"], np.float64).mean()),
+        "total_gen_cost": _episode_mean(r["gen_cost"]),
+        "total_startup_cost": _episode_mean(r["startup_cost"]),
+        "total_no_load_cost": _episode_mean(r["no_load_cost"]),
+        "total_reward": _episode_mean(r["reward"]) if "reward" in r else float("nan"),
+        "mean_reserve_shortfall": float(np.mean(reserve)),
+        "total_reserve_shortfall": _episode_mean(reserve),
+        "reserve_shortfall_rate": float((reserve > _VIOLATION_TOL).mean()),
+        "mean_thermal_cost": float(np.mean(thermal)),
+        "total_thermal_cost": _episode_mean(thermal),
+        "total_thermal_overload": _episode_mean(thermal),
+        "thermal_violation_rate": float((thermal > _VIOLATION_TOL).mean()),
+        "total_commitment_switches": _episode_mean(r["commitment_switches"]),
+        "commitment_switching_frequency": float(np.asarray(r["commitment_switches"], np.float64).mean()),
+        "feasibility_rate": float(np.asarray(r["is_safe"], np.float64).mean()),
+        "total_cost_violations": _episode_mean(r["cost_sum"]),
+        "opf_convergence_rate": float(np.asarray(r["opf_converged"], np.float64).mean()),
     }
-    if all_on is not None and merit_order is not None:
-        c_all = compute_tso_metrics(all_on)["total_operating_cost"]
-        c_mer = compute_tso_metrics(merit_order)["total_operating_cost"]
-        denom = c_all - c_mer
-        out["norm_score"] = (c_all - out["total_operating_cost"]) / denom if abs(denom) > 1e-9 else float("nan")
+    if baseline_results is not None:
+        base = _episode_mean(_operating_cost(_record(baseline_results)))
+        if base > 0:
+            out["cost_vs_baseline_pct"] = 100.0 * (out["total_operating_cost"] - base) / base
+        if merit_order is not None:
+            c_mer = _episode_mean(_operating_cost(_record(merit_order)))
+            denom = base - c_mer
+            out["norm_score"] = (base - out["total_operating_cost"]) / denom if abs(denom) > 1e-9 else float("nan")
     for k, v in out.items():
         if not math.isfinite(v):
             out[k] = float("nan")
     return out
+
+
+# ----------------------------------------------------------------------------- comparison recipe
+
+
+def make_comparison_tso_load_trace(
+    n_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    *,
+    split: str = "train",
+    episode_start_idx: int = 0,
+    wind_frac: float = WIND_FRAC,
+    solar_frac: float = SOLAR_FRAC,
+    data_loader=None,
+) -> np.ndarray:
+    """Net-load factor ``(n_steps,)`` in [0.05, 1] (float32) for rows
+    ``episode_start_idx`` .. ``+ n_steps`` of the ``split`` window: load, wind and solar
+    each ÷ its max over those rows, ``clip(load − wind_frac·wind − solar_frac·solar, 0.05,
+    1)``. Data as :func:`make_tso_net_load_profiles_from_data` (GB files when the loader
+    has them, else the shipped SimBench EHV series; errors are raised, not replaced)."""
+    del delta_t_hours  # the data fix the step (30 min); kept for the reference signature
+    factor = _data_net_factor(data_loader, split, episode_start_idx, n_steps, wind_frac, solar_frac, None, False)
+    return np.asarray(factor, np.float32)
+
+
+def make_comparison_tso_params(
+    max_steps: int = 48,
+    delta_t_hours: float = 0.5,
+    reserve_margin_frac: float = 0.05,
+    *,
+    split: str = "train",
+    episode_start_idx: int = 0,
+    data_loader=None,
+) -> UCParams:
+    """The fixed comparison recipe: case118 (benchmark ratings), one agent, ``max_steps`` ×
+    ``delta_t_hours``, commitment and a ``reserve_margin_frac`` reserve on, load
+    :func:`make_comparison_tso_load_trace` × ``load_d_max``, reward scale 1e-4, DC-OPF
+    dispatch, 4-step load preview (obs 410, action 108; see ``TSO_COMPARISON_SCHEMA``)."""
+    trace = make_comparison_tso_load_trace(
+        max_steps, delta_t_hours, split=split, episode_start_idx=episode_start_idx, data_loader=data_loader,
+    )
+    return make_tso_case118_params(
+        load_profiles=trace, max_steps=max_steps, delta_t_hours=delta_t_hours,
+        reserve_margin_frac=reserve_margin_frac, enable_uc=True, enable_reserve=True,
+        forecast_horizon_steps=TSO_FORECAST_HORIZON, reward_scale=1e-4, solver_mode=1, split=split,
+    )
+
+
+TSO_COMPARISON_SCHEMA: dict[str, Any] = {
+    "case_id": "case118",
+    "n_units": 54,
+    "n_agents": 1,
+    "max_steps": 48,
+    "delta_t_minutes": 30,
+    "delta_t_hours": 0.5,
+    "load_source": "GB files when the DataLoader has them, else the shipped SimBench EHV 2016 series",
+    "load_signal_keys": "load.actual_mw, wind/solar availability via DataLoader; net factor from make_comparison_tso_load_trace",
+    "enable_uc": True,
+    "enable_reserve": True,
+    "reserve_margin_frac": 0.05,
+    "action_shape": (108,),
+    "action_range": "[-1, 1]",
+    "action_layout": "[commit_intent(54) | dispatch_preference(54)]",
+    "action_semantics": "commit_intent > 0 -> unit ON (min up/down enforced); preference biases the DC-OPF in the ramp window",
+    "solver_mode_jax": "dc_opf",
+    "obs_shape_jax": (410,),
+    "reward_components": ["gen_cost", "startup_cost", "no_load_cost"],
+    "reward_scale": 1e-4,
+    "cost_channels_jax": ["thermal_overload", "reserve_shortfall"],
+}
 
 
 # ----------------------------------------------------------------------------- task
@@ -430,8 +730,8 @@ class TSOTask:
     def compute_metrics(self, agent_rollout: EpisodeTrace, baseline_rollout=None) -> dict[str, float]:
         """``baseline_rollout``: None, one trace (its operating-cost gap is reported), or a
         dict with ``all_on`` and ``merit_order`` traces (adds ``norm_score``)."""
-        if isinstance(baseline_rollout, dict):
-            return compute_tso_metrics(agent_rollout, baseline_rollout.get("all_on"), baseline_rollout.get("merit_order"))
+        if isinstance(baseline_rollout, dict) and "all_on" in baseline_rollout:
+            return compute_tso_metrics(agent_rollout, baseline_rollout["all_on"], baseline_rollout.get("merit_order"))
         out = compute_tso_metrics(agent_rollout)
         if baseline_rollout is not None:
             base = compute_tso_metrics(baseline_rollout)["total_operating_cost"]
@@ -443,9 +743,12 @@ class TSOTask:
 
 
 __all__ = [
-    "LINE_TIGHTENING_FACTOR", "LOAD_STRESS_FACTOR", "NO_LOAD_COST_PER_MW_H", "STARTUP_COST_PER_MW", "TSO_FORECAST_HORIZON", "TSO_SPLITS", "UC_DEFAULTS", "TSOTask", "compute_tso_metrics",
-    "make_tso_case14_params", "make_tso_case118_params", "make_tso_ed_params", "make_tso_net_load_profiles",
-    "make_tso_scuc_params", "make_tso_uc_params", "tso_all_on_policy", "tso_all_on_rollout", "tso_case",
-    "tso_merit_order_policy", "tso_merit_order_rollout", "tso_net_load_shape", "unit_merit_cost",
+    "CASE14_UC_DEFAULTS", "LINE_TIGHTENING_FACTOR", "LOAD_STRESS_FACTOR", "NO_LOAD_COST_PER_MW_H",
+    "STARTUP_COST_PER_MW", "TSO_COMPARISON_SCHEMA", "TSO_FORECAST_HORIZON", "TSO_SPLITS", "UC_DEFAULTS", "TSOTask",
+    "compute_tso_metrics", "make_case14_with_uc_defaults", "make_comparison_tso_load_trace",
+    "make_comparison_tso_params", "make_tso_case14_params", "make_tso_case118_params", "make_tso_ed_params",
+    "make_tso_net_load_profiles", "make_tso_net_load_profiles_from_data", "make_tso_scuc_params",
+    "make_tso_uc_params", "tso_all_on_policy", "tso_all_on_rollout", "tso_case", "tso_merit_order_policy",
+    "tso_merit_order_rollout", "tso_net_load_shape", "unit_merit_cost",
 ]
 
