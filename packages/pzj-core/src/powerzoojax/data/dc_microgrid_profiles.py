@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from powerzoojax.core._provider import import_provider
 from ._loader import DataLoader
 from ._workload import (
     DC_STEPS_PER_DAY,
@@ -253,12 +254,7 @@ def apply_ood_transform(
     :func:`powerzoojax.grid.apply_ood_transform`."""
     if scenario not in VALID_OOD_SCENARIOS:
         raise ValueError(f"unknown OOD scenario {scenario!r}; valid: {VALID_OOD_SCENARIOS}")
-    try:
-        import powerzoojax.grid as grid
-    except ModuleNotFoundError as err:
-        if err.name is not None and "powerzoojax.grid".startswith(err.name):
-            raise ImportError("apply_ood_transform edits microgrid params of pzj-grid: pip install pzj-grid") from err
-        raise
+    grid = import_provider("powerzoojax.grid", "apply_ood_transform", "pzj-grid")
     return grid.apply_ood_transform(
         params, scenario, drought_factor=drought_factor, temp_delta=temp_delta,
         dg_derating_factor=dg_derating_factor, sla_slack=sla_slack,

@@ -8,8 +8,9 @@ kept for code written against the reference layout (``TransGridState`` is ``Grid
 ...); ``_ALIASES`` lists them.
 """
 
-import importlib
 from typing import Any
+
+from powerzoojax.core._provider import import_provider
 
 from powerzoojax.core import (
     Box,
@@ -164,15 +165,7 @@ def __getattr__(name: str) -> Any:
         module_name, distribution = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'powerzoojax.envs' has no attribute {name!r}") from None
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        # Only a missing provider is translated; an import error inside it is a real bug.
-        if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
-            raise ImportError(
-                f"{name} is provided by {distribution}: pip install {distribution}"
-            ) from err
-        raise
+    module = import_provider(module_name, name, distribution)
     value = getattr(module, _ALIASES.get(name, name))
     globals()[name] = value
     return value

@@ -7,8 +7,9 @@ never imports those distributions until a task is asked for. The tasks' public A
 providing distribution, or raises an ``ImportError`` naming it.
 """
 
-import importlib
 from typing import Any
+
+from powerzoojax.core._provider import import_provider
 
 from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskSpec, episode_rollout
 
@@ -31,13 +32,7 @@ def get_task(name: str, **kwargs) -> TaskSpec:
     if name not in TASK_REGISTRY:
         raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASK_REGISTRY)}")
     module_name, class_name, dist = TASK_REGISTRY[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        # Only a missing provider is a packaging problem; other import errors are bugs.
-        if err.name is not None and module_name.startswith(err.name):
-            raise ImportError(f"task {name!r} is provided by {dist}: pip install {dist}") from err
-        raise
+    module = import_provider(module_name, f"task {name!r}", dist)
     return getattr(module, class_name)(**kwargs)
 
 
@@ -87,13 +82,7 @@ def __getattr__(name: str) -> Any:
         module_name, distribution = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'powerzoojax.tasks' has no attribute {name!r}") from None
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        # Only a missing provider is translated; an import error inside it is a real bug.
-        if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
-            raise ImportError(f"{name} is provided by {distribution}: pip install {distribution}") from err
-        raise
+    module = import_provider(module_name, name, distribution)
     value = getattr(module, name)
     globals()[name] = value
     return value

@@ -32,6 +32,7 @@ from jaxtyping import Array, Float, Int
 
 from powerzoojax.case import CaseData, load_case
 from powerzoojax.core import ConstraintSpec, EpisodeTrace, episode_rollout
+from powerzoojax.core._provider import import_provider
 from powerzoojax.grid.distribution import DistGridEnv, DistGridParams, make_dist_params
 from powerzoojax.grid.resources import (
     BatteryBundle,
@@ -457,13 +458,8 @@ def _scale_pv(params: DistGridParams, factor: float) -> DistGridParams:
 
 
 def _marl_env_class(name: str) -> Any:
-    try:
-        import powerzoojax.rl as rl
-    except ModuleNotFoundError as err:
-        if err.name is not None and "powerzoojax.rl".startswith(err.name):
-            raise ImportError(f"{name} is provided by pzj-rl: pip install pzj-rl") from err
-        raise
-    return getattr(rl, name)
+    # The adapters live one layer up (pzj-rl): reached at call time, never imported here.
+    return getattr(import_provider("powerzoojax.rl", name, "pzj-rl"), name)
 
 
 def make_ders_marl_env(

@@ -29,6 +29,7 @@ from jaxtyping import Array, Bool, Float
 from powerzoojax.case import CaseData, load_case
 from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, episode_rollout, make_box
 from powerzoojax.core._types import Info, Key
+from powerzoojax.core._provider import import_provider
 from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
 from powerzoojax.market._dual_simplex import sum_small
 from powerzoojax.market._market_marl import (
@@ -232,13 +233,8 @@ def make_gencos_params(
 
 
 def _market_marl_env_class() -> Any:
-    try:
-        from powerzoojax.rl import MarketMARLEnv
-    except ModuleNotFoundError as err:
-        if err.name is not None and "powerzoojax.rl".startswith(err.name):
-            raise ImportError("MarketMARLEnv is provided by pzj-rl: pip install pzj-rl") from err
-        raise
-    return MarketMARLEnv
+    # The adapter lives one layer up (pzj-rl): reached at call time, never imported here.
+    return import_provider("powerzoojax.rl", "MarketMARLEnv", "pzj-rl").MarketMARLEnv
 
 
 def make_gencos_env(
