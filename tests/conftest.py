@@ -82,7 +82,7 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"{module} is not installed in this environment"))
         # Fixtures that build grid envs: tests using them (directly or through other
         # fixtures) need pzj-grid wherever they live.
-        if "trans5" in getattr(item, "fixturenames", ()) and not has_distribution("powerzoojax.grid"):
+        if any(name.startswith("trans5") for name in getattr(item, "fixturenames", ())) and not has_distribution("powerzoojax.grid"):
             item.add_marker(pytest.mark.skip(reason="needs pzj-grid (uses a TransGridEnv fixture)"))
         for marker in item.iter_markers("requires"):
             for module in marker.args:
@@ -98,6 +98,15 @@ def case5():
 
 
 @pytest.fixture(scope="session")
+def case5_matpower():
+    """MATPOWER's case 5 (zero unit minimums, 240 MW line 4-5 binding at low-cost dispatch):
+    for tests whose scenario or independent reference (PYPOWER) is built on MATPOWER's file."""
+    from powerzoojax.case import load_case
+
+    return load_case("5", source="matpower")
+
+
+@pytest.fixture(scope="session")
 def case118():
     from powerzoojax.case import load_case
 
@@ -110,6 +119,17 @@ def trans5(case5):
     from powerzoojax.envs import TransGridEnv, make_trans_params
 
     return TransGridEnv(), make_trans_params(case5, max_steps=48)
+
+
+@pytest.fixture(scope="session")
+def trans5_matpower(case5_matpower):
+    """(env, params) for MATPOWER's case 5, nominal profile, 48 steps. On the benchmark
+    table's case 5 no action from the reset state overloads a line (each of the 3^5 actions
+    in {-1, 0, 1}^5 leaves line 4-5 under its 240 MW rating: the unit minimums hold 45 MW
+    away from unit 5), so overload scenarios use MATPOWER's file."""
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+
+    return TransGridEnv(), make_trans_params(case5_matpower, max_steps=48)
 
 
 @pytest.fixture(scope="session")

@@ -59,7 +59,10 @@ def test_ac_opf_mode_passes_conformance_kit():
 
 
 @pytest.mark.parametrize("scale", [1.0, 1.3])
-def test_ac_opf_mode_objective_matches_pypower(case5, scale):
+def test_ac_opf_mode_objective_matches_pypower(case5_matpower, scale):
+    """MATPOWER's case 5 against PYPOWER on the same file (the benchmark table is compared
+    with PYPOWER in test_reference_checkpoints.py)."""
+    case5 = case5_matpower
     assert not jax.config.jax_enable_x64
     env, reset, step = _jitted()
     params, node_pd = _params(case5, scale)  # case5: one load per bus, in bus order

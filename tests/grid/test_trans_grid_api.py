@@ -52,8 +52,11 @@ def test_reset_is_proportional_dispatch_on_nominal_load(trans5, case5):
     load = np.asarray(params.load_profiles[0])
     assert load.sum() == pytest.approx(750.0)
     assert float(state.unit_power_mw.sum()) == pytest.approx(750.0, rel=1e-5)
-    p_max = np.asarray(case5.unit_p_max)
-    np.testing.assert_allclose(np.asarray(state.unit_power_mw), 750.0 * p_max / p_max.sum(), rtol=1e-5)
+    # Every unit at p_min, the rest of the load split in proportion to headroom.
+    p_min, p_max = np.asarray(case5.unit_p_min, np.float64), np.asarray(case5.unit_p_max, np.float64)
+    assert p_min.sum() > 0  # the benchmark table's minimums make both terms matter
+    expected = p_min + (750.0 - p_min.sum()) * (p_max - p_min) / (p_max - p_min).sum()
+    np.testing.assert_allclose(np.asarray(state.unit_power_mw), expected, rtol=1e-5)
     assert bool(state.is_safe) and int(state.n_violations) == 0 and float(state.total_cost) == 0.0
 
 

@@ -220,7 +220,8 @@ def test_uncongested_lmp_equals_marginal_offer(load_frac, markup):
 
 
 def test_truthful_clearing_of_case5_is_merit_order(case5):
-    """Uncongested at low load: cheapest units first, LMP = the truthful marginal price."""
+    """Uncongested at low load: every unit at its minimum, the rest in merit order, LMP =
+    the truthful marginal price."""
     import jax.numpy as jnp
 
     from powerzoojax.market import OPTIMAL, prepare_offer_sced
@@ -229,8 +230,11 @@ def test_truthful_clearing_of_case5_is_merit_order(case5):
     node_load = jnp.asarray([0.0, 100.0, 100.0, 100.0, 0.0])
     r = _solver(False)(setup, node_load, setup.base_seg_prices)
     assert int(r.status) == OPTIMAL
-    # c = 14, 15, 30, 40, 10: unit 4 (600 MW at $10) serves all 300 MW.
-    np.testing.assert_allclose(np.asarray(r.unit_power), [0, 0, 0, 0, 300], atol=1e-2)
+    # c = 14, 15, 30, 40, 10 and p_min = 5, 10, 20, 10, 20 (the benchmark table): units 0-3
+    # sit at their minimums (45 MW) and unit 4 (600 MW at $10) serves the other 255 MW.
+    p_min = np.asarray(case5.unit_p_min)
+    np.testing.assert_allclose(p_min, [5, 10, 20, 10, 20])
+    np.testing.assert_allclose(np.asarray(r.unit_power), [5, 10, 20, 10, 255], atol=1e-2)
     np.testing.assert_allclose(np.asarray(r.lmp), 10.01, atol=1e-3)
     np.testing.assert_allclose(float(r.lambda_balance), 10.01, atol=1e-3)
 

@@ -63,10 +63,10 @@ def test_conformance_kit_catches_a_wrapper_that_forgets_to_latch(toy):
         check_wrapper_api(Forgetful(*toy))
 
 
-def test_safe_wrapper_selects_channels_in_the_requested_order(trans5):
+def test_safe_wrapper_selects_channels_in_the_requested_order(trans5_matpower):
     from powerzoojax.rl import SafeRLWrapper
 
-    env, params = trans5
+    env, params = trans5_matpower
     w = SafeRLWrapper(env, params, selected_names=("power_balance", "thermal_overload"), cost_thresholds=(1.0, 2.0))
     assert w.num_constraints == 2 and w.cost_thresholds == (1.0, 2.0)
     _, state = w.reset(jr.PRNGKey(0))
@@ -131,10 +131,10 @@ def test_safe_wrapper_latches_episode_costs(toy):
     np.testing.assert_allclose(info["returned_episode_cost_sum"][end], costs[: end + 1].sum(), rtol=1e-5)
 
 
-def test_saute_budget_in_obs_and_unsafe_reward(trans5):
+def test_saute_budget_in_obs_and_unsafe_reward(trans5_matpower):
     from powerzoojax.rl import SauteWrapper
 
-    env, params = trans5
+    env, params = trans5_matpower
     w = SauteWrapper(env, params, selected_names=("thermal_overload",), cost_thresholds=(20.0,), unsafe_reward=-500.0)
     obs, state = w.reset(jr.PRNGKey(0))
     assert obs.shape == (env.obs_dim(params) + 1,) == w.observation_space().shape

@@ -39,6 +39,7 @@ __all__ += ["ACNetwork", "ACPFResult", "ac_power_flow", "make_ac_network"]
 from powerzoojax.physics._dc_opf import (  # noqa: E402
     DCOPF_INFEASIBLE,
     DCOPF_OPTIMAL,
+    DCOPF_OBJECTIVES,
     DCOPF_STATUS_NAMES,
     DCOPF_UNCONVERGED,
     DCOPFResult,
@@ -49,7 +50,7 @@ from powerzoojax.physics._dc_opf import (  # noqa: E402
 from powerzoojax.physics._qp_ipm import DispatchQPSolution, solve_dispatch_qp  # noqa: E402
 
 __all__ += [
-    "DCOPF_INFEASIBLE", "DCOPF_OPTIMAL", "DCOPF_STATUS_NAMES", "DCOPF_UNCONVERGED", "DCOPFResult", "DCOPFSetup",
+    "DCOPF_INFEASIBLE", "DCOPF_OBJECTIVES", "DCOPF_OPTIMAL", "DCOPF_STATUS_NAMES", "DCOPF_UNCONVERGED", "DCOPFResult", "DCOPFSetup",
     "DispatchQPSolution", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp",
 ]
 

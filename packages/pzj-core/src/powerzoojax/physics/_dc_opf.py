@@ -106,16 +106,32 @@ class DCOPFResult(eqx.Module):
     n_iter: Int[Array, ""]
 
 
+DCOPF_OBJECTIVES = ("polynomial", "linear")
+
+
 def make_dc_opf_setup(
     case,
     line_cap: Float[np.ndarray, " n_lines"] | None = None,
     line_floor: Float[np.ndarray, " n_lines"] | None = None,
+    *,
+    objective: str = "polynomial",
 ) -> DCOPFSetup:
     """Build the DC-OPF operators of a ``CaseData`` on the host.
 
-    ``line_cap``/``line_floor`` [MW] override the case limits; limits of magnitude
-    ``UNLIMITED_MW`` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
+    **Arguments:**
+
+    - ``line_cap``/``line_floor``: ``(n_lines,)`` MW overrides of the case limits; limits of
+      magnitude ``UNLIMITED_MW`` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
+    - ``objective``: ``"polynomial"`` minimises the case's cost polynomial ``TC(p)``;
+      ``"linear"`` minimises ``mc_c · p`` only (the quadratic and cubic marginal-cost
+      coefficients are stored as zero). The benchmark tables' marginal costs have negative
+      linear terms, so their ``TC`` is not convex and only the linear objective is a
+      well-posed program on them; the transmission and unit-commitment envs use it by default.
+
+    **Returns:** a :class:`DCOPFSetup` (float32 leaves).
     """
+    if objective not in DCOPF_OBJECTIVES:
+        raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")
     ptdf = np.asarray(case.ptdf, np.float64)
     n_lines, n_nodes = ptdf.shape
     a_units = np.asarray(case.nodes_units_map, np.float64)
@@ -148,8 +164,8 @@ def make_dc_opf_setup(
         line_floor=f32(floor),
         p_min=f32(p_min),
         p_max=f32(p_max),
-        cost_a=f32(case.unit_cost_a),
-        cost_b=f32(case.unit_cost_b),
+        cost_a=f32(case.unit_cost_a) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
+        cost_b=f32(case.unit_cost_b) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
         cost_c=f32(case.unit_cost_c),
     )
 

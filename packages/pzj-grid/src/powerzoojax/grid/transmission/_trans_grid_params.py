@@ -20,7 +20,7 @@ from powerzoojax.grid.transmission._network_models import (
 )
 from powerzoojax.physics import ACNetwork, DCNetwork, load_line_flows, make_ac_network, make_dc_network
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
-from powerzoojax.physics._dc_opf import DCOPFSetup, make_dc_opf_setup
+from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPFSetup, make_dc_opf_setup
 
 MODE_NAMES = {
     (0, 0): "DC power flow, agent dispatch",
@@ -128,6 +128,7 @@ def make_trans_params(
     pf_warm_start: bool = False,
     opf_max_iter: int = 30,
     opf_tol: float = 1e-4,
+    opf_objective: str = "linear",
     pf_failure_cost: float | int = 100.0,
     acopf_max_iter: int = 50,
     acopf_tol: float = 1e-4,
@@ -143,7 +144,11 @@ def make_trans_params(
     ``pf_*``/``opf_*``/``acopf_*``: iteration cap and tolerance of the AC power flow /
     DC-OPF / AC-OPF (the AC-OPF interior point runs in float32 like the env: its
     tolerance is on PIPS' scaled KKT error, and 1e-4 gives objectives within ~1e-5 of a
-    float64 solve on case 5); ``pf_failure_cost``: cost added to ``power_balance`` on a
+    float64 solve on case 5); ``opf_objective``: what the DC-OPF dispatch (``solver_mode=1``)
+    minimises: ``"linear"`` (default) ``mc_c · p``, or ``"polynomial"``, the case's full cost
+    polynomial (the benchmark tables' is not convex; see
+    :func:`~powerzoojax.physics.make_dc_opf_setup`); the reward's generation cost is the full
+    polynomial either way. ``pf_failure_cost``: cost added to ``power_balance`` on a
     step whose AC power flow or AC-OPF does not converge. ``pf_warm_start`` (AC PF modes):
     start each step's power flow from the previous state's voltages and PV->PQ switches
     instead of a flat start; off by default because with Q limits the result may then
@@ -174,6 +179,8 @@ def make_trans_params(
     if not isinstance(pf_warm_start, (bool, np.bool_)):
         raise TypeError(f"make_trans_params: pf_warm_start must be a bool, got {pf_warm_start!r}")
     opf_tol = _finite_scalar("opf_tol", opf_tol, positive=True)
+    if opf_objective not in DCOPF_OBJECTIVES:
+        raise ValueError(f"make_trans_params: opf_objective must be one of {DCOPF_OBJECTIVES}, got {opf_objective!r}")
     acopf_tol = _finite_scalar("acopf_tol", acopf_tol, positive=True)
     pf_failure_cost = _finite_scalar("pf_failure_cost", pf_failure_cost, non_negative=True)
     if physics not in (0, 1) or isinstance(physics, bool):
@@ -234,7 +241,7 @@ def make_trans_params(
         network_model = _mode_model(
             case, physics, solver_mode,
             pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
-            opf_max_iter=opf_max_iter, opf_tol=opf_tol, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
+            opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
         )
     ac_fields: dict = {}
     if network_model.is_ac:
@@ -282,6 +289,7 @@ def _mode_model(
     pf_warm_start: bool,
     opf_max_iter: int,
     opf_tol: float,
+    opf_objective: str,
     acopf_max_iter: int,
     acopf_tol: float,
 ) -> NetworkModel:
@@ -289,7 +297,7 @@ def _mode_model(
     if solver_mode == 2:
         return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
     dc: DCPowerFlowModel | DCOPFModel = (
-        DCOPFModel(make_dc_opf_setup(case), max_iter=opf_max_iter, tol=opf_tol) if solver_mode == 1 else DCPowerFlowModel()
+        DCOPFModel(make_dc_opf_setup(case, objective=opf_objective), max_iter=opf_max_iter, tol=opf_tol) if solver_mode == 1 else DCPowerFlowModel()
     )
     if physics == 0:
         return dc

@@ -48,7 +48,7 @@ from powerzoojax.core import (
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
-from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
+from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
 from powerzoojax.physics import (
     DCNetwork,
     dc_power_flow,
@@ -165,6 +165,7 @@ def make_uc_params(
     fixed_episode_start_idx: int = 0,
     dispatch_preference_weight: float | int = 0.01,
     *,
+    opf_objective: str = "linear",
     ramp_up_frac: Any = None,
     ramp_down_frac: Any = None,
     min_up_steps: Any = None,
@@ -184,6 +185,8 @@ def make_uc_params(
     1/0 (absent: all on), ``keep_time`` signed steps already spent in that state
     (absent: 200), ``init_power`` [MW] (absent: ``p_min·status``). ``enable_uc=False``
     ignores them: no start-up/no-load cost, min up/down 1, all on, dispatch ``p_min``.
+    ``opf_objective``: what the DC-OPF dispatch minimises, ``"linear"`` (default)
+    ``mc_c · p`` or ``"polynomial"`` (see :func:`~powerzoojax.physics.make_dc_opf_setup`).
     ``load_profiles``: ``(T, n_loads)`` MW; default the nominal ``(d_max + d_min)/2``
     tiled over ``fixed_episode_start_idx + max_steps`` rows.
     """
@@ -203,6 +206,8 @@ def make_uc_params(
         raise TypeError(f"{fn}: forecast_horizon_steps must be an int, got {forecast_horizon_steps!r}")
     if forecast_horizon_steps < 0:
         raise ValueError(f"{fn}: forecast_horizon_steps must be >= 0, got {forecast_horizon_steps}")
+    if opf_objective not in DCOPF_OBJECTIVES:
+        raise ValueError(f"{fn}: opf_objective must be one of {DCOPF_OBJECTIVES}, got {opf_objective!r}")
     if solver_mode not in (0, 1) or isinstance(solver_mode, bool):
         raise ValueError(f"{fn}: solver_mode must be 0 (DC power flow) or 1 (DC-OPF), got {solver_mode!r}")
     if isinstance(fixed_episode_start_idx, bool) or not isinstance(fixed_episode_start_idx, (int, np.integer)):
@@ -270,7 +275,7 @@ def make_uc_params(
     return UCParams(
         case=case,
         network=network,
-        dcopf=make_dc_opf_setup(case),
+        dcopf=make_dc_opf_setup(case, objective=opf_objective),
         load_profiles=profiles32,
         load_line_flow_mw=load_line_flows(network, profiles32),
         total_load_mw=f32(profiles.sum(axis=1)),
