@@ -195,7 +195,6 @@ def _env_ab_section(n_envs, horizon, repeats):
     import powerzoojax.physics._dc_opf as dc_module
     from powerzoojax.core import scan_rollout
     from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params, make_uc_params
-    from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
     from powerzoojax.physics._qp_ipm import solve_dispatch_qp, solve_separable_dispatch
 
     def ipm_m0(cubic, quad, lin, lo, hi, total):
@@ -209,12 +208,9 @@ def _env_ab_section(n_envs, horizon, repeats):
                                  empty, empty, max_iter=30)
 
     case = load_case("118")
-    pmax = np.asarray(case.unit_p_max, np.float64)
     workloads = {
         "dcopf": (TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=1)),
-        "uc": (UnitCommitmentEnv(), make_uc_params(
-            case, max_steps=horizon, solver_mode=1, **UC_DEFAULTS,
-            startup_cost=STARTUP_COST_PER_MW * pmax, no_load_cost=NO_LOAD_COST_PER_MW_H * pmax)),
+        "uc": (UnitCommitmentEnv(), make_uc_params(case, max_steps=horizon, solver_mode=1)),  # the case's UC columns
     }
     print(f"\n## env workloads, case 118, N = {n_envs}, horizon {horizon}, {repeats} interleaved repeats")
     print("| workload | dispatch solver | env-steps/s (median) | env-steps/s (best) | opf converged |")

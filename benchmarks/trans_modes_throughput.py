@@ -46,7 +46,7 @@ import numpy as np
 from powerzoojax.case import load_case
 from powerzoojax.core import make_env_mesh, scan_rollout
 from powerzoojax.grid import TransGridEnv, UnitCommitmentEnv, make_trans_params, make_uc_params
-from powerzoojax.grid.tasks.tso import NO_LOAD_COST_PER_MW_H, STARTUP_COST_PER_MW, UC_DEFAULTS
+from powerzoojax.grid.tasks.tso import make_case14_with_uc_defaults
 
 
 def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf", pf_warm_start: bool = False):
@@ -59,11 +59,8 @@ def make_workload(kind: str, case_id: str, horizon: int, pf_method: str = "fdlf"
         )
     if kind == "acopf":
         return TransGridEnv(), make_trans_params(case, max_steps=horizon, solver_mode=2)
-    pmax = np.asarray(case.unit_p_max, np.float64)
-    return UnitCommitmentEnv(), make_uc_params(
-        case, max_steps=horizon, solver_mode=1, **UC_DEFAULTS,
-        startup_cost=STARTUP_COST_PER_MW * pmax, no_load_cost=NO_LOAD_COST_PER_MW_H * pmax,
-    )
+    # The case's own unit-commitment columns (the TSO task's defaults where it has none).
+    return UnitCommitmentEnv(), make_uc_params(make_case14_with_uc_defaults(case), max_steps=horizon, solver_mode=1)
 
 
 def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario="uniform", mesh=None, warm=False):

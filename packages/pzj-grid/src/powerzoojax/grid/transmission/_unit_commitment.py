@@ -176,11 +176,13 @@ def make_uc_params(
     keep_time: Any = None,
     init_power: Any = None,
 ) -> UCParams:
-    """Validate inputs on the host and build :class:`UCParams` (spec §2.4).
+    """Validate inputs on the host and build :class:`UCParams`.
 
-    Unit-commitment data (our ``CaseData`` carries none, so they are arguments; scalars
-    broadcast to every unit): ``ramp_up_frac/ramp_down_frac`` fraction of ``p_max`` per
-    hour (absent: unlimited), ``min_up_steps/min_down_steps`` (absent: 1),
+    Unit-commitment data come from the case's own columns (``unit_ramp_up``,
+    ``unit_min_up_time``, ``unit_startup_cost``, ... : the benchmark tables of cases 14, 29gb
+    and 118 carry them); an argument given here overrides the case's column, and a column
+    the case lacks takes the default named below. Scalars broadcast to every unit:
+    ``ramp_up_frac/ramp_down_frac`` fraction of ``p_max`` per hour (absent: unlimited), ``min_up_steps/min_down_steps`` (absent: 1),
     ``startup_cost`` [$] (absent: 0), ``no_load_cost`` [$/h] (absent: 0), ``init_state``
     1/0 (absent: all on), ``keep_time`` signed steps already spent in that state
     (absent: 200), ``init_power`` [MW] (absent: ``p_min·status``). ``enable_uc=False``
@@ -242,6 +244,20 @@ def make_uc_params(
     p_min = np.asarray(case.unit_p_min, np.float64)
     p_max = np.asarray(case.unit_p_max, np.float64)
     ones = np.ones(n_units)
+
+    def case_column(value: Any, field: str) -> Any:
+        column = getattr(case, field)
+        return np.asarray(column) if value is None and column is not None else value
+
+    ramp_up_frac = case_column(ramp_up_frac, "unit_ramp_up")
+    ramp_down_frac = case_column(ramp_down_frac, "unit_ramp_down")
+    min_up_steps = case_column(min_up_steps, "unit_min_up_time")
+    min_down_steps = case_column(min_down_steps, "unit_min_down_time")
+    startup_cost = case_column(startup_cost, "unit_startup_cost")
+    no_load_cost = case_column(no_load_cost, "unit_no_load_cost")
+    init_state = case_column(init_state, "unit_init_state")
+    keep_time = case_column(keep_time, "unit_keep_time")
+    init_power = case_column(init_power, "unit_init_power")
     ramp_up = _unit_array("ramp_up_frac", ramp_up_frac, n_units, None)
     ramp_down = _unit_array("ramp_down_frac", ramp_down_frac, n_units, None)
     # Absent ramp data: a window of p_max per step, i.e. no ramp limit.
