@@ -174,6 +174,17 @@ def test_ac_nonconvergence_is_a_flag_and_a_cost(case5):
     assert float(costs[2]) >= 100.0 and not bool(info["is_safe"])
     for leaf in (obs, reward, costs, *jax.tree.leaves(state2)):
         assert np.all(np.isfinite(np.asarray(leaf)))
+    # The failed iterate is not kept: the state holds a flat start (set-points at PV buses,
+    # 1 p.u. elsewhere, the slack's angle) and the DC flows of the same dispatch.
+    net = params.network_model.network
+    flat = np.where(np.asarray(net.is_pv), np.asarray(net.v_set), 1.0)
+    np.testing.assert_allclose(np.asarray(state2.vm)[np.asarray(net.is_pv)], flat[np.asarray(net.is_pv)])
+    assert np.all((np.asarray(state2.vm) > 0.9) & (np.asarray(state2.vm) < 1.1))
+    np.testing.assert_allclose(np.asarray(state2.va), float(net.va_ref))
+    ptdf = np.asarray(case5.ptdf, np.float64)
+    injection = np.asarray(case5.nodes_units_map, np.float64) @ np.asarray(state2.unit_power_mw, np.float64) - 8.0 * nominal
+    np.testing.assert_allclose(np.asarray(state2.line_flow_mw), ptdf @ injection, rtol=1e-4, atol=1e-2)
+    assert np.all(np.asarray(state2.line_flow_q_mw) == 0.0)
 
 
 # ----------------------------------------------------------------------------- bundle hook

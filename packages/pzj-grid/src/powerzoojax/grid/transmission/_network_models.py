@@ -272,9 +272,21 @@ class ACPowerFlowModel(NetworkModel):
             max_iter=self.max_iter, tol=self.tol, method=self.method,
         )
         zero = jnp.zeros((), jnp.float32)
-        loading = _finite(pf.line_loading_mva)
+        # A failed solve's last iterate is not a physical state (voltages of -3 p.u. were
+        # seen), and the state feeds the observation: the step then reports the DC stage's
+        # flows with flat voltages (set-points at PV buses, 1 p.u. elsewhere, the slack's
+        # angle), flagged by ``pf_converged`` and charged ``pf_failure_cost``.
+        ok = pf.converged
+        net = self.network
+        flat_vm = jnp.where(net.is_pv | (jnp.arange(net.is_pv.shape[0]) == net.slack_idx), net.v_set, 1.0)
+        flat_va = jnp.broadcast_to(net.va_ref, flat_vm.shape)
+        dc = stage.flow
+        line_p = jnp.where(ok, _finite(pf.line_p_from_mw), dc.line_flow_mw)
+        line_q = jnp.where(ok, _finite(pf.line_q_from_mvar), 0.0)
+        loading = jnp.where(ok, _finite(pf.line_loading_mva), jnp.abs(dc.line_flow_mw))
         thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
-        vm = _finite(pf.vm)
+        vm = jnp.where(ok, _finite(pf.vm), flat_vm)
+        va = jnp.where(ok, _finite(pf.va), flat_va)
         over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
         info = {
             **stage.info,
@@ -285,12 +297,12 @@ class ACPowerFlowModel(NetworkModel):
         failure = jnp.where(pf.converged, zero, params.pf_failure_cost)
         return NetworkSolution(
             unit_power_mw=stage.flow.unit_power_mw,
-            line_flow_mw=_finite(pf.line_p_from_mw),
-            line_flow_q_mvar=_finite(pf.line_q_from_mvar),
-            node_injection_mw=_finite(pf.p_inj_mw),
+            line_flow_mw=line_p,
+            line_flow_q_mvar=line_q,
+            node_injection_mw=jnp.where(ok, _finite(pf.p_inj_mw), dc.node_injection_mw),
             vm=vm,
-            va=_finite(pf.va),
-            q_gen=_finite(pf.unit_q_mvar),
+            va=va,
+            q_gen=jnp.where(ok, _finite(pf.unit_q_mvar), 0.0),
             thermal=short_sum(thermal_v),
             n_line_violations=short_sum((thermal_v > 0).astype(jnp.int32)),
             voltage=short_sum(over),
