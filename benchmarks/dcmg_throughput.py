@@ -39,7 +39,7 @@ import time
 
 # XLA:CPU's parallel-task pass splits every fused kernel it models as compute-heavy into
 # partitions run on the intra-op thread pool. At these shapes the hand-off costs more than
-# the work it spreads (session 7: the five split kernels of the step cost ≈ 40 µs each at
+# the work it spreads (measured 2026-12-01: the five split kernels of the step cost ≈ 40 µs each at
 # N = 256 against ≈ 4 µs for comparable unsplit ones), and with ``--host-devices`` both
 # cores are already busy with their own shard. A compiler setting: the env is unchanged.
 NO_TASK_SPLIT_FLAG = "--xla_disable_hlo_passes=cpu-parallel-task-assigner"
@@ -127,7 +127,7 @@ def time_jax(env, params, n_envs: int, repeats: int, pre_drawn: bool = False, me
 
 
 class NumpyDCMG:
-    """Single-env float64 reference of the microgrid dynamics (defaults of spec §4.7/§5)."""
+    """Single-env float64 reference of the microgrid dynamics (the reference's DataCenter resource and microgrid env defaults)."""
 
     def __init__(self, params):
         p = params

@@ -9,7 +9,7 @@ Workload per (env, N): one jitted function resets N envs (``batch_reset``) and r
 * ``table`` (the default): the actions are a fixed table drawn once, before timing, and
   passed in; the call returns what a trainer consumes (per-step obs, reward, costs, done —
   not the ``info`` diagnostics). This measures the env, not the harness.
-* ``legacy`` (the configuration of sessions 1–4, kept so figures stay comparable): the
+* ``legacy`` (the configuration of every figure taken up to 2026-11-30 19:18 UTC, kept so they stay comparable): the
   actions are drawn inside the timed call with ``jax.random.uniform`` (threefry on
   ``N·48·action_dim`` values costs about as much as the env steps at these sizes) and
   every output, ``info`` included, is returned.
@@ -21,7 +21,7 @@ Baseline: pandapower ``runpp`` (Newton–Raphson, its default) on
 ``pandapower.networks.case33bw()`` with the loads rescaled each step, one env, one step at
 a time: steps/s = steps / wall time. It is the per-step CPU cost a non-JAX env would pay.
 
-``--quick`` measures only the two issue targets (DistGridEnv 33bw at N = 4096, the DSO
+``--quick`` measures only the two throughput targets (DistGridEnv 33bw at N = 4096, the DSO
 env at N = 1024), in both harness configurations, beside the pandapower baseline. Run from the repository root
 (one core)::
 
@@ -78,7 +78,7 @@ MALLOC_KEEP = "--malloc-keep" in sys.argv and keep_freed_memory()
 import _xla_env  # noqa: E402  (process-wide settings, before the first JAX import)
 
 # Compile without XLA:CPU's YNNPACK fusions (dots, reductions and elementwise chains it
-# would hand to YNNPACK are then XLA's own kernels). Session 8, 33bw N = 4096: +15 % per
+# would hand to YNNPACK are then XLA's own kernels). Measured 2026-12-01, 33bw N = 4096: +15 % per
 # CPU-second on one core and +11–16 % wall on two host devices; outputs equal to float32
 # round-off (max |Δobs| 7e-7). A process-wide compiler setting, so off by default.
 NO_YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
@@ -143,7 +143,7 @@ WORKLOADS = {
     "DERs (141 + 12 devices)": _ders,
 }
 
-# The issue's throughput targets: 33bw N = 4096 >= 1 M env-steps/s, DSO N = 1024 >= 0.6 M.
+# The throughput targets: 33bw N = 4096 >= 1 M env-steps/s, DSO N = 1024 >= 0.6 M.
 QUICK = (("DistGridEnv 33bw", 4096), ("DSO (33bw + 6 flex)", 1024))
 
 
@@ -225,7 +225,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument(
         "--quick", action="store_true",
-        help="only the issue targets (33bw N=4096, DSO N=1024), 3 repeats, 20 pandapower steps",
+        help="only the throughput targets (33bw N=4096, DSO N=1024), 3 repeats, 20 pandapower steps",
     )
     ap.add_argument("--harness", nargs="+", choices=HARNESSES, default=None,
                     help="harness configurations to measure (default: table; --quick: both)")

@@ -10,7 +10,7 @@ warm-up. The baseline solves the same LP (same variables, line and box constrain
 largest N is also checked against HiGHS: the worst relative objective gap is printed.
 
 Run from the repository root (numbers depend on what else runs on the machine); the
-quick one-core check of both issue-5 targets (under 2 minutes)::
+quick one-core check of both market throughput targets (under 2 minutes)::
 
     taskset -c 0 uv run python benchmarks/market_throughput.py --n-envs 1024 --repeats 2 \
         --highs-instances 100 --gencos-n-envs 256 --gencos-steps 16

@@ -12,7 +12,7 @@ What is measured, per case (``--cases``, default 5 and 118) and batch size N
   XLA compile + one run), measured before anything else of this configuration;
 * ``compile s``: ``jax.jit(...).lower(key)`` plus ``.compile()`` on a second, fresh jit of
   the same workload (the JSON has the two parts separately). It runs after the first
-  call, so JAX's own helper caches are warm: it is the program's compile cost, the first
+  call, so JAX's own internal caches are warm: it is the program's compile cost, the first
   call is what a user waits for;
 * ``env-steps/s``: after one warm-up call, ``--repeats`` calls, each with a new key, each
   timed to ``jax.block_until_ready``; ``N · horizon / median seconds``;

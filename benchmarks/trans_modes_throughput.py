@@ -7,7 +7,7 @@ uniform random actions in one jitted call (every output materialised); ``env-ste
 * ``dcopf``: ``TransGridEnv`` with ``make_trans_params(case, solver_mode=1)`` (in-graph
   interior-point DC-OPF each step, DC flows).
 * ``acpf``: ``make_trans_params(case, physics=1, pf_method=--pf-method)`` (AC power flow
-  each step, nominal loads: fast-decoupled by default, ``newton`` the spec's algorithm),
+  each step, nominal loads: fast-decoupled by default, ``newton`` the reference's algorithm),
   two rows per N: ``uniform`` = uniform random actions in [-1, 1] (unit set-points anywhere
   in [p_min, p_max], the slack takes the imbalance: a few per thousand are unsolvable with
   Q limits), and ``schedule`` = each unit's action is the case's own ``unit_pg`` plus a
