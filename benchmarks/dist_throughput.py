@@ -9,10 +9,10 @@ Workload per (env, N): one jitted function resets N envs (``batch_reset``) and r
 * ``table`` (the default): the actions are a fixed table drawn once, before timing, and
   passed in; the call returns what a trainer consumes (per-step obs, reward, costs, done —
   not the ``info`` diagnostics). This measures the env, not the harness.
-* ``legacy`` (the configuration of every figure taken up to 2026-11-30 19:18 UTC, kept so they stay comparable): the
-  actions are drawn inside the timed call with ``jax.random.uniform`` (threefry on
-  ``N·48·action_dim`` values costs about as much as the env steps at these sizes) and
-  every output, ``info`` included, is returned.
+* ``legacy`` (the configuration of every figure taken up to 2026-11-30 19:18 UTC, kept
+  so those figures stay comparable): the actions are drawn inside the timed call with
+  ``jax.random.uniform`` (threefry on ``N·48·action_dim`` values costs about as much as
+  the env steps at these sizes) and every output, ``info`` included, is returned.
 
 ``env-steps/s = N·48 / median seconds`` over ``--repeats`` timed calls after a warm-up;
 ``first call s`` is the first call (trace + compile + run).
