@@ -9,8 +9,6 @@ the same status (optimal or not), offer cost within 1e-4 relative, unit dispatch
 0.1 MW where the optimum is unique and LMPs within 0.01 $/MWh where the duals are.
 """
 
-import functools
-
 import numpy as np
 import pytest
 from reference_sced import highs_sced, ptdf_from_reactances
@@ -93,46 +91,54 @@ def compare(case, ptdf, points, ours) -> dict:
     return stats
 
 
-@functools.lru_cache(maxsize=None)
-def _batch(case_name: str, seed: int):
-    from powerzoojax.case import load_case
-
-    case = load_case(case_name)
-    return case, ptdf_from_reactances(case), make_points(case, seed)
+SEEDS = {"5": 5, "29gb": 29}
 
 
-@functools.lru_cache(maxsize=None)
-def _cleared(case_name: str, seed: int, method: str):
+def clear_points(case, points, method: str):
+    """Every point of ``points`` cleared by ``offer_sced``: one jitted, vmapped program,
+    called once per line-limit scale (only the limits' values differ between setups)."""
     import jax
     import jax.numpy as jnp
 
     from powerzoojax.market import offer_sced, prepare_offer_sced
 
-    case, _, points = _batch(case_name, seed)
     cap, floor = np.asarray(case.line_cap, np.float64), np.asarray(case.line_floor, np.float64)
     solve = jax.jit(jax.vmap(lambda s, load, prices, lo, hi: offer_sced(s, load, prices, lo, hi, method=method), in_axes=(None, 0, 0, 0, 0)))
-    results = []
-    # One program for both groups: only the limits' values differ between the setups.
-    for scale in sorted({p[-1] for p in points}):
-        group = [p[:-1] for p in points if p[-1] == scale]
+    scales = sorted({p[-1] for p in points})
+    results, index = [], []
+    for scale in scales:
+        members = [i for i, p in enumerate(points) if p[-1] == scale]
         setup = prepare_offer_sced(case, N_SEGMENTS, line_cap=np.where(cap < 1e5, scale * cap, cap), line_floor=np.where(floor > -1e5, scale * floor, floor))
-        results.append((scale, solve(setup, *[jnp.asarray(np.stack(x), jnp.float32) for x in zip(*group)])))
-    # Back into the order of ``points``.
-    order = np.argsort(np.concatenate([[i for i, p in enumerate(points) if p[-1] == scale] for scale, _ in results]), kind="stable")
-    return jax.tree.map(lambda *leaves: np.concatenate(leaves)[order], *[r for _, r in results])
+        results.append(solve(setup, *[jnp.asarray(np.stack(x), jnp.float32) for x in zip(*(points[i][:-1] for i in members))]))
+        index += members
+    order = np.argsort(index)
+    return jax.tree.map(lambda *leaves: np.concatenate(leaves)[order], *results)
 
 
-SEEDS = {"5": 5, "29gb": 29}
+@pytest.fixture(scope="module", params=sorted(SEEDS))
+def batch(request):
+    """(case, reference PTDF, points) of one case."""
+    from powerzoojax.case import load_case
+
+    case = load_case(request.param)
+    return case, ptdf_from_reactances(case), make_points(case, SEEDS[request.param])
 
 
 @pytest.mark.parametrize("method", ["simplex", "ipm"])
-@pytest.mark.parametrize("case_name", ["5", "29gb"])
-def test_offer_sced_agrees_with_highs(case_name, method):
-    case, ptdf, points = _batch(case_name, SEEDS[case_name])
-    stats = compare(case, ptdf, points, _cleared(case_name, SEEDS[case_name], method))
-    print(case_name, method, stats)
-    assert stats["non_finite"] == 0
+def test_offer_sced_agrees_with_highs(batch, method):
+    case, ptdf, points = batch
+    stats = compare(case, ptdf, points, clear_points(case, points, method))
+    # The batch must exercise what it claims to: congestion, unique optima and duals.
+    assert stats["n_optimal"] >= 20 and stats["n_dispatch"] >= 15 and stats["n_lmp"] >= 15, stats
+    assert stats["non_finite"] == 0, stats
     assert stats["status_mismatch"] == 0, stats
     assert stats["objective_rel"] <= OBJECTIVE_RTOL, stats
     assert stats["dispatch_mw"] <= DISPATCH_TOL_MW, stats
     assert stats["lmp"] <= LMP_TOL, stats
+
+
+def test_batch_has_congested_and_infeasible_points(batch):
+    case, ptdf, points = batch
+    refs = [highs_sced(case, ptdf, *p) for p in points]
+    assert sum(r.optimal and r.n_binding > 0 for r in refs) >= 4
+    assert sum(not r.optimal for r in refs) >= 2

@@ -17,9 +17,11 @@ branching on the host:
   vertex. LMPs are the duals of that basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated
   against HiGHS (dispatch, objective, unique duals and the infeasibility verdict).
 - ``"ipm"``: a primal–dual interior point with a fixed iteration budget
-  (``lax.fori_loop``); LMPs ``−ν − PTDFᵀ(μ_upper − μ_lower)`` from its duals, refined from
-  the primal solution (the marginal segments price the balance and the binding lines)
-  when that system is determined.
+  (``lax.fori_loop``) that keeps iterating past ``tol`` towards the float32 floor of the
+  gap, so that offers a cent apart still land on the optimal vertex; LMPs
+  ``−ν − PTDFᵀ(μ_upper − μ_lower)`` from its duals, refined from the primal solution (the
+  marginal segments price the balance and the binding lines) when that system is
+  determined. Validated against HiGHS on the same checks as the simplex.
 
 Outcomes are values, never NaN: ``status`` is ``OPTIMAL`` (0), ``INFEASIBLE`` (1: demand
 outside what the offered capacity can serve; the dispatch is then the closest merit-order
@@ -49,13 +51,14 @@ UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
 _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ramp bounds
 _SIGMA, _TAU = 0.2, 0.995
 _RIDGE = 1e-6
-_REFINE = 1
+_REFINE = 2
 _SNAP_MW = 1e-2
 _PRIMAL_TOL, _DUAL_TOL = 1e-4, 1e-3  # scaled residuals accepted as optimal
-# The interior point iterates on past ``tol`` down to this scaled gap: offers a cent (or a
-# tenth of one) apart move a segment's worth of dispatch for a cost change far below a
-# gap of 1e-5, so only a gap near the float32 floor puts the iterate on the right vertex.
-_GAP_FLOOR = 1e-9
+# The interior point iterates on past ``tol`` down to these scaled residuals: offers a
+# cent (or a tenth of one) apart move a segment's worth of dispatch for a cost change far
+# below a gap of 1e-5 or a dual residual of 1e-3, so only residuals near the float32 floor
+# put the iterate on the right vertex.
+_GAP_FLOOR, _PRIMAL_FLOOR, _DUAL_FLOOR = 1e-9, 1e-5, 1e-6
 _LMP_REFINE = 2
 
 
@@ -181,13 +184,13 @@ def offer_sced(
     the exact optimal vertex and reads the LMPs off that basis; ``max_iter`` bounds its
     pivots (raised to ``4 · (limited lines + 1)`` at least). ``"ipm"`` — the primal–dual
     interior point with ``max_iter`` iterations; ``tol`` bounds the duality gap ``sᵀλ`` of
-    its scaled LP (prices ÷ the dearest offer, MW ÷ the widest segment).
+    its scaled LP (prices ÷ the dearest offer, MW ÷ the widest segment) that counts as
+    ``OPTIMAL``; the iterations go on towards a gap of 1e-9 within the budget.
     """
     if method not in ("simplex", "ipm"):
         raise ValueError(f"offer_sced: method must be 'simplex' or 'ipm', got {method!r}")
     n_units, n_seg, n_lines = setup.n_units, setup.n_segments, setup.n_lines
     n = n_units * n_seg
-    m = 2 * n_lines + 2 * n
     prices = setup.base_seg_prices if offer_prices is None else jnp.asarray(offer_prices, jnp.float32)
     node_load_mw = jnp.asarray(node_load_mw, jnp.float32)
 
@@ -212,19 +215,25 @@ def offer_sced(
     if method == "simplex":
         return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
 
+    # Only lines with a real limit are rows: the others can never bind, and their far-off
+    # bounds would put float32 round-off of 1e5 MW into the primal residual.
+    lim = setup.limited_lines
+    n_lim = lim.shape[0]
+    m_lim = m_s[lim]
+    m = 2 * n_lim + 2 * n
     # Solve a scaled copy (x in units of the widest segment, prices in units of the
     # dearest offer): float32 then reaches a 1e-6 gap within the budget.
     sx = jnp.maximum(jnp.max(wbar), 1.0)
     sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
     cs, ws, ds = c / sc, wbar / sx, demand / sx
-    h = jnp.concatenate([(setup.line_cap - f0) / sx, (f0 - setup.line_floor) / sx, ws, jnp.zeros(n)])
+    h = jnp.concatenate([(setup.line_cap[lim] - f0[lim]) / sx, (f0[lim] - setup.line_floor[lim]) / sx, ws, jnp.zeros(n)])
 
     def g(x):
-        fl = m_s @ x
+        fl = m_lim @ x
         return jnp.concatenate([fl, -fl, x, -x])
 
     def gt(v):
-        return m_s.T @ (v[:n_lines] - v[n_lines : 2 * n_lines]) + v[2 * n_lines : 2 * n_lines + n] - v[2 * n_lines + n :]
+        return m_lim.T @ (v[:n_lim] - v[n_lim : 2 * n_lim]) + v[2 * n_lim : 2 * n_lim + n] - v[2 * n_lim + n :]
 
     def residuals(x, s, lam, nu):
         gap = jnp.dot(s, lam)  # duality gap of the scaled LP
@@ -232,11 +241,17 @@ def offer_sced(
         dual = jnp.max(jnp.abs(cs + nu + gt(lam)))
         return gap, primal, dual
 
-    def merit(x, s, lam, nu, gap_tol):
+    def merit(x, s, lam, nu, tols=(tol, _PRIMAL_TOL, _DUAL_TOL)):
         gap, primal, dual = residuals(x, s, lam, nu)
-        return jnp.maximum(gap / gap_tol, jnp.maximum(primal / _PRIMAL_TOL, dual / _DUAL_TOL))
+        return jnp.maximum(gap / tols[0], jnp.maximum(primal / tols[1], dual / tols[2]))
 
-    floor_tol = min(tol, _GAP_FLOOR)
+    floor_tols = (min(tol, _GAP_FLOOR), min(_PRIMAL_TOL, _PRIMAL_FLOOR), min(_DUAL_TOL, _DUAL_FLOOR))
+
+    def rank(x, s, lam, nu):
+        # Iterates accepted under ``tol`` first (ranked by the floor residuals), then the
+        # rest: a sharper gap must never displace an iterate that counts as OPTIMAL.
+        accepted = merit(x, s, lam, nu)
+        return jnp.where(accepted <= 1.0, merit(x, s, lam, nu, floor_tols), 1e12 * accepted)
 
     # Warm start: mostly the network-blind merit fill, nudged into the interior.
     x0 = 0.99 * merit_order_fill(cs, ws, ds) + 0.01 * ds * ws / jnp.sum(ws)
@@ -256,32 +271,42 @@ def offer_sced(
         r3 = g(x) + s - h
         r4 = lam * s - _SIGMA * mu
         w = (-r4 + lam * r3) / s
-        w_line = w_all[:n_lines] + w_all[n_lines : 2 * n_lines]
-        w_box = w_all[2 * n_lines : 2 * n_lines + n] + w_all[2 * n_lines + n :]
-        hess = m_s.T @ (w_line[:, None] * m_s) + jnp.diag(w_box)
-        scale = lax.rsqrt(jnp.maximum(jnp.diag(hess), 1e-10))
-        # Ridge on the equilibrated matrix: relative to each diagonal, so a binding
-        # line's huge weight cannot inflate it into a wrong Newton direction.
-        # H⁻¹ ≈ S (S H S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
-        m_inv = inverse_cholesky(scale[:, None] * hess * scale[None, :] + _RIDGE * jnp.eye(n)) * scale[None, :]
-        y_ones = spd_solve(m_inv, jnp.ones_like(scale))
-
-        def bordered_solve(b1, b2):
-            # [[H, 1], [1ᵀ, 0]] [dx; dν] = [b1; b2] by elimination on the factor of H.
-            y = spd_solve(m_inv, b1)
-            dnu = (jnp.sum(y) - b2) / jnp.sum(y_ones)
-            return y - y_ones * dnu, dnu
-
+        w_up, w_lo = w_all[:n_lim], w_all[n_lim : 2 * n_lim]
+        w_line = jnp.maximum(w_up + w_lo, 1e-30)
+        w_box = w_all[2 * n_lim : 2 * n_lim + n] + w_all[2 * n_lim + n :]
+        # Newton step in the rows' space: with dy the lines' net multiplier step,
+        #   W_box dx + M_Sᵀ dy + 1 dν = b1,   M_S dx − dy / W_line = 0,   1ᵀ dx = −r2,
+        # dx is eliminated through the diagonal W_box, leaving the SPD system
+        #   (A W_box⁻¹ Aᵀ + diag(1/W_line, 0)) [dy; dν] = A W_box⁻¹ b1 + [0; r2],  A = [M_S; 1ᵀ].
+        # A binding line's huge weight enters as a tiny 1/W_line, not as a huge rank-one
+        # term of an n×n matrix (which float32 cannot resolve), and dx then satisfies the
+        # stationarity rows exactly, so the dual residual cannot stall at the solve's error.
         b1 = -r1 - gt(w)
-        dx, dnu = bordered_solve(b1, -r2)
-        # Refinement steps against the un-ridged matrix: the ridge would otherwise leave
-        # a dual residual that stalls convergence when offers differ by cents.
+        rows = jnp.concatenate([m_lim, jnp.ones((1, n))], axis=0)
+        d_inv = 1.0 / w_box
+        schur = (rows * d_inv[None, :]) @ rows.T + jnp.diag(jnp.concatenate([1.0 / w_line, jnp.zeros(1)]))
+        rhs = rows @ (d_inv * b1) + jnp.concatenate([jnp.zeros(n_lim), r2[None]])
+        scale = lax.rsqrt(jnp.maximum(jnp.diag(schur), 1e-30))
+        # Ridge on the equilibrated matrix, relative to each diagonal;
+        # K⁻¹ ≈ S (S K S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
+        m_inv = inverse_cholesky(scale[:, None] * schur * scale[None, :] + _RIDGE * jnp.eye(n_lim + 1)) * scale[None, :]
+        z = spd_solve(m_inv, rhs)
+        dx = d_inv * (b1 - rows.T @ z)
+        # Refinement on the whole system, not only on its Schur complement: an interior
+        # segment's dx is d_inv (up to 1e10) times a difference of O(1) terms, whose
+        # round-off alone would break the balance. It also removes the ridge's bias.
+        row_rhs = jnp.concatenate([jnp.zeros(n_lim), -r2[None]])
+        row_weight = jnp.concatenate([1.0 / w_line, jnp.zeros(1)])
         for _ in range(_REFINE):
-            fix_x, fix_nu = bordered_solve(b1 - hess @ dx - dnu, -r2 - jnp.sum(dx))
-            dx, dnu = dx + fix_x, dnu + fix_nu
+            res_x = b1 - w_box * dx - rows.T @ z
+            res_z = row_rhs - (rows @ dx - row_weight * z)
+            fix_z = spd_solve(m_inv, rows @ (d_inv * res_x) - res_z)
+            dx, z = dx + d_inv * (res_x - rows.T @ fix_z), z + fix_z
+        dy, dnu = z[:n_lim], z[n_lim]
         gdx = g(dx)
         dsl = -r3 - gdx
-        dlam = w + w_all * gdx
+        # Line multipliers from dy (their share W_up/W_line, W_lo/W_line of it), boxes as usual.
+        dlam = w + jnp.concatenate([(w_up / w_line) * dy, -(w_lo / w_line) * dy, w_all[2 * n_lim :] * gdx[2 * n_lim :]])
         step_p = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dsl < 0, -s / jnp.where(dsl < 0, dsl, -1.0), jnp.inf)))
         step_d = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dlam < 0, -lam / jnp.where(dlam < 0, dlam, -1.0), jnp.inf)))
         new = (x + step_p * dx, s + step_p * dsl, lam + step_d * dlam, nu + step_d * dnu)
@@ -289,14 +314,14 @@ def offer_sced(
         # Latch once optimal (or broken): float32 iterates drift if pushed further.
         keep = (best_merit <= 1.0) | ~finite
         x, s, lam, nu = (jnp.where(keep, old, upd) for old, upd in zip((x, s, lam, nu), new))
-        score = merit(x, s, lam, nu, floor_tol)
+        score = rank(x, s, lam, nu)
         better = jnp.isfinite(score) & (score < best_merit)
         best = tuple(jnp.where(better, cur, b) for cur, b in zip((x, s, lam, nu), best))
         return x, s, lam, nu, best, jnp.where(better, score, best_merit)
 
     start = (x0, s0, lam0, nu0)
-    _, _, _, _, (x, s, lam, nu), _ = lax.fori_loop(0, max_iter, body, (*start, start, merit(*start, floor_tol)))
-    solved = merit(x, s, lam, nu, tol) <= 1.0
+    _, _, _, _, (x, s, lam, nu), _ = lax.fori_loop(0, max_iter, body, (*start, start, rank(*start)))
+    solved = merit(x, s, lam, nu) <= 1.0
     converged = solved & is_feasible
 
     # Unscale; an infeasible demand gets the capacity-clipped merit fill and zero duals.
@@ -305,7 +330,8 @@ def offer_sced(
     delta = jnp.where(is_feasible & jnp.all(jnp.isfinite(delta)), delta, fallback)
     lam_u = jnp.where(is_feasible & jnp.isfinite(lam), lam * sc, 0.0)
     nu_u = jnp.where(is_feasible & jnp.isfinite(nu), nu * sc, 0.0)
-    mu_upper, mu_lower = lam_u[:n_lines], lam_u[n_lines : 2 * n_lines]
+    mu_upper = jnp.zeros(n_lines).at[lim].set(lam_u[:n_lim])
+    mu_lower = jnp.zeros(n_lines).at[lim].set(lam_u[n_lim : 2 * n_lim])
 
     flow = m_s @ delta + f0
     lmp_dual = -nu_u - setup.ptdf.T @ (mu_upper - mu_lower)
