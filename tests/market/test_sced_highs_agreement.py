@@ -3,10 +3,10 @@
 Each case gets one fixed batch of points (strategic markups, offers that tie or differ by
 a cent across units, heavy uneven loads on line limits tightened to ``CONGESTED_LINE_SCALE``,
 ramp windows, demand outside the offered capacity) cleared by one vmapped, jitted function
-per method; the reference is
-:mod:`reference_sced` (HiGHS, float64, network rebuilt from the reactances). Agreement:
-the same status (optimal or not), offer cost within 1e-4 relative, unit dispatch within
-0.1 MW where the optimum is unique and LMPs within 0.01 $/MWh where the duals are.
+per method; the reference is :mod:`reference_sced` (HiGHS, float64, network rebuilt from
+the reactances). Agreement: the same status (optimal or not), offer cost within 1e-4
+relative, unit dispatch within 0.1 MW where the optimum is unique and LMPs within
+0.01 $/MWh where the duals are.
 """
 
 import numpy as np

@@ -16,9 +16,10 @@ branching on the host:
   limited line binds (case 5: at most a handful of pivots) and stops at the exact optimal
   vertex. LMPs are the duals of that basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated
   against HiGHS (dispatch, objective, unique duals and the infeasibility verdict).
-- ``"ipm"``: a primal–dual interior point with a fixed iteration budget
-  (``lax.fori_loop``) that keeps iterating past ``tol`` towards the float32 floor of the
-  gap, so that offers a cent apart still land on the optimal vertex; LMPs
+- ``"ipm"``: a Mehrotra predictor–corrector primal–dual interior point with a fixed
+  iteration budget (``lax.fori_loop``), its Newton systems solved in the space of the
+  balance and limited-line rows; it keeps iterating past ``tol`` towards the float32 floor
+  of the gap, so that offers a cent apart still land on the optimal vertex. LMPs
   ``−ν − PTDFᵀ(μ_upper − μ_lower)`` from its duals, refined from the primal solution (the
   marginal segments price the balance and the binding lines) when that system is
   determined. Validated against HiGHS on the same checks as the simplex.
@@ -49,7 +50,7 @@ OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
 STATUS_NAMES = ("optimal", "infeasible", "unconverged")
 UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
 _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ramp bounds
-_SIGMA, _TAU = 0.2, 0.995
+_TAU = 0.995
 _RIDGE = 1e-6
 _REFINE = 2
 _SNAP_MW = 1e-2
@@ -269,8 +270,6 @@ def offer_sced(
         r1 = cs + nu + gt(lam)
         r2 = jnp.sum(x) - ds
         r3 = g(x) + s - h
-        r4 = lam * s - _SIGMA * mu
-        w = (-r4 + lam * r3) / s
         w_up, w_lo = w_all[:n_lim], w_all[n_lim : 2 * n_lim]
         w_line = jnp.maximum(w_up + w_lo, 1e-30)
         w_box = w_all[2 * n_lim : 2 * n_lim + n] + w_all[2 * n_lim + n :]
@@ -281,34 +280,44 @@ def offer_sced(
         # A binding line's huge weight enters as a tiny 1/W_line, not as a huge rank-one
         # term of an n×n matrix (which float32 cannot resolve), and dx then satisfies the
         # stationarity rows exactly, so the dual residual cannot stall at the solve's error.
-        b1 = -r1 - gt(w)
         rows = jnp.concatenate([m_lim, jnp.ones((1, n))], axis=0)
         d_inv = 1.0 / w_box
-        schur = (rows * d_inv[None, :]) @ rows.T + jnp.diag(jnp.concatenate([1.0 / w_line, jnp.zeros(1)]))
-        rhs = rows @ (d_inv * b1) + jnp.concatenate([jnp.zeros(n_lim), r2[None]])
+        row_weight = jnp.concatenate([1.0 / w_line, jnp.zeros(1)])
+        schur = (rows * d_inv[None, :]) @ rows.T + jnp.diag(row_weight)
         scale = lax.rsqrt(jnp.maximum(jnp.diag(schur), 1e-30))
         # Ridge on the equilibrated matrix, relative to each diagonal;
         # K⁻¹ ≈ S (S K S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
         m_inv = inverse_cholesky(scale[:, None] * schur * scale[None, :] + _RIDGE * jnp.eye(n_lim + 1)) * scale[None, :]
-        z = spd_solve(m_inv, rhs)
-        dx = d_inv * (b1 - rows.T @ z)
-        # Refinement on the whole system, not only on its Schur complement: an interior
-        # segment's dx is d_inv (up to 1e10) times a difference of O(1) terms, whose
-        # round-off alone would break the balance. It also removes the ridge's bias.
         row_rhs = jnp.concatenate([jnp.zeros(n_lim), -r2[None]])
-        row_weight = jnp.concatenate([1.0 / w_line, jnp.zeros(1)])
-        for _ in range(_REFINE):
-            res_x = b1 - w_box * dx - rows.T @ z
-            res_z = row_rhs - (rows @ dx - row_weight * z)
-            fix_z = spd_solve(m_inv, rows @ (d_inv * res_x) - res_z)
-            dx, z = dx + d_inv * (res_x - rows.T @ fix_z), z + fix_z
-        dy, dnu = z[:n_lim], z[n_lim]
-        gdx = g(dx)
-        dsl = -r3 - gdx
-        # Line multipliers from dy (their share W_up/W_line, W_lo/W_line of it), boxes as usual.
-        dlam = w + jnp.concatenate([(w_up / w_line) * dy, -(w_lo / w_line) * dy, w_all[2 * n_lim :] * gdx[2 * n_lim :]])
-        step_p = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dsl < 0, -s / jnp.where(dsl < 0, dsl, -1.0), jnp.inf)))
-        step_d = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dlam < 0, -lam / jnp.where(dlam < 0, dlam, -1.0), jnp.inf)))
+
+        def direction(r4):
+            w = (-r4 + lam * r3) / s
+            b1 = -r1 - gt(w)
+            z = spd_solve(m_inv, rows @ (d_inv * b1) - row_rhs)
+            dx = d_inv * (b1 - rows.T @ z)
+            # Refinement on the whole system, not only on its Schur complement: an interior
+            # segment's dx is d_inv (up to 1e10) times a difference of O(1) terms, whose
+            # round-off alone would break the balance. It also removes the ridge's bias.
+            for _ in range(_REFINE):
+                res_x = b1 - w_box * dx - rows.T @ z
+                res_z = row_rhs - (rows @ dx - row_weight * z)
+                fix_z = spd_solve(m_inv, rows @ (d_inv * res_x) - res_z)
+                dx, z = dx + d_inv * (res_x - rows.T @ fix_z), z + fix_z
+            dy, dnu = z[:n_lim], z[n_lim]
+            gdx = g(dx)
+            dsl = -r3 - gdx
+            # Line multipliers from dy (their shares W_up/W_line, W_lo/W_line), boxes as usual.
+            dlam = w + jnp.concatenate([(w_up / w_line) * dy, -(w_lo / w_line) * dy, w_all[2 * n_lim :] * gdx[2 * n_lim :]])
+            step_p = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dsl < 0, -s / jnp.where(dsl < 0, dsl, -1.0), jnp.inf)))
+            step_d = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dlam < 0, -lam / jnp.where(dlam < 0, dlam, -1.0), jnp.inf)))
+            return dx, dsl, dlam, dnu, step_p, step_d
+
+        # Mehrotra predictor–corrector: the affine step's progress sets the centring, and
+        # its second-order term corrects the complementarity.
+        _, dsl_a, dlam_a, _, step_pa, step_da = direction(lam * s)
+        mu_aff = jnp.dot(s + step_pa * dsl_a, lam + step_da * dlam_a) / m
+        sigma = jnp.clip((mu_aff / jnp.maximum(mu, 1e-30)) ** 3, 0.0, 1.0)
+        dx, dsl, dlam, dnu, step_p, step_d = direction(lam * s + dsl_a * dlam_a - sigma * mu)
         new = (x + step_p * dx, s + step_p * dsl, lam + step_d * dlam, nu + step_d * dnu)
         finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in new]))
         # Latch once optimal (or broken): float32 iterates drift if pushed further.
