@@ -16,11 +16,10 @@ quick one-core check of both market throughput targets (under 2 minutes)::
         --highs-instances 100 --gencos-n-envs 256 --gencos-steps 16
 
     uv run python benchmarks/market_throughput.py
-    uv run python benchmarks/market_throughput.py --n-envs 1 64 1024 --repeats 3 --methods simplex ipm
+    uv run python benchmarks/market_throughput.py --n-envs 1 64 1024 --repeats 3
     uv run python benchmarks/market_throughput.py --quick
 
-``--methods`` picks the SCED solvers timed (``simplex``, the default dual simplex, and/or
-``ipm``, the interior point).
+``--methods`` picks the SCED solvers timed (``simplex``, the dual simplex, is the only one).
 
 It then times the GenCos env (``--gencos-n-envs``): env-steps/s of a vmapped 48-step
 rollout with random actions on the one rollout kernel.
@@ -77,7 +76,7 @@ def main() -> None:
     parser.add_argument("--highs-instances", type=int, default=200)
     parser.add_argument("--gencos-n-envs", type=int, nargs="*", default=[1, 16, 64, 256, 1024])
     parser.add_argument("--gencos-steps", type=int, default=48, help="env steps per timed rollout")
-    parser.add_argument("--methods", nargs="+", choices=("simplex", "ipm"), default=["simplex"])
+    parser.add_argument("--methods", nargs="+", choices=("simplex",), default=["simplex"])
     parser.add_argument("--quick", action="store_true", help="N in (64, 1024) for SCED, (256,) for GenCos, 2 repeats")
     args = parser.parse_args()
     if args.quick:

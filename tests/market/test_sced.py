@@ -160,13 +160,6 @@ def test_sced_matches_highs_case5_with_ramp_windows(instance):
     _check_against_highs(instance)
 
 
-@SETTINGS
-@given(instances("5", ramped=True))
-def test_interior_point_method_matches_highs_case5_with_ramp_windows(instance):
-    # The interior point stays a supported `method="ipm"`: same checks as the default simplex.
-    _check_against_highs(instance, method="ipm")
-
-
 @pytest.mark.slow
 @settings(max_examples=4, deadline=None)
 @given(instances("118", ramped=True))
@@ -286,9 +279,10 @@ def test_vmap_matches_single_solves(case5):
         np.testing.assert_allclose(float(batched.offer_cost[i]), float(single.offer_cost), rtol=1e-5)
 
 
-def test_vmapped_interior_point_sced_issues_no_lapack_call(case5):
+def test_vmapped_sced_issues_no_lapack_call(case5):
     """jaxlib 0.10's batched LAPACK kernels can deadlock a 2-core pool (see
-    ``tests/core/test_small_linalg.py``); the SCED IPM uses ``physics._small_linalg``."""
+    ``tests/core/test_small_linalg.py``); the SCED's simplex keeps its basis inverse by
+    rank-one updates and calls none."""
     import jax
     import jax.numpy as jnp
 
@@ -297,7 +291,7 @@ def test_vmapped_interior_point_sced_issues_no_lapack_call(case5):
     cap = np.full(case5.n_lines, 150.0)
     setup = prepare_offer_sced(case5, 3, line_cap=cap, line_floor=-cap)
     loads = jnp.full((256, case5.n_nodes), 100.0, jnp.float32)
-    text = jax.jit(jax.vmap(lambda load: offer_sced(setup, load, method="ipm"))).lower(loads).as_text()
+    text = jax.jit(jax.vmap(lambda load: offer_sced(setup, load))).lower(loads).as_text()
     assert "lapack" not in text.lower()
 
 

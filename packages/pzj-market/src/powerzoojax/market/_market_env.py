@@ -26,8 +26,8 @@ from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offe
 from powerzoojax.physics import dc_thermal_check
 
 CONSTRAINT_NAMES = ("thermal_overload",)
-# Pivot budget of the SCED's dual simplex (``tol`` only matters to its interior-point
-# method, kept tight so that one would also land on the vertex when offers differ by cents).
+# Pivot budget of the SCED's dual simplex (it stops at the exact vertex: ``tol`` is passed
+# for the reference signature only).
 SCED_MAX_ITER, SCED_TOL = 25, 1e-7
 # Flows the SCED holds at a limit may sit a float32 round-off beyond it: not an overload.
 THERMAL_SLACK_MW = 1e-2

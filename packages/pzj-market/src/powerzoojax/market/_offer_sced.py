@@ -8,24 +8,24 @@ The LP is over segment increments ``δ`` above each unit's (ramp-adjusted) minim
 with ``c`` the offer prices [$/MWh], ``δ̄`` the segment widths [MW], ``D = Σload − Σp_lo``,
 ``M_S`` the unit PTDF repeated per segment and ``f0 = M_u p_lo − PTDF·load`` the line flows
 at minimum output [MW]. Only lines with a real limit (below ``UNLIMITED_MW``) become LP
-rows. Two in-graph solvers (``method``), both float32, jit- and vmap-able, never
-branching on the host:
+rows. The solver is a bounded dual simplex (:mod:`._dual_simplex`), float32, jit- and
+vmap-able, never branching on the host, started from the network-blind merit order, with a
+bound-flipping ratio test; it pivots only when a limited line binds (case 5: at most a
+handful of pivots) and stops at the exact optimal vertex. LMPs are the duals of that
+basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated against HiGHS (dispatch, objective,
+unique duals and the infeasibility verdict).
 
-- ``"simplex"`` (default): a bounded dual simplex (:mod:`._dual_simplex`) started from the
-  network-blind merit order, with a bound-flipping ratio test; it pivots only when a
-  limited line binds (case 5: at most a handful of pivots) and stops at the exact optimal
-  vertex. LMPs are the duals of that basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated
-  against HiGHS (dispatch, objective, unique duals and the infeasibility verdict).
-- ``"ipm"``: a primal–dual interior point with a fixed iteration budget
-  (``lax.fori_loop``); LMPs ``−ν − PTDFᵀ(μ_upper − μ_lower)`` from its duals, refined from
-  the primal solution (the marginal segments price the balance and the binding lines)
-  when that system is determined.
+An in-graph float32 interior point is deliberately not offered: against HiGHS it left
+dispatch up to 23 MW off on offers a tenth of a cent apart, and on congested 29gb points
+(5–7 binding lines) its iterates jammed at a scaled gap near 1e-4, reporting feasible
+instances unconverged with dispatch up to 17 MW off. Telling such offers apart takes cost
+differences far below float32's resolution of the duality gap; a vertex method compares
+the prices themselves.
 
 Outcomes are values, never NaN: ``status`` is ``OPTIMAL`` (0), ``INFEASIBLE`` (1: demand
 outside what the offered capacity can serve; the dispatch is then the closest merit-order
 fill and the prices are zero) or ``UNCONVERGED`` (2: line limits that cannot be met, or
-the budget ran out; the simplex then returns the network-blind merit-order fill, the
-interior point its last finite iterate).
+the pivot budget ran out; the dispatch is then the network-blind merit-order fill).
 """
 
 import functools
@@ -40,18 +40,13 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
 from powerzoojax.market._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
-from powerzoojax.market._segments import _check_n_segments, make_cost_segments, merit_order_fill
-from powerzoojax.physics._small_linalg import inverse_cholesky, spd_solve
+from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
 OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
 STATUS_NAMES = ("optimal", "infeasible", "unconverged")
+SOLVER_METHODS = ("simplex",)
 UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
 _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ramp bounds
-_SIGMA, _TAU = 0.2, 0.995
-_RIDGE = 1e-6
-_REFINE = 1
-_SNAP_MW = 1e-2
-_PRIMAL_TOL, _DUAL_TOL = 1e-4, 1e-3  # scaled residuals accepted as optimal
 
 
 class OfferSCEDSetup(eqx.Module):
@@ -171,18 +166,15 @@ def offer_sced(
     runtime (ramp) bounds: the segment widths are scaled to the runtime headroom, so the
     LP keeps its shape.
 
-    ``method`` (static): ``"simplex"`` (default) — a bounded dual simplex started from the
-    network-blind merit order, which only pivots when a limited line binds, stops at
-    the exact optimal vertex and reads the LMPs off that basis; ``max_iter`` bounds its
-    pivots (raised to ``4 · (limited lines + 1)`` at least). ``"ipm"`` — the primal–dual
-    interior point with ``max_iter`` iterations; ``tol`` bounds the duality gap ``sᵀλ`` of
-    its scaled LP (prices ÷ the dearest offer, MW ÷ the widest segment).
+    ``max_iter`` bounds the dual simplex's pivots (raised to ``4 · (limited lines + 1)``
+    at least); the simplex stops at the exact optimal vertex, so ``tol`` (kept for the
+    reference signature) does not change the result. ``method`` (static) names the
+    solver; ``"simplex"`` is the only one (see the module docstring for why there is no
+    interior point).
     """
-    if method not in ("simplex", "ipm"):
-        raise ValueError(f"offer_sced: method must be 'simplex' or 'ipm', got {method!r}")
-    n_units, n_seg, n_lines = setup.n_units, setup.n_segments, setup.n_lines
-    n = n_units * n_seg
-    m = 2 * n_lines + 2 * n
+    if method not in SOLVER_METHODS:
+        raise ValueError(f"offer_sced: method must be one of {SOLVER_METHODS}, got {method!r}")
+    n = setup.n_units * setup.n_segments
     prices = setup.base_seg_prices if offer_prices is None else jnp.asarray(offer_prices, jnp.float32)
     node_load_mw = jnp.asarray(node_load_mw, jnp.float32)
 
@@ -198,195 +190,12 @@ def offer_sced(
 
     c = prices.reshape(n)
     wbar = jnp.maximum(widths.reshape(n), _MIN_WIDTH_MW)
-    m_s = setup.ptdf_segments
     f0 = matvec(setup.ptdf_units, p_lo) - matvec(setup.ptdf, node_load_mw)
     demand_raw = sum_small(node_load_mw, axis=0) - sum_small(p_lo, axis=0)
     capacity = sum_small(wbar, axis=0)
     is_feasible = (demand_raw >= 0.0) & (demand_raw <= capacity)
     demand = jnp.clip(demand_raw, 0.01, capacity - 0.01)
-    if method == "simplex":
-        return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
-
-    # Solve a scaled copy (x in units of the widest segment, prices in units of the
-    # dearest offer): float32 then reaches a 1e-6 gap within the budget.
-    sx = jnp.maximum(jnp.max(wbar), 1.0)
-    sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
-    cs, ws, ds = c / sc, wbar / sx, demand / sx
-    h = jnp.concatenate([(setup.line_cap - f0) / sx, (f0 - setup.line_floor) / sx, ws, jnp.zeros(n)])
-
-    def g(x):
-        fl = m_s @ x
-        return jnp.concatenate([fl, -fl, x, -x])
-
-    def gt(v):
-        return m_s.T @ (v[:n_lines] - v[n_lines : 2 * n_lines]) + v[2 * n_lines : 2 * n_lines + n] - v[2 * n_lines + n :]
-
-    def residuals(x, s, lam, nu):
-        gap = jnp.dot(s, lam)  # duality gap of the scaled LP
-        primal = jnp.maximum(jnp.abs(jnp.sum(x) - ds), jnp.max(jnp.abs(g(x) + s - h)))
-        dual = jnp.max(jnp.abs(cs + nu + gt(lam)))
-        return gap, primal, dual
-
-    def merit(x, s, lam, nu):
-        gap, primal, dual = residuals(x, s, lam, nu)
-        return jnp.maximum(gap / tol, jnp.maximum(primal / _PRIMAL_TOL, dual / _DUAL_TOL))
-
-    # Warm start: mostly the network-blind merit fill, nudged into the interior.
-    x0 = 0.99 * merit_order_fill(cs, ws, ds) + 0.01 * ds * ws / jnp.sum(ws)
-    x0 = jnp.clip(x0, 1e-4 * ws, ws * (1.0 - 1e-4))
-    x0 = x0 * ds / jnp.maximum(jnp.sum(x0), 1e-12)
-    x0 = jnp.clip(x0, 1e-6 * ws, ws * (1.0 - 1e-6))
-    s0 = jnp.maximum(h - g(x0), 1.0)
-    lam0 = 10.0 / s0
-    nu0 = -jnp.mean(cs)
-
-    def body(_, carry):
-        x, s, lam, nu, best, best_merit = carry
-        mu = jnp.dot(s, lam) / m
-        w_all = lam / s
-        r1 = cs + nu + gt(lam)
-        r2 = jnp.sum(x) - ds
-        r3 = g(x) + s - h
-        r4 = lam * s - _SIGMA * mu
-        w = (-r4 + lam * r3) / s
-        w_line = w_all[:n_lines] + w_all[n_lines : 2 * n_lines]
-        w_box = w_all[2 * n_lines : 2 * n_lines + n] + w_all[2 * n_lines + n :]
-        hess = m_s.T @ (w_line[:, None] * m_s) + jnp.diag(w_box)
-        scale = lax.rsqrt(jnp.maximum(jnp.diag(hess), 1e-10))
-        # Ridge on the equilibrated matrix: relative to each diagonal, so a binding
-        # line's huge weight cannot inflate it into a wrong Newton direction.
-        # H⁻¹ ≈ S (S H S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
-        m_inv = inverse_cholesky(scale[:, None] * hess * scale[None, :] + _RIDGE * jnp.eye(n)) * scale[None, :]
-        y_ones = spd_solve(m_inv, jnp.ones_like(scale))
-
-        def bordered_solve(b1, b2):
-            # [[H, 1], [1ᵀ, 0]] [dx; dν] = [b1; b2] by elimination on the factor of H.
-            y = spd_solve(m_inv, b1)
-            dnu = (jnp.sum(y) - b2) / jnp.sum(y_ones)
-            return y - y_ones * dnu, dnu
-
-        b1 = -r1 - gt(w)
-        dx, dnu = bordered_solve(b1, -r2)
-        # Refinement steps against the un-ridged matrix: the ridge would otherwise leave
-        # a dual residual that stalls convergence when offers differ by cents.
-        for _ in range(_REFINE):
-            fix_x, fix_nu = bordered_solve(b1 - hess @ dx - dnu, -r2 - jnp.sum(dx))
-            dx, dnu = dx + fix_x, dnu + fix_nu
-        gdx = g(dx)
-        dsl = -r3 - gdx
-        dlam = w + w_all * gdx
-        step_p = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dsl < 0, -s / jnp.where(dsl < 0, dsl, -1.0), jnp.inf)))
-        step_d = jnp.minimum(1.0, _TAU * jnp.min(jnp.where(dlam < 0, -lam / jnp.where(dlam < 0, dlam, -1.0), jnp.inf)))
-        new = (x + step_p * dx, s + step_p * dsl, lam + step_d * dlam, nu + step_d * dnu)
-        finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in new]))
-        # Latch once optimal (or broken): float32 iterates drift if pushed further.
-        keep = (best_merit <= 1.0) | ~finite
-        x, s, lam, nu = (jnp.where(keep, old, upd) for old, upd in zip((x, s, lam, nu), new))
-        score = merit(x, s, lam, nu)
-        better = jnp.isfinite(score) & (score < best_merit)
-        best = tuple(jnp.where(better, cur, b) for cur, b in zip((x, s, lam, nu), best))
-        return x, s, lam, nu, best, jnp.where(better, score, best_merit)
-
-    start = (x0, s0, lam0, nu0)
-    _, _, _, _, (x, s, lam, nu), best_merit = lax.fori_loop(0, max_iter, body, (*start, start, merit(*start)))
-    solved = best_merit <= 1.0
-    converged = solved & is_feasible
-
-    # Unscale; an infeasible demand gets the capacity-clipped merit fill and zero duals.
-    delta = _fill_within_units(prices, jnp.clip(x * sx, 0.0, wbar).reshape(n_units, n_seg), wbar.reshape(n_units, n_seg)).reshape(n)
-    fallback = merit_order_fill(c, wbar, jnp.clip(demand_raw, 0.0, capacity))
-    delta = jnp.where(is_feasible & jnp.all(jnp.isfinite(delta)), delta, fallback)
-    lam_u = jnp.where(is_feasible & jnp.isfinite(lam), lam * sc, 0.0)
-    nu_u = jnp.where(is_feasible & jnp.isfinite(nu), nu * sc, 0.0)
-    mu_upper, mu_lower = lam_u[:n_lines], lam_u[n_lines : 2 * n_lines]
-
-    flow = m_s @ delta + f0
-    lmp_dual = -nu_u - setup.ptdf.T @ (mu_upper - mu_lower)
-    lmp_primal, lambda_primal, primal_ok = _primal_lmp(setup, c, delta, wbar, flow)
-    use_primal = primal_ok & is_feasible
-    lmp = jnp.where(use_primal, lmp_primal, lmp_dual)
-    lambda_balance = jnp.where(use_primal, lambda_primal, -nu_u)
-
-    power = p_lo + delta.reshape(n_units, n_seg).sum(axis=1)
-    injection = setup.nodes_units_map @ power - node_load_mw
-    status = jnp.where(~is_feasible, INFEASIBLE, jnp.where(solved, OPTIMAL, UNCONVERGED)).astype(jnp.int32)
-    return OfferSCEDResult(
-        unit_power=power,
-        segment_delta=delta.reshape(n_units, n_seg),
-        line_flow=flow,
-        node_injection=injection,
-        lmp=lmp,
-        lambda_balance=lambda_balance,
-        mu_upper=mu_upper,
-        mu_lower=mu_lower,
-        offer_cost=jnp.dot(c, delta),
-        total_cost=_total_cost(power, setup.mc_a, setup.mc_b, setup.mc_c),
-        converged=converged,
-        is_feasible=is_feasible,
-        status=status,
-        iterations=jnp.asarray(max_iter, jnp.int32),
-    )
-
-
-def _fill_within_units(
-    prices: Float[Array, "n_units n_segments"],
-    delta: Float[Array, "n_units n_segments"],
-    widths: Float[Array, "n_units n_segments"],
-) -> Float[Array, "n_units n_segments"]:
-    """Refill each unit's output into its own segments cheapest first.
-
-    Segments of one unit share a bus, so this keeps every flow and balance and never
-    raises the cost; it removes the float32 interior point's smearing of a unit's output
-    over offers a few cents apart, which would otherwise blur which segment is marginal.
-    """
-    order = jnp.argsort(prices, axis=1)
-    w_sorted = jnp.take_along_axis(widths, order, axis=1)
-    total = jnp.sum(delta, axis=1, keepdims=True)
-    filled = jnp.clip(total - (jnp.cumsum(w_sorted, axis=1) - w_sorted), 0.0, w_sorted)
-    rows = jnp.arange(delta.shape[0])[:, None]
-    delta = jnp.zeros_like(delta).at[rows, order].set(filled)
-    # Snap segments within _SNAP_MW of a bound onto it and hand the difference to the
-    # most interior segment: the interior point leaves such remnants (say 3e-4 MW on a
-    # unit priced 0.02 $/MWh out of merit), and their round-off is not reproducible
-    # between compilations of the same program.
-    snapped = jnp.where(delta < _SNAP_MW, 0.0, jnp.where(delta > widths - _SNAP_MW, widths, delta))
-    interior = jnp.minimum(snapped, widths - snapped).ravel()
-    target = jnp.argmax(interior)
-    flat = snapped.ravel()
-    moved = jnp.sum(delta) - jnp.sum(snapped)
-    flat = flat.at[target].set(jnp.clip(flat[target] + moved, 0.0, widths.ravel()[target]))
-    ok = interior[target] > _SNAP_MW
-    return jnp.where(ok, flat.reshape(delta.shape), delta)
-
-
-def _primal_lmp(
-    setup: OfferSCEDSetup,
-    c: Float[Array, " n_vars"],
-    delta: Float[Array, " n_vars"],
-    wbar: Float[Array, " n_vars"],
-    flow: Float[Array, " n_lines"],
-) -> tuple[Float[Array, " n_nodes"], FloatScalar, Bool[Array, ""]]:
-    """LMPs from the marginal segments: each prices ``ν + M_S[:, k]·μ_net = −c_k``.
-
-    Interior-point duals sit at the centre of the optimal dual face and carry the float32
-    error of the last iterate; when as many segments are marginal as there are unknowns
-    (balance + binding lines) this system pins the dual exactly. ``ok`` is False when it
-    does not (the caller falls back to the IPM duals).
-    """
-    n_lines = setup.n_lines
-    m_s = setup.ptdf_segments
-    active = (flow >= setup.line_cap - 0.5) | (flow <= setup.line_floor + 0.5)
-    marginal = (delta > 0.1) & (delta < wbar - 0.1)
-    a = jnp.concatenate([jnp.ones((c.shape[0], 1)), (m_s * active[:, None]).T], axis=1)
-    wm = marginal.astype(jnp.float32)
-    sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
-    normal = a.T @ (wm[:, None] * a) + 1e-6 * jnp.eye(n_lines + 1)
-    z = spd_solve(inverse_cholesky(normal), a.T @ (wm * (-c / sc)))
-    residual = jnp.max(jnp.abs(wm * (a @ z + c / sc)))
-    n_unknowns = 1 + jnp.sum(active)
-    ok = (jnp.sum(marginal) >= n_unknowns) & (residual < 1e-4) & jnp.all(jnp.isfinite(z))
-    nu, mu_net = z[0] * sc, z[1:] * sc * active
-    return -nu - setup.ptdf.T @ mu_net, -nu, ok
+    return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
 
 
 def _offer_sced_simplex(
