@@ -278,11 +278,14 @@ def load_config(
     if isinstance(source, Mapping):
         return config_cls(**_coerce(values))
     bad = []
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
     for k, v in values.items():
         try:
             config_cls(**_coerce({k: v}))
-        except (TypeError, ValueError) as err:
-            bad.append(f"{k}: {err}")
+        except Exception as err:  # noqa: BLE001 - a type checker's error is as much a bad value as ours
+            own = isinstance(err, ValueError) and str(err).startswith("TrainConfig:")
+            expected = getattr(fields[k].type, "__name__", None) or str(fields[k].type)
+            bad.append(f"{k}: {err}" if own else f"{k}: expected {expected}, got {v!r}")
     if bad:
         raise ConfigFileError(f"{where} has bad value(s): " + "; ".join(bad))
     try:

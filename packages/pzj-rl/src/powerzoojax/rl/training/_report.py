@@ -94,7 +94,8 @@ def plot_learning_curve(
             ax.plot(xs, ys, marker="o" if name == "eval_returns" else None, ms=3, label=label)
     ax.set_ylabel("episode return")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # a diverged first update leaves nothing to plot
+        ax.legend(loc="best", fontsize=8)
     ax.set_title(title)
     if costs:
         ax = axes[1, 0]
