@@ -233,3 +233,21 @@ def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
     rows = (out / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == sidecar["update"] >= 1 and len(sidecar["metrics"]) == sidecar["update"]
     assert (out / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+@pytest.mark.requires("powerzoojax.grid")
+def test_eval_of_a_task_preset_reports_the_task_metrics(tmp_path):
+    from powerzoojax.grid.tasks.dso import DSOTask
+    from powerzoojax.rl import evaluate_run, train
+
+    train("dso-nflex", seed=0, output_dir=tmp_path, progress=False, total_timesteps=2 * 48, num_envs=2, n_steps=48,
+          hidden_dims=(8,), n_epochs=1, n_minibatches=2, eval_freq=0)
+    report = evaluate_run(tmp_path, episodes=2, split="ood")
+    assert report["split"] == "ood" and list(report["costs"]) == ["voltage_violation", "thermal_overload", "resource"]
+    assert report["costs"]["voltage_violation"]["unit"] == "buses·step"
+    metrics = report["task_metrics"]
+    assert metrics and all(isinstance(v, float) for v in metrics.values())
+    # The evaluation ran on the task's summer split, not on the synthetic training shapes.
+    summer = DSOTask().make_params("summer_ood")
+    assert report["episode_steps"] == int(summer.max_steps)

@@ -25,10 +25,10 @@ from powerzoojax.rl.training._units import channel_units, reported_channels
 
 SPLITS = ("iid", "ood")
 # Presets that belong to a benchmark task: (task module, task factory, {split: the task's split}).
-_TASK_SPLITS: dict[str, tuple[str, Callable[[Any], Any], dict[str, str]]] = {
-    "dso-nflex": ("powerzoojax.grid.tasks.dso", lambda m: m.DSOTask(synthetic=True), {"iid": "iid", "ood": "summer_ood"}),
-    "dso-nflex-safe": ("powerzoojax.grid.tasks.dso", lambda m: m.DSOTask(synthetic=True), {"iid": "iid", "ood": "summer_ood"}),
-}
+# The task's frozen splits come from its real profiles (the DSO presets train on synthetic
+# feeder shapes, so both of its splits test transfer to measured load).
+_DSO = ("powerzoojax.grid.tasks.dso", lambda m: m.DSOTask(), {"iid": "iid", "ood": "summer_ood"})
+_TASK_SPLITS: dict[str, tuple[str, Callable[[Any], Any], dict[str, str]]] = {"dso-nflex": _DSO, "dso-nflex-safe": _DSO}
 # Offset between the training seed and the evaluation's: evaluation episodes are fresh draws.
 _EVAL_SEED_OFFSET = 1_000_003
 
@@ -180,9 +180,10 @@ def evaluate_run(
 ) -> dict[str, Any]:
     """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the deterministic policy.
 
-    ``split="iid"``: the training distribution on fresh episodes (seeds disjoint from
-    training); ``"ood"``: the out-of-distribution split of the preset's benchmark task
-    (an error for presets without one). Returns and writes to ``eval.json`` in the run
+    ``split``: for a preset that belongs to a benchmark task (``dso-nflex``,
+    ``dso-nflex-safe``), that task's ``iid`` or out-of-distribution split; for any other
+    run ``"iid"`` is the training distribution on fresh episodes (seeds disjoint from
+    training) and ``"ood"`` is refused, as no such split is defined. Returns and writes to ``eval.json`` in the run
     folder: the episode return (mean, std, min, max over ``episodes``), the summed cost
     and each cost channel (mean episode sum, with its unit, and the fraction of steps it
     was positive) and, for task presets, the task's metrics on one episode.
