@@ -207,7 +207,8 @@ def test_cli_resume_keeps_the_config_and_may_extend_it(run, capsys, tmp_path):
     assert [json.loads(r)["update"] for r in rows] == [1, 2, 3, 4, 5, 6]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+# SIGTERM takes the same path as SIGINT (one handler for both); it runs with the slow tests.
+@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
     out = tmp_path / "run"
     proc = subprocess.Popen(

@@ -233,6 +233,12 @@ def test_summary_names_its_source_and_takes_reward_and_cost_from_one_evaluation(
     saved = json.loads((out / "result.json").read_text())
     assert saved["summary"]["final_source"] == summary["final_source"] and saved["weights"] == "result.eqx"
     assert saved["weights_sha256"] == hashlib.sha256((out / "result.eqx").read_bytes()).hexdigest()
+    import equinox as eqx
+
+    zeros = jax.tree.map(jnp.zeros_like, {"params": result.params, "obs_stats": result.obs_stats})
+    weights = eqx.tree_deserialise_leaves(str(out / "result.eqx"), zeros)
+    for a, b in zip(_leaves(weights["params"]), _leaves(result.params)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_summary_without_evaluation_is_a_training_estimate_and_never_stale():
