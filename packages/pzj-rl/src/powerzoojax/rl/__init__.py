@@ -79,6 +79,8 @@ from powerzoojax.rl.training import (
     LoadedPolicy,
     PresetDef,
     RunRecord,
+    TrainingDiverged,
+    TrainingInterrupted,
     bootstrap_ci,
     evaluate,
     evaluate_run,
@@ -99,8 +101,6 @@ from powerzoojax.rl.training import (
     save_checkpoint,
     summarize,
     train,
-    TrainingDiverged,
-    TrainingInterrupted,
     write_manifest,
 )
 
