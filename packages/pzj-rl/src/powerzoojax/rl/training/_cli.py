@@ -264,14 +264,14 @@ def eval_main(argv: list[str]) -> int:
         prog="powerzoojax-train eval",
         description="Evaluate the deterministic policy of a run folder's newest checkpoint (or a checkpoint file); "
         "prints the evaluation as JSON and writes RUN_DIR/eval.json.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("run", metavar="RUN_DIR", help="run folder (or a checkpoint .eqx)")
-    parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes")
+    parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes (default: 32)")
     parser.add_argument("--split", choices=SPLITS, default="iid",
-                        help="iid: the training distribution, fresh episodes; ood: the task's out-of-distribution split")
+                        help="iid (default): the training distribution on fresh episodes, or a task preset's iid split; "
+                        "ood: a task preset's out-of-distribution split")
     parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: derived from the run's seed)")
-    parser.add_argument("--trace", metavar="PATH", default=None, help="also save one episode as .npz for plotting")
+    parser.add_argument("--trace", metavar="PATH", default=None, help="also save one episode (observations, actions, rewards, costs) as .npz")
     args = parser.parse_args(argv)
 
     from powerzoojax.rl.training._checkpoint import CheckpointError
