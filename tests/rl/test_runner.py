@@ -91,12 +91,29 @@ def test_progress_line_on_a_terminal(full_run):
     assert "768/768 steps" in text
 
 
-def test_no_progress_line_when_not_a_terminal(trainer):
+def test_plain_progress_lines_when_not_a_terminal(trainer):
     from powerzoojax.rl import run_training
 
     stream = io.StringIO()
     run_training(trainer, jr.PRNGKey(5), progress=None, stream=stream)
-    assert stream.getvalue() == ""
+    lines = stream.getvalue().splitlines()
+    assert lines and "\r" not in stream.getvalue() and "\033" not in stream.getvalue()
+    assert "[100.0%] 768/768 steps" in lines[-1]
+    quiet = io.StringIO()
+    run_training(trainer, jr.PRNGKey(5), progress=False, stream=quiet)
+    assert quiet.getvalue() == ""
+
+
+def test_plain_progress_lines_are_spaced_in_time():
+    from powerzoojax.rl.training._report import Progress
+
+    stream = io.StringIO()
+    bar = Progress(total_updates=4, steps_per_update=10, stream=stream, interval=3600.0)
+    for done in range(1, 5):
+        bar.chunk_done(done, 1, [{"episode_return": 1.0}])
+    lines = stream.getvalue().splitlines()
+    # The first report, then nothing within the interval, then always the last one.
+    assert len(lines) == 2 and lines[0].startswith("[ 25.0%] 10/40") and lines[1].startswith("[100.0%] 40/40")
 
 
 def test_resume_refuses_a_different_config(trainer, full_run, toy):

@@ -16,8 +16,9 @@ One room per concern, each importing only the rooms above it in this list (and c
   ``make_ippo_typed_train`` / ``make_ippo_typed_lagrangian_train`` and ``make_ippo_act``;
   ``TrainConfig`` and ``TrainResult``;
 - :mod:`powerzoojax.rl.training`: ``make_train`` (dispatch on ``TrainConfig.algo``),
-  ``train`` (a preset or an env in one call), presets, the host-side runner, the CLI
-  (``python -m powerzoojax``) and the evaluation protocol: ``RunRecord``,
+  ``train`` (a preset or an env in one call), presets, the host-side runner
+  (checkpoints, divergence and signal stops), ``load_policy`` / ``evaluate_run`` (reload
+  and evaluate a run), the CLI (``python -m powerzoojax``) and the evaluation protocol: ``RunRecord``,
   ``write_manifest`` / ``load_manifest``, ``summarize`` (mean, std, IQM, bootstrap CI,
   NormScore), ``paired_sign_flip_test``.
 
@@ -74,16 +75,22 @@ from powerzoojax.rl.algos import (
     save_config,
 )
 from powerzoojax.rl.training import (
+    CheckpointError,
+    LoadedPolicy,
     PresetDef,
     RunRecord,
+    TrainingDiverged,
+    TrainingInterrupted,
     bootstrap_ci,
     evaluate,
+    evaluate_run,
     get_preset,
     iqm,
     latest_checkpoint,
     list_presets,
     load_checkpoint,
     load_manifest,
+    load_policy,
     make_act,
     make_train,
     norm_score,
@@ -109,5 +116,6 @@ __all__ = [
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
     "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",
     "RunRecord", "bootstrap_ci", "iqm", "load_manifest", "norm_score", "paired_sign_flip_test", "summarize",
-    "write_manifest",
+    "write_manifest", "CheckpointError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run",
+    "load_policy",
 ]

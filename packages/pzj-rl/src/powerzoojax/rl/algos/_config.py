@@ -226,34 +226,82 @@ def _coerce(changes: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _coerce_value(k, v) for k, v in changes.items()}
 
 
-def load_config(source: str | os.PathLike | Mapping[str, Any], config_cls: type = TrainConfig) -> TrainConfig:
+class ConfigFileError(ValueError):
+    """A config file that cannot be read as a complete, valid ``TrainConfig``."""
+
+
+def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    try:
+        import yaml
+    except ImportError as err:  # pragma: no cover - pyyaml is a dependency of pzj-rl
+        raise ImportError("load_config needs PyYAML: pip install pyyaml") from err
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ConfigFileError(f"config file {os.fspath(path)} is not valid YAML{line}: {getattr(err, 'problem', err)}") from None
+    data = {} if data is None else data
+    if not isinstance(data, Mapping):
+        raise ConfigFileError(f"config file {os.fspath(path)} must hold a YAML mapping of config fields, got {type(data).__name__}")
+    return dict(data)
+
+
+def load_config(
+    source: str | os.PathLike | Mapping[str, Any], config_cls: type = TrainConfig, *, complete: bool = False
+) -> TrainConfig:
     """A config from a YAML file path or a dict.
 
     Lists become tuples, numbers are coerced to the field types, ``lr`` is read as
     ``learning_rate``. Unknown keys are dropped with a ``UserWarning`` naming them.
+
+    ``complete=True`` (what the command line uses, where the file replaces a preset's
+    config): every field must be present and no key may be unknown, so a file cut short
+    or mistyped is a :class:`ConfigFileError` naming the file and the missing or bad
+    keys instead of a run that silently trains with defaults. Values that do not fit
+    their field are reported the same way in both modes when reading a file.
     """
-    if isinstance(source, Mapping):
-        data = dict(source)
-    else:
-        try:
-            import yaml
-        except ImportError as err:  # pragma: no cover - pyyaml is a dependency of pzj-rl
-            raise ImportError("load_config needs PyYAML: pip install pyyaml") from err
-        with open(source) as f:
-            data = yaml.safe_load(f) or {}
-        if not isinstance(data, Mapping):
-            raise ValueError(f"load_config: {source} must hold a YAML mapping of config fields, got {type(data).__name__}")
+    where = "config" if isinstance(source, Mapping) else f"config file {os.fspath(source)}"
+    data = dict(source) if isinstance(source, Mapping) else _read_yaml(source)
     data = {_ALIASES.get(k, k): v for k, v in data.items()}
-    known = {f.name for f in dataclasses.fields(config_cls)}
+    known = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(k for k in data if k not in known)
-    if unknown:
+    if complete:
+        missing = [k for k in known if k not in data]
+        if missing or unknown:
+            parts = ([f"missing key(s) {missing}"] if missing else []) + ([f"unknown key(s) {unknown}"] if unknown else [])
+            raise ConfigFileError(f"{where} is incomplete or malformed: {'; '.join(parts)}")
+    elif unknown:
         warnings.warn(f"load_config: ignoring unknown config key(s) {unknown}", UserWarning, stacklevel=2)
-    return config_cls(**_coerce({k: v for k, v in data.items() if k in known}))
+    values = {k: v for k, v in data.items() if k in known}
+    if isinstance(source, Mapping):
+        return config_cls(**_coerce(values))
+    bad = []
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    for k, v in values.items():
+        try:
+            config_cls(**_coerce({k: v}))
+        except Exception as err:  # noqa: BLE001 - a type checker's error is as much a bad value as ours
+            own = isinstance(err, ValueError) and str(err).startswith("TrainConfig:")
+            expected = getattr(fields[k].type, "__name__", None) or str(fields[k].type)
+            bad.append(f"{k}: {err}" if own else f"{k}: expected {expected}, got {v!r}")
+    if bad:
+        raise ConfigFileError(f"{where} has bad value(s): " + "; ".join(bad))
+    try:
+        return config_cls(**_coerce(values))
+    except (TypeError, ValueError) as err:
+        raise ConfigFileError(f"{where}: {err}") from None
+
+
+def config_yaml(config: TrainConfig) -> str:
+    """``config`` as YAML text (fields in declaration order)."""
+    import yaml
+
+    return yaml.safe_dump(config._asdict(), sort_keys=False)
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:
     """Write ``config`` as YAML (fields in declaration order)."""
-    import yaml
-
     with open(path, "w") as f:
-        yaml.safe_dump(config._asdict(), f, sort_keys=False)
+        f.write(config_yaml(config))

@@ -281,6 +281,10 @@ class PPOTrainer(UpdateLoop):
             k = 0
             self.cost_names = ()
         self.n_costs = k
+        # Channels the evaluation reports one by one: the constrained ones, else every channel of the env.
+        self.eval_channels = self.cost_names or tuple(
+            getattr(env, "selected_constraint_names", None) or env.constraint_names()
+        )
         self.n_updates = config.n_updates
         self.batch_size = config.num_envs * config.n_steps
         self.minibatch_size = self.batch_size // config.n_minibatches
@@ -389,7 +393,7 @@ class PPOTrainer(UpdateLoop):
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
         rewards, info = outs[1], outs[-2]
         out = {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1))}
-        out.update(eval_cost_metrics(info, self.env.max_steps, self.cost_names))
+        out.update(eval_cost_metrics(info, self.env.max_steps, self.eval_channels))
         return out
 
     # -- minibatches -----------------------------------------------------------------
@@ -438,6 +442,8 @@ class PPOTrainer(UpdateLoop):
             policy, opt_state = carry
             (_, stats), grads = eqx.filter_value_and_grad(self._loss, has_aux=True)(policy, mb)
             updates, opt_state = self.optimizer.update(grads, opt_state, eqx.filter(policy, eqx.is_array))
+            # Before zero_nans: a NaN gradient shows here even though the update skips it.
+            stats = {**stats, "grad_norm": optax.tree.norm(grads)}
             return (eqx.apply_updates(policy, updates), opt_state), stats
 
         def epoch(carry, k):

@@ -37,9 +37,9 @@ def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tu
     ``eval_total_cost`` (= ``eval_cost``): mean episode sum of ``info["cost_sum"]``;
     ``eval_cost_per_step`` = that / ``max_steps``; for each of ``EVAL_COST_KEYS`` in
     ``info``: ``eval_<key>_total`` (mean episode sum) and ``eval_<key>_rate`` (fraction of
-    steps with a positive value); with ``selected_names`` (a ``SafeRLWrapper``'s selected
-    channels, ``info["constraint_costs"]`` in that order): ``eval_cost_<name>``, the mean
-    episode sum of each.
+    steps with a positive value); with ``selected_names`` (the channels of
+    ``info["constraint_costs"]`` in that order: a ``SafeRLWrapper``'s selected ones, or
+    every channel of the env): ``eval_cost_<name>``, the mean episode sum of each.
     """
     total = jnp.mean(jnp.sum(info["cost_sum"], axis=1))
     out = {"eval_cost": total, "eval_total_cost": total, "eval_cost_per_step": total / max_steps}
@@ -48,7 +48,7 @@ def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tu
             x = info[key]
             out[f"eval_{key}_total"] = jnp.mean(jnp.sum(x.reshape(x.shape[:2] + (-1,)), axis=(1, 2)))
             out[f"eval_{key}_rate"] = jnp.mean((x > 0).astype(jnp.float32))
-    if selected_names:
+    if selected_names and info["constraint_costs"].shape[-1] == len(selected_names):
         per = jnp.mean(jnp.sum(info["constraint_costs"], axis=1), axis=0)
         out.update({f"eval_cost_{n}": per[i] for i, n in enumerate(selected_names)})
     return out

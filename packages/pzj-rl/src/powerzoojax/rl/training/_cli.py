@@ -3,53 +3,128 @@
     powerzoojax-train --list-presets
     powerzoojax-train --preset case5-economic-dispatch --seed 0 --output runs/ed
     powerzoojax-train --preset case5-safe-dispatch --total_timesteps 50000 --lambda_lr 0.1
+    powerzoojax-train --resume runs/ed --total_timesteps 400000
+    powerzoojax-train eval runs/ed --episodes 64 --split iid --trace runs/ed/episode.npz
 
-``--config PATH`` (YAML) replaces the preset's config entirely; any other ``--key
-value`` pair overrides that config field (values parsed as int, then float, then kept
-as a string; ``true``/``false`` for boolean fields). ``--output PATH``: a directory that
-receives ``result.json``, ``metrics.csv``/``.jsonl``, ``learning_curve.png``,
-``config.yaml`` and ``checkpoints/``; a path ending in ``.json`` names the result file
-and the rest goes next to it. ``--resume CHECKPOINT`` continues a run. Prints the
-result summary as JSON.
+Every ``TrainConfig`` field is a flag of the same name (``--learning_rate`` or
+``--learning-rate``; ``--lr`` as in the YAML files); ``--help`` lists them with their
+types and defaults. ``--config PATH`` (a complete YAML config) replaces the preset's
+config; the flags override single fields of either. ``--output PATH``: a folder that
+receives ``result.json`` (+ the weights ``result.eqx``), ``metrics.csv``/``.jsonl``,
+``learning_curve.png``, ``config.yaml`` and ``checkpoints/``; a path ending in ``.json``
+names the result file and the rest goes next to it. ``--resume`` takes a checkpoint or
+a run folder, continues that run (same preset and config; only ``--total_timesteps``
+may grow) and writes into the same folder. Prints the result summary as JSON.
+
+Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad config, output
+folder problem, unusable checkpoint), 3 not implemented, 4 training diverged, 128 +
+the signal number when SIGINT / SIGTERM stopped training (after checkpointing).
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
+import types
+import typing
+from collections.abc import Callable
 from typing import Any
 
+EXIT_BAD_INPUT, EXIT_NOT_IMPLEMENTED, EXIT_DIVERGED = 2, 3, 4
 
-def _parse_value(text: str) -> Any:
-    for cast in (int, float):
+
+# -- flags generated from TrainConfig ---------------------------------------------------
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "1", "yes", "on"):
+        return True
+    if low in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _sequence(cast: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
         try:
-            return cast(text)
+            return [cast(t) for t in text.split(",") if t.strip()]
         except ValueError:
-            pass
-    if "," in text:
-        return [_parse_value(t) for t in text.split(",") if t]
-    return text
+            raise argparse.ArgumentTypeError(f"expected comma-separated {cast.__name__} values, got {text!r}") from None
+
+    parse.__name__ = f"list of {cast.__name__}"
+    return parse
+
+
+def _converter(annotation: Any) -> tuple[Callable[[str], Any], str]:
+    """``(parse, type name)`` for a ``TrainConfig`` field annotation."""
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if annotation is bool:
+        return _bool, "bool"
+    if annotation in (int, float, str):
+        return annotation, annotation.__name__
+    if origin is tuple:
+        return _sequence(args[0]), f"comma-separated {args[0].__name__}s"
+    if origin in (typing.Union, types.UnionType):
+        optional = type(None) in args
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and rest[0] in (int, float):
+            cast = rest[0]
+
+            def parse(text: str) -> Any:
+                return None if text.strip().lower() in ("none", "null") else cast(text)
+
+            return parse, f"{cast.__name__} or none"
+        if float in rest and any(typing.get_origin(a) is tuple for a in rest):
+            many = _sequence(float)
+
+            def parse(text: str) -> Any:
+                return many(text) if "," in text else float(text)
+
+            return parse, "float, or comma-separated floats (one per constraint)" + (" or none" if optional else "")
+    raise TypeError(f"no command-line parser for TrainConfig annotation {annotation!r}")  # pragma: no cover
+
+
+def _flag_names(name: str) -> list[str]:
+    from powerzoojax.rl.algos._config import _ALIASES
+
+    names = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+    return names + [f"--{alias}" for alias, target in _ALIASES.items() if target == name]
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``TrainConfig`` field (bar ``seed``), with its type and default in the help."""
+    from powerzoojax.rl.algos._config import TrainConfig
+
+    group = parser.add_argument_group(
+        "config overrides", "each TrainConfig field; the default shown is TrainConfig's (a preset may set its own)"
+    )
+    for field in dataclasses.fields(TrainConfig):
+        if field.name == "seed":
+            continue
+        parse, type_name = _converter(field.type)
+        default = field.default
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        group.add_argument(
+            *_flag_names(field.name), dest=field.name, type=parse, default=argparse.SUPPRESS,
+            metavar=type_name.split()[0].upper() if " " not in type_name else "VALUE",
+            help=f"{type_name} (default: {shown})",
+        )
 
 
 def _overrides(extra: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(extra):
-        token = extra[i]
-        if not token.startswith("--"):
-            raise SystemExit(f"powerzoojax-train: unexpected argument {token!r} (overrides are --key value pairs)")
-        name = token[2:].replace("-", "_")
-        if "=" in name:
-            name, value = name.split("=", 1)
-            i += 1
-        else:
-            if i + 1 >= len(extra):
-                raise SystemExit(f"powerzoojax-train: override --{name} needs a value")
-            value = extra[i + 1]
-            i += 2
-        out[name] = _parse_value(value)
-    out.pop("seed", None)
-    return out
+    """Config overrides from ``--key value`` flags (``--seed`` is not one: it has its own flag)."""
+    parser = argparse.ArgumentParser(prog="powerzoojax-train", add_help=False)
+    parser.add_argument("--seed", type=int)
+    add_config_flags(parser)
+    values = vars(parser.parse_args(extra))
+    values.pop("seed", None)
+    return values
+
+
+# -- training ---------------------------------------------------------------------------
 
 
 def _print_presets(stream) -> None:
@@ -62,58 +137,151 @@ def _print_presets(stream) -> None:
         stream.write(f"{r['name']:<{width}}  {r['algo']:<15} {r['total_timesteps']:>11,}  {r['description']}\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _train_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="powerzoojax-train", description="Train a PowerZooJax preset (PPO, PPO-Lagrangian, Sauté-PPO)."
+        prog="powerzoojax-train",
+        description="Train a PowerZooJax preset (PPO, PPO-Lagrangian, Sauté-PPO, SAC, IPPO). "
+        "`powerzoojax-train eval RUN_DIR --help` evaluates a finished or stopped run.",
     )
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     parser.add_argument("--preset", metavar="NAME", help="preset to train (see --list-presets)")
-    parser.add_argument("--seed", type=int, default=42, help="PRNG seed (default 42)")
-    parser.add_argument("--config", metavar="PATH", help="YAML config replacing the preset's")
-    parser.add_argument("--output", metavar="PATH", help="output directory, or the result JSON path")
-    parser.add_argument("--resume", metavar="CHECKPOINT", help="resume from a checkpoint (.eqx)")
-    parser.add_argument("--progress", dest="progress", action="store_true", default=None, help="force the progress line")
+    parser.add_argument("--seed", type=int, default=None, help="PRNG seed (42; on --resume, the run's own)")
+    parser.add_argument("--config", metavar="PATH", help="complete YAML config replacing the preset's")
+    parser.add_argument("--output", metavar="PATH", help="output folder, or the result JSON path")
+    parser.add_argument("--resume", metavar="CHECKPOINT_OR_RUN_DIR", help="continue a run from a checkpoint "
+                        "(a run folder: its newest); same config, --total_timesteps may grow")
+    parser.add_argument("--checkpoint-every", type=int, metavar="UPDATES", default=None,
+                        help="updates between checkpoints (default: every progress report, about 20 per run)")
+    parser.add_argument("--progress", dest="progress", action="store_true", default=None,
+                        help="force the progress line (default: live line on a terminal, plain lines every few seconds otherwise)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line")
-    args, extra = parser.parse_known_args(argv)
+    add_config_flags(parser)
+    return parser
+
+
+def _fail(code: int, message: str) -> int:
+    sys.stderr.write(f"powerzoojax-train: {message}\n")
+    return code
+
+
+def _resume_source(path: str) -> tuple[str, dict[str, Any]]:
+    from powerzoojax.rl.training._checkpoint import read_sidecar, resolve_checkpoint
+
+    checkpoint = resolve_checkpoint(path)
+    return checkpoint, read_sidecar(checkpoint)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "eval":
+        return eval_main(argv[1:])
+    parser = _train_parser()
+    args = parser.parse_args(argv)
+    from powerzoojax.rl.algos._config import TrainConfig
+
+    config_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    overrides = {k: v for k, v in vars(args).items() if k in config_fields and k != "seed"}
 
     if args.list_presets:
         _print_presets(sys.stdout)
         return 0
-    if not args.preset:
-        parser.print_help(sys.stderr)
-        return 1
-    overrides = _overrides(extra)
 
-    from powerzoojax.rl.algos._config import load_config
+    from powerzoojax.rl.algos._config import ConfigFileError, load_config
+    from powerzoojax.rl.algos._files import OutputDirError
+    from powerzoojax.rl.training._checkpoint import CheckpointError
     from powerzoojax.rl.training._presets import get_preset
+    from powerzoojax.rl.training._runner import TrainingDiverged, TrainingInterrupted
     from powerzoojax.rl.training._train import train
 
+    config, seed, preset, resume = None, args.seed, args.preset, None
+    output = args.output
     try:
-        get_preset(args.preset)
+        if args.resume:
+            resume, sidecar = _resume_source(args.resume)
+            if sidecar.get("preset") is None:
+                return _fail(EXIT_BAD_INPUT, f"{resume} comes from a run started from an env object; resume it with "
+                             "train(env, resume_from=...)")
+            if preset is not None and preset != sidecar["preset"]:
+                return _fail(EXIT_BAD_INPUT, f"{resume} belongs to preset {sidecar['preset']!r}, not {preset!r}")
+            preset = sidecar["preset"]
+            config = load_config(sidecar["config"])
+            seed = config.seed if seed is None else seed
+            output = output or os.path.dirname(os.path.dirname(os.path.abspath(resume)))
+        if not preset:
+            parser.print_help(sys.stderr)
+            return 1
+        get_preset(preset)
+        if args.config:
+            config = load_config(args.config, complete=True)
     except KeyError as err:
-        sys.stderr.write(f"powerzoojax-train: {err.args[0]}\n")
-        return 2
-    config = load_config(args.config) if args.config else None
+        return _fail(EXIT_BAD_INPUT, err.args[0])
+    except (ConfigFileError, CheckpointError) as err:
+        return _fail(EXIT_BAD_INPUT, str(err))
+    seed = 42 if seed is None else seed
     output_dir, result_path = None, None
-    if args.output:
-        if args.output.endswith(".json"):
-            result_path = args.output
-            output_dir = os.path.dirname(args.output) or "."
+    if output:
+        if output.endswith(".json"):
+            result_path = output
+            output_dir = os.path.dirname(output) or "."
         else:
-            output_dir = args.output
+            output_dir = output
             result_path = os.path.join(output_dir, "result.json")
     try:
         result = train(
-            args.preset, config=config, seed=args.seed, output_dir=output_dir, progress=args.progress,
-            resume_from=args.resume, **overrides,
+            preset, config=config, seed=seed, output_dir=output_dir, progress=args.progress, resume_from=resume,
+            checkpoint_every=args.checkpoint_every, **overrides,
         )
     except NotImplementedError as err:
-        sys.stderr.write(f"powerzoojax-train: {err}\n")
-        return 3
+        return _fail(EXIT_NOT_IMPLEMENTED, str(err))
+    except TrainingDiverged as err:
+        return _fail(EXIT_DIVERGED, str(err))
+    except TrainingInterrupted as err:
+        return _fail(128 + err.signum, str(err))
+    except (OutputDirError, CheckpointError) as err:
+        return _fail(EXIT_BAD_INPUT, str(err))
     except (TypeError, ValueError) as err:
-        sys.stderr.write(f"powerzoojax-train: {err}\n")
-        return 2
-    if result_path is not None:
-        result.save(result_path)
-    print(json.dumps(result.summary, indent=2))
+        return _fail(EXIT_BAD_INPUT, str(err))
+    if result_path is not None and result_path != os.path.join(output_dir, "result.json"):
+        result.save(result_path, preset=preset)
+    print(json.dumps(_json_ready(result.summary), indent=2))
+    return 0
+
+
+def _json_ready(value: Any) -> Any:
+    from powerzoojax.rl.algos._result import _jsonable
+
+    return _jsonable(value)
+
+
+# -- evaluation -------------------------------------------------------------------------
+
+
+def eval_main(argv: list[str]) -> int:
+    """``powerzoojax-train eval RUN_DIR``: evaluate a run's newest checkpoint, print and write ``eval.json``."""
+    from powerzoojax.rl.training._policy import SPLITS
+
+    parser = argparse.ArgumentParser(
+        prog="powerzoojax-train eval",
+        description="Evaluate the deterministic policy of a run folder's newest checkpoint (or a checkpoint file); "
+        "prints the evaluation as JSON and writes RUN_DIR/eval.json.",
+    )
+    parser.add_argument("run", metavar="RUN_DIR", help="run folder (or a checkpoint .eqx)")
+    parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes (default: 32)")
+    parser.add_argument("--split", choices=SPLITS, default="iid",
+                        help="iid (default): the training distribution on fresh episodes, or a task preset's iid split; "
+                        "ood: a task preset's out-of-distribution split")
+    parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: derived from the run's seed)")
+    parser.add_argument("--trace", metavar="PATH", default=None, help="also save one episode (observations, actions, rewards, costs) as .npz")
+    args = parser.parse_args(argv)
+
+    from powerzoojax.rl.training._checkpoint import CheckpointError
+    from powerzoojax.rl.training._policy import evaluate_run
+
+    try:
+        report = evaluate_run(args.run, episodes=args.episodes, split=args.split, seed=args.seed, trace_path=args.trace)
+    except NotImplementedError as err:
+        return _fail(EXIT_NOT_IMPLEMENTED, str(err))
+    except (CheckpointError, KeyError, TypeError, ValueError) as err:
+        return _fail(EXIT_BAD_INPUT, str(err.args[0] if isinstance(err, KeyError) else err))
+    print(json.dumps(report, indent=2))
     return 0

@@ -104,27 +104,11 @@ def _as_saute(env: Any, config: TrainConfig) -> SauteWrapper:
     )
 
 
-def train(
-    preset_or_env: str | Any,
-    config: TrainConfig | None = None,
-    reward_fn: Callable | None = None,
-    seed: int = 42,
-    *,
-    output_dir: str | os.PathLike | None = None,
-    progress: bool | None = None,
-    resume_from: str | os.PathLike | None = None,
+def build_trainer(
+    preset_or_env: str | Any, config: TrainConfig | None = None, reward_fn: Callable | None = None, seed: int = 42,
     **overrides: Any,
-) -> TrainResult:
-    """Train from a preset name or an env in one call.
-
-    A preset name brings its env, config and reward function (each replaced by the
-    arguments when given). A bare ``Environment`` is bound with its default params
-    (``safe=True`` for ``ppo_lagrangian``). ``seed`` and ``overrides`` are applied with
-    ``config.replace(seed=seed, **overrides)``; ``algo="saute_ppo"`` wraps the env in a
-    ``SauteWrapper`` built from the ``saute_*`` fields; a ``reward_fn`` adds a
-    ``RewardWrapper``. ``output_dir``, ``progress`` and ``resume_from`` are passed to
-    the host driver (metrics files, plot, checkpoints, status line).
-    """
+) -> tuple[Any, str | None]:
+    """The trainer ``train`` runs, and the preset name (None for an env): see :func:`train`."""
     if isinstance(preset_or_env, str):
         from powerzoojax.rl.training._presets import get_preset
 
@@ -132,11 +116,11 @@ def train(
         env = preset.env_factory()
         config = preset.config if config is None else config
         reward_fn = preset.reward_fn if reward_fn is None else reward_fn
-        env_name = preset_or_env
+        preset_name = preset_or_env
     else:
         env = preset_or_env
         config = TrainConfig() if config is None else config
-        env_name = None
+        preset_name = None
     config = config.replace(seed=seed, **overrides)
     from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
@@ -148,22 +132,45 @@ def train(
         env = _as_saute(env, config)
     if reward_fn is not None:
         env = RewardWrapper(env, reward_fn)
-    trainer = make_train(env, config)
-    result = run_training(
+    return make_train(env, config), preset_name
+
+
+def train(
+    preset_or_env: str | Any,
+    config: TrainConfig | None = None,
+    reward_fn: Callable | None = None,
+    seed: int = 42,
+    *,
+    output_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    resume_from: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    **overrides: Any,
+) -> TrainResult:
+    """Train from a preset name or an env in one call.
+
+    A preset name brings its env, config and reward function (each replaced by the
+    arguments when given). A bare ``Environment`` is bound with its default params
+    (``safe=True`` for ``ppo_lagrangian``). ``seed`` and ``overrides`` are applied with
+    ``config.replace(seed=seed, **overrides)``; ``algo="saute_ppo"`` wraps the env in a
+    ``SauteWrapper`` built from the ``saute_*`` fields; a ``reward_fn`` adds a
+    ``RewardWrapper``. ``output_dir``, ``progress``, ``resume_from`` (a checkpoint or a
+    run folder: its newest checkpoint) and ``checkpoint_every`` are passed to the host
+    driver :func:`~powerzoojax.rl.run_training` (metrics files, plot, checkpoints,
+    status line, divergence and signal handling).
+    """
+    from powerzoojax.rl.training._checkpoint import resolve_checkpoint
+
+    trainer, preset_name = build_trainer(preset_or_env, config, reward_fn, seed, **overrides)
+    return run_training(
         trainer,
         jr.PRNGKey(seed),
         output_dir=None if output_dir is None else os.fspath(output_dir),
         progress=progress,
-        resume_from=None if resume_from is None else os.fspath(resume_from),
+        resume_from=None if resume_from is None else resolve_checkpoint(os.fspath(resume_from)),
+        checkpoint_every=checkpoint_every,
+        preset=preset_name,
     )
-    if env_name is not None:
-        result = TrainResult(
-            params=result.params, metrics=result.metrics, config=result.config, env_name=env_name,
-            obs_stats=result.obs_stats, checkpoints=result.checkpoints,
-        )
-        if output_dir is not None:
-            result.save(os.path.join(os.fspath(output_dir), "result.json"))
-    return result
 
 
 def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:

@@ -1,0 +1,168 @@
+"""Checkpoints of a training run: the whole training state plus a JSON sidecar.
+
+``checkpoints/update_NNNNNN.eqx`` holds ``eqx.tree_serialise_leaves`` of the training
+state — policy, optimiser state, env states, PRNG key, normalisation statistics,
+Lagrange multipliers — so a resumed run continues bit for bit. The sidecar
+``update_NNNNNN.json`` holds the format version, the config, the preset (when the run
+came from one), the update and env-step counts, the metric rows so far and the SHA-256
+of the ``.eqx`` bytes; both files are written atomically, the sidecar last, so a
+checkpoint without a sidecar is an unfinished write and is ignored.
+"""
+
+import io
+import json
+import os
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from powerzoojax.rl.algos._files import atomic_write, sha256_bytes, sha256_file
+
+CHECKPOINT_FORMAT = 2
+# The one config field a resumed run may change: a longer run continues the same one.
+_EXTENDABLE = ("total_timesteps",)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, corrupted, non-finite, or from another run."""
+
+
+def sidecar_path(path: str) -> str:
+    return os.path.splitext(path)[0] + ".json"
+
+
+def save_checkpoint(
+    path: str, trainer: Any, state: Any, rows: list[dict[str, Any]], *, preset: str | None = None
+) -> None:
+    """Write ``path`` (the training state) and its sidecar, each atomically."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    buffer = io.BytesIO()
+    eqx.tree_serialise_leaves(buffer, state)
+    data = buffer.getvalue()
+    update = int(state.update)
+    sidecar = {
+        "format": CHECKPOINT_FORMAT,
+        "algo": trainer.config.algo,
+        "env": trainer.env.name,
+        "preset": preset,
+        "update": update,
+        "env_steps": update * trainer.batch_size,
+        "n_updates": trainer.n_updates,
+        "sha256": sha256_bytes(data),
+        "config": trainer.config._asdict(),
+        "metrics": rows[:update],
+    }
+    atomic_write(path, data)
+    atomic_write(sidecar_path(path), json.dumps(sidecar))
+
+
+def read_sidecar(path: str) -> dict[str, Any]:
+    """The sidecar of checkpoint ``path``, after checking that the checkpoint's bytes match its checksum."""
+    side = sidecar_path(path)
+    if not os.path.isfile(path) or not os.path.isfile(side):
+        missing = path if not os.path.isfile(path) else side
+        raise CheckpointError(f"checkpoint {path}: {missing} does not exist")
+    try:
+        with open(side) as f:
+            sidecar = json.load(f)
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"checkpoint {path}: sidecar {side} is not valid JSON ({err})") from None
+    if sidecar.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"checkpoint {path}: format {sidecar.get('format')!r}, expected {CHECKPOINT_FORMAT}"
+        )
+    digest = sha256_file(path)
+    if digest != sidecar.get("sha256"):
+        raise CheckpointError(
+            f"checkpoint {path} is corrupted: its SHA-256 is {digest}, the sidecar records {sidecar.get('sha256')}"
+        )
+    return sidecar
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Fields whose values differ between two ``TrainConfig._asdict()`` dicts, sorted."""
+    return sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+
+
+@jax.jit
+def _finite_leaves(tree: Any) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def learned_state_is_finite(state: Any) -> bool:
+    """Whether every float of what training learns (the policy and the optimiser state) is finite.
+
+    Env states are left out: an env may carry ``inf`` on purpose (an unlimited line).
+    """
+    learned = {name: getattr(state, name) for name in ("policy", "opt_state", "critic", "target", "log_alpha", "log_lambda")
+               if hasattr(state, name)}
+    return bool(_finite_leaves(eqx.filter(learned, eqx.is_inexact_array)))
+
+
+def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """Training state and metric rows of a checkpoint written by :func:`save_checkpoint`.
+
+    Raises :class:`CheckpointError` (a ``ValueError``) when the files are missing or their
+    checksum does not match, when the checkpoint was written under another config (the
+    message lists the differing fields; only ``total_timesteps`` may grow), or when the
+    saved policy or optimiser state holds a NaN or an infinity.
+    """
+    path = os.fspath(path)
+    sidecar = read_sidecar(path)
+    saved, current = dict(sidecar["config"]), trainer.config._asdict()
+    diff = config_differences(saved, current)
+    extended = [k for k in diff if k in _EXTENDABLE]
+    refused = [k for k in diff if k not in _EXTENDABLE]
+    if refused:
+        detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {current.get(k)!r}" for k in refused)
+        raise CheckpointError(
+            f"checkpoint {path} was written with a different config (fields {refused}: {detail}); a resumed run "
+            "keeps its config and may only raise total_timesteps"
+        )
+    if extended and trainer.n_updates < int(sidecar["update"]):
+        raise CheckpointError(
+            f"checkpoint {path} is at update {sidecar['update']}; total_timesteps={current['total_timesteps']} "
+            f"gives only {trainer.n_updates} updates (a resumed run can be extended, not shortened)"
+        )
+    template = jax.eval_shape(trainer.init, jr.PRNGKey(0) if key is None else key)
+    try:
+        state = eqx.tree_deserialise_leaves(path, template)
+    except Exception as err:  # noqa: BLE001 - any decoding failure means the file does not fit this trainer
+        raise CheckpointError(f"checkpoint {path} does not hold this trainer's state ({err})") from None
+    state = jax.tree.map(lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, state)
+    if not learned_state_is_finite(state):
+        raise CheckpointError(f"checkpoint {path} holds NaN or infinite policy/optimiser values; it cannot be resumed or evaluated")
+    return state, list(sidecar["metrics"])
+
+
+def list_checkpoints(output_dir: str) -> list[str]:
+    """Complete checkpoints (``.eqx`` with a sidecar) in ``output_dir/checkpoints``, oldest first."""
+    folder = os.path.join(os.fspath(output_dir), "checkpoints")
+    if not os.path.isdir(folder):
+        return []
+    names = sorted(f for f in os.listdir(folder) if f.startswith("update_") and f.endswith(".eqx"))
+    paths = [os.path.join(folder, f) for f in names]
+    return [p for p in paths if os.path.isfile(sidecar_path(p))]
+
+
+def latest_checkpoint(output_dir: str) -> str | None:
+    """The newest complete checkpoint of a run folder, or None."""
+    found = list_checkpoints(output_dir)
+    return found[-1] if found else None
+
+
+def resolve_checkpoint(path: str) -> str:
+    """A checkpoint path from a checkpoint file, its sidecar, or a run folder (its newest checkpoint)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        found = latest_checkpoint(path)
+        if found is None:
+            raise CheckpointError(f"{path} holds no checkpoint (expected {os.path.join(path, 'checkpoints', 'update_*.eqx')})")
+        return found
+    if path.endswith(".json"):
+        return os.path.splitext(path)[0] + ".eqx"
+    return path

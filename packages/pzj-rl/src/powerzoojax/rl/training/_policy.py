@@ -1,0 +1,246 @@
+"""Reloading a trained policy in one call, and evaluating a run folder.
+
+``load_policy(path)`` reads a checkpoint (or a run folder: its newest checkpoint),
+verifies its checksum, rebuilds the env it was trained on (from the preset recorded in
+the sidecar, or the ``env`` given) and returns the policy as ``policy(obs, key) ->
+action``. ``evaluate_run(run_dir)`` runs that policy on fresh episodes and writes
+``eval.json`` (return, each cost channel with its unit, the task's metrics where the
+preset belongs to a task) and optionally an episode trace (``.npz``) for plotting.
+"""
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+from powerzoojax.core import rollout
+from powerzoojax.rl.algos._config import TrainConfig, load_config
+from powerzoojax.rl.algos._files import atomic_write
+from powerzoojax.rl.training._checkpoint import CheckpointError, load_checkpoint, read_sidecar, resolve_checkpoint
+from powerzoojax.rl.training._units import channel_units, reported_channels
+
+SPLITS = ("iid", "ood")
+# Presets that belong to a benchmark task: (task module, task factory, {split: the task's split}).
+# The task's frozen splits come from its real profiles (the DSO presets train on synthetic
+# feeder shapes, so both of its splits test transfer to measured load).
+_DSO = ("powerzoojax.grid.tasks.dso", lambda m: m.DSOTask(), {"iid": "iid", "ood": "summer_ood"})
+_TASK_SPLITS: dict[str, tuple[str, Callable[[Any], Any], dict[str, str]]] = {"dso-nflex": _DSO, "dso-nflex-safe": _DSO}
+# Offset between the training seed and the evaluation's: evaluation episodes are fresh draws.
+_EVAL_SEED_OFFSET = 1_000_003
+
+
+class LoadedPolicy(NamedTuple):
+    """A trained policy and what it was trained on.
+
+    ``policy(obs, key) -> action`` (jitted; unbatched ``obs`` of ``wrapped``); ``env`` and
+    ``params``: the physical env and its params; ``wrapped``: the bound wrapper the
+    policy saw during training; ``config``, ``preset`` (None for a run from an env) and
+    ``checkpoint`` (the file read).
+    """
+
+    policy: Callable[[jax.Array, jax.Array], jax.Array]
+    env: Any
+    params: Any
+    wrapped: Any
+    config: TrainConfig
+    preset: str | None
+    checkpoint: str
+
+
+def _physical(wrapped: Any) -> tuple[Any, Any]:
+    """``(env, params)`` under a stack of bound wrappers."""
+    inner = wrapped
+    while not hasattr(inner, "params") and hasattr(inner, "wrapped"):
+        inner = inner.wrapped
+    return getattr(inner, "env", inner), getattr(inner, "params", None)
+
+
+def _act_fn(trainer: Any, state: Any, deterministic: bool) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    from powerzoojax.rl.algos._networks import BetaActorCritic, beta_sample
+    from powerzoojax.rl.algos._ppo import PPOTrainer, normalize
+    from powerzoojax.rl.algos._sac import SACTrainer
+
+    policy = state.policy
+    if isinstance(trainer, SACTrainer):
+        if deterministic:
+            return lambda obs, key: trainer.deterministic_action(policy, obs)
+        return lambda obs, key: trainer.to_env_action(policy.sample(key, obs)[0])
+    if not isinstance(trainer, PPOTrainer):
+        raise NotImplementedError(
+            f"load_policy reloads single-agent PPO-family and SAC runs; algo={trainer.config.algo!r} is multi-agent "
+            "(use load_checkpoint and make_ippo_act)"
+        )
+    stats = state.obs_stats if trainer.config.normalize_observations else None
+    if deterministic:
+        return lambda obs, key: trainer.deterministic_action(policy, stats, obs)
+
+    def sample(obs, key):
+        nobs = obs if stats is None else normalize(stats, obs)
+        if isinstance(policy, BetaActorCritic):
+            alpha, beta, _ = policy(nobs)
+            return trainer.to_env_action(2.0 * beta_sample(key, alpha, beta) - 1.0)
+        mean, log_std, _ = policy(nobs)
+        return trainer.to_env_action(mean + jnp.exp(log_std) * jr.normal(key, mean.shape))
+
+    return sample
+
+
+def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool = True) -> LoadedPolicy:
+    """The policy of a checkpoint (or of a run folder's newest checkpoint) and its env.
+
+    The sidecar's checksum is verified and a checkpoint holding NaN is refused
+    (:class:`~._checkpoint.CheckpointError`). The env is rebuilt from the preset the run
+    was trained on; a run started from an env object needs that env passed as ``env``
+    (a bare ``Environment`` or the bound wrapper used for training).
+    ``deterministic=False`` samples from the policy's distribution with the given key.
+    """
+    from powerzoojax.rl.training._train import build_trainer
+
+    checkpoint = resolve_checkpoint(os.fspath(path))
+    sidecar = read_sidecar(checkpoint)
+    config = load_config(sidecar["config"])
+    preset = sidecar.get("preset")
+    if env is None and preset is None:
+        raise CheckpointError(
+            f"checkpoint {checkpoint} comes from a run started from an env object, not a preset: "
+            "pass the env it was trained on, load_policy(path, env=...)"
+        )
+    trainer, _ = build_trainer(preset if env is None else env, config, None, config.seed)
+    state, _ = load_checkpoint(checkpoint, trainer)
+    act = jax.jit(_act_fn(trainer, state, deterministic))
+    bare, params = _physical(trainer.env)
+    return LoadedPolicy(act, bare, params, trainer.env, config, preset, checkpoint)
+
+
+def _split_env(loaded: LoadedPolicy, split: str) -> tuple[Any, Any]:
+    """The wrapper to evaluate on for ``split`` and the task that defines it (or None)."""
+    import importlib
+
+    import equinox as eqx
+
+    if split not in SPLITS:
+        raise ValueError(f"evaluate: split must be one of {list(SPLITS)}, got {split!r}")
+    entry = _TASK_SPLITS.get(loaded.preset or "")
+    if entry is None:
+        if split == "ood":
+            raise ValueError(
+                f"evaluate: the run's preset {loaded.preset!r} belongs to no benchmark task, so it has no ood split; "
+                f"presets with one: {sorted(_TASK_SPLITS)}"
+            )
+        return loaded.wrapped, None
+    module, factory, names = entry
+    task = factory(importlib.import_module(module))
+    params = task.make_params(names[split])
+    holder = loaded.wrapped
+    path = []
+    while not hasattr(holder, "params"):
+        holder, path = holder.wrapped, path + ["wrapped"]
+
+    def where(w):
+        for name in path:
+            w = getattr(w, name)
+        return w.params
+
+    return eqx.tree_at(where, loaded.wrapped, params), task
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    x = np.asarray(x, np.float64)
+    return {"mean": float(x.mean()), "std": float(x.std()), "min": float(x.min()), "max": float(x.max())}
+
+
+def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]:
+    """One episode from reset: observations, actions, rewards, costs, done flags."""
+    k_reset, k_roll = jr.split(key)
+
+    @jax.jit
+    def run(k_reset, k_roll):
+        obs, state = wrapped.reset(k_reset)
+
+        def policy(k, o, _):
+            a = act(o, k)
+            return a, (o, a)
+
+        _, _, outs = rollout(wrapped.step_auto_reset, k_roll, state, length=wrapped.max_steps, policy=policy, init_obs=obs)
+        info = outs[-2]
+        obs_seen, actions = outs[-1]
+        return {"obs": obs_seen, "action": actions, "reward": outs[1], "constraint_costs": info["constraint_costs"],
+                "cost_sum": info["cost_sum"], "done": outs[-3]}
+
+    return {k: np.asarray(v) for k, v in run(k_reset, k_roll).items()}
+
+
+def evaluate_run(
+    run: str | os.PathLike, *, episodes: int = 32, split: str = "iid", seed: int | None = None,
+    trace_path: str | os.PathLike | None = None, write: bool = True,
+) -> dict[str, Any]:
+    """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the deterministic policy.
+
+    ``split``: for a preset that belongs to a benchmark task (``dso-nflex``,
+    ``dso-nflex-safe``), that task's ``iid`` or out-of-distribution split; for any other
+    run ``"iid"`` is the training distribution on fresh episodes (seeds disjoint from
+    training) and ``"ood"`` is refused, as no such split is defined. Returns and writes to ``eval.json`` in the run
+    folder: the episode return (mean, std, min, max over ``episodes``), the summed cost
+    and each cost channel (mean episode sum, with its unit, and the fraction of steps it
+    was positive) and, for task presets, the task's metrics on one episode.
+    ``trace_path``: also save one episode (observations, actions, rewards, costs) as ``.npz``.
+    """
+    from powerzoojax.rl.training._train import evaluate
+
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"evaluate: episodes must be a positive integer, got {episodes!r}")
+    run = os.fspath(run)
+    loaded = load_policy(run)
+    wrapped, task = _split_env(loaded, split)
+    seed = loaded.config.seed + _EVAL_SEED_OFFSET if seed is None else seed
+    key = jr.PRNGKey(seed)
+    out = evaluate(wrapped, lambda k, o: loaded.policy(o, k), key, episodes)
+    names = reported_channels(wrapped)
+    units = channel_units(wrapped)
+    horizon = wrapped.max_steps
+    costs = {}
+    for i, name in enumerate(names):
+        costs[name] = {
+            "unit": units[name], **_stats(out["constraint_costs"][:, i]),
+            "violation_rate": float(np.mean(out["violation_steps"][:, i]) / horizon),
+        }
+    sidecar = read_sidecar(loaded.checkpoint)
+    report: dict[str, Any] = {
+        "checkpoint": os.path.relpath(loaded.checkpoint, run) if os.path.isdir(run) else loaded.checkpoint,
+        "preset": loaded.preset,
+        "env": wrapped.name,
+        "algo": loaded.config.algo,
+        "env_steps_trained": sidecar["env_steps"],
+        "split": split,
+        "episodes": episodes,
+        "episode_steps": horizon,
+        "seed": seed,
+        "source": "deterministic evaluation (mean action) of the checkpoint's policy",
+        "return": _stats(out["return"]),
+        "cost_sum": _stats(out["cost_sum"]),
+        "costs": costs,
+        "task_metrics": None,
+    }
+    if task is not None:
+        env, params = _physical(wrapped)
+        k_task = jr.fold_in(key, 1)
+        agent = task.rollout(env, params, k_task, lambda obs, state, k: loaded.policy(obs, k))
+        baseline = task.baseline_rollout(env, params, k_task, task.baseline_names()[0])
+        report["task_metrics"] = {k: float(v) for k, v in task.compute_metrics(agent, baseline).items()}
+    if trace_path is not None:
+        trace = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
+        trace["cost_names"] = np.asarray(names, dtype=str)
+        trace["cost_units"] = np.asarray([units[n] for n in names], dtype=str)
+        import io
+
+        buffer = io.BytesIO()
+        np.savez(buffer, **trace)
+        atomic_write(os.fspath(trace_path), buffer.getvalue())
+        report["trace"] = os.fspath(trace_path)
+    if write and os.path.isdir(run):
+        atomic_write(os.path.join(run, "eval.json"), json.dumps(report, indent=2))
+    return report

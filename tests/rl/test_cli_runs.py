@@ -1,0 +1,254 @@
+"""The command line and reloading a run: generated flags, strict config files, output-folder
+errors, stop signals, divergence exit code, resume, ``load_policy`` and ``eval``."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax.random as jr
+import numpy as np
+import pytest
+
+PRESET = "case5-economic-dispatch"
+TINY = ["--num_envs", "8", "--n_steps", "16", "--hidden_dims", "16,16", "--n_epochs", "1", "--n_minibatches", "2"]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_help_lists_every_config_field_with_type_and_default(capsys):
+    import dataclasses
+
+    from powerzoojax.rl import TrainConfig
+    from powerzoojax.rl.training._cli import _converter, main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    text = _flat(capsys.readouterr().out)
+    for field in dataclasses.fields(TrainConfig):
+        if field.name == "seed":
+            assert "--seed SEED" in text
+            continue
+        default = ",".join(map(str, field.default)) if isinstance(field.default, tuple) else field.default
+        type_name = _converter(field.type)[1]
+        assert f"--{field.name}" in text, field.name
+        assert _flat(f"{type_name} (default: {default})") in text, field.name
+
+
+def test_every_yaml_key_is_a_flag_of_the_same_name():
+    import yaml
+
+    from powerzoojax.rl import TrainConfig
+    from powerzoojax.rl.algos._config import config_yaml
+    from powerzoojax.rl.training._cli import _overrides
+
+    original = TrainConfig(algo="ppo_lagrangian", hidden_dims=(32, 16), cost_thresholds=(1.0, 2.0), lambda_lr=(0.1, 0.2),
+                           saute_horizon=24, normalize_rewards=True)
+    data = yaml.safe_load(config_yaml(original))
+    argv = []
+    for key, value in data.items():
+        if key == "seed":
+            continue
+        text = "none" if value is None else ",".join(map(str, value)) + ("," if len(value) == 1 else "") if isinstance(
+            value, list) else str(value)
+        argv += [f"--{key}", text]
+    rebuilt = TrainConfig(seed=original.seed).replace(**_overrides(argv))
+    assert rebuilt == original
+    assert _overrides(["--lr", "0.01"]) == {"learning_rate": 0.01}  # the YAML files' alias
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("cut", r"is incomplete or malformed: missing key\(s\) \[.*'hidden_dims'"),
+        ("num_envs: [8\n", r"is not valid YAML at line 2"),
+        ("full+num_envs: many", r"has bad value\(s\): num_envs: (TrainConfig: num_envs must be a positive integer|expected int), got 'many'"),
+        ("full+mystery: 3", r"unknown key\(s\) \['mystery'\]"),
+    ],
+)
+def test_a_bad_config_file_is_an_error_naming_the_file_and_keys(tmp_path, capsys, text, expected):
+    import re
+
+    from powerzoojax.rl import TrainConfig
+    from powerzoojax.rl.algos._config import config_yaml
+    from powerzoojax.rl.training._cli import main
+
+    full = config_yaml(TrainConfig())
+    if text == "cut":
+        lines = full.splitlines(keepends=True)
+        text = "".join(lines[: len(lines) // 2])  # cut at a line boundary: valid YAML, half the keys
+    elif text.startswith("full+"):
+        key = text[len("full+"):].split(":")[0]
+        text = "".join(line for line in full.splitlines(keepends=True) if not line.startswith(key + ":")) + text[5:] + "\n"
+    path = tmp_path / "partial.yaml"
+    path.write_text(text)
+    assert main(["--preset", PRESET, "--config", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and re.search(expected, err), err
+    assert err.count("\n") == 1
+
+
+def test_output_folder_problem_is_a_one_line_error(tmp_path, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    (tmp_path / "checkpoints").write_text("in the way")
+    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", "--total_timesteps", "128", *TINY])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and f"{tmp_path / 'checkpoints'} is a file" in err
+    assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_divergence_exits_non_zero_with_a_clear_message(tmp_path, capsys):
+    from powerzoojax.rl.training._cli import EXIT_DIVERGED, main
+
+    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", "--total_timesteps", "256", *TINY,
+               "--eval_freq", "0", "--lr", "1e38"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_DIVERGED == 4
+    assert "training diverged: non-finite" in err and "at update 1" in err and "learning_rate" in err
+    assert not (tmp_path / "result.json").exists()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny case-5 run through train(), as the command line runs it."""
+    from powerzoojax.rl import train
+
+    out = tmp_path_factory.mktemp("case5")
+    result = train(PRESET, seed=1, output_dir=out, progress=False, total_timesteps=4 * 128, num_envs=8, n_steps=16,
+                   hidden_dims=(16, 16), n_epochs=1, n_minibatches=2, eval_freq=256, eval_num_episodes=2)
+    return out, result
+
+
+def test_load_policy_rebuilds_env_and_policy_from_a_checkpoint(run):
+    from powerzoojax.envs import TransGridEnv
+    from powerzoojax.rl import load_policy, make_act
+
+    out, result = run
+    loaded = load_policy(out)
+    assert isinstance(loaded.env, TransGridEnv) and loaded.preset == PRESET and loaded.config == result.config
+    assert loaded.checkpoint.endswith("update_000004.eqx")
+    obs, _ = loaded.wrapped.reset(jr.PRNGKey(0))
+    action = np.asarray(loaded.policy(obs, jr.PRNGKey(1)))
+    np.testing.assert_array_equal(action, np.asarray(loaded.policy(obs, jr.PRNGKey(2))))  # deterministic
+    # The in-memory result of the same run acts identically: the checkpoint round trip is exact.
+    np.testing.assert_array_equal(action, np.asarray(make_act(result, loaded.wrapped)(jr.PRNGKey(0), obs)))
+    sampling = load_policy(out, deterministic=False)
+    a1, a2 = (np.asarray(sampling.policy(obs, jr.PRNGKey(k))) for k in (1, 2))
+    assert not np.array_equal(a1, a2)
+    space = loaded.wrapped.action_space()
+    assert np.all(a1 >= np.asarray(space.low)) and np.all(a1 <= np.asarray(space.high))
+
+
+def test_load_policy_needs_the_env_of_a_run_started_from_an_env(toy, tiny_config, tmp_path):
+    from powerzoojax.rl import CheckpointError, LogWrapper, load_policy, train
+
+    env, params = toy
+    train(LogWrapper(env, params), tiny_config.replace(total_timesteps=128), output_dir=tmp_path, progress=False)
+    with pytest.raises(CheckpointError, match=r"pass the env it was trained on"):
+        load_policy(tmp_path)
+    loaded = load_policy(tmp_path, env=LogWrapper(env, params))
+    assert loaded.preset is None and loaded.env is env
+
+
+def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    trace_path = tmp_path / "episode.npz"
+    assert main(["eval", str(out), "--episodes", "3", "--trace", str(trace_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((out / "eval.json").read_text())
+    assert printed == saved and saved["split"] == "iid" and saved["episodes"] == 3 and saved["preset"] == PRESET
+    assert saved["source"].startswith("deterministic evaluation")
+    assert list(saved["costs"]) == ["thermal_overload", "voltage_violation", "power_balance", "resource"]
+    assert saved["costs"]["thermal_overload"]["unit"] == "MW·step"
+    assert saved["costs"]["voltage_violation"]["unit"] == "p.u.·step"
+    trace = np.load(trace_path)
+    assert trace["reward"].shape == (48,) and trace["action"].shape == (48, 5) and list(trace["cost_names"])[0] == "thermal_overload"
+    # Case 5's nominal profile and a deterministic policy make every episode the same, so
+    # the evaluation's statistics must agree with the separately rolled-out trace.
+    assert saved["return"]["std"] == pytest.approx(0.0, abs=1e-4)
+    assert saved["return"]["mean"] == pytest.approx(float(np.sum(trace["reward"])), rel=1e-5)
+    for i, name in enumerate(trace["cost_names"]):
+        assert saved["costs"][str(name)]["mean"] == pytest.approx(float(np.sum(trace["constraint_costs"][:, i])), rel=1e-5, abs=1e-6)
+    assert saved["cost_sum"]["mean"] == pytest.approx(float(np.sum(trace["cost_sum"])), rel=1e-5, abs=1e-6)
+
+
+def test_eval_ood_without_a_task_is_refused(run, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    assert main(["eval", str(out), "--split", "ood"]) == 2
+    assert "has no ood split" in capsys.readouterr().err
+
+
+def test_cli_resume_keeps_the_config_and_may_extend_it(run, capsys, tmp_path):
+    import shutil
+
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    folder = tmp_path / "run"
+    shutil.copytree(out, folder)
+    assert main(["--resume", str(folder), "--seed", "5"]) == 2
+    assert "fields ['seed']" in capsys.readouterr().err
+    assert main(["--resume", str(folder), "--learning_rate", "0.1", "--no-progress"]) == 2
+    assert "learning_rate" in capsys.readouterr().err
+    assert main(["--resume", str(folder), "--total_timesteps", str(6 * 128), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["env_steps"] == 6 * 128 and summary["seed"] == 1 and summary["env"] == PRESET
+    rows = (folder / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["update"] for r in rows] == [1, 2, 3, 4, 5, 6]
+
+
+# SIGTERM takes the same path as SIGINT (one handler for both); it runs with the slow tests.
+@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "powerzoojax", "--preset", PRESET, "--output", str(out), "--no-progress",
+         "--total_timesteps", "1000000", *TINY, "--hidden_dims", "8", "--eval_freq", "0", "--checkpoint-every", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not list((out / "checkpoints").glob("*.json")) if (out / "checkpoints").exists() else True:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+            time.sleep(0.2)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert f"training stopped by {signal.Signals(signum).name}" in err
+    checkpoints = sorted((out / "checkpoints").glob("update_*.json"))
+    sidecar = json.loads(checkpoints[-1].read_text())
+    assert str(checkpoints[-1].with_suffix(".eqx")) in err
+    rows = (out / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == sidecar["update"] >= 1 and len(sidecar["metrics"]) == sidecar["update"]
+    assert (out / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+@pytest.mark.requires("powerzoojax.grid")
+def test_eval_of_a_task_preset_reports_the_task_metrics(tmp_path):
+    from powerzoojax.grid.tasks.dso import DSOTask
+    from powerzoojax.rl import evaluate_run, train
+
+    train("dso-nflex", seed=0, output_dir=tmp_path, progress=False, total_timesteps=2 * 48, num_envs=2, n_steps=48,
+          hidden_dims=(8,), n_epochs=1, n_minibatches=2, eval_freq=0)
+    report = evaluate_run(tmp_path, episodes=2, split="ood")
+    assert report["split"] == "ood" and list(report["costs"]) == ["voltage_violation", "thermal_overload", "resource"]
+    assert report["costs"]["voltage_violation"]["unit"] == "buses·step"
+    metrics = report["task_metrics"]
+    assert metrics and all(isinstance(v, float) for v in metrics.values())
+    # The evaluation ran on the task's summer split, not on the synthetic training shapes.
+    summer = DSOTask().make_params("summer_ood")
+    assert report["episode_steps"] == int(summer.max_steps)
