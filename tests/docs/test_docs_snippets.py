@@ -1,0 +1,89 @@
+"""Every ```python block of docs/**/*.md runs, so the documentation cannot drift from the code.
+
+Blocks of one page run in sequence in one namespace, in a fresh interpreter per page (what
+a reader pasting the page into a script gets). A page whose front matter ``requires`` a
+module that is not installed is skipped with the module named, so the suite stays
+meaningful when one distribution is installed alone.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from snippets import DOCS_DIR, NO_RUN_COMMENT, pages, python_blocks, required_modules
+
+RUNNER = Path(__file__).resolve().parent / "run_page.py"
+REPO_ROOT = DOCS_DIR.parent
+PAGE_TIMEOUT_S = 300
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _page_id(page: Path) -> str:
+    return page.relative_to(DOCS_DIR).as_posix()
+
+
+_PAGES_WITH_CODE = [page for page in pages() if any(b.runs for b in python_blocks(page.read_text(encoding="utf-8")))]
+
+
+def _child_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    # Same compiler set-up and persistent compile cache as the rest of the suite
+    # (tests/conftest.py), so re-runs reuse compiled programs.
+    if env.get("PZJ_TEST_XLA_DEFAULT") != "1" and "xla_cpu_use_fusion_emitters" not in env.get("XLA_FLAGS", ""):
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+    env.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".pytest_cache" / "jax-compile"))
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def test_docs_have_runnable_pages():
+    assert len(_PAGES_WITH_CODE) >= 10, [_page_id(p) for p in _PAGES_WITH_CODE]
+
+
+@pytest.mark.parametrize("page", _PAGES_WITH_CODE, ids=_page_id)
+def test_page_code_runs(page: Path, tmp_path: Path):
+    missing = [m for m in required_modules(page.read_text(encoding="utf-8")) if not _installed(m)]
+    if missing:
+        pytest.skip(f"{_page_id(page)} needs {', '.join(missing)}, which is not installed in this environment")
+    completed = subprocess.run(
+        [sys.executable, str(RUNNER), str(page)],
+        cwd=tmp_path,  # files a page writes land in a scratch folder
+        env=_child_environment(),
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_S,
+    )
+    assert completed.returncode == 0, (
+        f"{_page_id(page)} failed (exit {completed.returncode}):\n{completed.stdout[-4000:]}\n{completed.stderr[-8000:]}"
+    )
+
+
+@pytest.mark.parametrize("page", pages(), ids=_page_id)
+def test_blocks_left_out_say_why(page: Path):
+    for block in python_blocks(page.read_text(encoding="utf-8")):
+        if not block.runs:
+            assert block.code.lstrip().startswith(NO_RUN_COMMENT), (
+                f"{_page_id(page)}:{block.line}: a block not run in tests must start with '{NO_RUN_COMMENT} <reason>'"
+            )
+
+
+def test_blocks_left_out_are_rare():
+    left_out = [
+        f"{_page_id(page)}:{block.line}"
+        for page in pages()
+        for block in python_blocks(page.read_text(encoding="utf-8"))
+        if not block.runs
+    ]
+    assert len(left_out) <= 6, left_out
