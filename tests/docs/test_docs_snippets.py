@@ -48,6 +48,16 @@ def _child_environment() -> dict[str, str]:
     return env
 
 
+# A misspelt requirement would skip its page everywhere; only these modules may be named.
+DISTRIBUTION_MODULES = {"powerzoojax.grid", "powerzoojax.market", "powerzoojax.rl"}
+
+
+@pytest.mark.parametrize("page", pages(), ids=_page_id)
+def test_requirements_name_distributions(page: Path):
+    unknown = set(required_modules(page.read_text(encoding="utf-8"))) - DISTRIBUTION_MODULES
+    assert not unknown, f"{_page_id(page)} requires {sorted(unknown)}; expected a subset of {sorted(DISTRIBUTION_MODULES)}"
+
+
 def test_docs_have_runnable_pages():
     assert len(_PAGES_WITH_CODE) >= 10, [_page_id(p) for p in _PAGES_WITH_CODE]
 
