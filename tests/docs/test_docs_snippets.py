@@ -1,12 +1,14 @@
 """Every ```python block of docs/**/*.md runs, so the documentation cannot drift from the code.
 
-Blocks of one page run in sequence in one namespace, in a fresh interpreter per page (what
-a reader pasting the page into a script gets). A page whose front matter ``requires`` a
+Blocks of one page run in sequence in one namespace, in a process of their own (what a
+reader pasting the page into a script gets). The processes are forked from one page server
+that has imported JAX once (see run_page.py), which keeps the file's run time down. A page whose front matter ``requires`` a
 module that is not installed is skipped with the module named, so the suite stays
 meaningful when one distribution is installed alone.
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -62,22 +64,40 @@ def test_docs_have_runnable_pages():
     assert len(_PAGES_WITH_CODE) >= 10, [_page_id(p) for p in _PAGES_WITH_CODE]
 
 
+@pytest.fixture(scope="module")
+def page_server():
+    server = subprocess.Popen(
+        [sys.executable, str(RUNNER), "--serve"],
+        env=_child_environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    yield server
+    server.stdin.close()
+    server.wait(timeout=60)
+
+
 @pytest.mark.parametrize("page", _PAGES_WITH_CODE, ids=_page_id)
-def test_page_code_runs(page: Path, tmp_path: Path):
+def test_page_code_runs(page: Path, tmp_path: Path, page_server):
     missing = [m for m in required_modules(page.read_text(encoding="utf-8")) if not _installed(m)]
     if missing:
         pytest.skip(f"{_page_id(page)} needs {', '.join(missing)}, which is not installed in this environment")
-    completed = subprocess.run(
-        [sys.executable, str(RUNNER), str(page)],
-        cwd=tmp_path,  # files a page writes land in a scratch folder
-        env=_child_environment(),
-        capture_output=True,
-        text=True,
-        timeout=PAGE_TIMEOUT_S,
-    )
-    assert completed.returncode == 0, (
-        f"{_page_id(page)} failed (exit {completed.returncode}):\n{completed.stdout[-4000:]}\n{completed.stderr[-8000:]}"
-    )
+    request = {
+        "page": str(page),
+        "cwd": str(tmp_path),  # files a page writes land in a scratch folder
+        "stdout": str(tmp_path / "stdout.txt"),
+        "stderr": str(tmp_path / "stderr.txt"),
+        "timeout_s": PAGE_TIMEOUT_S,
+    }
+    page_server.stdin.write(json.dumps(request) + "\n")
+    page_server.stdin.flush()
+    reply = page_server.stdout.readline()
+    assert reply, f"the page server died while running {_page_id(page)}"
+    returncode = json.loads(reply)["returncode"]
+    stdout = (tmp_path / "stdout.txt").read_text(errors="replace")
+    stderr = (tmp_path / "stderr.txt").read_text(errors="replace")
+    assert returncode == 0, f"{_page_id(page)} failed (exit {returncode}):\n{stdout[-4000:]}\n{stderr[-8000:]}"
 
 
 @pytest.mark.parametrize("page", pages(), ids=_page_id)
