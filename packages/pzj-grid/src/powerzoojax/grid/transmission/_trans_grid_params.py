@@ -5,7 +5,7 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float, Shaped
 
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams
@@ -116,7 +116,7 @@ class TransGridParams(EnvParams):
         )
 
 
-    def with_line_outages(self, line_out: Bool[Array | np.ndarray, " n_lines"]) -> "TransGridParams":
+    def with_line_outages(self, line_out: Shaped[Array | np.ndarray, " n_lines"]) -> "TransGridParams":
         """These params with the lines where ``line_out`` is True out of service.
 
         Usable inside ``jit`` / ``vmap`` (``line_out`` may be traced, so N−1 screening is one
