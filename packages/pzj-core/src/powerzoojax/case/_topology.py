@@ -78,8 +78,8 @@ def check_connected(
     out = np.flatnonzero(~np.asarray(in_service, dtype=bool))
     lines = [f"{int(np.asarray(line_ids)[k])} ({int(from_ids[k])}-{int(to_ids[k])})" for k in out]
     raise ValueError(
-        f"{context}: the network is islanded: buses [{_listed([str(int(b)) for b in ids[off]])}] have no "
-        f"in-service path to the slack bus {int(ids[slack_bus_idx])}; lines out of service (id (from-to)): "
+        f"{context}: the network is islanded: buses [{_listed([str(int(b)) for b in ids[off]])}] are not "
+        f"connected to the slack bus {int(ids[slack_bus_idx])} by in-service lines; lines out of service (id (from-to)): "
         f"[{_listed(lines) if lines else 'none'}]. Expected every bus connected to the slack."
     )
 
