@@ -200,3 +200,34 @@ def test_ac_modes_refuse_in_graph_outages():
     params = make_trans_params(load_case("5"), physics=1, max_steps=4)
     with pytest.raises(ValueError, match=r"ACPowerFlowModel .* expected a DC mode .*with_line_status"):
         params.with_line_outages(np.zeros(6, bool))
+
+
+@pytest.mark.slow  # about 20 s of compiles (eager and jitted paths) on 2 cores
+def test_env_with_outages_passes_the_conformance_kit():
+    from powerzoojax.testing import check_env_api
+
+    case = load_case("5")
+    params = make_trans_params(case, max_steps=4).with_line_outages(jnp.zeros(case.n_lines, bool).at[2].set(True))
+    check_env_api(TransGridEnv(), params)
+
+
+def test_bundle_injections_see_the_outage():
+    from powerzoojax.grid import make_battery_bundle
+
+    case = load_case("14")
+    ends = list(zip(np.asarray(case.line_from).tolist(), np.asarray(case.line_to).tolist()))
+    k = ends.index((4, 5))
+    mask = np.zeros(case.n_lines, bool)
+    mask[k] = True
+
+    def params_of(c):
+        return make_trans_params(c, max_steps=4, resources=(make_battery_bundle(c, [4, 13], power_mw=30.0, energy_mwh=60.0),))
+
+    action = jnp.concatenate([jnp.zeros(case.n_units), jnp.array([1.0, -1.0])])
+    step = jax.jit(_first_step)
+    _, state, *_ = step(params_of(case).with_line_outages(jnp.asarray(mask)), action)
+    _, host_state, *_ = step(params_of(case.with_line_status(~mask)), action)
+    np.testing.assert_allclose(np.asarray(state.line_flow_mw), np.asarray(host_state.line_flow_mw), atol=ATOL_MW, rtol=RTOL)
+    assert float(state.line_flow_mw[k]) == 0.0
+    reference = b_theta_flows(case, np.asarray(host_state.node_injection_mw, np.float64), ~mask)
+    np.testing.assert_allclose(np.asarray(state.line_flow_mw), reference, atol=ATOL_MW, rtol=RTOL)
