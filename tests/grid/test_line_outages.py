@@ -231,3 +231,42 @@ def test_bundle_injections_see_the_outage():
     assert float(state.line_flow_mw[k]) == 0.0
     reference = b_theta_flows(case, np.asarray(host_state.node_injection_mw, np.float64), ~mask)
     np.testing.assert_allclose(np.asarray(state.line_flow_mw), reference, atol=ATOL_MW, rtol=RTOL)
+
+
+def test_outages_by_index_match_the_mask_screening(screen118):
+    case, params, action, batched = screen118
+    by_index = jax.jit(jax.vmap(lambda k: _first_step(params.with_line_outages_at(k[None]), action)))(
+        jnp.arange(case.n_lines, dtype=jnp.int32)
+    )
+    np.testing.assert_allclose(
+        np.asarray(by_index[1].line_flow_mw), np.asarray(batched[1].line_flow_mw), atol=ATOL_MW, rtol=RTOL
+    )
+    np.testing.assert_array_equal(np.asarray(by_index[5]["islanded"]), np.asarray(batched[5]["islanded"]))
+
+
+def test_outage_indices_pad_and_repeat():
+    case = load_case("14")
+    params = make_trans_params(case, max_steps=4)
+    flows = jax.jit(lambda lines: _first_step(params.with_line_outages_at(lines), jnp.zeros(case.n_units))[1].line_flow_mw)
+    single = flows(jnp.array([2, -1, -1], jnp.int32))
+    np.testing.assert_allclose(np.asarray(flows(jnp.array([2, 2, -1], jnp.int32))), np.asarray(single), atol=1e-4)
+    mask = np.zeros(case.n_lines, bool)
+    mask[[2, 8]] = True
+    pair = flows(jnp.array([8, -1, 2], jnp.int32))
+    _, host_state, *_ = _host_step(make_trans_params(case.with_line_status(~mask), max_steps=4), jnp.zeros(case.n_units))
+    np.testing.assert_allclose(np.asarray(pair), np.asarray(host_state.line_flow_mw), atol=ATOL_MW, rtol=RTOL)
+    assert float(single[2]) == 0.0 and float(pair[8]) == 0.0 and abs(float(single[8])) > 1.0
+
+
+@pytest.mark.parametrize(
+    ("lines", "match"),
+    [
+        (np.array([[1]]), r"1-D integer array .* shape \(1, 1\)"),
+        (np.array([0.0]), r"1-D integer array .* dtype float"),
+        (np.array([3, 6, -2]), r"indices \[6, -2\] outside \[-1, 6\)"),
+    ],
+)
+def test_bad_outage_indices_are_refused(lines, match):
+    params = make_trans_params(load_case("5"), max_steps=4)
+    with pytest.raises(ValueError, match=match):
+        params.with_line_outages_at(lines)

@@ -7,9 +7,13 @@ lines chosen so that each opened line carries exactly its own transfer, i.e. not
 left for the rest of the network to see: ``t_O = (I − H_OO)⁻¹ PTDF_O``, and
 ``PTDF' = PTDF + H_·O t_O`` with the opened rows set to zero.
 
-The set has a fixed size: with ``m`` the 0/1 outage mask, ``(I − M H M) T = M·PTDF`` is one
-``(L × L)`` solve whose rows outside the set are identity rows (``T`` = 0 there), so the
-same program serves every mask and ``vmap`` over masks is one batched solve.
+The set has a fixed size: ``k`` slots, each a line and a 0/1 flag ``m``, and
+``(I − M H M) T = M·PTDF_slots`` is one ``(k × k)`` solve whose unused rows are identity
+rows (``T`` = 0 there), so the same program serves every outage set and ``vmap`` over sets
+is one batched solve. A boolean mask over all lines is the case ``k = L``
+(:func:`line_outage_ptdf`); a short list of line indices (:func:`line_outage_ptdf_of_lines`)
+keeps ``k`` at the number of simultaneous outages, which is what makes N−1 screening of a
+large case cheap.
 
 Why LODF rather than refactorising the reduced ``B`` in the graph: the host-built PTDF is
 float64-accurate, and the only float32 system solved is ``I − H_OO``, whose conditioning
@@ -71,23 +75,42 @@ def line_outage_ptdf(case: CaseData, line_out: Bool[Array, " n_lines"]) -> LineO
     """The PTDF of ``case`` with the lines where ``line_out`` is True opened, in the graph.
 
     ``line_out`` may be traced (``jit`` / ``vmap`` over masks); lines already out of service
-    in the case are ignored. Cost: one ``(L × L)`` solve with ``N`` right-hand sides.
+    in the case are ignored. Cost: one ``(L × L)`` solve with ``N`` right-hand sides, for
+    any number of outages; when at most a few lines are out at once,
+    :func:`line_outage_ptdf_of_lines` costs ``(k × k)`` instead.
     """
+    slots = jnp.arange(case.n_lines, dtype=jnp.int32)
+    return _ptdf_with_slots_opened(case, slots, jnp.asarray(line_out, bool))
+
+
+def line_outage_ptdf_of_lines(case: CaseData, lines: Int[Array, " k"]) -> LineOutagePTDF:
+    """:func:`line_outage_ptdf` for at most ``k`` lines given by 0-based index (``-1`` = no
+    line, for padding; repeats count once): one ``(k × k)`` solve, so screening every
+    single-line outage of a large case is a ``vmap`` over ``lines[:, None]``."""
+    lines = jnp.asarray(lines, jnp.int32)
+    slots = jnp.clip(lines, 0, case.n_lines - 1)
+    earlier = jnp.tril(lines[:, None] == lines[None, :], k=-1)
+    return _ptdf_with_slots_opened(case, slots, (lines >= 0) & ~jnp.any(earlier, axis=1))
+
+
+def _ptdf_with_slots_opened(case: CaseData, slots: Int[Array, " k"], used: Bool[Array, " k"]) -> LineOutagePTDF:
+    """Open the lines ``slots[j]`` where ``used[j]`` (distinct lines among the used slots)."""
     ptdf = case.ptdf
-    n_lines, n_nodes = ptdf.shape
+    n_nodes = ptdf.shape[1]
     in_service = case.line_status > 0
-    out = jnp.asarray(line_out, bool) & in_service
+    used = used & in_service[slots]
+    out = jnp.zeros(in_service.shape, bool).at[slots].max(used)
     labels = _component_labels(case.line_from_idx, case.line_to_idx, in_service & ~out, n_nodes)
     node_islanded = labels != labels[case.slack_bus_idx]
     islanded = jnp.any(node_islanded)
-    mask = jnp.where(out & ~islanded, 1.0, 0.0).astype(ptdf.dtype)
-    transfer = ptdf[:, case.line_from_idx] - ptdf[:, case.line_to_idx]
-    lhs = jnp.eye(n_lines, dtype=ptdf.dtype) - mask[:, None] * transfer * mask[None, :]
-    compensation = jnp.linalg.solve(lhs, mask[:, None] * ptdf)
+    mask = jnp.where(used & ~islanded, 1.0, 0.0).astype(ptdf.dtype)
+    # transfer[l, j]: MW on line l per MW moved across slot j's line, from its from bus to its to bus.
+    transfer = ptdf[:, case.line_from_idx[slots]] - ptdf[:, case.line_to_idx[slots]]
+    lhs = jnp.eye(slots.shape[0], dtype=ptdf.dtype) - mask[:, None] * transfer[slots] * mask[None, :]
+    compensation = jnp.linalg.solve(lhs, mask[:, None] * ptdf[slots])
     redistributed = ptdf + transfer @ compensation
-    opened = out | ~in_service
     return LineOutagePTDF(
-        ptdf=jnp.where(opened[:, None], 0.0, redistributed),
+        ptdf=jnp.where((out | ~in_service)[:, None], 0.0, redistributed),
         line_out=out,
         islanded=islanded,
         node_islanded=node_islanded,

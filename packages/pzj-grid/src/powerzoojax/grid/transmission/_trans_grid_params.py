@@ -3,6 +3,7 @@
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Shaped
@@ -21,7 +22,9 @@ from powerzoojax.grid.transmission._network_models import (
 from powerzoojax.physics import (
     ACNetwork,
     DCNetwork,
+    LineOutagePTDF,
     line_outage_ptdf,
+    line_outage_ptdf_of_lines,
     load_line_flows,
     make_ac_network,
     make_dc_network,
@@ -115,7 +118,6 @@ class TransGridParams(EnvParams):
             (profiles, load_line_flows(self.network, profiles)),
         )
 
-
     def with_line_outages(self, line_out: Shaped[Array | np.ndarray, " n_lines"]) -> "TransGridParams":
         """These params with the lines where ``line_out`` is True out of service.
 
@@ -145,15 +147,48 @@ class TransGridParams(EnvParams):
                 f"TransGridParams.with_line_outages: line_out must be a bool array of shape ({n_lines},) "
                 f"(True = out), got shape {jnp.shape(line_out)} and dtype {jnp.result_type(line_out)}"
             )
+        self._check_dc_mode("with_line_outages")
+        return self._with_outage(line_outage_ptdf(self.case, jnp.asarray(line_out)))
+
+    def with_line_outages_at(self, lines: Shaped[Array | np.ndarray, "..."]) -> "TransGridParams":
+        """:meth:`with_line_outages` for the lines at 0-based indices ``lines`` (``-1`` pads,
+        repeats count once). Same result; the in-graph solve is ``(k × k)`` instead of
+        ``(n_lines × n_lines)``, so N−1 screening of a large case is
+        ``vmap(lambda k: params.with_line_outages_at(k[None]))(jnp.arange(n_lines))``.
+        Indices must lie in ``[-1, n_lines)`` (checked on the host for concrete input).
+
+        Raises:
+            ValueError: for ``lines`` not a 1-D integer array, concrete indices out of
+                range, or an AC mode.
+        """
+        n_lines = self.case.n_lines
+        if jnp.ndim(lines) != 1 or not jnp.issubdtype(jnp.result_type(lines), jnp.integer):
+            raise ValueError(
+                "TransGridParams.with_line_outages_at: lines must be a 1-D integer array of line indices, "
+                f"got shape {jnp.shape(lines)} and dtype {jnp.result_type(lines)}"
+            )
+        if not isinstance(lines, jax.core.Tracer):
+            bad = np.asarray(lines)[(np.asarray(lines) < -1) | (np.asarray(lines) >= n_lines)]
+            if bad.size:
+                raise ValueError(
+                    f"TransGridParams.with_line_outages_at: line indices {bad.tolist()} outside [-1, {n_lines}) "
+                    "(-1 = no line)"
+                )
+        self._check_dc_mode("with_line_outages_at")
+        return self._with_outage(line_outage_ptdf_of_lines(self.case, jnp.asarray(lines)))
+
+    def _check_dc_mode(self, method: str) -> None:
         model = self.network_model
         if model.is_ac:
             raise ValueError(
-                f"TransGridParams.with_line_outages: {type(model).__name__} (mode {MODE_NAMES.get((self.physics, self.solver_mode))!r}) "
+                f"TransGridParams.{method}: {type(model).__name__} (mode {MODE_NAMES.get((self.physics, self.solver_mode))!r}) "
                 "does not support in-graph line outages; expected a DC mode (physics=0, solver_mode 0 or 1). Rebuild the case "
                 "with case.with_line_status(...) and call make_trans_params for an AC study."
             )
-        case = self.case
-        outage = line_outage_ptdf(case, jnp.asarray(line_out))
+
+    def _with_outage(self, outage: LineOutagePTDF) -> "TransGridParams":
+        """These params with every PTDF-derived operator rebuilt from ``outage``."""
+        case, model = self.case, self.network_model
         ptdf_units_t = (outage.ptdf @ case.nodes_units_map).T
         ptdf_loads_t = (outage.ptdf @ case.nodes_loads_map).T
         network = eqx.tree_at(lambda n: (n.ptdf_units_t, n.ptdf_loads_t), self.network, (ptdf_units_t, ptdf_loads_t))
