@@ -18,8 +18,8 @@ large case cheap.
 Why LODF rather than refactorising the reduced ``B`` in the graph: the host-built PTDF is
 float64-accurate, and the only float32 system solved is ``I − H_OO``, whose conditioning
 is set by the outaged lines alone (``1/(1 − H_kk)`` for one line); a float32 inverse of
-the reduced ``B`` carries the conditioning of the whole network instead (about 1e5 on
-case 118). An outage that islands buses makes ``I − H_OO`` singular; it is detected
+the reduced ``B`` carries the conditioning of the whole network instead (2.9e3 on case
+118, 1.1e5 on case 300) and costs ``(N × N)`` per outage set whatever its size. An outage that islands buses makes ``I − H_OO`` singular; it is detected
 exactly on the graph (label propagation), flagged, and the solve is then skipped so that
 every value stays finite.
 """
