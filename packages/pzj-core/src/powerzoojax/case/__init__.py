@@ -21,6 +21,7 @@ from ._matrices import (
 )
 from ._registry import CASE_SOURCES, GRID_TYPES, CaseMeta, get_meta, list_cases, load_case
 from ._tables import FUEL_TYPES, case_data_from_tables, fuel_type_code
+from ._topology import case_with_line_status, nodes_off_slack
 
 __all__ = [
     "CASE_SOURCES",
@@ -35,11 +36,13 @@ __all__ = [
     "build_ybus",
     "case_data_from_matpower",
     "case_data_from_tables",
+    "case_with_line_status",
     "fuel_type_code",
     "gen_cost_coeffs",
     "get_meta",
     "list_cases",
     "load_case",
+    "nodes_off_slack",
     "polynomial_to_marginal_cost",
     "validate_case_data",
 ]

@@ -21,6 +21,7 @@ from jaxtyping import Float
 
 from ._case_data import CaseData
 from ._matrices import build_bus_map, build_incidence, build_ptdf
+from ._topology import check_connected
 
 # MATPOWER column indices (0-based).
 BUS_I, BUS_TYPE, PD, QD, GS, BS, BUS_AREA, VM, VA, BASE_KV, ZONE, VMAX, VMIN = range(13)
@@ -82,8 +83,9 @@ def case_data_from_matpower(
 
     Raises:
         ValueError: on a table with too few columns, a gencost row count different from
-            the number of units, a unit or line referring to an unknown bus, or an
-            unsupported cost model.
+            the number of units, a unit or line referring to an unknown bus, an
+            unsupported cost model, or in-service lines that leave buses islanded from the
+            slack (naming those buses and the lines out).
     """
     bus = np.asarray(bus, dtype=np.float64)
     gen = np.asarray(gen, dtype=np.float64)
@@ -136,7 +138,12 @@ def case_data_from_matpower(
     pd = bus[:, PD]
 
     incidence = build_incidence(line_from_idx, line_to_idx, n_nodes)
-    ptdf = build_ptdf(line_from_idx, line_to_idx, line_x, n_nodes, slack_bus_idx)
+    in_service = branch[:, BR_STATUS] > 0
+    check_connected(
+        node_ids, np.arange(1, n_lines + 1), line_from_idx, line_to_idx, in_service, slack_bus_idx,
+        "case_data_from_matpower",
+    )
+    ptdf = build_ptdf(line_from_idx, line_to_idx, line_x, n_nodes, slack_bus_idx, in_service)
     load_node_idx = np.arange(n_nodes)
 
     def f32(values: np.ndarray) -> jnp.ndarray:

@@ -21,7 +21,10 @@ Units and conventions:
       none, so those cases get one load per bus with ``load_d_max = max(1.5 Pd, 0)``,
       ``load_d_min = min(1.5 Pd, 0)``;
     * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
-      column zero.
+      column zero, built over the in-service lines only (``line_status > 0``): an
+      out-of-service line has a zero row and carries no power. Every bus must reach the
+      slack through in-service lines; the builders raise otherwise. Change the status with
+      `CaseData.with_line_status` (host) so the two stay consistent.
 
 Optional groups (``None`` when the case tables do not have them; the reference benchmark
 tables of the default ids carry them, MATPOWER's files do not):
@@ -38,7 +41,7 @@ tables of the default ids carry them, MATPOWER's files do not):
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 
 class CaseData(eqx.Module):
@@ -138,6 +141,13 @@ class CaseData(eqx.Module):
 
     def __check_init__(self) -> None:
         validate_case_data(self)
+
+    def with_line_status(self, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> "CaseData":
+        """This case with ``line_status`` (1 / True in service) and the PTDF rebuilt for it;
+        see :func:`powerzoojax.case.case_with_line_status` (host-side, raises on islands)."""
+        from ._topology import case_with_line_status
+
+        return case_with_line_status(self, line_status)
 
     @property
     def PTDF(self) -> Float[Array, "n_lines n_nodes"]:

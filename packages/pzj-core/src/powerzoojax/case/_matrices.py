@@ -7,7 +7,7 @@ traced.
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Complex, Float, Int
+from jaxtyping import Array, Bool, Complex, Float, Int
 
 from ._case_data import CaseData
 
@@ -36,6 +36,7 @@ def build_ptdf(
     line_x: Float[np.ndarray | Array, " n_lines"],
     n_nodes: int,
     slack_bus_idx: int,
+    in_service: Bool[np.ndarray | Array, " n_lines"] | None = None,
 ) -> Float[np.ndarray, "n_lines n_nodes"]:
     """DC power-transfer distribution factors [MW line flow per MW nodal injection].
 
@@ -43,7 +44,8 @@ def build_ptdf(
     slack row and column, re-embedded with a zero slack row and column,
     ``PTDF = diag(b) A X``. The two minus signs (in ``b`` and in ``X = B^-1``) cancel, so a
     flow is positive from ``from`` to ``to``; the slack column is zero (the slack absorbs
-    the imbalance). Every line is used regardless of its status.
+    the imbalance). Only the lines where ``in_service`` is True (default: all) enter
+    ``B``; the others get ``b = 0``, hence a zero row: an open line carries no power.
 
     Raises:
         ValueError: if the network without the slack is singular (an island or a zero
@@ -51,6 +53,8 @@ def build_ptdf(
     """
     reactance = np.asarray(line_x, dtype=np.float64)
     susceptance = -1.0 / reactance
+    if in_service is not None:
+        susceptance = np.where(np.asarray(in_service, dtype=bool), susceptance, 0.0)
     # Scatter instead of Aᵀ·diag(b)·A: the dense product costs seconds on 2,000-bus cases.
     f_idx = np.asarray(line_from_idx, dtype=np.int64)
     t_idx = np.asarray(line_to_idx, dtype=np.int64)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ._case_data import CaseData
 from ._matrices import build_bus_map, build_incidence, build_ptdf
+from ._topology import check_connected
 
 FUEL_TYPES: dict[str, int] = {
     "nuclear": 1,
@@ -199,8 +200,12 @@ def case_data_from_tables(
     floor = np.where(floor == 0.0, NO_FLOOR_MW, floor)
     ratio = line_t.get("ratio", default=1.0)
 
+    line_status = line_t.integers("status", line_t.get("status", default=1.0))
+    line_ids = line_t.integers("id")
+    in_service = np.asarray(line_status) > 0
     incidence = build_incidence(line_from_idx, line_to_idx, n_nodes)
-    ptdf = build_ptdf(line_from_idx, line_to_idx, line_x, n_nodes, slack_bus_idx)
+    check_connected(node_ids, line_ids, line_from_idx, line_to_idx, in_service, slack_bus_idx, "case_data_from_tables")
+    ptdf = build_ptdf(line_from_idx, line_to_idx, line_x, n_nodes, slack_bus_idx, in_service)
 
     def f32(values: np.ndarray) -> jnp.ndarray:
         return jnp.asarray(np.asarray(values, dtype=np.float32))
@@ -253,7 +258,7 @@ def case_data_from_tables(
         unit_vg=f32(unit_t.get("Vg", default=1.0)),
         unit_mbase=f32(unit_t.get("mBase", default=base_mva)),
         unit_status=i32(unit_t.integers("status", unit_t.get("status", default=1.0))),
-        line_ids=i32(line_t.integers("id")),
+        line_ids=i32(line_ids),
         line_from=i32(node_ids[line_from_idx]),
         line_to=i32(node_ids[line_to_idx]),
         line_from_idx=i32(line_from_idx),
@@ -266,7 +271,7 @@ def case_data_from_tables(
         line_rate_a=f32(line_t.get("rateA", default=0.0)),
         line_ratio=f32(np.where(ratio == 0.0, 1.0, ratio)),
         line_angle=f32(line_t.get("angle", default=0.0)),
-        line_status=i32(line_t.integers("status", line_t.get("status", default=1.0))),
+        line_status=i32(line_status),
         load_ids=i32(load_t.integers("id")),
         load_bus_ids=i32(node_ids[load_node_idx]),
         load_node_idx=i32(load_node_idx),

@@ -12,6 +12,7 @@ from powerzoojax.physics._dc import (
     unit_limit_violation,
 )
 from powerzoojax.physics._dc_case import dc_power_flow_on_case, dc_power_flow_on_case_with_check
+from powerzoojax.physics._line_outages import LineOutagePTDF, line_outage_ptdf, line_outage_ptdf_of_lines
 from powerzoojax.physics._radial import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 from powerzoojax.physics._radial_3phase import (
     Radial3PhaseFlow,
@@ -24,9 +25,9 @@ from powerzoojax.physics._reduce import short_dot, short_matvec, short_sum
 from powerzoojax.physics._thermal import ac_thermal_check
 
 __all__ = [
-    "DCFlow", "DCNetwork", "Radial3PhaseFlow", "Radial3PhaseNetwork", "RadialFlow", "RadialNetwork",
+    "DCFlow", "DCNetwork", "LineOutagePTDF", "Radial3PhaseFlow", "Radial3PhaseNetwork", "RadialFlow", "RadialNetwork",
     "ac_thermal_check", "dc_power_flow", "dc_power_flow_on_case", "dc_power_flow_on_case_with_check", "dc_thermal_check",
-    "generation_cost", "load_line_flows", "make_dc_network",
+    "generation_cost", "line_outage_ptdf", "line_outage_ptdf_of_lines", "load_line_flows", "make_dc_network",
     "make_radial_3phase_network", "make_radial_network", "marginal_cost", "proportional_dispatch",
     "radial_3phase_power_flow", "radial_power_flow", "short_dot", "short_matvec", "short_sum",
     "unit_limit_violation", "voltage_unbalance_percent",

@@ -43,8 +43,8 @@ violated bounds);
 ``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
 marginal cost) and the complementarity gap.
 
-Only *monitored* lines (finite limits below ``UNLIMITED_MW`` in the setup; case 118 has
-none) enter the optimisation, which is a static set: a runtime ``line_cap`` override can
+Only *monitored* lines (in service, with finite limits below ``UNLIMITED_MW`` in the
+setup; case 118 has none) enter the optimisation, which is a static set: a runtime ``line_cap`` override can
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
@@ -150,7 +150,10 @@ def make_dc_opf_setup(
     if np.any(p_min > p_max):
         bad = int(np.argmax(p_min > p_max))
         raise ValueError(f"make_dc_opf_setup: unit {bad} has p_min {p_min[bad]} above p_max {p_max[bad]}")
-    mon = np.flatnonzero((cap < UNLIMITED_MW) | (floor > -UNLIMITED_MW))
+    # An out-of-service line has a zero PTDF row: its limits cannot bind, so it is not
+    # monitored (a zero row would only add a dead constraint to the interior point).
+    in_service = np.asarray(case.line_status) > 0
+    mon = np.flatnonzero(((cap < UNLIMITED_MW) | (floor > -UNLIMITED_MW)) & in_service)
     m_u = ptdf @ a_units
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     return DCOPFSetup(

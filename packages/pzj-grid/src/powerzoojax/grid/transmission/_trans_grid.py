@@ -37,7 +37,11 @@ Costs (non-negative, in this order): ``thermal_overload`` (Σ MW / MVA beyond li
   ``cost_thermal_weight``), ``voltage_violation`` (Σ p.u. outside ``[v_min, v_max]``; 0 in
   DC), ``power_balance`` (Σ MW of realised output outside unit limits, plus load the OPF
   could not serve, plus ``pf_failure_cost`` on a step whose AC power flow did not
-  converge), ``resource`` (Σ of the bundles' ``cost_sum``).
+  converge, plus ``islanding_cost`` and the cut-off load while line outages island buses),
+  ``resource`` (Σ of the bundles' ``cost_sum``).
+Line outages: ``params.with_line_outages(mask)`` (DC modes, traceable, vmappable);
+  ``info["islanded"]`` flags an outage set that cuts buses off the slack (``is_safe`` is
+  then False).
 Numerical failure never yields NaN: ``info["pf_converged"]``/``info["opf_status"]`` flag
   it and the cost above prices it.
 Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
@@ -196,12 +200,16 @@ class TransGridEnv(Environment):
         net = params.network_model.solve(params, NetworkInputs(load, row, dispatch, p_bus, state))
 
         gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
-        power_balance = unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max) + net.unserved_mw
+        power_balance = (
+            unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max)
+            + net.unserved_mw
+            + params.islanding_penalty(load)
+        )
         thermal_cost = params.cost_thermal_weight * net.thermal
         costs = stack_costs(thermal_cost, net.voltage, power_balance, resource_cost)
         reward = -params.reward_scale * gen_cost
         n_violations = net.n_line_violations + net.n_voltage_violations
-        is_safe = n_violations == 0
+        is_safe = (n_violations == 0) & ~params.islanded
 
         time_step = state.time_step + 1
         done = time_step >= params.max_steps
@@ -233,6 +241,7 @@ class TransGridEnv(Environment):
             "n_violations": n_violations,
             "goal_met": is_safe,
             "line_viol_mva": zero,
+            "islanded": params.islanded,
             **net.info,
         }
         return self._obs(next_state, params), next_state, reward, costs, done, info

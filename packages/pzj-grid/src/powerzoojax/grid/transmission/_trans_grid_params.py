@@ -3,9 +3,10 @@
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float, Shaped
 
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams
@@ -18,9 +19,19 @@ from powerzoojax.grid.transmission._network_models import (
     DCPowerFlowModel,
     NetworkModel,
 )
-from powerzoojax.physics import ACNetwork, DCNetwork, load_line_flows, make_ac_network, make_dc_network
+from powerzoojax.physics import (
+    ACNetwork,
+    DCNetwork,
+    LineOutagePTDF,
+    line_outage_ptdf,
+    line_outage_ptdf_of_lines,
+    load_line_flows,
+    make_ac_network,
+    make_dc_network,
+    short_sum,
+)
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
-from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPFSetup, make_dc_opf_setup
+from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup, make_dc_opf_setup
 
 MODE_NAMES = {
     (0, 0): "DC power flow, agent dispatch",
@@ -57,6 +68,13 @@ class TransGridParams(EnvParams):
     inv_unit_scale: Float[Array, " n_units"]
     inv_total_capacity: Float[Array, ""]
     network_model: NetworkModel
+    # Line outages applied with with_line_outages (all False as built): the outage mask
+    # over in-service lines, whether it cuts buses off the slack, which buses, and the
+    # flat cost charged on power_balance while it does.
+    line_out: Bool[Array, " n_lines"]
+    islanded: Bool[Array, ""]
+    node_islanded: Bool[Array, " n_nodes"]
+    islanding_cost: Float[Array, ""]
     # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC models only).
     load_q_mvar: Float[Array, " n_loads"] | None = None
     node_v_min: Float[Array, " n_nodes"] | None = None
@@ -100,6 +118,112 @@ class TransGridParams(EnvParams):
             (profiles, load_line_flows(self.network, profiles)),
         )
 
+    def with_line_outages(self, line_out: Shaped[Array | np.ndarray, " n_lines"]) -> "TransGridParams":
+        """These params with the lines where ``line_out`` is True out of service.
+
+        Usable inside ``jit`` / ``vmap`` (``line_out`` may be traced, so N−1 screening is one
+        ``vmap`` over masks): the case's PTDF is corrected by line-outage distribution
+        factors on the whole outage set (:func:`powerzoojax.physics.line_outage_ptdf`), and
+        every operator derived from it is rebuilt: the DC network's unit and load columns,
+        the tabulated profile flows, the bundles' nodal PTDF and, in DC-OPF mode, the OPF's
+        PTDF rows (the opened lines' limits are dropped). An opened line carries 0 MW.
+
+        The mask replaces any earlier one (outages do not accumulate across calls); lines
+        already out of service in the case stay out. An outage that cuts buses off the
+        slack sets ``islanded`` (``info["islanded"]`` on every step) and charges
+        ``islanding_cost`` plus the load of the cut-off buses on ``power_balance``; the
+        flows are then those of the case with the opened lines' flows zeroed (finite, not
+        physical). The DC power-flow and DC-OPF modes (and models of your own that read
+        ``params.network``) honour outages; the AC modes raise.
+
+        Raises:
+            ValueError: for a mask not of shape ``(n_lines,)`` or not boolean, or in an AC
+                mode (the AC network is built on the host: rebuild the case with
+                ``case.with_line_status`` and ``make_trans_params`` instead).
+        """
+        n_lines = self.case.n_lines
+        if jnp.shape(line_out) != (n_lines,) or jnp.result_type(line_out) != jnp.bool_:
+            raise ValueError(
+                f"TransGridParams.with_line_outages: line_out must be a bool array of shape ({n_lines},) "
+                f"(True = out), got shape {jnp.shape(line_out)} and dtype {jnp.result_type(line_out)}"
+            )
+        self._check_dc_mode("with_line_outages")
+        return self._with_outage(line_outage_ptdf(self.case, jnp.asarray(line_out)))
+
+    def with_line_outages_at(self, lines: Shaped[Array | np.ndarray, "..."]) -> "TransGridParams":
+        """:meth:`with_line_outages` for the lines at 0-based indices ``lines`` (``-1`` pads,
+        repeats count once). Same result; the in-graph solve is ``(k × k)`` instead of
+        ``(n_lines × n_lines)``, so N−1 screening of a large case is
+        ``vmap(lambda k: params.with_line_outages_at(k[None]))(jnp.arange(n_lines))``.
+        Indices must lie in ``[-1, n_lines)`` (checked on the host for concrete input).
+
+        Raises:
+            ValueError: for ``lines`` not a 1-D integer array, concrete indices out of
+                range, or an AC mode.
+        """
+        n_lines = self.case.n_lines
+        if jnp.ndim(lines) != 1 or not jnp.issubdtype(jnp.result_type(lines), jnp.integer):
+            raise ValueError(
+                "TransGridParams.with_line_outages_at: lines must be a 1-D integer array of line indices, "
+                f"got shape {jnp.shape(lines)} and dtype {jnp.result_type(lines)}"
+            )
+        if not isinstance(lines, jax.core.Tracer):
+            bad = np.asarray(lines)[(np.asarray(lines) < -1) | (np.asarray(lines) >= n_lines)]
+            if bad.size:
+                raise ValueError(
+                    f"TransGridParams.with_line_outages_at: line indices {bad.tolist()} outside [-1, {n_lines}) "
+                    "(-1 = no line)"
+                )
+        self._check_dc_mode("with_line_outages_at")
+        return self._with_outage(line_outage_ptdf_of_lines(self.case, jnp.asarray(lines)))
+
+    def _check_dc_mode(self, method: str) -> None:
+        model = self.network_model
+        if model.is_ac:
+            raise ValueError(
+                f"TransGridParams.{method}: {type(model).__name__} (mode {MODE_NAMES.get((self.physics, self.solver_mode))!r}) "
+                "does not support in-graph line outages; expected a DC mode (physics=0, solver_mode 0 or 1). Rebuild the case "
+                "with case.with_line_status(...) and call make_trans_params for an AC study."
+            )
+
+    def _with_outage(self, outage: LineOutagePTDF) -> "TransGridParams":
+        """These params with every PTDF-derived operator rebuilt from ``outage``."""
+        case, model = self.case, self.network_model
+        ptdf_units_t = (outage.ptdf @ case.nodes_units_map).T
+        ptdf_loads_t = (outage.ptdf @ case.nodes_loads_map).T
+        network = eqx.tree_at(lambda n: (n.ptdf_units_t, n.ptdf_loads_t), self.network, (ptdf_units_t, ptdf_loads_t))
+        if isinstance(model, DCOPFModel):
+            setup = model.setup
+            ptdf_t = outage.ptdf.T
+            opened = outage.line_out
+            model = eqx.tree_at(
+                lambda m: (
+                    m.setup.ptdf_units_t, m.setup.ptdf_t, m.setup.mon_ptdf_units_t, m.setup.mon_ptdf_t,
+                    m.setup.line_cap, m.setup.line_floor,
+                ),
+                model,
+                (
+                    ptdf_units_t, ptdf_t, ptdf_units_t[:, setup.mon_idx], ptdf_t[:, setup.mon_idx],
+                    jnp.where(opened, UNLIMITED_MW, setup.line_cap), jnp.where(opened, -UNLIMITED_MW, setup.line_floor),
+                ),
+            )
+        fields = lambda p: (  # noqa: E731
+            p.network, p.load_line_flow_mw, p.network_model, p.line_out, p.islanded, p.node_islanded,
+        )
+        values = (
+            network, self.load_profiles @ ptdf_loads_t, model, outage.line_out, outage.islanded, outage.node_islanded,
+        )
+        params = eqx.tree_at(fields, self, values)
+        if self.ptdf_nodes_t is not None:
+            params = eqx.tree_at(lambda p: p.ptdf_nodes_t, params, outage.ptdf.T)
+        return params
+
+    def islanding_penalty(self, load_mw: Float[Array, " n_loads"]) -> Float[Array, ""]:
+        """MW charged on ``power_balance`` for one step: 0 on a connected network, else
+        ``islanding_cost`` plus the load [MW] on the buses cut off the slack."""
+        load_cut = short_sum(jnp.where(self.node_islanded[self.case.load_node_idx], jnp.abs(load_mw), 0.0))
+        return jnp.where(self.islanded, self.islanding_cost + load_cut, 0.0)
+
 
 def _finite_scalar(name: str, value: Any, *, positive: bool = False, non_negative: bool = False) -> float:
     return finite_scalar("make_trans_params", name, value, positive=positive, non_negative=non_negative)
@@ -130,6 +254,7 @@ def make_trans_params(
     opf_tol: float = 1e-4,
     opf_objective: str = "linear",
     pf_failure_cost: float | int = 100.0,
+    islanding_cost: float | int = 100.0,
     acopf_max_iter: int = 50,
     acopf_tol: float = 1e-4,
     network_model: NetworkModel | None = None,
@@ -149,7 +274,9 @@ def make_trans_params(
     polynomial (the benchmark tables' is not convex; see
     :func:`~powerzoojax.physics.make_dc_opf_setup`); the reward's generation cost is the full
     polynomial either way. ``pf_failure_cost``: cost added to ``power_balance`` on a
-    step whose AC power flow or AC-OPF does not converge. ``pf_warm_start`` (AC PF modes):
+    step whose AC power flow or AC-OPF does not converge. ``islanding_cost``: cost added to
+    ``power_balance`` (with the load cut off) on every step of params whose line outages
+    (:meth:`TransGridParams.with_line_outages`) island buses. ``pf_warm_start`` (AC PF modes):
     start each step's power flow from the previous state's voltages and PV->PQ switches
     instead of a flat start; off by default because with Q limits the result may then
     differ from the cold solve (a bus at a limit near its switching point; see
@@ -183,6 +310,7 @@ def make_trans_params(
         raise ValueError(f"make_trans_params: opf_objective must be one of {DCOPF_OBJECTIVES}, got {opf_objective!r}")
     acopf_tol = _finite_scalar("acopf_tol", acopf_tol, positive=True)
     pf_failure_cost = _finite_scalar("pf_failure_cost", pf_failure_cost, non_negative=True)
+    islanding_cost = _finite_scalar("islanding_cost", islanding_cost, non_negative=True)
     if physics not in (0, 1) or isinstance(physics, bool):
         raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
     if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
@@ -266,6 +394,10 @@ def make_trans_params(
         inv_unit_scale=f32(1.0 / np.maximum(p_max, 1.0)),
         inv_total_capacity=f32(1.0 / max(float(p_max.sum()), 1.0)),
         network_model=network_model,
+        line_out=jnp.zeros((case.n_lines,), bool),
+        islanded=jnp.asarray(False),
+        node_islanded=jnp.zeros((case.n_nodes,), bool),
+        islanding_cost=f32(islanding_cost),
         ptdf_nodes_t=f32(np.asarray(case.ptdf, np.float64).T) if resources else None,
         **ac_fields,
         resources=resources,
