@@ -25,13 +25,18 @@ def _unit_limit_excess(traj: Trajectory, params, applies: np.ndarray) -> np.ndar
     return not_terminal(traj, np.where(applies, excess.max(axis=1), np.nan))
 
 
-def dc_laws(params) -> tuple[Invariant, ...]:
-    """DC power flow: injections balance and flows are PTDF times injections."""
+def dc_laws(params, *, balanced_when_optimal: bool = False) -> tuple[Invariant, ...]:
+    """DC power flow: injections balance and flows are PTDF times injections. After a
+    DC-OPF (``balanced_when_optimal``) the balance holds on OPTIMAL steps only: an
+    infeasible load is reported unserved, not balanced."""
     ptdf = np.asarray(params.case.ptdf, np.float64)
 
     def balance(traj: Trajectory, params) -> np.ndarray:
         inj = np.asarray(traj.next_state.node_injection_mw, np.float64)
-        return not_terminal(traj, np.abs(inj.sum(axis=1)) / (1.0 + np.abs(inj).sum(axis=1)))
+        r = np.abs(inj.sum(axis=1)) / (1.0 + np.abs(inj).sum(axis=1))
+        if balanced_when_optimal:
+            r = np.where(np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL, r, np.nan)
+        return not_terminal(traj, r)
 
     def flows(traj: Trajectory, params) -> np.ndarray:
         inj = np.asarray(traj.next_state.node_injection_mw, np.float64)
@@ -143,7 +148,7 @@ def trans_grid_laws(params) -> tuple[Invariant, ...]:
     if isinstance(model, DCPowerFlowModel):
         return dc_laws(params)
     if isinstance(model, DCOPFModel):
-        return dc_laws(params) + dcopf_laws(params, dc_flows=True)
+        return dc_laws(params, balanced_when_optimal=True) + dcopf_laws(params, dc_flows=True)
     if isinstance(model, ACPowerFlowModel):
         dispatch = dcopf_laws(params, dc_flows=False) if isinstance(model.dispatch_model, DCOPFModel) else ()
         return ac_laws(params) + dispatch
