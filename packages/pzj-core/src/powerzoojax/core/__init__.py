@@ -25,6 +25,7 @@ from powerzoojax.core._environment import (
     stack_costs,
     time_features,
 )
+from powerzoojax.core._invariant import Invariant, Trajectory, not_terminal
 from powerzoojax.core._rollout import (
     batch_reset,
     batch_step,
@@ -55,6 +56,7 @@ from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskPolicy, Tas
 from powerzoojax.core._types import BoolScalar, FloatScalar, Info, IntScalar, Key
 
 __all__ = [
+    "Invariant", "Trajectory", "not_terminal",
     "ConstraintSpec", "EpisodeTrace", "TaskPolicy", "TaskSpec", "episode_rollout",
     "ENV_AXIS", "Box", "BoolScalar", "Discrete", "EnvParams", "EnvState", "Environment",
     "FloatScalar", "Info", "IntScalar", "Key", "MultiBinary", "MultiDiscrete", "Space",

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import jax.random as jr
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
+from powerzoojax.core._invariant import Invariant
 from powerzoojax.core._spaces import Space
 from powerzoojax.core._types import BoolScalar, FloatScalar, Info, Key
 
@@ -109,6 +110,15 @@ class Environment(eqx.Module):
         program, not of the transition, so the conformance kit checks these keys' presence,
         integer dtype and shape everywhere but compares their values only between runs of
         one compiled program.
+        """
+        return ()
+
+    def physics_invariants(self, params: EnvParams) -> tuple[Invariant, ...]:
+        """The laws this env's transitions obey under ``params`` (``()``: none declared).
+
+        :func:`powerzoojax.testing.check_invariants` checks them on recorded rollouts,
+        beside the contract every env shares; an env of your own lists its laws here so
+        the same property tests cover it.
         """
         return ()
 

@@ -20,9 +20,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offer_sced, prepare_offer_sced
+from powerzoojax.market._invariants import market_laws
 from powerzoojax.physics import dc_thermal_check
 
 CONSTRAINT_NAMES = ("thermal_overload",)
@@ -224,6 +225,10 @@ class AbstractMarketEnv(Environment):
             resource_states=(),
         )
         return self._obs(state, params), state
+
+    def physics_invariants(self, params: MarketParams) -> tuple[Invariant, ...]:
+        # SOC band, supply = net demand when OPTIMAL, one price when nothing is congested.
+        return market_laws(params)
 
     def step(
         self, key: Key, state: MarketState, action: Float[Array | np.ndarray, "1"], params: MarketParams

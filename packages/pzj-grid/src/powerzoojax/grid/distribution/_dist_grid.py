@@ -33,9 +33,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
+from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
+from powerzoojax.grid.distribution._invariants import distflow_laws
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, observe_bundles, reset_bundles
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
@@ -230,6 +231,10 @@ class DistGridEnv(RadialFeederEnv):
 
     CONSTRAINT_NAMES = DIST_CONSTRAINT_NAMES
     DER_LAYOUT = "n_nodes - 1"
+
+    def physics_invariants(self, params: DistGridParams) -> tuple[Invariant, ...]:
+        # The DistFlow branch equation at every converged sweep.
+        return distflow_laws(params)
 
     def _n_der(self, params: DistGridParams) -> int:
         return params.network.n_nodes - 1 if params.include_der else 0

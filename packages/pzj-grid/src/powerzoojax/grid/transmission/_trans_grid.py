@@ -55,6 +55,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.core import (
+    Invariant,
     Box,
     Environment,
     EnvState,
@@ -66,6 +67,7 @@ from powerzoojax.core import (
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.grid.resources._bundle import bundles_action_dim, bundles_obs_dim, observe_bundles, reset_bundles, step_bundles
+from powerzoojax.grid.transmission._invariants import trans_grid_laws
 from powerzoojax.grid.transmission._network_models import NetworkInputs
 from powerzoojax.grid.transmission._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
 from powerzoojax.physics import generation_cost, proportional_dispatch, short_sum, unit_limit_violation
@@ -115,6 +117,10 @@ class TransGridEnv(Environment):
     def iteration_count_keys(self, params: TransGridParams) -> tuple[str, ...]:
         # The AC power flow's Newton / fast-decoupled count (AC power-flow modes only).
         return ("pf_n_iter",) if params.acpf is not None else ()
+
+    def physics_invariants(self, params: TransGridParams) -> tuple[Invariant, ...]:
+        # DC: balance and PTDF flows; DC-OPF: limits when OPTIMAL; AC: bus power equations.
+        return trans_grid_laws(params)
 
     def _row(self, time_step: Int[Array, ""], params: TransGridParams) -> Int[Array, ""]:
         return time_step % params.load_profiles.shape[0]

@@ -40,6 +40,7 @@ from powerzoojax.core import (
     Environment,
     EnvParams,
     EnvState,
+    Invariant,
     auto_reset,
     denormalize_action,
     make_box,
@@ -48,6 +49,7 @@ from powerzoojax.core import (
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.transmission._invariants import unit_commitment_laws
 from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
 from powerzoojax.physics import (
     DCNetwork,
@@ -350,6 +352,10 @@ class UnitCommitmentEnv(Environment):
 
     def action_space(self, params: UCParams) -> Box:
         return make_box(-1.0, 1.0, (self.action_dim(params),))
+
+    def physics_invariants(self, params: UCParams) -> tuple[Invariant, ...]:
+        # Off units idle; committed units within their limits when the dispatch is OPTIMAL.
+        return unit_commitment_laws(params)
 
     def constraint_names(self, params: UCParams) -> tuple[str, ...]:
         return UC_CONSTRAINT_NAMES
