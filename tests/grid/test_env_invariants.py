@@ -67,3 +67,23 @@ def test_a_broken_law_is_reported_on_a_real_env():
     shifted = eqx.tree_at(lambda s: s.line_flow_mw, traj.next_state, traj.next_state.line_flow_mw + 5.0)
     tampered = traj._replace(next_state=shifted)
     assert [t for t, _ in flows_law.violations(tampered, params)] == [0, 1]
+
+
+def test_trans_dc_case14_under_drawn_line_outages():
+    """Outages that keep case 14 connected: the DC laws hold against the host-rebuilt case."""
+    import jax.numpy as jnp
+    from hypothesis import given, settings
+
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.testing import assert_invariants
+    from powerzoojax.testing import strategies as pst
+
+    env, params = TransGridEnv(), make_trans_params(load_case("14"), max_steps=2)
+    space = env.action_space(params)
+
+    @settings(max_examples=6, deadline=None, derandomize=True)
+    @given(mask=pst.connected_line_outages(params.case, max_outages=2), key=pst.prng_keys(), acts=pst.action_sequences(space, 3))
+    def prop(mask, key, acts):
+        assert_invariants(env, params.with_line_outages(jnp.asarray(mask)), key, jnp.asarray(acts))
+
+    prop()

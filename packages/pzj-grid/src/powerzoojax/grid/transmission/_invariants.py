@@ -25,11 +25,27 @@ def _unit_limit_excess(traj: Trajectory, params, applies: np.ndarray) -> np.ndar
     return not_terminal(traj, np.where(applies, excess.max(axis=1), np.nan))
 
 
+def _outage_case(params):
+    """The case as the params see it: with the lines of ``with_line_outages`` opened, rebuilt
+    on the host (an independent route to the PTDF the env corrects in-graph); None when
+    the outage islands buses (the flows are then not physical)."""
+    out = np.asarray(getattr(params, "line_out", np.zeros(0, bool)), bool)
+    if not out.any():
+        return params.case
+    if bool(np.asarray(params.islanded)):
+        return None
+    status = np.where(out, 0, np.asarray(params.case.line_status))
+    return params.case.with_line_status(status)
+
+
 def dc_laws(params, *, balanced_when_optimal: bool = False) -> tuple[Invariant, ...]:
-    """DC power flow: injections balance and flows are PTDF times injections. After a
-    DC-OPF (``balanced_when_optimal``) the balance holds on OPTIMAL steps only: an
-    infeasible load is reported unserved, not balanced."""
-    ptdf = np.asarray(params.case.ptdf, np.float64)
+    """DC power flow: injections balance and flows are PTDF times injections (of the case
+    with any line outages of the params). After a DC-OPF (``balanced_when_optimal``) the
+    balance holds on OPTIMAL steps only: an infeasible load is reported unserved."""
+    case = _outage_case(params)
+    if case is None:
+        return ()
+    ptdf = np.asarray(case.ptdf, np.float64)
 
     def balance(traj: Trajectory, params) -> np.ndarray:
         inj = np.asarray(traj.next_state.node_injection_mw, np.float64)
@@ -54,7 +70,7 @@ def dcopf_laws(params, *, dc_flows: bool) -> tuple[Invariant, ...]:
     """A DC-OPF step that reports OPTIMAL keeps every unit inside its limits and, with DC
     flows, every rated line inside its rating."""
     cap = np.asarray(params.case.line_cap, np.float64)
-    rated = cap < _UNLIMITED_MW
+    rated = (cap < _UNLIMITED_MW) & ~np.asarray(getattr(params, "line_out", np.zeros(cap.shape, bool)), bool)
 
     def optimal(traj: Trajectory) -> np.ndarray:
         return np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL
