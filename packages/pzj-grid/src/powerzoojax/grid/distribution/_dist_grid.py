@@ -104,8 +104,8 @@ class DistGridParams(EnvParams):
 
     def with_load_profiles(
         self,
-        p_load_profiles: Float[Array, "n_rows n_nodes"],
-        q_load_profiles: Float[Array, "n_rows n_nodes"],
+        p_load_profiles: ArrayLike,
+        q_load_profiles: ArrayLike,
     ) -> "DistGridParams":
         """These params with new ``(T', N)`` load profiles [p.u.] (usable inside ``jit``/``vmap``).
 

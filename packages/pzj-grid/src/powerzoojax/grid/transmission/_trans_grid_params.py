@@ -95,7 +95,7 @@ class TransGridParams(EnvParams):
         model = self.network_model
         return model.setup if isinstance(model, ACOPFModel) else None
 
-    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
+    def with_load_profiles(self, load_profiles: ArrayLike) -> "TransGridParams":
         """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``).
 
         A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are

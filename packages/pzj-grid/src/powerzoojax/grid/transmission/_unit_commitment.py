@@ -121,7 +121,7 @@ class UCParams(EnvParams):
     dcopf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
     dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
 
-    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "UCParams":
+    def with_load_profiles(self, load_profiles: ArrayLike) -> "UCParams":
         """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``;
         keep ``T' >= start + max_steps``).
 

@@ -207,12 +207,14 @@ class MultiAgentEnvironment(eqx.Module):
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     # -- dict API -----------------------------------------------------------------------
-    def reset(self, key: Key, params: EnvParams | None = None) -> tuple[dict[str, Array], MARLState]:
+    # ``params: Any`` on the public methods: the guarded stacked methods check them and
+    # name the expected class.
+    def reset(self, key: Key, params: Any = None) -> tuple[dict[str, Array], MARLState]:
         obs, state = self.reset_arrays(key, params)
         return self.unstack(obs), state
 
     def step(
-        self, key: Key, state: MARLState, actions: dict[str, Array] | Array, params: EnvParams | None = None
+        self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
         actions = self.stack(actions)
         obs, state, rewards, done, info = self.step_arrays(key, state, actions, params)
@@ -221,7 +223,7 @@ class MultiAgentEnvironment(eqx.Module):
         return self.unstack(obs), state, self.unstack(rewards), dones, info
 
     def step_auto_reset(
-        self, key: Key, state: MARLState, actions: dict[str, Array] | Array, params: EnvParams | None = None
+        self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
         """``step`` with ``stop_gradient`` on the returned obs and state."""
         obs, state, rewards, dones, info = self.step(key, state, actions, params)
