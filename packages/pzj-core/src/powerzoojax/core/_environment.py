@@ -22,6 +22,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.random as jr
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
 from powerzoojax.core._guard import (
@@ -89,6 +90,25 @@ def _guard_reset(reset: Any) -> Any:
     return mark_guarded(guarded_reset, reset)
 
 
+def _own_shape_error(
+    step: Any, env: "Environment", key: Key, state: EnvState, action: Any, params: EnvParams
+) -> ValueError | None:
+    """The ``ValueError`` an env's own step raises for a mis-shaped array action, if any.
+
+    Several envs name their action layout in that message (``(n_units,)``, ``(2 * n_units,)``),
+    which says more than the shapes alone; only traced on this error path.
+    """
+    if not isinstance(action, (jax.Array, np.ndarray)):
+        return None
+    try:
+        step(env, key, state, action, params)
+    except ValueError as err:
+        return err
+    except Exception:  # noqa: BLE001 - any other failure: the guard's own message is clearer
+        return None
+    return None
+
+
 def _guard_step(step: Any) -> Any:
     expected = params_class(step)
 
@@ -98,7 +118,11 @@ def _guard_step(step: Any) -> Any:
         owner = f"{self.name}.step"
         check_params(params, expected, owner)
         space = self.action_space(params)
-        action = as_action_array(action, owner, space.shape)
+        try:
+            checked = as_action_array(action, owner, space.shape)
+        except ValueError as shape_error:
+            raise _own_shape_error(step, self, key, state, action, params) or shape_error from None
+        action = checked
         low, high = (getattr(space, "low", -jnp.inf), getattr(space, "high", jnp.inf))
         action, invalid = replace_non_finite(action, neutral_action(low, high, space.shape))
         obs, state, reward, costs, done, info = step(self, key, state, action, params)

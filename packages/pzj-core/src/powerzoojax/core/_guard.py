@@ -94,12 +94,15 @@ def flag_invalid_profiles(info: dict[str, Array], params: Any) -> dict[str, Arra
 
 
 def params_class(method: Callable, name: str = "params") -> type | None:
-    """The class annotated on ``method``'s ``params`` argument, or None when it is not a class."""
+    """The class annotated on ``method``'s ``params`` argument, or None when it is not
+    annotated with a class."""
     try:
         annotation = inspect.signature(method).parameters[name].annotation
     except (KeyError, TypeError, ValueError):
         return None
-    return annotation if isinstance(annotation, type) else None
+    if annotation is inspect.Parameter.empty or not isinstance(annotation, type):
+        return None
+    return annotation
 
 
 def check_params(params: Any, expected: type | None, owner: str) -> None:
