@@ -9,6 +9,9 @@ import jax.random as jr
 import numpy as np
 import pytest
 
+# The wrappers and adapters are exercised on the grid and market envs.
+pytestmark = pytest.mark.requires("powerzoojax.grid", "powerzoojax.market")
+
 
 @functools.lru_cache(maxsize=None)
 def _trans(max_steps: int = 3, scale: float = 1.0):
