@@ -94,7 +94,7 @@ def test_step_reward_info_and_der_against_newton():
         "cost_voltage_violation", "cost_thermal_overload", "cost_resource", "cost_continuous", "cost_sum",
         "is_safe", "goal_met", "n_violations", "v_min_step", "v_max_step", "p_loss_MW", "q_loss_MVAr",
         "bfs_converged", "bfs_n_iter", "bfs_residual", "soc_terminal_sq", "resource_curtailed_mw",
-        "resource_shift_out_mw", "resource_shift_in_mw", "p_head_MW",
+        "resource_shift_out_mw", "resource_shift_in_mw", "p_head_MW", "invalid_action",
     }
     assert set(info) == expected
     assert env.iteration_count_keys(params) == ("bfs_n_iter",)  # left out of the kit's jit = eager, vmap = loop

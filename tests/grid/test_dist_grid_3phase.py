@@ -66,7 +66,7 @@ def test_spaces_names_and_info():
     assert set(info) == {
         "cost_voltage_violation", "cost_thermal_overload", "cost_vuf_violation", "cost_resource",
         "cost_continuous", "cost_sum", "is_safe", "goal_met", "n_violations", "p_loss_MW", "q_loss_MVAr",
-        "max_vuf_percent", "bfs_converged", "bfs_n_iter", "bfs_residual",
+        "max_vuf_percent", "bfs_converged", "bfs_n_iter", "bfs_residual", "invalid_action",
     }
     assert bool(info["bfs_converged"])
     assert float(out[2]) == pytest.approx(-0.1 * float(info["p_loss_MW"]), rel=1e-6)

@@ -67,7 +67,7 @@ def test_step_info_keys_and_reward(trans5):
     expected = {
         "gen_cost", "cost_thermal_overload", "cost_voltage_violation", "cost_power_balance",
         "cost_resource", "cost_load_shedding", "cost_sum", "is_safe", "n_violations", "goal_met",
-        "line_viol_mva", "islanded",
+        "line_viol_mva", "islanded", "invalid_action",
     }
     assert set(info) == expected
     assert float(reward) == pytest.approx(-0.01 * float(info["gen_cost"]), rel=1e-6)

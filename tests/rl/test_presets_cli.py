@@ -134,7 +134,7 @@ def test_cli_trains_a_tiny_preset_run(tmp_path, capsys):
 
 
 def test_python_dash_m_powerzoojax_lists_presets():
-    # The namespace package has no __init__.py, only pzj-rl's __main__.py.
+    # The namespace package has no __init__.py, only pzj-core's __main__.py (which runs pzj-rl's CLI).
     out = subprocess.run(
         [sys.executable, "-m", "powerzoojax", "--list-presets"], capture_output=True, text=True, timeout=120,
         env={**os.environ, "JAX_PLATFORMS": "cpu"},

@@ -8,6 +8,10 @@ shape-defining fields) and ``state`` flow through ``jit``/``vmap``/``scan``::
 
 ``step`` auto-resets: on the terminal transition ``done`` is True and the returned
 state (and obs) is already the next episode's first one.
+
+Every concrete ``reset`` and ``step`` is guarded once, here, when the subclass is created
+(see :class:`Environment`), so the guards apply to every env without each env repeating
+them.
 """
 
 import abc
@@ -18,8 +22,21 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.random as jr
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 
+from powerzoojax.core._guard import (
+    as_action_array,
+    check_params,
+    flag_invalid_action,
+    flag_invalid_profiles,
+    is_guarded,
+    mark_guarded,
+    neutral_action,
+    params_class,
+    replace_non_finite,
+    structural_hash,
+)
 from powerzoojax.core._invariant import Invariant
 from powerzoojax.core._spaces import Space
 from powerzoojax.core._types import BoolScalar, FloatScalar, Info, Key
@@ -63,8 +80,92 @@ def auto_reset(
     return jax.lax.stop_gradient(select_tree(new_state.done, reset_state, new_state))
 
 
+def _guard_reset(reset: Any) -> Any:
+    expected = params_class(reset)
+
+    # ``params: Any``: this layer is the one that checks them, with a one-line message.
+    def guarded_reset(self: "Environment", key: Key, params: Any) -> Any:
+        check_params(params, expected, f"{self.name}.reset")
+        return reset(self, key, params)
+
+    return mark_guarded(guarded_reset, reset)
+
+
+def _own_shape_error(
+    step: Any, env: "Environment", key: Key, state: EnvState, action: Any, params: EnvParams
+) -> ValueError | None:
+    """The ``ValueError`` an env's own step raises for a mis-shaped array action, if any.
+
+    Several envs name their action layout in that message (``(n_units,)``, ``(2 * n_units,)``),
+    which says more than the shapes alone; only traced on this error path.
+    """
+    if not isinstance(action, (jax.Array, np.ndarray)):
+        return None
+    try:
+        step(env, key, state, action, params)
+    except ValueError as err:
+        return err
+    except Exception:  # noqa: BLE001 - any other failure: the guard's own message is clearer
+        return None
+    return None
+
+
+def _guard_step(step: Any) -> Any:
+    expected = params_class(step)
+
+    def guarded_step(
+        self: "Environment", key: Key, state: EnvState, action: Any, params: Any
+    ) -> StepResult:
+        owner = f"{self.name}.step"
+        check_params(params, expected, owner)
+        space = self.action_space(params)
+        try:
+            checked = as_action_array(action, owner, space.shape)
+        except ValueError as shape_error:
+            raise _own_shape_error(step, self, key, state, action, params) or shape_error from None
+        action = checked
+        low, high = (getattr(space, "low", -jnp.inf), getattr(space, "high", jnp.inf))
+        action, invalid = replace_non_finite(action, neutral_action(low, high, space.shape))
+        obs, state, reward, costs, done, info = step(self, key, state, action, params)
+        info = flag_invalid_profiles(flag_invalid_action(info, invalid), params)
+        return obs, state, reward, costs, done, info
+
+    return mark_guarded(guarded_step, step)
+
+
 class Environment(eqx.Module):
-    """Abstract functional environment (``eqx.Module`` holding static configuration only)."""
+    """Abstract functional environment (``eqx.Module`` holding static configuration only).
+
+    Every subclass's ``reset`` and ``step`` are wrapped, once, when the class is created:
+
+    - ``params`` of the wrong class (the one annotated on the subclass's ``params``
+      argument) raise a one-line ``TypeError`` naming both classes.
+    - ``action`` must have the action space's shape; a Python list or tuple, or an array
+      of another shape (a scalar where a vector is expected), raises a one-line
+      ``ValueError`` naming both shapes.
+    - A non-finite action entry (NaN, +inf, -inf) is a defined event, never propagated:
+      the entry is replaced by its neutral value, 0 clipped into that entry's bounds in
+      the action space (the midpoint of a ``[-1, 1]`` action), the step runs on the
+      cleaned action, ``info["invalid_action"]`` is True and, where the env reports
+      ``is_safe``, ``info["is_safe"]`` is False. State, observation, reward and costs
+      stay finite. ``info["invalid_action"]`` is present (False) on every step.
+    - Params whose ``with_load_profiles`` replaced non-finite profile values inside
+      ``jit`` report it on every step as ``info["invalid_load_profiles"]``.
+
+    The guards cost one ``isfinite``/``where`` over the action at run time; the shape and
+    class checks run while tracing.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, guard in (("reset", _guard_reset), ("step", _guard_step)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__isabstractmethod__", False) and not is_guarded(method):
+                setattr(cls, name, guard(method))
+
+    def __hash__(self) -> int:
+        # An env holding arrays stays hashable, so ``jax.jit(env.step)`` works.
+        return structural_hash(self)
 
     @abc.abstractmethod
     def reset(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:

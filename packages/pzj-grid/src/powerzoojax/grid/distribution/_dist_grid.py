@@ -35,6 +35,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._guard import checked_profiles
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._invariants import distflow_laws
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
@@ -98,17 +99,33 @@ class DistGridParams(EnvParams):
     # Resource bundles (eqx Modules: their sizes are static fields, their arrays leaves,
     # so params stay vmappable over device parameters).
     resources: tuple = eqx.field(default=(), kw_only=True)
+    # Set by with_load_profiles: True when non-finite profile values given inside jit were
+    # replaced by 0 (reported on every step as info["invalid_load_profiles"]).
+    invalid_load_profiles: Bool[Array, ""] | None = eqx.field(default=None, kw_only=True)
 
     def with_load_profiles(
         self,
-        p_load_profiles: Float[Array, "n_rows n_nodes"],
-        q_load_profiles: Float[Array, "n_rows n_nodes"],
+        p_load_profiles: ArrayLike,
+        q_load_profiles: ArrayLike,
     ) -> "DistGridParams":
-        """These params with new ``(T', N)`` load profiles [p.u.] (usable inside ``jit``/``vmap``)."""
+        """These params with new ``(T', N)`` load profiles [p.u.] (usable inside ``jit``/``vmap``).
+
+        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
+        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        n_nodes = self.p_load_profiles.shape[1]
+        owner = "DistGridParams.with_load_profiles"
+        p_profiles, p_invalid = checked_profiles(owner, "p_load_profiles", p_load_profiles, n_nodes)
+        q_profiles, q_invalid = checked_profiles(owner, "q_load_profiles", q_load_profiles, n_nodes)
+        if p_profiles.shape[0] != q_profiles.shape[0]:
+            raise ValueError(
+                f"{owner}: p_load_profiles and q_load_profiles must have the same number of rows, "
+                f"got {p_profiles.shape[0]} and {q_profiles.shape[0]}"
+            )
         return eqx.tree_at(
-            lambda p: (p.p_load_profiles, p.q_load_profiles),
+            lambda p: (p.p_load_profiles, p.q_load_profiles, p.invalid_load_profiles),
             self,
-            (jnp.asarray(p_load_profiles, jnp.float32), jnp.asarray(q_load_profiles, jnp.float32)),
+            (p_profiles, q_profiles, p_invalid | q_invalid),
+            is_leaf=lambda x: x is None,
         )
 
 

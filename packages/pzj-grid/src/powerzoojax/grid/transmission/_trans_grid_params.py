@@ -10,6 +10,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Shaped
 
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams
+from powerzoojax.core._guard import checked_profiles
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import ResourceBundle
 from powerzoojax.grid.transmission._network_models import (
@@ -83,6 +84,9 @@ class TransGridParams(EnvParams):
     pf_failure_cost: Float[Array, ""] | None = None
     # (N, L) PTDF transposed: only built when resource bundles inject at arbitrary buses.
     ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
+    # Set by with_load_profiles: True when non-finite profile values given inside jit were
+    # replaced by 0 (reported on every step as info["invalid_load_profiles"]).
+    invalid_load_profiles: Bool[Array, ""] | None = eqx.field(default=None, kw_only=True)
     resources: tuple = eqx.field(default=(), kw_only=True)
     steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
     physics: int = eqx.field(static=True, default=0, kw_only=True)
@@ -109,13 +113,19 @@ class TransGridParams(EnvParams):
         model = self.network_model
         return model.setup if isinstance(model, ACOPFModel) else None
 
-    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "TransGridParams":
-        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``)."""
-        profiles = jnp.asarray(load_profiles, jnp.float32)
+    def with_load_profiles(self, load_profiles: ArrayLike) -> "TransGridParams":
+        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``).
+
+        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
+        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        profiles, invalid = checked_profiles(
+            "TransGridParams.with_load_profiles", "load_profiles", load_profiles, self.load_profiles.shape[1]
+        )
         return eqx.tree_at(
-            lambda p: (p.load_profiles, p.load_line_flow_mw),
+            lambda p: (p.load_profiles, p.load_line_flow_mw, p.invalid_load_profiles),
             self,
-            (profiles, load_line_flows(self.network, profiles)),
+            (profiles, load_line_flows(self.network, profiles), invalid),
+            is_leaf=lambda x: x is None,
         )
 
     def with_line_outages(self, line_out: Shaped[Array | np.ndarray, " n_lines"]) -> "TransGridParams":

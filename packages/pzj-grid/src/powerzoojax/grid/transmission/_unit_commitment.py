@@ -48,6 +48,7 @@ from powerzoojax.core import (
     time_features,
 )
 from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._guard import checked_profiles
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.transmission._invariants import unit_commitment_laws
 from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
@@ -110,6 +111,9 @@ class UCParams(EnvParams):
     # Marginal cost at half output, normalised (the reference shows cost_b, its linear
     # coefficient; ours is c + slope terms, so the comparable number is the MC).
     cost_obs: Float[Array, " n_units"]
+    # Set by with_load_profiles: True when non-finite profile values given inside jit were
+    # replaced by 0 (reported on every step as info["invalid_load_profiles"]).
+    invalid_load_profiles: Bool[Array, ""] | None = eqx.field(default=None, kw_only=True)
     steps_per_day: int = eqx.field(static=True, default=48, kw_only=True)
     forecast_horizon_steps: int = eqx.field(static=True, default=0, kw_only=True)
     enable_uc: bool = eqx.field(static=True, default=True, kw_only=True)
@@ -119,14 +123,20 @@ class UCParams(EnvParams):
     dcopf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
     dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
 
-    def with_load_profiles(self, load_profiles: Float[Array, "n_rows n_loads"]) -> "UCParams":
+    def with_load_profiles(self, load_profiles: ArrayLike) -> "UCParams":
         """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``;
-        keep ``T' >= start + max_steps``)."""
-        profiles = jnp.asarray(load_profiles, jnp.float32)
+        keep ``T' >= start + max_steps``).
+
+        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
+        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        profiles, invalid = checked_profiles(
+            "UCParams.with_load_profiles", "load_profiles", load_profiles, self.load_profiles.shape[1]
+        )
         return eqx.tree_at(
-            lambda p: (p.load_profiles, p.load_line_flow_mw, p.total_load_mw),
+            lambda p: (p.load_profiles, p.load_line_flow_mw, p.total_load_mw, p.invalid_load_profiles),
             self,
-            (profiles, load_line_flows(self.network, profiles), short_sum(profiles, axis=-1)),
+            (profiles, load_line_flows(self.network, profiles), short_sum(profiles, axis=-1), invalid),
+            is_leaf=lambda x: x is None,
         )
 
 

@@ -26,9 +26,16 @@ Observations and actions are zero-padded to uniform sizes (``obs_dim``,
 ``action_dim``); agents whose own action is shorter ignore the padding entries.
 Every step auto-resets like the single-agent envs (the returned state / obs on a
 terminal step belong to the next episode).
+
+Bad input follows the single-agent contract (``powerzoojax.core.Environment``): a
+non-finite action entry is replaced by 0 (the neutral value of ``Box[-1, 1]``) and
+reported as ``info["invalid_action"]`` (and ``is_safe`` False where reported); wrong
+shapes, unknown agents and params of the wrong class raise one-line errors naming the
+agent or value and what was expected.
 """
 
 import abc
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -36,6 +43,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, PyTree
 from powerzoojax.core import Box, EnvParams, make_box
+from powerzoojax.core._guard import (
+    as_action_array,
+    flag_invalid_action,
+    is_guarded,
+    mark_guarded,
+    neutral_action,
+    replace_non_finite,
+    structural_hash,
+)
 from powerzoojax.core._types import Info, Key
 
 
@@ -62,13 +78,58 @@ def agent_type(name: str) -> str:
     return name.split("_", 1)[0]
 
 
+def _check_bound_params(env: "MultiAgentEnvironment", params: Any, owner: str) -> None:
+    if params is not None and not isinstance(params, type(env.params)):
+        raise TypeError(
+            f"{owner}: params must be {type(env.params).__name__} (like the bound env.params) or None, "
+            f"got {type(params).__name__}"
+        )
+
+
+def _guard_reset_arrays(reset_arrays: Any) -> Any:
+    def guarded_reset_arrays(self: "MultiAgentEnvironment", key: Key, params: Any = None) -> Any:
+        _check_bound_params(self, params, f"{self.name}.reset")
+        return reset_arrays(self, key, params)
+
+    return mark_guarded(guarded_reset_arrays, reset_arrays)
+
+
+def _guard_step_arrays(step_arrays: Any) -> Any:
+    def guarded_step_arrays(
+        self: "MultiAgentEnvironment", key: Key, state: "MARLState", actions: Any, params: Any = None
+    ) -> Any:
+        owner = f"{self.name}.step"
+        _check_bound_params(self, params, owner)
+        shape = (self.num_agents, self.action_dim)
+        actions = as_action_array(actions, f"{owner} (stacked actions (num_agents, action_dim))", shape)
+        space = self.action_space()
+        neutral = neutral_action(space.low, space.high, (self.action_dim,))
+        actions, invalid = replace_non_finite(actions, neutral)
+        obs, state, rewards, done, info = step_arrays(self, key, state, actions, params)
+        return obs, state, rewards, done, flag_invalid_action(info, invalid)
+
+    return mark_guarded(guarded_step_arrays, step_arrays)
+
+
 class MultiAgentEnvironment(eqx.Module):
     """Base of the dict-per-agent adapters. Subclasses set ``params`` and the static
     ``agents`` tuple and implement ``reset_arrays`` / ``step_arrays`` / ``obs_dim`` /
-    ``action_dim``."""
+    ``action_dim``; their ``reset_arrays`` / ``step_arrays`` are guarded once, when the
+    class is created (see the module docstring)."""
 
     params: EnvParams
     agents: tuple[str, ...] = eqx.field(static=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, guard in (("reset_arrays", _guard_reset_arrays), ("step_arrays", _guard_step_arrays)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__isabstractmethod__", False) and not is_guarded(method):
+                setattr(cls, name, guard(method))
+
+    def __hash__(self) -> int:
+        # Hash without the bound params' array values, so ``jax.jit(env.step)`` works.
+        return structural_hash(self)
 
     # -- static description ------------------------------------------------------------
     @property
@@ -132,7 +193,13 @@ class MultiAgentEnvironment(eqx.Module):
             missing = [a for a in self.agents if a not in per_agent]
             if missing:
                 raise KeyError(f"{self.name}: actions missing for agent(s) {missing}; agents are {list(self.agents)}")
-            return jnp.stack([jnp.asarray(per_agent[a], jnp.float32) for a in self.agents])
+            unknown = sorted(str(a) for a in per_agent if a not in self.agents)
+            if unknown:
+                raise KeyError(f"{self.name}: actions for unknown agent(s) {unknown}; agents are {list(self.agents)}")
+            rows = []
+            for a in self.agents:
+                rows.append(as_action_array(per_agent[a], f"{self.name}.step: agent {a!r}", (self.action_dim,)))
+            return jnp.stack([row.astype(jnp.float32) for row in rows])
         return per_agent
 
     def unstack(self, stacked: Array) -> dict[str, Array]:
@@ -140,26 +207,23 @@ class MultiAgentEnvironment(eqx.Module):
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     # -- dict API -----------------------------------------------------------------------
-    def reset(self, key: Key, params: EnvParams | None = None) -> tuple[dict[str, Array], MARLState]:
+    # ``params: Any`` on the public methods: the guarded stacked methods check them and
+    # name the expected class.
+    def reset(self, key: Key, params: Any = None) -> tuple[dict[str, Array], MARLState]:
         obs, state = self.reset_arrays(key, params)
         return self.unstack(obs), state
 
     def step(
-        self, key: Key, state: MARLState, actions: dict[str, Array] | Array, params: EnvParams | None = None
+        self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
         actions = self.stack(actions)
-        if actions.shape != (self.num_agents, self.action_dim):
-            raise ValueError(
-                f"{self.name}.step: stacked actions must have shape (num_agents, action_dim) = "
-                f"({self.num_agents}, {self.action_dim}), got {actions.shape}"
-            )
         obs, state, rewards, done, info = self.step_arrays(key, state, actions, params)
         dones = {a: done for a in self.agents}
         dones["__all__"] = done
         return self.unstack(obs), state, self.unstack(rewards), dones, info
 
     def step_auto_reset(
-        self, key: Key, state: MARLState, actions: dict[str, Array] | Array, params: EnvParams | None = None
+        self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
         """``step`` with ``stop_gradient`` on the returned obs and state."""
         obs, state, rewards, dones, info = self.step(key, state, actions, params)

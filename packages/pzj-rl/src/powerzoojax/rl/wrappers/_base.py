@@ -12,6 +12,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Shaped
 from powerzoojax.core import Environment, EnvParams, Space
+from powerzoojax.core._guard import replace_non_finite, structural_hash
 
 
 class BoundWrapper(eqx.Module):
@@ -24,6 +25,10 @@ class BoundWrapper(eqx.Module):
     env: Environment
     params: EnvParams
     emits_costs: ClassVar[bool] = False
+
+    def __hash__(self) -> int:
+        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
+        return structural_hash(self)
 
     @property
     def name(self) -> str:
@@ -70,8 +75,10 @@ def accumulate(
 ) -> tuple[Shaped[Array, "*shape"], Shaped[Array, "*shape"]]:
     """Add ``increment`` to an episode sum; on ``done`` latch the total and restart from zero.
 
-    Returns ``(new_running, new_latched)``.
+    A non-finite increment (a NaN reward from a user's reward function, say) counts as
+    zero, so a latched episode statistic is never NaN. Returns ``(new_running, new_latched)``.
     """
+    increment, _ = replace_non_finite(increment, 0)
     total = running + increment
     return jnp.where(done, jnp.zeros_like(total), total), jnp.where(done, total, latched)
 

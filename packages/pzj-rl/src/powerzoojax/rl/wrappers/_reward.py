@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 from powerzoojax.core import Space
+from powerzoojax.core._guard import structural_hash
 from powerzoojax.core._types import Key
 from powerzoojax.rl.wrappers._log import (
     LogWrapper,
@@ -63,6 +64,10 @@ class RewardWrapper(eqx.Module):
     wrapped: LogWrapper | SafeRLWrapper | SauteWrapper
     reward_fn: Callable = eqx.field(static=True)
     passes_costs: bool = eqx.field(static=True)
+
+    def __hash__(self) -> int:
+        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
+        return structural_hash(self)
 
     def __init__(self, wrapped: Any, reward_fn: Callable):
         if not isinstance(wrapped, (LogWrapper, SafeRLWrapper, SauteWrapper)):

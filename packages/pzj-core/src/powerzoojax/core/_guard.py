@@ -1,0 +1,180 @@
+"""Input guards shared by every env and multi-agent adapter.
+
+Two kinds of bad input are told apart:
+
+- Mistakes visible from shapes and types (wrong params class, an action of the wrong
+  shape, a Python list as action) raise on the host while tracing, in one line that
+  names the bad value and what was expected.
+- Non-finite numbers (NaN, ±inf) are values, so inside ``jit`` they cannot raise. They
+  are replaced by the neutral value and reported as a flag, so that state, reward and
+  costs stay finite and the event shows up in ``info``.
+
+The neutral value of an action entry is 0 clipped into that entry's bounds in the
+action space: the midpoint of a normalised ``[-1, 1]`` action, the lower bound of a
+``[0, 1]`` one.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Shaped
+
+INVALID_ACTION_KEY = "invalid_action"
+INVALID_PROFILES_KEY = "invalid_load_profiles"
+
+
+def as_action_array(action: Any, owner: str, expected_shape: tuple[int, ...]) -> Array:
+    """``action`` as an array of ``expected_shape``, or a one-line ``ValueError``.
+
+    Python scalars and NumPy values are converted; lists and tuples are refused (as JAX
+    refuses them), so a malformed batch is never silently stacked.
+    """
+    if isinstance(action, (list, tuple)):
+        raise ValueError(
+            f"{owner}: action must be an array of shape {expected_shape}, got a {type(action).__name__} "
+            f"of {len(action)} entries; pass jnp.asarray(action)"
+        )
+    if not isinstance(action, (jax.Array, np.ndarray, np.generic, bool, int, float)):
+        raise ValueError(
+            f"{owner}: action must be an array of shape {expected_shape}, got {type(action).__name__}"
+        )
+    action = jnp.asarray(action)
+    if action.shape != tuple(expected_shape):
+        raise ValueError(
+            f"{owner}: action has shape {action.shape} but the action space expects shape {tuple(expected_shape)}"
+        )
+    return action
+
+
+def neutral_action(low: ArrayLike, high: ArrayLike, shape: tuple[int, ...]) -> Array:
+    """0 clipped into ``[low, high]`` entrywise, broadcast to ``shape`` (float32)."""
+    low = jnp.broadcast_to(jnp.asarray(low, jnp.float32), shape)
+    high = jnp.broadcast_to(jnp.asarray(high, jnp.float32), shape)
+    return jnp.clip(jnp.zeros(shape, jnp.float32), low, high)
+
+
+def replace_non_finite(
+    values: Shaped[Array, "*shape"], neutral: ArrayLike
+) -> tuple[Shaped[Array, "*shape"], Bool[Array, ""]]:
+    """``(values with every non-finite entry replaced by neutral, whether any was)``.
+
+    Integer and boolean arrays are always finite and pass through unchanged.
+    """
+    if not jnp.issubdtype(values.dtype, jnp.inexact):
+        return values, jnp.asarray(False)
+    finite = jnp.isfinite(values)
+    clean = jnp.where(finite, values, jnp.asarray(neutral, values.dtype))
+    return clean, ~jnp.all(finite)
+
+
+def flag_invalid_action(info: dict[str, Array], invalid: Bool[Array, ""]) -> dict[str, Array]:
+    """``info`` with ``invalid_action`` set (or-ed with an inner env's flag) and, where the
+    env reports ``is_safe``, the step marked unsafe."""
+    if INVALID_ACTION_KEY in info:
+        invalid = invalid | info[INVALID_ACTION_KEY]
+    info = {**info, INVALID_ACTION_KEY: invalid}
+    if "is_safe" in info:
+        info["is_safe"] = info["is_safe"] & ~invalid
+    return info
+
+
+def flag_invalid_profiles(info: dict[str, Array], params: Any) -> dict[str, Array]:
+    """``info`` with ``invalid_load_profiles`` when ``params`` carry that flag (params whose
+    ``with_load_profiles`` replaced non-finite values inside ``jit``)."""
+    flag = getattr(params, INVALID_PROFILES_KEY, None)
+    if flag is None:
+        return info
+    return {**info, INVALID_PROFILES_KEY: flag}
+
+
+def params_class(method: Callable, name: str = "params") -> type | None:
+    """The class annotated on ``method``'s ``params`` argument, or None when it is not
+    annotated with a class."""
+    try:
+        annotation = inspect.signature(method).parameters[name].annotation
+    except (KeyError, TypeError, ValueError):
+        return None
+    if annotation is inspect.Parameter.empty or not isinstance(annotation, type):
+        return None
+    return annotation
+
+
+def check_params(params: Any, expected: type | None, owner: str) -> None:
+    """One-line ``TypeError`` when ``params`` is not an instance of ``expected``."""
+    if expected is not None and not isinstance(params, expected):
+        raise TypeError(
+            f"{owner}: params must be {expected.__name__} (from the env's make_*_params factory or "
+            f"default_params()), got {type(params).__name__}"
+        )
+
+
+def is_guarded(method: Any) -> bool:
+    return getattr(method, "_pzj_guarded", False)
+
+
+def mark_guarded(wrapper: Callable, method: Callable) -> Callable:
+    functools.update_wrapper(wrapper, method)
+    wrapper._pzj_guarded = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def structural_hash(module: eqx.Module) -> int:
+    """Hash of a module's tree structure, static fields and leaf shapes/dtypes, never of
+    array values.
+
+    Modules that hold arrays (wrappers with bound params, multi-agent adapters) use it,
+    so their bound methods can be handed to ``jax.jit``, which hashes the function it
+    compiles. Equal modules hash equal; modules that differ only in array values collide
+    and are told apart by ``==``.
+    """
+    leaves, treedef = jax.tree.flatten(module)
+    signature = tuple(
+        (jnp.shape(leaf), str(jnp.result_type(leaf))) if eqx.is_array(leaf) else _hashable(leaf)
+        for leaf in leaves
+    )
+    return hash((type(module), treedef, signature))
+
+
+def _hashable(leaf: Any) -> Any:
+    try:
+        hash(leaf)
+    except TypeError:
+        return type(leaf)
+    return leaf
+
+
+def checked_profiles(
+    owner: str, name: str, values: ArrayLike, n_columns: int
+) -> tuple[Array, Bool[Array, ""]]:
+    """Replacement load profiles for a params' ``with_load_profiles``, checked where possible.
+
+    Shape and dtype are known on the host even under ``jit``: anything but a real
+    ``(T, n_columns)`` array with ``T >= 1`` raises a one-line ``ValueError``. Concrete
+    values (outside ``jit``) must be finite, else a ``ValueError`` names the first bad
+    entry. Traced values cannot raise: their non-finite entries become 0 and the returned
+    flag says so. Returns ``(float32 profiles, any entry replaced)``.
+    """
+    shape = jnp.shape(values)
+    dtype = jnp.result_type(values)
+    if not jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(f"{owner}: {name} must be real numbers, got dtype {dtype}")
+    if len(shape) != 2 or shape[1] != n_columns or shape[0] < 1:
+        raise ValueError(
+            f"{owner}: {name} must have shape (T, {n_columns}) with T >= 1, got shape {tuple(shape)}"
+        )
+    if not isinstance(values, jax.core.Tracer):
+        host = np.asarray(values)
+        bad = ~np.isfinite(host)
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{owner}: {name} must be finite; found {host[row, col]} at row {row}, column {col} "
+                f"({int(bad.sum())} non-finite values in all)"
+            )
+    return replace_non_finite(jnp.asarray(values, jnp.float32), 0.0)
