@@ -148,3 +148,16 @@ def test_plain_jax_jit_on_marl_adapter_methods(name):
     out = step(jr.PRNGKey(1), state, actions)
     step(jr.PRNGKey(2), out[1], actions)
     assert step._cache_size() == 1 and set(out[2]) == set(env.agents)
+
+
+@pytest.mark.parametrize("name", MARL)
+def test_marl_stack_takes_observation_dicts_too(name):
+    """``stack`` is for any per-agent dict (observations included); only the actions given
+    to ``step`` are checked against the action space."""
+    env = _marl(name)
+    obs, _ = env.reset(jr.PRNGKey(0))
+    stacked = env.stack(obs)
+    assert stacked.shape == (env.num_agents, env.obs_dim)
+    np.testing.assert_array_equal(np.asarray(stacked[1]), np.asarray(obs[env.agents[1]]))
+    with pytest.raises(KeyError, match=r"entries missing for agent\(s\)"):
+        env.stack({env.agents[0]: obs[env.agents[0]]})

@@ -188,19 +188,29 @@ class MultiAgentEnvironment(eqx.Module):
 
     # -- dict <-> stacked ---------------------------------------------------------------
     def stack(self, per_agent: dict[str, Array] | Array) -> Array:
-        """Dict keyed by agent → array with agents on axis 0 (in ``agents`` order); arrays pass through."""
+        """Dict keyed by agent (observations, actions, ...) → array with agents on axis 0 (in
+        ``agents`` order); arrays pass through."""
         if isinstance(per_agent, dict):
-            missing = [a for a in self.agents if a not in per_agent]
-            if missing:
-                raise KeyError(f"{self.name}: actions missing for agent(s) {missing}; agents are {list(self.agents)}")
-            unknown = sorted(str(a) for a in per_agent if a not in self.agents)
-            if unknown:
-                raise KeyError(f"{self.name}: actions for unknown agent(s) {unknown}; agents are {list(self.agents)}")
-            rows = []
-            for a in self.agents:
-                rows.append(as_action_array(per_agent[a], f"{self.name}.step: agent {a!r}", (self.action_dim,)))
-            return jnp.stack([row.astype(jnp.float32) for row in rows])
+            self._check_agent_keys(per_agent, "entries")
+            return jnp.stack([jnp.asarray(per_agent[a]) for a in self.agents])
         return per_agent
+
+    def _check_agent_keys(self, per_agent: dict, what: str) -> None:
+        missing = [a for a in self.agents if a not in per_agent]
+        if missing:
+            raise KeyError(f"{self.name}: {what} missing for agent(s) {missing}; agents are {list(self.agents)}")
+        unknown = sorted(str(a) for a in per_agent if a not in self.agents)
+        if unknown:
+            raise KeyError(f"{self.name}: {what} for unknown agent(s) {unknown}; agents are {list(self.agents)}")
+
+    def _stack_actions(self, actions: dict[str, Array] | Array) -> Array:
+        """The actions dict as a float32 ``(A, action_dim)`` array, each agent's action checked
+        (its shape, named by agent); a stacked array passes through."""
+        if not isinstance(actions, dict):
+            return actions
+        self._check_agent_keys(actions, "actions")
+        rows = [as_action_array(actions[a], f"{self.name}.step: agent {a!r}", (self.action_dim,)) for a in self.agents]
+        return jnp.stack([row.astype(jnp.float32) for row in rows])
 
     def unstack(self, stacked: Array) -> dict[str, Array]:
         """Array with agents on axis 0 → dict keyed by agent."""
@@ -216,7 +226,7 @@ class MultiAgentEnvironment(eqx.Module):
     def step(
         self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
-        actions = self.stack(actions)
+        actions = self._stack_actions(actions)
         obs, state, rewards, done, info = self.step_arrays(key, state, actions, params)
         dones = {a: done for a in self.agents}
         dones["__all__"] = done
