@@ -10,11 +10,11 @@ Env: the MarketMARL core (:mod:`powerzoojax.market._market_marl`) seen jointly b
 Data (:func:`load_gencos_profiles`): a measured demand series ``x`` → min-max over the
 window → per-load affine map onto ``[d_min, d_max]`` → OOD factor → every row's total
 projected into ``[Σp_min + 1, Σp_max − 1]`` keeping the spatial mix. Source: the GB
-Elexon demand (spec windows train 2025-04..12, iid 2026-01..03) when the loader has GB
+Elexon demand (the reference's windows: train 2025-04..12, iid 2026-01..03) when the loader has GB
 files (``DataLoader(data_dir=...)``), else the shipped measured England & Wales demand
 (2000, its own train / iid windows). Splits: ``train``, ``iid``, ``demand_shift`` (iid
-× 1.10) and ``renewable_shock`` (iid × 1.05, the spec's net-load proxy); the issue's
-``high_demand`` / ``low_renewable`` are aliases of the last two.
+× 1.10) and ``renewable_shock`` (iid × 1.05, the reference's net-load proxy); ``high_demand`` /
+``low_renewable`` are aliases of the last two.
 """
 
 import functools
