@@ -1,4 +1,4 @@
-"""The task contract (spec §4.1) and the episode runner every task's rollouts share.
+"""The task contract and the episode runner every task's rollouts share.
 
 A task freezes an env, its data splits, baselines and metrics so results are comparable
 across algorithms. Tasks live next to their envs (``powerzoojax.grid.tasks``,
@@ -62,7 +62,7 @@ def episode_rollout(
 
 @runtime_checkable
 class TaskSpec(Protocol):
-    """Spec §4.1. ``episode_params`` with ``strategy="uniform"`` spreads evaluation windows
+    """``episode_params`` with ``strategy="uniform"`` spreads evaluation windows
     evenly over a split; ``"seeded"`` draws one training window from ``seed``."""
 
     task_name: str

@@ -28,7 +28,7 @@ open-data files (NESO, Elexon) are read when a ``DataLoader(data_dir=...)`` is g
 >>> loader.load_jax_profiles([LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU], source="simbench", split="train").shape
 (13152, 2)
 
-Public submodules: ``signals`` (signal names), ``splits`` (frozen windows and the spec's GB /
+Public submodules: ``signals`` (signal names), ``splits`` (frozen windows and the reference's GB /
 Ausgrid dates), ``ausgrid_utils`` (Ausgrid feeder pools, split roles, file reader) and
 ``dc_microgrid_profiles`` (data-centre microgrid profiles); their main names are also
 exported here.

@@ -46,7 +46,7 @@ def case_load_profiles(
       The window's average equals the case's nominal load (the flat default of
       ``make_trans_params``); peaks reach ``max(x) / mean(x)`` times nominal (about 2.0 for
       Victoria 2014, so up to ``d_max = 1.5 Pd``).
-    * ``scaling="minmax"`` (spec 4.2, GenCos): ``u = (x - min x) / (max x - min x)`` and
+    * ``scaling="minmax"``: ``u = (x - min x) / (max x - min x)`` and
       ``P[t, j] = d_min[j] + u(t) * (d_max[j] - d_min[j])``, spanning each load's range.
 
     Raises:

@@ -220,7 +220,7 @@ class ExternalDataset:
     description: str
 
 
-# Order = resolution priority within source "gb" (the spec's manifest file order): actual load
+# Order = resolution priority within source "gb" (the reference's manifest file order): actual load
 # comes from Elexon, whose span holds the GB windows, before NESO's (which ends 2025-04-13).
 GB_DATASETS: tuple[ExternalDataset, ...] = (
     ExternalDataset(

@@ -1,4 +1,4 @@
-"""Episode start and drift sampling for non-stationary training and evaluation (spec 5.3).
+"""Episode start and drift sampling for non-stationary training and evaluation.
 
 Host-side: the sampler draws with ``jax.random`` so that a key fixes the result, and returns
 plain Python / NumPy values to build env params with; nothing here runs inside ``jit``.

@@ -1,7 +1,7 @@
 """Stable signal names (``domain.metric[_unit]``), index names, data types and time modes.
 
 The names are the contract between data and envs: a task asks for ``LOAD_ACTUAL_MW``, never
-for a file's column. Spec section 5.1 fixes the names below; the three ``*_pu`` signals are
+for a file's column. The reference fixes the names below; the three ``*_pu`` signals are
 project additions for series given per unit of a rated power (SimBench), which must not be
 mislabelled as MW.
 """

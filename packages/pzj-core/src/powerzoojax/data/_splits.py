@@ -7,7 +7,7 @@ stress period exists in the data, out-of-distribution evaluation is parametric
 (`NonstationarySampler` mode ``drift_shock``).
 
 Every window of a shipped dataset lies inside the shipped data (the tests check it). The GB
-windows are the spec's (section 5.3) and refer to the Elexon files a user supplies, whose
+windows are the reference's and refer to the Elexon files a user supplies, whose
 span is 2023-07-05 .. 2026-04-05.
 """
 
@@ -84,8 +84,8 @@ _WINDOWS: dict[str, dict[str, Window]] = {
     "gb_forecast_actual_demand": _windows(
         "gb_forecast_actual_demand",
         (
-            ("train", "2025-04-01", "2025-12-31", "spec 5.3 GB train window"),
-            ("iid", "2026-01-01", "2026-03-31", "spec 5.3 GB iid window; OOD is parametric"),
+            ("train", "2025-04-01", "2025-12-31", "reference GB train window"),
+            ("iid", "2026-01-01", "2026-03-31", "reference GB iid window; OOD is parametric"),
         ),
     ),
 }
@@ -130,7 +130,7 @@ def get_window(dataset: str, split: str) -> Window:
 
 
 def gb_windows() -> dict[str, tuple[str, str]]:
-    """The spec's GB windows ``{split: (start, end)}`` (Elexon files; OOD is parametric)."""
+    """The reference's GB windows ``{split: (start, end)}`` (Elexon files; OOD is parametric)."""
     return {s: (w.start, w.end) for s, w in _WINDOWS["gb_forecast_actual_demand"].items()}
 
 
@@ -149,7 +149,7 @@ def assert_no_overlap(a_start: TimeLike, a_end: TimeLike, b_start: TimeLike, b_e
         raise ValueError(f"ranges overlap: {a0} .. {a1} and {b0} .. {b1}")
 
 
-# The spec's frozen date windows as constants (inclusive ISO dates). GB: the train / iid
+# The reference's frozen date windows as constants (inclusive ISO dates). GB: the train / iid
 # windows above (Elexon files; OOD is parametric). Ausgrid (user-supplied zone-substation
 # file): train and iid share one window and are separated by day (every fourth local day
 # is iid, see powerzoojax.data.ausgrid_utils); summer OOD is the next season; the zone

@@ -1,4 +1,4 @@
-"""Data-centre microgrid profiles (spec §5, rl-market-tasks §5.3): workload traces, solar,
+"""Data-centre microgrid profiles: workload traces, solar,
 price and outdoor temperature on the 5-minute grid of the microgrid, host-side only.
 
 Workload: ``datacenter.cpu_util`` as a fraction, used as the inference share of the data

@@ -1,5 +1,5 @@
 """Frozen train / iid / OOD windows: the per-dataset windows of ``powerzoojax.data`` and the
-spec's GB and Ausgrid date constants (inclusive ISO dates)."""
+reference's GB and Ausgrid date constants (inclusive ISO dates)."""
 
 from ._splits import (
     AUSGRID_IID_END,

@@ -18,10 +18,10 @@ HLO and 1.3–1.6x the compile CPU time (`tests/core/test_ac_opf.py` checks thes
 against autodiff). The inequality Jacobian is applied by structure (flow rows dense,
 bound rows ±identity); the KKT system is dense (``2N + 2G + 2N + 1`` rows), so this is
 meant for small and medium cases. The loop is a ``lax.while_loop`` with an
-iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the spec's
+iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the reference's
 AC-OPF dtype) — float32 does not reach the tolerances. Unlike the reference (reduced-space
-L-BFGS-B inside augmented-Lagrangian rounds, spec §2.3) this solves the full-space KKT
-system; the golden of spec §6.4 is the acceptance target, not the iterates.
+L-BFGS-B inside augmented-Lagrangian rounds) this solves the full-space KKT
+system; the reference's published case-5 solution is the acceptance target, not the iterates.
 
 API::
 

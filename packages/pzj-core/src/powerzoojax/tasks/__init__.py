@@ -1,4 +1,4 @@
-"""Task registry (spec §4.1): ``get_task("tso")`` builds the frozen task object.
+"""Task registry: ``get_task("tso")`` builds the frozen task object.
 
 Tasks live with their envs in pzj-grid and pzj-market; this table names them so core
 never imports those distributions until a task is asked for. The tasks' public API

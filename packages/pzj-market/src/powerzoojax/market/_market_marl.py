@@ -1,4 +1,4 @@
-"""Multi-agent generation-company market core: pure reset/step functions (spec §2.6).
+"""Multi-agent generation-company market core: pure reset/step functions.
 
 Each of the U units is a GenCo offering K segments. Agent actions (flattened ``(U·K,)`` in
 [-1, 1]) become markups ``m = sort((a + 1) / 2)`` per unit, offers
@@ -259,7 +259,7 @@ def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
 
 
 def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_units obs_dim"]:
-    """Per-agent observations ``(U, 8 + lmp_history_len)`` in the spec's order (§2.7)."""
+    """Per-agent observations ``(U, 8 + lmp_history_len)`` in the reference's order."""
     setup = params.offer_sced_setup
     p_max = setup.p_max
     p = state.unit_power_mw

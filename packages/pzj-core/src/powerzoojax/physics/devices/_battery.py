@@ -1,4 +1,4 @@
-"""Battery feasibility and state-of-charge update (spec §4.2), shared by every battery model.
+"""Battery feasibility and state-of-charge update, shared by every battery model.
 
 Units: power MW (positive = discharge/injection), energy MWh, ``dt`` hours, SOC and
 efficiencies as fractions. All functions broadcast element-wise, so one call serves a

@@ -1,4 +1,4 @@
-"""Diesel generator output, fuel cost and emissions (spec §4.6). Element-wise, MW / hours."""
+"""Diesel generator output, fuel cost and emissions. Element-wise, MW / hours."""
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float

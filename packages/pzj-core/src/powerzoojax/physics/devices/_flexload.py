@@ -1,11 +1,11 @@
-"""Flexible load: curtailment plus load shifting through a ring buffer (spec §4.5).
+"""Flexible load: curtailment plus load shifting through a ring buffer.
 
 Each device owns a ring of ``slots`` entries [MW per future step]; the head slot is the
 energy that comes back this step. Shifting ``s`` MW now spreads ``s/H`` over the next
 ``H`` steps, so every shifted MW·step is paid back exactly once (no loss, no gain).
 Shapes: ``buffer (..., slots)``, the rest ``(...)``; one device or a bundle alike.
 
-The spec's ring has ``FLEX_BUFFER_SLOTS`` = 64 slots, the largest horizon. Only the ``H``
+The reference's ring has ``FLEX_BUFFER_SLOTS`` = 64 slots, the largest horizon. Only the ``H``
 slots from the head are ever non-zero (and ``size ≤ H``), so any ``slots ≥ H`` gives the
 same pops, sizes and buffer energies; the bundles allocate ``max(H)`` slots, which keeps
 their per-step work at a few elements per device instead of 64.

@@ -1,4 +1,4 @@
-"""Renewable output with curtailment and the inverter capability circle (spec §4.3).
+"""Renewable output with curtailment and the inverter capability circle.
 
 Units: MW / MVAr; capacity factors in [0, 1]; actions in [-1, 1]. Element-wise.
 """

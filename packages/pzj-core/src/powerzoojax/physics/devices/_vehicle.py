@@ -1,4 +1,4 @@
-"""Electric vehicle: commute events plus a home charger (spec §4.4).
+"""Electric vehicle: commute events plus a home charger.
 
 Units: energy MWh, power MW (positive = discharge to the grid), times of day in hours.
 Trips are arrays of length ≤ 8 (unused: departure = arrival = ∞, energy 0).

@@ -1,4 +1,4 @@
-"""Data-centre env (spec §4.7): GPU inference and batch jobs, IT and cooling power, and a
+"""Data-centre env: GPU inference and batch jobs, IT and cooling power, and a
 one-node zone thermal model. Standalone it is a resource env (reward 0); inside
 :class:`~powerzoojax.grid.DataCenterMicrogridEnv` the same transition drives the load.
 
@@ -135,7 +135,7 @@ class DataCenterParams(EnvParams):
 
 
 def _diurnal(steps_per_day: int) -> tuple[np.ndarray, np.ndarray]:
-    """Default (inference fraction, outdoor °C) per step of one day (spec §4.7)."""
+    """Default (inference fraction, outdoor °C) per step of one day."""
     hour = 24.0 * np.arange(steps_per_day) / steps_per_day
     wave = np.sin(2.0 * math.pi * (hour - 8.0) / 24.0)
     return np.clip(0.5 + 0.5 * wave, 0.1, 1.0), 20.0 + 8.0 * wave
@@ -193,10 +193,10 @@ def make_datacenter_params(
     steps_per_day: int = 48,
     max_steps: int = 48,
 ) -> DataCenterParams:
-    """Validate on the host and build :class:`DataCenterParams` (defaults: spec §4.7).
+    """Validate on the host and build :class:`DataCenterParams` (defaults: the reference's).
 
     Per-type arguments are ``(training, fine-tuning)`` pairs; ranges are inclusive
-    ``(min, max)``. Profiles default to the diurnal shapes of §4.7 over ``steps_per_day`` rows.
+    ``(min, max)``. Profiles default to the reference's diurnal shapes over ``steps_per_day`` rows.
     Raises ``ValueError`` naming a bad value, ``TypeError`` for a non-integer count.
     """
     caller = "make_datacenter_params"

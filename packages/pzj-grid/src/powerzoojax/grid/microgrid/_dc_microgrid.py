@@ -1,4 +1,4 @@
-"""Data-centre microgrid env (spec §5): the data centre of §4.7 supplied by a battery, PV,
+"""Data-centre microgrid env: the data centre of :class:`DataCenterEnv` supplied by a battery, PV,
 a diesel generator and (optionally) a capped grid import, over one day of 5-minute steps.
 
 Per step (``t`` = step before the increment, ``Δt`` = 5/60 h by default):
@@ -192,7 +192,7 @@ def make_dcmicrogrid_params(
     delta_t_hours: float | int = 5.0 / 60.0,
     **datacenter_kwargs: Any,
 ) -> DCMicrogridParams:
-    """Validate on the host and build :class:`DCMicrogridParams` (defaults: spec §5; islanded,
+    """Validate on the host and build :class:`DCMicrogridParams` (defaults: the reference's; islanded,
     ``grid_import_p_max_mw = 0``).
 
     ``cpu_profile`` is the data centre's inference fraction in [0, 1], ``outdoor_temp_profile``

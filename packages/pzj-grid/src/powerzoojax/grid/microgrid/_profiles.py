@@ -1,5 +1,5 @@
 """Microgrid params from real profiles, and the out-of-distribution transforms of the DCMG
-task (spec §5, rl-market-tasks §5.3). Host-side: call these before ``jit``.
+task. Host-side: call these before ``jit``.
 """
 
 from typing import Any

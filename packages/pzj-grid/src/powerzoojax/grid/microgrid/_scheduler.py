@@ -1,4 +1,4 @@
-"""GPU task queue of the data-centre model (spec §4.7): Poisson arrivals into a fixed
+"""GPU task queue of the data-centre model: Poisson arrivals into a fixed
 64-slot masked buffer and the earliest-deadline greedy scheduler.
 
 Every function is pure, fixed-shape and branch-free, so the queue runs unchanged under
@@ -20,7 +20,7 @@ from powerzoojax.core._types import IntScalar
 from powerzoojax.physics._pin import store_once
 
 N_TASK_SLOTS = 64
-# At most this many arrivals per task type per step (spec: min(Poisson, 5)).
+# At most this many arrivals per task type per step (the reference: min(Poisson, 5)).
 MAX_ARRIVALS = 5
 N_TASK_TYPES = 2
 FREE, WAITING, RUNNING = 0, 1, 2
@@ -263,7 +263,7 @@ def schedule(
     train_fraction: Float[Array, ""],
     ft_fraction: Float[Array, ""],
 ) -> TaskQueue:
-    """Earliest-deadline greedy admission (spec §4.7).
+    """Earliest-deadline greedy admission.
 
     1. urgent waiting tasks (``deadline − t − duration ≤ 0``) by ascending deadline within the
        free GPUs ``n − infer − running``;

@@ -1,14 +1,13 @@
-"""Training wrapper of the DCMG benchmark (spec §5 "frozen benchmark overrides",
-rl-market-tasks §4.2 DCMG): diesel auto-balance and fixed reward shaping around
+"""Training wrapper of the DCMG benchmark: diesel auto-balance and fixed reward shaping around
 :class:`~powerzoojax.grid.DataCenterMicrogridEnv`.
 
-DG auto-balance (``dg_autobalance=True``), spec §5 "dg_autobalance (preview with DG = 0, then
+DG auto-balance (``dg_autobalance=True``), the reference's "dg_autobalance (preview with DG = 0, then
 replay with DG covering the residual)": the diesel set-point is ``a4 = clip(D / p_max, 0, 1)``
 where ``D`` is the unserved load of the step with the diesel off (after battery, PV and grid
 import): the diesel covers what is left, up to its rating, and the agent's own ``a4`` is not
 applied. Nothing else in the step depends on ``a4``, so the env computes ``D`` and the balanced
 step in one transition (:meth:`DataCenterMicrogridEnv.step_with_dg_autobalance`); the result is
-the spec's preview-then-replay, which the tests check against two separate env steps. With a
+the reference's preview-then-replay, which the tests check against two separate env steps. With a
 minimum stable load (``dg_p_min_norm > 0``) a small ``D`` may switch the diesel off or up to
 that load, as in the env.
 
@@ -18,12 +17,12 @@ Shaped reward (weights fixed by the benchmark): ``r − (50·sla + 30·overtemp 
 deficit) and ``tracking = |clip(a4, 0, 1) − a4_auto|``, the distance between the agent's
 diesel request and the balanced set-point (0 without auto-balance).
 
-Where these come from: physics spec §5 ("a benchmark-only wrapper adds fixed shaping (sla 50,
+Where these come from: the reference ("a benchmark-only wrapper adds fixed shaping (sla 50,
 overtemp 30, deficit 200, spill 100, dispatch tracking 40) and ``dg_autobalance``") and the DCMG
-row of rl-market-tasks §4.2 ("training shaping sla 50, overtemp 30, deficit 200, spill 100,
-tracking 40; DG auto-balances"; §6 item 10: tracking weight 40 in ``task.yaml``, 80 in the
+row of ("training shaping sla 50, overtemp 30, deficit 200, spill 100,
+tracking 40; DG auto-balances"; the reference's task file has tracking weight 40 in ``task.yaml``, 80 in the
 docs: 40 here). Neither says what "spill" and "(dispatch) tracking" measure; this package reads
-spill as the env's ``power_spill`` (the ``spill = max(r', 0)`` of §5 step 2) normalised like
+spill as the env's ``power_spill`` (``spill = max(r', 0)`` after the grid import) normalised like
 the deficit cost, and tracking as the gap between the policy's diesel request and the
 auto-balanced set-point, the only dispatch target the step defines. Tracking is what lets a
 policy trained here act on the plain env: it learns to request the balanced set-point itself.

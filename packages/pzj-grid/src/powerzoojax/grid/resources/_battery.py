@@ -1,5 +1,5 @@
 """Batteries: the standalone :class:`BatteryEnv` and the grid-attached :class:`BatteryBundle`
-(spec §4.2). Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
+. Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
 
 ``BatteryEnv`` — obs ``(6,)``: ``[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
 sin, cos]`` (limits for the next step); action ``(1,)`` in [-1, 1] → ``P_des`` on
@@ -164,7 +164,7 @@ class BatteryBundle(ResourceBundle):
     """N batteries on a grid. Action per device ``[P]`` or ``[P, Q]`` in [-1, 1]:
     ``P_des = a·power_max`` (clipped to SOC feasibility), ``Q_des = q·s_rated`` clipped into
     ``P² + Q² ≤ s_rated²`` (free of SOC). Obs per device ``[soc, P/P_max(, Q/s_rated)]``,
-    but :meth:`observe` reports zeros for P and Q (reference quirk, spec §7.13).
+    but :meth:`observe` reports zeros for P and Q (a quirk of the reference).
     cost_info: ``cost_soc_clip`` (Σ normalised clipping), ``cost_cycle``, ``cost_sum``."""
 
     bus_idx: Int[Array, " n_devices"]

@@ -1,4 +1,4 @@
-"""The resource-bundle protocol (spec §4.1) and the helpers a parent env uses to drive a
+"""The resource-bundle protocol and the helpers a parent env uses to drive a
 tuple of bundles without knowing their device types.
 
 A bundle is an immutable struct-of-arrays for ``n_devices`` devices of one kind: static

@@ -1,4 +1,4 @@
-"""Diesel generators as a grid bundle (spec §4.6). Physics: ``compute_dg_power`` and friends.
+"""Diesel generators as a grid bundle. Physics: ``compute_dg_power`` and friends.
 
 Action per device ``[a]`` in [0, 1] (clipped); obs per device ``[P/p_max, 1 − P/p_max]``;
 Q = 0; cost_info ``cost_sum = cost = 0`` (fuel is an economic quantity, reported as

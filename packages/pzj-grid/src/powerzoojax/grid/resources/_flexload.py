@@ -1,6 +1,6 @@
 """Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`
-(spec §4.5). Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
-the next H steps). The standalone env keeps the spec's 64 slots; a bundle's ring has
+. Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
+the next H steps). The standalone env keeps the reference's 64 slots; a bundle's ring has
 ``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
 :mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
 

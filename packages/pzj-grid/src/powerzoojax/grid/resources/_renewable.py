@@ -1,5 +1,5 @@
 """Renewables: standalone :class:`RenewableEnv` (:class:`SolarEnv`, :class:`WindEnv`) and the
-grid-attached :class:`RenewableBundle` (spec §4.3). Physics: ``renewable_step``.
+grid-attached :class:`RenewableBundle`. Physics: ``renewable_step``.
 
 ``RenewableEnv`` — obs ``[CF, P/cap, (Q/s_rated), sin, cos]`` (CF of the next step);
 action ``[a_curtail(, a_q)]`` in [-1, 1] with curtailment ``c = (1 − a)/2``; reward 0;
@@ -140,7 +140,7 @@ class SolarEnv(RenewableEnv):
 
 
 class WindEnv(RenewableEnv):
-    """:class:`RenewableEnv` with the synthetic wind CF of spec §4.3."""
+    """:class:`RenewableEnv` with the synthetic wind CF of the reference"""
 
     def default_params(self) -> RenewableParams:
         return make_renewable_params(cf_profile=np.asarray(wind_synthetic_cf(_hours(48))))

@@ -1,4 +1,4 @@
-"""Shared base of the standalone single-device envs (spec §4.1): state
+"""Shared base of the standalone single-device envs: state
 ``(current_p_mw, current_q_mvar, time_step)``, params ``(bus_id=−1, Δt, steps_per_day,
 max_steps)``, reward 0."""
 

@@ -1,4 +1,4 @@
-"""Electric vehicle with commute trips, standalone only (spec §4.4). Physics:
+"""Electric vehicle with commute trips, standalone only. Physics:
 ``vehicle_commute`` then ``vehicle_charge``.
 
 Obs ``(9,)``: ``[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,

@@ -1,4 +1,4 @@
-"""DCMG task (rl-market-tasks §4.2): the data-centre microgrid on real workload traces.
+"""DCMG task (): the data-centre microgrid on real workload traces.
 
 Frozen case: DG 1.2 MW, PV 0.8 MW, grid import cap 1.5 MW (price ref 150 $/MWh,
 0.18 kgCO2/kWh), battery SOC [0.15, 0.90] from 0.55 with terminal target 0.55 and penalty
@@ -11,9 +11,9 @@ Splits: ``train``, ``iid`` and the OOD splits (iid windows under
 Baselines ``no_control`` (reference), ``max_renewable``, ``rule_based``. Primary metric
 ``episode_reward`` ↑; gate ``sla_deficit_rate = 0``.
 
-Training vs evaluation env. The DCMG row of rl-market-tasks §4.2 gives the reward
+Training vs evaluation env. The DCMG row of gives the reward
 ``r_energy + 0.2·r_cost + 0.1·r_carbon`` and, separately, "training shaping sla 50, overtemp 30,
-deficit 200, spill 100, tracking 40; DG auto-balances"; physics §5 calls the same thing "a
+deficit 200, spill 100, tracking 40; DG auto-balances"; the reference's physics notes call the same thing "a
 benchmark-only wrapper". So :meth:`DCMicrogridTask.make_train_env` returns
 :class:`~powerzoojax.grid.DCMicrogridShapingWrapper` (auto-balance on, those weights; see its
 module docstring for the spill and tracking terms), for trainers, while :meth:`make_env` returns

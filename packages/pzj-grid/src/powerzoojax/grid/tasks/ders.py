@@ -1,4 +1,4 @@
-"""DERs task (spec §3.5, rl-market-tasks §4.2): twelve devices on case141 cooperating on
+"""DERs task: twelve devices on case141 cooperating on
 voltage and losses; the multi-agent adapter (pzj-rl ``DistGridMARLEnv``) gives one agent
 per device.
 
@@ -144,7 +144,7 @@ def ders_local_observations(obs: Float[Array, " obs_dim"], params: DistGridParam
 
 
 class DERsTask:
-    """Frozen DERs benchmark (spec §4.1 TaskSpec)."""
+    """Frozen DERs benchmark."""
 
     task_name = "ders"
     default_splits = tuple(_SPLITS)

@@ -1,4 +1,4 @@
-"""DSO task (spec §3.4, rl-market-tasks §4.2): voltage support on case33bw with six
+"""DSO task: voltage support on case33bw with six
 flexible loads.
 
 Env: :class:`~powerzoojax.grid.DistGridEnv` with ``include_der=False`` and one 6-device
@@ -16,7 +16,7 @@ normalised to mean 1 over its split. Splits: ``train`` (Jan–Sep 2016), ``iid``
 ``summer_ood`` (December — the Australian summer months the reference holds out; here the
 data's ``stress`` window), ``zone_holdout`` (iid window, feeders read from the low-voltage
 grids ``lv_semiurb4`` / ``lv_semiurb5`` / ``lv_urban6`` instead). ``synthetic=True`` uses
-the spec's analytic feeder shapes instead.
+the reference's analytic feeder shapes instead.
 """
 
 import functools
@@ -89,7 +89,7 @@ def feeder_to_bus_shapes(case: CaseData, shapes: np.ndarray) -> np.ndarray:
 
 
 def synthetic_feeder_shapes(n_steps: int = 48) -> np.ndarray:
-    """The spec's analytic dev shapes ``(n_steps, 3)`` for feeders A, B, C (mean 1)."""
+    """The reference's analytic dev shapes ``(n_steps, 3)`` for feeders A, B, C (mean 1)."""
     h = 24.0 * np.arange(n_steps) / n_steps
     g = lambda mu, s: np.exp(-0.5 * ((h - mu) / s) ** 2)  # noqa: E731
     shapes = np.stack([1 + 0.5 * g(18.5, 2), 1 + 0.3 * g(10, 3), 1 + 0.4 * g(12, 2) + 0.5 * g(19, 1.5)], axis=1)
@@ -112,7 +112,7 @@ def feeder_shapes(split: str) -> np.ndarray:
 
 
 class DSOTask:
-    """Frozen DSO benchmark (spec §4.1 TaskSpec)."""
+    """Frozen DSO benchmark."""
 
     task_name = "dso"
     default_splits = ("train", "iid", "summer_ood", "zone_holdout")

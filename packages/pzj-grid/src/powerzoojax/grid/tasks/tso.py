@@ -1,4 +1,4 @@
-"""TSO task (spec §2.5, rl-market-tasks §4.2): security-constrained unit commitment on case118.
+"""TSO task: security-constrained unit commitment on case118.
 
 Env :class:`~powerzoojax.grid.UnitCommitmentEnv` (DC-OPF dispatch, 48 × 30 min, 5 % reserve,
 4-step load preview: obs 410, action 108 on case118). Net load per bus =
@@ -37,8 +37,8 @@ LINE_TIGHTENING_FACTOR = 0.85
 WIND_FRAC, SOLAR_FRAC = 0.7, 0.5
 BENCHMARK_ANGLE_DEG = 8.0
 WINDOW_STEPS = 48
-# The frozen benchmark's perfect load preview (spec §2.5): obs 4G + L + 4 + 4 = 410 on
-# case118. The case factories keep the spec's default 0 (obs 406); the ED / UC / SCUC
+# The frozen benchmark's perfect load preview: obs 4G + L + 4 + 4 = 410 on
+# case118. The case factories keep the reference's default 0 (obs 406); the ED / UC / SCUC
 # variants, the presets and ``TSOTask`` build the benchmark env, so they default to it.
 TSO_FORECAST_HORIZON = 4
 _VIOLATION_TOL = 1e-6
@@ -59,7 +59,7 @@ def make_tso_net_load_profiles(
 ) -> np.ndarray:
     """Net-load profile ``(T, D)`` MW (``(T, 1)`` shape factors when ``load_d_max`` is None).
 
-    Given series are divided by their own max (at least 1); missing ones are the spec's
+    Given series are divided by their own max (at least 1); missing ones are the reference's
     synthetic shapes (``h = k·Δt``): demand ``0.75 + 0.25 sin(2π(h−3)/24)``, wind
     ``0.3 + 0.2 sin(2π(h−2)/24 + π)``, solar ``0.4 max(cos(2π(h−12)/24), 0)`` for
     ``|h mod 24 − 12| < 6``. ``net = clip(demand − wind_frac·wind − solar_frac·solar, 0.05, 1)``.

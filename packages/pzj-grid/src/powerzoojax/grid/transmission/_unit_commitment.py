@@ -1,4 +1,4 @@
-"""Security-constrained unit commitment env (spec §2.4): the agent commits and biases dispatch.
+"""Security-constrained unit commitment env: the agent commits and biases dispatch.
 
 Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
 ON when its intent is > 0; minimum up/down times override the request (a unit that has
@@ -20,7 +20,7 @@ Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-e
 answer to an infeasible step); ``opf_status`` says whether the step was feasible
 (``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
 often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
-and the reserve/thermal costs price it). The spec's ADMM flag also fails on infeasible
+and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
 steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
 Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
 ``start + max_steps`` rows (checked on the host).
@@ -391,7 +391,7 @@ class UnitCommitmentEnv(Environment):
         if params.solver_mode == 1:
             cost_c = params.case.unit_cost_c
             if preference is not None:
-                # Spec §2.4: the preference tilts the linear cost toward its set-point in [lo, hi].
+                # The preference tilts the linear cost toward its set-point in [lo, hi].
                 cost_c = cost_c - params.dispatch_preference_weight * denormalize_action(preference, lo, hi)
             node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
             opf = dc_opf(
@@ -513,7 +513,7 @@ class UnitCommitmentEnv(Environment):
         switches = short_sum(changed.astype(jnp.int32))
 
         gen_cost = generation_cost(dispatch.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
-        # Spec §2.4: TC [$/h] + start-up [$] + no-load [$/step], summed as the reference does.
+        # TC [$/h] + start-up [$] + no-load [$/step], summed as the reference does.
         step_cost = gen_cost + startup + no_load
         reward = -params.reward_scale * step_cost
         zero = jnp.zeros((), jnp.float32)

@@ -1,8 +1,8 @@
-"""GenCos: five generation companies bid into the case-5 SCED market (spec §4.2).
+"""GenCos: five generation companies bid into the case-5 SCED market.
 
 Env: the MarketMARL core (:mod:`powerzoojax.market._market_marl`) seen jointly by
 :class:`GenCosJointEnv` so it runs on the one rollout kernel: observation ``(5, 12)``
-(one row per agent, spec §2.7), action ``(15,)`` = 5 agents × 3 segment markups in
+(one row per agent), action ``(15,)`` = 5 agents × 3 segment markups in
 [-1, 1], reward the market's total realised profit [$] (per-agent profits in
 ``info["unit_profit"]``), cost ``thermal_overload`` (diagnostic). The dict-per-agent
 ``MarketMARLEnv`` of ``powerzoojax.rl`` wraps the same params.
@@ -125,7 +125,7 @@ class GenCosJointEnv(Environment):
 
 
 class GenCosTask:
-    """Spec §4.2 GenCos row: ``make_env(split)`` → ``(GenCosJointEnv(), params)``."""
+    """The GenCos task: ``make_env(split)`` → ``(GenCosJointEnv(), params)``."""
 
     task_name = "gencos"
     default_splits = SPLITS

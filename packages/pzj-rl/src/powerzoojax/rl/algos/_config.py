@@ -1,7 +1,7 @@
 """``TrainConfig``: every knob of the trainers, as one frozen, hashable dataclass.
 
 ``load_config`` / ``save_config`` read and write it as YAML (or take a dict). Fields a
-given algorithm does not use are ignored by it; the table in the RL spec (§3.3) lists
+given algorithm does not use are ignored by it; the reference's table lists
 them by group.
 """
 
@@ -26,7 +26,7 @@ _ALIASES = {"lr": "learning_rate"}
 class TrainConfig:
     """Training configuration (frozen: derive variants with ``replace``).
 
-    Beyond the spec table: ``log_std_init`` (initial Gaussian log std),
+    Beyond the reference's table: ``log_std_init`` (initial Gaussian log std),
     ``minibatch_shuffle`` (``"blocks"`` or ``"full"``, see ``PPOTrainer._shuffle``),
     ``shared_torso`` (one tanh torso for actor and critic heads).
 

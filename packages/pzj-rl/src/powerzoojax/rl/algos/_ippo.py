@@ -42,7 +42,7 @@ and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer 
 same ``init`` / ``run_chunk`` / ``result`` interface as ``PPOTrainer``, so ``train()``
 and the host driver (progress, checkpoints) work unchanged.
 
-Deliberate differences from the reference (spec §6.11 lists its code/doc mismatches):
+Deliberate differences from the reference:
 advantages are normalised per type and batch, minibatches are used as configured, the
 log-prob is taken on the unclipped sample, and observation normalisation uses running
 statistics (``normalize_observations``) shared by all agents. ``agent_ids=True``
@@ -422,7 +422,7 @@ class IPPOTrainer(UpdateLoop):
     def result(self, state: IPPOState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         params = state.policy if self.typed else state.policy[SHARED]
         if self.lagrangian:
-            # Spec §3.4: typed-Lagrangian params are {"actor": per-type nets (reward and cost heads), "cost": λ}.
+            # Typed-Lagrangian params are {"actor": per-type nets (reward and cost heads), "cost": λ}.
             params = {"actor": state.policy, "cost": {"log_lambda": state.log_lambda}}
         return TrainResult(
             params=params,

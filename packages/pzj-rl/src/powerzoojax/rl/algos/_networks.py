@@ -103,7 +103,7 @@ BETA_MAX = 20.0
 
 
 class BetaActorCritic(eqx.Module):
-    """Beta policy for bounded actions (spec §3.5): a swish torso, ``α, β = 1 + softplus(·)``
+    """Beta policy for bounded actions: a swish torso, ``α, β = 1 + softplus(·)``
     clipped to ``BETA_MAX``, so the density is unimodal on ``[0, 1]``; the sample ``x`` maps
     affinely onto the action box (``u = 2x − 1`` in ``[-1, 1]``, then the box). Same critic
     heads as :class:`ActorCritic`. ``mean_action`` is the mode ``(α − 1)/(α + β − 2)`` (the

@@ -27,7 +27,7 @@ def _nan_of_shape(fn: Callable[..., Any], *args: Any) -> PyTree:
     return nan_like(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args)))
 
 
-# Cost channels the single-agent evaluation reports when the env's info has them (spec §3.5).
+# Cost channels the single-agent evaluation reports when the env's info has them.
 EVAL_COST_KEYS = ("cost_voltage_violation", "reserve_shortfall", "cost_thermal_overload")
 
 
@@ -72,7 +72,7 @@ class UpdateLoop:
 
         ``initial``: the same arguments before this update (the policy the update started
         from). On the first update of a run the evaluation scores those instead, so the
-        first row's evaluation is the untrained policy (spec: "eval at start").
+        first row's evaluation is the untrained policy (the reference: "eval at start").
         """
         if not self.eval_every:
             return {}

@@ -1,4 +1,4 @@
-"""``MarketMARLEnv``: the GenCos market core as one agent per generating unit (spec §2.7).
+"""``MarketMARLEnv``: the GenCos market core as one agent per generating unit.
 
 Agents ``genco_0 … genco_{U−1}`` (unit order of the case). Each agent's action is a
 ``Box[-1, 1] (n_segments,)`` of markups (sorted and mapped onto

@@ -1,4 +1,4 @@
-"""The evaluation protocol's bookkeeping and statistics (spec §4.3), host-side NumPy only.
+"""The evaluation protocol's bookkeeping and statistics, host-side NumPy only.
 
 A finished evaluation is a :class:`RunRecord` ``{task, algo, seed, run_id, status, split,
 metrics, walltime_s, throughput_sps, timestamp}``; :func:`write_manifest` merges records

@@ -1,5 +1,5 @@
 """``PenaltyRewardWrapper``: fold the costs into the reward with a fixed multiplier
-(the penalty baselines of the TSO ablation, spec §3.1 / §4.2 ``ppo_penalty_l{10,100,1000}``).
+(the penalty baselines of the TSO ablation, the reference's ``ppo_penalty_l{10,100,1000}``).
 
 It is an ``Environment`` (the 4-argument API: params are not bound), so it goes *inside*
 ``LogWrapper`` — ``LogWrapper(PenaltyRewardWrapper(env, λ, 1e-4), params)`` — and passes
