@@ -1,15 +1,4 @@
-"""Bid-based market: battery arbitrage when units mark their offers up at random.
-
-Observation ``(6,)`` float32 in ``[-5, -1, -1, 0, 0, 0] .. [5, 1, 1, 2, 5, 1]`` (clipped):
-``LMP at the battery bus / lmp_scale`` · ``sin φ, cos φ`` · ``total load / Σ p_max`` ·
-width-weighted mean offer price ``/ lmp_scale`` · battery state of charge [fraction].
-Action, reward, costs and termination as :class:`CostBasedMarketEnv`.
-
-Offers: at each reset every segment price is ``truthful · (1 + |N(0, markup_std)|)``
-(upward only), made increasing per unit (+0.01 $/MWh), and fixed for the episode. The
-market clears them exactly (SCED); ``info["true_cost"]`` is the true generation cost of
-the dispatch, ``info["offer_cost"]`` what the accepted offers ask.
-"""
+"""Bid-based market: battery arbitrage when units mark their offers up at random."""
 
 import jax.numpy as jnp
 import jax.random as jr
@@ -55,8 +44,18 @@ def make_bid_market_params(
 
 
 class BidBasedMarketEnv(AbstractMarketEnv):
-    """Storage arbitrage under strategic (marked-up) offers. See the module docstring."""
+    """Storage arbitrage under strategic (marked-up) offers.
 
+    Observation ``(6,)`` float32 in ``[-5, -1, -1, 0, 0, 0] .. [5, 1, 1, 2, 5, 1]`` (clipped):
+    ``LMP at the battery bus / lmp_scale`` · ``sin φ, cos φ`` · ``total load / Σ p_max`` ·
+    width-weighted mean offer price ``/ lmp_scale`` · battery state of charge [fraction].
+    Action, reward, costs and termination as :class:`CostBasedMarketEnv`.
+
+    Offers: at each reset every segment price is ``truthful · (1 + |N(0, markup_std)|)``
+    (upward only), made increasing per unit (+0.01 $/MWh), and fixed for the episode. The
+    market clears them exactly (SCED); ``info["true_cost"]`` is the true generation cost of
+    the dispatch, ``info["offer_cost"]`` what the accepted offers ask.
+    """
     def observation_space(self, params: MarketParams) -> Box:
         return make_box(jnp.asarray(OBS_LOW), jnp.asarray(OBS_HIGH), (6,))
 

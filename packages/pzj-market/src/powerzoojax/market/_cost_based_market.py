@@ -1,19 +1,4 @@
-"""Cost-based market: battery arbitrage when every unit offers its true marginal cost.
-
-Observation ``(5,)`` float32, unbounded: ``LMP at the battery bus / lmp_scale`` · ``sin φ,
-cos φ`` of the time of day · ``total load / Σ p_max`` (the load the next action meets) ·
-battery state of charge [fraction].
-Action ``(1,)`` in [-1, 1] (clipped): battery power as a fraction of its rating, > 0
-discharges into the grid.
-Reward ``LMP[bus] · P · Δt`` [$]: what the market pays (or charges) the battery.
-Costs ``thermal_overload``: Σ MW beyond line limits × ``cost_thermal_weight`` (nonzero only
-when the SCED cannot meet the limits: status ``UNCONVERGED``).
-Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-resets inside ``step``.
-
-Clearing: the net load (profile row ``t mod T`` minus the battery's injection) is cleared
-by the exact SCED on K-segment truthful offers (for quadratic costs a piecewise-linear
-approximation of the reference's DC-OPF; exact for case 5, whose marginal costs are flat).
-"""
+"""Cost-based market: battery arbitrage when every unit offers its true marginal cost."""
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
@@ -57,8 +42,22 @@ def make_cost_market_params(
 
 
 class CostBasedMarketEnv(AbstractMarketEnv):
-    """Storage arbitrage under cost-reflective SCED clearing. See the module docstring."""
+    """Storage arbitrage under cost-reflective SCED clearing.
 
+    Observation ``(5,)`` float32, unbounded: ``LMP at the battery bus / lmp_scale`` · ``sin φ,
+    cos φ`` of the time of day · ``total load / Σ p_max`` (the load the next action meets) ·
+    battery state of charge [fraction].
+    Action ``(1,)`` in [-1, 1] (clipped): battery power as a fraction of its rating, > 0
+    discharges into the grid.
+    Reward ``LMP[bus] · P · Δt`` [$]: what the market pays (or charges) the battery.
+    Costs ``thermal_overload``: Σ MW beyond line limits × ``cost_thermal_weight`` (nonzero only
+    when the SCED cannot meet the limits: status ``UNCONVERGED``).
+    Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-resets inside ``step``.
+
+    Clearing: the net load (profile row ``t mod T`` minus the battery's injection) is cleared
+    by the exact SCED on K-segment truthful offers (for quadratic costs a piecewise-linear
+    approximation of the reference's DC-OPF; exact for case 5, whose marginal costs are flat).
+    """
     def observation_space(self, params: MarketParams) -> Box:
         return make_box(-float("inf"), float("inf"), (5,))
 

@@ -1,29 +1,4 @@
-"""Distribution grid env: the agent sets DER active power at every bus of a radial feeder,
-the network is a balanced backward/forward sweep (:func:`powerzoojax.physics.radial_power_flow`).
-
-N buses, B = in-service branches (a tree, B = N − 1; case 33bw: 33 and 32). Loads and
-flows are per unit on the case base inside the env; MW only in the reward and the
-thermal check.
-
-Observation ``(3N + 2B + 2,)`` float32, unbounded:
-  ``(v − 1)/0.1`` (N) · ``p_branch / p_load_ref`` (B) · ``q_branch / q_load_ref`` (B) ·
-  ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ`` · the
-  bundles' observations (``params.resources``, in order, device-major), with the
-  load of the row the next action meets and ``p_load_ref = max(Σ case P_d / base, 1e-8)``.
-Action ``(N − 1,)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
-  injection at every non-slack bus, in bus order, mapped onto ``[der_low, der_high]`` p.u.
-  (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation; then each
-  bundle's action slice in order. Bundle injections [MW, MVAr] are added at their buses
-  before the sweep; bundles read ``ctx = {time_step, v_mag}`` (pre-step voltages).
-Reward ``−loss_penalty_weight · base_mva · Σ p_loss`` (network losses in MW, weighted).
-Costs (non-negative, in this order): ``voltage_violation`` (number of buses outside
-  ``[v_min, v_max]``), ``thermal_overload`` (number of branches with
-  ``base · √(P² + Q²)`` above their rating [MVA]), ``resource`` (0 until resource bundles
-  land; with bundles: the sum of their ``cost_sum``). A sweep that fails to converge counts every bus as a voltage violation.
-Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
-  ``step``. Loads come from row ``t mod T`` of the ``(T, N)`` p.u. profiles; reset solves
-  the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
-"""
+"""Distribution grid env: the agent sets DER active power at every bus of a radial feeder,"""
 
 
 import equinox as eqx
@@ -244,8 +219,33 @@ def make_dist_params(
 
 
 class DistGridEnv(RadialFeederEnv):
-    """Distribution feeder env on a balanced radial power flow. See the module docstring."""
+    """Distribution feeder env on a balanced radial power flow.
 
+    the network is a balanced backward/forward sweep (:func:`powerzoojax.physics.radial_power_flow`).
+
+    N buses, B = in-service branches (a tree, B = N − 1; case 33bw: 33 and 32). Loads and
+    flows are per unit on the case base inside the env; MW only in the reward and the
+    thermal check.
+
+    Observation ``(3N + 2B + 2,)`` float32, unbounded:
+      ``(v − 1)/0.1`` (N) · ``p_branch / p_load_ref`` (B) · ``q_branch / q_load_ref`` (B) ·
+      ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ`` · the
+      bundles' observations (``params.resources``, in order, device-major), with the
+      load of the row the next action meets and ``p_load_ref = max(Σ case P_d / base, 1e-8)``.
+    Action ``(N − 1,)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
+      injection at every non-slack bus, in bus order, mapped onto ``[der_low, der_high]`` p.u.
+      (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation; then each
+      bundle's action slice in order. Bundle injections [MW, MVAr] are added at their buses
+      before the sweep; bundles read ``ctx = {time_step, v_mag}`` (pre-step voltages).
+    Reward ``−loss_penalty_weight · base_mva · Σ p_loss`` (network losses in MW, weighted).
+    Costs (non-negative, in this order): ``voltage_violation`` (number of buses outside
+      ``[v_min, v_max]``), ``thermal_overload`` (number of branches with
+      ``base · √(P² + Q²)`` above their rating [MVA]), ``resource`` (0 until resource bundles
+      land; with bundles: the sum of their ``cost_sum``). A sweep that fails to converge counts every bus as a voltage violation.
+    Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
+      ``step``. Loads come from row ``t mod T`` of the ``(T, N)`` p.u. profiles; reset solves
+      the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
+    """
     CONSTRAINT_NAMES = DIST_CONSTRAINT_NAMES
     DER_LAYOUT = "n_nodes - 1"
 

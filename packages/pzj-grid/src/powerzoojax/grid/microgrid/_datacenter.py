@@ -1,36 +1,4 @@
-"""Data-centre env: GPU inference and batch jobs, IT and cooling power, and a
-one-node zone thermal model. Standalone it is a resource env (reward 0); inside
-:class:`~powerzoojax.grid.DataCenterMicrogridEnv` the same transition drives the load.
-
-Physics per step (``t`` = step before the increment, ``Δt`` [h]):
-  inference GPUs ``⌊peak · f_t⌋`` (``f_t`` = ``infer_fraction_profile[t mod T]``); batch
-  tasks arrive (Poisson, at most 5 per type per step) into a 64-slot buffer and are admitted
-  by the earliest-deadline greedy scheduler (:mod:`._scheduler`);
-  ``P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base`` [MW] with ``P_infer = infer · active_w · 0.5``,
-  per running task ``gpus (idle_w + (active_w − idle_w) η)``, ``P_idle = (n − active) idle_w``;
-  ``COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``;
-  ``Q_cool = ua · max(T_zone − T_set, 0)`` [kW], ``P_cool = Q_cool / (1000 COP)`` [MW];
-  ``P_dc = P_it (1 + p_aux) + P_cool``;
-  ``T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)``.
-Tasks that ran this step draw power for it (they are counted before their countdown ends).
-
-Observation ``(11,)`` float32: ``[active/n, infer/n, waiting training GPUs/n, waiting
-  fine-tuning GPUs/n, urgency, P_cool/(P_it + P_cool), (T_zone − 15)/30, (T_out − 10)/20,
-  (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]``, the non-signed entries clipped to
-  [0, 1]; ``urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
-  −1, 1)``, 1 with none waiting.
-Action ``(3,)`` in [0, 1] (clipped): ``[train fraction, fine-tune fraction, cooling]``;
-  ``T_set = t_set_min + cooling · (t_set_max − t_set_min)`` (a low value cools harder).
-Reward 0 (standalone resource env). Costs ``("sla", "overtemp")``: expired tasks / n_gpus and
-  ``max(T_zone' − t_critical, 0)/(45 − t_critical)``.
-Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpoint at
-  ``t_initial``, outdoor ``t_ref``, empty queue).
-
-The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
-not the reference's seven key splits: same distributions, different streams. They are
-computed by the unrolled hash of :mod:`._rng` (bit for bit the same numbers; the
-``jax.random`` path is a rolled loop per hash on CPU).
-"""
+"""Data-centre env: GPU inference and batch jobs, IT and cooling power, and a"""
 
 import math
 from typing import Any, NamedTuple
@@ -424,8 +392,40 @@ def queue_features(state: DataCenterState, params: DataCenterParams) -> Float[Ar
 
 
 class DataCenterEnv(Environment):
-    """Standalone data-centre env. See the module docstring."""
+    """Standalone data-centre env.
 
+    one-node zone thermal model. Standalone it is a resource env (reward 0); inside
+    :class:`~powerzoojax.grid.DataCenterMicrogridEnv` the same transition drives the load.
+
+    Physics per step (``t`` = step before the increment, ``Δt`` [h]):
+      inference GPUs ``⌊peak · f_t⌋`` (``f_t`` = ``infer_fraction_profile[t mod T]``); batch
+      tasks arrive (Poisson, at most 5 per type per step) into a 64-slot buffer and are admitted
+      by the earliest-deadline greedy scheduler (:mod:`._scheduler`);
+      ``P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base`` [MW] with ``P_infer = infer · active_w · 0.5``,
+      per running task ``gpus (idle_w + (active_w − idle_w) η)``, ``P_idle = (n − active) idle_w``;
+      ``COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``;
+      ``Q_cool = ua · max(T_zone − T_set, 0)`` [kW], ``P_cool = Q_cool / (1000 COP)`` [MW];
+      ``P_dc = P_it (1 + p_aux) + P_cool``;
+      ``T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)``.
+    Tasks that ran this step draw power for it (they are counted before their countdown ends).
+
+    Observation ``(11,)`` float32: ``[active/n, infer/n, waiting training GPUs/n, waiting
+      fine-tuning GPUs/n, urgency, P_cool/(P_it + P_cool), (T_zone − 15)/30, (T_out − 10)/20,
+      (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]``, the non-signed entries clipped to
+      [0, 1]; ``urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
+      −1, 1)``, 1 with none waiting.
+    Action ``(3,)`` in [0, 1] (clipped): ``[train fraction, fine-tune fraction, cooling]``;
+      ``T_set = t_set_min + cooling · (t_set_max − t_set_min)`` (a low value cools harder).
+    Reward 0 (standalone resource env). Costs ``("sla", "overtemp")``: expired tasks / n_gpus and
+      ``max(T_zone' − t_critical, 0)/(45 − t_critical)``.
+    Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpoint at
+      ``t_initial``, outdoor ``t_ref``, empty queue).
+
+    The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
+    not the reference's seven key splits: same distributions, different streams. They are
+    computed by the unrolled hash of :mod:`._rng` (bit for bit the same numbers; the
+    ``jax.random`` path is a rolled loop per hash on CPU).
+    """
     def observation_space(self, params: DataCenterParams) -> Box:
         low = np.zeros(11, np.float32)
         low[[4, 9, 10]] = -1.0

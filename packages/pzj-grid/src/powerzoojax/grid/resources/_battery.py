@@ -1,11 +1,4 @@
-"""Batteries: the standalone :class:`BatteryEnv` and the grid-attached :class:`BatteryBundle`
-. Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
-
-``BatteryEnv`` — obs ``(6,)``: ``[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
-sin, cos]`` (limits for the next step); action ``(1,)`` in [-1, 1] → ``P_des`` on
-``[−P_rated, P_rated]`` MW (positive = discharge); reward 0; costs
-``(cycle_cost·|P|·Δt,)`` named ``cycle_throughput``; ``done`` at ``max_steps``.
-"""
+"""Batteries: the standalone :class:`BatteryEnv` and the grid-attached :class:`BatteryBundle`"""
 
 from typing import Any
 
@@ -97,8 +90,15 @@ def make_battery_params(
 
 
 class BatteryEnv(Environment):
-    """Single battery, see the module docstring."""
+    """Single battery.
 
+    . Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
+
+    ``BatteryEnv`` — obs ``(6,)``: ``[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
+    sin, cos]`` (limits for the next step); action ``(1,)`` in [-1, 1] → ``P_des`` on
+    ``[−P_rated, P_rated]`` MW (positive = discharge); reward 0; costs
+    ``(cycle_cost·|P|·Δt,)`` named ``cycle_throughput``; ``done`` at ``max_steps``.
+    """
     def default_params(self) -> BatteryParams:
         return make_battery_params()
 

@@ -1,9 +1,4 @@
-"""Diesel generators as a grid bundle. Physics: ``compute_dg_power`` and friends.
-
-Action per device ``[a]`` in [0, 1] (clipped); obs per device ``[P/p_max, 1 − P/p_max]``;
-Q = 0; cost_info ``cost_sum = cost = 0`` (fuel is an economic quantity, reported as
-``fuel_cost`` [$] and ``carbon_kg``).
-"""
+"""Diesel generators as a grid bundle. Physics: ``compute_dg_power`` and friends."""
 
 from typing import Any
 
@@ -40,8 +35,12 @@ class DieselBundleState(eqx.Module):
 
 
 class DieselBundle(ResourceBundle):
-    """N diesel generators, see the module docstring."""
+    """N diesel generators.
 
+    Action per device ``[a]`` in [0, 1] (clipped); obs per device ``[P/p_max, 1 − P/p_max]``;
+    Q = 0; cost_info ``cost_sum = cost = 0`` (fuel is an economic quantity, reported as
+    ``fuel_cost`` [$] and ``carbon_kg``).
+    """
     bus_idx: Int[Array, " n_devices"]
     p_max_mw: Float[Array, " n_devices"]
     p_min_norm: Float[Array, " n_devices"]

@@ -1,15 +1,4 @@
-"""Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`
-. Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
-the next H steps). The standalone env keeps the reference's 64 slots; a bundle's ring has
-``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
-:mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
-
-``FlexLoadEnv`` — obs ``(8,)``: ``[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
-buffer_energy/(cap_s·H)]`` (each clipped to [0, 1]) ``+ [sin, cos, clip(lmp/price_ref, −1, 2)]``;
-action ``Box([0, 1]²)`` = ``[curtail, shift_out]`` fractions; reward 0; costs
-``(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)`` [$] named
-``("curtailment", "shift_discomfort", "simultaneous_activation")``. ``step(..., lmp=0)``.
-"""
+"""Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`"""
 
 from typing import Any
 
@@ -104,8 +93,19 @@ def make_flexload_params(
 
 
 class FlexLoadEnv(Environment):
-    """Single flexible load, see the module docstring."""
+    """Single flexible load.
 
+    . Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
+    the next H steps). The standalone env keeps the reference's 64 slots; a bundle's ring has
+    ``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
+    :mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
+
+    ``FlexLoadEnv`` — obs ``(8,)``: ``[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
+    buffer_energy/(cap_s·H)]`` (each clipped to [0, 1]) ``+ [sin, cos, clip(lmp/price_ref, −1, 2)]``;
+    action ``Box([0, 1]²)`` = ``[curtail, shift_out]`` fractions; reward 0; costs
+    ``(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)`` [$] named
+    ``("curtailment", "shift_discomfort", "simultaneous_activation")``. ``step(..., lmp=0)``.
+    """
     def default_params(self) -> FlexLoadParams:
         return make_flexload_params()
 

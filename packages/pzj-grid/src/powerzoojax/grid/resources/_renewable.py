@@ -1,10 +1,4 @@
-"""Renewables: standalone :class:`RenewableEnv` (:class:`SolarEnv`, :class:`WindEnv`) and the
-grid-attached :class:`RenewableBundle`. Physics: ``renewable_step``.
-
-``RenewableEnv`` — obs ``[CF, P/cap, (Q/s_rated), sin, cos]`` (CF of the next step);
-action ``[a_curtail(, a_q)]`` in [-1, 1] with curtailment ``c = (1 − a)/2``; reward 0;
-costs ``(cap·CF·c, |q·s_rated − Q|/s_rated)`` named ``("curtailment", "q_clip")`` [MW, –].
-"""
+"""Renewables: standalone :class:`RenewableEnv` (:class:`SolarEnv`, :class:`WindEnv`) and the"""
 
 from typing import Any
 
@@ -82,8 +76,14 @@ def make_renewable_params(
 
 
 class RenewableEnv(Environment):
-    """Single curtailable renewable plant, see the module docstring."""
+    """Single curtailable renewable plant.
 
+    grid-attached :class:`RenewableBundle`. Physics: ``renewable_step``.
+
+    ``RenewableEnv`` — obs ``[CF, P/cap, (Q/s_rated), sin, cos]`` (CF of the next step);
+    action ``[a_curtail(, a_q)]`` in [-1, 1] with curtailment ``c = (1 − a)/2``; reward 0;
+    costs ``(cap·CF·c, |q·s_rated − Q|/s_rated)`` named ``("curtailment", "q_clip")`` [MW, –].
+    """
     def default_params(self) -> RenewableParams:
         return make_renewable_params()
 

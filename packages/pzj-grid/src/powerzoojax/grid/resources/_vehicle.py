@@ -1,11 +1,4 @@
-"""Electric vehicle with commute trips, standalone only. Physics:
-``vehicle_commute`` then ``vehicle_charge``.
-
-Obs ``(9,)``: ``[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
-min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]``;
-action ``(1,)`` in [-1, 1] (≥ 0 discharge share of ``P_dis_max``, < 0 charge share of
-``P_chg_max``); reward 0; costs ``(departure shortfall,)`` named ``departure_soc`` [SOC].
-"""
+"""Electric vehicle with commute trips, standalone only. Physics:"""
 
 import jax.numpy as jnp
 import numpy as np
@@ -109,8 +102,15 @@ def _hours_until(tod: Float[Array, ""], events: Float[Array, " max_trips"]) -> F
 
 
 class VehicleEnv(Environment):
-    """One EV with a home charger, see the module docstring."""
+    """One EV with a home charger.
 
+    ``vehicle_commute`` then ``vehicle_charge``.
+
+    Obs ``(9,)``: ``[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
+    min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]``;
+    action ``(1,)`` in [-1, 1] (≥ 0 discharge share of ``P_dis_max``, < 0 charge share of
+    ``P_chg_max``); reward 0; costs ``(departure shortfall,)`` named ``departure_soc`` [SOC].
+    """
     def default_params(self) -> VehicleParams:
         return make_vehicle_params()
 

@@ -1,30 +1,4 @@
-"""Security-constrained unit commitment env: the agent commits and biases dispatch.
-
-Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
-ON when its intent is > 0; minimum up/down times override the request (a unit that has
-not been ON for ``min_up`` steps stays ON, OFF for ``min_down`` stays OFF). Dispatch lies
-in the ramp window ``[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]`` of the
-committed units: in ``solver_mode=1`` a DC-OPF picks it, its linear cost tilted by
-``−α · denorm(preference, lo, hi)`` (α = ``dispatch_preference_weight``); in
-``solver_mode=0`` the preference is the set-point and a DC power flow balances it at
-the slack units.
-Observation ``(4G + L + 4 + H,)``: unit status · time in state / 200 · last dispatch /
-``max(p_max, 1)`` · marginal cost at half output ``/ max(max MC, 1)`` · line flows / ``max(|cap|, 1)`` ·
-total load / ``max(Σp_max, 1)`` · reserve ratio ``(Σ p_max·status − load)/max(load, 1)``
-· sin, cos of the time of day · ``H`` future total loads (perfect forecast).
-Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
-Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
-weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
-(the rule is enforced, not penalised; kept for the reference's channel layout).
-Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-effort
-answer to an infeasible step); ``opf_status`` says whether the step was feasible
-(``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
-often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
-and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
-steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
-Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
-``start + max_steps`` rows (checked on the host).
-"""
+"""Security-constrained unit commitment env: the agent commits and biases dispatch."""
 
 from typing import Any
 
@@ -349,8 +323,33 @@ class _Dispatch(eqx.Module):
 
 
 class UnitCommitmentEnv(Environment):
-    """Unit commitment + economic dispatch over a DC network. See the module docstring."""
+    """Unit commitment + economic dispatch over a DC network.
 
+    Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
+    ON when its intent is > 0; minimum up/down times override the request (a unit that has
+    not been ON for ``min_up`` steps stays ON, OFF for ``min_down`` stays OFF). Dispatch lies
+    in the ramp window ``[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]`` of the
+    committed units: in ``solver_mode=1`` a DC-OPF picks it, its linear cost tilted by
+    ``−α · denorm(preference, lo, hi)`` (α = ``dispatch_preference_weight``); in
+    ``solver_mode=0`` the preference is the set-point and a DC power flow balances it at
+    the slack units.
+    Observation ``(4G + L + 4 + H,)``: unit status · time in state / 200 · last dispatch /
+    ``max(p_max, 1)`` · marginal cost at half output ``/ max(max MC, 1)`` · line flows / ``max(|cap|, 1)`` ·
+    total load / ``max(Σp_max, 1)`` · reserve ratio ``(Σ p_max·status − load)/max(load, 1)``
+    · sin, cos of the time of day · ``H`` future total loads (perfect forecast).
+    Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
+    Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
+    weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
+    (the rule is enforced, not penalised; kept for the reference's channel layout).
+    Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-effort
+    answer to an infeasible step); ``opf_status`` says whether the step was feasible
+    (``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
+    often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
+    and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
+    steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
+    Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
+    ``start + max_steps`` rows (checked on the host).
+    """
     def action_dim(self, params: UCParams) -> int:
         return 2 * params.case.n_units
 

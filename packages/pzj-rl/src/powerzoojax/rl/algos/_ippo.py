@@ -1,53 +1,4 @@
-"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``), one network per
-agent type (``ippo_typed``) and typed IPPO-Lagrangian (``ippo_typed_lagrangian``), in
-Equinox + Optax.
-
-Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
-``env.step_arrays``, agent order = ``env.agents``). One update:
-
-1. collect ``n_steps`` × ``num_envs`` env steps through the rollout kernel
-   (``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy): every agent
-   acts from its own observation; the Gaussian sample is stored unclipped (its log-prob
-   is exact) and the env gets it clipped to [-1, 1];
-2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
-3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
-   clip_by_global_norm → adam``), minibatches cut by PPO's
-   :func:`~powerzoojax.rl.algos._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
-   the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
-   its own advantage normalisation, and the loss is the mean of the per-type losses
-   (each one :func:`powerzoojax.rl.algos._ppo.ppo_loss`, the single-agent PPO loss).
-
-Typed IPPO-Lagrangian (``make_ippo_typed_lagrangian_train``): each type's network also
-has one cost-value head per selected constraint (``info["constraint_costs"]``, the team's
-costs, seen by every agent); one shared team ``λ`` (``log λ`` starts at 0); per agent the
-advantage is ``A_R − λᵀ A_C`` (cost GAE with ``cost_gamma``), normalised per type; after
-the epochs ``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with ``Ĵ_C`` =
-mean scaled cost per step × ``max_steps`` and ``d`` = ``config.cost_thresholds`` (required)
-÷ ``cost_scale`` — the same dual step and metrics as ``make_cmdp_train``.
-
-Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): the
-rollout also keeps ``info``'s ``lmp``, ``unit_power``, ``ramp_binding_rate``,
-``gen_cost`` and ``load_mw`` (the pre-step nodal load), and each update logs the env's
-market diagnostics over the collected batch, ``market/mean_profit_<agent>`` (raw reward
-per step), ``market/cumulative_profit_<agent>`` (raw rewards summed over every step of
-the run so far, averaged over the parallel envs: what one env's copy of the agent has
-earned since training began), ``market/cum_profit_mean`` (its mean over agents) and, on
-the last update only (NaN before), ``market/convergence_stability``: the L2 distance
-between the policy parameters after update ``max(1, int(0.8 · n_updates))`` and the final
-ones (every array leaf of the policy, ``log_std`` included). The 80 % snapshot is taken
-inside the compiled loop (it is part of the carried state, so checkpoints keep it).
-
-A whole run is one ``lax.scan`` over updates inside one ``jax.jit``: it compiles once
-and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer has the
-same ``init`` / ``run_chunk`` / ``result`` interface as ``PPOTrainer``, so ``train()``
-and the host driver (progress, checkpoints) work unchanged.
-
-Deliberate differences from the reference:
-advantages are normalised per type and batch, minibatches are used as configured, the
-log-prob is taken on the unclipped sample, and observation normalisation uses running
-statistics (``normalize_observations``) shared by all agents. ``agent_ids=True``
-appends a one-hot agent index to every observation.
-"""
+"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``), one network per"""
 
 from collections.abc import Callable
 from typing import Any
@@ -111,8 +62,57 @@ def params_distance(a: PyTree, b: PyTree) -> Float[Array, ""]:
 
 
 class IPPOTrainer(UpdateLoop):
-    """IPPO (``typed=False``) or typed IPPO on a ``MultiAgentEnvironment``; see the module docstring."""
+    """IPPO (``typed=False``) or typed IPPO on a ``MultiAgentEnvironment``.
 
+    agent type (``ippo_typed``) and typed IPPO-Lagrangian (``ippo_typed_lagrangian``), in
+    Equinox + Optax.
+
+    Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
+    ``env.step_arrays``, agent order = ``env.agents``). One update:
+
+    1. collect ``n_steps`` × ``num_envs`` env steps through the rollout kernel
+       (``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy): every agent
+       acts from its own observation; the Gaussian sample is stored unclipped (its log-prob
+       is exact) and the env gets it clipped to [-1, 1];
+    2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
+    3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
+       clip_by_global_norm → adam``), minibatches cut by PPO's
+       :func:`~powerzoojax.rl.algos._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
+       the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
+       its own advantage normalisation, and the loss is the mean of the per-type losses
+       (each one :func:`powerzoojax.rl.algos._ppo.ppo_loss`, the single-agent PPO loss).
+
+    Typed IPPO-Lagrangian (``make_ippo_typed_lagrangian_train``): each type's network also
+    has one cost-value head per selected constraint (``info["constraint_costs"]``, the team's
+    costs, seen by every agent); one shared team ``λ`` (``log λ`` starts at 0); per agent the
+    advantage is ``A_R − λᵀ A_C`` (cost GAE with ``cost_gamma``), normalised per type; after
+    the epochs ``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with ``Ĵ_C`` =
+    mean scaled cost per step × ``max_steps`` and ``d`` = ``config.cost_thresholds`` (required)
+    ÷ ``cost_scale`` — the same dual step and metrics as ``make_cmdp_train``.
+
+    Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): the
+    rollout also keeps ``info``'s ``lmp``, ``unit_power``, ``ramp_binding_rate``,
+    ``gen_cost`` and ``load_mw`` (the pre-step nodal load), and each update logs the env's
+    market diagnostics over the collected batch, ``market/mean_profit_<agent>`` (raw reward
+    per step), ``market/cumulative_profit_<agent>`` (raw rewards summed over every step of
+    the run so far, averaged over the parallel envs: what one env's copy of the agent has
+    earned since training began), ``market/cum_profit_mean`` (its mean over agents) and, on
+    the last update only (NaN before), ``market/convergence_stability``: the L2 distance
+    between the policy parameters after update ``max(1, int(0.8 · n_updates))`` and the final
+    ones (every array leaf of the policy, ``log_std`` included). The 80 % snapshot is taken
+    inside the compiled loop (it is part of the carried state, so checkpoints keep it).
+
+    A whole run is one ``lax.scan`` over updates inside one ``jax.jit``: it compiles once
+    and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer has the
+    same ``init`` / ``run_chunk`` / ``result`` interface as ``PPOTrainer``, so ``train()``
+    and the host driver (progress, checkpoints) work unchanged.
+
+    Deliberate differences from the reference:
+    advantages are normalised per type and batch, minibatches are used as configured, the
+    log-prob is taken on the unclipped sample, and observation normalisation uses running
+    statistics (``normalize_observations``) shared by all agents. ``agent_ids=True``
+    appends a one-hot agent index to every observation.
+    """
     def __init__(
         self,
         env: MultiAgentEnvironment,

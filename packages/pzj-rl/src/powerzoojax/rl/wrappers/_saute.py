@@ -1,24 +1,4 @@
-"""``SauteWrapper``: Sauté RL, a safety budget folded into the state (5-tuple step).
-
-The observation gains one entry per selected cost channel, the remaining budget
-``z_i = (d_i − episode cost_i) / horizon`` (``z_i = d_i / horizon`` at reset). While
-``use_reward_shaping`` is on, a step after which some budget is overspent (``z_i < 0``)
-earns ``unsafe_reward`` instead of the env's reward. Plain PPO on this wrapper is
-Sauté-PPO (``algo="saute_ppo"``); the caller applies the wrapper, ``make_train`` does
-not.
-
-Two choices differ from the reference, on purpose:
-
-* a step is unsafe when the budget is *overspent* (``z_i < 0``), not exhausted
-  (``z_i <= 0``): with the usual zero budgets the latter would mark every step unsafe
-  and erase the reward signal;
-* ``unsafe_reward`` defaults to 0.0 as in the reference, which is only a penalty for
-  envs whose rewards are positive. For cost-like (negative) rewards such as the grid
-  envs' ``−generation cost``, pass an ``unsafe_reward`` below the worst per-step reward.
-
-``cost_thresholds=None`` means a budget of zero per selected channel; the reference's
-positional ``cost_threshold`` is accepted as the same thing (as in ``SafeRLWrapper``).
-"""
+"""``SauteWrapper``: Sauté RL, a safety budget folded into the state (5-tuple step)."""
 
 from collections.abc import Sequence
 from typing import ClassVar
@@ -50,8 +30,27 @@ SauteStepResult = tuple[Float[Array, " obs_dim"], SauteState, Float[Array, ""], 
 
 
 class SauteWrapper(ThresholdsMixin, BoundWrapper):
-    """Safety-budget-augmented wrapper; see the module docstring."""
+    """Safety-budget-augmented wrapper.
 
+    The observation gains one entry per selected cost channel, the remaining budget
+    ``z_i = (d_i − episode cost_i) / horizon`` (``z_i = d_i / horizon`` at reset). While
+    ``use_reward_shaping`` is on, a step after which some budget is overspent (``z_i < 0``)
+    earns ``unsafe_reward`` instead of the env's reward. Plain PPO on this wrapper is
+    Sauté-PPO (``algo="saute_ppo"``); the caller applies the wrapper, ``make_train`` does
+    not.
+
+    Two choices differ from the reference, on purpose:
+
+    * a step is unsafe when the budget is *overspent* (``z_i < 0``), not exhausted
+      (``z_i <= 0``): with the usual zero budgets the latter would mark every step unsafe
+      and erase the reward signal;
+    * ``unsafe_reward`` defaults to 0.0 as in the reference, which is only a penalty for
+      envs whose rewards are positive. For cost-like (negative) rewards such as the grid
+      envs' ``−generation cost``, pass an ``unsafe_reward`` below the worst per-step reward.
+
+    ``cost_thresholds=None`` means a budget of zero per selected channel; the reference's
+    positional ``cost_threshold`` is accepted as the same thing (as in ``SafeRLWrapper``).
+    """
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
     selected_indices: tuple[int, ...] = eqx.field(static=True)
     cost_thresholds: tuple[float, ...] = eqx.field(static=True)
