@@ -53,6 +53,7 @@ _SLACK0 = 0.1  # initial row slack in scaled units
 # Acceptance of the active-set polish (scaled units), per itemsize: primal residual (MW /
 # widest box) and dual sign / stationarity slack (cost / largest marginal cost).
 _POLISH_TOL = {4: (2e-5, 1e-3), 8: (1e-9, 1e-8)}
+_POLISH_REG = {4: 1e-6, 8: 1e-10}
 _POLISH_PASSES = 3  # active-set guesses tried (the interior point's, then two corrections)
 
 
@@ -315,7 +316,7 @@ def solve_dispatch_qp(
     err = jnp.where(use_d, err_d[1], err_a)
     converged = err < tol
     x, nu, zl, zu, s, t, z, y = state
-    x_pol, polished = _polish(x, zl, zu, s, t, z, y, r_, q_ - _PROX, c_, lo_, hi_, d_, a_t, h)
+    x_pol, polished = _polish(x, zl, zu, s, z, r_, q_ - _PROX, c_, lo_, hi_, d_, a_t, h)
     x = jnp.where(polished, x_pol, x)
     return DispatchQPSolution(
         x=x * sx + lo_shift,
@@ -329,7 +330,7 @@ def solve_dispatch_qp(
     )
 
 
-def _polish(x, zl, zu, s, t, z, y, cubic, quad, lin, lo, hi, total, a_t, h):
+def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
     """Exact solution on the interior point's active set, and whether it is certified.
 
     The interior point stops at a relative duality gap of ``tol``; on a linear or nearly
@@ -346,6 +347,9 @@ def _polish(x, zl, zu, s, t, z, y, cubic, quad, lin, lo, hi, total, a_t, h):
     dtype = x.dtype
     grad, hess = _poly_terms(x, cubic, quad, lin)
     eps, eps_dual = _POLISH_TOL[jnp.dtype(dtype).itemsize]
+    # Dual regularisation of the active rows (A x - reg w = target): parallel lines give
+    # identical rows, and both active would make the system singular; this splits the dual.
+    reg = _POLISH_REG[jnp.dtype(dtype).itemsize]
     eye_n, eye_m = jnp.eye(n, dtype=dtype), jnp.eye(m, dtype=dtype)
 
     def solve_on(at_lo, at_hi, up, down):
@@ -365,7 +369,7 @@ def _polish(x, zl, zu, s, t, z, y, cubic, quad, lin, lo, hi, total, a_t, h):
         )
         mid = jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 1 + m), dtype)], axis=1)
         bottom = jnp.concatenate(
-            [jnp.where(active[:, None], a_t.T, 0.0), jnp.zeros((m, 1), dtype), jnp.where(active[:, None], 0.0, eye_m)],
+            [jnp.where(active[:, None], a_t.T, 0.0), jnp.zeros((m, 1), dtype), eye_m * jnp.where(active, -reg, 1.0)[:, None]],
             axis=1,
         )
         kkt = jnp.concatenate([top, mid, bottom], axis=0)
@@ -423,8 +427,6 @@ def _polish(x, zl, zu, s, t, z, y, cubic, quad, lin, lo, hi, total, a_t, h):
         return k + 1, xp, ok, nxt
 
     _, xp, ok, _ = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, jnp.asarray(False), (at_lo, at_hi, up, down)))
-    # Elastic rows in use (t > 0): the hard-limit problem may be infeasible; not polished.
-    ok = ok & (jnp.sum(t) <= eps)
     return jnp.clip(jnp.where(ok, xp, x), lo, hi), ok
 
 
