@@ -54,6 +54,7 @@ _SLACK0 = 0.1  # initial row slack in scaled units
 # widest box) and dual sign / stationarity slack (cost / largest marginal cost).
 _POLISH_TOL = {4: (2e-5, 1e-3), 8: (1e-9, 1e-8)}
 _POLISH_REG = {4: 1e-6, 8: 1e-10}
+_POLISH_REFINE = 2  # refinement steps per polish solve
 _POLISH_PASSES = 3  # active-set guesses tried (the interior point's, then two corrections)
 
 
@@ -348,7 +349,7 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
     grad, hess = _poly_terms(x, cubic, quad, lin)
     eps, eps_dual = _POLISH_TOL[jnp.dtype(dtype).itemsize]
     # Dual regularisation of the active rows (A x - reg w = target): parallel lines give
-    # identical rows, and both active would make the system singular; this splits the dual.
+    # identical rows, and both active would make the system singular.
     reg = _POLISH_REG[jnp.dtype(dtype).itemsize]
     eye_n, eye_m = jnp.eye(n, dtype=dtype), jnp.eye(m, dtype=dtype)
 
@@ -380,9 +381,28 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
                 jnp.where(active, jnp.where(up, h[:m], -h[m:]), 0.0),
             ]
         )
-        sol = jnp.linalg.solve(kkt, rhs)
-        # One refinement step against float32 round-off in the factorisation.
-        sol = sol + jnp.linalg.solve(kkt, rhs - kkt @ sol)
+        # Refinement against the unregularised system removes the regularisation's bias
+        # (and float32 round-off in the factorisation) where that system is regular.
+        shift = jnp.concatenate([jnp.zeros((n + 1,), dtype), jnp.where(active, -reg, 0.0)])
+        kkt_exact = kkt - jnp.diag(shift)
+        factor = jax.scipy.linalg.lu_factor(kkt)
+        sol_reg = jax.scipy.linalg.lu_solve(factor, rhs)
+        sol_reg = sol_reg + jax.scipy.linalg.lu_solve(factor, rhs - kkt @ sol_reg)
+        sol_exact = sol_reg
+        for _ in range(_POLISH_REFINE):
+            sol_exact = sol_exact + jax.scipy.linalg.lu_solve(factor, rhs - kkt_exact @ sol_exact)
+        # The unregularised refinement diverges where that system is singular (a
+        # degenerate vertex): then the regularised solution is checked instead.
+        ok_exact, nxt = verify(sol_exact, at_lo, at_hi, up, down)
+        ok_reg, nxt_reg = verify(sol_reg, at_lo, at_hi, up, down)
+        sol = jnp.where(ok_exact | ~ok_reg, sol_exact, sol_reg)
+        nxt = jax.tree.map(lambda a, b: jnp.where(ok_exact | ~ok_reg, a, b), nxt, nxt_reg)
+        ok = ok_exact | ok_reg
+        return jnp.where(ok, sol[:n], x), ok, nxt
+
+    def verify(sol, at_lo, at_hi, up, down):
+        """Whether ``sol`` is a KKT point with the guessed active set, and the next guess."""
+        fixed = at_lo | at_hi
         xp, nu, w = sol[:n], sol[n], sol[n + 1 :]
         ax = xp @ a_t
         reduced = _poly_terms(xp, cubic, quad, lin)[0] + nu + a_t @ w
@@ -400,10 +420,9 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
             & jnp.all(jnp.where(up, w >= -eps_dual, True))
             & jnp.all(jnp.where(down, w <= eps_dual, True))
         )
-        ok = primal & dual & jnp.all(jnp.isfinite(sol))
+        finite = jnp.all(jnp.isfinite(sol))
         # Primal-dual active-set update for the next pass: a bound or row with a dual of
         # the wrong sign is released, a violated one is activated.
-        finite = jnp.all(jnp.isfinite(sol))
         nxt = (
             jnp.where(at_lo, reduced > 0, xp < lo),
             jnp.where(at_hi, reduced < 0, xp > hi),
@@ -411,7 +430,7 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
             jnp.where(down, w < 0, ax < -h[m:]),
         )
         nxt = jax.tree.map(lambda a, b: jnp.where(finite, a, b), nxt, (at_lo, at_hi, up, down))
-        return jnp.where(ok, xp, x), ok, nxt
+        return primal & dual & finite, nxt
 
     at_lo = zl > x - lo
     at_hi = (zu > hi - x) & ~at_lo
