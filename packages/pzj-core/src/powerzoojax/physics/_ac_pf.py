@@ -56,6 +56,14 @@ API (stable; the AC env modes and AC-OPF build on it)::
   nominal load, random unit set-points, ~17 switched buses: 99.9 % converge to 1e-5 in
   ~10 iterations mean (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the spec's algorithm;
   its batched LU of a (2N-2)^2 Jacobian is the cost.
+  ``"fdlf"`` re-solves by Newton, from the caller's start (flat or warm: exactly the
+  solve ``method="newton"`` would run), every instance the fast-decoupled loop leaves
+  unconverged after ``max_iter``, in the same program: every point Newton solves is
+  solved (case 300 near its Q-limit nose: 5 of 18 solvable loadings fdlf misses in 30
+  iterations). Converged instances skip it; under ``vmap`` the unconverged ones are
+  compacted first, so a batch where every lane converges pays one ``lax.cond``
+  (benchmarks/results/ac_pf_fallback.md). ``n_iter`` then counts both loops' updates.
+  ``method="fdlf_only"`` is the fast-decoupled loop alone.
 * Reference angle: the slack bus keeps ``net.va_ref`` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
 * ``ACPFResult`` fields: ``vm, va`` (N, p.u. / rad), ``p_inj_mw, q_inj_mvar`` (N,
@@ -99,6 +107,9 @@ from powerzoojax.physics._trig import sincos
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 PQ, PV, REF = 1, 2, 3
+# "fdlf": fast-decoupled, then Newton on the instances it leaves unconverged;
+# "fdlf_only": fast-decoupled without that fallback.
+AC_PF_METHODS = ("newton", "fdlf", "fdlf_only")
 # Finite stand-in for "no reactive limit" (±inf would make limit arithmetic produce NaN).
 _NO_Q_LIMIT = 1e10
 # Conjugate-gradient steps on the switched PV buses' Schur system per fast-decoupled
@@ -548,8 +559,11 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
     return body
 
 
-def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, **opts) -> _Carry:
-    """The iteration loop of one instance; under ``vmap`` the compacting rule below."""
+def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, *, skip_when_done: bool = False, **opts) -> _Carry:
+    """The iteration loop of one instance; under ``vmap`` the compacting rule below.
+    ``skip_when_done``: the batched rule skips its compaction stages (gathers, scatters)
+    under a ``lax.cond`` when no lane is active after the full-batch stage (the Newton
+    fallback, whose lanes are mostly done before it starts)."""
 
     def loop(net, lane, init):
         return jax.lax.while_loop(lambda c: _active(c, lane), _make_body(net, lane, **opts), init)
@@ -582,10 +596,36 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, **opts) -> _Carry:
 
             return jax.lax.while_loop(lambda c: jnp.sum(_active(c, lane)) > cap, body, c)
 
-        c = compacting_loop(run, lambda lane, c: _active(c, lane), lane, c, caps)
+        c = compacting_loop(run, lambda lane, c: _active(c, lane), lane, c, caps, skip_when_done=skip_when_done)
         return c, every
 
     return solve(net, lane, init)
+
+
+# Start of the Newton fallback: "init" (the caller's start, i.e. exactly the solve that
+# ``method="newton"`` would run) or "fdlf" (the fast-decoupled iterate and its switches).
+_FALLBACK_START = "init"
+
+
+def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, dtype, **opts) -> _Carry:
+    """Re-solve by Newton–Raphson the instances the fast-decoupled loop left unconverged.
+
+    Converged instances enter the Newton loop already done, so on its own it takes no
+    iteration and under ``vmap`` the compacting rule skips every stage (one ``lax.cond``
+    on "any lane active"); the rest are compacted to batches of 1/4 and 1/16 like the
+    fast-decoupled loop. ``n_iter`` counts the updates of both loops.
+    """
+    p, q, _ = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))
+    f = _residual(net, lane, p, q, c.is_pv, c.q_target)
+    solved = c.converged | jnp.all(jnp.abs(f) < lane.row_tol)
+    start = init if _FALLBACK_START == "init" else c
+    start = eqx.tree_at(
+        lambda k: (k.it, k.done, k.converged), start, (jnp.zeros_like(c.it), solved, solved)
+    )
+    newton = _solve(net, lane, start, method="newton", skip_when_done=True, dtype=dtype, **opts)
+    keep = lambda a, b: jnp.where(solved, a, b)  # noqa: E731
+    out = jax.tree.map(keep, eqx.tree_at(lambda k: k.converged, c, solved), newton)
+    return eqx.tree_at(lambda k: k.it, out, c.it + jnp.where(solved, 0, newton.it))
 
 
 def _flows_bus_major(net: "ACNetwork", vm, va):
@@ -649,8 +689,8 @@ def ac_power_flow(
     method: str = "newton",
 ) -> ACPFResult:
     """Solve the AC power flow of ``net`` (see the module docstring for the contract)."""
-    if method not in ("newton", "fdlf"):
-        raise ValueError(f"ac_power_flow: method must be 'newton' or 'fdlf', got {method!r}")
+    if method not in AC_PF_METHODS:
+        raise ValueError(f"ac_power_flow: method must be one of {AC_PF_METHODS}, got {method!r}")
     dtype = jnp.result_type(p_gen_mw, load_p_mw, load_q_mvar)
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = jnp.float32
@@ -721,9 +761,10 @@ def ac_power_flow(
         sin_va=sin_va0,
         inherited=inherited0,
     )
-    c = _solve(
-        net, lane, init, dtype=dtype, method=method, enforce_q_limits=enforce_q_limits, max_step=max_step
-    )
+    opts = dict(dtype=dtype, enforce_q_limits=enforce_q_limits, max_step=max_step)
+    c = _solve(net, lane, init, method="newton" if method == "newton" else "fdlf", **opts)
+    if method == "fdlf":
+        c = _newton_fallback(net, lane, init, c, **opts)
     # The loop may stop on the iteration budget right after an update: re-check the
     # mismatch at the returned iterate (also the only place the final P, Q come from).
     p, q, _ = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))

@@ -20,7 +20,12 @@ eliminated so that one ``(n × n)`` matrix ``H + Aᵀ W A`` (``H`` diagonal) is 
 iteration and shared by predictor and corrector. (Its Woodbury
 form in row space was tried and lost float32 accuracy to cancellation.) A small proximal
 floor on the scaled Hessian keeps linear-cost problems strictly convex. With ``m = 0`` that matrix is diagonal
-and no factorisation happens at all (a static branch). The problem is solved in scaled
+and no factorisation happens at all (a static branch). The iteration ends at a relative
+gap of ``tol``, which on a (nearly) linear cost can leave the dispatch MW from the
+optimal vertex; a final active-set polish (`_polish`) solves the KKT equations on the
+bounds and rows the interior point found active and keeps that answer only when it is a
+certified KKT point (case 5, random loads: largest OPTIMAL dispatch error 4.0 MW -> 0.06 MW
+with quadratic costs, 0.2 MW -> 1e-4 MW linear). The problem is solved in scaled
 units (``x`` ÷ the widest box, cost ÷ the largest marginal cost) so float32 reaches a
 relative accuracy of about 1e-5 on well-conditioned
 instances and 1e-4 on degenerate (linear-cost, congested) ones, hence the default ``tol``. The loop is a ``lax.while_loop`` with a traced
@@ -50,6 +55,12 @@ _REFINE = 3  # iterative-refinement steps per solve (they undo the ridge)
 _ZCAP = 1e-3  # bound distance below which the initial bound dual stops growing (scaled)
 _MU0 = 0.1  # initial complementarity in scaled units
 _SLACK0 = 0.1  # initial row slack in scaled units
+# Acceptance of the active-set polish (scaled units), per itemsize: primal residual (MW /
+# widest box) and dual sign / stationarity slack (cost / largest marginal cost).
+_POLISH_TOL = {4: (2e-5, 1e-3), 8: (1e-9, 1e-8)}
+_POLISH_REG = {4: 1e-6, 8: 1e-10}
+_POLISH_REFINE = 2  # refinement steps per polish solve
+_POLISH_PASSES = 3  # active-set guesses tried (the interior point's, then two corrections)
 
 
 class DispatchQPSolution(eqx.Module):
@@ -311,6 +322,8 @@ def solve_dispatch_qp(
     err = jnp.where(use_d, err_d[1], err_a)
     converged = err < tol
     x, nu, zl, zu, s, t, z, y = state
+    x_pol, polished = _polish(x, zl, zu, s, z, r_, q_ - _PROX, c_, lo_, hi_, d_, a_t, h)
+    x = jnp.where(polished, x_pol, x)
     return DispatchQPSolution(
         x=x * sx + lo_shift,
         nu=nu * sc,
@@ -321,6 +334,124 @@ def solve_dispatch_qp(
         n_iter=n_it,
         residual=err,
     )
+
+
+def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
+    """Exact solution on the interior point's active set, and whether it is certified.
+
+    The interior point stops at a relative duality gap of ``tol``; on a linear or nearly
+    linear cost that leaves the dispatch up to several MW from the optimal vertex (a flat
+    objective barely notices). The bounds and rows whose dual exceeds their slack are
+    taken as active, and the stationarity, balance and active-row equations of the true
+    cost (no proximal term) are solved as one square system: units at a bound stay there,
+    inactive rows carry no dual. The answer is accepted only if it is a KKT point of the
+    problem (primal feasible, every bound and row dual of the right sign, to round-off), i.e.
+    optimal; a wrong active-set guess or a singular system (a non-unique LP optimum) keeps
+    the interior-point iterate. Scaled units, as in the solver; ``h = [row_hi; -row_lo]``.
+    """
+    n, m = a_t.shape
+    dtype = x.dtype
+    grad, hess = _poly_terms(x, cubic, quad, lin)
+    eps, eps_dual = _POLISH_TOL[jnp.dtype(dtype).itemsize]
+    # Dual regularisation of the active rows (A x - reg w = target): parallel lines give
+    # identical rows, and both active would make the system singular.
+    reg = _POLISH_REG[jnp.dtype(dtype).itemsize]
+    eye_n, eye_m = jnp.eye(n, dtype=dtype), jnp.eye(m, dtype=dtype)
+
+    def solve_on(at_lo, at_hi, up, down):
+        # Unknowns [x; nu; w] (w: net row dual, upper minus lower). Free unit i:
+        # hess_i x_i + nu + (A^T w)_i = hess_i x0_i - grad_i (one Newton step; exact for a
+        # quadratic or linear cost). Fixed unit: x_i = bound_i. Active row: (A x)_j =
+        # target_j; inactive row: w_j = 0.
+        fixed = at_lo | at_hi
+        active = up | down
+        top = jnp.concatenate(
+            [
+                jnp.where(fixed[:, None], eye_n, jnp.diag(hess)),
+                jnp.where(fixed, 0.0, 1.0)[:, None],
+                jnp.where(fixed[:, None], 0.0, a_t),
+            ],
+            axis=1,
+        )
+        mid = jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 1 + m), dtype)], axis=1)
+        bottom = jnp.concatenate(
+            [jnp.where(active[:, None], a_t.T, 0.0), jnp.zeros((m, 1), dtype), eye_m * jnp.where(active, -reg, 1.0)[:, None]],
+            axis=1,
+        )
+        kkt = jnp.concatenate([top, mid, bottom], axis=0)
+        rhs = jnp.concatenate(
+            [
+                jnp.where(fixed, jnp.where(at_lo, lo, hi), hess * x - grad),
+                total[None],
+                jnp.where(active, jnp.where(up, h[:m], -h[m:]), 0.0),
+            ]
+        )
+        # Refinement against the unregularised system removes the regularisation's bias
+        # (and float32 round-off in the factorisation) where that system is regular.
+        shift = jnp.concatenate([jnp.zeros((n + 1,), dtype), jnp.where(active, -reg, 0.0)])
+        kkt_exact = kkt - jnp.diag(shift)
+        factor = jax.scipy.linalg.lu_factor(kkt)
+        sol_reg = jax.scipy.linalg.lu_solve(factor, rhs)
+        sol_reg = sol_reg + jax.scipy.linalg.lu_solve(factor, rhs - kkt @ sol_reg)
+        sol_exact = sol_reg
+        for _ in range(_POLISH_REFINE):
+            sol_exact = sol_exact + jax.scipy.linalg.lu_solve(factor, rhs - kkt_exact @ sol_exact)
+        # The unregularised refinement diverges where that system is singular (a
+        # degenerate vertex): then the regularised solution is checked instead.
+        ok_exact, nxt = verify(sol_exact, at_lo, at_hi, up, down)
+        ok_reg, nxt_reg = verify(sol_reg, at_lo, at_hi, up, down)
+        sol = jnp.where(ok_exact | ~ok_reg, sol_exact, sol_reg)
+        nxt = jax.tree.map(lambda a, b: jnp.where(ok_exact | ~ok_reg, a, b), nxt, nxt_reg)
+        ok = ok_exact | ok_reg
+        return jnp.where(ok, sol[:n], x), ok, nxt
+
+    def verify(sol, at_lo, at_hi, up, down):
+        """Whether ``sol`` is a KKT point with the guessed active set, and the next guess."""
+        fixed = at_lo | at_hi
+        xp, nu, w = sol[:n], sol[n], sol[n + 1 :]
+        ax = xp @ a_t
+        reduced = _poly_terms(xp, cubic, quad, lin)[0] + nu + a_t @ w
+        primal = (
+            (jnp.abs(jnp.sum(xp) - total) <= eps)
+            & jnp.all(xp >= lo - eps)
+            & jnp.all(xp <= hi + eps)
+            & jnp.all(ax <= h[:m] + eps)
+            & jnp.all(ax >= -h[m:] - eps)
+        )
+        dual = (
+            jnp.all(jnp.where(at_lo, reduced >= -eps_dual, True))
+            & jnp.all(jnp.where(at_hi, reduced <= eps_dual, True))
+            & jnp.all(jnp.where(fixed, True, jnp.abs(reduced) <= eps_dual))
+            & jnp.all(jnp.where(up, w >= -eps_dual, True))
+            & jnp.all(jnp.where(down, w <= eps_dual, True))
+        )
+        finite = jnp.all(jnp.isfinite(sol))
+        # Primal-dual active-set update for the next pass: a bound or row with a dual of
+        # the wrong sign is released, a violated one is activated.
+        nxt = (
+            jnp.where(at_lo, reduced > 0, xp < lo),
+            jnp.where(at_hi, reduced < 0, xp > hi),
+            jnp.where(up, w > 0, ax > h[:m]),
+            jnp.where(down, w < 0, ax < -h[m:]),
+        )
+        nxt = jax.tree.map(lambda a, b: jnp.where(finite, a, b), nxt, (at_lo, at_hi, up, down))
+        return primal & dual & finite, nxt
+
+    at_lo = zl > x - lo
+    at_hi = (zu > hi - x) & ~at_lo
+    up = z[:m] > s[:m]
+    down = (z[m:] > s[m:]) & ~up
+
+    def cond(c):
+        return (c[0] < _POLISH_PASSES) & ~c[2]
+
+    def body(c):
+        k, _, _, sets = c
+        xp, ok, nxt = solve_on(*sets)
+        return k + 1, xp, ok, nxt
+
+    _, xp, ok, _ = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, jnp.asarray(False), (at_lo, at_hi, up, down)))
+    return jnp.clip(jnp.where(ok, xp, x), lo, hi), ok
 
 
 def rows_infeasible(

@@ -219,7 +219,8 @@ class DCOPFModel(NetworkModel):
 
 
 class ACPowerFlowModel(NetworkModel):
-    """AC power flow (fast-decoupled or Newton, PV->PQ switching at the Q limits) on the
+    """AC power flow (fast-decoupled with a Newton fallback by default, see
+    ``ac_power_flow``'s ``method``; PV->PQ switching at the Q limits) on the
     unit outputs of a DC stage: :class:`DCPowerFlowModel` (the agent's set-points, slack
     balanced in DC) or :class:`DCOPFModel` (the OPF dispatch; its info is kept). Thermal
     metric ``max(|S_from|, |S_to|)`` beyond the rating; a solve that does not converge

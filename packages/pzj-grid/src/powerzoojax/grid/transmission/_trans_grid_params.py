@@ -32,6 +32,7 @@ from powerzoojax.physics import (
     short_sum,
 )
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
+from powerzoojax.physics._ac_pf import AC_PF_METHODS
 from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup, make_dc_opf_setup
 
 MODE_NAMES = {
@@ -283,7 +284,10 @@ def make_trans_params(
     minimises: ``"linear"`` (default) ``mc_c · p``, or ``"polynomial"``, the case's full cost
     polynomial (the benchmark tables' is not convex; see
     :func:`~powerzoojax.physics.make_dc_opf_setup`); the reward's generation cost is the full
-    polynomial either way. ``pf_failure_cost``: cost added to ``power_balance`` on a
+    polynomial either way. ``pf_method``: ``"fdlf"`` (default: fast-decoupled, with a Newton
+    re-solve of the instances it leaves unconverged, so every point Newton solves within
+    ``pf_max_iter`` is solved), ``"fdlf_only"`` (no fallback: fastest, may miss stressed
+    points) or ``"newton"``. ``pf_failure_cost``: cost added to ``power_balance`` on a
     step whose AC power flow or AC-OPF does not converge. ``islanding_cost``: cost added to
     ``power_balance`` (with the load cut off) on every step of params whose line outages
     (:meth:`TransGridParams.with_line_outages`) island buses. ``pf_warm_start`` (AC PF modes):
@@ -311,8 +315,8 @@ def make_trans_params(
     cost_thermal_weight = _finite_scalar("cost_thermal_weight", cost_thermal_weight, non_negative=True)
     reward_scale = _finite_scalar("reward_scale", reward_scale)
     pf_tol = _finite_scalar("pf_tol", pf_tol, positive=True)
-    if pf_method not in ("fdlf", "newton"):
-        raise ValueError(f"make_trans_params: pf_method must be 'fdlf' or 'newton', got {pf_method!r}")
+    if pf_method not in AC_PF_METHODS:
+        raise ValueError(f"make_trans_params: pf_method must be one of {AC_PF_METHODS}, got {pf_method!r}")
     if not isinstance(pf_warm_start, (bool, np.bool_)):
         raise TypeError(f"make_trans_params: pf_warm_start must be a bool, got {pf_warm_start!r}")
     opf_tol = _finite_scalar("opf_tol", opf_tol, positive=True)
