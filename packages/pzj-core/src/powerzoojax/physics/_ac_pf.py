@@ -29,15 +29,15 @@ API (stable; the AC env modes and AC-OPF build on it)::
   the limit (at q_max with vm > v_set, at q_min with vm < v_set); from then on it
   switches like any PV bus. Cold solves switch permanently and never return, so a warm
   and a cold solve agree when the cold solve's switches are consistent in that sense
-  (benchmarks/results/ac_pf.md, session 7). Computation dtype = the result dtype of the power inputs
+  (benchmarks/results/ac_pf.md, 2026-12-01). Computation dtype = the result dtype of the power inputs
   (float32 by default; float64 when they are float64 — the network is cast to it).
-* Algorithm (spec §2.3): unknowns ``[Va, Vm]`` on every non-slack bus, a fixed
+* Algorithm (MATPOWER's Newton power flow): unknowns ``[Va, Vm]`` on every non-slack bus, a fixed
   ``(2 m)²`` Jacobian (``m = N − 1``, MATPOWER's ``dS/dV``), where the Q row of a bus
   that is currently PV is an identity row with zero mismatch, so PV→PQ switching is a
   traced mask, not a shape change. Each iteration computes P, Q; with
   ``enforce_q_limits`` a PV bus whose generator Q leaves ``[q_min, q_max]`` switches to
   PQ for good, Q pinned at the violated limit — checked only once the max mismatch is
-  below 1e-2 p.u. (deviation from spec §2.3, which checks from the flat start: there
+  below 1e-2 p.u. (the reference checks from the flat start: there
   the computed Q is meaningless and spurious switches make case 300 diverge);
   converged iff every mismatch row ``|F_i| < max(tol, 4 eps sum_k |Y_ik|)`` [p.u.]
   (tested before the update; the second term is the float32 round-off floor,
@@ -54,7 +54,7 @@ API (stable; the AC env modes and AC-OPF build on it)::
   matrix; those operators are stored in the initial-PV space with the selections folded
   in (one (m x m) and four (m x n_pv)-sized products per Q half-iteration). Case 118,
   nominal load, random unit set-points, ~17 switched buses: 99.9 % converge to 1e-5 in
-  ~10 iterations mean (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the spec's algorithm;
+  ~10 iterations mean (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the reference's algorithm;
   its batched LU of a (2N-2)^2 Jacobian is the cost.
   ``"fdlf"`` re-solves by Newton, from the caller's start (flat or warm: exactly the
   solve ``method="newton"`` would run), every instance the fast-decoupled loop leaves
@@ -90,8 +90,8 @@ flows have a ``custom_vmap`` rule too, computing bus-major (batch last), which X
 runs ~3.5x faster than the (batch, L) layout ``vmap`` gives. Neither rule supports
 reverse-mode autodiff (the while loop does not either). The flows' and the iteration's
 float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's
-own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/ac_pf.md
-sessions 6-7).
+own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/ac_pf.md,
+2026-12-01).
 """
 
 import equinox as eqx
@@ -192,7 +192,7 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
     Bus types: the case slack is the reference; a type-2 (or extra type-3) bus with at
     least one in-service unit is PV; every other bus is PQ. PV/slack voltage set points
     are ``unit_vg`` of the first in-service unit at the bus. PV reactive limits are
-    ``[min unit q_min, max unit q_max]`` over in-service units at the bus (spec §2.3).
+    ``[min unit q_min, max unit q_max]`` over in-service units at the bus (as the reference).
     """
     n = int(case.n_nodes)
     slack = int(case.slack_bus_idx)
