@@ -7,6 +7,7 @@ time, so its annotations are checked by beartype in every test run.
 
 import importlib.util
 import os
+import pathlib
 import sys
 
 import pytest
@@ -67,6 +68,9 @@ def _calls_the_kit(item) -> bool:
     return code is not None and not _KIT_CHECKS.isdisjoint((*code.co_names, *code.co_varnames))
 
 
+_TESTS_DIR = pathlib.Path(__file__).resolve().parent
+
+
 def pytest_collection_modifyitems(config, items):
     # Tests of a distribution that is not installed are deselected with a reason,
     # so "core alone" / "core + rl" runs stay meaningful.
@@ -77,6 +81,10 @@ def pytest_collection_modifyitems(config, items):
         if _calls_the_kit(item):
             item.add_marker(pytest.mark.conformance)
         parts = item.path.parts
+        # The documentation pages' code takes minutes (a fresh process per page): marked
+        # "docs", deselected by default, run by .ci/run in a step of its own.
+        if item.path.parent.name == "docs" and item.path.parent.parent == _TESTS_DIR:
+            item.add_marker(pytest.mark.docs)
         for folder, module in requirements.items():
             if folder in parts and not has_distribution(module):
                 item.add_marker(pytest.mark.skip(reason=f"{module} is not installed in this environment"))

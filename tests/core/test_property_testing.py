@@ -88,7 +88,10 @@ def test_the_shared_contract_is_checked_without_any_declared_law():
 
 
 def test_non_finite_output_is_reported_by_name():
-    violations = check_invariants(ToyBattery(), PARAMS, jax.random.PRNGKey(0), jnp.asarray([[0.0], [np.nan], [0.0]]))
+    # A zero capacity makes the SOC update 0/0 (non-finite actions themselves are replaced
+    # by the env contract, so they cannot be the source).
+    broken = eqx.tree_at(lambda p: p.capacity_mwh, PARAMS, jnp.asarray(0.0))
+    violations = check_invariants(ToyBattery(), broken, jax.random.PRNGKey(0), jnp.zeros((3, 1)))
     names = {v.name for v in violations}
     assert {"obs_finite", "reward_finite", "state_finite"} <= names
 

@@ -78,3 +78,17 @@ def test_vmapped_dc_opf_issues_no_lapack_call():
     assert "lapack" not in _lowered_text(lambda load: dc_opf(opf, load), loads).lower()
     # The check can fail: the LAPACK path it replaced lowers to such a call.
     assert "lapack" in _lowered_text(jnp.linalg.cholesky, jnp.ones((256, 3, 3))).lower()
+
+
+def test_plain_lu_solves_general_systems_like_numpy():
+    from powerzoojax.physics._small_linalg import lu_factor, lu_solve
+
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 12):
+        a = rng.normal(size=(8, n, n))
+        a[:, 0, :] *= 1e-3  # a small leading pivot: partial pivoting must swap it away
+        b = rng.normal(size=(8, n))
+        x = jax.vmap(lambda m, v: lu_solve(lu_factor(m), v))(jnp.asarray(a, jnp.float32), jnp.asarray(b, jnp.float32))
+        np.testing.assert_allclose(np.asarray(x), np.linalg.solve(a, b[..., None])[..., 0], rtol=2e-3, atol=2e-3)
+    singular = jnp.zeros((3, 3), jnp.float32)
+    assert bool(jnp.all(jnp.isfinite(lu_solve(lu_factor(singular), jnp.ones(3)))))

@@ -44,7 +44,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
-from powerzoojax.physics._small_linalg import inverse_cholesky, spd_solve
+from powerzoojax.physics._small_linalg import inverse_cholesky, lu_factor, lu_solve, spd_solve
 
 _TAU = 0.995  # fraction of the distance to the boundary taken per step
 _RIDGE = 1e-5  # relative to the equilibrated diagonal (float32 pivots fail below ~1e-6)
@@ -390,12 +390,12 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         # (and float32 round-off in the factorisation) where that system is regular.
         shift = jnp.concatenate([jnp.zeros((n + 1,), dtype), jnp.where(active, -reg, 0.0)])
         kkt_exact = kkt - jnp.diag(shift)
-        factor = jax.scipy.linalg.lu_factor(kkt)
-        sol_reg = jax.scipy.linalg.lu_solve(factor, rhs)
-        sol_reg = sol_reg + jax.scipy.linalg.lu_solve(factor, rhs - kkt @ sol_reg)
+        factor = lu_factor(kkt)
+        sol_reg = lu_solve(factor, rhs)
+        sol_reg = sol_reg + lu_solve(factor, rhs - kkt @ sol_reg)
         sol_exact = sol_reg
         for _ in range(_POLISH_REFINE):
-            sol_exact = sol_exact + jax.scipy.linalg.lu_solve(factor, rhs - kkt_exact @ sol_exact)
+            sol_exact = sol_exact + lu_solve(factor, rhs - kkt_exact @ sol_exact)
         # The unregularised refinement diverges where that system is singular (a
         # degenerate vertex): then the regularised solution is checked instead.
         ok_exact, nxt = verify(sol_exact, at_lo, at_hi, up, down)
