@@ -93,6 +93,7 @@ def test_a_bad_config_file_is_an_error_naming_the_file_and_keys(tmp_path, capsys
     assert err.count("\n") == 1
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_output_folder_problem_is_a_one_line_error(tmp_path, capsys):
     from powerzoojax.rl.training._cli import main
 
@@ -103,6 +104,7 @@ def test_output_folder_problem_is_a_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "metrics.jsonl").exists()
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_divergence_exits_non_zero_with_a_clear_message(tmp_path, capsys):
     from powerzoojax.rl.training._cli import EXIT_DIVERGED, main
 
@@ -125,6 +127,7 @@ def run(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_load_policy_rebuilds_env_and_policy_from_a_checkpoint(run):
     from powerzoojax.envs import TransGridEnv
     from powerzoojax.rl import load_policy, make_act
@@ -156,6 +159,7 @@ def test_load_policy_needs_the_env_of_a_run_started_from_an_env(toy, tiny_config
     assert loaded.preset is None and loaded.env is env
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     from powerzoojax.rl.training._cli import main
 
@@ -180,6 +184,7 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     assert saved["cost_sum"]["mean"] == pytest.approx(float(np.sum(trace["cost_sum"])), rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_eval_ood_without_a_task_is_refused(run, capsys):
     from powerzoojax.rl.training._cli import main
 
@@ -188,6 +193,7 @@ def test_eval_ood_without_a_task_is_refused(run, capsys):
     assert "has no ood split" in capsys.readouterr().err
 
 
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_cli_resume_keeps_the_config_and_may_extend_it(run, capsys, tmp_path):
     import shutil
 
@@ -208,6 +214,7 @@ def test_cli_resume_keeps_the_config_and_may_extend_it(run, capsys, tmp_path):
 
 
 # SIGTERM takes the same path as SIGINT (one handler for both); it runs with the slow tests.
+@pytest.mark.requires("powerzoojax.grid")
 @pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
     out = tmp_path / "run"
