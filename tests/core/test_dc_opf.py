@@ -329,7 +329,7 @@ def test_fixed_units_leave_no_overload_on_an_optimal_answer():
     slivers are now 1e-6 of the widest box, solved in offsets from the lower bounds so
     that float32 resolves them. (The LP is near-flat: moving MW from unit 1 to units 3-4
     costs 0.15 $/h per MW, so a float32 answer within ``tol`` may stop MW short of the
-    vertex; see ``benchmarks/results/opf.md``, session 10.)"""
+    vertex; see ``benchmarks/results/opf.md``, 2026-12-01 ~11:30 UTC.)"""
     case = _case("5")
     load, p_min, p_max, c = _NEAR_FLAT_LP
     ref = _highs("5", False, load, p_min, p_max, c)

@@ -146,7 +146,7 @@ def test_imports_only_point_downward(dist, package, forbidden):
 
 def test_facade_names_a_missing_distribution():
     # Hide pzj-grid by putting a shadow namespace path first; run in a subprocess so the
-    # real import state of this session is untouched.
+    # real import state of this process is untouched.
     code = textwrap.dedent(
         """
         import sys, importlib.abc

@@ -428,7 +428,7 @@ def test_step_uniforms_are_bit_identical_to_jax_random():
 
 
 def test_slot_reductions_match_numpy():
-    """The folded integer reductions (halving the slot axis before reducing, session 7)
+    """The folded integer reductions (halving the slot axis before reducing; measured 2026-12-01)
     against NumPy, batched and unbatched, with extreme int32 values and sums up to the
     scheduler's ``2**24`` bound."""
     from powerzoojax.grid.microgrid._scheduler import slot_max, slot_sum
@@ -457,7 +457,7 @@ def _insert_jit():
 @given(seed=st.integers(0, 2**31 - 1), huge=st.booleans())
 def test_insert_matches_plain_python_reference(seed, huge):
     """Arrivals, training first, fill the lowest free slots (the candidate table is stored
-    once through a float division, session 7), against a Python loop; with ``huge`` the
+    once through a float division; measured 2026-12-01), against a Python loop; with ``huge`` the
     GPU counts and durations reach the factory's bounds (``MAX_TASK_GPUS``,
     ``MAX_TASK_DURATION``), where the division must still be exact."""
     from powerzoojax.grid.microgrid._scheduler import (
