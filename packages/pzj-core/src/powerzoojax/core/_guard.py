@@ -149,32 +149,50 @@ def _hashable(leaf: Any) -> Any:
     return leaf
 
 
+def check_profile_table(
+    owner: str,
+    name: str,
+    values: ArrayLike,
+    n_columns: int,
+    *,
+    columns: str | None = None,
+    column_word: str = "column",
+    dtype_word: str = "real numbers",
+) -> None:
+    """Raise a one-line ``ValueError`` unless ``values`` is a real ``(T, n_columns)`` table
+    with ``T >= 1``; when its values are concrete (not traced), they must also be finite
+    (the message names the first bad entry as ``row t, <column_word> j``). ``columns``
+    names the column count in the message (``"(T, n_loads) = (T, 5)"``); ``dtype_word`` what
+    a bad dtype is told it must be."""
+    traced = isinstance(values, jax.core.Tracer)
+    # Host values through NumPy: it also names dtypes JAX has none for (strings, objects).
+    host = None if traced else np.asarray(values)
+    shape = tuple(jnp.shape(values) if traced else host.shape)
+    dtype = jnp.result_type(values) if traced else host.dtype
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"{owner}: {name} must be {dtype_word}, got dtype {dtype}")
+    if len(shape) != 2 or shape[1] != n_columns or shape[0] < 1:
+        expected = f"(T, {columns}) = (T, {n_columns})" if columns else f"(T, {n_columns})"
+        raise ValueError(f"{owner}: {name} must have shape {expected} with T >= 1, got shape {shape}")
+    if not traced:
+        bad = ~np.isfinite(host)
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{owner}: {name} must be finite; found {host[row, col]} at row {row}, {column_word} {col} "
+                f"({int(bad.sum())} non-finite values in all)"
+            )
+
+
 def checked_profiles(
     owner: str, name: str, values: ArrayLike, n_columns: int
 ) -> tuple[Array, Bool[Array, ""]]:
     """Replacement load profiles for a params' ``with_load_profiles``, checked where possible.
 
-    Shape and dtype are known on the host even under ``jit``: anything but a real
-    ``(T, n_columns)`` array with ``T >= 1`` raises a one-line ``ValueError``. Concrete
-    values (outside ``jit``) must be finite, else a ``ValueError`` names the first bad
-    entry. Traced values cannot raise: their non-finite entries become 0 and the returned
-    flag says so. Returns ``(float32 profiles, any entry replaced)``.
+    Shape and dtype are known on the host even under ``jit``, concrete values outside it:
+    :func:`check_profile_table` raises for either. Traced values cannot raise: their
+    non-finite entries become 0 and the returned flag says so. Returns
+    ``(float32 profiles, any entry replaced)``.
     """
-    shape = jnp.shape(values)
-    dtype = jnp.result_type(values)
-    if not jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.complexfloating):
-        raise ValueError(f"{owner}: {name} must be real numbers, got dtype {dtype}")
-    if len(shape) != 2 or shape[1] != n_columns or shape[0] < 1:
-        raise ValueError(
-            f"{owner}: {name} must have shape (T, {n_columns}) with T >= 1, got shape {tuple(shape)}"
-        )
-    if not isinstance(values, jax.core.Tracer):
-        host = np.asarray(values)
-        bad = ~np.isfinite(host)
-        if bad.any():
-            row, col = (int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                f"{owner}: {name} must be finite; found {host[row, col]} at row {row}, column {col} "
-                f"({int(bad.sum())} non-finite values in all)"
-            )
+    check_profile_table(owner, name, values, n_columns)
     return replace_non_finite(jnp.asarray(values, jnp.float32), 0.0)

@@ -10,7 +10,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
-from powerzoojax.core._guard import checked_profiles
+from powerzoojax.core._guard import check_profile_table, checked_profiles
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._invariants import distflow_laws
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
@@ -105,22 +105,8 @@ class DistGridParams(EnvParams):
 
 
 def _profiles(name: str, value: ArrayLike, n_nodes: int) -> np.ndarray:
-    profiles = np.asarray(value)
-    if not np.issubdtype(profiles.dtype, np.number) or np.issubdtype(profiles.dtype, np.complexfloating):
-        raise ValueError(f"make_dist_params: {name} must be real numbers, got dtype {profiles.dtype}")
-    if profiles.ndim != 2 or profiles.shape[1] != n_nodes or profiles.shape[0] < 1:
-        raise ValueError(
-            f"make_dist_params: {name} must have shape (T, n_nodes) = (T, {n_nodes}) with T >= 1, "
-            f"got shape {profiles.shape}"
-        )
-    bad = ~np.isfinite(profiles)
-    if bad.any():
-        t, n = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"make_dist_params: {name} must be finite; found {profiles[t, n]} at row {t}, bus index {n} "
-            f"({int(bad.sum())} non-finite values in all)"
-        )
-    return profiles.astype(np.float64)
+    check_profile_table("make_dist_params", name, value, n_nodes, columns="n_nodes", column_word="bus index")
+    return np.asarray(value, np.float64)
 
 
 def make_dist_params(

@@ -10,7 +10,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Shaped
 
 from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams
-from powerzoojax.core._guard import checked_profiles
+from powerzoojax.core._guard import check_profile_table, checked_profiles
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import ResourceBundle
 from powerzoojax.grid.transmission._network_models import (
@@ -360,21 +360,11 @@ def make_trans_params(
         nominal = 0.5 * (np.asarray(case.load_d_max, np.float64) + np.asarray(case.load_d_min, np.float64))
         profiles = np.tile(nominal, (max_steps, 1))
     else:
+        check_profile_table(
+            "make_trans_params", "load_profiles", load_profiles, n_loads,
+            columns="n_loads", column_word="load", dtype_word="numeric (real numbers)",
+        )
         profiles = np.asarray(load_profiles)
-        if profiles.ndim != 2 or profiles.shape[1] != n_loads or profiles.shape[0] < 1:
-            raise ValueError(
-                f"make_trans_params: load_profiles must have shape (T, n_loads) = (T, {n_loads}) with T >= 1, "
-                f"got shape {profiles.shape}"
-            )
-        if not np.issubdtype(profiles.dtype, np.number):
-            raise ValueError(f"make_trans_params: load_profiles must be numeric, got dtype {profiles.dtype}")
-        bad = ~np.isfinite(profiles)
-        if bad.any():
-            t, d = (int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                f"make_trans_params: load_profiles must be finite; found {profiles[t, d]} at row {t}, load {d} "
-                f"({int(bad.sum())} non-finite values in all)"
-            )
 
     p_max = np.asarray(case.unit_p_max, np.float64)
     ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
