@@ -156,6 +156,10 @@ def check_invariants(
     ``physics=True``, the env's :meth:`~powerzoojax.core.Environment.physics_invariants`.
     An empty list means none."""
     traj, k_roll = record_trajectory(env, params, key, actions, state)
+    return _violations(env, params, traj, k_roll, physics)
+
+
+def _violations(env: Environment, params: EnvParams, traj: Trajectory, k_roll: jax.Array, physics: bool) -> list[Violation]:
     violations = _contract_violations(env, params, traj, k_roll)
     if physics:
         for law in env.physics_invariants(params):
@@ -167,7 +171,10 @@ def check_invariants(
 
 def assert_invariants(env: Environment, params: EnvParams, key: jax.Array, actions: Any, **kwargs: Any) -> None:
     """:func:`check_invariants`, raising ``AssertionError`` that lists the violations (first 20)."""
-    violations = check_invariants(env, params, key, actions, **kwargs)
+    _raise_if_any(env, check_invariants(env, params, key, actions, **kwargs))
+
+
+def _raise_if_any(env: Environment, violations: list[Violation]) -> None:
     if violations:
         shown = "\n  ".join(str(v) for v in violations[:20])
         more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
@@ -220,9 +227,9 @@ def env_property_test(
                 rows = int(np.asarray(params.load_profiles).shape[0])
                 profiles = data.draw(pst.load_profiles(case, rows, shape="random"), label="load_profiles")
                 drawn = params.with_load_profiles(jnp.asarray(profiles))
-            assert_invariants(env, drawn, key, jnp.asarray(acts))
+            traj, k_roll = record_trajectory(env, drawn, key, jnp.asarray(acts))  # one rollout for both
+            _raise_if_any(env, _violations(env, drawn, traj, k_roll, physics=True))
             if takes_args:
-                traj, _ = record_trajectory(env, drawn, key, jnp.asarray(acts))
                 test_fn(env, drawn, traj)
             else:
                 test_fn()
