@@ -1,6 +1,6 @@
 """OPTIMAL DC-OPF dispatches sit on the unique optimum: random loads on case 5 (benchmark
 tables, its two rated lines) and case 118 (MATPOWER's tables, every line rated 150 MW,
-costs perturbed +-20 % so that units differ), against HiGHS (linear objective; uniqueness
+costs perturbed +-20 % so that units differ), against HiGHS (linear objective, the dual simplex path; uniqueness
 checked by minimising and maximising each unit's output over the optimal face) and
 against SLSQP (a strictly convex quadratic cost, whose optimum is unique)."""
 
@@ -35,10 +35,12 @@ def _problem(case_id: str, objective: str):
     loads = node_dmax[None] * level * rng.uniform(0.8, 1.2, (N_POINTS, case.n_nodes))
     quad = rng.uniform(0.005, 0.05, (N_POINTS, case.n_units)) if objective == "polynomial" else None
     lin = np.asarray(case.unit_cost_c, np.float64)[None] * rng.uniform(0.8, 1.2, (N_POINTS, case.n_units))
-    solve = jax.jit(jax.vmap(lambda l, b, c: dc_opf(setup, l, cost_b=b, cost_c=c)))
     b = np.zeros((N_POINTS, case.n_units)) if quad is None else quad
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    out = solve(f32(loads), f32(b), f32(lin))
+    if quad is None:  # constant marginal costs: the setup's linear (dual simplex) path
+        out = jax.jit(jax.vmap(lambda l, c: dc_opf(setup, l, cost_c=c)))(f32(loads), f32(lin))
+    else:
+        out = jax.jit(jax.vmap(lambda l, b, c: dc_opf(setup, l, cost_b=b, cost_c=c)))(f32(loads), f32(b), f32(lin))
     # The reference solves the float32-rounded problem the solver saw.
     as_f32 = lambda x: np.asarray(x, np.float32).astype(np.float64)  # noqa: E731
     return setup, lo, hi, as_f32(loads), as_f32(b), as_f32(lin), out
@@ -57,9 +59,7 @@ def _highs(c, a_ub, b_ub, total, lo, hi):
     return linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=np.ones((1, c.size)), b_eq=[total], bounds=list(zip(lo, hi)), method="highs")
 
 
-# Case 118 with rated lines is not covered yet: on some loads the active-set polish is
-# rejected and the interior point's OPTIMAL answer stays up to ~10 MW from the vertex.
-@pytest.mark.parametrize("case_id", ["5"])
+@pytest.mark.parametrize("case_id", ["5", "118"])
 def test_linear_objective_optimal_means_highs_vertex(case_id):
     setup, lo, hi, loads, _, lin, out = _problem(case_id, "linear")
     checked = 0
@@ -71,9 +71,10 @@ def test_linear_objective_optimal_means_highs_vertex(case_id):
         if ref.status != 0:
             continue
         # Optimal face: every unit's output range at the optimal cost.
-        # Unique at float32 resolution: no dispatch within 1e-5 of the optimal cost (the
-        # solver's own precision on a cost it sees in float32) moves a unit by 0.1 MW.
-        face_a, face_b = np.vstack([a_ub, c]), np.concatenate([b_ub, [ref.fun + 1e-5 * max(abs(ref.fun), 1.0)]])
+        # Unique at float32 resolution: no dispatch within 1e-7 of the optimal cost (the
+        # simplex compares reduced costs to about 1e-6 of the dearest unit's) moves a unit
+        # by 0.1 MW.
+        face_a, face_b = np.vstack([a_ub, c]), np.concatenate([b_ub, [ref.fun + 1e-7 * max(abs(ref.fun), 1.0)]])
         spread = max(
             _highs(-e, face_a, face_b, total, lo, hi).x @ e - _highs(e, face_a, face_b, total, lo, hi).x @ e
             for e in np.eye(c.size)
@@ -82,7 +83,7 @@ def test_linear_objective_optimal_means_highs_vertex(case_id):
             continue
         checked += 1
         np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref.x, atol=TOL_MW, err_msg=f"load {k}")
-    assert checked >= 5
+    assert checked >= 10
 
 
 # Case 118 with rated lines is not covered yet: the polish is rejected on some loads

@@ -48,9 +48,14 @@ setup; case 118 has none) enter the optimisation, which is a static set: a runti
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
-Algorithm: the primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm`
-(Mehrotra predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md``
-for why it replaced the reference's ADMM. A setup with no monitored line (case 118 as
+Algorithm: with constant marginal costs (a ``"linear"`` setup, or a case whose
+``cost_a = cost_b = 0``, called without ``cost_a``/``cost_b``/``ref_weight``) the optimum
+is a vertex and the bounded dual simplex of :mod:`powerzoojax.physics._dispatch_lp`
+finds it exactly (elastic line limits, started from the merit order; ``max_iter`` is
+raised to its pivot budget, ``tol`` and ``p_init`` do not apply). Otherwise the
+primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm` (Mehrotra
+predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md`` for why
+these replaced the reference's ADMM. A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
 bisection (``solve_separable_dispatch``); ``n_iter`` then reports the bisection count. Dtype follows ``node_load_mw`` (float32 by
 default, float64 when it is float64).
@@ -63,6 +68,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
@@ -87,6 +93,8 @@ class DCOPFSetup(eqx.Module):
     cost_a: Float[Array, " n_units"]
     cost_b: Float[Array, " n_units"]
     cost_c: Float[Array, " n_units"]
+    # Marginal costs constant (``cost_a = cost_b = 0``): solved by the dual simplex.
+    linear: bool = eqx.field(static=True, default=False)
 
 
 class DCOPFResult(eqx.Module):
@@ -170,6 +178,8 @@ def make_dc_opf_setup(
         cost_a=f32(case.unit_cost_a) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
         cost_b=f32(case.unit_cost_b) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
         cost_c=f32(case.unit_cost_c),
+        linear=objective == "linear"
+        or bool(np.all(np.asarray(case.unit_cost_a) == 0) and np.all(np.asarray(case.unit_cost_b) == 0)),
     )
 
 
@@ -222,7 +232,8 @@ def dc_opf(
     margin = 1e-3 * jnp.sum(hi_w - lo)
     total_solve = jnp.clip(total, cap_lo + margin, jnp.sum(hi_w) - margin)
 
-    if setup.mon_idx.shape[0] == 0:
+    n_mon = setup.mon_idx.shape[0]
+    if n_mon == 0:
         # No monitored line: one system price clears the market; solved exactly by a
         # fixed-length price bisection (no Newton systems, no iteration-count spread
         # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
@@ -232,20 +243,27 @@ def dc_opf(
         load_flow_mon = (
             load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
         )
-        mon_cap, mon_floor = cap[setup.mon_idx], floor[setup.mon_idx]
-        sol = solve_dispatch_qp(
-            a, quad, lin, lo, hi_w, total_solve, mon_m_t,
-            mon_floor + load_flow_mon, mon_cap + load_flow_mon,
-            penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
-        )
-        # An iteration that stops early on an infeasible instance (float32 steps turn
-        # non-finite near the elastic optimum) still carries row duals near the penalty
-        # on the violated lines: a Farkas certificate from them classifies it.
-        certified = rows_infeasible(
-            mon_m_t, mon_floor + load_flow_mon, mon_cap + load_flow_mon, lo, hi, total, sol.mu_upper, sol.mu_lower
-        )
+        row_lo, row_hi = floor[setup.mon_idx] + load_flow_mon, cap[setup.mon_idx] + load_flow_mon
+        if setup.linear and cost_a is None and cost_b is None and ref_weight is None:
+            # Constant marginal costs: the optimum is a vertex, found exactly by the dual
+            # simplex (an interior point's relative gap leaves MW between near-tied units).
+            # ``max_iter`` is raised to the pivot budget; ``tol``/``p_init`` do not apply.
+            budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
+            sol = solve_dispatch_lp(lin, lo, hi, total, mon_m_t, row_lo, row_hi, penalty=line_penalty, max_pivots=budget)
+            certified = jnp.asarray(False)
+        else:
+            sol = solve_dispatch_qp(
+                a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi,
+                penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
+            )
+            # An iteration that stops early on an infeasible instance (float32 steps turn
+            # non-finite near the elastic optimum) still carries row duals near the penalty
+            # on the violated lines: a Farkas certificate from them classifies it.
+            certified = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
 
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
+    # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
+    p = jnp.where(total >= cap_hi, hi, jnp.where(total <= cap_lo, lo, p))
     # A caller that steps through fixed load rows can pass their flows (``PTDF @ load``).
     load_flow = load @ ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
     flows = p @ m_u_t - load_flow

@@ -27,7 +27,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, rollout, select_tree, time_features
 from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import THERMAL_SLACK_MW
-from powerzoojax.market._dual_simplex import matvec, sum_small
+from powerzoojax.physics._dual_simplex import matvec, sum_small
 from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.physics import dc_thermal_check
 

@@ -39,7 +39,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.market._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
 OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2

@@ -31,7 +31,7 @@ from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, epi
 from powerzoojax.core._types import Info, Key
 from powerzoojax.core._provider import import_provider
 from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
-from powerzoojax.market._dual_simplex import sum_small
+from powerzoojax.physics._dual_simplex import sum_small
 from powerzoojax.market._market_marl import (
     BASELINE_ACTIONS,
     MarketMARLParams,

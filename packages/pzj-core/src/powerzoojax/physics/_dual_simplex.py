@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.physics import short_sum
+from powerzoojax.physics._reduce import short_sum
 from powerzoojax.physics._reduce import SHORT_AXIS
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
@@ -80,6 +80,7 @@ def bounded_dual_simplex(
     max_iter: int,
     primal_tol: float = 1e-5,
     pivot_tol: float = 1e-6,
+    dual_tol: float = 1e-5,
 ) -> DualSimplexResult:
     """Optimal ``x`` and duals ``y`` (``∂ cost / ∂ b``) from a dual-feasible basis.
 
@@ -112,10 +113,22 @@ def bounded_dual_simplex(
         viol = jnp.maximum(lo_b - x_b, x_b - hi_b)
         r = jnp.argmax(viol)
         e_r = (rows == r).astype(a.dtype)
-        optimal = jnp.max(viol) <= primal_tol
+        feasible = jnp.max(viol) <= primal_tol
         below = sum_small(e_r * (lo_b - x_b), axis=0) > 0
         y = duals(onehot, binv)
+        # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
+        # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
+        # can pick the wrong entering column and stop on a suboptimal vertex.
         d = c - _vm(y, a)
+        y = y + _vm(_mv(onehot, d), binv)
+        d = c - _vm(y, a)
+        # A primal-feasible basis is optimal only if it is dual feasible too; a non-basic
+        # column whose reduced cost has the wrong sign flips to its other bound (every
+        # column is boxed), which restores dual feasibility and hands the repair back to
+        # the dual pivots.
+        wrong = ~is_basic & jnp.where(at_upper, d > dual_tol, d < -dual_tol)
+        refit = feasible & jnp.any(wrong)
+        optimal = feasible & ~refit
         binv_r = _vm(e_r, binv)
         alpha = jnp.where(below, -1.0, 1.0) * _vm(binv_r, a)
         eligible = ~is_basic & jnp.where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
@@ -135,20 +148,20 @@ def bounded_dual_simplex(
         q = jnp.where(jnp.any(completes), jnp.argmin(jnp.where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
         ratio_q = sum_small(jnp.where(cols == q, ratio, 0.0), axis=0)
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
-        infeasible = ~optimal & ~jnp.any(eligible)
-        pivot = ~optimal & ~infeasible
+        infeasible = ~feasible & ~jnp.any(eligible)
+        pivot = ~feasible & ~infeasible
         col = _mv(binv, _mv(a, (cols == q).astype(a.dtype)))
         piv = sum_small(e_r * col, axis=0)
         piv = jnp.where(pivot, piv, 1.0)
         new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
         leaving = sum_small(jnp.where(rows == r, basis, 0), axis=0)
-        new_basis = jnp.where(rows == r, q, basis)
+        new_basis = jnp.where(rows == r, q, basis).astype(basis.dtype)
         new_upper = jnp.where(cols == leaving, ~below, jnp.where(flipped, ~at_upper, at_upper))
         binv = jnp.where(pivot, new_binv, binv)
         basis = jnp.where(pivot, new_basis, basis)
-        at_upper = jnp.where(pivot, new_upper, at_upper)
-        status = jnp.where(optimal, SOLVED, jnp.where(infeasible, PRIMAL_INFEASIBLE, BUDGET))
-        return it + pivot.astype(jnp.int32), basis, binv, at_upper, status
+        at_upper = jnp.where(pivot, new_upper, jnp.where(refit, at_upper ^ wrong, at_upper))
+        status = jnp.where(optimal, SOLVED, jnp.where(infeasible, PRIMAL_INFEASIBLE, BUDGET)).astype(jnp.int32)
+        return it + (pivot | refit).astype(jnp.int32), basis, binv, at_upper, status
 
     def cond(carry):
         it, _, _, _, status = carry
@@ -165,10 +178,12 @@ def bounded_dual_simplex(
     x_b = x_b + _mv(binv, b - _mv(a, x_nb) - _mv(b_mat, x_b))
     x_b, x_nb = lax.optimization_barrier((x_b, x_nb))
     viol = jnp.max(jnp.maximum(_mv(onehot, lo) - x_b, x_b - _mv(onehot, hi)))
-    status = jnp.where((status == BUDGET) & (viol <= primal_tol), SOLVED, status)
     c_b = _mv(onehot, c)
     y = duals(onehot, binv)
     y = y + _vm(c_b - _vm(y, b_mat), binv)
+    d = c - _vm(y, a)
+    dual_ok = ~jnp.any(~is_basic & jnp.where(at_upper, d > dual_tol, d < -dual_tol))
+    status = jnp.where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
     x = x_nb + _vm(x_b, onehot)
     return DualSimplexResult(x=x, y=y, status=status.astype(jnp.int32), iterations=it)
 
