@@ -86,9 +86,7 @@ def test_linear_objective_optimal_means_highs_vertex(case_id):
     assert checked >= 10
 
 
-# Case 118 with rated lines is not covered yet: the polish is rejected on some loads
-# (e.g. 8 of 54 units off by more than 0.1 MW on load 3 of this draw).
-@pytest.mark.parametrize("case_id", ["5"])
+@pytest.mark.parametrize("case_id", ["5", "118"])
 def test_quadratic_objective_optimal_means_unique_optimum(case_id):
     setup, lo, hi, loads, quad, lin, out = _problem(case_id, "polynomial")
     checked = 0

@@ -60,7 +60,7 @@ _SLACK0 = 0.1  # initial row slack in scaled units
 _POLISH_TOL = {4: (2e-5, 1e-3), 8: (1e-9, 1e-8)}
 _POLISH_REG = {4: 1e-6, 8: 1e-10}
 _POLISH_REFINE = 2  # refinement steps per polish solve
-_POLISH_PASSES = 3  # active-set guesses tried (the interior point's, then two corrections)
+_POLISH_PASSES = 8  # active-set guesses tried (the interior point's, then corrections)
 
 
 class DispatchQPSolution(eqx.Module):
