@@ -99,3 +99,44 @@ def test_policy_rollout(task):
     env, params = task.make_env("iid")
     trace = task.rollout(env, params, jr.PRNGKey(1), lambda obs, state, key: -jnp.ones((5, 3)))
     assert trace.reward.shape == (6,) and trace.obs.shape == (6, 5, 12)
+
+
+def test_case29gb_market_uses_its_fuel_types_and_ramps():
+    """29gb's units carry unit-commitment ramp columns (fraction of p_max per hour) and
+    fuel types: the market ramps by them and the metrics report each fuel's share."""
+    import jax.random as jr
+
+    from powerzoojax.market.tasks.gencos import FUEL_NAMES, GenCosTask
+
+    task = GenCosTask(max_steps=3, case_id="29gb")
+    env, params = task.make_env("iid")
+    case = task.case
+    p_max = np.asarray(case.unit_p_max, np.float64)
+    np.testing.assert_allclose(np.asarray(params.ramp_up_mw_per_step), np.asarray(case.unit_ramp_up) * p_max * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(params.ramp_down_mw_per_step), np.asarray(case.unit_ramp_down) * p_max * 0.5, rtol=1e-6)
+    trace = task.baseline_rollout(env, params, jr.PRNGKey(0), "truthful")
+    metrics = task.compute_metrics(trace)
+    fuels = {FUEL_NAMES[int(f)] for f in np.unique(np.asarray(case.unit_fuel_type))}
+    shares = {k.removeprefix("dispatch_share_"): v for k, v in metrics.items() if k.startswith("dispatch_share_")}
+    assert set(shares) == fuels
+    power = np.asarray(trace.info["unit_power"], np.float64).reshape(-1, case.n_units).sum(axis=0)
+    gas = np.asarray(case.unit_fuel_type) == 3
+    assert shares["gas"] == pytest.approx(power[gas].sum() / power.sum(), rel=1e-9)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert metrics["sced_convergence_rate"] == 1.0
+
+
+def test_unknown_market_case_is_rejected():
+    from powerzoojax.market.tasks.gencos import GenCosTask
+
+    with pytest.raises(ValueError, match="case_id must be one of"):
+        GenCosTask(case_id="118")
+
+
+def test_case5_market_keeps_the_fraction_ramps():
+    """Case 5 has no ramp columns: the reference's 0.5 · p_max per step stays."""
+    from powerzoojax.market.tasks.gencos import GenCosTask
+
+    task = GenCosTask(max_steps=3)
+    params = task.params("iid")
+    np.testing.assert_allclose(np.asarray(params.ramp_up_mw_per_step), 0.5 * np.asarray(task.case.unit_p_max), rtol=1e-6)

@@ -91,11 +91,15 @@ def make_market_marl_params(
     ramp_up_mw_per_step: ArrayLike | None = None,
     ramp_down_mw_per_step: ArrayLike | None = None,
     ramp_rate_fraction: float = 0.5,
+    ramps_from_case: bool = True,
 ) -> MarketMARLParams:
     """Validate on the host and build :class:`MarketMARLParams`.
 
-    ``load_profiles`` ``(T, n_loads)`` MW; missing ramp limits default to
-    ``ramp_rate_fraction · p_max`` per step. Raises ``ValueError`` naming a bad value.
+    ``load_profiles`` ``(T, n_loads)`` MW. Ramp limits not given: a case that carries
+    unit-commitment ramp columns (``unit_ramp_up``/``unit_ramp_down``, fractions of
+    ``p_max`` per hour; e.g. 29gb) ramps by ``fraction · p_max · delta_t_hours`` per step
+    unless ``ramps_from_case=False``; otherwise ``ramp_rate_fraction · p_max`` per step.
+    Raises ``ValueError`` naming a bad value.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"make_market_marl_params: case must be a CaseData, got {type(case).__name__}")
@@ -110,8 +114,16 @@ def make_market_marl_params(
            profiles.shape, f"a finite (T, n_loads) = (T, {case.n_loads}) array with T >= 1")
     p_max = np.asarray(case.unit_p_max, np.float64)
     ramps = []
-    for name, value in (("ramp_up_mw_per_step", ramp_up_mw_per_step), ("ramp_down_mw_per_step", ramp_down_mw_per_step)):
-        ramp = ramp_rate_fraction * p_max if value is None else np.broadcast_to(np.asarray(value, np.float64), p_max.shape)
+    for name, value, column in (
+        ("ramp_up_mw_per_step", ramp_up_mw_per_step, case.unit_ramp_up),
+        ("ramp_down_mw_per_step", ramp_down_mw_per_step, case.unit_ramp_down),
+    ):
+        if value is not None:
+            ramp = np.broadcast_to(np.asarray(value, np.float64), p_max.shape)
+        elif ramps_from_case and column is not None:
+            ramp = np.asarray(column, np.float64) * p_max * float(delta_t_hours)
+        else:
+            ramp = ramp_rate_fraction * p_max
         _check(name, bool(np.all(np.isfinite(ramp)) and np.all(ramp >= 0)), value, f"finite and >= 0, shape ({case.n_units},)")
         ramps.append(ramp)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731

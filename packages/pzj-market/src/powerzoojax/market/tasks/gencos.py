@@ -1,4 +1,8 @@
-"""GenCos: five generation companies bid into the case-5 SCED market.
+"""GenCos: generation companies bid into an SCED market (case 5 by default; 29gb on request).
+
+``GenCosTask(case_id="29gb")`` clears the reduced GB network instead: 66 agents, ramp
+limits from the case's unit-commitment columns, and metrics that also report the dispatch
+share of each fuel type (``dispatch_share_gas`` ...). The shapes below are case 5's.
 
 Env: the MarketMARL core (:mod:`powerzoojax.market._market_marl`) seen jointly by
 :class:`GenCosJointEnv` so it runs on the one rollout kernel: observation ``(5, 12)``
@@ -47,6 +51,28 @@ OOD_FACTORS: dict[str, float] = {"demand_shift": 1.10, "renewable_shock": 1.05}
 SPLIT_ALIASES: dict[str, str] = {"high_demand": "demand_shift", "low_renewable": "renewable_shock"}
 FALLBACK_SOURCE = "england_wales"  # shipped measured demand, used when no GB files are given
 CASE_ID = "5"
+# Cases the task clears: the reference's five-unit market, and the reduced GB network,
+# whose units carry fuel types and unit-commitment ramp limits.
+MARKET_CASE_IDS: tuple[str, ...] = ("5", "29gb")
+FUEL_NAMES: dict[int, str] = {0: "other", 1: "nuclear", 2: "coal", 3: "gas", 4: "oil", 5: "hydro", 6: "wind", 7: "solar"}
+
+
+def fuel_dispatch_shares(case: CaseData, unit_power: Any) -> dict[str, float]:
+    """Mean share of dispatched energy by fuel, ``{"dispatch_share_<fuel>": share}``.
+
+    **Arguments:**
+
+    - `case`: the market's case; one with no `unit_fuel_type` column gives `{}`.
+    - `unit_power`: `(..., T, n_units)` dispatch [MW] over episodes.
+
+    **Returns:** one entry per fuel present in the case, shares of total energy (they sum to 1).
+    """
+    if case.unit_fuel_type is None:
+        return {}
+    fuel = np.asarray(case.unit_fuel_type, np.int64)
+    energy = np.asarray(unit_power, np.float64).reshape(-1, fuel.size).sum(axis=0)
+    total = max(float(energy.sum()), 1e-9)
+    return {f"dispatch_share_{FUEL_NAMES.get(int(f), 'other')}": float(energy[fuel == f].sum() / total) for f in np.unique(fuel)}
 
 
 def _canonical_split(split: str) -> str:
@@ -130,11 +156,16 @@ class GenCosTask:
     task_name = "gencos"
     default_splits = SPLITS
 
-    def __init__(self, loader: DataLoader | None = None, source: str | None = None, max_steps: int = 48):
+    def __init__(
+        self, loader: DataLoader | None = None, source: str | None = None, max_steps: int = 48, case_id: str = CASE_ID
+    ):
+        if case_id not in MARKET_CASE_IDS:
+            raise ValueError(f"GenCosTask: case_id must be one of {MARKET_CASE_IDS}, got {case_id!r}")
         self.loader = loader
         self.source = source
         self.max_steps = int(max_steps)
-        self.case = load_case(CASE_ID)
+        self.case_id = case_id
+        self.case = load_case(case_id)
         self._params: dict[str, MarketMARLParams] = {}
 
     def params(self, split: str = "train") -> MarketMARLParams:
@@ -194,6 +225,7 @@ class GenCosTask:
             "sced_convergence_rate": float(np.mean(np.asarray(info["sced_converged"], np.float64))),
             "ramp_binding_rate": float(np.mean(np.asarray(info["ramp_binding_rate"], np.float64))),
         }
+        metrics.update(fuel_dispatch_shares(self.case, power))
         if baseline_rollout is not None:
             base = float(np.asarray(baseline_rollout.info["unit_profit"], np.float64).sum(axis=(-1, -2)).mean())
             metrics["profit_vs_baseline"] = metrics["total_profit"] - base
@@ -315,7 +347,7 @@ def compute_gencos_metrics(rollout: dict[str, Any], agent_names: list[str]) -> d
 
 
 __all__ = [
-    "CASE_ID", "FALLBACK_SOURCE", "OOD_FACTORS", "SPLITS", "SPLIT_ALIASES", "GenCosJointEnv", "GenCosTask",
+    "CASE_ID", "FALLBACK_SOURCE", "FUEL_NAMES", "MARKET_CASE_IDS", "fuel_dispatch_shares", "OOD_FACTORS", "SPLITS", "SPLIT_ALIASES", "GenCosJointEnv", "GenCosTask",
     "GencosTask", "compute_gencos_metrics", "load_gencos_profiles", "make_gencos_env", "make_gencos_params",
     "rollout_gencos", "rollout_gencos_baseline",
 ]
