@@ -13,6 +13,7 @@ instances. Also the worst relative objective gap to HiGHS over the first instanc
     uv run python benchmarks/opf_throughput.py --n-envs 1 16 256 1024
     uv run python benchmarks/opf_throughput.py --env-ab --quick   # env workloads, < 2 min
     uv run python benchmarks/opf_throughput.py --acopf --quick    # AC-OPF only, < 1 min
+    uv run python benchmarks/opf_throughput.py --lp-ab --quick    # dual simplex vs interior point
 
 ``--env-ab``: TransGridEnv DC-OPF mode and UnitCommitmentEnv on case 118 (N = 256,
 horizon 16, random actions, the workloads of ``trans_modes_throughput.py``) with the
@@ -84,7 +85,12 @@ def main():
                     "and UnitCommitmentEnv on case 118, price-search vs IPM dispatch, same process")
     ap.add_argument("--acopf", action="store_true", help="only the AC-OPF section (case 5, float64; "
                     "compile wall and CPU seconds, batched solves/s, PYPOWER runopf)")
+    ap.add_argument("--lp-ab", action="store_true", help="only the linear-cost A/B: dual simplex vs "
+                    "interior point on the same problems, interleaved in one process")
     args = ap.parse_args()
+    if args.lp_ab:
+        _lp_ab_section([256, 1024] if args.quick else [1, 16, 256, 1024], 5 if args.quick else args.repeats)
+        return
     if args.acopf:
         _ac_opf_section([1, 16] if args.quick else [1, 16, 64], 3 if args.quick else args.repeats)
         return
@@ -102,10 +108,10 @@ def main():
         case = load_case(case_id)
         for rated in (False, True):
             cap, floor = _limits(case, rated)
-            setup = make_dc_opf_setup(case, cap, floor)
+            # Linear costs, as the HiGHS reference: the dual simplex path.
+            setup = make_dc_opf_setup(case, cap, floor, objective="linear")
             n_mon = int(setup.mon_idx.shape[0])
-            zero = jnp.zeros(case.n_units, jnp.float32)  # linear costs, as the HiGHS reference
-            solve = jax.jit(jax.vmap(lambda load, s=setup, z=zero: dc_opf(s, load, cost_a=z, cost_b=z)))
+            solve = jax.jit(jax.vmap(lambda load, s=setup: dc_opf(s, load)))
             for n in n_envs:
                 loads_np = _instances(case, n)
                 loads = jnp.asarray(loads_np, jnp.float32)
@@ -186,6 +192,50 @@ def _ac_opf_section(n_envs, repeats):
     print(f"| PYPOWER runopf (1 at a time) | 1 | – | {t * 1e3:.1f} | {1 / t:,.1f} | 1.00 |")
 
 
+
+def _lp_ab_section(n_envs, repeats):
+    """Linear-cost DC-OPF by the dual simplex (current) and by the interior point with its
+    active-set polish (the same setup marked non-linear), on the same load batches:
+    compile seconds, median ms per batch (calls interleaved), largest dispatch gap to HiGHS
+    on OPTIMAL answers among the first instances."""
+    import dataclasses
+
+    print(f"jax {jax.__version__}, devices {jax.devices()}")
+    print("| case | limits | N | compile s simplex / IPM | ms / batch simplex / IPM | IPM ÷ simplex | max MW gap to HiGHS simplex / IPM |")
+    print("|---|---|---|---|---|---|---|")
+    for case_id, rated in (("5", False), ("118", True)):
+        case = load_case(case_id)
+        cap, floor = _limits(case, rated)
+        simplex = make_dc_opf_setup(case, cap, floor, objective="linear")
+        ipm = dataclasses.replace(simplex, linear=False)
+        for n in n_envs:
+            loads_np = _instances(case, n)
+            loads = jnp.asarray(loads_np, jnp.float32)
+            compiled, t_compile = {}, {}
+            for name, setup in (("simplex", simplex), ("ipm", ipm)):
+                t0 = time.perf_counter()
+                compiled[name] = jax.jit(jax.vmap(lambda load, s=setup: dc_opf(s, load))).lower(loads).compile()
+                t_compile[name] = time.perf_counter() - t0
+                jax.block_until_ready(compiled[name](loads))
+            times = {"simplex": [], "ipm": []}
+            for _ in range(repeats):
+                for name in times:
+                    t0 = time.perf_counter()
+                    jax.block_until_ready(compiled[name](loads))
+                    times[name].append(time.perf_counter() - t0)
+            gaps = {}
+            for name in times:
+                out = compiled[name](loads)
+                gap = 0.0
+                for i in range(min(n, 10)):
+                    ref = _highs(case, cap, floor, loads_np[i])
+                    if ref.status == 0 and int(out.status[i]) == DCOPF_OPTIMAL:
+                        gap = max(gap, float(np.max(np.abs(np.asarray(out.p_mw[i], np.float64) - ref.x))))
+                gaps[name] = gap
+            med = {k: statistics.median(v) for k, v in times.items()}
+            print(f"| {case_id} | {'rated 150 MW' if rated else 'case'} | {n} | {t_compile['simplex']:.2f} / {t_compile['ipm']:.2f} "
+                  f"| {med['simplex'] * 1e3:.3f} / {med['ipm'] * 1e3:.3f} | {med['ipm'] / med['simplex']:.2f} "
+                  f"| {gaps['simplex']:.1e} / {gaps['ipm']:.1e} |", flush=True)
 
 
 def _env_ab_section(n_envs, horizon, repeats):

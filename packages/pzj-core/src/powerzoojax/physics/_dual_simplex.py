@@ -28,6 +28,9 @@ from powerzoojax.physics._reduce import short_sum
 from powerzoojax.physics._reduce import SHORT_AXIS
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
+# Up to this many columns the ratio test compares every pair of candidates (element-wise
+# work that fuses under ``vmap``); beyond it, a sort and a prefix sum, O(n log n).
+_PAIRWISE_MAX_VARS = 64
 
 
 class DualSimplexResult(eqx.Module):
@@ -93,6 +96,16 @@ def bounded_dual_simplex(
     rows = jnp.arange(n_rows)
     index_before = cols[None, :] < cols[:, None]  # [j, k]: k precedes j on equal ratios
 
+    def repair_before(ratio, repair):
+        """Σ repair of the candidates ahead of each one in (ratio, index) order."""
+        if n_vars <= _PAIRWISE_MAX_VARS:
+            ahead = (ratio[None, :] < ratio[:, None]) | ((ratio[None, :] == ratio[:, None]) & index_before)
+            return sum_small(jnp.where(ahead, repair[None, :], 0.0), axis=1)
+        # O(n log n): a stable sort keeps ties in index order, then an exclusive prefix sum.
+        order = jnp.argsort(ratio, stable=True)
+        sorted_repair = repair[order]
+        return jnp.zeros_like(repair).at[order].set(jnp.cumsum(sorted_repair) - sorted_repair)
+
     def ratio_or_neg(eligible, ratio):
         return jnp.where(eligible, ratio, -1.0)
 
@@ -142,8 +155,7 @@ def bounded_dual_simplex(
         # Flipped candidates' reduced costs change sign before the entering one's, so
         # the dual stays feasible. Pairwise [j, k] with k on the minor axis.
         repair = jnp.where(eligible, mag * (hi - lo), 0.0)
-        ahead = (ratio[None, :] < ratio[:, None]) | ((ratio[None, :] == ratio[:, None]) & index_before)
-        before = sum_small(jnp.where(ahead, repair[None, :], 0.0), axis=1)
+        before = repair_before(ratio, repair)
         completes = eligible & (before + repair >= jnp.max(viol))
         q = jnp.where(jnp.any(completes), jnp.argmin(jnp.where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
         ratio_q = sum_small(jnp.where(cols == q, ratio, 0.0), axis=0)
