@@ -52,7 +52,11 @@ Algorithm: with constant marginal costs (a ``"linear"`` setup, or a case whose
 ``cost_a = cost_b = 0``, called without ``cost_a``/``cost_b``/``ref_weight``) the optimum
 is a vertex and the bounded dual simplex of :mod:`powerzoojax.physics._dispatch_lp`
 finds it exactly (elastic line limits, started from the merit order; ``max_iter`` is
-raised to its pivot budget, ``tol`` and ``p_init`` do not apply). Otherwise the
+raised to its pivot budget, ``tol`` and ``p_init`` do not apply). Pass ``cost_a``/``cost_b``
+only for costs that are not linear: with them the interior point runs, whose relative
+gap does not pin a linear optimum (on case 5 it left units tens of MW from the vertex), so
+on a linear cost it reports OPTIMAL only when its active-set polish certifies a KKT
+point. Otherwise the
 primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm` (Mehrotra
 predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md`` for why
 these replaced the reference's ADMM. A setup with no monitored line (case 118 as
@@ -238,7 +242,7 @@ def dc_opf(
         # fixed-length price bisection (no Newton systems, no iteration-count spread
         # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
         sol = solve_separable_dispatch(a, quad, lin, lo, hi, total)
-        certified = jnp.asarray(False)
+        farkas = jnp.asarray(False)
     else:
         load_flow_mon = (
             load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
@@ -250,7 +254,7 @@ def dc_opf(
             # ``max_iter`` is raised to the pivot budget; ``tol``/``p_init`` do not apply.
             budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
             sol = solve_dispatch_lp(lin, lo, hi, total, mon_m_t, row_lo, row_hi, penalty=line_penalty, max_pivots=budget)
-            certified = jnp.asarray(False)
+            farkas = jnp.asarray(False)
         else:
             sol = solve_dispatch_qp(
                 a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi,
@@ -259,7 +263,7 @@ def dc_opf(
             # An iteration that stops early on an infeasible instance (float32 steps turn
             # non-finite near the elastic optimum) still carries row duals near the penalty
             # on the violated lines: a Farkas certificate from them classifies it.
-            certified = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
+            farkas = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
 
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
@@ -276,10 +280,14 @@ def dc_opf(
     mu_lower = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_lower)
     violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
     lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
+    # On a linear cost a relative duality gap does not pin the dispatch (near-tied units
+    # can sit MW from the vertex): there only an exact KKT point counts as optimal.
+    pinned = sol.certified | jnp.any(a != 0) | jnp.any(quad != 0)
+    converged = sol.converged & pinned
     status = jnp.where(
-        ~capacity_ok | (sol.converged & ~lines_ok) | (~sol.converged & certified),
+        ~capacity_ok | (converged & ~lines_ok) | (~converged & farkas),
         DCOPF_INFEASIBLE,
-        jnp.where(sol.converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
+        jnp.where(converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
     ).astype(jnp.int32)
     finite = lambda v: jnp.where(jnp.isfinite(v), v, 0.0)  # noqa: E731
     return DCOPFResult(
@@ -295,7 +303,7 @@ def dc_opf(
         status=status,
         # Load outside [Σlo, Σhi]: every unit sits at the violated bound whatever the solver
         # did (the rebalance puts it there), so that answer is exact.
-        converged=sol.converged | ~capacity_ok,
+        converged=converged | ~capacity_ok,
         n_iter=sol.n_iter,
     )
 

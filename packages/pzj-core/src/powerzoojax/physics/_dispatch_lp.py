@@ -123,5 +123,6 @@ def solve_dispatch_lp(
         converged=solved,
         n_iter=lp.iterations,
         residual=jnp.where(jnp.isfinite(residual), residual, jnp.inf),
+        certified=solved,
     )
 

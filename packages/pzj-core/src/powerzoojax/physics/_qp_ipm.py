@@ -79,6 +79,9 @@ class DispatchQPSolution(eqx.Module):
     converged: Bool[Array, ""]
     n_iter: Int[Array, ""]
     residual: Float[Array, ""]
+    # An exact KKT point of the problem (the interior point's active-set polish, or an
+    # exact method); False leaves only the relative-gap guarantee of ``converged``.
+    certified: Bool[Array, ""]
 
 
 def _poly_terms(x, cubic, quad, lin):
@@ -333,6 +336,7 @@ def solve_dispatch_qp(
         converged=converged,
         n_iter=n_it,
         residual=err,
+        certified=polished,
     )
 
 
@@ -574,4 +578,5 @@ def solve_separable_dispatch(
         converged=residual < 1e-4,
         n_iter=jnp.asarray(n_bisect, jnp.int32),
         residual=residual,
+        certified=residual < 1e-4,
     )
