@@ -8,35 +8,35 @@ leaves plus a fixed treedef. Metadata (names, provenance) lives in the registry
 Dimensions: N nodes (buses), L lines (branches), G units (generators), D loads.
 
 Units and conventions:
-    * powers in MW / MVAr, impedances ``r, x, b`` in p.u. on ``base_mva``;
-    * ``node_gs, node_bs`` are MATPOWER's shunt powers [MW, MVAr] demanded at V = 1 p.u.;
-    * ids (``node_ids``, ``unit_bus_ids``, ``line_from`` ...) are the case's original bus
-      numbers, ``*_idx`` fields are 0-based positions in the node arrays;
-    * ``unit_cost_a, unit_cost_b, unit_cost_c`` are marginal-cost coefficients
-      ``MC(p) = a p^2 + b p + c`` [$/MWh] (the derivative of MATPOWER's polynomial total
-      cost), ``unit_cost_c0`` its constant term [$/h];
-    * ``line_cap`` is ``rateA`` with 0 (unlimited) replaced by 1e6, ``line_floor = -line_cap``;
-    * loads: the reference benchmark tables list their loads (``d_max``, ``d_min``, the
-      range an env's nominal profile ``(d_max + d_min)/2`` sits in); MATPOWER's files have
-      none, so those cases get one load per bus with ``load_d_max = max(1.5 Pd, 0)``,
-      ``load_d_min = min(1.5 Pd, 0)``;
-    * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
-      column zero, built over the in-service lines only (``line_status > 0``): an
+    * powers in MW / MVAr, impedances `r, x, b` in p.u. on `base_mva`;
+    * `node_gs, node_bs` are MATPOWER's shunt powers [MW, MVAr] demanded at V = 1 p.u.;
+    * ids (`node_ids`, `unit_bus_ids`, `line_from` ...) are the case's original bus
+      numbers, `*_idx` fields are 0-based positions in the node arrays;
+    * `unit_cost_a, unit_cost_b, unit_cost_c` are marginal-cost coefficients
+      `MC(p) = a p^2 + b p + c` [$/MWh] (the derivative of MATPOWER's polynomial total
+      cost), `unit_cost_c0` its constant term [$/h];
+    * `line_cap` is `rateA` with 0 (unlimited) replaced by 1e6, `line_floor = -line_cap`;
+    * loads: the reference benchmark tables list their loads (`d_max`, `d_min`, the
+      range an env's nominal profile `(d_max + d_min)/2` sits in); MATPOWER's files have
+      none, so those cases get one load per bus with `load_d_max = max(1.5 Pd, 0)`,
+      `load_d_min = min(1.5 Pd, 0)`;
+    * `ptdf` maps nodal injections [MW] to line flows [MW], from->to positive, slack
+      column zero, built over the in-service lines only (`line_status > 0`): an
       out-of-service line has a zero row and carries no power. Every bus must reach the
       slack through in-service lines; the builders raise otherwise. Change the status with
       `CaseData.with_line_status` (host) so the two stay consistent.
 
-Optional groups (``None`` when the case tables do not have them; the reference benchmark
+Optional groups (`None` when the case tables do not have them; the reference benchmark
 tables of the default ids carry them, MATPOWER's files do not):
-    * unit commitment: ``unit_ramp_up, unit_ramp_down`` (fraction of ``p_max`` per hour),
-      ``unit_min_up_time, unit_min_down_time`` (steps), ``unit_init_power`` [MW],
-      ``unit_init_state`` (1 on, 0 off), ``unit_startup_cost`` [$],
-      ``unit_no_load_cost`` [$/h], ``unit_keep_time`` (signed steps: + on, - off, for that
+    * unit commitment: `unit_ramp_up, unit_ramp_down` (fraction of `p_max` per hour),
+      `unit_min_up_time, unit_min_down_time` (steps), `unit_init_power` [MW],
+      `unit_init_state` (1 on, 0 off), `unit_startup_cost` [$],
+      `unit_no_load_cost` [$/h], `unit_keep_time` (signed steps: + on, - off, for that
       long);
-    * ``unit_fuel_type``: nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
+    * `unit_fuel_type`: nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
       other 0;
-    * three-phase loads: ``node_pd_a, node_qd_a, node_pd_b, node_qd_b, node_pd_c,
-      node_qd_c`` [MW, MVAr] (``node_pd``/``node_qd`` are their phase sums).
+    * three-phase loads: `node_pd_a, node_qd_a, node_pd_b, node_qd_b, node_pd_c,
+      node_qd_c` [MW, MVAr] (`node_pd`/`node_qd` are their phase sums).
 """
 
 import equinox as eqx
@@ -143,8 +143,8 @@ class CaseData(eqx.Module):
         validate_case_data(self)
 
     def with_line_status(self, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> "CaseData":
-        """This case with ``line_status`` (1 / True in service) and the PTDF rebuilt for it;
-        see :func:`powerzoojax.case.case_with_line_status` (host-side, raises on islands)."""
+        """This case with `line_status` (1 / True in service) and the PTDF rebuilt for it;
+        see [`powerzoojax.case.case_with_line_status`][powerzoojax.case.case_with_line_status] (host-side, raises on islands)."""
         from ._topology import case_with_line_status
 
         return case_with_line_status(self, line_status)
@@ -258,11 +258,11 @@ _INT_FIELDS: frozenset[str] = frozenset(
 
 
 def validate_case_data(case: CaseData) -> None:
-    """Check that every array matches the static dimensions of ``case``.
+    """Check that every array matches the static dimensions of `case`.
 
     Raises:
         ValueError: naming the first inconsistent field, its shape and the expected shape,
-            or an out-of-range ``slack_bus_idx``.
+            or an out-of-range `slack_bus_idx`.
     """
     dims = {
         "n_nodes": case.n_nodes,

@@ -1,8 +1,8 @@
-"""Graph and PTDF matrices from raw branch lists (as opposed to a built ``CaseData``).
+"""Graph and PTDF matrices from raw branch lists (as opposed to a built `CaseData`).
 
-``compute_ptdf`` and ``build_case_matrices`` are host-side (NumPy float64 inversion, run once
+`compute_ptdf` and `build_case_matrices` are host-side (NumPy float64 inversion, run once
 at set-up, returned as float32 JAX arrays); the adjacency, degree and Laplacian functions are
-plain ``jnp`` and can be traced (``n_nodes`` static). The graph matrices describe topology
+plain `jnp` and can be traced (`n_nodes` static). The graph matrices describe topology
 only (for graph-based policies); the physics uses the PTDF and the device maps.
 """
 
@@ -24,7 +24,7 @@ def compute_ptdf(
 ) -> Float[Array, "n_lines n_nodes"]:
     """DC PTDF [MW line flow per MW injection] of the branches given by 0-based end
     indices and reactances [p.u.]: flows from → to positive, slack column zero (see
-    :func:`powerzoojax.case.build_ptdf`). Raises ``ValueError`` for a network that is not
+    [`powerzoojax.case.build_ptdf`][powerzoojax.case.build_ptdf]). Raises `ValueError` for a network that is not
     connected to the slack."""
     if not 0 <= int(slack_idx) < int(n_nodes):
         raise ValueError(f"compute_ptdf: slack_idx {slack_idx!r} is not a node index in [0, {n_nodes})")
@@ -48,8 +48,8 @@ def compute_degree_matrix(adjacency: Float[ArrayLike, "n n"]) -> Float[Array, "n
 
 
 def compute_laplacian_matrix(adjacency: Float[ArrayLike, "n n"]) -> Float[Array, "n n"]:
-    """Normalised Laplacian with self-loops, ``I − D̃^{-1/2} (A + I) D̃^{-1/2}`` where ``D̃``
-    is the degree of ``A + I`` (the renormalisation of graph convolutional networks: every
+    """Normalised Laplacian with self-loops, `I − D̃^{-1/2} (A + I) D̃^{-1/2}` where `D̃`
+    is the degree of `A + I` (the renormalisation of graph convolutional networks: every
     node counts itself, so isolated nodes are well defined). Eigenvalues in [0, 2)."""
     a = jnp.asarray(adjacency, jnp.float32)
     a_self = a + jnp.eye(a.shape[0], dtype=a.dtype)
@@ -66,13 +66,13 @@ def build_case_matrices(
     line_x: Any,
     slack_bus_id: float | int | None = None,
 ) -> dict[str, Any]:
-    """Indices and matrices of a network given by bus numbers: ``unit_node_idx``,
-    ``load_node_idx``, ``line_from_idx``, ``line_to_idx`` (0-based positions in
-    ``node_ids``), ``slack_bus_idx`` (of ``slack_bus_id``, default the first node),
-    ``PTDF``, ``nodes_units_map``, ``nodes_loads_map`` and ``adjacency``.
+    """Indices and matrices of a network given by bus numbers: `unit_node_idx`,
+    `load_node_idx`, `line_from_idx`, `line_to_idx` (0-based positions in
+    `node_ids`), `slack_bus_idx` (of `slack_bus_id`, default the first node),
+    `PTDF`, `nodes_units_map`, `nodes_loads_map` and `adjacency`.
 
     Raises:
-        ValueError: naming any bus number that is not in ``node_ids``.
+        ValueError: naming any bus number that is not in `node_ids`.
     """
     ids = np.asarray(node_ids, np.float64).reshape(-1)
     position = {float(b): k for k, b in enumerate(ids)}

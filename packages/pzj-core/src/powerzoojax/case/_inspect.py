@@ -1,9 +1,9 @@
-"""Look at a case on the host: its tables as text (``CaseInfo``, ``print_case``,
-``print_summary``) and as pictures (``CasePlotter``, ``plot_case``).
+"""Look at a case on the host: its tables as text (`CaseInfo`, `print_case`,
+`print_summary`) and as pictures (`CasePlotter`, `plot_case`).
 
-For notebooks and debugging, never inside ``jit``: every call copies the case's arrays to
-host memory (``warn=True`` says so when they live on an accelerator). Pictures need
-matplotlib, imported on first use (``pip install matplotlib``); nothing else here depends
+For notebooks and debugging, never inside `jit`: every call copies the case's arrays to
+host memory (`warn=True` says so when they live on an accelerator). Pictures need
+matplotlib, imported on first use (`pip install matplotlib`); nothing else here depends
 on it.
 """
 
@@ -37,8 +37,8 @@ def _host_warning(case: CaseData, warn: bool, operation: str) -> None:
 
 
 class CaseTable:
-    """One table of a case: ``columns`` (titles) and ``data`` (rows × columns, float64);
-    ``df`` gives a pandas DataFrame, ``str()`` an aligned text table."""
+    """One table of a case: `columns` (titles) and `data` (rows × columns, float64);
+    `df` gives a pandas DataFrame, `str()` an aligned text table."""
 
     def __init__(self, data: np.ndarray, columns: list[str], label: str = ""):
         self.data, self.columns, self.label = np.asarray(data, np.float64), list(columns), label
@@ -64,7 +64,7 @@ class CaseTable:
 
 
 class CaseInfo:
-    """Host-side view of a ``CaseData``: its nodes, units, lines and loads as tables, a
+    """Host-side view of a `CaseData`: its nodes, units, lines and loads as tables, a
     summary, and its PTDF / adjacency as NumPy arrays."""
 
     def __init__(self, case_data: CaseData, warn: bool = True, name: str | None = None):
@@ -150,7 +150,7 @@ def _adjacency(case: CaseData, in_service_only: bool = False) -> np.ndarray:
 
 def _tree_layout(adjacency: np.ndarray, root: int) -> np.ndarray | None:
     """Layered layout of a radial network (depth down, leaves spread across), or None when
-    the graph is not a tree reaching every node from ``root``."""
+    the graph is not a tree reaching every node from `root`."""
     n = adjacency.shape[0]
     if int(adjacency.sum()) // 2 != n - 1:
         return None
@@ -223,8 +223,8 @@ class CasePlotter:
         self.node_ids = np.asarray(jax.device_get(case.node_ids))
 
     def layout(self, layout: str = "auto") -> np.ndarray:
-        """``(n_nodes, 2)`` positions: ``"coords"`` (the case's x, y), ``"tree"`` (layered,
-        radial feeders), ``"spectral"``; ``"auto"`` takes the coordinates when the case has
+        """`(n_nodes, 2)` positions: `"coords"` (the case's x, y), `"tree"` (layered,
+        radial feeders), `"spectral"`; `"auto"` takes the coordinates when the case has
         distinct ones, else the tree layout when the network is radial, else spectral."""
         coords = np.column_stack([np.asarray(jax.device_get(self.case.node_x)), np.asarray(jax.device_get(self.case.node_y))])
         has_coords = np.unique(coords, axis=0).shape[0] == self.case.n_nodes
@@ -265,7 +265,7 @@ class CasePlotter:
         title: str | None = None,
     ) -> tuple[Any, Any]:
         """Buses as dots (the slack as a square, units' buses ringed), lines as segments
-        (out-of-service dashed). Returns ``(figure, axes)``."""
+        (out-of-service dashed). Returns `(figure, axes)`."""
         fig, ax = self._axes(ax, figsize)
         pos = self.layout(layout)
         status = np.asarray(jax.device_get(self.case.line_status))
@@ -292,8 +292,8 @@ class CasePlotter:
         show_values: bool = True,
         title: str | None = None,
     ) -> tuple[Any, Any]:
-        """Lines coloured by loading ``|flow| / cap`` (flows [MW] from → to, shape
-        ``(n_lines,)``), with the flow written on each line. Returns ``(figure, axes)``."""
+        """Lines coloured by loading `|flow| / cap` (flows [MW] from → to, shape
+        `(n_lines,)`), with the flow written on each line. Returns `(figure, axes)`."""
         plt = _pyplot()
         flows = np.asarray(jax.device_get(line_flows), np.float64).reshape(-1)
         if flows.shape != (self.case.n_lines,):
@@ -334,7 +334,7 @@ class CasePlotter:
 
 
 def plot_case(case: CaseData, **kwargs: Any) -> tuple[Any, Any]:
-    """The topology picture of a case (:meth:`CasePlotter.plot_topology`; kwargs go there,
-    ``warn`` to the plotter). Returns ``(figure, axes)``."""
+    """The topology picture of a case ([`CasePlotter.plot_topology`][powerzoojax.case.CasePlotter.plot_topology]; kwargs go there,
+    `warn` to the plotter). Returns `(figure, axes)`."""
     warn = kwargs.pop("warn", True)
     return CasePlotter(case, warn=warn).plot_topology(**kwargs)

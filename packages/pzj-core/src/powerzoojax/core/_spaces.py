@@ -1,7 +1,7 @@
 """Observation and action spaces.
 
-Bounds are array leaves; ``shape``, ``dtype``, ``n`` and ``n_dims`` are static so a
-space can cross ``jit`` and ``vmap`` boundaries unchanged.
+Bounds are array leaves; `shape`, `dtype`, `n` and `n_dims` are static so a
+space can cross `jit` and `vmap` boundaries unchanged.
 """
 
 import abc
@@ -19,7 +19,7 @@ from powerzoojax.core._types import Key
 
 
 class Space(eqx.Module):
-    """Abstract space: ``sample(key)`` draws a point, ``contains(x)`` tests membership."""
+    """Abstract space: `sample(key)` draws a point, `contains(x)` tests membership."""
 
     @abc.abstractmethod
     def sample(self, key: Key) -> Shaped[Array, "..."]: ...
@@ -29,7 +29,7 @@ class Space(eqx.Module):
 
 
 class Box(Space):
-    """Continuous box ``low <= x <= high`` (infinite bounds allowed)."""
+    """Continuous box `low <= x <= high` (infinite bounds allowed)."""
 
     low: Shaped[Array, "..."]
     high: Shaped[Array, "..."]
@@ -58,7 +58,7 @@ class Box(Space):
 
 
 class Discrete(Space):
-    """Integers ``0 .. n-1``."""
+    """Integers `0 .. n-1`."""
 
     n: int = eqx.field(static=True, default=1)
     shape: tuple[int, ...] = eqx.field(static=True, default=())
@@ -74,7 +74,7 @@ class Discrete(Space):
 
 
 class MultiDiscrete(Space):
-    """One integer in ``[0, nvec[i])`` per dimension."""
+    """One integer in `[0, nvec[i])` per dimension."""
 
     nvec: Shaped[Array, " n_dims"]
     n_dims: int = eqx.field(static=True)
@@ -93,7 +93,7 @@ class MultiDiscrete(Space):
 
 
 class MultiBinary(Space):
-    """``n`` independent bits."""
+    """`n` independent bits."""
 
     n: int = eqx.field(static=True, default=1)
     shape: tuple[int, ...] = eqx.field(static=True, default=(1,))
@@ -110,7 +110,7 @@ class MultiBinary(Space):
 
 
 def make_box(low: ArrayLike | Sequence[Any], high: ArrayLike | Sequence[Any], shape: tuple[int, ...] | None = None, dtype: Any = jnp.float32) -> Box:
-    """Build a ``Box``, broadcasting ``low``/``high`` to ``shape``; rejects ``low > high`` and NaN."""
+    """Build a `Box`, broadcasting `low`/`high` to `shape`; rejects `low > high` and NaN."""
     low_np = np.asarray(low, dtype=np.float64)
     high_np = np.asarray(high, dtype=np.float64)
     if shape is None:
@@ -136,14 +136,14 @@ def make_box(low: ArrayLike | Sequence[Any], high: ArrayLike | Sequence[Any], sh
 
 
 def make_discrete(n: int) -> Discrete:
-    """Build a ``Discrete(n)``; ``n`` must be a positive integer."""
+    """Build a `Discrete(n)`; `n` must be a positive integer."""
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"make_discrete: n must be a positive integer, got {n!r}")
     return Discrete(n=int(n))
 
 
 def make_multi_discrete(nvec: ArrayLike | Sequence[Any]) -> MultiDiscrete:
-    """Build a ``MultiDiscrete`` from a 1-D vector of positive category counts."""
+    """Build a `MultiDiscrete` from a 1-D vector of positive category counts."""
     nvec_np = np.asarray(nvec)
     if nvec_np.ndim != 1 or nvec_np.size == 0:
         raise ValueError(f"make_multi_discrete: nvec must be a non-empty 1-D vector, got shape {nvec_np.shape}")
@@ -154,7 +154,7 @@ def make_multi_discrete(nvec: ArrayLike | Sequence[Any]) -> MultiDiscrete:
 
 
 def make_multi_binary(n: int) -> MultiBinary:
-    """Build a ``MultiBinary(n)``; ``n`` must be a positive integer."""
+    """Build a `MultiBinary(n)`; `n` must be a positive integer."""
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"make_multi_binary: n must be a positive integer, got {n!r}")
     return MultiBinary(n=int(n), shape=(int(n),))

@@ -1,8 +1,8 @@
 """The task contract and the episode runner every task's rollouts share.
 
 A task freezes an env, its data splits, baselines and metrics so results are comparable
-across algorithms. Tasks live next to their envs (``powerzoojax.grid.tasks``,
-``powerzoojax.market.tasks``); ``powerzoojax.tasks`` maps names to them lazily.
+across algorithms. Tasks live next to their envs (`powerzoojax.grid.tasks`,
+`powerzoojax.market.tasks`); `powerzoojax.tasks` maps names to them lazily.
 """
 
 from collections.abc import Callable, Mapping
@@ -43,7 +43,7 @@ class EpisodeTrace(NamedTuple):
 def episode_rollout(
     env: Environment, params: EnvParams, key: Key, policy: TaskPolicy, *, n_steps: int | None = None
 ) -> EpisodeTrace:
-    """Reset, then run ``policy`` for ``n_steps`` (default ``params.max_steps``) on the
+    """Reset, then run `policy` for `n_steps` (default `params.max_steps`) on the
     one rollout kernel. Pure: jit it, vmap it over keys or params."""
     length = int(params.max_steps if n_steps is None else n_steps)
     reset_key, run_key = jr.split(key)
@@ -62,8 +62,8 @@ def episode_rollout(
 
 @runtime_checkable
 class TaskSpec(Protocol):
-    """``episode_params`` with ``strategy="uniform"`` spreads evaluation windows
-    evenly over a split; ``"seeded"`` draws one training window from ``seed``."""
+    """`episode_params` with `strategy="uniform"` spreads evaluation windows
+    evenly over a split; `"seeded"` draws one training window from `seed`."""
 
     task_name: str
     default_splits: tuple[str, ...]

@@ -1,6 +1,6 @@
 """Put a table's timestamps on a simulation timeline: calendar data are shifted (optionally)
 and cut to the window; short repeatable profiles (a few days of a data-centre trace) are
-tiled over it. Host-side, on pandas DataFrames with a timestamp column (``pzj-core[data]``).
+tiled over it. Host-side, on pandas DataFrames with a timestamp column (`pzj-core[data]`).
 """
 
 from typing import Any
@@ -20,7 +20,7 @@ def _utc(stamp: Any) -> Any:
 
 
 def _window(sim_start: Any, sim_end: Any) -> tuple[Any, Any]:
-    """``[start, last second of the end date]`` in UTC (the end day is inclusive)."""
+    """`[start, last second of the end date]` in UTC (the end day is inclusive)."""
     pd = _pandas()
     start, end = _utc(sim_start), _utc(sim_end)
     if end < start:
@@ -29,13 +29,13 @@ def _window(sim_start: Any, sim_end: Any) -> tuple[Any, Any]:
 
 
 class TimeAligner:
-    """Map a table's timestamps onto ``[sim_start, sim_end]`` (whole days, UTC)."""
+    """Map a table's timestamps onto `[sim_start, sim_end]` (whole days, UTC)."""
 
     @staticmethod
     def align_calendar(df: Any, sim_start: Any, sim_end: Any, align_from: Any = None, time_col: str = INDEX_DATETIME) -> Any:
         """Rows of a calendar dataset inside the window, timestamps as UTC. With
-        ``align_from``, the data are first shifted so that ``align_from`` falls on
-        ``sim_start`` (replay another year's data on the simulated dates). A table without
+        `align_from`, the data are first shifted so that `align_from` falls on
+        `sim_start` (replay another year's data on the simulated dates). A table without
         the time column (and without a datetime index) is returned unchanged."""
         pd = _pandas()
         out = df.copy()
@@ -53,7 +53,7 @@ class TimeAligner:
     @staticmethod
     def align_profile(df: Any, sim_start: Any, sim_end: Any, resolution: str, time_col: str = INDEX_DATETIME) -> Any:
         """The value columns of a repeatable profile tiled cyclically over the window at
-        ``resolution`` (a pandas frequency such as ``"5min"``), with new timestamps."""
+        `resolution` (a pandas frequency such as `"5min"`), with new timestamps."""
         pd = _pandas()
         lo, hi = _window(sim_start, sim_end)
         index = pd.date_range(start=lo, end=hi, freq=resolution)
@@ -68,7 +68,7 @@ class TimeAligner:
 
     @staticmethod
     def tile_profile_jax(values: Float[ArrayLike, "n_profile n_signals"], n_needed: int) -> Float[Array, "n_needed n_signals"]:
-        """``(n_profile, n_signals)`` repeated cyclically to ``n_needed`` rows (float32);
+        """`(n_profile, n_signals)` repeated cyclically to `n_needed` rows (float32);
         zeros for an empty profile."""
         values = jnp.asarray(values, jnp.float32)
         if int(n_needed) < 0:
@@ -90,8 +90,8 @@ class TimeAligner:
         resolution: str = "30min",
         time_col: str = INDEX_DATETIME,
     ) -> Any:
-        """:meth:`align_profile` for ``time_mode="profile"``, :meth:`align_calendar` for
-        ``"calendar"``."""
+        """[`align_profile`][powerzoojax.data.TimeAligner.align_profile] for `time_mode="profile"`, [`align_calendar`][powerzoojax.data.TimeAligner.align_calendar] for
+        `"calendar"`."""
         if time_mode == TIME_MODE_PROFILE:
             return cls.align_profile(df, sim_start, sim_end, resolution, time_col)
         if time_mode == TIME_MODE_CALENDAR:

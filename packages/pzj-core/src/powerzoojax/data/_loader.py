@@ -1,9 +1,9 @@
 """`DataLoader`: the one sanctioned reader of profile data (host-side, set-up time only).
 
 A request names signals; the registry binds each to a dataset column (see
-`DatasetRegistry.resolve_signals`). Then, per dataset: gap filling (``interpolation``,
+`DatasetRegistry.resolve_signals`). Then, per dataset: gap filling (`interpolation`,
 applied to missing values of external files; shipped data have none), resampling to
-``resample``, and the window ``start_date`` .. ``end_date`` (or a frozen ``split``); the
+`resample`, and the window `start_date` .. `end_date` (or a frozen `split`); the
 columns of several datasets are joined on their common timestamps, in request order.
 
 >>> from powerzoojax.data import DataLoader, LOAD_ACTUAL_MW
@@ -49,7 +49,7 @@ from ._splits import get_window
 
 @functools.cache
 def _decode_shipped(file: str) -> tuple[np.ndarray, np.ndarray]:
-    """(timestamps, values) of a shipped ``.npz``; cached, read-only."""
+    """(timestamps, values) of a shipped `.npz`; cached, read-only."""
     resource = importlib.resources.files(__package__) / "profiles" / file
     with resource.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
         values = archive["offset"] + archive["scale"] * archive["values"].astype(np.float64)
@@ -92,12 +92,12 @@ class DataLoader:
     """Load profiles by signal name from the shipped datasets and, optionally, GB files.
 
     Args:
-        data_dir: a folder with GB open-data files (names in ``GB_DATASETS``, ``.parquet`` or
-            ``.csv``); they become datasets of source ``"gb"`` after the shipped ones.
+        data_dir: a folder with GB open-data files (names in `GB_DATASETS`, `.parquet` or
+            `.csv`); they become datasets of source `"gb"` after the shipped ones.
         registry: a custom registry instead of the shipped one.
 
-    Every method runs on the host; outputs are NumPy or (``load_jax_profiles``) a float32
-    JAX array meant for env params, never called inside ``jit``.
+    Every method runs on the host; outputs are NumPy or (`load_jax_profiles`) a float32
+    JAX array meant for env params, never called inside `jit`.
     """
 
     def __init__(self, data_dir: str | os.PathLike | None = None, registry: DatasetRegistry | None = None):
@@ -214,19 +214,19 @@ class DataLoader:
         """Signals on one time grid, in request order (host-side NumPy).
 
         Args:
-            signals: signal names (see ``ALL_SIGNALS``).
-            source: a source (``"vic"``, ``"simbench"``, ``"gb"``, ...) or dataset name;
+            signals: signal names (see `ALL_SIGNALS`).
+            source: a source (`"vic"`, `"simbench"`, `"gb"`, ...) or dataset name;
                 None takes the first dataset in priority order.
-            region: region of a regional signal (e.g. ``"mv_rural"``); None for signals
+            region: region of a regional signal (e.g. `"mv_rural"`); None for signals
                 without regions.
-            start_date, end_date: inclusive bounds, ISO ``"YYYY-MM-DD"`` (a bare end date
-                includes its whole day) or ``"YYYY-MM-DDTHH:MM"``, ``datetime`` or
-                ``np.datetime64``; default: the data's common range.
-            split: a frozen window (``"train"``, ``"iid"``, ``"stress"``) of the first
+            start_date, end_date: inclusive bounds, ISO `"YYYY-MM-DD"` (a bare end date
+                includes its whole day) or `"YYYY-MM-DDTHH:MM"`, `datetime` or
+                `np.datetime64`; default: the data's common range.
+            split: a frozen window (`"train"`, `"iid"`, `"stress"`) of the first
                 requested signal's dataset instead of dates.
-            resample: target step, e.g. ``"30min"``, ``"1h"``; must divide a day and be a
+            resample: target step, e.g. `"30min"`, `"1h"`; must divide a day and be a
                 multiple (block mean) or divisor (interpolation) of the native step.
-            interpolation: ``"linear"`` or ``"previous"``, for gap filling and upsampling.
+            interpolation: `"linear"` or `"previous"`, for gap filling and upsampling.
 
         Raises:
             ValueError: for an unknown signal, source, region, split, resolution or
@@ -249,8 +249,8 @@ class DataLoader:
         resample: str | None = None,
         interpolation: str = "linear",
     ) -> SignalFrame:
-        """One regional signal for several regions (columns in ``regions`` order; default:
-        every region of the first dataset giving ``signal`` per region)."""
+        """One regional signal for several regions (columns in `regions` order; default:
+        every region of the first dataset giving `signal` per region)."""
         if regions is None:
             candidates = [m for m in self.registry.find_by_signal(signal, source) if m.regions_of(signal)]
             if not candidates:
@@ -276,8 +276,8 @@ class DataLoader:
         interpolation: str = "linear",
         dtype: Any = jnp.float32,
     ) -> Float[Array, "T n"]:
-        """`load_signals` as a ``(T, len(signals))`` JAX array (float32 by default), ready for
-        env params that index ``profile[t % T]``."""
+        """`load_signals` as a `(T, len(signals))` JAX array (float32 by default), ready for
+        env params that index `profile[t % T]`."""
         frame = self.load_signals(
             signals,
             source=source,

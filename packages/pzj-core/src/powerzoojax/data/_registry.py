@@ -1,8 +1,8 @@
 """Dataset manifests and the registry that resolves signal requests to datasets.
 
-The shipped datasets are described by ``profiles/manifest.json`` (written by
-``scripts/build_profiles.py``, with provenance and licence per file). Their order in that
-file is the resolution priority: a request without ``source`` takes the first dataset that
+The shipped datasets are described by `profiles/manifest.json` (written by
+`scripts/build_profiles.py`, with provenance and licence per file). Their order in that
+file is the resolution priority: a request without `source` takes the first dataset that
 provides its signals, so measured series win over benchmark ones. External datasets (the
 GB open-data files a user points a `DataLoader` at) come after the shipped ones.
 """
@@ -26,20 +26,20 @@ class DatasetManifest:
     """Description of one dataset (host-side).
 
     Attributes:
-        name: unique dataset name, e.g. ``"vic_demand_2014"``.
-        source: source family, e.g. ``"simbench"``, ``"gb"``; requests may name either.
+        name: unique dataset name, e.g. `"vic_demand_2014"`.
+        source: source family, e.g. `"simbench"`, `"gb"`; requests may name either.
         signals: signal names, one per column (repeated for regional panels).
         regions: region per column (None when the signal has no region).
-        kind: ``"measured"`` or ``"benchmark"`` (constructed; never to be reported as measured).
+        kind: `"measured"` or `"benchmark"` (constructed; never to be reported as measured).
         description: one line.
-        data_type: ``"actual_series"`` or ``"forecast_panel"``.
-        time_mode: ``"calendar"`` (real dates) or ``"profile"`` (nominal epoch, no wall clock).
-        cyclic: whether the series is meant to be repeated (``profile[t % T]``).
+        data_type: `"actual_series"` or `"forecast_panel"`.
+        time_mode: `"calendar"` (real dates) or `"profile"` (nominal epoch, no wall clock).
+        cyclic: whether the series is meant to be repeated (`profile[t % T]`).
         timezone: the clock the naive timestamps are on.
         resolution_minutes: step between rows.
         start: first interval beginning (ISO minute), None for an external file not yet read.
         n_steps: rows, None for an external file not yet read.
-        location: ``"package"`` (shipped) or ``"external"`` (a user's file).
+        location: `"package"` (shipped) or `"external"` (a user's file).
         file: shipped file name or external file path.
     """
 
@@ -79,7 +79,7 @@ class DatasetManifest:
         return signal in self.signals
 
     def regions_of(self, signal: str) -> tuple[str, ...]:
-        """Regions in which ``signal`` is given (empty for a signal without regions)."""
+        """Regions in which `signal` is given (empty for a signal without regions)."""
         return tuple(r for s, r in zip(self.signals, self.regions) if s == signal and r is not None)
 
     def column_index(self, signal: str, region: str | None) -> int:
@@ -128,7 +128,7 @@ def _manifest_from_entry(entry: dict) -> DatasetManifest:
 
 @functools.cache
 def shipped_manifest() -> dict:
-    """The parsed ``profiles/manifest.json`` (provenance, licences, per-column statistics)."""
+    """The parsed `profiles/manifest.json` (provenance, licences, per-column statistics)."""
     resource = importlib.resources.files(__package__) / "profiles" / "manifest.json"
     return json.loads(resource.read_text())
 
@@ -154,7 +154,7 @@ class DatasetRegistry:
         return len(self._manifests)
 
     def with_datasets(self, manifests: Sequence[DatasetManifest]) -> "DatasetRegistry":
-        """A registry with ``manifests`` appended (lowest priority)."""
+        """A registry with `manifests` appended (lowest priority)."""
         return DatasetRegistry([*self._manifests, *manifests])
 
     def replace(self, manifest: DatasetManifest) -> "DatasetRegistry":
@@ -170,7 +170,7 @@ class DatasetRegistry:
         return list(dict.fromkeys(s for m in self._manifests for s in m.signals))
 
     def get_manifest(self, name: str) -> DatasetManifest:
-        """The dataset called ``name``.
+        """The dataset called `name`.
 
         Raises:
             ValueError: for an unknown name (the message lists the valid names).
@@ -181,7 +181,7 @@ class DatasetRegistry:
         raise ValueError(f"Unknown dataset {name!r}; valid datasets: {', '.join(self.list_datasets())}")
 
     def find_by_source(self, source: str) -> list[DatasetManifest]:
-        """Datasets whose source or name is ``source``.
+        """Datasets whose source or name is `source`.
 
         Raises:
             ValueError: for an unknown source (the message lists sources and dataset names).
@@ -197,7 +197,7 @@ class DatasetRegistry:
     def find_by_signal(
         self, signal: str, source: str | None = None, data_type: str | None = None
     ) -> list[DatasetManifest]:
-        """Datasets providing ``signal`` (optionally from ``source`` / of ``data_type``), in
+        """Datasets providing `signal` (optionally from `source` / of `data_type`), in
         priority order; empty if none."""
         check_signal(signal)
         pool = self._manifests if source is None else tuple(self.find_by_source(source))
@@ -208,8 +208,8 @@ class DatasetRegistry:
     ) -> list[ResolvedSignal]:
         """Bind each signal to a dataset column.
 
-        Rule: among the datasets of ``source`` (all if None), a dataset whose columns for the
-        signal match ``region`` (a regional column if ``region`` is given, a column without
+        Rule: among the datasets of `source` (all if None), a dataset whose columns for the
+        signal match `region` (a regional column if `region` is given, a column without
         region otherwise). One dataset providing every signal is preferred; otherwise each
         signal takes its first match in priority order.
 

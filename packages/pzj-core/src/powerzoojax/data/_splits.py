@@ -1,10 +1,10 @@
 """Frozen train / iid / stress windows per dataset (dates inclusive, whole days).
 
-Windows are contiguous and disjoint. ``train`` is for learning; ``iid`` is a held-out period
-of the same source right after (or around) it, used without any transformation; ``stress`` is
+Windows are contiguous and disjoint. `train` is for learning; `iid` is a held-out period
+of the same source right after (or around) it, used without any transformation; `stress` is
 a held-out period with a regime the agent did not see (peak season, heatwave). Where no
 stress period exists in the data, out-of-distribution evaluation is parametric
-(`NonstationarySampler` mode ``drift_shock``).
+(`NonstationarySampler` mode `drift_shock`).
 
 Every window of a shipped dataset lies inside the shipped data (the tests check it). The GB
 windows are the reference's and refer to the Elexon files a user supplies, whose
@@ -22,7 +22,7 @@ SPLITS: tuple[str, ...] = ("train", "iid", "stress")
 
 @dataclasses.dataclass(frozen=True)
 class Window:
-    """A frozen evaluation window of one dataset: ``start`` .. ``end`` inclusive (ISO dates)."""
+    """A frozen evaluation window of one dataset: `start` .. `end` inclusive (ISO dates)."""
 
     dataset: str
     split: str
@@ -108,7 +108,7 @@ def list_windows(dataset: str | None = None) -> list[Window]:
 
 
 def get_window(dataset: str, split: str) -> Window:
-    """The frozen ``split`` window of ``dataset``.
+    """The frozen `split` window of `dataset`.
 
     Raises:
         ValueError: for an unknown split, a dataset without windows or a split the dataset
@@ -130,7 +130,7 @@ def get_window(dataset: str, split: str) -> Window:
 
 
 def gb_windows() -> dict[str, tuple[str, str]]:
-    """The reference's GB windows ``{split: (start, end)}`` (Elexon files; OOD is parametric)."""
+    """The reference's GB windows `{split: (start, end)}` (Elexon files; OOD is parametric)."""
     return {s: (w.start, w.end) for s, w in _WINDOWS["gb_forecast_actual_demand"].items()}
 
 
@@ -163,7 +163,7 @@ AUSGRID_SUMMER_START, AUSGRID_SUMMER_END = "2024-12-01", "2025-02-28"
 
 
 def ausgrid_windows() -> tuple[tuple[str, str], tuple[str, str], tuple[str, str]]:
-    """``(train, iid, summer_ood)`` Ausgrid windows, each ``(start, end)``; train and iid
+    """`(train, iid, summer_ood)` Ausgrid windows, each `(start, end)`; train and iid
     are the same dates (the split between them is by day)."""
     return (
         (AUSGRID_TRAIN_START, AUSGRID_TRAIN_END),

@@ -1,7 +1,7 @@
 """Generation cost from marginal-cost coefficients.
 
-Cases store marginal cost ``MC(p) = a p² + b p + c`` [$/MWh]; the generation cost is
-its integral ``TC(p) = Σ (a/3) p³ + (b/2) p² + c p`` [$/h] (not MATPOWER's TC form).
+Cases store marginal cost `MC(p) = a p² + b p + c` [$/MWh]; the generation cost is
+its integral `TC(p) = Σ (a/3) p³ + (b/2) p² + c p` [$/h] (not MATPOWER's TC form).
 """
 
 from jaxtyping import Array, Float

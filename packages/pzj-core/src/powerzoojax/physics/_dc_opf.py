@@ -1,18 +1,18 @@
 """In-graph DC optimal power flow (economic dispatch with PTDF line limits).
 
-Problem, per call (powers in MW, costs in $/h)::
+Problem, per call (powers in MW, costs in $/h):
 
     min  Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²
     s.t. Σ_g p_g = Σ_n load_n
          p_min_g ≤ p_g ≤ p_max_g                      (runtime bounds: ramp windows, commitment)
          floor_l ≤ (PTDF·(A_u p − load))_l ≤ cap_l    (monitored lines, both directions)
 
-with the house cost polynomial ``TC(p) = a/3 p³ + b/2 p² + c p`` (marginal cost
-``a p² + b p + c``; linear when ``a = b = 0``). The optional preference term lets a caller
-bias the dispatch toward ``p_ref`` (the TSO task's dispatch preference); it is not part of
-the reported ``objective``. Committed-off units take bounds ``[0, 0]``.
+with the house cost polynomial `TC(p) = a/3 p³ + b/2 p² + c p` (marginal cost
+`a p² + b p + c`; linear when `a = b = 0`). The optional preference term lets a caller
+bias the dispatch toward `p_ref` (the TSO task's dispatch preference); it is not part of
+the reported `objective`. Committed-off units take bounds `[0, 0]`.
 
-API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
+API (all jit/vmap-friendly, no retrace across calls with the same shapes):
 
     setup = make_dc_opf_setup(case, line_cap=None, line_floor=None)     # host, once
     res = dc_opf(setup, node_load_mw,                                    # (n_nodes,) MW
@@ -25,39 +25,39 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
                  max_iter=30, tol=1e-4, line_penalty=1e3)
     res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter
 
-``DCOPFResult`` fields: ``p_mw (G)``, ``line_flow_mw (L)`` (from→to positive, every line),
-``node_injection_mw (N)``, ``lmp (N)`` [$/MWh], ``lambda_balance`` (system price),
-``mu_upper/mu_lower (L)`` (line duals [$/MWh], 0 on unmonitored lines),
-``objective`` (``TC`` of ``p_mw`` [$/h]), ``line_violation_mw`` (Σ MW beyond the limits,
-> 0 only when the limits cannot all be met), ``status``, ``converged``, ``n_iter``.
+`DCOPFResult` fields: `p_mw (G)`, `line_flow_mw (L)` (from→to positive, every line),
+`node_injection_mw (N)`, `lmp (N)` [$/MWh], `lambda_balance` (system price),
+`mu_upper/mu_lower (L)` (line duals [$/MWh], 0 on unmonitored lines),
+`objective` (`TC` of `p_mw` [$/h]), `line_violation_mw` (Σ MW beyond the limits,
+> 0 only when the limits cannot all be met), `status`, `converged`, `n_iter`.
 
-Status codes (int32): ``DCOPF_OPTIMAL = 0``; ``DCOPF_INFEASIBLE = 1`` — load outside
-``[Σp_min, Σp_max]`` (dispatch then sits at the nearest bound, flows use the real load) or
-line limits that cannot all be met (best-effort dispatch minimising cost + ``line_penalty``
+Status codes (int32): `DCOPF_OPTIMAL = 0`; `DCOPF_INFEASIBLE = 1` — load outside
+`[Σp_min, Σp_max]` (dispatch then sits at the nearest bound, flows use the real load) or
+line limits that cannot all be met (best-effort dispatch minimising cost + `line_penalty`
 × max marginal cost per MW of overload; also when the iteration stopped early but its
-line duals certify infeasibility, see ``_qp_ipm.rows_infeasible``); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
+line duals certify infeasibility, see `_qp_ipm.rows_infeasible`); `DCOPF_UNCONVERGED = 2` — the iteration budget
 ran out (the last finite iterate is returned). Values are always finite.
-``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer,
+`converged` is True when the solver met `tol` (also for a best-effort infeasible answer,
 and always when the load lies outside the capacity range: the dispatch is then exactly the
 violated bounds);
-``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
+`tol` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
 marginal cost) and the complementarity gap.
 
-Only *monitored* lines (in service, with finite limits below ``UNLIMITED_MW`` in the
-setup; case 118 has none) enter the optimisation, which is a static set: a runtime ``line_cap`` override can
+Only *monitored* lines (in service, with finite limits below `UNLIMITED_MW` in the
+setup; case 118 has none) enter the optimisation, which is a static set: a runtime `line_cap` override can
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
-Algorithm: with constant marginal costs (a ``"linear"`` setup, or a case whose
-``cost_a = cost_b = 0``, called without ``cost_a``/``cost_b``/``ref_weight``) the optimum
-is a vertex and the bounded dual simplex of :mod:`powerzoojax.physics._dispatch_lp`
-finds it exactly (elastic line limits, started from the merit order; ``max_iter`` is
-raised to its pivot budget, ``tol`` and ``p_init`` do not apply). Otherwise the
-primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm` (Mehrotra
-predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md`` for why
+Algorithm: with constant marginal costs (a `"linear"` setup, or a case whose
+`cost_a = cost_b = 0`, called without `cost_a`/`cost_b`/`ref_weight`) the optimum
+is a vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp`
+finds it exactly (elastic line limits, started from the merit order; `max_iter` is
+raised to its pivot budget, `tol` and `p_init` do not apply). Otherwise the
+primal–dual interior point of `powerzoojax.physics._qp_ipm` (Mehrotra
+predictor–corrector, elastic line limits); see `benchmarks/results/opf.md` for why
 these replaced the reference's ADMM. A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
-bisection (``solve_separable_dispatch``); ``n_iter`` then reports the bisection count. Dtype follows ``node_load_mw`` (float32 by
+bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
 default, float64 when it is float64).
 """
 
@@ -124,19 +124,19 @@ def make_dc_opf_setup(
     *,
     objective: str = "polynomial",
 ) -> DCOPFSetup:
-    """Build the DC-OPF operators of a ``CaseData`` on the host.
+    """Build the DC-OPF operators of a `CaseData` on the host.
 
     **Arguments:**
 
-    - ``line_cap``/``line_floor``: ``(n_lines,)`` MW overrides of the case limits; limits of
-      magnitude ``UNLIMITED_MW`` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
-    - ``objective``: ``"polynomial"`` minimises the case's cost polynomial ``TC(p)``;
-      ``"linear"`` minimises ``mc_c · p`` only (the quadratic and cubic marginal-cost
+    - `line_cap`/`line_floor`: `(n_lines,)` MW overrides of the case limits; limits of
+      magnitude `UNLIMITED_MW` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
+    - `objective`: `"polynomial"` minimises the case's cost polynomial `TC(p)`;
+      `"linear"` minimises `mc_c · p` only (the quadratic and cubic marginal-cost
       coefficients are stored as zero). The benchmark tables' marginal costs have negative
-      linear terms, so their ``TC`` is not convex and only the linear objective is a
+      linear terms, so their `TC` is not convex and only the linear objective is a
       well-posed program on them; the transmission and unit-commitment envs use it by default.
 
-    **Returns:** a :class:`DCOPFSetup` (float32 leaves).
+    **Returns:** a [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup] (float32 leaves).
     """
     if objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")

@@ -2,16 +2,16 @@
 
 Teng's BIBC/BCBV method (2003) with the bus-injection-to-branch-current matrix kept
 as the (N × B) path matrix and the 3 × 3 branch impedances applied blockwise, so a
-sweep is two dense matrix products plus a batched 3 × 3 product::
+sweep is two dense matrix products plus a batched 3 × 3 product:
 
     I_n = conj(S_n / V_n)                 load current drawn at bus n, per phase
     J   = Pathᵀ I                         branch currents, sending → receiving
     V   = V_ref − Path (Z_b J_b)_b        bus voltages
 
 Quantities are per phase and per unit (voltages on the phase base, loads on the same
-base as ``Z``), so a feeder with ``Z_b = z_b I₃`` and equal loads ``p`` on every phase
-solves to the balanced sweep with loads ``p``. Phase ``k`` exists at a bus iff the branch
-feeding it has ``|Z_kk| > 1e-12``; absent phases carry no load and report ``|V| = 0``.
+base as `Z`), so a feeder with `Z_b = z_b I₃` and equal loads `p` on every phase
+solves to the balanced sweep with loads `p`. Phase `k` exists at a bus iff the branch
+feeding it has `|Z_kk| > 1e-12`; absent phases carry no load and report `|V| = 0`.
 """
 
 import math
@@ -34,9 +34,9 @@ _ALPHA = complex(math.cos(2 * math.pi / 3), math.sin(2 * math.pi / 3))
 class Radial3PhaseNetwork(eqx.Module):
     """Setup-time topology of a three-phase radial feeder (B = N − 1 branches, BFS order).
 
-    ``z_pu[b]`` is branch ``b``'s 3 × 3 series impedance, ``phase_mask[n, k]`` whether
-    phase ``k`` exists at bus ``n``, ``v_ref`` the balanced reference phasors at every
-    bus (``v_ref_mag · (1, α², α)``), ``line_idx[b]`` the input line of branch ``b``.
+    `z_pu[b]` is branch `b`'s 3 × 3 series impedance, `phase_mask[n, k]` whether
+    phase `k` exists at bus `n`, `v_ref` the balanced reference phasors at every
+    bus (`v_ref_mag · (1, α², α)`), `line_idx[b]` the input line of branch `b`.
     """
 
     path_matrix: Float[Array, "n_nodes n_branches"]
@@ -54,10 +54,10 @@ class Radial3PhaseNetwork(eqx.Module):
 
 
 class Radial3PhaseFlow(eqx.Module):
-    """Result of :func:`radial_3phase_power_flow` (per phase, per unit).
+    """Result of [`radial_3phase_power_flow`][powerzoojax.physics.radial_3phase_power_flow] (per phase, per unit).
 
-    ``p_branch, q_branch`` are the powers delivered at each branch's receiving end,
-    ``p_loss, q_loss`` the per-branch, per-phase series losses ``Re/Im(conj(J) · Z J)``.
+    `p_branch, q_branch` are the powers delivered at each branch's receiving end,
+    `p_loss, q_loss` the per-branch, per-phase series losses `Re/Im(conj(J) · Z J)`.
     """
 
     v: Complex[Array, "n_nodes 3"]
@@ -81,9 +81,9 @@ def make_radial_3phase_network(
     ref_bus: int = 0,
     v_ref_mag: float | int = 1.0,
 ) -> Radial3PhaseNetwork:
-    """Build the sweep matrices of a strict tree (``n_lines = n_nodes − 1``, 0-based bus indices).
+    """Build the sweep matrices of a strict tree (`n_lines = n_nodes − 1`, 0-based bus indices).
 
-    Raises ``ValueError`` naming the bad argument when shapes, indices or the tree
+    Raises `ValueError` naming the bad argument when shapes, indices or the tree
     structure are wrong.
     """
     from_idx = np.asarray(from_nodes)
@@ -146,7 +146,7 @@ def make_radial_3phase_network(
 
 
 def voltage_unbalance_percent(v: Complex[Array, "*batch 3"]) -> Float[Array, " *batch"]:
-    """Fortescue VUF ``100 |V⁻| / |V⁺|`` of ABC phasors (0 where ``|V⁺| <= 1e-6``)."""
+    """Fortescue VUF `100 |V⁻| / |V⁺|` of ABC phasors (0 where `|V⁺| <= 1e-6`)."""
     a, b, c = v[..., 0], v[..., 1], v[..., 2]
     positive = (a + _ALPHA * b + _ALPHA**2 * c) / 3.0
     negative = (a + _ALPHA**2 * b + _ALPHA * c) / 3.0
@@ -163,12 +163,12 @@ def radial_3phase_power_flow(
     max_iter: int = 100,
     tol: Float[ArrayLike, ""] | float = 1e-6,
 ) -> Radial3PhaseFlow:
-    """Solve the unbalanced radial power flow for per-phase net loads [p.u.] (``(N, 3)``).
+    """Solve the unbalanced radial power flow for per-phase net loads [p.u.] (`(N, 3)`).
 
-    The reference bus holds ``network.v_ref``; its own load is not part of the solve.
-    Loads on absent phases are ignored. ``tol`` bounds ``max |ΔV|`` between sweeps and may
+    The reference bus holds `network.v_ref`; its own load is not part of the solve.
+    Loads on absent phases are ignored. `tol` bounds `max |ΔV|` between sweeps and may
     be traced. Never raises on a hard case: it returns finite values with
-    ``converged=False``.
+    `converged=False`.
     """
     mask = network.phase_mask
     s_load = jnp.where(

@@ -1,17 +1,17 @@
 """Invariant checks on recorded rollouts: the shared contract and each env's own physics.
 
-:func:`check_invariants` rolls ``env`` out over the given actions in one jitted scan
+[`check_invariants`][powerzoojax.testing.check_invariants] rolls `env` out over the given actions in one jitted scan
 (the conformance kit's trace-counted programs, so repeated calls with new keys, actions
 and param values reuse one compiled program), moves the trajectory to the host and
-returns every broken law as a :class:`Violation`:
+returns every broken law as a [`Violation`][powerzoojax.testing.Violation]:
 
 * the contract every env shares: obs finite and inside the observation space; reward
   finite; costs finite, non-negative, one per constraint name and summing to
-  ``info["cost_sum"]``; every float leaf of the state finite; ``time_step`` counting up
-  and ``done`` True exactly on the step that reaches ``max_steps``; the state returned on
+  `info["cost_sum"]`; every float leaf of the state finite; `time_step` counting up
+  and `done` True exactly on the step that reaches `max_steps`; the state returned on
   a terminal step equal to a fresh reset under the step's reset key;
-* the laws the env declares through ``env.physics_invariants(params)`` (see
-  :class:`~powerzoojax.core.Invariant`), evaluated on the host in float64.
+* the laws the env declares through `env.physics_invariants(params)` (see
+  [`Invariant`][powerzoojax.core.Invariant]), evaluated on the host in float64.
 """
 
 import functools
@@ -31,7 +31,7 @@ from powerzoojax.testing._checks import _programs
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken law: its name, the step (``None`` for the whole rollout) and what was seen."""
+    """One broken law: its name, the step (`None` for the whole rollout) and what was seen."""
 
     name: str
     step: int | None
@@ -49,8 +49,8 @@ def _host(tree: Any) -> Any:
 def record_trajectory(
     env: Environment, params: EnvParams, key: jax.Array, actions: Any, state: Any = None
 ) -> tuple[Trajectory, jax.Array]:
-    """Roll ``env`` out from ``state`` (default: a reset under ``key``) over ``actions``
-    (leading axis = time) in one jitted scan; returns the host-side :class:`Trajectory` and
+    """Roll `env` out from `state` (default: a reset under `key`) over `actions`
+    (leading axis = time) in one jitted scan; returns the host-side [`Trajectory`][powerzoojax.core.Trajectory] and
     the rollout key (its split gives each step's key)."""
     programs = _programs(env, params)
     k_reset, k_roll = jr.split(key)
@@ -151,9 +151,9 @@ def check_invariants(
     state: Any = None,
     physics: bool = True,
 ) -> list[Violation]:
-    """Every law ``env`` breaks on a rollout over ``actions`` (leading axis = time) from
-    ``state`` (default: a reset under ``key``): the shared contract and, with
-    ``physics=True``, the env's :meth:`~powerzoojax.core.Environment.physics_invariants`.
+    """Every law `env` breaks on a rollout over `actions` (leading axis = time) from
+    `state` (default: a reset under `key`): the shared contract and, with
+    `physics=True`, the env's [`physics_invariants`][powerzoojax.core.Environment.physics_invariants].
     An empty list means none."""
     traj, k_roll = record_trajectory(env, params, key, actions, state)
     return _violations(env, params, traj, k_roll, physics)
@@ -170,7 +170,7 @@ def _violations(env: Environment, params: EnvParams, traj: Trajectory, k_roll: j
 
 
 def assert_invariants(env: Environment, params: EnvParams, key: jax.Array, actions: Any, **kwargs: Any) -> None:
-    """:func:`check_invariants`, raising ``AssertionError`` that lists the violations (first 20)."""
+    """[`check_invariants`][powerzoojax.testing.check_invariants], raising `AssertionError` that lists the violations (first 20)."""
     _raise_if_any(env, check_invariants(env, params, key, actions, **kwargs))
 
 
@@ -191,13 +191,13 @@ def env_property_test(
 ) -> Callable[[Callable], Callable]:
     """Turn a test function into a hypothesis property test of an env's invariants.
 
-    ``env_factory()`` builds ``(env, params)`` once. Each example draws a PRNG key, an
-    action sequence of ``n_steps`` (default: ``params.max_steps + 1``, so the auto-reset is
-    crossed) — with entries outside the action space when ``invalid_actions`` — and, when
-    the params have ``with_load_profiles`` and ``load_profiles`` and ``vary_load_profiles``
+    `env_factory()` builds `(env, params)` once. Each example draws a PRNG key, an
+    action sequence of `n_steps` (default: `params.max_steps + 1`, so the auto-reset is
+    crossed) — with entries outside the action space when `invalid_actions` — and, when
+    the params have `with_load_profiles` and `load_profiles` and `vary_load_profiles`
     is set, new load profiles of the same shape within the case's load ranges; it then
-    asserts :func:`check_invariants`. The decorated function runs afterwards and may take
-    ``(env, params, trajectory)`` for checks of its own. Drawn values never change the
+    asserts [`check_invariants`][powerzoojax.testing.check_invariants]. The decorated function runs afterwards and may take
+    `(env, params, trajectory)` for checks of its own. Drawn values never change the
     compiled program, so every example reuses one.
 
     >>> @env_property_test(lambda: (TransGridEnv(), make_trans_params(load_case("5"), max_steps=4)))

@@ -2,7 +2,7 @@
 
 The reference clears bid-based markets with a heuristic (merit-order fill, projected
 gradient repair of line overloads, least-squares LMPs). Here the same offer curves are
-cleared exactly by the in-graph SCED (:func:`offer_sced`), which returns the optimal
+cleared exactly by the in-graph SCED ([`offer_sced`][powerzoojax.market.offer_sced]), which returns the optimal
 dispatch and dual-exact LMPs within an iteration budget, so the
 bid-based market and the SCED agree by construction. The interface keeps the
 reference's names and outputs.
@@ -16,7 +16,7 @@ from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_o
 
 
 class PiecewiseEDSetup(eqx.Module):
-    """Operators for :func:`piecewise_ed` (wraps the SCED setup; ``n_segments`` static)."""
+    """Operators for [`piecewise_ed`][powerzoojax.market.piecewise_ed] (wraps the SCED setup; `n_segments` static)."""
 
     sced: OfferSCEDSetup
 
@@ -34,7 +34,7 @@ class PiecewiseEDSetup(eqx.Module):
 
 
 class PiecewiseEDResult(eqx.Module):
-    """Result of :func:`piecewise_ed`: MW, $/MWh, $/h."""
+    """Result of [`piecewise_ed`][powerzoojax.market.piecewise_ed]: MW, $/MWh, $/h."""
 
     unit_power: Float[Array, " n_units"]
     line_flow: Float[Array, " n_lines"]
@@ -48,7 +48,7 @@ class PiecewiseEDResult(eqx.Module):
 
 
 def prepare_piecewise_ed(case: CaseData, n_segments: int = 5) -> PiecewiseEDSetup:
-    """Setup-time operators of ``case`` with truthful ``n_segments``-segment offers."""
+    """Setup-time operators of `case` with truthful `n_segments`-segment offers."""
     return PiecewiseEDSetup(sced=prepare_offer_sced(case, n_segments))
 
 
@@ -59,10 +59,10 @@ def piecewise_ed(
     max_iter: int = 30,
     tol: float = 1e-5,
 ) -> PiecewiseEDResult:
-    """Clear nodal loads [MW] against offers [$/MWh] (``None``: truthful); never NaN.
+    """Clear nodal loads [MW] against offers [$/MWh] (`None`: truthful); never NaN.
 
-    ``total_cost`` is the true generation cost of the dispatch, ``offer_cost`` what the
-    accepted offers ask; ``converged`` is False for infeasible or unconverged instances.
+    `total_cost` is the true generation cost of the dispatch, `offer_cost` what the
+    accepted offers ask; `converged` is False for infeasible or unconverged instances.
     """
     r = offer_sced(setup.sced, node_load_mw, offer_prices, max_iter=max_iter, tol=tol)
     return PiecewiseEDResult(

@@ -1,13 +1,13 @@
 """Shared anatomy of the single-agent storage-arbitrage market envs.
 
 One battery sits at a bus of the case; the agent sets its power, the market clears the
-net load with the in-graph SCED (:func:`offer_sced`) and pays the battery the LMP of its
-bus. :mod:`_cost_based_market` clears truthful (cost-reflective) offers,
-:mod:`_bid_based_market` offers marked up at random once per episode.
+net load with the in-graph SCED ([`offer_sced`][powerzoojax.market.offer_sced]) and pays the battery the LMP of its
+bus. `_cost_based_market` clears truthful (cost-reflective) offers,
+`_bid_based_market` offers marked up at random once per episode.
 
-Battery: power ``P = a · battery_power_mw`` for action ``a`` in [-1, 1] (> 0 discharges),
-clipped so the state of charge stays in ``[soc_min, soc_max]``; charging stores
-``η_ch · P · Δt``, discharging draws ``P · Δt / η_dis`` [MWh].
+Battery: power `P = a · battery_power_mw` for action `a` in [-1, 1] (> 0 discharges),
+clipped so the state of charge stays in `[soc_min, soc_max]`; charging stores
+`η_ch · P · Δt`, discharging draws `P · Δt / η_dis` [MWh].
 """
 
 import abc
@@ -49,7 +49,7 @@ class MarketState(EnvState):
 
 
 class MarketParams(EnvParams):
-    """Params of the market envs; build with ``make_cost_market_params`` / ``make_bid_market_params``."""
+    """Params of the market envs; build with `make_cost_market_params` / `make_bid_market_params`."""
 
     sced_setup: OfferSCEDSetup
     load_profiles: Float[Array, "n_profile_steps n_loads"]
@@ -107,7 +107,7 @@ def build_market_params(
     battery_soc_range: tuple[float, float],
     battery_soc_init: float,
 ) -> MarketParams:
-    """Validate on the host and build :class:`MarketParams` (``fn`` names the caller in errors)."""
+    """Validate on the host and build [`MarketParams`][powerzoojax.market.MarketParams] (`fn` names the caller in errors)."""
     if not isinstance(case, CaseData):
         raise TypeError(f"{fn}: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}")
     max_steps = _positive_int(fn, "max_steps", max_steps)
@@ -169,7 +169,7 @@ def build_market_params(
 def battery_power(
     action: Float[Array, ""], soc: Float[Array, ""], params: MarketParams
 ) -> tuple[Float[Array, ""], Float[Array, ""], Float[Array, ""]]:
-    """``(requested_mw, realised_mw, next_soc)`` for an action in [-1, 1] (> 0 discharges)."""
+    """`(requested_mw, realised_mw, next_soc)` for an action in [-1, 1] (> 0 discharges)."""
     dt = params.delta_t_hours
     requested = jnp.clip(action, -1.0, 1.0) * params.battery_power_mw
     max_discharge = jnp.maximum(soc - params.battery_soc_min, 0.0) * params.battery_energy_mwh * params.battery_eta_discharge / dt
@@ -189,7 +189,7 @@ class AbstractMarketEnv(Environment):
 
     @abc.abstractmethod
     def _obs(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
-        """Observation of ``state``."""
+        """Observation of `state`."""
 
     def action_space(self, params: MarketParams) -> Box:
         return make_box(-1.0, 1.0, (1,))

@@ -1,16 +1,16 @@
 """Multi-agent generation-company market core: pure reset/step functions.
 
-Each of the U units is a GenCo offering K segments. Agent actions (flattened ``(U·K,)`` in
-[-1, 1]) become markups ``m = sort((a + 1) / 2)`` per unit, offers
-``truthful · (1 + m · max_markup)`` [$/MWh]. The market clears the profile row
-``(episode_start_idx + t) mod T`` by the exact SCED with ramp coupling: each unit's
-runtime window is ``[max(p_min, P_prev − ramp_down), min(p_max, P_prev + ramp_up)]``.
-Reward per unit: realised profit ``(LMP[node] · P − TC(P)) · Δt`` [$], with TC the true
-generation cost. ``info["cost_thermal_overload"]`` is the weighted line overload [MW]
+Each of the U units is a GenCo offering K segments. Agent actions (flattened `(U·K,)` in
+[-1, 1]) become markups `m = sort((a + 1) / 2)` per unit, offers
+`truthful · (1 + m · max_markup)` [$/MWh]. The market clears the profile row
+`(episode_start_idx + t) mod T` by the exact SCED with ramp coupling: each unit's
+runtime window is `[max(p_min, P_prev − ramp_down), min(p_max, P_prev + ramp_up)]`.
+Reward per unit: realised profit `(LMP[node] · P − TC(P)) · Δt` [$], with TC the true
+generation cost. `info["cost_thermal_overload"]` is the weighted line overload [MW]
 (nonzero only when the SCED cannot meet the limits).
 
-The dict-per-agent adapter (``MarketMARLEnv``) lives in the RL package; everything it
-needs is here, including :func:`market_marl_observations`.
+The dict-per-agent adapter (`MarketMARLEnv`) lives in the RL package; everything it
+needs is here, including [`market_marl_observations`][powerzoojax.market.market_marl_observations].
 """
 
 import functools
@@ -48,7 +48,7 @@ class MarketMARLState(EnvState):
 
 
 class MarketMARLParams(EnvParams):
-    """Params of the GenCos market; build with :func:`make_market_marl_params`."""
+    """Params of the GenCos market; build with [`make_market_marl_params`][powerzoojax.market.make_market_marl_params]."""
 
     offer_sced_setup: OfferSCEDSetup
     load_profiles: Float[Array, "n_profile_steps n_loads"]
@@ -92,10 +92,10 @@ def make_market_marl_params(
     ramp_down_mw_per_step: ArrayLike | None = None,
     ramp_rate_fraction: float = 0.5,
 ) -> MarketMARLParams:
-    """Validate on the host and build :class:`MarketMARLParams`.
+    """Validate on the host and build [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
 
-    ``load_profiles`` ``(T, n_loads)`` MW; missing ramp limits default to
-    ``ramp_rate_fraction · p_max`` per step. Raises ``ValueError`` naming a bad value.
+    `load_profiles` `(T, n_loads)` MW; missing ramp limits default to
+    `ramp_rate_fraction · p_max` per step. Raises `ValueError` naming a bad value.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"make_market_marl_params: case must be a CaseData, got {type(case).__name__}")
@@ -147,7 +147,7 @@ def _clear_rows(setup: OfferSCEDSetup, node_loads: Float[Array, "rows n_nodes"],
 
 
 def _truthful_clearings(setup: OfferSCEDSetup, node_loads_t: np.ndarray, max_iter: int = 25) -> tuple[Array, Array, Array]:
-    """Host-side: truthful ramp-free clearing of each column of ``node_loads_t`` (n_nodes, T)."""
+    """Host-side: truthful ramp-free clearing of each column of `node_loads_t` (n_nodes, T)."""
     loads = np.asarray(node_loads_t, np.float32).T
     n_rows = loads.shape[0]
     padded = np.concatenate([loads, np.repeat(loads[-1:], (-n_rows) % _RESET_CHUNK, axis=0)])
@@ -184,7 +184,7 @@ def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
 def market_marl_step(
     key: Key, state: MarketMARLState, flat_actions: Float[Array | np.ndarray, " n_actions"], params: MarketMARLParams
 ) -> tuple[MarketMARLState, Bool[Array, ""], Float[Array, " n_units"], Info]:
-    """One market round: ``(final_state, done, reward per unit [$], info)``; auto-resets."""
+    """One market round: `(final_state, done, reward per unit [$], info)`; auto-resets."""
     setup = params.offer_sced_setup
     n_units, n_seg = setup.n_units, setup.n_segments
     if flat_actions.shape != (n_units * n_seg,):
@@ -244,9 +244,9 @@ def market_marl_step(
 
 
 def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
-    """``jnp.sort(x, axis=1)`` by an odd–even transposition network of min/max pairs.
+    """`jnp.sort(x, axis=1)` by an odd–even transposition network of min/max pairs.
 
-    XLA:CPU sorts small rows one at a time, far slower under ``vmap``; and the network is
+    XLA:CPU sorts small rows one at a time, far slower under `vmap`; and the network is
     element-wise, so XLA may fuse it into the clearing's pairwise merit-order comparison
     at little cost (it recomputes fused producers per element).
     """
@@ -259,7 +259,7 @@ def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
 
 
 def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_units obs_dim"]:
-    """Per-agent observations ``(U, 8 + lmp_history_len)`` in the reference's order."""
+    """Per-agent observations `(U, 8 + lmp_history_len)` in the reference's order."""
     setup = params.offer_sced_setup
     p_max = setup.p_max
     p = state.unit_power_mw
@@ -283,10 +283,10 @@ def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -
 def run_market_baseline(
     name: str, key: Key, params: MarketMARLParams, n_steps: int
 ) -> tuple[MarketMARLState, Float[Array, "n_steps n_units"], Bool[Array, " n_steps"], Info]:
-    """Roll a non-learning baseline (``truthful``, ``uniform_mid``, ``max_markup``) on the rollout kernel.
+    """Roll a non-learning baseline (`truthful`, `uniform_mid`, `max_markup`) on the rollout kernel.
 
     Every agent plays the same constant action each step (markup 0, half and the
-    maximum of ``max_markup``). Returns ``(final_state, rewards (T, U), dones (T,), info (T, ...))``.
+    maximum of `max_markup`). Returns `(final_state, rewards (T, U), dones (T,), info (T, ...))`.
     """
     if name not in BASELINE_ACTIONS:
         raise ValueError(f"Unknown market baseline {name!r}; valid choices: {', '.join(BASELINE_ACTIONS)}")

@@ -1,18 +1,18 @@
 """Exact offer-based security-constrained economic dispatch (SCED), solved in the graph.
 
-The LP is over segment increments ``δ`` above each unit's (ramp-adjusted) minimum output
-``p_lo`` (``n = n_units · n_segments`` variables)::
+The LP is over segment increments `δ` above each unit's (ramp-adjusted) minimum output
+`p_lo` (`n = n_units · n_segments` variables):
 
     min  cᵀδ   s.t.   1ᵀδ = D,   0 ≤ δ ≤ δ̄,   floor ≤ M_S δ + f0 ≤ cap
 
-with ``c`` the offer prices [$/MWh], ``δ̄`` the segment widths [MW], ``D = Σload − Σp_lo``,
-``M_S`` the unit PTDF repeated per segment and ``f0 = M_u p_lo − PTDF·load`` the line flows
-at minimum output [MW]. Only lines with a real limit (below ``UNLIMITED_MW``) become LP
-rows. The solver is a bounded dual simplex (:mod:`._dual_simplex`), float32, jit- and
+with `c` the offer prices [$/MWh], `δ̄` the segment widths [MW], `D = Σload − Σp_lo`,
+`M_S` the unit PTDF repeated per segment and `f0 = M_u p_lo − PTDF·load` the line flows
+at minimum output [MW]. Only lines with a real limit (below `UNLIMITED_MW`) become LP
+rows. The solver is a bounded dual simplex (`._dual_simplex`), float32, jit- and
 vmap-able, never branching on the host, started from the network-blind merit order, with a
 bound-flipping ratio test; it pivots only when a limited line binds (case 5: at most a
 handful of pivots) and stops at the exact optimal vertex. LMPs are the duals of that
-basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated against HiGHS (dispatch, objective,
+basis, `LMP = y₀ + PTDF[lim]ᵀ y_lim`. Validated against HiGHS (dispatch, objective,
 unique duals and the infeasibility verdict).
 
 An in-graph float32 interior point is deliberately not offered: against HiGHS it left
@@ -22,9 +22,9 @@ instances unconverged with dispatch up to 17 MW off. Telling such offers apart t
 differences far below float32's resolution of the duality gap; a vertex method compares
 the prices themselves.
 
-Outcomes are values, never NaN: ``status`` is ``OPTIMAL`` (0), ``INFEASIBLE`` (1: demand
+Outcomes are values, never NaN: `status` is `OPTIMAL` (0), `INFEASIBLE` (1: demand
 outside what the offered capacity can serve; the dispatch is then the closest merit-order
-fill and the prices are zero) or ``UNCONVERGED`` (2: line limits that cannot be met, or
+fill and the prices are zero) or `UNCONVERGED` (2: line limits that cannot be met, or
 the pivot budget ran out; the dispatch is then the network-blind merit-order fill).
 """
 
@@ -97,10 +97,10 @@ def prepare_offer_sced(
     line_cap: Float[np.ndarray, " n_lines"] | None = None,
     line_floor: Float[np.ndarray, " n_lines"] | None = None,
 ) -> OfferSCEDSetup:
-    """Build the SCED operators of ``case`` on the host.
+    """Build the SCED operators of `case` on the host.
 
-    ``line_cap``/``line_floor`` override the case's limits [MW]; limits of magnitude
-    ``UNLIMITED_MW`` or more (and 0, MATPOWER's "unlimited") become ``±UNLIMITED_MW``.
+    `line_cap`/`line_floor` override the case's limits [MW]; limits of magnitude
+    `UNLIMITED_MW` or more (and 0, MATPOWER's "unlimited") become `±UNLIMITED_MW`.
     """
     n_segments = _check_n_segments("prepare_offer_sced", n_segments)
     if not isinstance(case, CaseData):
@@ -162,14 +162,14 @@ def offer_sced(
 ) -> OfferSCEDResult:
     """Clear the market: dispatch, LMPs and status for nodal loads [MW] and offers [$/MWh].
 
-    ``offer_prices=None`` offers the truthful segments. ``p_min_rt``/``p_max_rt`` [MW] are
+    `offer_prices=None` offers the truthful segments. `p_min_rt`/`p_max_rt` [MW] are
     runtime (ramp) bounds: the segment widths are scaled to the runtime headroom, so the
     LP keeps its shape.
 
-    ``max_iter`` bounds the dual simplex's pivots (raised to ``4 · (limited lines + 1)``
-    at least); the simplex stops at the exact optimal vertex, so ``tol`` (kept for the
-    reference signature) does not change the result. ``method`` (static) names the
-    solver; ``"simplex"`` is the only one (see the module docstring for why there is no
+    `max_iter` bounds the dual simplex's pivots (raised to `4 · (limited lines + 1)`
+    at least); the simplex stops at the exact optimal vertex, so `tol` (kept for the
+    reference signature) does not change the result. `method` (static) names the
+    solver; `"simplex"` is the only one (see the module docstring for why there is no
     interior point).
     """
     if method not in SOLVER_METHODS:
@@ -211,14 +211,14 @@ def _offer_sced_simplex(
     is_feasible: Bool[Array, ""],
     max_iter: int,
 ) -> OfferSCEDResult:
-    """The SCED LP by the bounded dual simplex (see :func:`offer_sced`).
+    """The SCED LP by the bounded dual simplex (see [`offer_sced`][powerzoojax.market.offer_sced]).
 
-    Variables ``[δ, g]`` with ``g = M_S[lim] δ`` the limited lines' flow above ``f0``:
-    rows ``1ᵀδ = D`` and ``M_S[lim] δ − g = 0``, bounds ``0 ≤ δ ≤ δ̄`` and
-    ``floor − f0 ≤ g ≤ cap − f0``. The merit order (every segment cheaper than the
-    marginal one full) with every ``g`` basic is dual feasible, and its basis inverse is
-    the basis itself, so no factorisation is ever needed. With duals ``y`` of the optimal
-    basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim`` (the load enters ``D`` and the bounds of ``g``).
+    Variables `[δ, g]` with `g = M_S[lim] δ` the limited lines' flow above `f0`:
+    rows `1ᵀδ = D` and `M_S[lim] δ − g = 0`, bounds `0 ≤ δ ≤ δ̄` and
+    `floor − f0 ≤ g ≤ cap − f0`. The merit order (every segment cheaper than the
+    marginal one full) with every `g` basic is dual feasible, and its basis inverse is
+    the basis itself, so no factorisation is ever needed. With duals `y` of the optimal
+    basis, `LMP = y₀ + PTDF[lim]ᵀ y_lim` (the load enters `D` and the bounds of `g`).
     """
     n_units, n_seg, n_lines = setup.n_units, setup.n_segments, setup.n_lines
     n = n_units * n_seg

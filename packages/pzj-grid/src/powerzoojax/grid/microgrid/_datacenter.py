@@ -68,9 +68,9 @@ class DataCenterState(EnvState):
 
 
 class DataCenterParams(EnvParams):
-    """Params of the data-centre model; build with :func:`make_datacenter_params`.
+    """Params of the data-centre model; build with [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params].
 
-    Per-type arrays are ``(2,)``: index 0 training, 1 fine-tuning.
+    Per-type arrays are `(2,)`: index 0 training, 1 fine-tuning.
     """
 
     n_gpus: Int[Array, ""]
@@ -161,11 +161,11 @@ def make_datacenter_params(
     steps_per_day: int = 48,
     max_steps: int = 48,
 ) -> DataCenterParams:
-    """Validate on the host and build :class:`DataCenterParams` (defaults: the reference's).
+    """Validate on the host and build [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams] (defaults: the reference's).
 
-    Per-type arguments are ``(training, fine-tuning)`` pairs; ranges are inclusive
-    ``(min, max)``. Profiles default to the reference's diurnal shapes over ``steps_per_day`` rows.
-    Raises ``ValueError`` naming a bad value, ``TypeError`` for a non-integer count.
+    Per-type arguments are `(training, fine-tuning)` pairs; ranges are inclusive
+    `(min, max)`. Profiles default to the reference's diurnal shapes over `steps_per_day` rows.
+    Raises `ValueError` naming a bad value, `TypeError` for a non-integer count.
     """
     caller = "make_datacenter_params"
     max_steps = positive_int(caller, "max_steps", max_steps)
@@ -273,7 +273,7 @@ class DataCenterStep(NamedTuple):
 
 
 def datacenter_initial_state(params: DataCenterParams) -> DataCenterState:
-    """The deterministic episode start: zone and setpoint at ``t_initial``, outdoor ``t_ref``."""
+    """The deterministic episode start: zone and setpoint at `t_initial`, outdoor `t_ref`."""
     q = empty_queue(N_TASK_SLOTS)
     zero_f = jnp.zeros((), jnp.float32)
     zero_i = jnp.zeros((), jnp.int32)
@@ -304,16 +304,16 @@ def datacenter_initial_state(params: DataCenterParams) -> DataCenterState:
 
 
 def cop_factor(t_outdoor: FloatScalar, params: DataCenterParams) -> FloatScalar:
-    """``clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``: COP relative to ``cop_ref``."""
+    """`clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)`: COP relative to `cop_ref`."""
     return jnp.clip(1.0 - params.cop_decay * jnp.maximum(t_outdoor - params.t_ref, 0.0), 0.4, 1.2)
 
 
 def datacenter_transition(
     key: Key, state: DataCenterState, action: Float[Array, "3"], params: DataCenterParams
 ) -> tuple[DataCenterState, DataCenterStep]:
-    """One step of the data-centre physics, without auto-reset; ``time_step`` advanced and
-    ``done = time_step + 1 >= max_steps``. ``action = [train, finetune, cooling]`` in [0, 1].
-    ``key`` is the env's step key; the draws are ``jr.uniform(jr.split(key)[0], (22,))``."""
+    """One step of the data-centre physics, without auto-reset; `time_step` advanced and
+    `done = time_step + 1 >= max_steps`. `action = [train, finetune, cooling]` in [0, 1].
+    `key` is the env's step key; the draws are `jr.uniform(jr.split(key)[0], (22,))`."""
     action = jnp.clip(action, 0.0, 1.0)
     t = state.time_step
     f_infer = params.infer_fraction_profile[t % params.infer_fraction_profile.shape[0]]
@@ -378,7 +378,7 @@ def datacenter_transition(
 
 
 def queue_features(state: DataCenterState, params: DataCenterParams) -> Float[Array, "5"]:
-    """``[active/n, infer/n, waiting training GPUs/n, waiting fine-tune GPUs/n, urgency]``."""
+    """`[active/n, infer/n, waiting training GPUs/n, waiting fine-tune GPUs/n, urgency]`."""
     n = params.n_gpus.astype(jnp.float32)
     waiting = state.task_status == WAITING
     gpus = state.task_gpus.astype(jnp.float32)
@@ -395,36 +395,36 @@ class DataCenterEnv(Environment):
     """Standalone data-centre env.
 
     one-node zone thermal model. Standalone it is a resource env (reward 0); inside
-    :class:`~powerzoojax.grid.DataCenterMicrogridEnv` the same transition drives the load.
+    [`DataCenterMicrogridEnv`][powerzoojax.grid.DataCenterMicrogridEnv] the same transition drives the load.
 
-    Physics per step (``t`` = step before the increment, ``Δt`` [h]):
-      inference GPUs ``⌊peak · f_t⌋`` (``f_t`` = ``infer_fraction_profile[t mod T]``); batch
+    Physics per step (`t` = step before the increment, `Δt` [h]):
+      inference GPUs `⌊peak · f_t⌋` (`f_t` = `infer_fraction_profile[t mod T]`); batch
       tasks arrive (Poisson, at most 5 per type per step) into a 64-slot buffer and are admitted
-      by the earliest-deadline greedy scheduler (:mod:`._scheduler`);
-      ``P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base`` [MW] with ``P_infer = infer · active_w · 0.5``,
-      per running task ``gpus (idle_w + (active_w − idle_w) η)``, ``P_idle = (n − active) idle_w``;
-      ``COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``;
-      ``Q_cool = ua · max(T_zone − T_set, 0)`` [kW], ``P_cool = Q_cool / (1000 COP)`` [MW];
-      ``P_dc = P_it (1 + p_aux) + P_cool``;
-      ``T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)``.
+      by the earliest-deadline greedy scheduler (`._scheduler`);
+      `P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base` [MW] with `P_infer = infer · active_w · 0.5`,
+      per running task `gpus (idle_w + (active_w − idle_w) η)`, `P_idle = (n − active) idle_w`;
+      `COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)`;
+      `Q_cool = ua · max(T_zone − T_set, 0)` [kW], `P_cool = Q_cool / (1000 COP)` [MW];
+      `P_dc = P_it (1 + p_aux) + P_cool`;
+      `T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)`.
     Tasks that ran this step draw power for it (they are counted before their countdown ends).
 
-    Observation ``(11,)`` float32: ``[active/n, infer/n, waiting training GPUs/n, waiting
+    Observation `(11,)` float32: `[active/n, infer/n, waiting training GPUs/n, waiting
       fine-tuning GPUs/n, urgency, P_cool/(P_it + P_cool), (T_zone − 15)/30, (T_out − 10)/20,
-      (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]``, the non-signed entries clipped to
-      [0, 1]; ``urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
-      −1, 1)``, 1 with none waiting.
-    Action ``(3,)`` in [0, 1] (clipped): ``[train fraction, fine-tune fraction, cooling]``;
-      ``T_set = t_set_min + cooling · (t_set_max − t_set_min)`` (a low value cools harder).
-    Reward 0 (standalone resource env). Costs ``("sla", "overtemp")``: expired tasks / n_gpus and
-      ``max(T_zone' − t_critical, 0)/(45 − t_critical)``.
-    Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpoint at
-      ``t_initial``, outdoor ``t_ref``, empty queue).
+      (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]`, the non-signed entries clipped to
+      [0, 1]; `urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
+      −1, 1)`, 1 with none waiting.
+    Action `(3,)` in [0, 1] (clipped): `[train fraction, fine-tune fraction, cooling]`;
+      `T_set = t_set_min + cooling · (t_set_max − t_set_min)` (a low value cools harder).
+    Reward 0 (standalone resource env). Costs `("sla", "overtemp")`: expired tasks / n_gpus and
+      `max(T_zone' − t_critical, 0)/(45 − t_critical)`.
+    Termination at `max_steps`; auto-reset (reset is deterministic: zone and setpoint at
+      `t_initial`, outdoor `t_ref`, empty queue).
 
-    The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
+    The random draws of a step are `jr.uniform(jr.split(key)[0], (22,))` of the env's step key,
     not the reference's seven key splits: same distributions, different streams. They are
-    computed by the unrolled hash of :mod:`._rng` (bit for bit the same numbers; the
-    ``jax.random`` path is a rolled loop per hash on CPU).
+    computed by the unrolled hash of `._rng` (bit for bit the same numbers; the
+    `jax.random` path is a rolled loop per hash on CPU).
     """
     def observation_space(self, params: DataCenterParams) -> Box:
         low = np.zeros(11, np.float32)

@@ -1,5 +1,5 @@
 """Microgrid params from real profiles, and the out-of-distribution transforms of the DCMG
-task. Host-side: call these before ``jit``.
+task. Host-side: call these before `jit`.
 """
 
 from typing import Any
@@ -29,11 +29,11 @@ def make_dcmicrogrid_params_with_profiles(
     **kwargs: Any,
 ) -> DCMicrogridParams | tuple[DCMicrogridParams, dict[str, str]]:
     """Microgrid params whose CPU, PV, price and temperature profiles are one episode
-    (``max_steps`` rows, default 288) from ``episode_start_step`` of the ``source`` workload trace
-    (see :func:`powerzoojax.data.load_dc_profiles`). With ``return_sources`` it returns
-    ``(params, sources)``, ``sources`` naming where each profile came from (``"measured:…"``,
-    ``"benchmark:…"``, ``"synthetic:…"``). Other keyword arguments go to
-    :func:`make_dcmicrogrid_params`."""
+    (`max_steps` rows, default 288) from `episode_start_step` of the `source` workload trace
+    (see [`powerzoojax.data.load_dc_profiles`][powerzoojax.data.load_dc_profiles]). With `return_sources` it returns
+    `(params, sources)`, `sources` naming where each profile came from (`"measured:…"`,
+    `"benchmark:…"`, `"synthetic:…"`). Other keyword arguments go to
+    [`make_dcmicrogrid_params`][powerzoojax.grid.microgrid.make_dcmicrogrid_params]."""
     n_steps = kwargs.get("max_steps", DC_STEPS_PER_DAY)
     profiles = load_dc_profiles(
         source, episode_start_step=episode_start_step, n_steps=n_steps,
@@ -61,13 +61,13 @@ def apply_ood_transform(
     dg_derating_factor: float = DG_DERATING_FACTOR,
     sla_slack: float = SLA_TIGHT_SLACK,
 ) -> DCMicrogridParams:
-    """``params`` under one OOD scenario, every other leaf unchanged:
+    """`params` under one OOD scenario, every other leaf unchanged:
 
-    ``renewable_drought`` PV CF × ``drought_factor`` (0.2) · ``cooling_stress`` outdoor
-    temperature + ``temp_delta`` (5 °C) · ``dg_derating`` diesel capacity ×
-    ``dg_derating_factor`` (0.6) · ``sla_tighten`` both deadline slacks = ``sla_slack``
-    (1.2) · ``workload_swap`` / ``workload_shock`` the inference profile replaced by the
-    Azure / Alibaba trace from ``episode_start_step`` (same length; real data required by
+    `renewable_drought` PV CF × `drought_factor` (0.2) · `cooling_stress` outdoor
+    temperature + `temp_delta` (5 °C) · `dg_derating` diesel capacity ×
+    `dg_derating_factor` (0.6) · `sla_tighten` both deadline slacks = `sla_slack`
+    (1.2) · `workload_swap` / `workload_shock` the inference profile replaced by the
+    Azure / Alibaba trace from `episode_start_step` (same length; real data required by
     default).
     """
     if scenario not in OOD_SCENARIOS:

@@ -2,7 +2,7 @@
 64-slot masked buffer and the earliest-deadline greedy scheduler.
 
 Every function is pure, fixed-shape and branch-free, so the queue runs unchanged under
-``jit``/``vmap``/``scan``. Slot order carries no meaning: a task is identified by its slot
+`jit`/`vmap`/`scan`. Slot order carries no meaning: a task is identified by its slot
 for as long as it lives there.
 
 Status codes: 0 free, 1 waiting, 2 running. Task types: 0 training, 1 fine-tuning.
@@ -41,7 +41,7 @@ class TaskQueue(NamedTuple):
 
 
 class Arrivals(NamedTuple):
-    """This step's candidate arrivals, training block first: ``2 * MAX_ARRIVALS`` rows."""
+    """This step's candidate arrivals, training block first: `2 * MAX_ARRIVALS` rows."""
 
     count: Int[Array, "2"]
     gpus: Int[Array, " n_candidates"]
@@ -54,7 +54,7 @@ def empty_queue(n_slots: int = N_TASK_SLOTS) -> TaskQueue:
 
 
 def poisson_capped(u: Float[Array, " n"], rate: Float[Array, " n"], cap: int) -> Int[Array, " n"]:
-    """``min(Poisson(rate), cap)`` by inverting the CDF at ``u`` (one uniform per draw)."""
+    """`min(Poisson(rate), cap)` by inverting the CDF at `u` (one uniform per draw)."""
     k = jnp.arange(cap, dtype=jnp.float32)
     log_fact = jax.lax.lgamma(k + 1.0)
     # P(N = k) for k < cap; the capped count is the number of CDF levels u exceeds.
@@ -64,7 +64,7 @@ def poisson_capped(u: Float[Array, " n"], rate: Float[Array, " n"], cap: int) ->
 
 
 def _uniform_int(u: Float[Array, "..."], low: Int[Array, "..."], high: Int[Array, "..."]) -> Int[Array, "..."]:
-    """``U{low .. high}`` from uniforms in [0, 1)."""
+    """`U{low .. high}` from uniforms in [0, 1)."""
     span = (high - low + 1).astype(jnp.float32)
     return jnp.minimum(low + jnp.floor(u * span).astype(jnp.int32), high)
 
@@ -77,8 +77,8 @@ def draw_arrivals(
     duration_min: Int[Array, "2"],
     duration_max: Int[Array, "2"],
 ) -> Arrivals:
-    """Arrivals of one step from ``N_UNIFORMS`` uniforms: per type ``min(Poisson(1/interval), 5)``
-    tasks with GPUs ``U{gpus_min..gpus_max}`` and duration ``U{duration_min..duration_max}``."""
+    """Arrivals of one step from `N_UNIFORMS` uniforms: per type `min(Poisson(1/interval), 5)`
+    tasks with GPUs `U{gpus_min..gpus_max}` and duration `U{duration_min..duration_max}`."""
     u_count = u[:N_TASK_TYPES]
     u_gpus = u[N_TASK_TYPES : N_TASK_TYPES + N_TASK_TYPES * MAX_ARRIVALS].reshape(N_TASK_TYPES, MAX_ARRIVALS)
     u_dur = u[N_TASK_TYPES + N_TASK_TYPES * MAX_ARRIVALS :].reshape(N_TASK_TYPES, MAX_ARRIVALS)
@@ -134,7 +134,7 @@ MAX_TASK_DURATION = (1 << 24) - 1
 
 
 def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
-    """Inclusive prefix sum of non-negative integers whose total is below ``2**24``."""
+    """Inclusive prefix sum of non-negative integers whose total is below `2**24`."""
     n = x.shape[-1]
     b = _CUM_BLOCK if n % _CUM_BLOCK == 0 else n
 
@@ -155,7 +155,7 @@ def insert_arrivals(
 ) -> tuple[TaskQueue, IntScalar, IntScalar]:
     """Put the arrivals, training first, into the lowest free slots as waiting tasks.
 
-    Deadline ``t + int(duration · slack)``. Returns ``(queue, n_inserted, n_dropped)``:
+    Deadline `t + int(duration · slack)`. Returns `(queue, n_inserted, n_dropped)`:
     arrivals that find no free slot are dropped and counted, never lost silently.
     """
     free = queue.status == FREE
@@ -242,8 +242,8 @@ def _admitted_prefix(
     eligible: Bool[Array, " n_slots"],
     fold: bool = True,
 ) -> tuple[IntScalar, IntScalar]:
-    """``(cutoff, gpus)`` of one greedy stage over sorted candidates: the largest eligible
-    sorted key whose running total fits ``budget`` (−1 if none) and that running total (0
+    """`(cutoff, gpus)` of one greedy stage over sorted candidates: the largest eligible
+    sorted key whose running total fits `budget` (−1 if none) and that running total (0
     if none). The running total grows along the order, so the candidates with a key up to
     the cutoff are exactly the admitted prefix and their GPUs sum to its running total."""
     fits = eligible & (cum <= budget)
@@ -265,13 +265,13 @@ def schedule(
 ) -> TaskQueue:
     """Earliest-deadline greedy admission.
 
-    1. urgent waiting tasks (``deadline − t − duration ≤ 0``) by ascending deadline within the
-       free GPUs ``n − infer − running``;
-    2. waiting training tasks within ``int(train_fraction · avail)``;
-    3. waiting fine-tuning tasks within ``int(ft_fraction · avail')`` (avail recomputed);
-    stages 2 and 3 in ascending slack ``deadline − t − duration``; ties by slot. Admitted tasks
-    start running with ``remaining = duration``. Each stage admits the longest prefix of its
-    order whose GPUs fit the budget. See :func:`schedule_with_load`.
+    1. urgent waiting tasks (`deadline − t − duration ≤ 0`) by ascending deadline within the
+       free GPUs `n − infer − running`;
+    2. waiting training tasks within `int(train_fraction · avail)`;
+    3. waiting fine-tuning tasks within `int(ft_fraction · avail')` (avail recomputed);
+    stages 2 and 3 in ascending slack `deadline − t − duration`; ties by slot. Admitted tasks
+    start running with `remaining = duration`. Each stage admits the longest prefix of its
+    order whose GPUs fit the budget. See `schedule_with_load`.
     """
     return schedule_with_load(queue, time_step, n_gpus, gpus_infer, train_fraction, ft_fraction)[0]
 
@@ -285,14 +285,14 @@ def schedule_with_load(
     ft_fraction: Float[Array, ""],
     running_gpus: IntScalar | None = None,
 ) -> tuple[TaskQueue, IntScalar]:
-    """:func:`schedule`, also returning the GPUs of all running tasks afterwards.
+    """`schedule`, also returning the GPUs of all running tasks afterwards.
 
-    ``running_gpus`` (optional) is the GPUs of the tasks already running in ``queue``; the
+    `running_gpus` (optional) is the GPUs of the tasks already running in `queue`; the
     data centre passes the sum over its state before the arrival insert (arrivals only fill
     free slots, so the running set is the same), which XLA then computes from the carried
     state instead of through the insert.
 
-    Two integer sorts per step: one by deadline for stage 1, one by ``(type, slack)`` that
+    Two integer sorts per step: one by deadline for stage 1, one by `(type, slack)` that
     serves stages 2 and 3 (training keys sort before fine-tuning keys; stage 2 admits only
     training tasks, so the fine-tuning candidates are the same before and after it). Every
     per-stage total (the GPUs admitted, the training demand) is read off the sorted running
@@ -349,7 +349,7 @@ def schedule_with_load(
 
 def advance(queue: TaskQueue, time_step: IntScalar) -> tuple[TaskQueue, IntScalar, IntScalar]:
     """Run one step: running tasks count down and free their slot at 0; waiting tasks with
-    ``t ≥ deadline`` expire. Returns ``(queue, n_finished, n_expired)``."""
+    `t ≥ deadline` expire. Returns `(queue, n_finished, n_expired)`."""
     running = queue.status == RUNNING
     remaining = jnp.where(running, jnp.maximum(queue.remaining - 1, 0), queue.remaining)
     finished = running & (remaining == 0)

@@ -1,4 +1,4 @@
-"""Batteries: the standalone :class:`BatteryEnv` and the grid-attached :class:`BatteryBundle`"""
+"""Batteries: the standalone [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv] and the grid-attached [`BatteryBundle`][powerzoojax.grid.resources.BatteryBundle]"""
 
 from typing import Any
 
@@ -60,8 +60,8 @@ def make_battery_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> BatteryParams:
-    """Params of :class:`BatteryEnv` [MWh, MW, fractions, $/MWh, hours]. A missing one-way
-    efficiency is ``√eta_roundtrip`` (0.95 when neither is given)."""
+    """Params of [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv] [MWh, MW, fractions, $/MWh, hours]. A missing one-way
+    efficiency is `√eta_roundtrip` (0.95 when neither is given)."""
     c = "make_battery_params"
     eta_c, eta_d = one_way_efficiencies(eta_c, eta_d, eta_roundtrip)
     vals = {
@@ -92,12 +92,12 @@ def make_battery_params(
 class BatteryEnv(Environment):
     """Single battery.
 
-    . Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
+    . Physics: [`powerzoojax.physics.devices`][powerzoojax.physics.devices] (`battery_step`).
 
-    ``BatteryEnv`` — obs ``(6,)``: ``[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
-    sin, cos]`` (limits for the next step); action ``(1,)`` in [-1, 1] → ``P_des`` on
-    ``[−P_rated, P_rated]`` MW (positive = discharge); reward 0; costs
-    ``(cycle_cost·|P|·Δt,)`` named ``cycle_throughput``; ``done`` at ``max_steps``.
+    `BatteryEnv` — obs `(6,)`: `[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
+    sin, cos]` (limits for the next step); action `(1,)` in [-1, 1] → `P_des` on
+    `[−P_rated, P_rated]` MW (positive = discharge); reward 0; costs
+    `(cycle_cost·|P|·Δt,)` named `cycle_throughput`; `done` at `max_steps`.
     """
     def default_params(self) -> BatteryParams:
         return make_battery_params()
@@ -161,11 +161,11 @@ class BatteryBundleState(eqx.Module):
 
 
 class BatteryBundle(ResourceBundle):
-    """N batteries on a grid. Action per device ``[P]`` or ``[P, Q]`` in [-1, 1]:
-    ``P_des = a·power_max`` (clipped to SOC feasibility), ``Q_des = q·s_rated`` clipped into
-    ``P² + Q² ≤ s_rated²`` (free of SOC). Obs per device ``[soc, P/P_max(, Q/s_rated)]``,
-    but :meth:`observe` reports zeros for P and Q (a quirk of the reference).
-    cost_info: ``cost_soc_clip`` (Σ normalised clipping), ``cost_cycle``, ``cost_sum``."""
+    """N batteries on a grid. Action per device `[P]` or `[P, Q]` in [-1, 1]:
+    `P_des = a·power_max` (clipped to SOC feasibility), `Q_des = q·s_rated` clipped into
+    `P² + Q² ≤ s_rated²` (free of SOC). Obs per device `[soc, P/P_max(, Q/s_rated)]`,
+    but [`observe`][powerzoojax.grid.resources.BatteryBundle.observe] reports zeros for P and Q (a quirk of the reference).
+    cost_info: `cost_soc_clip` (Σ normalised clipping), `cost_cycle`, `cost_sum`."""
 
     bus_idx: Int[Array, " n_devices"]
     power_max: Float[Array, " n_devices"]
@@ -234,8 +234,8 @@ def make_battery_bundle(
     enable_q_control: bool = False,
     randomize_initial_soc: bool = False,
 ) -> BatteryBundle:
-    """Bundle of batteries at external ``bus_ids`` of ``case`` (or busless, ``arange(n)``).
-    Scalars broadcast; ``s_rated_mva`` defaults to ``power_mw``."""
+    """Bundle of batteries at external `bus_ids` of `case` (or busless, `arange(n)`).
+    Scalars broadcast; `s_rated_mva` defaults to `power_mw`."""
     c = "make_battery_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

@@ -1,4 +1,4 @@
-"""Diesel generators as a grid bundle. Physics: ``compute_dg_power`` and friends."""
+"""Diesel generators as a grid bundle. Physics: `compute_dg_power` and friends."""
 
 from typing import Any
 
@@ -20,10 +20,10 @@ from powerzoojax.physics.devices import compute_dg_emissions, compute_dg_fuel_co
 
 
 class DieselParams(eqx.Module):
-    """One diesel generator's constants (all static: compile-time under ``jit``):
-    nameplate ``p_dg_max_mw`` [MW], ``fuel_cost_per_mwh`` [$/MWh], ``emission_factor``
-    [kg CO₂/kWh]; the inputs of ``compute_dg_power`` / ``compute_dg_fuel_cost`` /
-    ``compute_dg_emissions``."""
+    """One diesel generator's constants (all static: compile-time under `jit`):
+    nameplate `p_dg_max_mw` [MW], `fuel_cost_per_mwh` [$/MWh], `emission_factor`
+    [kg CO₂/kWh]; the inputs of `compute_dg_power` / `compute_dg_fuel_cost` /
+    `compute_dg_emissions`."""
 
     p_dg_max_mw: float = eqx.field(static=True, default=0.6)
     fuel_cost_per_mwh: float = eqx.field(static=True, default=300.0)
@@ -37,9 +37,9 @@ class DieselBundleState(eqx.Module):
 class DieselBundle(ResourceBundle):
     """N diesel generators.
 
-    Action per device ``[a]`` in [0, 1] (clipped); obs per device ``[P/p_max, 1 − P/p_max]``;
-    Q = 0; cost_info ``cost_sum = cost = 0`` (fuel is an economic quantity, reported as
-    ``fuel_cost`` [$] and ``carbon_kg``).
+    Action per device `[a]` in [0, 1] (clipped); obs per device `[P/p_max, 1 − P/p_max]`;
+    Q = 0; cost_info `cost_sum = cost = 0` (fuel is an economic quantity, reported as
+    `fuel_cost` [$] and `carbon_kg`).
     """
     bus_idx: Int[Array, " n_devices"]
     p_max_mw: Float[Array, " n_devices"]

@@ -1,4 +1,4 @@
-"""Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`"""
+"""Flexible loads: standalone [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv] and the grid-attached [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle]"""
 
 from typing import Any
 
@@ -71,7 +71,7 @@ def make_flexload_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> FlexLoadParams:
-    """Params of :class:`FlexLoadEnv` [MW, steps, $/MWh, $/MW, $/MWh, hours]."""
+    """Params of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv] [MW, steps, $/MWh, $/MW, $/MWh, hours]."""
     c = "make_flexload_params"
     h = positive_int(c, "horizon", horizon)
     if h > FLEX_BUFFER_SLOTS:
@@ -95,16 +95,16 @@ def make_flexload_params(
 class FlexLoadEnv(Environment):
     """Single flexible load.
 
-    . Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
+    . Physics: `flexload_step` (ring buffer; shifted load comes back spread over
     the next H steps). The standalone env keeps the reference's 64 slots; a bundle's ring has
-    ``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
-    :mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
+    `buffer_slots = max(horizon)` slots, which gives the same pops and buffer energies (see
+    `powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
 
-    ``FlexLoadEnv`` — obs ``(8,)``: ``[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
-    buffer_energy/(cap_s·H)]`` (each clipped to [0, 1]) ``+ [sin, cos, clip(lmp/price_ref, −1, 2)]``;
-    action ``Box([0, 1]²)`` = ``[curtail, shift_out]`` fractions; reward 0; costs
-    ``(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)`` [$] named
-    ``("curtailment", "shift_discomfort", "simultaneous_activation")``. ``step(..., lmp=0)``.
+    `FlexLoadEnv` — obs `(8,)`: `[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
+    buffer_energy/(cap_s·H)]` (each clipped to [0, 1]) `+ [sin, cos, clip(lmp/price_ref, −1, 2)]`;
+    action `Box([0, 1]²)` = `[curtail, shift_out]` fractions; reward 0; costs
+    `(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)` [$] named
+    `("curtailment", "shift_discomfort", "simultaneous_activation")`. `step(..., lmp=0)`.
     """
     def default_params(self) -> FlexLoadParams:
         return make_flexload_params()
@@ -175,12 +175,12 @@ class FlexLoadBundleState(eqx.Module):
 
 
 class FlexLoadBundle(ResourceBundle):
-    """N flexible loads. Action per device ``[curtail, shift_out]`` (negatives clipped to 0);
-    obs per device the first five channels of :class:`FlexLoadEnv`; injection
-    ``curtail + shift_out − shift_in`` [MW], Q = 0. cost_info ``cost_curtailment``,
-    ``cost_shift_discomfort`` (per device), ``cost_sum`` (total, no simultaneity term),
-    ``cost``, and the summed ``curtailed_mw, shift_out_mw, shift_in_mw``. The state's
-    ``deferred_buffer`` is ``(n_devices, buffer_slots)`` with ``buffer_slots = max(horizon)``."""
+    """N flexible loads. Action per device `[curtail, shift_out]` (negatives clipped to 0);
+    obs per device the first five channels of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv]; injection
+    `curtail + shift_out − shift_in` [MW], Q = 0. cost_info `cost_curtailment`,
+    `cost_shift_discomfort` (per device), `cost_sum` (total, no simultaneity term),
+    `cost`, and the summed `curtailed_mw, shift_out_mw, shift_in_mw`. The state's
+    `deferred_buffer` is `(n_devices, buffer_slots)` with `buffer_slots = max(horizon)`."""
 
     bus_idx: Int[Array, " n_devices"]
     cap_curtail_mw: Float[Array, " n_devices"]
@@ -235,7 +235,7 @@ def make_flexload_bundle(
     holding_cost: Any = 10.0,
     dt_hours: float = 0.5,
 ) -> FlexLoadBundle:
-    """Bundle of flexible loads; ``cap_shift_mw`` defaults to ``cap_curtail_mw``."""
+    """Bundle of flexible loads; `cap_shift_mw` defaults to `cap_curtail_mw`."""
     c = "make_flexload_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

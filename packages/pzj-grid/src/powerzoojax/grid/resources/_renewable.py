@@ -1,4 +1,4 @@
-"""Renewables: standalone :class:`RenewableEnv` (:class:`SolarEnv`, :class:`WindEnv`) and the"""
+"""Renewables: standalone [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] ([`SolarEnv`][powerzoojax.grid.resources.SolarEnv], [`WindEnv`][powerzoojax.grid.resources.WindEnv]) and the"""
 
 from typing import Any
 
@@ -58,7 +58,7 @@ def make_renewable_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> RenewableParams:
-    """Params of :class:`RenewableEnv`: default flat CF 0.5 over 48 steps, ``s_rated = cap``."""
+    """Params of [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv]: default flat CF 0.5 over 48 steps, `s_rated = cap`."""
     c = "make_renewable_params"
     cap = finite_scalar(c, "capacity_mw", capacity_mw, positive=True)
     cf = np.full(48, 0.5) if cf_profile is None else _cf_vector(c, cf_profile)
@@ -78,11 +78,11 @@ def make_renewable_params(
 class RenewableEnv(Environment):
     """Single curtailable renewable plant.
 
-    grid-attached :class:`RenewableBundle`. Physics: ``renewable_step``.
+    grid-attached [`RenewableBundle`][powerzoojax.grid.resources.RenewableBundle]. Physics: `renewable_step`.
 
-    ``RenewableEnv`` — obs ``[CF, P/cap, (Q/s_rated), sin, cos]`` (CF of the next step);
-    action ``[a_curtail(, a_q)]`` in [-1, 1] with curtailment ``c = (1 − a)/2``; reward 0;
-    costs ``(cap·CF·c, |q·s_rated − Q|/s_rated)`` named ``("curtailment", "q_clip")`` [MW, –].
+    `RenewableEnv` — obs `[CF, P/cap, (Q/s_rated), sin, cos]` (CF of the next step);
+    action `[a_curtail(, a_q)]` in [-1, 1] with curtailment `c = (1 − a)/2`; reward 0;
+    costs `(cap·CF·c, |q·s_rated − Q|/s_rated)` named `("curtailment", "q_clip")` [MW, –].
     """
     def default_params(self) -> RenewableParams:
         return make_renewable_params()
@@ -133,14 +133,14 @@ class RenewableEnv(Environment):
 
 
 class SolarEnv(RenewableEnv):
-    """:class:`RenewableEnv` with the solar bell CF ``clip(sin(π(h − 6)/12), 0, 1)``."""
+    """[`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] with the solar bell CF `clip(sin(π(h − 6)/12), 0, 1)`."""
 
     def default_params(self) -> RenewableParams:
         return make_renewable_params(cf_profile=np.asarray(solar_bell_cf(_hours(48))))
 
 
 class WindEnv(RenewableEnv):
-    """:class:`RenewableEnv` with the synthetic wind CF of the reference"""
+    """[`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] with the synthetic wind CF of the reference"""
 
     def default_params(self) -> RenewableParams:
         return make_renewable_params(cf_profile=np.asarray(wind_synthetic_cf(_hours(48))))
@@ -158,10 +158,10 @@ class RenewableBundleState(eqx.Module):
 
 
 class RenewableBundle(ResourceBundle):
-    """N renewables. Action per device ``[curtail?, q?]`` (hard flags); obs per device
-    ``[cf, p/cap, q/s_rated?, curtail_frac?]`` (``[cf]`` without controls); CF rows
-    ``t mod T`` of ``cf_profiles (T, N)`` by an internal counter. cost_info
-    ``cost_curtailment = Σ(cap·CF − P)·Δt·curtail_cost``, ``cost_q_clip``, ``cost_sum``, ``cost``."""
+    """N renewables. Action per device `[curtail?, q?]` (hard flags); obs per device
+    `[cf, p/cap, q/s_rated?, curtail_frac?]` (`[cf]` without controls); CF rows
+    `t mod T` of `cf_profiles (T, N)` by an internal counter. cost_info
+    `cost_curtailment = Σ(cap·CF − P)·Δt·curtail_cost`, `cost_q_clip`, `cost_sum`, `cost`."""
 
     bus_idx: Int[Array, " n_devices"]
     capacity_mw: Float[Array, " n_devices"]
@@ -219,9 +219,9 @@ def make_renewable_bundle(
     dt_hours: float = 0.5,
     max_steps: int = 48,
 ) -> RenewableBundle:
-    """Bundle of renewables. ``cf_profiles``: ``(T,)`` (shared) or ``(T, N)``, in [0, 1];
-    default the solar bell over ``max_steps`` steps of one day. ``s_rated`` defaults to
-    ``1.1·capacity``."""
+    """Bundle of renewables. `cf_profiles`: `(T,)` (shared) or `(T, N)`, in [0, 1];
+    default the solar bell over `max_steps` steps of one day. `s_rated` defaults to
+    `1.1·capacity`."""
     c = "make_renewable_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

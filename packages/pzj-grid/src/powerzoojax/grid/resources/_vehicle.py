@@ -52,9 +52,9 @@ def make_vehicle_params(
     initial_time_of_day: float = 0.0,
     bus_id: int = -1,
 ) -> VehicleParams:
-    """Params of :class:`VehicleEnv`: ``trips`` = up to 8 ``(departure_h, arrival_h, MWh)``.
+    """Params of [`VehicleEnv`][powerzoojax.grid.resources.VehicleEnv]: `trips` = up to 8 `(departure_h, arrival_h, MWh)`.
     Defaults: 60 kWh, 7 kW both ways, one 08:00→18:00 trip of 15 kWh, Δt 15 min and
-    ``steps_per_day = max_steps = 24/Δt`` (96)."""
+    `steps_per_day = max_steps = 24/Δt` (96)."""
     c = "make_vehicle_params"
     dt = finite_scalar(c, "delta_t_hours", delta_t_hours, positive=True)
     per_day = int(round(24.0 / dt))
@@ -104,12 +104,12 @@ def _hours_until(tod: Float[Array, ""], events: Float[Array, " max_trips"]) -> F
 class VehicleEnv(Environment):
     """One EV with a home charger.
 
-    ``vehicle_commute`` then ``vehicle_charge``.
+    `vehicle_commute` then `vehicle_charge`.
 
-    Obs ``(9,)``: ``[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
-    min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]``;
-    action ``(1,)`` in [-1, 1] (≥ 0 discharge share of ``P_dis_max``, < 0 charge share of
-    ``P_chg_max``); reward 0; costs ``(departure shortfall,)`` named ``departure_soc`` [SOC].
+    Obs `(9,)`: `[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
+    min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]`;
+    action `(1,)` in [-1, 1] (≥ 0 discharge share of `P_dis_max`, < 0 charge share of
+    `P_chg_max`); reward 0; costs `(departure shortfall,)` named `departure_soc` [SOC].
     """
     def default_params(self) -> VehicleParams:
         return make_vehicle_params()

@@ -2,22 +2,22 @@
 
 Frozen case: DG 1.2 MW, PV 0.8 MW, grid import cap 1.5 MW (price ref 150 $/MWh,
 0.18 kgCO2/kWh), battery SOC [0.15, 0.90] from 0.55 with terminal target 0.55 and penalty
-2e4, reward weights ``w_cost 0.2``, ``w_carbon 0.1``; one episode = one day of 288 five-minute
+2e4, reward weights `w_cost 0.2`, `w_carbon 0.1`; one episode = one day of 288 five-minute
 steps. Data: Google 2019 workload (days 0–20 train, 21–27 iid), solar and price of the same
-day of the year (see :func:`powerzoojax.data.load_dc_profiles`), the deterministic temperature.
-Splits: ``train``, ``iid`` and the OOD splits (iid windows under
-:func:`powerzoojax.grid.apply_ood_transform`): ``cooling_stress``, ``renewable_drought``
-(main) and ``workload_swap``, ``workload_shock``, ``dg_derating``, ``sla_tighten`` (appendix).
-Baselines ``no_control`` (reference), ``max_renewable``, ``rule_based``. Primary metric
-``episode_reward`` ↑; gate ``sla_deficit_rate = 0``.
+day of the year (see [`powerzoojax.data.load_dc_profiles`][powerzoojax.data.load_dc_profiles]), the deterministic temperature.
+Splits: `train`, `iid` and the OOD splits (iid windows under
+[`powerzoojax.grid.apply_ood_transform`][powerzoojax.grid.apply_ood_transform]): `cooling_stress`, `renewable_drought`
+(main) and `workload_swap`, `workload_shock`, `dg_derating`, `sla_tighten` (appendix).
+Baselines `no_control` (reference), `max_renewable`, `rule_based`. Primary metric
+`episode_reward` ↑; gate `sla_deficit_rate = 0`.
 
 Training vs evaluation env. The DCMG row of gives the reward
-``r_energy + 0.2·r_cost + 0.1·r_carbon`` and, separately, "training shaping sla 50, overtemp 30,
+`r_energy + 0.2·r_cost + 0.1·r_carbon` and, separately, "training shaping sla 50, overtemp 30,
 deficit 200, spill 100, tracking 40; DG auto-balances"; the reference's physics notes call the same thing "a
-benchmark-only wrapper". So :meth:`DCMicrogridTask.make_train_env` returns
-:class:`~powerzoojax.grid.DCMicrogridShapingWrapper` (auto-balance on, those weights; see its
-module docstring for the spill and tracking terms), for trainers, while :meth:`make_env` returns
-the plain env, on which baselines and evaluation rollouts run and ``episode_reward`` (the
+benchmark-only wrapper". So [`DCMicrogridTask.make_train_env`][powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask.make_train_env] returns
+[`DCMicrogridShapingWrapper`][powerzoojax.grid.DCMicrogridShapingWrapper] (auto-balance on, those weights; see its
+module docstring for the spill and tracking terms), for trainers, while [`make_env`][powerzoojax.core.TaskSpec.make_env] returns
+the plain env, on which baselines and evaluation rollouts run and `episode_reward` (the
 unshaped reward the primary metric names) is measured.
 """
 
@@ -65,7 +65,7 @@ SOLAR_START, SOLAR_END, EVENING_START, NIGHT_START = 72, 144, 240, 240
 
 
 def max_renewable_policy(obs, state: DCMicrogridState, key) -> jnp.ndarray:
-    """``[0.5, 0.5, 0.5, b, 0]``: charge (b = −1) over steps 72–143, discharge (+1) from 240 and
+    """`[0.5, 0.5, 0.5, b, 0]`: charge (b = −1) over steps 72–143, discharge (+1) from 240 and
     before 72, idle otherwise."""
     t = state.time_step % DC_STEPS_PER_DAY
     b = jnp.where((t >= SOLAR_START) & (t < SOLAR_END), -1.0, jnp.where((t >= EVENING_START) | (t < SOLAR_START), 1.0, 0.0))
@@ -101,7 +101,7 @@ def no_control_policy(obs, state, key) -> jnp.ndarray:
 
 
 class DCMicrogridTask:
-    """The frozen DCMG task; implements :class:`powerzoojax.core.TaskSpec`."""
+    """The frozen DCMG task; implements [`powerzoojax.core.TaskSpec`][powerzoojax.core.TaskSpec]."""
 
     task_name = "dc_microgrid"
     default_splits = MAIN_SPLITS
@@ -120,7 +120,7 @@ class DCMicrogridTask:
         return TRAIN_DAYS if split == "train" else IID_DAYS
 
     def make_params(self, split: str = "train", day: int | None = None, *, max_steps: int = DC_STEPS_PER_DAY) -> DCMicrogridParams:
-        """Params of one episode: workload day ``day`` (default: the split's first day)."""
+        """Params of one episode: workload day `day` (default: the split's first day)."""
         days = self._days(split)
         day = days[0] if day is None else int(day)
         start = day * DC_STEPS_PER_DAY
@@ -132,7 +132,7 @@ class DCMicrogridTask:
         return apply_ood_transform(params, split, episode_start_step=start, require_real_data=self.require_real_data)
 
     def make_env(self, split: str = "train") -> DataCenterMicrogridEnv:
-        """The plain env: evaluation, baselines and ``episode_reward``."""
+        """The plain env: evaluation, baselines and `episode_reward`."""
         self._days(split)
         return DataCenterMicrogridEnv()
 
@@ -151,8 +151,8 @@ class DCMicrogridTask:
         strategy: str = "uniform",
         seed: int = 0,
     ) -> DCMicrogridParams:
-        """``uniform``: the split's days spread evenly over ``n_episodes`` (evaluation);
-        ``seeded``: one day drawn from ``default_rng(seed·997 + salt)`` (training)."""
+        """`uniform`: the split's days spread evenly over `n_episodes` (evaluation);
+        `seeded`: one day drawn from `default_rng(seed·997 + salt)` (training)."""
         days = self._days(split)
         if strategy == "uniform":
             if n_episodes < 1 or not 0 <= episode_idx < n_episodes:
@@ -201,7 +201,7 @@ class DCMicrogridTask:
 
 
 def norm_score(score: float, floor: float, ceiling: float) -> float:
-    """``(score − floor)/(ceiling − floor)``; NaN when the baselines tie."""
+    """`(score − floor)/(ceiling − floor)`; NaN when the baselines tie."""
     span = ceiling - floor
     return float("nan") if abs(span) < 1e-12 else (score - floor) / span
 
@@ -242,8 +242,8 @@ def dcmg_metrics(trace: EpisodeTrace, *, dt_hours: float = 5.0 / 60.0, battery_e
 
 
 def _info_columns(info_history: Any) -> dict[str, np.ndarray]:
-    """Per-step records → ``{key: (T,) float64}``: a list of per-step info dicts, a dict of
-    stacked arrays, or an ``EpisodeTrace`` (its info and reward)."""
+    """Per-step records → `{key: (T,) float64}`: a list of per-step info dicts, a dict of
+    stacked arrays, or an `EpisodeTrace` (its info and reward)."""
     if isinstance(info_history, EpisodeTrace):
         info_history = {**dict(info_history.info), "reward": info_history.reward}
     if isinstance(info_history, dict):
@@ -253,9 +253,9 @@ def _info_columns(info_history: Any) -> dict[str, np.ndarray]:
 
 
 def rollout_dcmicrogrid(env: DataCenterMicrogridEnv, params: DCMicrogridParams, key, policy_fn) -> list[dict[str, float]]:
-    """One episode (``max_steps`` steps, one ``lax.scan``) with ``policy_fn(obs, state, key)``
-    as the list of per-step info dicts (Python floats, scalar entries only, plus ``reward``)
-    that :func:`compute_dcmicrogrid_metrics` takes."""
+    """One episode (`max_steps` steps, one `lax.scan`) with `policy_fn(obs, state, key)`
+    as the list of per-step info dicts (Python floats, scalar entries only, plus `reward`)
+    that [`compute_dcmicrogrid_metrics`][powerzoojax.grid.tasks.dc_microgrid.compute_dcmicrogrid_metrics] takes."""
     trace = episode_rollout(env, params, key, policy_fn)
     columns = {k: np.asarray(v) for k, v in trace.info.items() if np.ndim(v) == 1}
     columns["reward"] = np.asarray(trace.reward)
@@ -266,13 +266,13 @@ def rollout_dcmicrogrid(env: DataCenterMicrogridEnv, params: DCMicrogridParams, 
 def compute_dcmicrogrid_metrics(
     info_history: Any, *, dt_hours: float = 5.0 / 60.0, battery_e_mwh: float = 2.0, soc_range: tuple[float, float] = (0.15, 0.90)
 ) -> dict[str, float]:
-    """Episode metrics of a microgrid rollout (the list of :func:`rollout_dcmicrogrid`, a dict
-    of per-step arrays or an ``EpisodeTrace``): energy [MWh of data-centre demand], fuel,
+    """Episode metrics of a microgrid rollout (the list of [`rollout_dcmicrogrid`][powerzoojax.grid.tasks.dc_microgrid.rollout_dcmicrogrid], a dict
+    of per-step arrays or an `EpisodeTrace`): energy [MWh of data-centre demand], fuel,
     grid and terminal costs [$], carbon [kg] (diesel, grid, total), grid import [MWh], mean
-    price, rates of SLA / over-temperature / deficit / spill steps, ``feasibility_rate``
-    (steps with ``cost_sum == 0``), PV utilisation (mean ``P_pv / max P_pv``), battery
-    throughput [MWh] and full cycles over the usable window ``battery_e_mwh·(soc_max −
-    soc_min)``, SOC statistics, ``episode_reward``. Empty input gives ``{}``."""
+    price, rates of SLA / over-temperature / deficit / spill steps, `feasibility_rate`
+    (steps with `cost_sum == 0`), PV utilisation (mean `P_pv / max P_pv`), battery
+    throughput [MWh] and full cycles over the usable window `battery_e_mwh·(soc_max −
+    soc_min)`, SOC statistics, `episode_reward`. Empty input gives `{}`."""
     if len(info_history) == 0:
         return {}
     c = _info_columns(info_history)

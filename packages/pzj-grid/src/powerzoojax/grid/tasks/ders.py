@@ -1,22 +1,22 @@
 """DERs task: twelve devices on case141 cooperating on
-voltage and losses; the multi-agent adapter (pzj-rl ``DistGridMARLEnv``) gives one agent
+voltage and losses; the multi-agent adapter (pzj-rl `DistGridMARLEnv`) gives one agent
 per device.
 
-Env: :class:`~powerzoojax.grid.DistGridEnv` (``include_der=False``) with bundles, in order:
+Env: [`DistGridEnv`][powerzoojax.grid.DistGridEnv] (`include_der=False`) with bundles, in order:
 4 batteries at buses 9, 55, 17, 122 (0.10 MW, 0.30 MWh, S 0.15, [P, Q] → act 2 / obs 3),
 4 PV at 6, 73, 72, 82 (0.20 MW, S 0.22, [curtail, Q] → act 2 / obs 4), 4 flex loads at 41,
 70, 135, 24 (0.10 MW, horizon 4 → act 2 / obs 5). Bundle obs 48, action 24. Band
 [0.94, 1.06], loss weight 0.1, 48 steps.
 
 Data substitution (Ausgrid is not shipped): load shape = mean of the SimBench 2016 MV
-feeder profiles (``simbench_feeders_2016``) normalised by its peak; PV = SimBench ``PV1``
-(``simbench_pv_2016``) normalised by its peak; both windowed with wrap-around and
-multiplied into the case's base load / PV capacity. Splits: ``train``, ``iid``,
-``voltage_tightening`` ([0.96, 1.04]), ``pv_penetration_shift`` (PV × 2), ``load_stress``
+feeder profiles (`simbench_feeders_2016`) normalised by its peak; PV = SimBench `PV1`
+(`simbench_pv_2016`) normalised by its peak; both windowed with wrap-around and
+multiplied into the case's base load / PV capacity. Splits: `train`, `iid`,
+`voltage_tightening` ([0.96, 1.04]), `pv_penetration_shift` (PV × 2), `load_stress`
 (load × 1.15), the three OOD splits on the iid window.
 
-Local observations (Dec-POMDP, K = 4): :func:`make_local_obs_layout` precomputes index
-arrays on the host; :func:`local_observations` is a pure gather usable inside ``jit``.
+Local observations (Dec-POMDP, K = 4): [`make_local_obs_layout`][powerzoojax.grid.tasks.ders.make_local_obs_layout] precomputes index
+arrays on the host; [`local_observations`][powerzoojax.grid.tasks.ders.local_observations] is a pure gather usable inside `jit`.
 """
 
 import functools
@@ -59,7 +59,7 @@ _SPLITS = {
 
 @functools.lru_cache(maxsize=4)
 def ders_shapes(window: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(load_shape (T,), pv_shape (T,))`` of a data window, each divided by its peak."""
+    """`(load_shape (T,), pv_shape (T,))` of a data window, each divided by its peak."""
     from powerzoojax.data import DataLoader
 
     loader = DataLoader()
@@ -73,7 +73,7 @@ def ders_shapes(window: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LocalObsLayout(eqx.Module):
-    """Host-built gather indices for :func:`local_observations` (a pytree: pass it into ``jit``)."""
+    """Host-built gather indices for [`local_observations`][powerzoojax.grid.tasks.ders.local_observations] (a pytree: pass it into `jit`)."""
 
     own_bus: Int[Array, " n_agents"]
     neighbours: Int[Array, "n_agents k"]
@@ -84,8 +84,8 @@ class LocalObsLayout(eqx.Module):
 
 
 def bfs_neighbours(n_nodes: int, from_idx: np.ndarray, to_idx: np.ndarray, bus: int, k: int) -> list[int]:
-    """First ``k`` buses reached by a breadth-first search from ``bus`` over the undirected
-    feeder (neighbours visited in ascending index order; ``bus`` excluded; padded with it)."""
+    """First `k` buses reached by a breadth-first search from `bus` over the undirected
+    feeder (neighbours visited in ascending index order; `bus` excluded; padded with it)."""
     adj: list[list[int]] = [[] for _ in range(n_nodes)]
     for f, t in zip(from_idx, to_idx):
         adj[int(f)].append(int(t))
@@ -126,9 +126,9 @@ def make_local_obs_layout(params: DistGridParams, k: int = DERS_LOCAL_K) -> Loca
 
 
 def local_observations(obs: Float[Array, " obs_dim"], layout: LocalObsLayout) -> Float[Array, "n_agents local_dim"]:
-    """Per-agent local observations from the global env observation ``obs``:
-    ``[own (v−1)/0.1 | K neighbour (v−1)/0.1 | min, max, mean of all (v−1)/0.1 | sin, cos |
-    own device obs zero-padded]`` → ``(n_agents, 1 + K + 3 + 2 + max_dev_obs)`` (DERs: (12, 15))."""
+    """Per-agent local observations from the global env observation `obs`:
+    `[own (v−1)/0.1 | K neighbour (v−1)/0.1 | min, max, mean of all (v−1)/0.1 | sin, cos |
+    own device obs zero-padded]` → `(n_agents, 1 + K + 3 + 2 + max_dev_obs)` (DERs: (12, 15))."""
     v = obs[: layout.n_nodes]
     n_agents = layout.own_bus.shape[0]
     summary = jnp.broadcast_to(jnp.stack([jnp.min(v), jnp.max(v), jnp.mean(v)]), (n_agents, 3))
@@ -138,8 +138,8 @@ def local_observations(obs: Float[Array, " obs_dim"], layout: LocalObsLayout) ->
 
 
 def ders_local_observations(obs: Float[Array, " obs_dim"], params: DistGridParams) -> Float[Array, "n_agents 15"]:
-    """Convenience: :func:`local_observations` with a layout built from ``params`` (host
-    params only; inside ``jit`` build the layout once outside and call ``local_observations``)."""
+    """Convenience: [`local_observations`][powerzoojax.grid.tasks.ders.local_observations] with a layout built from `params` (host
+    params only; inside `jit` build the layout once outside and call `local_observations`)."""
     return local_observations(obs, make_local_obs_layout(params))
 
 
@@ -281,7 +281,7 @@ def _ders_case(case: CaseData | None) -> CaseData:
 def make_ders_battery_bundle(
     case: CaseData, *, max_steps: int = 48, dt_hours: float = 0.5, bus_ids=DERS_BATTERY_BUSES
 ) -> BatteryBundle:
-    """The DERs batteries (``DERS_BATTERY_CONFIG`` at ``bus_ids``; action ``[P, Q]``)."""
+    """The DERs batteries (`DERS_BATTERY_CONFIG` at `bus_ids`; action `[P, Q]`)."""
     del max_steps  # a battery has no profile
     c = DERS_BATTERY_CONFIG
     return make_battery_bundle(
@@ -295,9 +295,9 @@ def make_ders_pv_bundle(
     case: CaseData, *, max_steps: int = 48, profiles: Any = None, dt_hours: float = 0.5, bus_ids=DERS_PV_BUSES,
     capacity_scale: float = 1.0,
 ) -> RenewableBundle:
-    """The DERs PV (``DERS_PV_CONFIG`` at ``bus_ids``; action ``[curtail, Q]``); capacity
-    factors ``profiles`` ``(T,)`` or ``(T, n)``, default the bell ``clip(sin(π(h−6)/12), 0,
-    1)`` over ``max_steps``. ``capacity_scale`` multiplies the rated power only."""
+    """The DERs PV (`DERS_PV_CONFIG` at `bus_ids`; action `[curtail, Q]`); capacity
+    factors `profiles` `(T,)` or `(T, n)`, default the bell `clip(sin(π(h−6)/12), 0,
+    1)` over `max_steps`. `capacity_scale` multiplies the rated power only."""
     c = DERS_PV_CONFIG
     n = len(bus_ids)
     if profiles is not None:
@@ -311,7 +311,7 @@ def make_ders_pv_bundle(
 
 
 def make_ders_flexload_bundle(case: CaseData, *, dt_hours: float = 0.5, bus_ids=DERS_FLEXLOAD_BUSES) -> FlexLoadBundle:
-    """The DERs flexible loads (``DERS_FLEXLOAD_CONFIG`` at ``bus_ids``; action ``[curtail, shift]``)."""
+    """The DERs flexible loads (`DERS_FLEXLOAD_CONFIG` at `bus_ids`; action `[curtail, shift]`)."""
     c = DERS_FLEXLOAD_CONFIG
     return make_flexload_bundle(
         case, list(bus_ids), cap_curtail_mw=c["curtail_cap_mw"], cap_shift_mw=c["shift_cap_mw"],
@@ -331,10 +331,10 @@ def make_ders_params(
     load_profiles_p: Any = None,
     load_profiles_q: Any = None,
 ) -> DistGridParams:
-    """DERs env params: ``case`` (default case141), 4 batteries, 4 PV and 4 flexible loads
-    (in that bundle order), no per-bus DER actions, band ``[v_min, v_max]``. Loads: the
-    case's static loads, or ``load_profiles_p/q`` ``(T, N)`` [p.u.] (either replaces its
-    half); PV: ``pv_profiles`` or the bell."""
+    """DERs env params: `case` (default case141), 4 batteries, 4 PV and 4 flexible loads
+    (in that bundle order), no per-bus DER actions, band `[v_min, v_max]`. Loads: the
+    case's static loads, or `load_profiles_p/q` `(T, N)` [p.u.] (either replaces its
+    half); PV: `pv_profiles` or the bell."""
     case = _ders_case(case)
     bundles = (
         make_ders_battery_bundle(case, max_steps=max_steps, dt_hours=dt_hours),
@@ -364,8 +364,8 @@ def make_ders_params_with_profiles(
     load_profiles_p: Any = None,
     load_profiles_q: Any = None,
 ) -> DistGridParams:
-    """:func:`make_ders_params` fed with external time series (PV capacity factors,
-    ``(T, N)`` p.u. bus loads): the hook for user data."""
+    """[`make_ders_params`][powerzoojax.grid.tasks.ders.make_ders_params] fed with external time series (PV capacity factors,
+    `(T, N)` p.u. bus loads): the hook for user data."""
     return make_ders_params(
         case, max_steps=max_steps, dt_hours=dt_hours, v_min=v_min, v_max=v_max,
         loss_penalty_weight=loss_penalty_weight, pv_profiles=pv_profiles, load_profiles_p=load_profiles_p,
@@ -382,8 +382,8 @@ def _role_window(role: str) -> str:
 def load_ders_load_shape(data_loader: Any = None, *, role: str = "train", resample: str = "30min") -> np.ndarray:
     """The DERs demand shape of a split role, divided by its peak: the mean Ausgrid load of
     the role's substations (restricted to its days) when the Ausgrid file is in the
-    loader's folder (``DataLoader(data_dir=...)`` or a path), else the shipped SimBench
-    feeder substitute that :class:`DERsTask` uses."""
+    loader's folder (`DataLoader(data_dir=...)` or a path), else the shipped SimBench
+    feeder substitute that [`DERsTask`][powerzoojax.grid.tasks.ders.DERsTask] uses."""
     from powerzoojax.data.ausgrid_utils import find_ausgrid_file, get_ausgrid_split, load_substation_profiles
 
     window = _role_window(role)
@@ -429,9 +429,9 @@ def make_ders_params_from_split(
     load_scale: float = 1.0,
     pv_scale: float = 1.0,
 ) -> DistGridParams:
-    """DERs params on one data window: rows ``episode_start`` .. ``+ max_steps`` (wrapping)
-    of the role's load shape × the case's static loads × ``load_scale``, and of its PV
-    capacity factor, PV power × ``pv_scale`` (applied to the rated power, so capacity
+    """DERs params on one data window: rows `episode_start` .. `+ max_steps` (wrapping)
+    of the role's load shape × the case's static loads × `load_scale`, and of its PV
+    capacity factor, PV power × `pv_scale` (applied to the rated power, so capacity
     factors stay in [0, 1])."""
     load_shape = load_ders_load_shape(data_loader, role=role, resample=resample)
     pv = load_ders_pv_profile(data_loader, role=role, resample=resample)
@@ -472,8 +472,8 @@ def make_ders_marl_env(
     pv_profiles: Any = None,
     observation_mode: str = "local",
 ) -> tuple[Any, DistGridParams]:
-    """``(env, params)``: :func:`make_ders_params` as a ``DistGridMARLEnv`` (pzj-rl) with 12
-    device agents, shared reward shaped by ``voltage_penalty · cost_continuous``, local
+    """`(env, params)`: [`make_ders_params`][powerzoojax.grid.tasks.ders.make_ders_params] as a `DistGridMARLEnv` (pzj-rl) with 12
+    device agents, shared reward shaped by `voltage_penalty · cost_continuous`, local
     (Dec-POMDP, 15 entries) or global observations."""
     params = make_ders_params(case, max_steps=max_steps, v_min=v_min, v_max=v_max, pv_profiles=pv_profiles)
     env = _marl_env_class("DistGridMARLEnv")(
@@ -492,7 +492,7 @@ def make_ders_large_params(
     pv_profiles: Any = None,
 ) -> DistGridParams:
     """The 20-device scalability variant on case141: 7 batteries, 7 PV, 6 flexible loads
-    (``DERS_LARGE_*_BUSES``, the DERs device ratings) in the band [0.96, 1.04]."""
+    (`DERS_LARGE_*_BUSES`, the DERs device ratings) in the band [0.96, 1.04]."""
     case = _ders_case(case)
     bundles = (
         make_ders_battery_bundle(case, dt_hours=dt_hours, bus_ids=DERS_LARGE_BATTERY_BUSES),
@@ -508,8 +508,8 @@ def make_ders_large_params(
 def make_ders_large_marl_env(
     case: CaseData | None = None, *, max_steps: int = 48, voltage_penalty: float = 12.0
 ) -> tuple[Any, DistGridParams]:
-    """``(env, params)``: :func:`make_ders_large_params` as a local-observation
-    ``DistGridMARLEnv`` with 20 agents."""
+    """`(env, params)`: [`make_ders_large_params`][powerzoojax.grid.tasks.ders.make_ders_large_params] as a local-observation
+    `DistGridMARLEnv` with 20 agents."""
     params = make_ders_large_params(case, max_steps=max_steps)
     env = _marl_env_class("DistGridMARLEnv")(DistGridEnv(), params, voltage_penalty=voltage_penalty, observation_mode="local")
     return env, params
@@ -523,9 +523,9 @@ def make_ders_ood_params(
     v_min: float | None = None,
     v_max: float | None = None,
 ) -> DistGridParams:
-    """``base_params`` under an OOD stress: ``voltage_tightening`` (band ``[v_min, v_max]``,
-    default [0.96, 1.04]), ``pv_penetration_shift`` (PV rated power × ``pv_scale``, 2 when
-    left at 1), ``load_stress`` (P and Q loads × ``pv_scale``, 1.15 when left at 1; the
+    """`base_params` under an OOD stress: `voltage_tightening` (band `[v_min, v_max]`,
+    default [0.96, 1.04]), `pv_penetration_shift` (PV rated power × `pv_scale`, 2 when
+    left at 1), `load_stress` (P and Q loads × `pv_scale`, 1.15 when left at 1; the
     factor shares the PV argument, as in the reference signature)."""
     if scenario == "voltage_tightening":
         lo = DERS_LARGE_V_MIN if v_min is None else float(v_min)
@@ -552,12 +552,12 @@ def make_ders_3phase_eval(
     voltage_penalty: float = 8.0,
     compat_obs_dim: int | None = None,
 ) -> tuple[Any, Any]:
-    """``(env, params)``: a three-phase evaluation feeder (default case123) with DERs
-    batteries at ``battery_buses`` (default ``DERS_3PHASE_BATTERY_BUSES``) as a
-    ``DistGrid3PhaseMARLEnv`` (pzj-rl) whose local observations are padded to
-    ``compat_obs_dim`` (default 15, the DERs width) so a policy trained on case141 runs on
-    it. Line impedances are balanced, ``(r + jx)·I₃`` from the case's scalar ``r, x``
-    (mutual coupling is not in ``CaseData``); each bus load is split equally over the
+    """`(env, params)`: a three-phase evaluation feeder (default case123) with DERs
+    batteries at `battery_buses` (default `DERS_3PHASE_BATTERY_BUSES`) as a
+    `DistGrid3PhaseMARLEnv` (pzj-rl) whose local observations are padded to
+    `compat_obs_dim` (default 15, the DERs width) so a policy trained on case141 runs on
+    it. Line impedances are balanced, `(r + jx)·I₃` from the case's scalar `r, x`
+    (mutual coupling is not in `CaseData`); each bus load is split equally over the
     phases (its per-phase values when the case carries them). The in-service lines must
     form a tree."""
     from powerzoojax.grid import DistGrid3PhaseEnv, make_dist_3phase_params
@@ -595,8 +595,8 @@ def make_ders_3phase_eval(
 
 
 def ders_noop_action(params: DistGridParams) -> Float[Array, " action_dim"]:
-    """The do-nothing action of every bundle: battery ``[P, Q] = 0``, PV ``[curtail, Q] =
-    [+1, 0]`` (+1 = no curtailment), flexible load ``[0, 0]``; other bundles 0."""
+    """The do-nothing action of every bundle: battery `[P, Q] = 0`, PV `[curtail, Q] =
+    [+1, 0]` (+1 = no curtailment), flexible load `[0, 0]`; other bundles 0."""
     parts = []
     for bundle in params.resources:
         a = np.zeros((bundle.n_devices, bundle.per_device_action_dim), np.float32)
@@ -607,10 +607,10 @@ def ders_noop_action(params: DistGridParams) -> Float[Array, " action_dim"]:
 
 
 def rollout_ders(env: DistGridEnv, params: DistGridParams, key, policy_fn) -> dict[str, Array]:
-    """One episode (one ``lax.scan``) with ``policy_fn(obs, key) -> action`` as
-    ``{"reward", "cost_continuous", "p_loss_MW", "v_min_episode", "v_max_episode"}``, each
-    ``(max_steps,)`` (the last two: the step's lowest / highest bus voltage), plus the
-    band ``metric_v_min``, ``metric_v_max`` the metrics should use."""
+    """One episode (one `lax.scan`) with `policy_fn(obs, key) -> action` as
+    `{"reward", "cost_continuous", "p_loss_MW", "v_min_episode", "v_max_episode"}`, each
+    `(max_steps,)` (the last two: the step's lowest / highest bus voltage), plus the
+    band `metric_v_min`, `metric_v_max` the metrics should use."""
     trace = episode_rollout(env, params, key, lambda obs, state, k: policy_fn(obs, k))
     return {
         "reward": trace.reward,
@@ -624,13 +624,13 @@ def rollout_ders(env: DistGridEnv, params: DistGridParams, key, policy_fn) -> di
 
 
 def ders_no_control_rollout(env: DistGridEnv, params: DistGridParams, key) -> dict[str, Array]:
-    """Baseline: :func:`ders_noop_action` every step."""
+    """Baseline: [`ders_noop_action`][powerzoojax.grid.tasks.ders.ders_noop_action] every step."""
     noop = ders_noop_action(params)
     return rollout_ders(env, params, key, lambda obs, k: noop)
 
 
 def ders_volt_droop_rollout(env: DistGridEnv, params: DistGridParams, key) -> dict[str, Array]:
-    """Baseline: local Q–V droop (battery ``P = 0``, ``Q = clip(10(1 − v), ±1)``; PV
+    """Baseline: local Q–V droop (battery `P = 0`, `Q = clip(10(1 − v), ±1)`; PV
     curtails to 75 % (action −0.5) above 1.03 p.u., same Q droop; flexible loads curtail
     half below 0.97 p.u.), voltages read from the observation's first N entries."""
     batt, pv, flex = params.resources
@@ -651,9 +651,9 @@ def ders_volt_droop_rollout(env: DistGridEnv, params: DistGridParams, key) -> di
 def agent_dropout_rollout(
     env: DistGridEnv, params: DistGridParams, key, policy_fn=None, n_dropout: int = 2, seed: int = 0
 ) -> dict[str, Any]:
-    """:func:`rollout_ders` with ``n_dropout`` devices (drawn with ``seed``) offline: their
-    action is replaced by the device's no-op (:func:`ders_noop_action`) at every step.
-    Default ``policy_fn``: the no-op for everyone. Adds ``dropped_agent_indices`` (device
+    """[`rollout_ders`][powerzoojax.grid.tasks.ders.rollout_ders] with `n_dropout` devices (drawn with `seed`) offline: their
+    action is replaced by the device's no-op ([`ders_noop_action`][powerzoojax.grid.tasks.ders.ders_noop_action]) at every step.
+    Default `policy_fn`: the no-op for everyone. Adds `dropped_agent_indices` (device
     order = agent order of the MARL adapter)."""
     sizes = [b.per_device_action_dim for b in params.resources for _ in range(b.n_devices)]
     n_agents = len(sizes)
@@ -672,7 +672,7 @@ def agent_dropout_rollout(
 
 
 def compute_ders_safety_metrics(rollout: dict, *, v_min: float = DERS_V_MIN, v_max: float = DERS_V_MAX) -> dict:
-    """Voltage safety of a :func:`rollout_ders` record against ``[v_min, v_max]``: safe /
+    """Voltage safety of a [`rollout_ders`][powerzoojax.grid.tasks.ders.rollout_ders] record against `[v_min, v_max]`: safe /
     violating step rates, under / over-voltage step counts, worst deviations beyond the
     band [p.u.], mean lowest / highest voltage."""
     lo, hi = np.asarray(rollout["v_min_episode"], np.float64), np.asarray(rollout["v_max_episode"], np.float64)
@@ -691,10 +691,10 @@ def compute_ders_safety_metrics(rollout: dict, *, v_min: float = DERS_V_MIN, v_m
 
 
 def compute_ders_metrics(rollout: dict, baseline: dict, *, v_min: float = DERS_V_MIN, v_max: float = DERS_V_MAX) -> dict:
-    """Metrics of a :func:`rollout_ders` record against a no-control ``baseline`` record:
-    ``total_reward``, ``total_cost`` (Σ ``cost_continuous``), ``mean_p_loss_mw``,
-    ``voltage_violation_steps`` (steps with a bus outside ``[v_min, v_max]``; pass the
-    OOD band when it differs), ``loss_reduction_pct``, ``cost_reduction_pct``."""
+    """Metrics of a [`rollout_ders`][powerzoojax.grid.tasks.ders.rollout_ders] record against a no-control `baseline` record:
+    `total_reward`, `total_cost` (Σ `cost_continuous`), `mean_p_loss_mw`,
+    `voltage_violation_steps` (steps with a bus outside `[v_min, v_max]`; pass the
+    OOD band when it differs), `loss_reduction_pct`, `cost_reduction_pct`."""
     lo, hi = np.asarray(rollout["v_min_episode"]), np.asarray(rollout["v_max_episode"])
     base_loss = float(np.mean(baseline["p_loss_MW"]))
     loss = float(np.mean(rollout["p_loss_MW"]))

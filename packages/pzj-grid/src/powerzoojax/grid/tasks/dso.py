@@ -1,21 +1,21 @@
 """DSO task: voltage support on case33bw with six
 flexible loads.
 
-Env: :class:`~powerzoojax.grid.DistGridEnv` with ``include_der=False`` and one 6-device
-:class:`~powerzoojax.grid.FlexLoadBundle` at buses 6, 14, 18, 22, 28, 33 → action
-``Box(12)`` = 6 × ``[curtail, shift_out]``, obs 3·33 + 2·32 + 2 + 30 = 195. Band
+Env: [`DistGridEnv`][powerzoojax.grid.DistGridEnv] with `include_der=False` and one 6-device
+[`FlexLoadBundle`][powerzoojax.grid.FlexLoadBundle] at buses 6, 14, 18, 22, 28, 33 → action
+`Box(12)` = 6 × `[curtail, shift_out]`, obs 3·33 + 2·32 + 2 + 30 = 195. Band
 [0.94, 1.06], loss weight 0.1, 48 half-hour steps. Canonical config = the reference's
-frozen YAML: caps 0.165/0.110/0.110/0.088/0.132/0.110 MW, ``v_slack`` 1.045,
-``load_scale`` 0.83, end-of-feeder bus multipliers with feeder totals preserved.
+frozen YAML: caps 0.165/0.110/0.110/0.088/0.132/0.110 MW, `v_slack` 1.045,
+`load_scale` 0.83, end-of-feeder bus multipliers with feeder totals preserved.
 
 Data substitution: the reference uses mean Ausgrid substation load per feeder; Ausgrid is
 not shipped (and not reachable offline). We use the shipped SimBench 2016 aggregated
-feeder profiles (``powerzoojax.data``, dataset ``simbench_feeders_2016``): feeder A
-(buses 2–18) ← ``mv_semiurb``, B (19–22) ← ``mv_comm``, C (23–33) ← ``mv_urban``, each
-normalised to mean 1 over its split. Splits: ``train`` (Jan–Sep 2016), ``iid`` (Oct–Nov),
-``summer_ood`` (December — the Australian summer months the reference holds out; here the
-data's ``stress`` window), ``zone_holdout`` (iid window, feeders read from the low-voltage
-grids ``lv_semiurb4`` / ``lv_semiurb5`` / ``lv_urban6`` instead). ``synthetic=True`` uses
+feeder profiles (`powerzoojax.data`, dataset `simbench_feeders_2016`): feeder A
+(buses 2–18) ← `mv_semiurb`, B (19–22) ← `mv_comm`, C (23–33) ← `mv_urban`, each
+normalised to mean 1 over its split. Splits: `train` (Jan–Sep 2016), `iid` (Oct–Nov),
+`summer_ood` (December — the Australian summer months the reference holds out; here the
+data's `stress` window), `zone_holdout` (iid window, feeders read from the low-voltage
+grids `lv_semiurb4` / `lv_semiurb5` / `lv_urban6` instead). `synthetic=True` uses
 the reference's analytic feeder shapes instead.
 """
 
@@ -52,9 +52,9 @@ _SPLIT_DATA = {
 def dso_base_loads(
     case: CaseData, load_scale: float = 1.0, bus_multipliers: dict | None = None, preserve_feeder_totals: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Static bus loads ``(p, q)`` [p.u.]: the case's ``Pd, Qd`` × ``load_scale``, then each
-    bus of ``bus_multipliers`` ({bus number: factor > 0}) scaled; with
-    ``preserve_feeder_totals`` each feeder is rescaled back to its total before the
+    """Static bus loads `(p, q)` [p.u.]: the case's `Pd, Qd` × `load_scale`, then each
+    bus of `bus_multipliers` ({bus number: factor > 0}) scaled; with
+    `preserve_feeder_totals` each feeder is rescaled back to its total before the
     multipliers (the multipliers then move load along the feeder, not in or out of it)."""
     if not float(load_scale) > 0:
         raise ValueError(f"load_scale must be > 0, got {load_scale!r}")
@@ -79,7 +79,7 @@ def dso_base_loads(
 
 
 def feeder_to_bus_shapes(case: CaseData, shapes: np.ndarray) -> np.ndarray:
-    """Feeder shapes ``(T, 3)`` (A, B, C) → per-bus shapes ``(T, N)`` (other buses, e.g. the
+    """Feeder shapes `(T, 3)` (A, B, C) → per-bus shapes `(T, N)` (other buses, e.g. the
     slack: 1)."""
     ids = np.asarray(case.node_ids)
     out = np.ones((shapes.shape[0], ids.size))
@@ -89,7 +89,7 @@ def feeder_to_bus_shapes(case: CaseData, shapes: np.ndarray) -> np.ndarray:
 
 
 def synthetic_feeder_shapes(n_steps: int = 48) -> np.ndarray:
-    """The reference's analytic dev shapes ``(n_steps, 3)`` for feeders A, B, C (mean 1)."""
+    """The reference's analytic dev shapes `(n_steps, 3)` for feeders A, B, C (mean 1)."""
     h = 24.0 * np.arange(n_steps) / n_steps
     g = lambda mu, s: np.exp(-0.5 * ((h - mu) / s) ** 2)  # noqa: E731
     shapes = np.stack([1 + 0.5 * g(18.5, 2), 1 + 0.3 * g(10, 3), 1 + 0.4 * g(12, 2) + 0.5 * g(19, 1.5)], axis=1)
@@ -98,7 +98,7 @@ def synthetic_feeder_shapes(n_steps: int = 48) -> np.ndarray:
 
 @functools.lru_cache(maxsize=8)
 def feeder_shapes(split: str) -> np.ndarray:
-    """Real feeder shapes ``(T, 3)`` of a split (mean 1 per feeder), from SimBench."""
+    """Real feeder shapes `(T, 3)` of a split (mean 1 per feeder), from SimBench."""
     from powerzoojax.data import DataLoader
 
     if split not in _SPLIT_DATA:
@@ -150,7 +150,7 @@ class DSOTask:
         return feeder_to_bus_shapes(self.case, shapes)
 
     def make_params(self, split: str = "train", start: int = 0, *, max_steps: int | None = None) -> DistGridParams:
-        """Env params whose load rows are the ``max_steps`` rows of ``split`` from ``start``
+        """Env params whose load rows are the `max_steps` rows of `split` from `start`
         (wrapping around the split)."""
         n = self.max_steps if max_steps is None else int(max_steps)
         shapes = self._shapes(split)
@@ -182,7 +182,7 @@ class DSOTask:
         return self.make_params(split, start, max_steps=max_steps)
 
     def train_params_bank(self) -> list[DistGridParams]:
-        """The eight frozen training windows (``train_window_starts``)."""
+        """The eight frozen training windows (`train_window_starts`)."""
         return [self.make_params("train", s) for s in DSO_TRAIN_WINDOW_STARTS]
 
     def rollout(self, env, params, key, policy_fn) -> EpisodeTrace:
@@ -192,7 +192,7 @@ class DSOTask:
         return ("no_control", "tou", "droop")
 
     def baseline_policy(self, name: str, params: DistGridParams):
-        """``policy(obs, state, key) -> action (12,)`` of a named baseline."""
+        """`policy(obs, state, key) -> action (12,)` of a named baseline."""
         n_dev = params.resources[0].n_devices
         bus_idx = params.resources[0].bus_idx
         spd = params.steps_per_day
@@ -278,7 +278,7 @@ def _dso_case(case: CaseData | None) -> CaseData:
 
 
 def _feeder_array(feeder_shapes: dict[str, Any]) -> np.ndarray:
-    """``{"feeder_A": (T,), ...}`` → ``(T, 3)``; a missing feeder keeps shape 1."""
+    """`{"feeder_A": (T,), ...}` → `(T, 3)`; a missing feeder keeps shape 1."""
     unknown = set(feeder_shapes) - set(DSO_FEEDER_BUS_MAP)
     if unknown:
         raise ValueError(f"unknown feeders {sorted(unknown)}; valid: {list(DSO_FEEDER_BUS_MAP)}")
@@ -299,12 +299,12 @@ def make_synthetic_feeder_shapes(
     peak_hour_end: int = 21,
     steps_per_day: int = 48,
 ) -> dict[str, np.ndarray]:
-    """Synthetic diurnal feeder shapes ``{"feeder_A", "feeder_B", "feeder_C"}``, each
-    ``(max_steps,)`` with mean 1 (hour of day h = 24·(t mod steps_per_day)/steps_per_day,
+    """Synthetic diurnal feeder shapes `{"feeder_A", "feeder_B", "feeder_C"}`, each
+    `(max_steps,)` with mean 1 (hour of day h = 24·(t mod steps_per_day)/steps_per_day,
     so longer shapes repeat daily): A residential evening peak
-    ``1 + (peak_ratio − 1)·e^{−½((h−18.5)/2)²}``, B flat with a morning bump
-    ``1 + 0.3 e^{−½((h−10)/3)²}``, C twin peaks ``1 + 0.4 e^{−½((h−12)/2)²} + 0.5
-    e^{−½((h−19)/1.5)²}``. ``peak_hour_start``/``peak_hour_end`` are accepted for the
+    `1 + (peak_ratio − 1)·e^{−½((h−18.5)/2)²}`, B flat with a morning bump
+    `1 + 0.3 e^{−½((h−10)/3)²}`, C twin peaks `1 + 0.4 e^{−½((h−12)/2)²} + 0.5
+    e^{−½((h−19)/1.5)²}`. `peak_hour_start`/`peak_hour_end` are accepted for the
     reference's signature; the evening peak is fixed at 18.5 h."""
     del peak_hour_start, peak_hour_end
     if int(max_steps) < 1 or int(steps_per_day) < 1:
@@ -326,14 +326,14 @@ def _data_dir_of(data_loader: Any) -> Any:
 
 
 def load_feeder_shape(data_loader: Any, feeder: str, role: str = "train", *, resample: str = "30min") -> np.ndarray:
-    """Mean Ausgrid load of a feeder's substations (``powerzoojax.data.ausgrid_utils``) over
-    the window and days of ``role``, resampled, normalised to mean 1 → ``(T,)`` float32.
+    """Mean Ausgrid load of a feeder's substations (`powerzoojax.data.ausgrid_utils`) over
+    the window and days of `role`, resampled, normalised to mean 1 → `(T,)` float32.
 
-    ``data_loader``: a ``DataLoader(data_dir=...)`` or the folder holding the Ausgrid file.
+    `data_loader`: a `DataLoader(data_dir=...)` or the folder holding the Ausgrid file.
 
     Raises:
         FileNotFoundError: naming the file, when it is not in that folder (the Ausgrid data
-            are not shipped; :func:`load_dso_feeder_shapes` has the shipped substitute).
+            are not shipped; [`load_dso_feeder_shapes`][powerzoojax.grid.tasks.dso.load_dso_feeder_shapes] has the shipped substitute).
     """
     from powerzoojax.data.ausgrid_utils import get_feeder_substations, load_substation_profiles
 
@@ -346,12 +346,12 @@ def load_feeder_shape(data_loader: Any, feeder: str, role: str = "train", *, res
 def load_dso_feeder_shapes(
     data_loader: Any = None, role: str = "train", *, resample: str = "30min", source: str | None = None
 ) -> dict[str, np.ndarray]:
-    """The three feeder shapes of a split role (``train``, ``iid``, ``summer_ood``,
-    ``zone_holdout``), each mean 1.
+    """The three feeder shapes of a split role (`train`, `iid`, `summer_ood`,
+    `zone_holdout`), each mean 1.
 
-    ``source="ausgrid"``: :func:`load_feeder_shape` per feeder (the Ausgrid file is then
-    required); ``"simbench"``: the shipped SimBench 2016 feeder profiles that
-    :class:`DSOTask` uses in its place (see the module docstring); ``None``: Ausgrid when
+    `source="ausgrid"`: [`load_feeder_shape`][powerzoojax.grid.tasks.dso.load_feeder_shape] per feeder (the Ausgrid file is then
+    required); `"simbench"`: the shipped SimBench 2016 feeder profiles that
+    [`DSOTask`][powerzoojax.grid.tasks.dso.DSOTask] uses in its place (see the module docstring); `None`: Ausgrid when
     the loader's folder holds the file, else SimBench.
     """
     from powerzoojax.data.ausgrid_utils import find_ausgrid_file, get_ausgrid_split
@@ -376,8 +376,8 @@ def load_dso_feeder_shapes(
 def concat_dso_feeder_windows(
     feeder_shapes: dict[str, Any], window_starts: list[int], *, window_len: int = 48
 ) -> dict[str, np.ndarray]:
-    """Each feeder's windows ``[s, s + window_len)`` (wrapping) for ``s`` in
-    ``window_starts``, concatenated: a training bank of chosen days."""
+    """Each feeder's windows `[s, s + window_len)` (wrapping) for `s` in
+    `window_starts`, concatenated: a training bank of chosen days."""
     if int(window_len) < 1 or not window_starts:
         raise ValueError("window_len must be >= 1 and window_starts non-empty")
     out = {}
@@ -400,9 +400,9 @@ def make_dso_load_profiles(
     bus_load_scale_overrides: dict | None = None,
     preserve_feeder_totals: bool = False,
 ) -> tuple[Float[Array, "T N"], Float[Array, "T N"]]:
-    """Per-bus load profiles ``(p, q)``, each ``(max_steps, N)`` [p.u.]: bus load =
-    static base load (:func:`dso_base_loads`) × its feeder's shape at ``(episode_start + t)
-    mod T``; buses outside the three feeders (the slack) keep their base load."""
+    """Per-bus load profiles `(p, q)`, each `(max_steps, N)` [p.u.]: bus load =
+    static base load ([`dso_base_loads`][powerzoojax.grid.tasks.dso.dso_base_loads]) × its feeder's shape at `(episode_start + t)
+    mod T`; buses outside the three feeders (the slack) keep their base load."""
     if int(max_steps) < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
     shapes = _feeder_array(feeder_shapes)
@@ -415,8 +415,8 @@ def make_dso_load_profiles(
 def resolve_dso_flexload_config(
     *, flexload_config: list[dict] | None = None, flexload_bus_ids: list[int] | None = None
 ) -> list[dict]:
-    """The flexible-load layout: ``flexload_config`` (full per-device dicts) if given, else
-    ``DSO_FLEXLOAD_CONFIG`` with its buses replaced by ``flexload_bus_ids`` (same count)."""
+    """The flexible-load layout: `flexload_config` (full per-device dicts) if given, else
+    `DSO_FLEXLOAD_CONFIG` with its buses replaced by `flexload_bus_ids` (same count)."""
     if flexload_config is not None:
         config = [dict(c) for c in flexload_config]
         for c in config:
@@ -442,8 +442,8 @@ def make_dso_flexload_bundle(
     dt_hours: float = 0.5,
     flexload_config: list[dict] | None = None,
 ) -> FlexLoadBundle:
-    """The DSO's flexible loads (default ``DSO_FLEXLOAD_CONFIG``: six devices, action 12,
-    obs 30) on ``case`` (bus numbers resolved through ``case.node_ids``)."""
+    """The DSO's flexible loads (default `DSO_FLEXLOAD_CONFIG`: six devices, action 12,
+    obs 30) on `case` (bus numbers resolved through `case.node_ids`)."""
     config = resolve_dso_flexload_config(flexload_config=flexload_config)
     return make_flexload_bundle(
         case, [c["bus_id"] for c in config], cap_curtail_mw=[c["curtail_cap_mw"] for c in config],
@@ -474,11 +474,11 @@ def make_dso_params(
     preserve_feeder_totals: bool = False,
     cost_mode: str = "voltage_only",
 ) -> DistGridParams:
-    """DSO env params in one call: ``case`` (default case33bw) with the flexible loads of
-    ``flexload_config`` / ``flexload_bus_ids`` (default ``DSO_FLEXLOAD_CONFIG``), no
-    per-bus DER actions, band ``[v_min, v_max]``, and load profiles from ``feeder_shapes``
-    (:func:`make_dso_load_profiles`; default the synthetic shapes, for development, not
-    the benchmark). ``cost_mode`` is accepted for old configs and has no effect."""
+    """DSO env params in one call: `case` (default case33bw) with the flexible loads of
+    `flexload_config` / `flexload_bus_ids` (default `DSO_FLEXLOAD_CONFIG`), no
+    per-bus DER actions, band `[v_min, v_max]`, and load profiles from `feeder_shapes`
+    ([`make_dso_load_profiles`][powerzoojax.grid.tasks.dso.make_dso_load_profiles]; default the synthetic shapes, for development, not
+    the benchmark). `cost_mode` is accepted for old configs and has no effect."""
     if cost_mode not in _COST_MODES:
         raise ValueError(f"unknown cost_mode {cost_mode!r}; valid (inert): {_COST_MODES}")
     case = _dso_case(case)
@@ -502,8 +502,8 @@ def make_dso_params(
 def make_dso_params_from_split(
     case: CaseData | None = None, *, role: str = "train", data_loader: Any = None, resample: str = "30min", **kwargs: Any
 ) -> DistGridParams:
-    """:func:`make_dso_params` on the feeder shapes of a split role
-    (:func:`load_dso_feeder_shapes`: Ausgrid when available, else the shipped substitute)."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] on the feeder shapes of a split role
+    ([`load_dso_feeder_shapes`][powerzoojax.grid.tasks.dso.load_dso_feeder_shapes]: Ausgrid when available, else the shipped substitute)."""
     shapes = load_dso_feeder_shapes(data_loader, role, resample=resample)
     return make_dso_params(case, feeder_shapes=shapes, **kwargs)
 
@@ -511,7 +511,7 @@ def make_dso_params_from_split(
 def make_dso_1flex_params(
     case: CaseData | None = None, *, bus_id: int = 18, curtail_cap_mw: float = 0.1, shift_cap_mw: float = 0.1, **kwargs: Any
 ) -> DistGridParams:
-    """:func:`make_dso_params` with one flexible load at ``bus_id`` (action 2)."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] with one flexible load at `bus_id` (action 2)."""
     config = [{"bus_id": int(bus_id), "curtail_cap_mw": float(curtail_cap_mw), "shift_cap_mw": float(shift_cap_mw)}]
     return make_dso_params(case, flexload_config=config, **kwargs)
 
@@ -529,11 +529,11 @@ def make_dso_params_nonstationary(
     max_steps: int = 48,
     **kwargs: Any,
 ) -> DistGridParams:
-    """:func:`make_dso_params` for episode ``episode_idx`` of a non-stationary schedule
-    (:class:`powerzoojax.data.NonstationarySampler`): its window start and load drift
-    (both P and Q × ``drift_factor``). ``feeder_shapes`` must span the whole training
-    window; default synthetic shapes of ``max(2·total_episodes, 10·max_steps)`` steps.
-    ``key`` defaults to ``PRNGKey(episode_idx)``."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] for episode `episode_idx` of a non-stationary schedule
+    ([`powerzoojax.data.NonstationarySampler`][powerzoojax.data.NonstationarySampler]): its window start and load drift
+    (both P and Q × `drift_factor`). `feeder_shapes` must span the whole training
+    window; default synthetic shapes of `max(2·total_episodes, 10·max_steps)` steps.
+    `key` defaults to `PRNGKey(episode_idx)`."""
     from powerzoojax.data import NonstationarySampler, apply_drift
 
     if feeder_shapes is None:
@@ -550,9 +550,9 @@ def make_dso_params_nonstationary(
 
 
 def rollout_dso(env: DistGridEnv, params: DistGridParams, key, policy_fn, max_steps: int | None = None) -> dict[str, Array]:
-    """One episode (one ``lax.scan``) as ``{"rewards", "losses", "violations",
-    "voltage_violations", "thermal_violations", "curtailed", "shifted", "shift_in"}``,
-    each ``(max_steps,)`` (default ``params.max_steps``); ``policy_fn(obs, state, key)``."""
+    """One episode (one `lax.scan`) as `{"rewards", "losses", "violations",
+    "voltage_violations", "thermal_violations", "curtailed", "shifted", "shift_in"}`,
+    each `(max_steps,)` (default `params.max_steps`); `policy_fn(obs, state, key)`."""
     trace = episode_rollout(env, params, key, policy_fn, n_steps=max_steps)
     return {"rewards": trace.reward, **{k: trace.info[v] for k, v in _DSO_RECORD.items()}}
 
@@ -575,7 +575,7 @@ def dso_no_control_rollout(env: DistGridEnv, params: DistGridParams, key) -> dic
 
 
 def _flex_action(params: DistGridParams, flex_action: Array) -> Array:
-    """Place the flexible loads' ``(2·n_dev,)`` action in the env's full action vector."""
+    """Place the flexible loads' `(2·n_dev,)` action in the env's full action vector."""
     out = jnp.zeros((_dso_action_dim(params),), jnp.float32)
     start = (params.network.n_nodes - 1) * int(params.include_der)
     for bundle in params.resources:
@@ -587,7 +587,7 @@ def _flex_action(params: DistGridParams, flex_action: Array) -> Array:
 
 def dso_tou_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, peak_start: int = 16, peak_end: int = 21) -> dict[str, Array]:
     """Time-of-use rule: every device curtails 80 % and shifts out 50 % on day steps
-    ``[peak_start, peak_end)``, nothing otherwise."""
+    `[peak_start, peak_end)`, nothing otherwise."""
     n_dev = _flex_bundle(params).n_devices
     spd = params.steps_per_day
 
@@ -601,8 +601,8 @@ def dso_tou_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, pe
 
 def dso_droop_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, v_low: float = 0.96, v_high: float = 1.04) -> dict[str, Array]:
     """Voltage-droop rule per device from its bus voltage: curtail
-    ``clip((v_low − v)/0.04, 0, 1)``, shift out ``clip((v_low − v)/0.06, 0, 0.5)``; at
-    ``v ≥ v_low`` (up to and above ``v_high``) no action, so deferred load is released."""
+    `clip((v_low − v)/0.04, 0, 1)`, shift out `clip((v_low − v)/0.06, 0, 0.5)`; at
+    `v ≥ v_low` (up to and above `v_high`) no action, so deferred load is released."""
     del v_high  # above the band the rule already does nothing
     bus_idx = _flex_bundle(params).bus_idx
 
@@ -620,11 +620,11 @@ dso_droop_heuristic_rollout = dso_droop_rule_based_rollout
 
 
 def compute_dso_metrics(rollout_results: dict, baseline_results: dict | None = None, dt_hours: float = 0.5) -> dict[str, float | None]:
-    """Episode metrics of a :func:`rollout_dso` record: rewards, losses [MWh, MW], violation
+    """Episode metrics of a [`rollout_dso`][powerzoojax.grid.tasks.dso.rollout_dso] record: rewards, losses [MWh, MW], violation
     counts (totals and per step), curtailed / shifted / released energy [MWh],
-    ``served_flex_ratio`` (released / shifted out; 0 without shifting); with
-    ``baseline_results`` (no-control), ``network_loss_reduction_pct`` and
-    ``peak_shaving_pct`` (of the peak loss), else None."""
+    `served_flex_ratio` (released / shifted out; 0 without shifting); with
+    `baseline_results` (no-control), `network_loss_reduction_pct` and
+    `peak_shaving_pct` (of the peak loss), else None."""
     r = {k: np.asarray(v, np.float64) for k, v in rollout_results.items()}
     losses, shifted, shift_in = r["losses"], r["shifted"], r["shift_in"]
     volt = r["voltage_violations"]

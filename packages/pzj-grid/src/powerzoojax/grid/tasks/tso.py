@@ -1,20 +1,20 @@
 """TSO task: security-constrained unit commitment on case118.
 
-Env :class:`~powerzoojax.grid.UnitCommitmentEnv` (DC-OPF dispatch, 48 × 30 min, 5 % reserve,
+Env [`UnitCommitmentEnv`][powerzoojax.grid.UnitCommitmentEnv] (DC-OPF dispatch, 48 × 30 min, 5 % reserve,
 4-step load preview: obs 410, action 108 on case118). Net load per bus =
-``clip(load − 0.7·wind − 0.5·solar, 0.05, 1) · load_d_max`` with each signal divided by
+`clip(load − 0.7·wind − 0.5·solar, 0.05, 1) · load_d_max` with each signal divided by
 its max over the 48-step window. Data: the shipped SimBench EHV 2016 series (load, wind,
-solar availability; ``powerzoojax.data``), because the GB NESO files the reference uses are
-not shipped; a ``DataLoader``/``source`` argument reads GB files when present. Splits:
-``train`` / ``iid`` (the dataset's frozen windows), ``load_stress`` (iid × 1.15),
-``line_tightening`` (iid, ratings × 0.85).
+solar availability; `powerzoojax.data`), because the GB NESO files the reference uses are
+not shipped; a `DataLoader`/`source` argument reads GB files when present. Splits:
+`train` / `iid` (the dataset's frozen windows), `load_stress` (iid × 1.15),
+`line_tightening` (iid, ratings × 0.85).
 
 Case data: the benchmark tables of cases 118 and 14 carry their own unit-commitment
 columns (ramps, minimum up/down times, start-up and no-load costs, initial state and keep
-time), which :func:`~powerzoojax.grid.make_uc_params` reads; a case without them gets the
-case14 defaults (``CASE14_UC_DEFAULTS``: ramp 0.5 p_max/h, min up/down 2 steps, start-up
+time), which [`make_uc_params`][powerzoojax.grid.make_uc_params] reads; a case without them gets the
+case14 defaults (`CASE14_UC_DEFAULTS`: ramp 0.5 p_max/h, min up/down 2 steps, start-up
 $1000, no-load $100/h, all on for 10 steps, initial output p_min). case118 gets the
-benchmark line ratings ``base_mva · deg2rad(8°) / |x|``.
+benchmark line ratings `base_mva · deg2rad(8°) / |x|`.
 """
 
 import math
@@ -57,12 +57,12 @@ def make_tso_net_load_profiles(
     solar_mw: Any = None,
     delta_t_hours: float = 0.5,
 ) -> np.ndarray:
-    """Net-load profile ``(T, D)`` MW (``(T, 1)`` shape factors when ``load_d_max`` is None).
+    """Net-load profile `(T, D)` MW (`(T, 1)` shape factors when `load_d_max` is None).
 
     Given series are divided by their own max (at least 1); missing ones are the reference's
-    synthetic shapes (``h = k·Δt``): demand ``0.75 + 0.25 sin(2π(h−3)/24)``, wind
-    ``0.3 + 0.2 sin(2π(h−2)/24 + π)``, solar ``0.4 max(cos(2π(h−12)/24), 0)`` for
-    ``|h mod 24 − 12| < 6``. ``net = clip(demand − wind_frac·wind − solar_frac·solar, 0.05, 1)``.
+    synthetic shapes (`h = k·Δt`): demand `0.75 + 0.25 sin(2π(h−3)/24)`, wind
+    `0.3 + 0.2 sin(2π(h−2)/24 + π)`, solar `0.4 max(cos(2π(h−12)/24), 0)` for
+    `|h mod 24 − 12| < 6`. `net = clip(demand − wind_frac·wind − solar_frac·solar, 0.05, 1)`.
     """
     if int(n_steps) <= 0:
         raise ValueError(f"make_tso_net_load_profiles: n_steps must be a positive integer, got {n_steps!r}")
@@ -97,7 +97,7 @@ def _real_net_shape(split: str, source: str) -> np.ndarray:
 
 
 def _window_net_shape(values: np.ndarray) -> np.ndarray:
-    """``(T, 3)`` load/wind/solar → ``(T', )`` net shape, each signal ÷ its 48-step window max."""
+    """`(T, 3)` load/wind/solar → `(T', )` net shape, each signal ÷ its 48-step window max."""
     n_win = values.shape[0] // WINDOW_STEPS
     if n_win < 1:
         raise ValueError(f"TSO profiles need at least {WINDOW_STEPS} rows of data, got {values.shape[0]}")
@@ -108,8 +108,8 @@ def _window_net_shape(values: np.ndarray) -> np.ndarray:
 
 
 def tso_net_load_shape(split: str = "train", *, source: str = "simbench", data_loader=None) -> np.ndarray:
-    """Real net-load shape ``(T,)`` in [0.05, 1] for a data split (``train`` or ``iid``;
-    the OOD splits use ``iid``), from ``powerzoojax.data``."""
+    """Real net-load shape `(T,)` in [0.05, 1] for a data split (`train` or `iid`;
+    the OOD splits use `iid`), from `powerzoojax.data`."""
     if split not in TSO_SPLITS:
         raise ValueError(f"unknown TSO split {split!r}; valid: {TSO_SPLITS}")
     data_split = "train" if split == "train" else "iid"
@@ -124,8 +124,8 @@ def tso_net_load_shape(split: str = "train", *, source: str = "simbench", data_l
 
 
 def tso_case(case_id: str = "118", *, line_factor: float = 1.0) -> CaseData:
-    """The TSO case: case118 with benchmark ratings (``base·deg2rad(8°)/|x|``), or case14;
-    ``line_factor`` scales every finite rating (``line_tightening``)."""
+    """The TSO case: case118 with benchmark ratings (`base·deg2rad(8°)/|x|`), or case14;
+    `line_factor` scales every finite rating (`line_tightening`)."""
     case_id = str(case_id).lower().removeprefix("case")
     if case_id not in ("118", "14"):
         raise ValueError(f"TSO cases are '118' and '14', got {case_id!r}")
@@ -219,10 +219,10 @@ def make_tso_case118_params(
     *,
     source: str = "simbench",
 ) -> UCParams:
-    """UC params on case118 (benchmark ratings). ``load_profiles``: ``(T, 118)`` MW or a
-    ``(T,)`` shape factor × ``load_d_max``; default: the real net-load shape of ``split``
-    (from ``data_loader``, else the shipped ``source`` data). Other arguments as
-    :func:`~powerzoojax.grid.make_uc_params`, except the DC-OPF tolerance: 1e-3 on the
+    """UC params on case118 (benchmark ratings). `load_profiles`: `(T, 118)` MW or a
+    `(T,)` shape factor × `load_d_max`; default: the real net-load shape of `split`
+    (from `data_loader`, else the shipped `source` data). Other arguments as
+    [`make_uc_params`][powerzoojax.grid.make_uc_params], except the DC-OPF tolerance: 1e-3 on the
     interior point's scaled KKT error. The TSO's dispatch is a linear-cost program with
     every line monitored, where float32 iterates plateau near 1e-4, so a 1e-4 tolerance
     would report optimal points as unconverged depending on round-off; the iterate is still
@@ -257,7 +257,7 @@ def make_tso_case14_params(
     split: str = "train",
     source: str = "simbench",
 ) -> UCParams:
-    """As :func:`make_tso_case118_params` on case14 (small sanity / debug task)."""
+    """As [`make_tso_case118_params`][powerzoojax.grid.tasks.tso.make_tso_case118_params] on case14 (small sanity / debug task)."""
     return _tso_params(
         "14", load_profiles, max_steps=max_steps, delta_t_hours=delta_t_hours,
         reserve_margin_frac=reserve_margin_frac, enable_uc=enable_uc, enable_reserve=enable_reserve,
@@ -278,7 +278,7 @@ def make_tso_ed_params(
 ) -> UCParams:
     """Economic dispatch variant: commitment and reserve off (DC-OPF dispatch); the
     benchmark's 4-step load preview by default (obs 410 on case118). Further keyword
-    arguments as :func:`make_tso_case118_params`."""
+    arguments as [`make_tso_case118_params`][powerzoojax.grid.tasks.tso.make_tso_case118_params]."""
     return _tso_params(
         case_id, max_steps=max_steps, delta_t_hours=delta_t_hours, enable_uc=False, enable_reserve=False,
         forecast_horizon_steps=forecast_horizon_steps, **kwargs,
@@ -294,7 +294,7 @@ def make_tso_uc_params(
     **kwargs,
 ) -> UCParams:
     """Unit commitment without the reserve requirement (4-step load preview by default);
-    the shortfall is still reported in ``info``."""
+    the shortfall is still reported in `info`."""
     return _tso_params(
         case_id, max_steps=max_steps, delta_t_hours=delta_t_hours, enable_uc=True, enable_reserve=False,
         forecast_horizon_steps=forecast_horizon_steps, **kwargs,
@@ -344,15 +344,15 @@ def make_tso_net_load_profiles_from_data(
     *,
     source: str | None = None,
 ) -> Float[Array, "n_steps n_loads"]:
-    """``(n_steps, n_loads)`` MW net-load profiles from data: rows ``episode_start_idx`` ..
-    ``+ n_steps`` of the ``split`` window (``train`` / ``iid``; OOD splits read ``iid``) of
+    """`(n_steps, n_loads)` MW net-load profiles from data: rows `episode_start_idx` ..
+    `+ n_steps` of the `split` window (`train` / `iid`; OOD splits read `iid`) of
     load, wind and solar, each divided by its own max over those rows, composed as
-    :func:`make_tso_net_load_profiles` and scaled by ``case.load_d_max``.
+    [`make_tso_net_load_profiles`][powerzoojax.grid.tasks.tso.make_tso_net_load_profiles] and scaled by `case.load_d_max`.
 
-    ``data_loader``: a ``DataLoader`` (``None``: the shipped data). ``source``: ``"gb"``
+    `data_loader`: a `DataLoader` (`None`: the shipped data). `source`: `"gb"`
     when the loader has the GB files, else the shipped SimBench EHV series (the default
-    when the loader has no GB source). A failed load raises ``RuntimeError`` naming the
-    cause, unless ``allow_synthetic_fallback`` (then the synthetic profiles, with a warning).
+    when the loader has no GB source). A failed load raises `RuntimeError` naming the
+    cause, unless `allow_synthetic_fallback` (then the synthetic profiles, with a warning).
     """
     d_max = np.asarray(case.load_d_max, np.float64)
     factor = _data_net_factor(
@@ -365,7 +365,7 @@ def _data_net_factor(
     data_loader, split: str, start: int, n_steps: int, wind_frac: float, solar_frac: float, source: str | None,
     allow_synthetic_fallback: bool,
 ) -> np.ndarray:
-    """``(n_steps,)`` net-load factor from rows ``start`` .. ``start + n_steps`` of a split."""
+    """`(n_steps,)` net-load factor from rows `start` .. `start + n_steps` of a split."""
     import warnings
 
     from powerzoojax.data import DataLoader
@@ -409,8 +409,8 @@ _INTEGER_UC_COLUMNS = ("unit_min_up_time", "unit_min_down_time", "unit_init_stat
 
 
 def make_case14_with_uc_defaults(base_case: CaseData) -> CaseData:
-    """``base_case`` with every missing unit-commitment column filled with the case14
-    defaults (``CASE14_UC_DEFAULTS``; initial output ``p_min``); returned unchanged when its
+    """`base_case` with every missing unit-commitment column filled with the case14
+    defaults (`CASE14_UC_DEFAULTS`; initial output `p_min`); returned unchanged when its
     UC columns are present. The TSO factories apply it to every case they build."""
     import dataclasses
 
@@ -436,9 +436,9 @@ def tso_all_on_policy(params: UCParams):
 
 def tso_merit_order_policy(params: UCParams):
     """Commit units by ascending marginal cost at half output until
-    ``Σ p_max ≥ load·(1 + margin)`` for the load of the step being decided; neutral
-    dispatch preference. (The reference sorts by ``cost_b``, its linear coefficient; in our
-    cost convention ``MC = a p² + b p + c`` that is ``c`` plus the slope terms, hence MC.)"""
+    `Σ p_max ≥ load·(1 + margin)` for the load of the step being decided; neutral
+    dispatch preference. (The reference sorts by `cost_b`, its linear coefficient; in our
+    cost convention `MC = a p² + b p + c` that is `c` plus the slope terms, hence MC.)"""
     n = params.case.n_units
     order = jnp.argsort(unit_merit_cost(params.case))
     cum_before = jnp.cumsum(params.case.unit_p_max[order]) - params.case.unit_p_max[order]
@@ -455,7 +455,7 @@ def tso_merit_order_policy(params: UCParams):
 
 
 def unit_merit_cost(case: CaseData) -> Float[Array, " n_units"]:
-    """Marginal cost [$/MWh] of each unit at half its ``p_max`` (the merit-order key)."""
+    """Marginal cost [$/MWh] of each unit at half its `p_max` (the merit-order key)."""
     half = 0.5 * case.unit_p_max
     return (case.unit_cost_a * half + case.unit_cost_b) * half + case.unit_cost_c
 
@@ -464,15 +464,15 @@ _BASELINES = {"all_on": tso_all_on_policy, "merit_order": tso_merit_order_policy
 
 
 def _rollout_dict(env, params, key, policy) -> dict[str, Array]:
-    """One episode as ``{info key: (T,) array}`` plus ``reward`` (the reference's rollout
-    record; :func:`compute_tso_metrics` reads it)."""
+    """One episode as `{info key: (T,) array}` plus `reward` (the reference's rollout
+    record; [`compute_tso_metrics`][powerzoojax.grid.tasks.tso.compute_tso_metrics] reads it)."""
     trace = episode_rollout(env, params, key, policy)
     return {**dict(trace.info), "reward": trace.reward}
 
 
 def tso_all_on_rollout(env: UnitCommitmentEnv, params: UCParams, key) -> dict[str, Array]:
     """Reference baseline: every unit committed, neutral dispatch preference (the DC-OPF
-    dispatches). Returns ``{info key: (max_steps,) array, "reward": ...}``."""
+    dispatches). Returns `{info key: (max_steps,) array, "reward": ...}`."""
     return _rollout_dict(env, params, key, tso_all_on_policy(params))
 
 
@@ -488,9 +488,9 @@ def _fixed_count_policy(params: UCParams, n_commit: int):
 
 
 def tso_merit_order_rollout(env: UnitCommitmentEnv, params: UCParams, key, n_commit: int | None = None) -> dict[str, Array]:
-    """Priority-list baseline (see :func:`tso_merit_order_policy`): per step, the cheapest
-    units until ``Σ p_max ≥ load·(1 + margin)``, or with ``n_commit`` always that many
-    cheapest units. Returns ``{info key: (max_steps,) array, "reward": ...}``."""
+    """Priority-list baseline (see [`tso_merit_order_policy`][powerzoojax.grid.tasks.tso.tso_merit_order_policy]): per step, the cheapest
+    units until `Σ p_max ≥ load·(1 + margin)`, or with `n_commit` always that many
+    cheapest units. Returns `{info key: (max_steps,) array, "reward": ...}`."""
     policy = tso_merit_order_policy(params) if n_commit is None else _fixed_count_policy(params, n_commit)
     return _rollout_dict(env, params, key, policy)
 
@@ -504,7 +504,7 @@ def _episode_mean(x: np.ndarray) -> float:
 
 
 def _record(rollout) -> dict[str, np.ndarray]:
-    """Info arrays (and ``reward``) of an ``EpisodeTrace`` or a rollout dict, as NumPy."""
+    """Info arrays (and `reward`) of an `EpisodeTrace` or a rollout dict, as NumPy."""
     if isinstance(rollout, EpisodeTrace):
         rollout = {**dict(rollout.info), "reward": rollout.reward}
     return {k: np.asarray(v) for k, v in jax.tree.map(np.asarray, dict(rollout)).items()}
@@ -515,14 +515,14 @@ def _operating_cost(r: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def compute_tso_metrics(rollout_results, baseline_results=None, merit_order=None) -> dict[str, float]:
-    """Episode metrics of a TSO rollout: an ``EpisodeTrace`` or the dict of
-    :func:`tso_all_on_rollout` (time on the last axis; leading episode axes averaged).
+    """Episode metrics of a TSO rollout: an `EpisodeTrace` or the dict of
+    [`tso_all_on_rollout`][powerzoojax.grid.tasks.tso.tso_all_on_rollout] (time on the last axis; leading episode axes averaged).
 
-    ``total_operating_cost`` = Σ (gen + start-up + no-load) [$]; ``*_rate`` = fraction of
+    `total_operating_cost` = Σ (gen + start-up + no-load) [$]; `*_rate` = fraction of
     steps with the quantity above 1e-6 (reserve: the tracked shortfall, charged or not);
-    ``feasibility_rate`` = fraction of safe steps. With ``baseline_results`` (e.g. the
-    all-on rollout): ``cost_vs_baseline_pct`` = 100·(C − C_base)/C_base; with
-    ``merit_order`` as well: ``norm_score = (C_all_on − C)/(C_all_on − C_merit)``.
+    `feasibility_rate` = fraction of safe steps. With `baseline_results` (e.g. the
+    all-on rollout): `cost_vs_baseline_pct` = 100·(C − C_base)/C_base; with
+    `merit_order` as well: `norm_score = (C_all_on − C)/(C_all_on − C_merit)`.
     """
     r = _record(rollout_results)
     op_cost = _operating_cost(r)
@@ -574,10 +574,10 @@ def make_comparison_tso_load_trace(
     solar_frac: float = SOLAR_FRAC,
     data_loader=None,
 ) -> np.ndarray:
-    """Net-load factor ``(n_steps,)`` in [0.05, 1] (float32) for rows
-    ``episode_start_idx`` .. ``+ n_steps`` of the ``split`` window: load, wind and solar
-    each ÷ its max over those rows, ``clip(load − wind_frac·wind − solar_frac·solar, 0.05,
-    1)``. Data as :func:`make_tso_net_load_profiles_from_data` (GB files when the loader
+    """Net-load factor `(n_steps,)` in [0.05, 1] (float32) for rows
+    `episode_start_idx` .. `+ n_steps` of the `split` window: load, wind and solar
+    each ÷ its max over those rows, `clip(load − wind_frac·wind − solar_frac·solar, 0.05,
+    1)`. Data as [`make_tso_net_load_profiles_from_data`][powerzoojax.grid.tasks.tso.make_tso_net_load_profiles_from_data] (GB files when the loader
     has them, else the shipped SimBench EHV series; errors are raised, not replaced)."""
     del delta_t_hours  # the data fix the step (30 min); kept for the reference signature
     factor = _data_net_factor(data_loader, split, episode_start_idx, n_steps, wind_frac, solar_frac, None, False)
@@ -593,10 +593,10 @@ def make_comparison_tso_params(
     episode_start_idx: int = 0,
     data_loader=None,
 ) -> UCParams:
-    """The fixed comparison recipe: case118 (benchmark ratings), one agent, ``max_steps`` ×
-    ``delta_t_hours``, commitment and a ``reserve_margin_frac`` reserve on, load
-    :func:`make_comparison_tso_load_trace` × ``load_d_max``, reward scale 1e-4, DC-OPF
-    dispatch, 4-step load preview (obs 410, action 108; see ``TSO_COMPARISON_SCHEMA``)."""
+    """The fixed comparison recipe: case118 (benchmark ratings), one agent, `max_steps` ×
+    `delta_t_hours`, commitment and a `reserve_margin_frac` reserve on, load
+    [`make_comparison_tso_load_trace`][powerzoojax.grid.tasks.tso.make_comparison_tso_load_trace] × `load_d_max`, reward scale 1e-4, DC-OPF
+    dispatch, 4-step load preview (obs 410, action 108; see `TSO_COMPARISON_SCHEMA`)."""
     trace = make_comparison_tso_load_trace(
         max_steps, delta_t_hours, split=split, episode_start_idx=episode_start_idx, data_loader=data_loader,
     )
@@ -635,7 +635,7 @@ TSO_COMPARISON_SCHEMA: dict[str, Any] = {
 
 
 class TSOTask:
-    """The TSO benchmark task (implements :class:`powerzoojax.core.TaskSpec`)."""
+    """The TSO benchmark task (implements [`powerzoojax.core.TaskSpec`][powerzoojax.core.TaskSpec])."""
 
     task_name = "tso"
     default_splits = TSO_SPLITS
@@ -668,7 +668,7 @@ class TSOTask:
         return tso_net_load_shape(split, source=self._kwargs["source"], data_loader=self._kwargs["data_loader"])
 
     def make_params(self, split: str = "train", start: int = 0, *, max_steps: int | None = None) -> UCParams:
-        """Params over the whole split pool, episodes starting at row ``start`` (a traced
+        """Params over the whole split pool, episodes starting at row `start` (a traced
         leaf: changing it does not retrace)."""
         n = self.max_steps if max_steps is None else int(max_steps)
         if (split, n) not in self._cache:
@@ -714,8 +714,8 @@ class TSOTask:
         return episode_rollout(env, params, key, self.baseline_policy(name, params))
 
     def compute_metrics(self, agent_rollout: EpisodeTrace, baseline_rollout=None) -> dict[str, float]:
-        """``baseline_rollout``: None, one trace (its operating-cost gap is reported), or a
-        dict with ``all_on`` and ``merit_order`` traces (adds ``norm_score``)."""
+        """`baseline_rollout`: None, one trace (its operating-cost gap is reported), or a
+        dict with `all_on` and `merit_order` traces (adds `norm_score`)."""
         if isinstance(baseline_rollout, dict) and "all_on" in baseline_rollout:
             return compute_tso_metrics(agent_rollout, baseline_rollout["all_on"], baseline_rollout.get("merit_order"))
         out = compute_tso_metrics(agent_rollout)

@@ -1,47 +1,44 @@
-"""Network models of :class:`~powerzoojax.grid.TransGridEnv`: one small module per physics mode.
+"""Network models of [`TransGridEnv`][powerzoojax.grid.TransGridEnv]: one small module per physics mode.
 
 A network model turns one step's loads, set-points and bundle injections into unit
-outputs, flows, voltages and the violation measures the env prices. ``make_trans_params``
-picks one from ``physics`` / ``solver_mode`` and stores it in the params
-(``params.network_model``); ``TransGridEnv.reset`` / ``step`` call it without knowing the
+outputs, flows, voltages and the violation measures the env prices. `make_trans_params`
+picks one from `physics` / `solver_mode` and stores it in the params
+(`params.network_model`); `TransGridEnv.reset` / `step` call it without knowing the
 mode:
 
-==========================================  ===========  ===========================
-model                                       (physics,    dispatch
-                                            solver_mode)
-==========================================  ===========  ===========================
-:class:`DCPowerFlowModel`                   (0, 0)       agent set-points, DC slack
-:class:`DCOPFModel`                         (0, 1)       DC-OPF
-``ACPowerFlowModel(DCPowerFlowModel())``    (1, 0)       agent set-points, DC slack
-``ACPowerFlowModel(DCOPFModel(...))``       (1, 1)       DC-OPF, then AC power flow
-:class:`ACOPFModel`                         (any, 2)     AC-OPF
-==========================================  ===========  ===========================
+| model | (`physics`, `solver_mode`) | dispatch |
+|---|---|---|
+| [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel] | (0, 0) | agent set-points, DC slack |
+| [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] | (0, 1) | DC-OPF |
+| `ACPowerFlowModel(DCPowerFlowModel())` | (1, 0) | agent set-points, DC slack |
+| `ACPowerFlowModel(DCOPFModel(...))` | (1, 1) | DC-OPF, then AC power flow |
+| [`ACOPFModel`][powerzoojax.grid.transmission.ACOPFModel] | (any, 2) | AC-OPF |
 
 The model lives in the params, not in the env, because it holds arrays (OPF setups, the
 AC network): as params leaves they can be vmapped (e.g. over line ratings) and a new
 params of the same mode reuses the compiled step. Its iteration caps, tolerances and
 method are static fields, so they are part of the compiled program, like the mode itself.
 
-Protocol. A model is an ``eqx.Module`` subclassing :class:`NetworkModel` with
+Protocol. A model is an `eqx.Module` subclassing [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel] with
 
-- ``solve(params, inputs) -> NetworkSolution``: the step's network solve;
-  ``inputs`` (:class:`NetworkInputs`) carries the profile row's loads [MW per load], the
+- `solve(params, inputs) -> NetworkSolution`: the step's network solve;
+  `inputs` ([`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs]) carries the profile row's loads [MW per load], the
   row index, the set-points [MW] (the agent's, or proportional to the load when the
   action has no unit entries; OPF models ignore them), the bundles' bus injections [MW]
   (None without bundles) and the state before the step (None at reset);
-- ``solve_reset(params, inputs)`` (optional): the solve behind ``reset``; defaults to
-  ``solve``;
-- ``is_ac`` (class variable): whether the observation carries bus voltages (the AC
-  layout, ``L + N + D + G + 2``) and ``make_trans_params`` builds the reactive loads and
-  voltage limits (``params.load_q_mvar``, ``node_v_min``, ``node_v_max``).
+- `solve_reset(params, inputs)` (optional): the solve behind `reset`; defaults to
+  `solve`;
+- `is_ac` (class variable): whether the observation carries bus voltages (the AC
+  layout, `L + N + D + G + 2`) and `make_trans_params` builds the reactive loads and
+  voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`).
 
-Every array of the :class:`NetworkSolution` must be finite; ``thermal``, ``voltage`` and
-``unserved_mw`` are the non-negative amounts the ``thermal_overload``, ``voltage_violation``
-and ``power_balance`` costs charge; ``info`` entries are added to the step's info (the
+Every array of the [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution] must be finite; `thermal`, `voltage` and
+`unserved_mw` are the non-negative amounts the `thermal_overload`, `voltage_violation`
+and `power_balance` costs charge; `info` entries are added to the step's info (the
 same keys on every step). A model of your own goes in with
-``make_trans_params(case, network_model=...)``. Example: a DC power flow whose slack units
+`make_trans_params(case, network_model=...)`. Example: a DC power flow whose slack units
 also cover losses of a fixed fraction of the load (the fraction an array leaf, so params
-can be vmapped over it)::
+can be vmapped over it):
 
     import dataclasses
 
@@ -93,8 +90,8 @@ class NetworkInputs(eqx.Module):
 
 
 class NetworkSolution(eqx.Module):
-    """What one network solve produced, in every mode. AC-only fields are flat (``vm`` 1,
-    ``va`` 0, reactive quantities 0) in the DC models; ``n_voltage_violations`` includes a
+    """What one network solve produced, in every mode. AC-only fields are flat (`vm` 1,
+    `va` 0, reactive quantities 0) in the DC models; `n_voltage_violations` includes a
     failed AC solve."""
 
     unit_power_mw: Float[Array, " n_units"]
@@ -113,7 +110,7 @@ class NetworkSolution(eqx.Module):
 
 
 class NetworkModel(eqx.Module):
-    """Base of the network models; subclasses implement :meth:`solve` (module docstring)."""
+    """Base of the network models; subclasses implement [`solve`][powerzoojax.grid.transmission.ACOPFModel.solve] (module docstring)."""
 
     is_ac: ClassVar[bool] = False
 
@@ -122,7 +119,7 @@ class NetworkModel(eqx.Module):
         """The step's network solve."""
 
     def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The solve behind ``reset`` (the step's solve unless a model says otherwise)."""
+        """The solve behind `reset` (the step's solve unless a model says otherwise)."""
         return self.solve(params, inputs)
 
 
@@ -160,7 +157,7 @@ def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Ar
 
 class DCPowerFlowModel(NetworkModel):
     """DC power flow of the set-points; the slack units take up the imbalance (and give up
-    the bundles' injections). Thermal metric: MW beyond ``[line_floor, line_cap]``."""
+    the bundles' injections). Thermal metric: MW beyond `[line_floor, line_cap]`."""
 
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
         net = params.network
@@ -186,7 +183,7 @@ class DCPowerFlowModel(NetworkModel):
 
 class DCOPFModel(NetworkModel):
     """DC-OPF dispatch (interior point with LMPs) and its flows; the set-points are ignored.
-    Info: ``opf_status``, ``opf_converged``, ``opf_objective``, ``opf_lambda``, ``opf_ok``."""
+    Info: `opf_status`, `opf_converged`, `opf_objective`, `opf_lambda`, `opf_ok`."""
 
     setup: DCOPFSetup
     max_iter: int = eqx.field(static=True, default=30)
@@ -220,14 +217,14 @@ class DCOPFModel(NetworkModel):
 
 class ACPowerFlowModel(NetworkModel):
     """AC power flow (fast-decoupled with a Newton fallback by default, see
-    ``ac_power_flow``'s ``method``; PV->PQ switching at the Q limits) on the
-    unit outputs of a DC stage: :class:`DCPowerFlowModel` (the agent's set-points, slack
-    balanced in DC) or :class:`DCOPFModel` (the OPF dispatch; its info is kept). Thermal
-    metric ``max(|S_from|, |S_to|)`` beyond the rating; a solve that does not converge
-    costs ``params.pf_failure_cost`` on ``power_balance`` and counts as a voltage
-    violation. Generator Q schedules and bundle Q are not modelled. ``warm_start``: start
-    from the previous state's voltages and PV->PQ switches (see :meth:`warm_start_from`).
-    Info: ``pf_converged``, ``pf_n_iter``, ``pf_max_mismatch``."""
+    `ac_power_flow`'s `method`; PV->PQ switching at the Q limits) on the
+    unit outputs of a DC stage: [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel] (the agent's set-points, slack
+    balanced in DC) or [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] (the OPF dispatch; its info is kept). Thermal
+    metric `max(|S_from|, |S_to|)` beyond the rating; a solve that does not converge
+    costs `params.pf_failure_cost` on `power_balance` and counts as a voltage
+    violation. Generator Q schedules and bundle Q are not modelled. `warm_start`: start
+    from the previous state's voltages and PV->PQ switches (see [`warm_start_from`][powerzoojax.grid.transmission.ACPowerFlowModel.warm_start_from]).
+    Info: `pf_converged`, `pf_n_iter`, `pf_max_mismatch`."""
 
     network: ACNetwork
     dispatch_model: DCPowerFlowModel | DCOPFModel
@@ -241,7 +238,7 @@ class ACPowerFlowModel(NetworkModel):
         """Initial voltages and PV->PQ switches from the previous step's state. The state
         holds no switch flags: a PV bus is switched iff its voltage left the set point
         (unswitched PV voltages are pinned to it exactly), at the limit its generated Q is
-        nearer to (Q from ``q_gen``). A state with voltages outside [0.8, 1.2] p.u. (a
+        nearer to (Q from `q_gen`). A state with voltages outside [0.8, 1.2] p.u. (a
         failed solve) starts flat instead. With Q limits the result may then differ from
         the cold solve (a bus at a limit near its switching point)."""
         net = self.network
@@ -316,11 +313,11 @@ class ACPowerFlowModel(NetworkModel):
 class ACOPFModel(NetworkModel):
     """AC-OPF (in-graph primal–dual interior point in float32) setting dispatch, voltages and
     flows; the set-points are ignored; reactive loads are the case's Qd. Thermal metric
-    ``|S_from|`` beyond the rating. ``reset`` starts from proportional dispatch, a DC power
-    flow and flat voltages instead (:meth:`solve_reset`). Info: ``opf_converged``,
-    ``opf_status`` (0 optimal, 1 not converged), ``opf_objective`` [$/h],
-    ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own power-flow solution),
-    ``line_viol_mva`` (Σ MVA beyond the rating at either end)."""
+    `|S_from|` beyond the rating. `reset` starts from proportional dispatch, a DC power
+    flow and flat voltages instead ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info: `opf_converged`,
+    `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
+    `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
+    `line_viol_mva` (Σ MVA beyond the rating at either end)."""
 
     setup: ACOPFSetup
     max_iter: int = eqx.field(static=True, default=50)

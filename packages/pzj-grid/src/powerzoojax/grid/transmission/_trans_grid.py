@@ -48,52 +48,50 @@ class GridState(EnvState):
 class TransGridEnv(Environment):
     """Transmission grid dispatch env (every physics mode, one network model each).
 
-    Modes (``physics`` / ``solver_mode`` in :func:`make_trans_params`), each a network model
-    (:mod:`powerzoojax.grid.transmission._network_models`, chosen once in ``make_trans_params``
-    and kept in ``params.network_model``; ``reset`` and ``step`` call it without branching on
+    Modes (`physics` / `solver_mode` in [`make_trans_params`][powerzoojax.grid.transmission.make_trans_params]), each a network model
+    (`powerzoojax.grid.transmission._network_models`, chosen once in `make_trans_params`
+    and kept in `params.network_model`; `reset` and `step` call it without branching on
     the mode, and a model of your own can take its place):
 
-    ==========  ===========  ======================  ========================  =====================
-    physics     solver_mode  dispatch                network result            thermal metric
-    ==========  ===========  ======================  ========================  =====================
-    0           0            agent                   DC PTDF                   MW vs [floor, cap]
-    1           0            agent (DC slack-adj.)   AC PF (fdlf / Newton)     max(|S_from|, |S_to|)
-    0           1            DC-OPF                  DC-OPF flows              MW
-    1           1            DC-OPF                  AC PF on the OPF dispatch max(|S_from|, |S_to|)
-    any         2            AC-OPF                  AC-OPF voltages and flows |S_from|
-    ==========  ===========  ======================  ========================  =====================
+    | `physics` | `solver_mode` | dispatch | network result | thermal metric |
+    |---|---|---|---|---|
+    | 0 | 0 | agent | DC PTDF | MW vs [floor, cap] |
+    | 1 | 0 | agent (DC slack-adj.) | AC PF (fdlf / Newton) | larger of the end magnitudes `abs(S_from)`, `abs(S_to)` |
+    | 0 | 1 | DC-OPF | DC-OPF flows | MW |
+    | 1 | 1 | DC-OPF | AC PF on the OPF dispatch | larger of the end magnitudes `abs(S_from)`, `abs(S_to)` |
+    | any | 2 | AC-OPF | AC-OPF voltages and flows | `abs(S_from)` |
 
-    AC-OPF mode: the in-graph primal–dual interior point of :mod:`powerzoojax.physics._ac_opf`
+    AC-OPF mode: the in-graph primal–dual interior point of `powerzoojax.physics._ac_opf`
       runs in float32 (as the env) with a barrier floor and best-iterate tracking that make
-      it converge there (see ``make_trans_params``' ``acopf_tol``); reactive loads are the
-      case's Qd; info adds ``opf_converged``, ``opf_status`` (0 optimal, 1 not converged),
-      ``opf_objective`` [$/h], ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own
-      power-flow solution: same as ``opf_converged``) and ``line_viol_mva`` (Σ MVA beyond
-      the rating at either end). No iteration count: see ``ACOPFModel.solve``. The reset
+      it converge there (see `make_trans_params`' `acopf_tol`); reactive loads are the
+      case's Qd; info adds `opf_converged`, `opf_status` (0 optimal, 1 not converged),
+      `opf_objective` [$/h], `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own
+      power-flow solution: same as `opf_converged`) and `line_viol_mva` (Σ MVA beyond
+      the rating at either end). No iteration count: see `ACOPFModel.solve`. The reset
       state is proportional dispatch on a DC power flow with flat voltages.
 
-    Observation float32, unbounded, ``L (+N in AC) + D + G + 2 + Σ bundle obs``:
-      line loading ``/ max(|cap|, 1)`` (DC: signed MW; AC: ``√(P²+Q²)`` at the from end) ·
-      ``vm`` (AC only) · ``load_mw / max(Σ p_max, 1)`` (D, the load the next action will
-      meet) · ``unit_power_mw / max(p_max, 1)`` (G) · ``sin φ, cos φ`` of the time of day ·
+    Observation float32, unbounded, `L (+N in AC) + D + G + 2 + Σ bundle obs`:
+      line loading `/ max(|cap|, 1)` (DC: signed MW; AC: `√(P²+Q²)` at the from end) ·
+      `vm` (AC only) · `load_mw / max(Σ p_max, 1)` (D, the load the next action will
+      meet) · `unit_power_mw / max(p_max, 1)` (G) · `sin φ, cos φ` of the time of day ·
       each resource bundle's observation.
-    Action in [-1, 1]: ``[unit set-points (G, if include_unit_dispatch) | bundle slices]``;
-      unit set-points map onto ``[p_min, p_max]`` and the slack-bus units take up the
+    Action in [-1, 1]: `[unit set-points (G, if include_unit_dispatch) | bundle slices]`;
+      unit set-points map onto `[p_min, p_max]` and the slack-bus units take up the
       imbalance; in OPF modes the unit entries are ignored.
-    Reward ``−reward_scale · TC(p)`` with ``TC`` the generation cost [$/h].
-    Costs (non-negative, in this order): ``thermal_overload`` (Σ MW / MVA beyond line limits ×
-      ``cost_thermal_weight``), ``voltage_violation`` (Σ p.u. outside ``[v_min, v_max]``; 0 in
-      DC), ``power_balance`` (Σ MW of realised output outside unit limits, plus load the OPF
-      could not serve, plus ``pf_failure_cost`` on a step whose AC power flow did not
-      converge, plus ``islanding_cost`` and the cut-off load while line outages island buses),
-      ``resource`` (Σ of the bundles' ``cost_sum``).
-    Line outages: ``params.with_line_outages(mask)`` (DC modes, traceable, vmappable);
-      ``info["islanded"]`` flags an outage set that cuts buses off the slack (``is_safe`` is
+    Reward `−reward_scale · TC(p)` with `TC` the generation cost [$/h].
+    Costs (non-negative, in this order): `thermal_overload` (Σ MW / MVA beyond line limits ×
+      `cost_thermal_weight`), `voltage_violation` (Σ p.u. outside `[v_min, v_max]`; 0 in
+      DC), `power_balance` (Σ MW of realised output outside unit limits, plus load the OPF
+      could not serve, plus `pf_failure_cost` on a step whose AC power flow did not
+      converge, plus `islanding_cost` and the cut-off load while line outages island buses),
+      `resource` (Σ of the bundles' `cost_sum`).
+    Line outages: `params.with_line_outages(mask)` (DC modes, traceable, vmappable);
+      `info["islanded"]` flags an outage set that cuts buses off the slack (`is_safe` is
       then False).
-    Numerical failure never yields NaN: ``info["pf_converged"]``/``info["opf_status"]`` flag
+    Numerical failure never yields NaN: `info["pf_converged"]`/`info["opf_status"]` flag
       it and the cost above prices it.
-    Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
-      ``step``. Loads come from ``load_profiles[t mod T]`` [MW per load].
+    Termination: `done` when `time_step + 1 >= max_steps`; the env auto-resets inside
+      `step`. Loads come from `load_profiles[t mod T]` [MW per load].
     """
     def action_dim(self, params: TransGridParams) -> int:
         units = params.case.n_units if params.include_unit_dispatch else 0

@@ -57,7 +57,7 @@ class UCState(EnvState):
 
 
 class UCParams(EnvParams):
-    """Params of :class:`UnitCommitmentEnv`; build with :func:`make_uc_params`."""
+    """Params of [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv]; build with [`make_uc_params`][powerzoojax.grid.transmission.make_uc_params]."""
 
     case: CaseData
     network: DCNetwork
@@ -98,11 +98,11 @@ class UCParams(EnvParams):
     dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
 
     def with_load_profiles(self, load_profiles: ArrayLike) -> "UCParams":
-        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``;
-        keep ``T' >= start + max_steps``).
+        """These params with new `(T', n_loads)` profiles [MW] (usable inside `jit`/`vmap`;
+        keep `T' >= start + max_steps`).
 
-        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
-        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        A wrong shape raises `ValueError`; non-finite values raise outside `jit` and are
+        replaced by 0 inside it, flagged as `info["invalid_load_profiles"]` on every step."""
         profiles, invalid = checked_profiles(
             "UCParams.with_load_profiles", "load_profiles", load_profiles, self.load_profiles.shape[1]
         )
@@ -162,21 +162,21 @@ def make_uc_params(
     keep_time: Any = None,
     init_power: Any = None,
 ) -> UCParams:
-    """Validate inputs on the host and build :class:`UCParams`.
+    """Validate inputs on the host and build [`UCParams`][powerzoojax.grid.transmission.UCParams].
 
-    Unit-commitment data come from the case's own columns (``unit_ramp_up``,
-    ``unit_min_up_time``, ``unit_startup_cost``, ... : the benchmark tables of cases 14, 29gb
+    Unit-commitment data come from the case's own columns (`unit_ramp_up`,
+    `unit_min_up_time`, `unit_startup_cost`, ... : the benchmark tables of cases 14, 29gb
     and 118 carry them); an argument given here overrides the case's column, and a column
     the case lacks takes the default named below. Scalars broadcast to every unit:
-    ``ramp_up_frac/ramp_down_frac`` fraction of ``p_max`` per hour (absent: unlimited), ``min_up_steps/min_down_steps`` (absent: 1),
-    ``startup_cost`` [$] (absent: 0), ``no_load_cost`` [$/h] (absent: 0), ``init_state``
-    1/0 (absent: all on), ``keep_time`` signed steps already spent in that state
-    (absent: 200), ``init_power`` [MW] (absent: ``p_min·status``). ``enable_uc=False``
-    ignores them: no start-up/no-load cost, min up/down 1, all on, dispatch ``p_min``.
-    ``opf_objective``: what the DC-OPF dispatch minimises, ``"linear"`` (default)
-    ``mc_c · p`` or ``"polynomial"`` (see :func:`~powerzoojax.physics.make_dc_opf_setup`).
-    ``load_profiles``: ``(T, n_loads)`` MW; default the nominal ``(d_max + d_min)/2``
-    tiled over ``fixed_episode_start_idx + max_steps`` rows.
+    `ramp_up_frac/ramp_down_frac` fraction of `p_max` per hour (absent: unlimited), `min_up_steps/min_down_steps` (absent: 1),
+    `startup_cost` [$] (absent: 0), `no_load_cost` [$/h] (absent: 0), `init_state`
+    1/0 (absent: all on), `keep_time` signed steps already spent in that state
+    (absent: 200), `init_power` [MW] (absent: `p_min·status`). `enable_uc=False`
+    ignores them: no start-up/no-load cost, min up/down 1, all on, dispatch `p_min`.
+    `opf_objective`: what the DC-OPF dispatch minimises, `"linear"` (default)
+    `mc_c · p` or `"polynomial"` (see [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup]).
+    `load_profiles`: `(T, n_loads)` MW; default the nominal `(d_max + d_min)/2`
+    tiled over `fixed_episode_start_idx + max_steps` rows.
     """
     fn = "make_uc_params"
     if not isinstance(case, CaseData):
@@ -325,30 +325,30 @@ class _Dispatch(eqx.Module):
 class UnitCommitmentEnv(Environment):
     """Unit commitment + economic dispatch over a DC network.
 
-    Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
+    Action `(2G,)` in [-1, 1]: `[commit_intent | dispatch_preference]`. A unit is asked
     ON when its intent is > 0; minimum up/down times override the request (a unit that has
-    not been ON for ``min_up`` steps stays ON, OFF for ``min_down`` stays OFF). Dispatch lies
-    in the ramp window ``[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]`` of the
-    committed units: in ``solver_mode=1`` a DC-OPF picks it, its linear cost tilted by
-    ``−α · denorm(preference, lo, hi)`` (α = ``dispatch_preference_weight``); in
-    ``solver_mode=0`` the preference is the set-point and a DC power flow balances it at
+    not been ON for `min_up` steps stays ON, OFF for `min_down` stays OFF). Dispatch lies
+    in the ramp window `[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]` of the
+    committed units: in `solver_mode=1` a DC-OPF picks it, its linear cost tilted by
+    `−α · denorm(preference, lo, hi)` (α = `dispatch_preference_weight`); in
+    `solver_mode=0` the preference is the set-point and a DC power flow balances it at
     the slack units.
-    Observation ``(4G + L + 4 + H,)``: unit status · time in state / 200 · last dispatch /
-    ``max(p_max, 1)`` · marginal cost at half output ``/ max(max MC, 1)`` · line flows / ``max(|cap|, 1)`` ·
-    total load / ``max(Σp_max, 1)`` · reserve ratio ``(Σ p_max·status − load)/max(load, 1)``
-    · sin, cos of the time of day · ``H`` future total loads (perfect forecast).
-    Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
-    Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
-    weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
+    Observation `(4G + L + 4 + H,)`: unit status · time in state / 200 · last dispatch /
+    `max(p_max, 1)` · marginal cost at half output `/ max(max MC, 1)` · line flows / `max(|cap|, 1)` ·
+    total load / `max(Σp_max, 1)` · reserve ratio `(Σ p_max·status − load)/max(load, 1)`
+    · sin, cos of the time of day · `H` future total loads (perfect forecast).
+    Reward `−reward_scale · (TC(p) + start-up + no-load)` [$ per step].
+    Costs `(thermal_overload, reserve_shortfall, min_updown)`: MW beyond line limits ×
+    weight; `max(0, load·(1 + margin) − Σ p_max·commit)` [MW]; `min_updown` is always 0
     (the rule is enforced, not penalised; kept for the reference's channel layout).
-    Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-effort
-    answer to an infeasible step); ``opf_status`` says whether the step was feasible
-    (``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
-    often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
+    Info `opf_converged` is the solver's flag (met its tolerance, also on a best-effort
+    answer to an infeasible step); `opf_status` says whether the step was feasible
+    (`DCOPF_INFEASIBLE`: load outside the committed ramp windows — random commitments
+    often are — or line limits unmeetable; the dispatch is then best-effort, `unserved_mw`
     and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
     steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
-    Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
-    ``start + max_steps`` rows (checked on the host).
+    Load rows are `episode_start_idx + t` (not wrapped): the profile must hold
+    `start + max_steps` rows (checked on the host).
     """
     def action_dim(self, params: UCParams) -> int:
         return 2 * params.case.n_units

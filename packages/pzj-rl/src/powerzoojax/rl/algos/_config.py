@@ -1,6 +1,6 @@
-"""``TrainConfig``: every knob of the trainers, as one frozen, hashable dataclass.
+"""`TrainConfig`: every knob of the trainers, as one frozen, hashable dataclass.
 
-``load_config`` / ``save_config`` read and write it as YAML (or take a dict). Fields a
+`load_config` / `save_config` read and write it as YAML (or take a dict). Fields a
 given algorithm does not use are ignored by it; the reference's table lists
 them by group.
 """
@@ -24,18 +24,18 @@ _ALIASES = {"lr": "learning_rate"}
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Training configuration (frozen: derive variants with ``replace``).
+    """Training configuration (frozen: derive variants with `replace`).
 
-    Beyond the reference's table: ``log_std_init`` (initial Gaussian log std),
-    ``minibatch_shuffle`` (``"blocks"`` or ``"full"``, see ``PPOTrainer._shuffle``),
-    ``shared_torso`` (one tanh torso for actor and critic heads).
+    Beyond the reference's table: `log_std_init` (initial Gaussian log std),
+    `minibatch_shuffle` (`"blocks"` or `"full"`, see `PPOTrainer._shuffle`),
+    `shared_torso` (one tanh torso for actor and critic heads).
 
-    Evaluation: every ``eval_freq`` env steps (and after the last update) the mean
-    action is run on ``eval_num_episodes`` parallel episodes, for every algorithm
-    (PPO-Lagrangian included); ``eval_freq=0`` turns it off. ``record_eval_wall_time``
-    adds ``eval_wall_time_s`` (see :func:`powerzoojax.rl.run_training`). Accepted but not
-    used: ``eval_episodes`` (use ``eval_num_episodes``), ``n_eval_envs`` (PPO-Lagrangian
-    evaluates on the same schedule as everyone), ``wall_time_warmup_timesteps``.
+    Evaluation: every `eval_freq` env steps (and after the last update) the mean
+    action is run on `eval_num_episodes` parallel episodes, for every algorithm
+    (PPO-Lagrangian included); `eval_freq=0` turns it off. `record_eval_wall_time`
+    adds `eval_wall_time_s` (see [`powerzoojax.rl.run_training`][powerzoojax.rl.run_training]). Accepted but not
+    used: `eval_episodes` (use `eval_num_episodes`), `n_eval_envs` (PPO-Lagrangian
+    evaluates on the same schedule as everyone), `wall_time_warmup_timesteps`.
     """
 
     # common
@@ -130,19 +130,19 @@ class TrainConfig:
 
     @property
     def n_updates(self) -> int:
-        """PPO updates in a run: ``max(1, total_timesteps // (num_envs · n_steps))``."""
+        """PPO updates in a run: `max(1, total_timesteps // (num_envs · n_steps))`."""
         return max(1, self.total_timesteps // self.steps_per_update)
 
     def replace(self, **changes: Any) -> "TrainConfig":
-        """A copy with ``changes`` applied (values coerced to the field types, e.g. 1 → 1.0)."""
+        """A copy with `changes` applied (values coerced to the field types, e.g. 1 → 1.0)."""
         return dataclasses.replace(self, **_coerce(changes))
 
     def to_rejax_kwargs(self) -> dict[str, Any]:
         """The fields under the keyword names of the reference's backend (Rejax):
-        ``n_steps → num_steps``, ``n_epochs → num_epochs``, ``n_minibatches →
-        num_minibatches``, ``hidden_dims → hidden_layer_sizes``; for ``sac`` also
-        ``num_epochs`` (``sac_num_epochs``) and ``target_entropy_ratio`` when set. Only a
-        name map: the trainers here take the ``TrainConfig`` itself."""
+        `n_steps → num_steps`, `n_epochs → num_epochs`, `n_minibatches →
+        num_minibatches`, `hidden_dims → hidden_layer_sizes`; for `sac` also
+        `num_epochs` (`sac_num_epochs`) and `target_entropy_ratio` when set. Only a
+        name map: the trainers here take the `TrainConfig` itself."""
         kw: dict[str, Any] = {
             "total_timesteps": self.total_timesteps, "num_envs": self.num_envs, "learning_rate": self.learning_rate,
             "gamma": self.gamma, "max_grad_norm": self.max_grad_norm, "eval_freq": self.eval_freq,
@@ -172,8 +172,8 @@ class TrainConfig:
         return tuple(float(v) for v in values)
 
     def resolved_cost_thresholds(self, k: int) -> tuple[float, ...] | None:
-        """Thresholds from the config broadcast to ``k``, or None when the config sets none
-        (``cost_thresholds=()`` and ``cost_threshold == 0``: use the wrapper's)."""
+        """Thresholds from the config broadcast to `k`, or None when the config sets none
+        (`cost_thresholds=()` and `cost_threshold == 0`: use the wrapper's)."""
         if self.cost_thresholds:
             return self._resolve("cost_thresholds", self.cost_thresholds, k)
         if self.cost_threshold != 0.0:
@@ -227,7 +227,7 @@ def _coerce(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ConfigFileError(ValueError):
-    """A config file that cannot be read as a complete, valid ``TrainConfig``."""
+    """A config file that cannot be read as a complete, valid `TrainConfig`."""
 
 
 def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
@@ -253,12 +253,12 @@ def load_config(
 ) -> TrainConfig:
     """A config from a YAML file path or a dict.
 
-    Lists become tuples, numbers are coerced to the field types, ``lr`` is read as
-    ``learning_rate``. Unknown keys are dropped with a ``UserWarning`` naming them.
+    Lists become tuples, numbers are coerced to the field types, `lr` is read as
+    `learning_rate`. Unknown keys are dropped with a `UserWarning` naming them.
 
-    ``complete=True`` (what the command line uses, where the file replaces a preset's
+    `complete=True` (what the command line uses, where the file replaces a preset's
     config): every field must be present and no key may be unknown, so a file cut short
-    or mistyped is a :class:`ConfigFileError` naming the file and the missing or bad
+    or mistyped is a `ConfigFileError` naming the file and the missing or bad
     keys instead of a run that silently trains with defaults. Values that do not fit
     their field are reported the same way in both modes when reading a file.
     """
@@ -295,13 +295,13 @@ def load_config(
 
 
 def config_yaml(config: TrainConfig) -> str:
-    """``config`` as YAML text (fields in declaration order)."""
+    """`config` as YAML text (fields in declaration order)."""
     import yaml
 
     return yaml.safe_dump(config._asdict(), sort_keys=False)
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:
-    """Write ``config`` as YAML (fields in declaration order)."""
+    """Write `config` as YAML (fields in declaration order)."""
     with open(path, "w") as f:
         f.write(config_yaml(config))

@@ -1,4 +1,4 @@
-"""Equinox policies: a Gaussian or Beta actor and a critic with one reward and ``k`` cost heads."""
+"""Equinox policies: a Gaussian or Beta actor and a critic with one reward and `k` cost heads."""
 
 import math
 
@@ -49,12 +49,12 @@ class MLP(eqx.Module):
 
 
 class ActorCritic(eqx.Module):
-    """Gaussian policy (state-independent ``log_std``) and a critic of ``1 + n_costs`` values.
+    """Gaussian policy (state-independent `log_std`) and a critic of `1 + n_costs` values.
 
-    ``shared=True`` (the default): one tanh torso feeds a linear mean head and a linear
+    `shared=True` (the default): one tanh torso feeds a linear mean head and a linear
     value head, which halves the cost of every forward/backward pass (the update
-    dominates training time on CPU). ``shared=False``: separate actor and critic MLPs.
-    ``values[0]`` estimates the reward return, ``values[1:]`` the cost returns.
+    dominates training time on CPU). `shared=False`: separate actor and critic MLPs.
+    `values[0]` estimates the reward return, `values[1:]` the cost returns.
     """
 
     torso: MLP | None
@@ -103,11 +103,11 @@ BETA_MAX = 20.0
 
 
 class BetaActorCritic(eqx.Module):
-    """Beta policy for bounded actions: a swish torso, ``α, β = 1 + softplus(·)``
-    clipped to ``BETA_MAX``, so the density is unimodal on ``[0, 1]``; the sample ``x`` maps
-    affinely onto the action box (``u = 2x − 1`` in ``[-1, 1]``, then the box). Same critic
-    heads as :class:`ActorCritic`. ``mean_action`` is the mode ``(α − 1)/(α + β − 2)`` (the
-    mean where the mode is undefined, ``α = β = 1``), as ``u``.
+    """Beta policy for bounded actions: a swish torso, `α, β = 1 + softplus(·)`
+    clipped to `BETA_MAX`, so the density is unimodal on `[0, 1]`; the sample `x` maps
+    affinely onto the action box (`u = 2x − 1` in `[-1, 1]`, then the box). Same critic
+    heads as [`ActorCritic`][powerzoojax.rl.algos.ActorCritic]. `mean_action` is the mode `(α − 1)/(α + β − 2)` (the
+    mean where the mode is undefined, `α = β = 1`), as `u`.
     """
 
     torso: MLP
@@ -137,7 +137,7 @@ class BetaActorCritic(eqx.Module):
     def __call__(
         self, obs: Float[Array, " obs_dim"]
     ) -> tuple[Float[Array, " action_dim"], Float[Array, " action_dim"], Float[Array, " n_values"]]:
-        """``(α, β, values)``."""
+        """`(α, β, values)`."""
         x = self.torso(obs)
         alpha, beta = self.concentrations(x)
         return alpha, beta, self.critic(x)
@@ -154,7 +154,7 @@ def beta_sample(key: Key, alpha: Float[Array, "*batch"], beta: Float[Array, "*ba
 def beta_log_prob(
     x: Float[Array, "*batch action_dim"], alpha: Float[Array, "*batch action_dim"], beta: Float[Array, "*batch action_dim"]
 ) -> Float[Array, "*batch"]:
-    """Log-density of independent Betas on ``[0, 1]``, summed over the action dimensions."""
+    """Log-density of independent Betas on `[0, 1]`, summed over the action dimensions."""
     x = jnp.clip(x, _BETA_EPS, 1.0 - _BETA_EPS)
     logp = (alpha - 1.0) * jnp.log(x) + (beta - 1.0) * jnp.log1p(-x) - jax.scipy.special.betaln(alpha, beta)
     return jnp.sum(logp, axis=-1)

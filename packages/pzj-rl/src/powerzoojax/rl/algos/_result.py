@@ -1,4 +1,4 @@
-"""``TrainResult``: what a training run returns (a pytree, so runs can be vmapped over seeds)."""
+"""`TrainResult`: what a training run returns (a pytree, so runs can be vmapped over seeds)."""
 
 import io
 import json
@@ -21,13 +21,13 @@ _HEALTH_METRICS = ("loss", "actor_loss", "critic_loss", "grad_norm")
 class TrainResult(eqx.Module):
     """Policy, per-update metrics and the config of one run.
 
-    ``params`` is the trained policy (an ``ActorCritic``); ``obs_stats`` the running
+    `params` is the trained policy (an `ActorCritic`); `obs_stats` the running
     observation statistics the policy expects its inputs normalised with (None when
-    ``normalize_observations`` is off); ``metrics`` maps names to arrays with one entry
+    `normalize_observations` is off); `metrics` maps names to arrays with one entry
     per update (NaN where a metric was not measured, e.g. between evaluations);
-    ``checkpoints`` is ``((env_steps, params), ...)`` when the run kept any;
-    ``cost_units`` pairs each reported cost channel with its unit (set by the runner).
-    A run vmapped over seeds returns one ``TrainResult`` whose arrays have a leading
+    `checkpoints` is `((env_steps, params), ...)` when the run kept any;
+    `cost_units` pairs each reported cost channel with its unit (set by the runner).
+    A run vmapped over seeds returns one `TrainResult` whose arrays have a leading
     seed axis.
     """
 
@@ -50,7 +50,7 @@ class TrainResult(eqx.Module):
 
     # -- reading the metrics -------------------------------------------------------------
     def _column(self, name: str) -> np.ndarray | None:
-        """``name`` per update, averaged over any leading (seed) axes."""
+        """`name` per update, averaged over any leading (seed) axes."""
         if name not in self.metrics:
             return None
         values = np.asarray(self.metrics[name], np.float64)
@@ -110,12 +110,12 @@ class TrainResult(eqx.Module):
     def summary(self) -> dict[str, Any]:
         """Headline numbers, each with its source.
 
-        ``final_reward`` and ``final_cost`` come from one and the same measurement, named
-        in ``final_source``: the deterministic evaluation after the last update when the
-        run evaluates, else the training episodes that ended last (``final_env_steps``
-        says when). ``initial_*`` likewise for the untrained policy. ``final_costs``:
+        `final_reward` and `final_cost` come from one and the same measurement, named
+        in `final_source`: the deterministic evaluation after the last update when the
+        run evaluates, else the training episodes that ended last (`final_env_steps`
+        says when). `initial_*` likewise for the untrained policy. `final_costs`:
         that measurement per cost channel, with units when known. A run whose loss went
-        non-finite has ``status="diverged"`` and no final figures (never an older value
+        non-finite has `status="diverged"` and no final figures (never an older value
         shown as final).
         """
         final, initial = self._figures(-1, initial=False), self._figures(0, initial=True)
@@ -145,9 +145,9 @@ class TrainResult(eqx.Module):
 
     # -- files -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, *, preset: str | None = None, cost_units: dict[str, str] | None = None) -> None:
-        """Write ``{"summary", "config", "weights", ...}`` as JSON to ``path`` and the weights
-        (``params`` and ``obs_stats``, ``eqx.tree_serialise_leaves``) next to it as
-        ``<stem>.eqx``; both files are replaced atomically. ``weights_sha256`` is the
+        """Write `{"summary", "config", "weights", ...}` as JSON to `path` and the weights
+        (`params` and `obs_stats`, `eqx.tree_serialise_leaves`) next to it as
+        `<stem>.eqx`; both files are replaced atomically. `weights_sha256` is the
         checksum of the weights file."""
         from powerzoojax.rl.algos._files import atomic_write, sha256_bytes
 

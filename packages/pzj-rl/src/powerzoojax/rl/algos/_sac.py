@@ -1,20 +1,20 @@
-"""SAC on bound single-agent wrappers (continuous ``Box`` actions), in Equinox + Optax.
+"""SAC on bound single-agent wrappers (continuous `Box` actions), in Equinox + Optax.
 
 Tanh-squashed Gaussian actor, twin Q critics with Polyak-averaged targets, learned
-temperature ``α`` (target entropy ``−ratio · action_dim``, ``ratio =
-sac_target_entropy_ratio or 1``). The replay buffer is a fixed-size ring of arrays in
+temperature `α` (target entropy `−ratio · action_dim`, `ratio =
+sac_target_entropy_ratio or 1`). The replay buffer is a fixed-size ring of arrays in
 the training state (in the graph: no host round trips).
 
-One update = collect ``n_steps`` × ``num_envs`` transitions through the rollout kernel
-(``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the stochastic actor;
-uniform random actions during the first ``learning_starts`` env steps), write them into
-the ring, then ``sac_num_epochs`` gradient steps (default ``n_steps``) on uniform
-minibatches of ``batch_size``. ``done`` (time-limit ends included: the envs' next
+One update = collect `n_steps` × `num_envs` transitions through the rollout kernel
+(`jax.vmap` over envs of `powerzoojax.core.rollout` with the stochastic actor;
+uniform random actions during the first `learning_starts` env steps), write them into
+the ring, then `sac_num_epochs` gradient steps (default `n_steps`) on uniform
+minibatches of `batch_size`. `done` (time-limit ends included: the envs' next
 observation on a terminal step already belongs to the next episode) stops the
-bootstrap. With ``normalize_rewards`` the sampled rewards are divided by the running
-std of the rewards seen. A whole run is one ``lax.scan`` in one ``jax.jit`` (vmappable
-over seeds); ``init`` / ``run_chunk`` / ``result`` match ``PPOTrainer`` so ``train()``
-and the host driver work unchanged. ``result.params`` is the actor (``SACActor``).
+bootstrap. With `normalize_rewards` the sampled rewards are divided by the running
+std of the rewards seen. A whole run is one `lax.scan` in one `jax.jit` (vmappable
+over seeds); `init` / `run_chunk` / `result` match `PPOTrainer` so `train()`
+and the host driver work unchanged. `result.params` is the actor (`SACActor`).
 """
 
 import math
@@ -100,7 +100,7 @@ class SACState(eqx.Module):
 
 
 class SACTrainer(UpdateLoop):
-    """SAC on a bound wrapper; ``trainer(key) -> TrainResult`` (see the module docstring)."""
+    """SAC on a bound wrapper; `trainer(key) -> TrainResult` (see the module docstring)."""
 
     def __init__(
         self,
@@ -294,6 +294,6 @@ class SACTrainer(UpdateLoop):
 
 
 def make_sac_train(env: Any, config: TrainConfig, **kwargs: Any) -> SACTrainer:
-    """SAC on a bound single-agent wrapper; ``kwargs``: ``buffer_size``, ``batch_size``,
-    ``tau``, ``learning_starts``. ``trainer(key) -> TrainResult``."""
+    """SAC on a bound single-agent wrapper; `kwargs`: `buffer_size`, `batch_size`,
+    `tau`, `learning_starts`. `trainer(key) -> TrainResult`."""
     return SACTrainer(env, config, **kwargs)

@@ -1,15 +1,15 @@
-"""``DistGrid3PhaseMARLEnv``: the three-phase feeder (``DistGrid3PhaseEnv``) with one agent
+"""`DistGrid3PhaseMARLEnv`: the three-phase feeder (`DistGrid3PhaseEnv`) with one agent
 per device of its resource bundles, observing like the single-phase DERs agents.
 
-Agents are named as in ``DistGridMARLEnv`` (``battery_0 …``), one per bundle device in
+Agents are named as in `DistGridMARLEnv` (`battery_0 …`), one per bundle device in
 bundle order; the per-bus-phase DER actions are not agents (build the params with
-``include_der=False``). Each agent sees the local Dec-POMDP observation of the balanced
-adapter on *phase-averaged* voltages ``(v_A + v_B + v_C)/3`` (normalised ``(v − 1)/0.1``):
-``[own bus | K = 4 neighbour buses | min, max, mean | sin, cos | own device obs]``, so a
-policy trained on the single-phase feeder can be run here unchanged; ``min_obs_dim``
+`include_der=False`). Each agent sees the local Dec-POMDP observation of the balanced
+adapter on *phase-averaged* voltages `(v_A + v_B + v_C)/3` (normalised `(v − 1)/0.1`):
+`[own bus | K = 4 neighbour buses | min, max, mean | sin, cos | own device obs]`, so a
+policy trained on the single-phase feeder can be run here unchanged; `min_obs_dim`
 zero-pads the observation to that policy's width (15 for the DERs task). Reward (shared):
-``r − voltage_penalty · cost_continuous``; ``info`` adds ``constraint_costs``, ``cost`` and
-``env_reward``.
+`r − voltage_penalty · cost_continuous`; `info` adds `constraint_costs`, `cost` and
+`env_reward`.
 """
 
 from typing import Any

@@ -1,35 +1,35 @@
 """The multi-agent contract (JaxMARL style, params bound) shared by the MARL adapters.
 
-Dict API (agent order = ``env.agents``, fixed at construction)::
+Dict API (agent order = `env.agents`, fixed at construction):
 
     obs, state = env.reset(key)                      # obs: {agent: (obs_dim,)}
     obs, state, rewards, dones, info = env.step(key, state, actions)
     # actions: {agent: (action_dim,)} or the stacked array (num_agents, action_dim)
     # rewards: {agent: ()}, dones: {agent: (), "__all__": ()}
 
-The agent order is ``env.agents``, never the iteration order of a dict: dicts that
-come back from ``jax.jit`` / ``vmap`` / ``scan`` have their keys sorted (a JAX pytree
-rule; ``der_10`` sorts before ``der_2``). Use ``env.stack`` / ``env.unstack`` to go
+The agent order is `env.agents`, never the iteration order of a dict: dicts that
+come back from `jax.jit` / `vmap` / `scan` have their keys sorted (a JAX pytree
+rule; `der_10` sorts before `der_2`). Use `env.stack` / `env.unstack` to go
 between dicts and agent-major arrays.
 
-``params`` may be passed as the last argument of ``reset`` / ``step`` (the seed
-documents ``reset(key, params)``); by default the bound ``env.params`` is used.
+`params` may be passed as the last argument of `reset` / `step` (the seed
+documents `reset(key, params)`); by default the bound `env.params` is used.
 
-Stacked API (what trainers use: agents on a leading axis, no dicts in the hot path)::
+Stacked API (what trainers use: agents on a leading axis, no dicts in the hot path):
 
     obs, state = env.reset_arrays(key)               # obs (A, obs_dim)
     obs, state, rewards, done, info = env.step_arrays(key, state, actions)  # rewards (A,), done ()
 
-``step_arrays`` has the rollout kernel's ``step_fn`` form, so
-``powerzoojax.core.rollout(env.step_arrays, key, state, actions)`` runs an episode.
-Observations and actions are zero-padded to uniform sizes (``obs_dim``,
-``action_dim``); agents whose own action is shorter ignore the padding entries.
+`step_arrays` has the rollout kernel's `step_fn` form, so
+`powerzoojax.core.rollout(env.step_arrays, key, state, actions)` runs an episode.
+Observations and actions are zero-padded to uniform sizes (`obs_dim`,
+`action_dim`); agents whose own action is shorter ignore the padding entries.
 Every step auto-resets like the single-agent envs (the returned state / obs on a
 terminal step belong to the next episode).
 
-Bad input follows the single-agent contract (``powerzoojax.core.Environment``): a
-non-finite action entry is replaced by 0 (the neutral value of ``Box[-1, 1]``) and
-reported as ``info["invalid_action"]`` (and ``is_safe`` False where reported); wrong
+Bad input follows the single-agent contract (`powerzoojax.core.Environment`): a
+non-finite action entry is replaced by 0 (the neutral value of `Box[-1, 1]`) and
+reported as `info["invalid_action"]` (and `is_safe` False where reported); wrong
 shapes, unknown agents and params of the wrong class raise one-line errors naming the
 agent or value and what was expected.
 """
@@ -56,7 +56,7 @@ from powerzoojax.core._types import Info, Key
 
 
 class MARLState(eqx.Module):
-    """State of a multi-agent adapter: the wrapped env's state (``grid_state`` in the reference)."""
+    """State of a multi-agent adapter: the wrapped env's state (`grid_state` in the reference)."""
 
     env_state: PyTree
 
@@ -74,7 +74,7 @@ class MARLState(eqx.Module):
 
 
 def agent_type(name: str) -> str:
-    """An agent's type: its name up to the first ``_`` (``battery_2`` → ``battery``)."""
+    """An agent's type: its name up to the first `_` (`battery_2` → `battery`)."""
     return name.split("_", 1)[0]
 
 
@@ -112,9 +112,9 @@ def _guard_step_arrays(step_arrays: Any) -> Any:
 
 
 class MultiAgentEnvironment(eqx.Module):
-    """Base of the dict-per-agent adapters. Subclasses set ``params`` and the static
-    ``agents`` tuple and implement ``reset_arrays`` / ``step_arrays`` / ``obs_dim`` /
-    ``action_dim``; their ``reset_arrays`` / ``step_arrays`` are guarded once, when the
+    """Base of the dict-per-agent adapters. Subclasses set `params` and the static
+    `agents` tuple and implement `reset_arrays` / `step_arrays` / `obs_dim` /
+    `action_dim`; their `reset_arrays` / `step_arrays` are guarded once, when the
     class is created (see the module docstring)."""
 
     params: EnvParams
@@ -146,7 +146,7 @@ class MultiAgentEnvironment(eqx.Module):
 
     @property
     def agent_types(self) -> tuple[str, ...]:
-        """Type of each agent, in agent order (name prefix before the first ``_``)."""
+        """Type of each agent, in agent order (name prefix before the first `_`)."""
         return tuple(agent_type(a) for a in self.agents)
 
     @property
@@ -178,18 +178,18 @@ class MultiAgentEnvironment(eqx.Module):
     # -- stacked API (subclasses) ------------------------------------------------------
     @abc.abstractmethod
     def reset_arrays(self, key: Key, params: EnvParams | None = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        """``(obs (A, obs_dim), state)``."""
+        """`(obs (A, obs_dim), state)`."""
 
     @abc.abstractmethod
     def step_arrays(
         self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: EnvParams | None = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
-        """``(obs (A, obs_dim), state, rewards (A,), done (), info)``; auto-resets."""
+        """`(obs (A, obs_dim), state, rewards (A,), done (), info)`; auto-resets."""
 
     # -- dict <-> stacked ---------------------------------------------------------------
     def stack(self, per_agent: dict[str, Array] | Array) -> Array:
         """Dict keyed by agent (observations, actions, ...) → array with agents on axis 0 (in
-        ``agents`` order); arrays pass through."""
+        `agents` order); arrays pass through."""
         if isinstance(per_agent, dict):
             self._check_agent_keys(per_agent, "entries")
             return jnp.stack([jnp.asarray(per_agent[a]) for a in self.agents])
@@ -204,7 +204,7 @@ class MultiAgentEnvironment(eqx.Module):
             raise KeyError(f"{self.name}: {what} for unknown agent(s) {unknown}; agents are {list(self.agents)}")
 
     def _stack_actions(self, actions: dict[str, Array] | Array) -> Array:
-        """The actions dict as a float32 ``(A, action_dim)`` array, each agent's action checked
+        """The actions dict as a float32 `(A, action_dim)` array, each agent's action checked
         (its shape, named by agent); a stacked array passes through."""
         if not isinstance(actions, dict):
             return actions
@@ -235,7 +235,7 @@ class MultiAgentEnvironment(eqx.Module):
     def step_auto_reset(
         self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
-        """``step`` with ``stop_gradient`` on the returned obs and state."""
+        """`step` with `stop_gradient` on the returned obs and state."""
         obs, state, rewards, dones, info = self.step(key, state, actions, params)
         return jax.lax.stop_gradient(obs), jax.lax.stop_gradient(state), rewards, dones, info
 
@@ -244,7 +244,7 @@ class MultiAgentEnvironment(eqx.Module):
 
 
 def pad_last(x: Float[Array, "*batch n"], size: int) -> Float[Array, "*batch size"]:
-    """Zero-pad the last axis of ``x`` to ``size``."""
+    """Zero-pad the last axis of `x` to `size`."""
     extra = size - x.shape[-1]
     if extra == 0:
         return x

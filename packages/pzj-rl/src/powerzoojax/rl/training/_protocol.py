@@ -1,13 +1,13 @@
 """The evaluation protocol's bookkeeping and statistics, host-side NumPy only.
 
-A finished evaluation is a :class:`RunRecord` ``{task, algo, seed, run_id, status, split,
-metrics, walltime_s, throughput_sps, timestamp}``; :func:`write_manifest` merges records
-into ``<results>/manifest.json`` (keyed by ``run_id`` and split) and :func:`summarize`
-turns a manifest into ``<summary>/latest.json``: per task, algorithm and split the mean,
+A finished evaluation is a [`RunRecord`][powerzoojax.rl.training.RunRecord] `{task, algo, seed, run_id, status, split,
+metrics, walltime_s, throughput_sps, timestamp}`; [`write_manifest`][powerzoojax.rl.training.write_manifest] merges records
+into `<results>/manifest.json` (keyed by `run_id` and split) and [`summarize`][powerzoojax.rl.training.summarize]
+turns a manifest into `<summary>/latest.json`: per task, algorithm and split the mean,
 std, IQM and a bootstrap 95 % CI of a metric across seeds, the NormScore against the
-task's baselines (diagnostic: ``norm_score_status``), and whether the rows are
-leaderboard-eligible (only ``status == "ok"`` rows are; unsafe or failed rows are
-reported but not eligible). :func:`paired_sign_flip_test` compares two algorithms
+task's baselines (diagnostic: `norm_score_status`), and whether the rows are
+leaderboard-eligible (only `status == "ok"` rows are; unsafe or failed rows are
+reported but not eligible). [`paired_sign_flip_test`][powerzoojax.rl.training.paired_sign_flip_test] compares two algorithms
 seed by seed on the primary split.
 """
 
@@ -28,8 +28,8 @@ Sample = Sequence[float] | np.ndarray  # one value per seed
 
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
-    """One (task, algorithm, seed, split) evaluation. ``status``: ``ok``, ``unsafe`` (a
-    safety gate failed: reported, not leaderboard-eligible) or ``failed``."""
+    """One (task, algorithm, seed, split) evaluation. `status`: `ok`, `unsafe` (a
+    safety gate failed: reported, not leaderboard-eligible) or `failed`."""
 
     task: str
     algo: str
@@ -68,8 +68,8 @@ def _finite_or_none(v: Any) -> float | None:
 
 
 def write_manifest(records: Iterable[RunRecord], results_dir: str | os.PathLike) -> str:
-    """Merge ``records`` into ``<results_dir>/manifest.json`` (a record replaces an earlier
-    one with the same ``run_id`` and ``split``); returns the path."""
+    """Merge `records` into `<results_dir>/manifest.json` (a record replaces an earlier
+    one with the same `run_id` and `split`); returns the path."""
     path = os.path.join(os.fspath(results_dir), "manifest.json")
     runs = {(r.run_id, r.split): r for r in load_manifest(results_dir)} if os.path.exists(path) else {}
     for r in records:
@@ -90,7 +90,7 @@ def load_manifest(results_dir: str | os.PathLike) -> list[RunRecord]:
 
 def iqm(x: Sample) -> float:
     """Interquartile mean: the mean of the middle 50 % (25 % trimmed from each end, as
-    ``scipy.stats.trim_mean(x, 0.25)``)."""
+    `scipy.stats.trim_mean(x, 0.25)`)."""
     x = np.sort(np.asarray(x, np.float64))
     n = x.size
     if n == 0:
@@ -103,7 +103,7 @@ def bootstrap_ci(
     x: Sample, statistic: Callable[[np.ndarray], float] = np.mean, *, confidence: float = 0.95,
     n_resamples: int = 10_000, seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic`` over the seeds ``x``."""
+    """Percentile bootstrap confidence interval of `statistic` over the seeds `x`."""
     x = np.asarray(x, np.float64)
     if x.size == 0:
         raise ValueError("bootstrap_ci of an empty sample")
@@ -118,9 +118,9 @@ def bootstrap_ci(
 def paired_sign_flip_test(
     a: Sample, b: Sample, *, n_resamples: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value that paired samples ``a`` and ``b`` (same seeds) have the same
+    """Two-sided p-value that paired samples `a` and `b` (same seeds) have the same
     mean: the mean difference against its distribution under random sign flips of the
-    per-seed differences (all ``2^n`` flips when ``n ≤ 16``, else ``n_resamples`` random ones)."""
+    per-seed differences (all `2^n` flips when `n ≤ 16`, else `n_resamples` random ones)."""
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
     if d.ndim != 1 or d.size == 0:
         raise ValueError(f"paired_sign_flip_test: a and b must be equal-length 1-D samples, got {np.shape(a)}, {np.shape(b)}")
@@ -135,7 +135,7 @@ def paired_sign_flip_test(
 
 
 def norm_score(value: float, floor: float, ceiling: float) -> float:
-    """``(value − floor) / (ceiling − floor)``: 0 at the floor baseline, 1 at the ceiling one."""
+    """`(value − floor) / (ceiling − floor)`: 0 at the floor baseline, 1 at the ceiling one."""
     if ceiling == floor:
         raise ValueError(f"norm_score: floor and ceiling baselines are equal ({floor})")
     return float((value - floor) / (ceiling - floor))
@@ -145,12 +145,12 @@ def summarize(
     records: Iterable[RunRecord], metric: str, *, baselines: Mapping[str, tuple[float, float]] | None = None,
     summary_dir: str | os.PathLike | None = None, n_resamples: int = 10_000, seed: int = 0,
 ) -> dict[str, Any]:
-    """Per ``task → algo → split``: ``n_seeds``, ``mean``, ``std`` (ddof 1), ``iqm``,
-    ``ci95`` (bootstrap of the mean), ``leaderboard_eligible`` (every row ``ok``),
-    ``n_unsafe`` and, when ``baselines[task] = (floor, ceiling)`` is given, ``norm_score``
-    (of the IQM) with ``norm_score_status = "ok"``. Rows without a finite ``metric`` are
-    counted in ``n_missing`` and left out. With ``summary_dir`` the summary is also
-    written to ``<summary_dir>/latest.json``."""
+    """Per `task → algo → split`: `n_seeds`, `mean`, `std` (ddof 1), `iqm`,
+    `ci95` (bootstrap of the mean), `leaderboard_eligible` (every row `ok`),
+    `n_unsafe` and, when `baselines[task] = (floor, ceiling)` is given, `norm_score`
+    (of the IQM) with `norm_score_status = "ok"`. Rows without a finite `metric` are
+    counted in `n_missing` and left out. With `summary_dir` the summary is also
+    written to `<summary_dir>/latest.json`."""
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for r in records:
         groups.setdefault((r.task, r.algo, r.split), []).append(r)

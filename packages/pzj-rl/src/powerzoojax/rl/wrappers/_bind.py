@@ -1,4 +1,4 @@
-"""``bind``: the one-line way to get a trainer-ready single-agent env."""
+"""`bind`: the one-line way to get a trainer-ready single-agent env."""
 
 from collections.abc import Sequence
 
@@ -16,10 +16,10 @@ def bind(
     selected_names: Sequence[str] | str | None = None,
     cost_thresholds: Sequence[float | int] | float | int | None = None,
 ) -> LogWrapper | SafeRLWrapper:
-    """``SafeRLWrapper(env, params, ...)`` if ``safe`` else ``LogWrapper(env, params)``.
+    """`SafeRLWrapper(env, params, ...)` if `safe` else `LogWrapper(env, params)`.
 
-    ``cost_threshold`` (the reference's name) / ``cost_thresholds``, ``selected_names``
-    only apply with ``safe=True`` (passing them without it is an error, not silently
+    `cost_threshold` (the reference's name) / `cost_thresholds`, `selected_names`
+    only apply with `safe=True` (passing them without it is an error, not silently
     ignored); thresholds default to zero.
     """
     if safe:

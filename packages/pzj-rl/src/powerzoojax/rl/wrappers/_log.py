@@ -1,8 +1,8 @@
-"""``LogWrapper``: binds params and adds episode statistics to ``info``.
+"""`LogWrapper`: binds params and adds episode statistics to `info`.
 
-Step returns the 5-tuple ``(obs, state, reward, done, info)``; the env's cost vector
-moves to ``info["constraint_costs"]``. ``returned_episode_*`` latch the last finished
-episode's return and length, ``returned_episode`` flags the step that finished one.
+Step returns the 5-tuple `(obs, state, reward, done, info)`; the env's cost vector
+moves to `info["constraint_costs"]`. `returned_episode_*` latch the last finished
+episode's return and length, `returned_episode` flags the step that finished one.
 """
 
 from typing import Any
@@ -30,7 +30,7 @@ LogStepResult = tuple[Float[Array, "..."], LogEnvState, Float[Array, ""], Bool[A
 
 
 def record_episode(state: Any, reward: Float[Array, ""], done: Bool[Array, ""]) -> dict[str, Array]:
-    """The four episode-statistics fields after one step (``state``: any state with those fields)."""
+    """The four episode-statistics fields after one step (`state`: any state with those fields)."""
     returns, returned = accumulate(state.episode_returns, state.returned_episode_returns, reward, done)
     lengths, returned_len = accumulate(
         state.episode_lengths, state.returned_episode_lengths, jnp.ones((), jnp.int32), done
@@ -63,7 +63,7 @@ def zero_episode_fields() -> dict[str, Array]:
 
 
 class LogWrapper(BoundWrapper):
-    """Single-agent wrapper with params bound at construction (default ``env.default_params()``)."""
+    """Single-agent wrapper with params bound at construction (default `env.default_params()`)."""
 
     def __init__(self, env: Environment, params: EnvParams | None = None):
         self.env = env
@@ -91,7 +91,7 @@ class LogWrapper(BoundWrapper):
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: LogEnvState, action: ArrayLike) -> LogStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs, state and costs."""
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )

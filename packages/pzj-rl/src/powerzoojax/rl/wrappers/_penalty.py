@@ -1,11 +1,11 @@
-"""``PenaltyRewardWrapper``: fold the costs into the reward with a fixed multiplier
-(the penalty baselines of the TSO ablation, the reference's ``ppo_penalty_l{10,100,1000}``).
+"""`PenaltyRewardWrapper`: fold the costs into the reward with a fixed multiplier
+(the penalty baselines of the TSO ablation, the reference's `ppo_penalty_l{10,100,1000}`).
 
-It is an ``Environment`` (the 4-argument API: params are not bound), so it goes *inside*
-``LogWrapper`` — ``LogWrapper(PenaltyRewardWrapper(env, λ, 1e-4), params)`` — and passes
-the env contract. Reward ``r − λ · reward_scale · Σ costs``; ``costs``, ``done``, the
-observation and auto-reset are the inner env's; ``info`` adds ``unpenalized_reward``
-(the env's reward) and ``penalty`` (what was subtracted).
+It is an `Environment` (the 4-argument API: params are not bound), so it goes *inside*
+`LogWrapper` — `LogWrapper(PenaltyRewardWrapper(env, λ, 1e-4), params)` — and passes
+the env contract. Reward `r − λ · reward_scale · Σ costs`; `costs`, `done`, the
+observation and auto-reset are the inner env's; `info` adds `unpenalized_reward`
+(the env's reward) and `penalty` (what was subtracted).
 """
 
 import math
@@ -19,9 +19,9 @@ from powerzoojax.core._types import Key
 
 
 class PenaltyRewardWrapper(Environment):
-    """``r − penalty_lambda · reward_scale · Σ costs`` around ``env`` (see the module docstring).
+    """`r − penalty_lambda · reward_scale · Σ costs` around `env` (see the module docstring).
 
-    ``ValueError`` for a negative or non-finite ``penalty_lambda`` / ``reward_scale``.
+    `ValueError` for a negative or non-finite `penalty_lambda` / `reward_scale`.
     """
 
     env: Environment

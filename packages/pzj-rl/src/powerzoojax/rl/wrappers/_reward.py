@@ -1,4 +1,4 @@
-"""``RewardWrapper``: replace the reward of a Log, Safe (or Sauté) wrapper by a user function."""
+"""`RewardWrapper`: replace the reward of a Log, Safe (or Sauté) wrapper by a user function."""
 
 import inspect
 from collections.abc import Callable
@@ -46,19 +46,19 @@ def _takes_costs(reward_fn: Callable) -> bool:
 
 
 class RewardWrapper(eqx.Module):
-    """Reward shaping over a ``LogWrapper`` or ``SafeRLWrapper``.
+    """Reward shaping over a `LogWrapper` or `SafeRLWrapper`.
 
-    ``reward_fn(obs, action, next_obs, reward, info)`` returns the new scalar reward; a
-    function with six or more positional parameters (or ``*args``) is called as
-    ``reward_fn(obs, action, next_obs, reward, costs, info)`` instead, where ``costs`` is
-    the full cost vector under a ``LogWrapper`` and the selected one under a
-    ``SafeRLWrapper``. ``obs`` is the observation the action was taken on; on the terminal
-    step ``next_obs`` is already the next episode's first observation (auto-reset).
+    `reward_fn(obs, action, next_obs, reward, info)` returns the new scalar reward; a
+    function with six or more positional parameters (or `*args`) is called as
+    `reward_fn(obs, action, next_obs, reward, costs, info)` instead, where `costs` is
+    the full cost vector under a `LogWrapper` and the selected one under a
+    `SafeRLWrapper`. `obs` is the observation the action was taken on; on the terminal
+    step `next_obs` is already the next episode's first observation (auto-reset).
 
     The output arity is the inner wrapper's (5-tuple over Log, 6-tuple over Safe).
-    ``info["env_reward"]`` holds the original reward; the ``returned_episode_*`` entries
+    `info["env_reward"]` holds the original reward; the `returned_episode_*` entries
     are recomputed from the new reward, and the inner wrapper's latched return moves to
-    ``info["returned_episode_env_returns"]``.
+    `info["returned_episode_env_returns"]`.
     """
     wrapped: LogWrapper | SafeRLWrapper | SauteWrapper
     reward_fn: Callable = eqx.field(static=True)
@@ -172,6 +172,6 @@ class RewardWrapper(eqx.Module):
         return self._reshape(state, action, self.wrapped.step(key, state.inner_state, action))
 
     def step_auto_reset(self, key: Key, state: RewardEnvState, action: ArrayLike) -> tuple:
-        """``step`` with ``stop_gradient`` on obs, state and costs (as the inner wrapper)."""
+        """`step` with `stop_gradient` on obs, state and costs (as the inner wrapper)."""
         out = self._reshape(state, action, self.wrapped.step_auto_reset(key, state.inner_state, action))
         return (out[0], jax.lax.stop_gradient(out[1]), *out[2:])

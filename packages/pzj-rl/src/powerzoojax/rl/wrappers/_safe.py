@@ -1,15 +1,15 @@
-"""``SafeRLWrapper``: the constrained-MDP view of an env, consumed by ``make_cmdp_train``.
+"""`SafeRLWrapper`: the constrained-MDP view of an env, consumed by `make_cmdp_train`.
 
-Step returns the 6-tuple ``(obs, state, reward, selected_costs, done, info)``, where
-``selected_costs`` (float32, shape ``(k,)``) are the chosen cost channels in the order
-of ``selected_constraint_names``.
+Step returns the 6-tuple `(obs, state, reward, selected_costs, done, info)`, where
+`selected_costs` (float32, shape `(k,)`) are the chosen cost channels in the order
+of `selected_constraint_names`.
 
-Thresholds are never guessed: ``cost_thresholds=None`` means a budget of **zero** per
+Thresholds are never guessed: `cost_thresholds=None` means a budget of **zero** per
 selected channel (every unit of cost counts against the policy). Pass
-``cost_thresholds`` (a number, broadcast, or one number per selected channel) to allow
+`cost_thresholds` (a number, broadcast, or one number per selected channel) to allow
 a per-episode budget. Thresholds are per-episode sums of the env's cost channel. The
-reference's positional ``cost_threshold`` (third argument) is accepted as the same thing
-(it defaults to 25.0 there; here it has no default budget); the ``cost_threshold``
+reference's positional `cost_threshold` (third argument) is accepted as the same thing
+(it defaults to 25.0 there; here it has no default budget); the `cost_threshold`
 attribute reads back the common budget (the tuple when the channels differ).
 """
 
@@ -32,7 +32,7 @@ from powerzoojax.rl.wrappers._log import (
 
 
 class SafeRLState(LogEnvState):
-    """``LogEnvState`` plus running and latched per-episode sums of the selected costs."""
+    """`LogEnvState` plus running and latched per-episode sums of the selected costs."""
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
@@ -46,7 +46,7 @@ SafeStepResult = tuple[
 class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
     """Constrained single-agent wrapper (6-tuple step). See the module docstring.
 
-    Raises ``ValueError`` for an unknown or duplicated constraint name (listing the
+    Raises `ValueError` for an unknown or duplicated constraint name (listing the
     env's names) and for a threshold vector whose length does not match the selection.
     """
 
@@ -108,7 +108,7 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs, state and costs."""
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
@@ -119,5 +119,5 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
 
 
 def describe_thresholds(wrapper: Any) -> dict[str, float]:
-    """``{name: threshold}`` of a Safe/Sauté wrapper, for logs and summaries."""
+    """`{name: threshold}` of a Safe/Sauté wrapper, for logs and summaries."""
     return dict(zip(wrapper.selected_constraint_names, wrapper.cost_thresholds))

@@ -1,4 +1,4 @@
-"""``SauteWrapper``: Sauté RL, a safety budget folded into the state (5-tuple step)."""
+"""`SauteWrapper`: Sauté RL, a safety budget folded into the state (5-tuple step)."""
 
 from collections.abc import Sequence
 from typing import ClassVar
@@ -20,7 +20,7 @@ from powerzoojax.rl.wrappers._log import (
 
 
 class SauteState(LogEnvState):
-    """``LogEnvState`` plus running and latched per-episode sums of the selected costs."""
+    """`LogEnvState` plus running and latched per-episode sums of the selected costs."""
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
@@ -33,23 +33,23 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
     """Safety-budget-augmented wrapper.
 
     The observation gains one entry per selected cost channel, the remaining budget
-    ``z_i = (d_i − episode cost_i) / horizon`` (``z_i = d_i / horizon`` at reset). While
-    ``use_reward_shaping`` is on, a step after which some budget is overspent (``z_i < 0``)
-    earns ``unsafe_reward`` instead of the env's reward. Plain PPO on this wrapper is
-    Sauté-PPO (``algo="saute_ppo"``); the caller applies the wrapper, ``make_train`` does
+    `z_i = (d_i − episode cost_i) / horizon` (`z_i = d_i / horizon` at reset). While
+    `use_reward_shaping` is on, a step after which some budget is overspent (`z_i < 0`)
+    earns `unsafe_reward` instead of the env's reward. Plain PPO on this wrapper is
+    Sauté-PPO (`algo="saute_ppo"`); the caller applies the wrapper, `make_train` does
     not.
 
     Two choices differ from the reference, on purpose:
 
-    * a step is unsafe when the budget is *overspent* (``z_i < 0``), not exhausted
-      (``z_i <= 0``): with the usual zero budgets the latter would mark every step unsafe
+    * a step is unsafe when the budget is *overspent* (`z_i < 0`), not exhausted
+      (`z_i <= 0`): with the usual zero budgets the latter would mark every step unsafe
       and erase the reward signal;
-    * ``unsafe_reward`` defaults to 0.0 as in the reference, which is only a penalty for
+    * `unsafe_reward` defaults to 0.0 as in the reference, which is only a penalty for
       envs whose rewards are positive. For cost-like (negative) rewards such as the grid
-      envs' ``−generation cost``, pass an ``unsafe_reward`` below the worst per-step reward.
+      envs' `−generation cost`, pass an `unsafe_reward` below the worst per-step reward.
 
-    ``cost_thresholds=None`` means a budget of zero per selected channel; the reference's
-    positional ``cost_threshold`` is accepted as the same thing (as in ``SafeRLWrapper``).
+    `cost_thresholds=None` means a budget of zero per selected channel; the reference's
+    positional `cost_threshold` is accepted as the same thing (as in `SafeRLWrapper`).
     """
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
     selected_indices: tuple[int, ...] = eqx.field(static=True)
@@ -139,7 +139,7 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: SauteState, action: ArrayLike) -> SauteStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs, state and costs."""
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
