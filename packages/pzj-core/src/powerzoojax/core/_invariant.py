@@ -24,6 +24,17 @@ class Trajectory(NamedTuple):
     returned; on a terminal step (`done`) the returned state is already the next
     episode's first one (auto-reset), so laws about the post-step physics apply to the
     steps where `done` is False. `info` is the step's info dict.
+
+    **Arguments:**
+
+    - `state`: states the steps started from, leaves `(T, ...)`.
+    - `action`: `(T, ...)` actions.
+    - `obs`: `(T, ...)` observations each step returned.
+    - `next_state`: states the steps returned, leaves `(T, ...)`.
+    - `reward`: `(T,)` rewards.
+    - `costs`: `(T, n_costs)` cost vectors.
+    - `done`: `(T,)` episode-end flags.
+    - `info`: dict of `(T, ...)` info arrays.
     """
 
     state: Any
@@ -44,6 +55,13 @@ class Invariant:
     step is from the law, in the law's own units (MW, p.u., fraction of capacity), NaN
     where it does not apply (e.g. a step whose solver did not converge). A step violates
     the law when its residual exceeds `tol`.
+
+    **Arguments:**
+
+    - `name`: short name of the law, used in violation reports.
+    - `residual`: `residual(trajectory, params) -> (T,)` float array.
+    - `tol`: largest residual that still obeys the law, in the residual's unit.
+    - `doc`: one-line statement of the law.
     """
 
     name: str
@@ -52,14 +70,34 @@ class Invariant:
     doc: str = ""
 
     def violations(self, trajectory: Trajectory, params: Any) -> list[tuple[int, float]]:
-        """`(step, residual)` of every step that breaks the law (NaN residuals are skipped)."""
+        """`(step, residual)` of every step that breaks the law (NaN residuals are skipped).
+
+        **Arguments:**
+
+        - `trajectory`: a recorded [`Trajectory`][powerzoojax.core.Trajectory].
+        - `params`: the params it was recorded with.
+
+        **Returns:**
+
+        A list of `(step index, residual)` pairs, in step order.
+        """
         r = np.asarray(self.residual(trajectory, params), np.float64).reshape(-1)
         bad = np.flatnonzero(np.nan_to_num(r, nan=-np.inf) > self.tol)
         return [(int(t), float(r[t])) for t in bad]
 
 
 def not_terminal(trajectory: Trajectory, residual: np.ndarray) -> np.ndarray:
-    """`residual` with the terminal steps set to NaN (their returned state is a reset)."""
+    """`residual` with the terminal steps set to NaN (their returned state is a reset).
+
+    **Arguments:**
+
+    - `trajectory`: the recorded rollout.
+    - `residual`: `(T,)` residuals of a law.
+
+    **Returns:**
+
+    A `(T,)` float copy of `residual`.
+    """
     r = np.asarray(residual, np.float64).copy()
     r[np.asarray(trajectory.done, bool)] = np.nan
     return r

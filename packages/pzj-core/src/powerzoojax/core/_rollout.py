@@ -64,9 +64,23 @@ def rollout(
     and `policy(key, obs, x)` picks each action; its `aux` is appended to the
     outputs (put the pre-action obs, values, log-probs there).
 
-    Returns `(final_state, final_obs, outputs)` where `outputs` is the tuple of
-    everything `step_fn` returned except the state (the observation first), stacked
-    over time, plus the policy's aux. `final_obs` is None without a policy.
+    **Arguments:**
+
+    - `step_fn`: `step_fn(key, state, action) -> (obs, state, ...)`, e.g. from
+      [`bind_step`][powerzoojax.core.bind_step].
+    - `key`: PRNG key of the rollout.
+    - `init_state`: state to start from.
+    - `xs`: per-step inputs with a leading time axis: the actions without `policy`,
+      anything the policy reads with it (or `None`).
+    - `length`: number of steps; needed when `xs` is `None`.
+    - `policy`: `policy(key, obs, x) -> (action, aux)`; `None` steps `xs` as actions.
+    - `init_obs`: observation of `init_state`, needed with `policy`.
+
+    **Returns:**
+
+    `(final_state, final_obs, outputs)`, where `outputs` is the tuple of everything
+    `step_fn` returned except the state (the observation first), stacked over time, plus
+    the policy's aux. `final_obs` is `None` without a policy.
     """
     if length is None:
         leaves = jax.tree.leaves(xs)
@@ -130,7 +144,17 @@ def _time_loop(
 
 
 def bind_step(env: Environment, params: EnvParams) -> StepFn:
-    """`env.step_auto_reset` with `params` bound, in the kernel's `step_fn` form."""
+    """`env.step_auto_reset` with `params` bound, in the kernel's `step_fn` form.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+
+    **Returns:**
+
+    `step_fn(key, state, action) -> (obs, state, reward, costs, done, info)`.
+    """
 
     def step_fn(key: Key, state: Any, action: Any) -> StepResult:
         return env.step_auto_reset(key, state, action, params)
@@ -150,8 +174,20 @@ def scan_rollout(
 ]:
     """Roll one env through pre-generated `actions` of shape `(T, *action_shape)`.
 
-    Returns `(final_state, obs (T, d), rewards (T,), costs (T, k), dones (T,), info (T, ...))`.
     Under `jax.vmap` it writes batch-major outputs directly (see the module docstring).
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `key`: PRNG key of the rollout.
+    - `init_state`: state to start from.
+    - `params`: the env's params.
+    - `actions`: `(T, *action_shape)` actions.
+
+    **Returns:**
+
+    `(final_state, obs (T, d), rewards (T,), costs (T, n_costs), dones (T,), info)`,
+    each info entry with a leading `T` axis.
     """
     try:
         batchable = _batchable_scan_rollout(env)
@@ -207,17 +243,51 @@ def _batchable_scan_rollout(env: Environment) -> Callable:
 
 
 def split_key_for_envs(key: Key, n_envs: int) -> Array:
-    """One independent key per environment: shape `(n_envs, 2)` for raw uint32 keys."""
+    """One independent key per environment.
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `n_envs`: number of environments.
+
+    **Returns:**
+
+    Keys of shape `(n_envs, 2)` for raw uint32 keys.
+    """
     return jr.split(key, n_envs)
 
 
 def batch_reset(env: Environment, keys: Array, params: EnvParams) -> tuple[Array, PyTree]:
-    """`vmap(env.reset, in_axes=(0, None))`: batched obs `(N, d)` and states."""
+    """`vmap(env.reset, in_axes=(0, None))`.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `keys`: `(N, 2)` PRNG keys, one per env copy.
+    - `params`: params shared by the batch.
+
+    **Returns:**
+
+    `(obs, states)`: obs `(N, d)` and states with a leading `N` axis.
+    """
     return jax.vmap(env.reset, in_axes=(0, None))(keys, params)
 
 
 def batch_step(
     env: Environment, keys: Array, states: PyTree, actions: Array, params: EnvParams
 ) -> BatchedStepResult:
-    """`vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))`: the 6-tuple batched on axis 0."""
+    """`vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))`.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `keys`: `(N, 2)` PRNG keys.
+    - `states`: states with a leading `N` axis.
+    - `actions`: `(N, *action_shape)` actions.
+    - `params`: params shared by the batch.
+
+    **Returns:**
+
+    The step 6-tuple, each output batched on axis 0.
+    """
     return jax.vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))(keys, states, actions, params)

@@ -190,8 +190,14 @@ def check_env_api(
 ) -> None:
     """Assert that `env` with `params` honours the env contract; raises `AssertionError`.
 
-    `stochastic=True` additionally asserts that different keys give different
-    trajectories. Float state leaves must have one of `float_dtypes`.
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key; `None` uses a fixed key.
+    - `stochastic`: also assert that different keys give different trajectories.
+    - `float_dtypes`: the dtypes a float state leaf may have.
+    - `n_batch`: batch size of the `vmap` checks.
     """
     try:
         _check_env_api(env, params, jr.PRNGKey(0) if key is None else key, stochastic, float_dtypes, n_batch)
@@ -291,9 +297,21 @@ def check_no_retrace(
     """Assert that reset, step and a scanned rollout each trace exactly once.
 
     Steps `n_episodes` full episodes one jitted call at a time, then runs them again
-    with new param values (`param_variants`, default: every float leaf scaled by
-    1.01 and 0.98). The programs are the ones `check_env_api` used on the same env
-    object and params structure, so its calls count too. Returns the trace counts.
+    with new param values. The programs are the ones `check_env_api` used on the same env
+    object and params structure, so its calls count too.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `n_episodes`: episodes stepped per params value.
+    - `param_variants`: further params of the same structure; `None` scales every float
+      leaf by 1.01 and 0.98.
+    - `key`: PRNG key; `None` uses a fixed key.
+
+    **Returns:**
+
+    The trace counts, a dict of program name to count.
     """
     try:
         return _check_no_retrace(env, params, n_episodes, param_variants, jr.PRNGKey(1) if key is None else key)
