@@ -43,6 +43,15 @@ def polynomial_to_marginal_cost(
     `TC(p) = sum_k c_k p^k` becomes `MC(p) = dTC/dp = a p^2 + b p + c` with
     `a = 3 c3, b = 2 c2, c = c1`; `c0` is the constant term.
 
+    **Arguments:**
+
+    - `gencost`: `(n_units, n_cols)` MATPOWER gencost rows (model 2, polynomial).
+
+    **Returns:**
+
+    A `(n_units, 4)` float64 array of `(a, b, c, c0)`: [$/MWh] coefficients of the
+    marginal cost and the constant [$/h].
+
     Raises:
         ValueError: for a non-polynomial row or a polynomial above cubic.
     """
@@ -80,6 +89,19 @@ def case_data_from_matpower(
 
     The matrices (incidence, PTDF, device maps) are computed here in float64 and stored as
     float32. See the module docstring for the project conventions applied.
+
+    **Arguments:**
+
+    - `base_mva`: system base [MVA].
+    - `bus`: `(n_nodes, bus_cols)` MATPOWER bus table.
+    - `gen`: `(n_units, gen_cols)` generator table.
+    - `branch`: `(n_lines, branch_cols)` branch table.
+    - `gencost`: `(n_units, gencost_cols)` polynomial cost table.
+    - `slack_bus_idx`: 0-based slack node; `None` takes the first type-3 bus.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: on a table with too few columns, a gencost row count different from

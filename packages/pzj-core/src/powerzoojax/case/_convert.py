@@ -93,11 +93,19 @@ def _tables_of(case: Any) -> tuple[dict[str, _Table], float]:
 
 
 def case_to_jax(case: Any, *, slack_bus_id: float | int | None = None) -> CaseData:
-    """`CaseData` of a case given as four tables (see the module docstring): a PowerZoo
-    `ClearCase`-like object with `.nodes/.units/.lines/.loads` DataFrames (and
-    `baseMVA`), or a mapping of the four tables (optionally under `"tables"`, with
-    `builder_kwargs={"base_mva": ...}`). The slack is `slack_bus_id` if given, else the
-    first `type == 3` node, else the first node.
+    """`CaseData` of a case given as four tables (see the module docstring).
+
+    **Arguments:**
+
+    - `case`: a PowerZoo `ClearCase`-like object with `.nodes/.units/.lines/.loads`
+      DataFrames (and `baseMVA`), or a mapping of the four tables (optionally under
+      `"tables"`, with `builder_kwargs={"base_mva": ...}`).
+    - `slack_bus_id`: bus number of the slack; `None` takes the first `type == 3` node,
+      else the first node.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: naming a missing required column, an unknown bus number or a

@@ -51,19 +51,20 @@ CASE_SOURCES: tuple[str, ...] = ("reference", "matpower")
 class CaseMeta:
     """Host-side description of a registered case (never traced).
 
-    Attributes:
-        case_id: canonical id, e.g. `"33bw"`.
-        name: MATPOWER case name, e.g. `"case33bw"`.
-        grid_type: `"transmission"` or `"distribution"`.
-        bus_count: number of buses.
-        phase: 1 (balanced single-phase equivalent) or 3.
-        voltage_level: `"HV"` (transmission) or `"MV"` (medium-voltage feeder).
-        source: which tables these are and where they come from (starts with the
-            collection, `"reference: ..."` or `"matpower: ..."`).
-        description: one-line summary.
-        aliases: other accepted ids.
-        tables: the collection, `"reference"` or `"matpower"` (`load_case`'s
-            `source` argument).
+    **Arguments:**
+
+    - `case_id`: canonical id, e.g. `"33bw"`.
+    - `name`: MATPOWER case name, e.g. `"case33bw"`.
+    - `grid_type`: `"transmission"` or `"distribution"`.
+    - `bus_count`: number of buses.
+    - `phase`: 1 (balanced single-phase equivalent) or 3.
+    - `voltage_level`: `"HV"` (transmission) or `"MV"` (medium-voltage feeder).
+    - `source`: which tables these are and where they come from (starts with the
+      collection, `"reference: ..."` or `"matpower: ..."`).
+    - `description`: one-line summary.
+    - `aliases`: other accepted ids.
+    - `tables`: the collection, `"reference"` or `"matpower"` (`load_case`'s `source`
+      argument).
     """
 
     case_id: str
@@ -378,7 +379,16 @@ def _check_grid_type(grid_type: str) -> None:
 
 
 def get_meta(case_id: str | int, source: str = "reference") -> CaseMeta:
-    """Metadata of a registered case; `source` picks the collection (see `load_case`).
+    """Metadata of a registered case.
+
+    **Arguments:**
+
+    - `case_id`: case id or alias, e.g. `"33bw"` or `14`.
+    - `source`: the collection, `"reference"` or `"matpower"` (see `load_case`).
+
+    **Returns:**
+
+    The [`CaseMeta`][powerzoojax.case.CaseMeta].
 
     Raises:
         ValueError: for an unknown source or id (the message lists the valid ones).
@@ -392,13 +402,18 @@ def load_case(
 ) -> CaseData:
     """Load a shipped case as `CaseData` (cached: the same object is returned each time).
 
-    Args:
-        case_id: e.g. `"5"`, `"case118"`, `"CASE33bw"`, `"33"`, `14`.
-        grid_type: expected `"transmission"` or `"distribution"`; a mismatch only
-            warns, so a transmission env can still be pointed at a feeder on purpose.
-        source: `"reference"` (default) for the benchmark tables of the system this
-            project reimplements, `"matpower"` for MATPOWER's original files (see the
-            module docstring; `get_meta(case_id, source).source` names the file).
+    **Arguments:**
+
+    - `case_id`: e.g. `"5"`, `"case118"`, `"CASE33bw"`, `"33"`, `14`.
+    - `grid_type`: expected `"transmission"` or `"distribution"`; a mismatch only warns,
+      so a transmission env can still be pointed at a feeder on purpose.
+    - `source`: `"reference"` (default) for the benchmark tables of the system this
+      project reimplements, `"matpower"` for MATPOWER's original files
+      (`get_meta(case_id, source).source` names the file).
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: for an unknown source or id (the message lists the valid ones) or an
@@ -452,6 +467,18 @@ def list_cases(
     source: str = "reference",
 ) -> list[str]:
     """Canonical ids of the cases of `source` matching every given filter, by bus count.
+
+    **Arguments:**
+
+    - `grid_type`: `"transmission"` or `"distribution"`; `None` keeps both.
+    - `min_buses`, `max_buses`: inclusive bounds on the bus count; `None` for no bound.
+    - `phase`: 1 or 3; `None` keeps both.
+    - `voltage_level`: `"HV"` or `"MV"`; `None` keeps both.
+    - `source`: the collection, `"reference"` or `"matpower"`.
+
+    **Returns:**
+
+    A list of case ids, smallest case first.
 
     Raises:
         ValueError: for an unknown `grid_type` or `source`.

@@ -72,7 +72,16 @@ Table = Mapping[str, np.ndarray | Sequence[float] | Sequence[str]]
 
 
 def fuel_type_code(names: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Fuel-type codes of unit `type` strings (exact, case-sensitive names; other -> 0)."""
+    """Fuel-type codes of unit `type` strings (exact, case-sensitive names; other -> 0).
+
+    **Arguments:**
+
+    - `names`: `(n_units,)` fuel type names (`"nuclear"`, `"coal"`, ...).
+
+    **Returns:**
+
+    An int32 array of shape `(n_units,)` (codes as in `FUEL_TYPES`).
+    """
     return np.array([FUEL_TYPES.get(str(name), 0) for name in names], dtype=np.int32)
 
 
@@ -136,13 +145,18 @@ def case_data_from_tables(
 ) -> CaseData:
     """Build a `CaseData` from benchmark case tables (rules in the module docstring).
 
-    Args:
-        nodes, units, lines, loads: mappings column name -> values (NumPy arrays or
-            sequences, one value per row). Required columns: `nodes.id`;
-            `units.id, bus_id` and `p_max`/`p_min` (or `Pmax`/`Pmin`);
-            `lines.id, from, to`; `loads.id, bus_id, d_max, d_min`.
-        base_mva: system base [MVA] of the per-unit impedances.
-        slack_bus_idx: 0-based slack node; default the first type-3 node, else node 0.
+    **Arguments:**
+
+    - `nodes`, `units`, `lines`, `loads`: mappings column name -> values (NumPy arrays or
+      sequences, one value per row). Required columns: `nodes.id`;
+      `units.id, bus_id` and `p_max`/`p_min` (or `Pmax`/`Pmin`);
+      `lines.id, from, to`; `loads.id, bus_id, d_max, d_min`.
+    - `base_mva`: system base [MVA] of the per-unit impedances.
+    - `slack_bus_idx`: 0-based slack node; default the first type-3 node, else node 0.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: on a missing required column, columns of different lengths, a unit /

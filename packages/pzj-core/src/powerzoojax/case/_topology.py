@@ -27,7 +27,19 @@ def nodes_off_slack(
     n_nodes: int,
     slack_bus_idx: int,
 ) -> Bool[np.ndarray, " n_nodes"]:
-    """True at the nodes with no path of in-service lines to the slack (breadth-first search)."""
+    """True at the nodes with no path of in-service lines to the slack (breadth-first search).
+
+    **Arguments:**
+
+    - `line_from_idx`, `line_to_idx`: `(n_lines,)` 0-based end nodes.
+    - `in_service`: `(n_lines,)` bool line status.
+    - `n_nodes`: number of nodes.
+    - `slack_bus_idx`: 0-based slack node.
+
+    **Returns:**
+
+    A bool NumPy array of shape `(n_nodes,)`.
+    """
     from_idx = np.asarray(line_from_idx, dtype=np.int64)
     to_idx = np.asarray(line_to_idx, dtype=np.int64)
     active = np.asarray(in_service, dtype=bool)
@@ -85,13 +97,22 @@ def check_connected(
 
 
 def case_with_line_status(case: CaseData, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> CaseData:
-    """`case` with a new line status (1 / True in service, 0 / False out) and the PTDF of
-    that topology, rebuilt on the host in float64.
+    """`case` with a new line status and the PTDF of that topology, rebuilt on the host in
+    float64.
 
     Every matrix a DC solver reads (the PTDF; the AC admittances follow `line_status` by
     construction) then describes the new topology; `incidence` keeps every line, as it
     describes where the branches are, not whether they are closed. For outages inside
     `jit` / `vmap` use the env params' `with_line_outages` instead.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `line_status`: `(n_lines,)` 1 / True in service, 0 / False out; concrete values.
+
+    **Returns:**
+
+    A new [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         TypeError: for a traced `line_status` (this runs on concrete arrays only).
