@@ -63,6 +63,14 @@ def _pandas() -> Any:
 def read_table(path: str | os.PathLike) -> Any:
     """The raw table of a `.parquet` or `.csv` file as a pandas DataFrame.
 
+    **Arguments:**
+
+    - `path`: the file.
+
+    **Returns:**
+
+    A pandas DataFrame.
+
     Raises:
         ValueError: for another suffix (the message lists the valid ones).
         FileNotFoundError: if the file does not exist.
@@ -120,7 +128,16 @@ def _numeric(frame: Any, column: str) -> np.ndarray:
 
 def read_elexon_demand(path: str | os.PathLike) -> SignalFrame:
     """Elexon day-ahead demand forecast and actual total load (`startTime`, `DAForecast`,
-    `Actual`) -> `load.actual_mw`, `load.forecast_da_mw` on UTC half hours."""
+    `Actual`) -> `load.actual_mw`, `load.forecast_da_mw` on UTC half hours.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW].
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", "DAForecast", "Actual"), path, "Elexon demand")
@@ -140,7 +157,17 @@ MID_COLUMNS: dict[str, str] = {
 
 
 def read_elexon_mid(path: str | os.PathLike) -> SignalFrame:
-    """Elexon market index data (APX and N2EX price and volume) -> `market.mid_*`."""
+    """Elexon market index data (APX and N2EX price and volume) -> `market.mid_*`.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] of the prices and volumes as in the file,
+    on UTC half hours.
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", *MID_COLUMNS.values()), path, "Elexon MID")
@@ -153,7 +180,16 @@ def read_elexon_mid(path: str | os.PathLike) -> SignalFrame:
 
 def read_elexon_generation(path: str | os.PathLike) -> SignalFrame:
     """Elexon generation by fuel type -> `solar.available_mw` (`Solar`) and
-    `wind.available_mw` (`Wind Offshore` + `Wind Onshore`)."""
+    `wind.available_mw` (`Wind Offshore` + `Wind Onshore`).
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW] on UTC half hours.
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", "Solar", "Wind Offshore", "Wind Onshore"), path, "Elexon generation-by-type")
@@ -168,9 +204,19 @@ def read_elexon_generation(path: str | os.PathLike) -> SignalFrame:
 
 
 def settlement_period_starts(dates: Any, periods: Any) -> np.ndarray:
-    """UTC beginnings of GB settlement periods: period `p` of UK local day `d` starts
-    `(p - 1) * 30` min after local midnight of `d` (Europe/London), which handles the
-    46- and 50-period clock-change days.
+    """UTC beginnings of GB settlement periods.
+
+    Period `p` of UK local day `d` starts `(p - 1) * 30` min after local midnight of `d`
+    (Europe/London), which handles the 46- and 50-period clock-change days.
+
+    **Arguments:**
+
+    - `dates`: `(n,)` settlement dates.
+    - `periods`: `(n,)` settlement periods, 1..50.
+
+    **Returns:**
+
+    A `(n,)` `datetime64[m]` NumPy array (naive UTC).
 
     Raises:
         ValueError: for a period outside 1..50 or a date that cannot be read.
@@ -201,7 +247,16 @@ def settlement_period_starts(dates: Any, periods: Any) -> np.ndarray:
 
 def read_neso_demand(path: str | os.PathLike) -> SignalFrame:
     """NESO historic demand data (`SETTLEMENT_DATE`, `SETTLEMENT_PERIOD`, `ND`, ...) ->
-    `load.actual_mw` = national demand `ND` on UTC half hours."""
+    `load.actual_mw` = national demand `ND` on UTC half hours.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW].
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("SETTLEMENT_DATE", "SETTLEMENT_PERIOD", "ND"), path, "NESO historic demand")
@@ -211,7 +266,16 @@ def read_neso_demand(path: str | os.PathLike) -> SignalFrame:
 
 @dataclasses.dataclass(frozen=True)
 class ExternalDataset:
-    """A GB open-data file the loader can use when it is present in `data_dir`."""
+    """A GB open-data file the loader can use when it is present in `data_dir`.
+
+    **Arguments:**
+
+    - `name`: dataset name.
+    - `stem`: file name without suffix.
+    - `reader`: `reader(path) -> SignalFrame`.
+    - `signals`: the signals the file provides.
+    - `description`: one line.
+    """
 
     name: str
     stem: str
@@ -255,7 +319,15 @@ GB_DATASETS: tuple[ExternalDataset, ...] = (
 
 
 def find_gb_files(data_dir: str | os.PathLike) -> dict[str, pathlib.Path]:
-    """`{dataset name: file}` for the GB datasets present in `data_dir` (parquet first).
+    """The GB datasets present in `data_dir` (parquet preferred over csv).
+
+    **Arguments:**
+
+    - `data_dir`: folder to search.
+
+    **Returns:**
+
+    A dict `{dataset name: file path}`.
 
     Raises:
         ValueError: if `data_dir` is not a directory.
