@@ -39,15 +39,28 @@ def case_load_profiles(
     """A `(T, n_loads)` float32 MW profile for `case` from one real series `x(t)`.
 
     The series is read with `DataLoader.load_signals` (default: `load.actual_mw` of the
-    first dataset providing it, i.e. the measured Victoria 2014 demand, at 30 min; the whole
-    series unless dates or a `split` are given). Every load follows the same shape:
+    first dataset providing it, i.e. the measured Victoria 2014 demand, at 30 min; the
+    whole series unless dates or a `split` are given). Every load follows the same shape:
 
-    * `scaling="mean"` (default): `P[t, j] = x(t) / mean(x) * (d_max[j] + d_min[j]) / 2`.
+    - `scaling="mean"` (default): `P[t, j] = x(t) / mean(x) * (d_max[j] + d_min[j]) / 2`.
       The window's average equals the case's nominal load (the flat default of
       `make_trans_params`); peaks reach `max(x) / mean(x)` times nominal (about 2.0 for
       Victoria 2014, so up to `d_max = 1.5 Pd`).
-    * `scaling="minmax"`: `u = (x - min x) / (max x - min x)` and
+    - `scaling="minmax"`: `u = (x - min x) / (max x - min x)` and
       `P[t, j] = d_min[j] + u(t) * (d_max[j] - d_min[j])`, spanning each load's range.
+
+    **Arguments:**
+
+    - `case`: the case whose loads are scaled.
+    - `signal`, `source`, `region`, `start_date`, `end_date`, `split`, `resample`: as for
+      `DataLoader.load_signals`.
+    - `scaling`: `"mean"` or `"minmax"`.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      datasets.
+
+    **Returns:**
+
+    A `(T, n_loads)` float32 array [MW].
 
     Raises:
         ValueError: for an unknown scaling, a series whose mean is not positive (`"mean"`)

@@ -25,16 +25,17 @@ _UNIT_MINUTES = {"min": 1, "t": 1, "h": 60, "d": MINUTES_PER_DAY}
 class SignalFrame:
     """Aligned signals on one regular time grid (host-side; never traced).
 
-    Attributes:
-        timestamps: `(T,)` `datetime64[m]`, interval beginnings, strictly increasing.
-        values: `(T, n)` float64, one column per requested signal, in request order.
-        signals: the `n` signal names.
-        filled: `(T, n)` bool, True where a missing source value was filled by the
-            documented gap filling (interpolation) rather than read.
-        resolution_minutes: step between rows, or None for an irregular frame (only raw
-            reader output can be irregular).
-        datasets: the dataset each column came from.
-        regions: the region of each column (None when the signal has no region).
+    **Arguments:**
+
+    - `timestamps`: `(T,)` `datetime64[m]`, interval beginnings, strictly increasing.
+    - `values`: `(T, n)` float64, one column per requested signal, in request order.
+    - `signals`: the `n` signal names.
+    - `filled`: `(T, n)` bool, True where a missing source value was filled by the
+      documented gap filling (interpolation) rather than read.
+    - `resolution_minutes`: step between rows, or `None` for an irregular frame (only raw
+      reader output can be irregular).
+    - `datasets`: the dataset each column came from.
+    - `regions`: the region of each column (`None` when the signal has no region).
     """
 
     timestamps: Shaped[np.ndarray, " T"]
@@ -59,13 +60,27 @@ class SignalFrame:
         return int(self.values.shape[0])
 
     def column(self, signal: str) -> Float[np.ndarray, " T"]:
-        """Values of one signal (the first column with that name)."""
+        """Values of one signal (the first column with that name).
+
+        **Arguments:**
+
+        - `signal`: signal name.
+
+        **Returns:**
+
+        A `(T,)` float64 array.
+        """
         if signal not in self.signals:
             raise ValueError(f"signal {signal!r} is not in this frame; it holds: {', '.join(self.signals)}")
         return self.values[:, self.signals.index(signal)]
 
     def to_dict(self) -> dict[str, np.ndarray]:
-        """`{"datetime": timestamps, <signal>: values, ...}` (a DataFrame-ready mapping)."""
+        """`{"datetime": timestamps, <signal>: values, ...}` (a DataFrame-ready mapping).
+
+        **Returns:**
+
+        A dict of `(T,)` arrays.
+        """
         out: dict[str, np.ndarray] = {"datetime": self.timestamps}
         for i, signal in enumerate(self.signals):
             out[signal] = self.values[:, i]
@@ -74,6 +89,14 @@ class SignalFrame:
 
 def parse_resolution(resolution: str) -> int:
     """Minutes in `"30min"`, `"1h"`, `"15T"`, `"1D"`; must divide a day.
+
+    **Arguments:**
+
+    - `resolution`: the resolution string.
+
+    **Returns:**
+
+    The step [minutes].
 
     Raises:
         ValueError: for another format, or a resolution that does not divide 1440 min.
@@ -94,6 +117,15 @@ def parse_resolution(resolution: str) -> int:
 
 def parse_time(value: TimeLike, *, end_of_day: bool = False) -> np.datetime64:
     """A minute timestamp; a bare date means its first minute, or with `end_of_day` its last.
+
+    **Arguments:**
+
+    - `value`: ISO date or date-time string, `datetime` or `np.datetime64`.
+    - `end_of_day`: read a bare date as its last minute.
+
+    **Returns:**
+
+    A `np.datetime64` [minutes].
 
     Raises:
         ValueError: for a string that is not an ISO date or date-time.

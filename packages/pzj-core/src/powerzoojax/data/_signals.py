@@ -78,6 +78,14 @@ TIME_MODES: tuple[str, ...] = (TIME_MODE_CALENDAR, TIME_MODE_PROFILE)
 def check_signal(signal: str) -> str:
     """Return `signal` if it is a known signal name.
 
+    **Arguments:**
+
+    - `signal`: signal name.
+
+    **Returns:**
+
+    `signal`.
+
     Raises:
         ValueError: naming the unknown signal and the valid names.
     """

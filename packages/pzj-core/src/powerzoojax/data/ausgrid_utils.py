@@ -72,8 +72,16 @@ _SPLIT_TABLE: dict[str, tuple[str, str, list[str]]] = {
 def get_ausgrid_split(role: str) -> tuple[str, str, list[str]]:
     """`(start, end, substations)` of a split role (dates inclusive, ISO).
 
+    **Arguments:**
+
+    - `role`: `train`, `iid`, `summer_ood` or `zone_holdout`.
+
+    **Returns:**
+
+    `(start, end, substations)`: ISO dates and the list of substation names.
+
     Raises:
-        KeyError: for a role other than `train`, `iid`, `summer_ood`, `zone_holdout`.
+        KeyError: for another role.
     """
     if role not in _SPLIT_TABLE:
         raise KeyError(f"unknown Ausgrid split role {role!r}; valid roles: {AUSGRID_ROLES}")
@@ -82,9 +90,19 @@ def get_ausgrid_split(role: str) -> tuple[str, str, list[str]]:
 
 
 def get_feeder_substations(feeder: str, role: str = "train") -> list[str]:
-    """Substations averaged into `feeder` (`feeder_A`/`_B`/`_C`) for `role`:
-    the holdout pool for `zone_holdout`, the train pool for `train`, `iid` and
+    """Substations averaged into `feeder` for `role`.
+
+    The holdout pool for `zone_holdout`, the train pool for `train`, `iid` and
     `summer_ood`.
+
+    **Arguments:**
+
+    - `feeder`: `feeder_A`, `feeder_B` or `feeder_C`.
+    - `role`: split role.
+
+    **Returns:**
+
+    A list of substation names.
 
     Raises:
         KeyError: for an unknown feeder or role (the message lists the valid ones).
@@ -125,11 +143,24 @@ def select_full_coverage_substations(
     time_col: str = INDEX_DATETIME,
     resolution: str = "15min",
 ) -> list[str]:
-    """Substations whose data cover `start` .. `end` (whole days, inclusive) on the
-    `resolution` grid with no run of more than `max_gap_steps` consecutive missing
-    slots, sorted by name. `df`: a long table (pandas DataFrame or a mapping of columns)
-    with one row per substation and timestamp. Substations without a row in the window
-    are left out.
+    """Substations whose data cover `start` .. `end` without long gaps, sorted by name.
+
+    Coverage is of whole days, inclusive, on the `resolution` grid with no run of more
+    than `max_gap_steps` consecutive missing slots. Substations without a row in the
+    window are left out.
+
+    **Arguments:**
+
+    - `df`: a long table (pandas DataFrame or a mapping of columns) with one row per
+      substation and timestamp.
+    - `start`, `end`: ISO dates, inclusive.
+    - `max_gap_steps`: longest allowed run of missing slots.
+    - `substation_col`, `time_col`: names of the substation and time columns.
+    - `resolution`: the grid step, a pandas frequency.
+
+    **Returns:**
+
+    A list of substation names.
     """
     if isinstance(max_gap_steps, bool) or int(max_gap_steps) < 0:
         raise ValueError(f"max_gap_steps must be a non-negative integer, got {max_gap_steps!r}")
