@@ -53,6 +53,23 @@ _MU_FLOOR_EPS = 8.0
 
 
 class ACOPFSetup(eqx.Module):
+    """Host-side AC-OPF operators of one case; build with
+    [`make_ac_opf_setup`][powerzoojax.physics.make_ac_opf_setup].
+
+    **Arguments:**
+
+    - `net`: the case's [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `unit_map`: `(N, G)` unit-to-node map.
+    - `mon_idx`: `(n_mon,)` lines with a finite rating.
+    - `rate_pu`: `(n_mon,)` their ratings [p.u.].
+    - `v_min`, `v_max`: `(N,)` voltage limits [p.u.].
+    - `p_min`, `p_max`, `q_min`, `q_max`: `(G,)` unit limits [p.u.].
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients.
+    - `y_re`, `y_im`: `(N, N)` `Ybus` [p.u.].
+    - `yf_re`, `yf_im`, `yt_re`, `yt_im`: `(n_mon, N)` from/to-end branch admittance rows
+      of the monitored lines.
+    - `cf`, `ct`: `(n_mon, N)` their from/to bus incidences.
+    """
     net: ACNetwork
     unit_map: Float[Array, "n_nodes n_units"]
     mon_idx: Int[Array, " n_mon"]
@@ -79,6 +96,20 @@ class ACOPFSetup(eqx.Module):
 
 
 class ACOPFResult(eqx.Module):
+    """One AC-OPF solution.
+
+    **Arguments:**
+
+    - `p_mw`, `q_mvar`: `(G,)` dispatch [MW, MVAr].
+    - `vm`, `va`: `(N,)` voltage magnitude [p.u.] and angle [rad].
+    - `line_p_from_mw`, `line_q_from_mvar`: `(L,)` from-end flows [MW, MVAr].
+    - `line_s_from_mva`, `line_s_to_mva`: `(L,)` end apparent powers [MVA].
+    - `lmp`: `(N,)` prices from the P-balance duals [$/MWh].
+    - `objective`: generation cost [$/h].
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar.
+    - `max_mismatch`: largest power mismatch [p.u.].
+    """
     p_mw: Float[Array, " n_units"]
     q_mvar: Float[Array, " n_units"]
     vm: Float[Array, " n_nodes"]
@@ -95,8 +126,19 @@ class ACOPFResult(eqx.Module):
 
 
 def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) -> ACOPFSetup:
-    """Host-side operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained.
-    `va_ref_deg`: slack-bus angle, as in [`make_ac_network`][powerzoojax.physics.make_ac_network]."""
+    """Host-side AC-OPF operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `dtype`: dtype of the operators; float64 (build inside `jax.enable_x64(True)`).
+    - `va_ref_deg`: slack-bus angle [degrees], as in
+      [`make_ac_network`][powerzoojax.physics.make_ac_network].
+
+    **Returns:**
+
+    An [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    """
     net = make_ac_network(case, dtype=dtype, va_ref_deg=va_ref_deg)
     cap = np.asarray(case.line_cap, np.float64)
     mon = np.flatnonzero((cap > 0) & (cap < _UNLIMITED_MVA))
@@ -206,7 +248,25 @@ def ac_opf(
     max_iter: int = 60,
     tol: float = 1e-6,
 ) -> ACOPFResult:
-    """Solve one AC-OPF for nodal loads [MW, MVAr] (see module docstring)."""
+    """Solve one AC-OPF (polar, full space) for nodal loads with a primal–dual interior point.
+
+    Minimises the generation cost subject to the AC power balance, line ratings, voltage
+    and unit limits (MATPOWER's PIPS method with its analytic derivatives). The KKT system
+    is dense, so it suits small and medium cases. It jits and vmaps; use float64, as
+    float32 does not reach the tolerances.
+
+    **Arguments:**
+
+    - `setup`: the [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    - `load_p_mw`, `load_q_mvar`: `(N,)` nodal loads [MW, MVAr].
+    - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW]; `None` takes the setup's.
+    - `max_iter`: iteration budget (static).
+    - `tol`: convergence tolerance (static).
+
+    **Returns:**
+
+    An [`ACOPFResult`][powerzoojax.physics.ACOPFResult].
+    """
     net = setup.net
     dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
     base = net.base_mva

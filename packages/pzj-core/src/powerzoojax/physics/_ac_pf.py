@@ -129,7 +129,33 @@ def _loop_trig(va):
 
 
 class ACNetwork(eqx.Module):
-    """Host-prepared AC network of one case (see module docstring)."""
+    """Host-prepared AC network of one case; build with
+    [`make_ac_network`][powerzoojax.physics.make_ac_network].
+
+    **Arguments:**
+
+    - `n_nodes`, `n_lines`, `n_units`, `n_loads`: sizes (static).
+    - `base_mva`: system base [MVA] (static).
+    - `slack_idx`: 0-based slack bus (static).
+    - `g`, `b`: `(N, N)` real and imaginary parts of `Ybus` [p.u.].
+    - `va_ref`: voltage angle of the slack bus [rad].
+    - `pvpq_idx`: `(N − 1,)` the non-slack buses, whose `va` then `vm` are the unknowns.
+    - `is_pv`: `(N,)` PV buses.
+    - `v_set`: `(N,)` default voltage set-points [p.u.].
+    - `q_min_mvar`, `q_max_mvar`: `(N,)` reactive limits of the PV buses [MVAr].
+    - `unit_bus`, `unit_on`: `(G,)` bus of each unit and 1 where it is in service.
+    - `load_bus`: `(D,)` bus of each load.
+    - `line_from`, `line_to`: `(L,)` branch ends.
+    - `branch_g`, `branch_b`: `(L, 4)` branch pi-model admittances (ff, ft, tf, tt), zero
+      for out-of-service lines.
+    - `y_real_t`: `(2N, 2N)` real form of `Ybus`, mapping `[e f]` to `[Re I, Im I]`.
+    - `y_row_abs`: `(N,)` `Σ_k |Y_ik|`, which sets the round-off floor of the convergence
+      test.
+    - `fdlf_bp_inv`, `fdlf_bpp_inv`, `fdlf_pq_solve_t`, `fdlf_pv_rhs`, `fdlf_pv_sel`,
+      `fdlf_pv_inv_schur`, `fdlf_pv_schur_t`, `fdlf_pv_out`: fast-decoupled operators over
+      the non-slack buses (B', B'' inverses and the Schur-complement operators of buses
+      switched from PV to PQ), inverted on the host.
+    """
 
     n_nodes: int = eqx.field(static=True)
     n_lines: int = eqx.field(static=True)
@@ -186,13 +212,22 @@ class ACNetwork(eqx.Module):
 def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) -> ACNetwork:
     """Prepare the AC network of a `CaseData` (host-side, float64 products cast to `dtype`).
 
-    `va_ref_deg`: angle of the slack bus [deg]; default the case's own (MATPOWER `VA`
-    of the slack row, `case.node_va_deg`). Every returned angle is relative to it, as in MATPOWER.
-
     Bus types: the case slack is the reference; a type-2 (or extra type-3) bus with at
-    least one in-service unit is PV; every other bus is PQ. PV/slack voltage set points
+    least one in-service unit is PV; every other bus is PQ. PV/slack voltage set-points
     are `unit_vg` of the first in-service unit at the bus. PV reactive limits are
-    `[min unit q_min, max unit q_max]` over in-service units at the bus (as the reference).
+    `[min unit q_min, max unit q_max]` over in-service units at the bus.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `dtype`: dtype of the stored operators; use `jnp.float64` inside
+      `jax.enable_x64(True)` for a float64 solve.
+    - `va_ref_deg`: angle of the slack bus [degrees]; `None` takes the case's own
+      (`case.node_va_deg`). Every returned angle is relative to it, as in MATPOWER.
+
+    **Returns:**
+
+    An [`ACNetwork`][powerzoojax.physics.ACNetwork].
     """
     n = int(case.n_nodes)
     slack = int(case.slack_bus_idx)
@@ -316,7 +351,26 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
 
 
 class ACPFResult(eqx.Module):
-    """Solution of `ac_power_flow` (fields documented in the module docstring)."""
+    """Solution of [`ac_power_flow`][powerzoojax.physics.ac_power_flow].
+
+    **Arguments:**
+
+    - `vm`, `va`: `(N,)` voltage magnitude [p.u.] and angle [rad].
+    - `p_inj_mw`, `q_inj_mvar`: `(N,)` computed net injections [MW, MVAr].
+    - `bus_q_gen_mvar`: `(N,)` reactive generation needed per bus, `q_inj + load_q` [MVAr].
+    - `slack_p_mw`: total generation at the slack bus [MW].
+    - `unit_p_mw`, `unit_q_mvar`: `(G,)` unit output [MW, MVAr]; slack units share the
+      slack generation, PV/slack units their bus's Q, evenly among in-service units.
+    - `line_p_from_mw`, `line_q_from_mvar`, `line_p_to_mw`, `line_q_to_mvar`: `(L,)` end
+      flows [MW, MVAr].
+    - `line_s_from_mva`, `line_s_to_mva`: `(L,)` end apparent powers [MVA].
+    - `line_loading_mva`: `(L,)` max of both ends [MVA]; zero for out-of-service lines.
+    - `pv_switched`: `(N,)` PV buses switched to PQ.
+    - `pv_limit`: `(N,)` int, +1 / -1 switched at the upper / lower Q limit, 0 otherwise.
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar, updates taken.
+    - `max_mismatch`: largest mismatch at the returned iterate [p.u.].
+    """
 
     vm: Float[Array, " n_nodes"]
     va: Float[Array, " n_nodes"]
@@ -688,7 +742,41 @@ def ac_power_flow(
     max_step: float = 1.0,
     method: str = "newton",
 ) -> ACPFResult:
-    """Solve the AC power flow of `net` (see the module docstring for the contract)."""
+    """Solve the AC power flow of `net` (MATPOWER's Newton power flow, or fast-decoupled).
+
+    Unknowns are `[Va, Vm]` on every non-slack bus; PV→PQ switching is a traced mask, so
+    the Jacobian keeps its shape. With `enforce_q_limits` a PV bus whose generator Q leaves
+    `[q_min, q_max]` switches to PQ, Q pinned at the violated limit, once the largest
+    mismatch is below 1e-2 p.u. A non-finite step (an islanded bus) stops the loop at the
+    last finite iterate with `converged=False`; every step is clamped to `max_step`, so a
+    diverging case stays finite. Fixed-shape, `jit`- and `vmap`-friendly; `max_iter` and
+    `tol` are traced (no retrace when they change). The computation dtype is that of the
+    power inputs. Not reverse-mode differentiable.
+
+    **Arguments:**
+
+    - `net`: the [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `p_gen_mw`: `(G,)` unit active power [MW]; the slack bus's units are re-solved.
+    - `q_gen_mvar`: `(G,)` unit reactive power [MVAr], counted only at PQ buses; `None`
+      for zeros.
+    - `load_p_mw`, `load_q_mvar`: `(D,)` loads [MW, MVAr].
+    - `v_set`: `(N,)` voltage set-points of the PV and slack buses [p.u.]; `None` takes
+      `net.v_set`.
+    - `init_vm`, `init_va`: `(N,)` warm start [p.u., rad]; PV/slack magnitudes are
+      re-pinned to the set-points. `None` starts flat.
+    - `init_pv_limit`: `(N,)` int warm start of the PV→PQ switches (e.g. a previous
+      result's `pv_limit`); each such bus is tested once and may return to PV.
+    - `max_iter`: iteration budget.
+    - `tol`: convergence tolerance on every mismatch row [p.u.].
+    - `enforce_q_limits`: switch PV buses at their reactive limits (static).
+    - `max_step`: largest update per iteration [rad, p.u.] (static).
+    - `method`: `"newton"`, `"fdlf"` (fast-decoupled, with a Newton re-solve of the
+      instances it leaves unconverged) or `"fdlf_only"` (static).
+
+    **Returns:**
+
+    An [`ACPFResult`][powerzoojax.physics.ACPFResult].
+    """
     if method not in AC_PF_METHODS:
         raise ValueError(f"ac_power_flow: method must be one of {AC_PF_METHODS}, got {method!r}")
     dtype = jnp.result_type(p_gen_mw, load_p_mw, load_q_mvar)

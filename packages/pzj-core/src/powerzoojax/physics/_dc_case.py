@@ -19,7 +19,7 @@ def dc_power_flow_on_case(
     unit_power_mw: Float[Array, " n_units"],
     node_load_mw: Float[Array, " n_nodes"],
 ) -> tuple[Float[Array, " n_lines"], Float[Array, " n_nodes"], Float[Array, " n_units"]]:
-    """Slack-balanced DC power flow → `(line_flow_mw, node_injection_mw, actual_unit_power_mw)`.
+    """Slack-balanced DC power flow on a case.
 
     The imbalance `Σ node_load − Σ p` is taken up by the units at the slack bus, shared
     evenly and not clamped to their limits (so costs and limit checks must use the
@@ -27,6 +27,17 @@ def dc_power_flow_on_case(
     bus the imbalance stays at the slack bus, whose PTDF column is zero. Injection =
     `A_units·p − load` with the residual `Σp − Σload` charged to the slack bus, and
     `line_flow = PTDF · injection` (from → to positive).
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `unit_power_mw`: `(n_units,)` dispatch [MW].
+    - `node_load_mw`: `(n_nodes,)` load per node [MW].
+
+    **Returns:**
+
+    `(line_flow_mw (n_lines,), node_injection_mw (n_nodes,), actual_unit_power_mw (n_units,))`
+    [MW].
     """
     p = jnp.asarray(unit_power_mw, jnp.float32)
     load = jnp.asarray(node_load_mw, jnp.float32)
@@ -52,10 +63,21 @@ def dc_power_flow_on_case_with_check(
     Int[Array, ""],
     Float[Array, ""],
 ]:
-    """[`dc_power_flow_on_case`][powerzoojax.physics.dc_power_flow_on_case] followed by the DC thermal check →
+    """[`dc_power_flow_on_case`][powerzoojax.physics.dc_power_flow_on_case] followed by the DC
+    thermal check.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `unit_power_mw`: `(n_units,)` dispatch [MW].
+    - `node_load_mw`: `(n_nodes,)` load per node [MW].
+
+    **Returns:**
+
     `(line_flow_mw, node_injection_mw, actual_unit_power_mw, is_safe, n_violations,
-    cost_thermal)`; `cost_thermal` is the MW beyond `[line_floor, line_cap]` summed
-    over lines (DC active-power limits, not MVA)."""
+    cost_thermal)`; `cost_thermal` is the MW beyond `[line_floor, line_cap]` summed over
+    lines (DC active-power limits, not MVA).
+    """
     flow, injection, actual = dc_power_flow_on_case(case, unit_power_mw, node_load_mw)
     overload, n_violations = dc_thermal_check(flow, case.line_cap, case.line_floor)
     return flow, injection, actual, n_violations == 0, n_violations, overload

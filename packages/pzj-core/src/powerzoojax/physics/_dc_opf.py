@@ -78,7 +78,21 @@ _MIN_WIDTH_REL = 1e-6  # fixed units are widened by this fraction of the widest 
 
 
 class DCOPFSetup(eqx.Module):
-    """Host-precomputed DC-OPF operators of one case (float32 leaves)."""
+    """Host-precomputed DC-OPF operators of one case (float32 leaves); build with
+    [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup].
+
+    **Arguments:**
+
+    - `ptdf_units_t`: `(G, L)` transposed PTDF of the units' buses.
+    - `ptdf_t`: `(N, L)` transposed PTDF.
+    - `mon_ptdf_units_t`, `mon_ptdf_t`: the same restricted to the `n_mon` monitored lines.
+    - `mon_idx`: `(n_mon,)` the monitored lines (in service, finite limits).
+    - `nodes_units_map`: `(N, G)` unit-to-node map.
+    - `line_cap`, `line_floor`: `(L,)` limits [MW].
+    - `p_min`, `p_max`: `(G,)` unit limits [MW].
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients [$/MWh].
+    - `linear`: marginal costs are constant, so the dual simplex solves it (static).
+    """
 
     ptdf_units_t: Float[Array, "n_units n_lines"]
     ptdf_t: Float[Array, "n_nodes n_lines"]
@@ -98,7 +112,25 @@ class DCOPFSetup(eqx.Module):
 
 
 class DCOPFResult(eqx.Module):
-    """One DC-OPF solution (MW, $/MWh, $/h)."""
+    """One DC-OPF solution.
+
+    **Arguments:**
+
+    - `p_mw`: `(G,)` dispatch [MW].
+    - `line_flow_mw`: `(L,)` flows [MW], from → to positive, every line.
+    - `node_injection_mw`: `(N,)` net injections [MW].
+    - `lmp`: `(N,)` locational marginal prices [$/MWh].
+    - `lambda_balance`: system price [$/MWh].
+    - `mu_upper`, `mu_lower`: `(L,)` line duals [$/MWh], 0 on unmonitored lines.
+    - `objective`: `TC` of `p_mw` [$/h].
+    - `line_violation_mw`: Σ MW beyond the line limits, > 0 only when they cannot all be
+      met.
+    - `status`: int32, `DCOPF_OPTIMAL` (0), `DCOPF_INFEASIBLE` (1: load outside
+      `[Σp_min, Σp_max]` or line limits that cannot all be met; best-effort dispatch) or
+      `DCOPF_UNCONVERGED` (2: the iteration budget ran out).
+    - `converged`: the solver met `tol`.
+    - `n_iter`: iterations (or pivots, or bisection steps) taken.
+    """
 
     p_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -128,15 +160,19 @@ def make_dc_opf_setup(
 
     **Arguments:**
 
-    - `line_cap`/`line_floor`: `(n_lines,)` MW overrides of the case limits; limits of
+    - `case`: the case.
+    - `line_cap`, `line_floor`: `(n_lines,)` MW overrides of the case limits; limits of
       magnitude `UNLIMITED_MW` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
     - `objective`: `"polynomial"` minimises the case's cost polynomial `TC(p)`;
       `"linear"` minimises `mc_c · p` only (the quadratic and cubic marginal-cost
       coefficients are stored as zero). The benchmark tables' marginal costs have negative
       linear terms, so their `TC` is not convex and only the linear objective is a
-      well-posed program on them; the transmission and unit-commitment envs use it by default.
+      well-posed program on them; the transmission and unit-commitment envs use it by
+      default.
 
-    **Returns:** a [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup] (float32 leaves).
+    **Returns:**
+
+    A [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup] (float32 leaves).
     """
     if objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")
@@ -202,7 +238,36 @@ def dc_opf(
     tol: float = 1e-4,
     line_penalty: float = 1e3,
 ) -> DCOPFResult:
-    """Solve one DC-OPF for nodal loads [MW] (see the module docstring for every argument)."""
+    """Solve one DC-OPF (economic dispatch with PTDF line limits) for nodal loads.
+
+    Minimises `Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²` subject to the power balance,
+    unit bounds and the monitored lines' limits (elastic: an infeasible instance gets a
+    best-effort dispatch). Constant marginal costs are solved exactly by a bounded dual
+    simplex, others by a primal–dual interior point; a setup with no monitored line by a
+    bisection on the system price. Values are always finite; `jit`/`vmap`-friendly, and
+    the dtype follows `node_load_mw`.
+
+    **Arguments:**
+
+    - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `node_load_mw`: `(N,)` nodal loads [MW].
+    - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW] (ramp windows, commitment;
+      committed-off units take `[0, 0]`); `None` takes the setup's.
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` cost overrides [$/MWh]; `None` takes the setup's.
+    - `p_ref`, `ref_weight`: `(G,)` preference dispatch [MW] and its weight; not part of
+      the reported `objective`.
+    - `line_cap`, `line_floor`: `(L,)` runtime limits [MW] of the monitored lines.
+    - `p_init`: `(G,)` warm start [MW] (interior point only).
+    - `load_flow_mw`: `(L,)` `PTDF @ load` if the caller has it.
+    - `max_iter`: iteration budget (static).
+    - `tol`: tolerance on the scaled KKT residuals (static).
+    - `line_penalty`: cost of one MW of line overload, as a multiple of the largest
+      marginal cost (static).
+
+    **Returns:**
+
+    A [`DCOPFResult`][powerzoojax.physics.DCOPFResult].
+    """
     dtype = jnp.result_type(jnp.asarray(node_load_mw).dtype, jnp.float32)
     cast = lambda v, default: jnp.asarray(default if v is None else v, dtype)  # noqa: E731
     load = jnp.asarray(node_load_mw, dtype)

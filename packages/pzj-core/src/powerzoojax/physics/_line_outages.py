@@ -33,13 +33,18 @@ from powerzoojax.case import CaseData
 
 
 class LineOutagePTDF(eqx.Module):
-    """PTDF of a case with some lines opened (see the module docstring).
+    """PTDF of a case with some lines opened.
 
-    `ptdf` [MW/MW] has zero rows for the opened and the already out-of-service lines;
-    `line_out` is the outage mask restricted to lines that were in service;
-    `islanded` is True when the opened lines cut buses off the slack, `node_islanded`
-    marks those buses. When `islanded` is True, `ptdf` is the case's PTDF with the
-    opened rows zeroed (no redistribution): finite, but not a physical flow pattern.
+    When `islanded` is True, `ptdf` is the case's PTDF with the opened rows zeroed (no
+    redistribution): finite, but not a physical flow pattern.
+
+    **Arguments:**
+
+    - `ptdf`: `(n_lines, n_nodes)` [MW/MW], zero rows for the opened and the already
+      out-of-service lines.
+    - `line_out`: `(n_lines,)` the outage mask restricted to lines that were in service.
+    - `islanded`: bool scalar, the opened lines cut buses off the slack.
+    - `node_islanded`: `(n_nodes,)` the buses cut off.
     """
 
     ptdf: Float[Array, "n_lines n_nodes"]
@@ -72,21 +77,41 @@ def _component_labels(
 
 
 def line_outage_ptdf(case: CaseData, line_out: Bool[Array, " n_lines"]) -> LineOutagePTDF:
-    """The PTDF of `case` with the lines where `line_out` is True opened, in the graph.
+    """The PTDF of `case` with the lines where `line_out` is True opened.
 
     `line_out` may be traced (`jit` / `vmap` over masks); lines already out of service
-    in the case are ignored. Cost: one `(L × L)` solve with `N` right-hand sides, for
-    any number of outages; when at most a few lines are out at once,
-    [`line_outage_ptdf_of_lines`][powerzoojax.physics.line_outage_ptdf_of_lines] costs `(k × k)` instead.
+    in the case are ignored. Cost: one `(L × L)` solve with `N` right-hand sides, for any
+    number of outages; when at most a few lines are out at once,
+    [`line_outage_ptdf_of_lines`][powerzoojax.physics.line_outage_ptdf_of_lines] costs
+    `(k × k)` instead.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `line_out`: `(n_lines,)` bool outage mask.
+
+    **Returns:**
+
+    A [`LineOutagePTDF`][powerzoojax.physics.LineOutagePTDF].
     """
     slots = jnp.arange(case.n_lines, dtype=jnp.int32)
     return _ptdf_with_slots_opened(case, slots, jnp.asarray(line_out, bool))
 
 
 def line_outage_ptdf_of_lines(case: CaseData, lines: Int[Array, " k"]) -> LineOutagePTDF:
-    """[`line_outage_ptdf`][powerzoojax.physics.line_outage_ptdf] for at most `k` lines given by 0-based index (`-1` = no
-    line, for padding; repeats count once): one `(k × k)` solve, so screening every
-    single-line outage of a large case is a `vmap` over `lines[:, None]`."""
+    """[`line_outage_ptdf`][powerzoojax.physics.line_outage_ptdf] for at most `k` lines given
+    by index: one `(k × k)` solve, so screening every single-line outage of a large case is
+    a `vmap` over `lines[:, None]`.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `lines`: `(k,)` 0-based line indices; `-1` is no line (padding); repeats count once.
+
+    **Returns:**
+
+    A [`LineOutagePTDF`][powerzoojax.physics.LineOutagePTDF].
+    """
     lines = jnp.asarray(lines, jnp.int32)
     slots = jnp.clip(lines, 0, case.n_lines - 1)
     earlier = jnp.tril(lines[:, None] == lines[None, :], k=-1)

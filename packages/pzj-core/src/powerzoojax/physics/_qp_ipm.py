@@ -66,9 +66,16 @@ _POLISH_PASSES = 8  # active-set guesses tried (the interior point's, then corre
 class DispatchQPSolution(eqx.Module):
     """Primal–dual solution in the caller's units.
 
-    `nu` is the dual of the balance row in the sign convention `∇f + ν + Aᵀ(μ⁺ − μ⁻) = …`,
-    so the system price is `−ν`. `mu_upper`/`mu_lower` (≥ 0, ≤ π) price the upper
-    and lower row limits. `row_violation` is `t⁺ + t⁻` per row.
+    **Arguments:**
+
+    - `x`: `(n,)` the solution.
+    - `nu`: dual of the balance row, in the sign convention
+      `∇f + ν + Aᵀ(μ⁺ − μ⁻) = …`, so the system price is `−ν`.
+    - `mu_upper`, `mu_lower`: `(m,)` duals (≥ 0, ≤ π) of the upper and lower row limits.
+    - `row_violation`: `(m,)` `t⁺ + t⁻` per row.
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar.
+    - `residual`: largest scaled KKT residual at the end.
     """
 
     x: Float[Array, " n"]
@@ -102,13 +109,29 @@ def solve_dispatch_qp(
     tol: float = 1e-4,
     x0: Float[Array, " n"] | None = None,
 ) -> DispatchQPSolution:
-    """Solve the elastic dispatch QP above (see module docstring).
+    """Solve the elastic separable dispatch QP with a primal–dual interior point.
 
-    Requires `lo < hi` elementwise and `Σlo < total < Σhi` (the caller widens fixed
-    variables and clips the total). `penalty` is `π` per unit of row violation,
-    as a multiple of the largest marginal cost of the problem (so it scales with the case). `x0` is an optional warm start (it is pulled into the box interior).
-    `tol` bounds the scaled residuals and complementarity. `a_t` is `Aᵀ`, stored
-    transposed so that the batched products are plain GEMMs.
+    Minimises `Σ_i (r_i/3) x_i³ + (q_i/2) x_i² + c_i x_i + π Σ_j (t⁺_j + t⁻_j)` subject to
+    `Σ_i x_i = total`, `lo ≤ x ≤ hi` and `row_lo − t⁻ ≤ A x ≤ row_hi + t⁺`. Requires
+    `lo < hi` elementwise and `Σlo < total < Σhi` (the caller widens fixed variables and
+    clips the total).
+
+    **Arguments:**
+
+    - `cubic`, `quad`, `lin`: `(n,)` cost coefficients `r`, `q`, `c`.
+    - `lo`, `hi`: `(n,)` bounds.
+    - `total`: balance target.
+    - `a_t`: `(n, m)` `Aᵀ`, stored transposed so that the batched products are plain GEMMs.
+    - `row_lo`, `row_hi`: `(m,)` row limits.
+    - `penalty`: `π` per unit of row violation, as a multiple of the largest marginal
+      cost of the problem.
+    - `max_iter`: iteration budget.
+    - `tol`: bound on the scaled residuals and complementarity.
+    - `x0`: `(n,)` optional warm start (pulled into the box interior).
+
+    **Returns:**
+
+    A [`DispatchQPSolution`][powerzoojax.physics.DispatchQPSolution].
     """
     dtype = jnp.result_type(lin.dtype, jnp.float32)
     n, m = a_t.shape

@@ -53,25 +53,28 @@ _CURRENT_SQ_BOUND = 2.0 * _FLOW_BOUND**2 / _V_SQ_FLOOR
 
 
 class RadialNetwork(eqx.Module):
-    """Setup-time topology of a radial feeder (in-service branches only, B of them).
+    """Setup-time topology of a radial feeder (in-service branches only, B of them); build
+    with [`make_radial_network`][powerzoojax.physics.make_radial_network].
 
-    `path_matrix[n, l] = 1` iff branch `l` lies on the path from the slack bus to
-    bus `n`; `downstream_matrix` is its transpose; `loss_matrix[l, k] = 1` iff branch
-    `k` is `l` or lies downstream of it (so `P = D p + loss_matrix · r ℓ`). Branch
-    `l` is oriented from `send_idx[l]` (nearer the slack) to `recv_idx[l]`;
-    `line_idx[l]` is its position among the case's lines. `r_pu, x_pu` on the case base.
+    Branch `l` is oriented from `send_idx[l]` (nearer the slack) to `recv_idx[l]`. The
+    sweep is an affine map of `y = [P | Q | v²_recv | v²_send]` (4B per feeder) computed
+    with small dense products.
 
-    The sweep's affine map, `y = [P | Q | v²_recv | v²_send]` (4B) per feeder, with
-    `v²_recv` at the non-slack buses in bus order (so voltages need no permutation) and
-    `v²_send` at each branch's sending bus: `y = c + ℓ sweep_loss_matrix` with the
-    loads' part `c = [P₀ | Q₀ | v²_slack + d sweep_drop_matrix]`, `P₀ = p path_matrix`,
-    `Q₀ = q path_matrix` (the lossless flows) and `d = 2 (r P₀ + x Q₀)` their voltage
-    drops (three small products instead of one `(2N, 4B)`). `recv_to_bus[l, n] = 1` iff branch
-    `l` feeds bus `n`. (Products rather than gathers: XLA:CPU runs a gather fused into
-    an elementwise kernel an order of magnitude slower than these small products.)
-    `sweep_precond = (I − J₀)⁻ᵀ`: the quasi-Newton step's constant preconditioner (row
-    form), `J₀ = ∂ℓ'/∂ℓ` of one sweep at the nominal-load solution (identity when that
-    solution does not exist).
+    **Arguments:**
+
+    - `path_matrix`: `(N, B)`, 1 iff branch `l` lies on the path from the slack to bus `n`.
+    - `downstream_matrix`: `(B, N)`, its transpose.
+    - `loss_matrix`: `(B, B)`, 1 iff branch `k` is `l` or lies downstream of it.
+    - `sweep_drop_matrix`: `(B, n_sweep_v)` map of the lossless voltage drops into `y`.
+    - `sweep_loss_matrix`: `(B, n_sweep)` map of the squared currents into `y`.
+    - `sweep_precond`: `(B, B)` constant preconditioner of the quasi-Newton step,
+      `(I − J₀)⁻ᵀ` at the nominal-load solution (identity when it does not exist).
+    - `recv_to_bus`: `(B, N)`, 1 iff branch `l` feeds bus `n`.
+    - `root_branch`: `(B,)`, 1 on the branches leaving the slack.
+    - `send_idx`, `recv_idx`: `(B,)` branch ends.
+    - `line_idx`: `(B,)` position of each branch among the case's lines.
+    - `r_pu`, `x_pu`: `(B,)` branch impedance [p.u. on the case base].
+    - `slack_bus_idx`, `n_nodes`, `n_branches`: slack bus and sizes (static).
     """
 
     path_matrix: Float[Array, "n_nodes n_branches"]
@@ -93,16 +96,24 @@ class RadialNetwork(eqx.Module):
 
 
 class RadialFlow(eqx.Module):
-    """Result of [`radial_power_flow`][powerzoojax.physics.radial_power_flow] (per unit on the case base).
+    """Result of [`radial_power_flow`][powerzoojax.physics.radial_power_flow] (per unit on the
+    case base).
 
-    `p_branch, q_branch` enter each branch at its sending end; `p_loss, q_loss` are
-    the per-branch series losses `r I², x I²`; `p_slack, q_slack` the net power the
-    slack bus supplies (branch flows leaving it minus its own load). `residual` is the
-    last `max |Δv²|`; `converged` says it fell below the tolerance within
-    `max_iter` sweeps (`n_iter` of them) at a point off the safety bounds
-    (`0.5 <= |v| <= 2` p.u., `|P|, |Q| < 1e4` p.u.). `loss_correction` is the
-    solution's squared currents minus LinDistFlow's for the same loads (zero when not
-    converged): pass it as the next solve's `warm_start` (see [`radial_power_flow`][powerzoojax.physics.radial_power_flow]).
+    **Arguments:**
+
+    - `v_sq`, `v_mag`: `(n_nodes,)` squared and plain voltage magnitudes [p.u.].
+    - `p_branch`, `q_branch`: `(n_branches,)` power entering each branch at its sending
+      end [p.u.].
+    - `p_loss`, `q_loss`: `(n_branches,)` series losses `r I²`, `x I²` [p.u.].
+    - `p_slack`, `q_slack`: net power the slack bus supplies (branch flows leaving it minus
+      its own load) [p.u.].
+    - `converged`: the last `max |Δv²|` fell below the tolerance within `max_iter` sweeps
+      at a point off the safety bounds (`0.5 <= |v| <= 2` p.u., `|P|, |Q| < 1e4` p.u.).
+    - `n_iter`: sweeps taken.
+    - `residual`: the last `max |Δv²|`.
+    - `loss_correction`: `(n_branches,)` the solution's squared currents minus
+      LinDistFlow's for the same loads (zero when not converged); pass it as the next
+      solve's `warm_start`.
     """
 
     v_sq: Float[Array, " n_nodes"]
@@ -230,8 +241,14 @@ def sweep_preconditioner(
 def make_radial_network(case: CaseData) -> RadialNetwork:
     """Build the sweep matrices of `case` on the host (lines with `line_status > 0`).
 
-    Raises `ValueError` if the in-service lines do not form one tree spanning every
-    bus from the slack.
+    **Arguments:**
+
+    - `case`: a radial case.
+
+    **Returns:**
+
+    A [`RadialNetwork`][powerzoojax.physics.RadialNetwork]. Raises `ValueError` if the
+    in-service lines do not form one tree spanning every bus from the slack.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"make_radial_network: case must be a CaseData, got {type(case).__name__}")
@@ -490,19 +507,27 @@ def radial_power_flow(
     tol: Float[ArrayLike, ""] | float = 1e-6,
     warm_start: Float[ArrayLike, " n_branches"] | None = None,
 ) -> RadialFlow:
-    """Solve the balanced radial power flow for net bus loads `p_load_pu, q_load_pu` [p.u.].
+    """Solve the balanced radial power flow for net bus loads.
 
-    Net load = demand − local generation (negative where a bus exports). `v_slack`
-    [p.u.] and `tol` (on `max |Δv²|` between sweeps) may be traced; `max_iter` is a
-    Python int (it bounds the loop). Never raises on a hard case: a feeder that cannot
-    carry its load returns finite values with `converged=False`. Under `vmap` each
-    feeder stops on its own test (the values of solving them one by one).
+    Net load = demand − local generation (negative where a bus exports). Never raises on a
+    hard case: a feeder that cannot carry its load returns finite values with
+    `converged=False`. Under `vmap` each feeder stops on its own test (the values of
+    solving them one by one).
 
-    `warm_start`: the `loss_correction` of an earlier solve of the same feeder (default
-    zero: a cold start from LinDistFlow). The sweep then starts from this solve's
-    LinDistFlow currents plus that correction, which is close when the loads changed
-    little (a time step of smooth profiles: 3 sweeps instead of 4 on the DSO task). It
-    changes where the iteration starts, not what it converges to.
+    **Arguments:**
+
+    - `network`: the [`RadialNetwork`][powerzoojax.physics.RadialNetwork].
+    - `p_load_pu`, `q_load_pu`: `(n_nodes,)` net loads [p.u.].
+    - `v_slack`: slack voltage [p.u.]; may be traced.
+    - `max_iter`: sweep budget (static Python int).
+    - `tol`: bound on `max |Δv²|` between sweeps; may be traced.
+    - `warm_start`: `(n_branches,)` the `loss_correction` of an earlier solve of the same
+      feeder; `None` starts cold from LinDistFlow. It changes where the iteration starts,
+      not what it converges to.
+
+    **Returns:**
+
+    A [`RadialFlow`][powerzoojax.physics.RadialFlow].
     """
     p_load = jnp.asarray(p_load_pu, jnp.float32)
     q_load = jnp.asarray(q_load_pu, jnp.float32)
