@@ -30,6 +30,7 @@ import inspect
 import re
 import sys
 import textwrap
+import typing
 from collections.abc import Callable, Iterator
 
 PUBLIC_MODULES = (
@@ -97,6 +98,8 @@ def public_objects() -> Iterator[tuple[str, object]]:
             except ImportError:  # a facade name whose distribution is missing
                 continue
             if not (inspect.isclass(obj) or callable(obj)) or inspect.ismodule(obj):
+                continue
+            if typing.get_origin(obj) is not None:  # a type alias such as `Callable[..., X]`
                 continue
             if id(obj) in seen:
                 continue
