@@ -12,7 +12,8 @@ defines itself:
 - no Sphinx role (`:func:`, `:class:`, ...), rst directive (`.. note::`) or rst double
   backtick literal is left, since the API reference renders docstrings as Markdown.
 
-A method that overrides a documented method of a base class is documented by the base.
+A method that overrides a documented method of a base class, or implements one of a
+documented protocol (a task's `make_env`, `rollout`, ... of `TaskSpec`), is documented there.
 Modules whose distribution is not installed are skipped, so the check runs on any subset
 of the four distributions.
 
@@ -168,8 +169,20 @@ def check_callable(doc: str, params: list[inspect.Parameter] | None, returns: bo
     return problems
 
 
+def _protocols() -> list[type]:
+    """The documented protocols public classes implement without subclassing them."""
+    core = _import("powerzoojax.core")
+    return [core.TaskSpec] if core is not None else []
+
+
+def _implements(cls: type, protocol: type) -> bool:
+    members = [n for n, v in vars(protocol).items() if inspect.isfunction(v) and not n.startswith("_")]
+    return bool(members) and all(callable(getattr(cls, n, None)) for n in members)
+
+
 def _documented_in_base(cls: type, name: str) -> bool:
-    return any(name in vars(base) and inspect.getdoc(getattr(base, name)) for base in cls.__mro__[1:])
+    bases = [*cls.__mro__[1:], *(p for p in _protocols() if p is not cls and _implements(cls, p))]
+    return any(name in vars(base) and inspect.getdoc(getattr(base, name)) for base in bases)
 
 
 def _class_parameters(cls: type) -> list[inspect.Parameter] | None:
