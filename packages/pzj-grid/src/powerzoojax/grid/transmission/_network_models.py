@@ -80,7 +80,17 @@ __all__ = [
 
 
 class NetworkInputs(eqx.Module):
-    """What a network model solves for on one step (see the module docstring)."""
+    """What a network model solves for on one step.
+
+    **Arguments:**
+
+    - `load_mw`: `(n_loads,)` the profile row's loads [MW].
+    - `row`: index of that profile row.
+    - `dispatch_mw`: `(n_units,)` set-points [MW] (the agent's, or proportional to the
+      load when the action has no unit entries; OPF models ignore them).
+    - `p_bus_mw`: `(n_nodes,)` the bundles' bus injections [MW], `None` without bundles.
+    - `previous`: the state before the step, `None` at reset.
+    """
 
     load_mw: Float[Array, " n_loads"]
     row: Int[Array, ""]
@@ -90,9 +100,24 @@ class NetworkInputs(eqx.Module):
 
 
 class NetworkSolution(eqx.Module):
-    """What one network solve produced, in every mode. AC-only fields are flat (`vm` 1,
-    `va` 0, reactive quantities 0) in the DC models; `n_voltage_violations` includes a
-    failed AC solve."""
+    """What one network solve produced, in every mode.
+
+    AC-only fields are flat (`vm` 1, `va` 0, reactive quantities 0) in the DC models.
+
+    **Arguments:**
+
+    - `unit_power_mw`: `(n_units,)` realised output [MW].
+    - `line_flow_mw`, `line_flow_q_mvar`: `(n_lines,)` flows [MW, MVAr].
+    - `node_injection_mw`: `(n_nodes,)` net injections [MW].
+    - `vm`, `va`: `(n_nodes,)` voltages [p.u., rad].
+    - `q_gen`: `(n_units,)` reactive output [MVAr].
+    - `thermal`: overload the `thermal_overload` cost charges (≥ 0).
+    - `n_line_violations`: number of overloaded lines.
+    - `voltage`: voltage violation the `voltage_violation` cost charges (≥ 0).
+    - `n_voltage_violations`: buses outside their limits, including a failed AC solve.
+    - `unserved_mw`: load not served, charged on `power_balance` [MW].
+    - `info`: entries added to the step's info (the same keys on every step).
+    """
 
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -116,10 +141,31 @@ class NetworkModel(eqx.Module):
 
     @abc.abstractmethod
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The step's network solve."""
+        """The step's network solve.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution] whose arrays are
+        all finite.
+        """
 
     def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The solve behind `reset` (the step's solve unless a model says otherwise)."""
+        """The solve behind `reset` (the step's solve unless a model says otherwise).
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the reset's inputs (`previous` is `None`).
+
+        **Returns:**
+
+        A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution].
+        """
         return self.solve(params, inputs)
 
 
@@ -160,6 +206,17 @@ class DCPowerFlowModel(NetworkModel):
     the bundles' injections). Thermal metric: MW beyond `[line_floor, line_cap]`."""
 
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        """The DC stage: a DC power flow of the set-points.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        The unit outputs with DC flows, zero unserved load and no info.
+        """
         net = params.network
         flow = dc_power_flow(net, inputs.dispatch_mw, inputs.load_mw, params.load_line_flow_mw[inputs.row])
         p_bus = inputs.p_bus_mw
@@ -182,14 +239,34 @@ class DCPowerFlowModel(NetworkModel):
 
 
 class DCOPFModel(NetworkModel):
-    """DC-OPF dispatch (interior point with LMPs) and its flows; the set-points are ignored.
-    Info: `opf_status`, `opf_converged`, `opf_objective`, `opf_lambda`, `opf_ok`."""
+    """DC-OPF dispatch (with LMPs) and its flows; the set-points are ignored.
+
+    Info: `opf_status`, `opf_converged`, `opf_objective`, `opf_lambda`, `opf_ok`.
+
+    **Arguments:**
+
+    - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `max_iter`: iteration cap (static).
+    - `tol`: tolerance (static).
+    """
 
     setup: DCOPFSetup
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-4)
 
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        """The DC stage: the OPF dispatch with its DC flows.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        The unit outputs with DC flows, the load the OPF could not serve [MW] and the OPF's
+        info.
+        """
         net = params.network
         node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
         if inputs.p_bus_mw is not None:
@@ -216,15 +293,28 @@ class DCOPFModel(NetworkModel):
 
 
 class ACPowerFlowModel(NetworkModel):
-    """AC power flow (fast-decoupled with a Newton fallback by default, see
-    `ac_power_flow`'s `method`; PV->PQ switching at the Q limits) on the
-    unit outputs of a DC stage: [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel] (the agent's set-points, slack
-    balanced in DC) or [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] (the OPF dispatch; its info is kept). Thermal
-    metric `max(|S_from|, |S_to|)` beyond the rating; a solve that does not converge
-    costs `params.pf_failure_cost` on `power_balance` and counts as a voltage
-    violation. Generator Q schedules and bundle Q are not modelled. `warm_start`: start
-    from the previous state's voltages and PV->PQ switches (see [`warm_start_from`][powerzoojax.grid.transmission.ACPowerFlowModel.warm_start_from]).
-    Info: `pf_converged`, `pf_n_iter`, `pf_max_mismatch`."""
+    """AC power flow (PV→PQ switching at the Q limits) on the unit outputs of a DC stage.
+
+    The DC stage is [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel]
+    (the agent's set-points, slack balanced in DC) or
+    [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] (the OPF dispatch; its info is
+    kept). Thermal metric `max(|S_from|, |S_to|)` beyond the rating; a solve that does not
+    converge costs `params.pf_failure_cost` on `power_balance` and counts as a voltage
+    violation. Generator Q schedules and bundle Q are not modelled. Info: `pf_converged`,
+    `pf_n_iter`, `pf_max_mismatch`.
+
+    **Arguments:**
+
+    - `network`: the [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `dispatch_model`: the DC stage.
+    - `max_iter`: iteration cap (static).
+    - `tol`: mismatch tolerance [p.u.] (static).
+    - `method`: `"fdlf"`, `"fdlf_only"` or `"newton"`, as in
+      [`ac_power_flow`][powerzoojax.physics.ac_power_flow] (static).
+    - `warm_start`: start from the previous state's voltages and PV→PQ switches (see
+      [`warm_start_from`][powerzoojax.grid.transmission.ACPowerFlowModel.warm_start_from])
+      (static).
+    """
 
     network: ACNetwork
     dispatch_model: DCPowerFlowModel | DCOPFModel
@@ -235,12 +325,24 @@ class ACPowerFlowModel(NetworkModel):
     is_ac: ClassVar[bool] = True
 
     def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
-        """Initial voltages and PV->PQ switches from the previous step's state. The state
-        holds no switch flags: a PV bus is switched iff its voltage left the set point
-        (unswitched PV voltages are pinned to it exactly), at the limit its generated Q is
-        nearer to (Q from `q_gen`). A state with voltages outside [0.8, 1.2] p.u. (a
-        failed solve) starts flat instead. With Q limits the result may then differ from
-        the cold solve (a bus at a limit near its switching point)."""
+        """Initial voltages and PV→PQ switches from the previous step's state.
+
+        The state holds no switch flags: a PV bus is switched iff its voltage left the set
+        point (unswitched PV voltages are pinned to it exactly), at the limit its generated Q
+        is nearer to. A state with voltages outside [0.8, 1.2] p.u. (a failed solve) starts
+        flat instead. With Q limits the result may then differ from the cold solve (a bus at a
+        limit near its switching point).
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `state`: the previous step's [`GridState`][powerzoojax.grid.transmission.GridState].
+
+        **Returns:**
+
+        `(vm, va, pv_limit)`: `(n_nodes,)` magnitudes [p.u.], angles [rad] and the int switch
+        side (+1 / -1 / 0).
+        """
         net = self.network
         sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
         switched = net.is_pv & (state.vm != net.v_set) & sane
@@ -312,12 +414,21 @@ class ACPowerFlowModel(NetworkModel):
 
 class ACOPFModel(NetworkModel):
     """AC-OPF (in-graph primal–dual interior point in float32) setting dispatch, voltages and
-    flows; the set-points are ignored; reactive loads are the case's Qd. Thermal metric
-    `|S_from|` beyond the rating. `reset` starts from proportional dispatch, a DC power
-    flow and flat voltages instead ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info: `opf_converged`,
-    `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
+    flows; the set-points are ignored; reactive loads are the case's Qd.
+
+    Thermal metric `|S_from|` beyond the rating. `reset` starts from proportional
+    dispatch, a DC power flow and flat voltages instead
+    ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info:
+    `opf_converged`, `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
     `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
-    `line_viol_mva` (Σ MVA beyond the rating at either end)."""
+    `line_viol_mva` (Σ MVA beyond the rating at either end).
+
+    **Arguments:**
+
+    - `setup`: the [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    - `max_iter`: iteration cap (static).
+    - `tol`: tolerance on the scaled KKT error (static).
+    """
 
     setup: ACOPFSetup
     max_iter: int = eqx.field(static=True, default=50)

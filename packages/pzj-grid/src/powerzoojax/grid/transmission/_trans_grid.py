@@ -30,7 +30,23 @@ CONSTRAINT_NAMES = ("thermal_overload", "voltage_violation", "power_balance", "r
 
 
 class GridState(EnvState):
-    """Transmission state; every field exists in every physics mode (mode-invariant pytree)."""
+    """Transmission state; every field exists in every physics mode (mode-invariant pytree).
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `unit_power_mw`: `(n_units,)` realised unit output [MW].
+    - `line_flow_mw`: `(n_lines,)` active flows [MW], from → to positive.
+    - `node_injection_mw`: `(n_nodes,)` net injections [MW].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: number of violated limits on the last step.
+    - `total_cost`: generation cost of the last step [$].
+    - `vm`, `va`: `(n_nodes,)` voltage magnitude [p.u.] and angle [rad] (1 and 0 in the DC
+      modes).
+    - `q_gen`: `(n_units,)` reactive output [MVAr] (0 in the DC modes).
+    - `line_flow_q_mw`: `(n_lines,)` reactive flows [MVAr] (0 in the DC modes).
+    - `resource_states`: the states of the params' resource bundles.
+    """
 
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -94,10 +110,31 @@ class TransGridEnv(Environment):
       `step`. Loads come from `load_profiles[t mod T]` [MW per load].
     """
     def action_dim(self, params: TransGridParams) -> int:
+        """Length of the action vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `n_units` (when the params include unit dispatch) plus the bundles' action length.
+        """
         units = params.case.n_units if params.include_unit_dispatch else 0
         return units + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: TransGridParams) -> int:
+        """Length of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `n_lines + n_loads + n_units + 2` (plus `n_nodes` bus voltages in the AC layout) plus
+        the bundles' observation length.
+        """
         case = params.case
         ac = case.n_nodes if params.network_model.is_ac else 0
         return case.n_lines + ac + case.n_loads + case.n_units + 2 + bundles_obs_dim(params.resources)
