@@ -103,9 +103,29 @@ class RadialFeederEnv(Environment):
         """Observation length before the bundles' observations."""
 
     def action_dim(self, params: Any) -> int:
+        """Length of the action vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        The DER entries plus the bundles' action length.
+        """
         return self._n_der(params) + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: Any) -> int:
+        """Length of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        The feeder's own entries plus the bundles' observation length.
+        """
         return self._core_obs_dim(params) + bundles_obs_dim(params.resources)
 
     def observation_space(self, params: Any) -> Box:

@@ -35,7 +35,22 @@ T_ZONE_MIN, T_ZONE_MAX = 15.0, 45.0
 
 
 class DataCenterState(EnvState):
-    """Data-centre state; powers in MW, temperatures in °C, counters cumulative per episode."""
+    """Data-centre state; powers in MW, temperatures in °C, counters cumulative per episode.
+
+    Task bookkeeping: arrived = waiting + running + finished + sla_violations + dropped.
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: total demand [MW, MVAr].
+    - `t_zone`, `t_setpoint`, `t_outdoor`: temperatures [°C].
+    - `p_it_mw`, `p_cool_mw`: IT and cooling power [MW].
+    - `gpus_infer`, `gpus_active`: GPUs on inference and busy in total.
+    - `task_gpus`, `task_deadline`, `task_duration`, `task_remaining`, `task_type`,
+      `task_eta`, `task_status`: `(n_slots,)` the task queue (status 0 free, 1 waiting,
+      2 running; deadline and durations in steps).
+    - `sla_violations`, `n_arrived`, `n_finished`, `n_dropped`: task counters.
+    """
 
     current_p_mw: Float[Array, ""]
     current_q_mvar: Float[Array, ""]
@@ -61,6 +76,7 @@ class DataCenterState(EnvState):
 
     @property
     def queue(self) -> TaskQueue:
+        """The task slots as one `TaskQueue` (struct of arrays, one entry per slot)."""
         return TaskQueue(
             self.task_gpus, self.task_deadline, self.task_duration, self.task_remaining,
             self.task_type, self.task_eta, self.task_status,
@@ -68,9 +84,34 @@ class DataCenterState(EnvState):
 
 
 class DataCenterParams(EnvParams):
-    """Params of the data-centre model; build with [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params].
+    """Params of the data-centre model; build with
+    [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params].
 
     Per-type arrays are `(2,)`: index 0 training, 1 fine-tuning.
+
+    **Arguments:**
+
+    - `n_gpus`: GPUs in the data centre.
+    - `infer_gpu_peak`: GPUs inference takes at its peak.
+    - `gpu_idle_w`, `gpu_active_w`: power per GPU [W].
+    - `p_base_mw`: base load [MW].
+    - `cop_ref`, `cop_decay`, `t_ref`: cooling COP at `t_ref` [°C] and its decay per °C.
+    - `c_thermal_kwh_per_c`: zone heat capacity [kWh/°C].
+    - `ua_cooling_kw_per_c`: cooling conductance [kW/°C].
+    - `h_wall_kw_per_c`: wall conductance to outdoors [kW/°C].
+    - `t_set_min`, `t_set_max`: set-point range [°C].
+    - `t_initial`: zone temperature at reset [°C].
+    - `t_critical`: over-temperature threshold [°C].
+    - `p_aux_frac`: auxiliary load [fraction of IT load].
+    - `mean_interarrival_steps`: `(2,)` mean steps between task arrivals.
+    - `task_gpus_min`, `task_gpus_max`: `(2,)` GPUs per task, inclusive range.
+    - `task_duration_min`, `task_duration_max`: `(2,)` task length [steps], inclusive.
+    - `deadline_slack`: `(2,)` deadline as a multiple of the duration.
+    - `task_eta`: `(2,)` work efficiency.
+    - `infer_fraction_profile`: `(T,)` inference share of the peak GPUs, row `t mod T`.
+    - `outdoor_temp_profile`: `(T,)` outdoor temperature [°C], row `t mod T`.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
     """
 
     n_gpus: Int[Array, ""]
@@ -161,11 +202,35 @@ def make_datacenter_params(
     steps_per_day: int = 48,
     max_steps: int = 48,
 ) -> DataCenterParams:
-    """Validate on the host and build [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams] (defaults: the reference's).
+    """Validate on the host and build [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams]
+    (defaults: the reference's).
 
-    Per-type arguments are `(training, fine-tuning)` pairs; ranges are inclusive
-    `(min, max)`. Profiles default to the reference's diurnal shapes over `steps_per_day` rows.
-    Raises `ValueError` naming a bad value, `TypeError` for a non-integer count.
+    **Arguments:**
+
+    - `n_gpus`, `infer_gpu_peak`: GPU counts.
+    - `gpu_idle_w`, `gpu_active_w`: power per GPU [W].
+    - `p_base_mw`: base load [MW].
+    - `cop_ref`, `cop_decay`, `t_ref`: cooling COP model (`t_ref` in °C).
+    - `c_thermal_kwh_per_c`, `ua_cooling_kw_per_c`, `h_wall_kw_per_c`: thermal model
+      [kWh/°C, kW/°C].
+    - `t_set_min`, `t_set_max`, `t_initial`, `t_critical`: temperatures [°C].
+    - `p_aux_frac`: auxiliary load [fraction of IT load].
+    - `mean_interarrival_steps`: `(training, fine-tuning)` mean steps between arrivals.
+    - `task_gpus_range`, `task_duration_range`: `(training, fine-tuning)` inclusive
+      `(min, max)` ranges (durations in steps).
+    - `deadline_slack`: `(training, fine-tuning)` deadline as a multiple of the duration.
+    - `task_eta`: `(training, fine-tuning)` work efficiency.
+    - `infer_fraction_profile`: `(T,)` inference share in [0, 1]; `None` takes the
+      reference's diurnal shape over `steps_per_day` rows.
+    - `outdoor_temp_profile`: `(T,)` [°C]; `None` takes the reference's diurnal shape.
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `max_steps`: episode length [steps].
+
+    **Returns:**
+
+    [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams]. Raises `ValueError`
+    naming a bad value, `TypeError` for a non-integer count.
     """
     caller = "make_datacenter_params"
     max_steps = positive_int(caller, "max_steps", max_steps)

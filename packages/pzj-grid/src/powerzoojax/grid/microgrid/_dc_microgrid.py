@@ -40,7 +40,17 @@ _SIGNED_OBS = (4, 12, 20, 22, 23)
 
 
 class DCMicrogridState(EnvState):
-    """Microgrid state: the data centre, battery SOC and last step's powers [MW]."""
+    """Microgrid state: the data centre, battery SOC and last step's powers [MW].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `dc`: the [`DataCenterState`][powerzoojax.grid.microgrid.DataCenterState].
+    - `soc`: battery state of charge [fraction].
+    - `p_batt_mw`, `p_pv_mw`, `p_dg_mw`, `p_load_mw`: last step's battery (positive when
+      discharging), PV, diesel and load power [MW].
+    - `last_action`: `(5,)` the applied action.
+    """
 
     dc: DataCenterState
     soc: Float[Array, ""]
@@ -52,7 +62,34 @@ class DCMicrogridState(EnvState):
 
 
 class DCMicrogridParams(EnvParams):
-    """Params of [`DataCenterMicrogridEnv`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv]; build with [`make_dcmicrogrid_params`][powerzoojax.grid.microgrid.make_dcmicrogrid_params]."""
+    """Params of [`DataCenterMicrogridEnv`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv];
+    build with [`make_dcmicrogrid_params`][powerzoojax.grid.microgrid.make_dcmicrogrid_params].
+
+    **Arguments:**
+
+    - `dc`: the data centre's [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams].
+    - `batt_e_mwh`, `batt_p_mw`: battery capacity [MWh] and rating [MW].
+    - `batt_eta_c`, `batt_eta_d`: one-way efficiencies.
+    - `batt_soc_min`, `batt_soc_max`, `batt_soc_init`: SOC window and initial SOC.
+    - `pv_capacity_mw`: PV capacity [MW].
+    - `pv_cf_profile`: `(T,)` PV capacity factor, row `t mod T`.
+    - `dg_p_max_mw`: diesel rating [MW].
+    - `dg_fuel_cost_per_mwh`: [$/MWh].
+    - `dg_ef_kg_per_kwh`: diesel emission factor [kg/kWh].
+    - `dg_p_min_norm`: diesel minimum stable load [fraction of rating].
+    - `battery_deg_cost_per_mwh`: battery degradation cost [$/MWh].
+    - `w_cost`, `w_carbon`: reward weights of cost and carbon.
+    - `grid_import_p_max_mw`: grid import limit [MW] (0: islanded).
+    - `grid_price_ref_per_mwh`: reference grid price [$/MWh].
+    - `grid_carbon_kg_per_kwh`: grid emission factor [kg/kWh].
+    - `terminal_soc_target`, `terminal_soc_penalty`: end-of-episode SOC target and the
+      penalty per unit of shortfall.
+    - `price_profile`: `(T,)` grid price [$/MWh], row `t mod T`.
+    - `price_max_6h_profile`: `(T,)` the 6-hour look-ahead maximum of the price per row.
+    - `price_observed`: whether the observation shows the price.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
+    """
 
     dc: DataCenterParams
     batt_e_mwh: Float[Array, ""]
@@ -90,7 +127,19 @@ class DCMicrogridParams(EnvParams):
         pv_cf_profile: ArrayLike | None = None,
         price_profile: ArrayLike | None = None,
     ) -> "DCMicrogridParams":
-        """These params with some profiles replaced (jit-safe; the price preview is recomputed)."""
+        """These params with some profiles replaced (jit-safe; the price preview is recomputed).
+
+        **Arguments:**
+
+        - `cpu_profile`: `(T,)` inference fraction in [0, 1], or `None` to keep it.
+        - `outdoor_temp_profile`: `(T,)` [°C], or `None`.
+        - `pv_cf_profile`: `(T,)` PV capacity factor, or `None`.
+        - `price_profile`: `(T,)` [$/MWh], or `None`.
+
+        **Returns:**
+
+        New [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams].
+        """
         p = self
         f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
         if cpu_profile is not None:
@@ -162,15 +211,44 @@ def make_dcmicrogrid_params(
     delta_t_hours: float | int = 5.0 / 60.0,
     **datacenter_kwargs: Any,
 ) -> DCMicrogridParams:
-    """Validate on the host and build [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams] (defaults: the reference's; islanded,
-    `grid_import_p_max_mw = 0`).
+    """Validate on the host and build [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams]
+    (defaults: the reference's; islanded, `grid_import_p_max_mw = 0`).
 
-    `cpu_profile` is the data centre's inference fraction in [0, 1], `outdoor_temp_profile`
-    °C, `pv_cf_profile` the PV capacity factor in [0, 1] (default: the bell
-    `clip(sin(π(h − 6)/12), 0, 1)` over one day), `price_profile` $/MWh (default: flat at
-    `grid_price_ref_per_mwh` and hidden from the observation); each is read at row `t mod T`.
-    Other keyword arguments go to [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params] (its `p_base_mw` defaults to
-    0.4 here). Raises `ValueError` naming a bad value.
+    Each profile is read at row `t mod T`.
+
+    **Arguments:**
+
+    - `battery_e_mwh`, `battery_p_mw`: battery capacity [MWh] and rating [MW].
+    - `battery_eta`: one-way efficiency.
+    - `battery_soc_min`, `battery_soc_max`, `battery_soc_init`: SOC window and initial SOC.
+    - `pv_capacity_mw`: PV capacity [MW].
+    - `dg_p_max_mw`: diesel rating [MW].
+    - `dg_fuel_cost_per_mwh`: [$/MWh].
+    - `dg_ef_kg_per_kwh`: diesel emission factor [kg/kWh].
+    - `dg_p_min_norm`: diesel minimum stable load [fraction of rating].
+    - `battery_deg_cost_per_mwh`: [$/MWh].
+    - `w_cost`, `w_carbon`: reward weights of cost and carbon.
+    - `grid_import_p_max_mw`: grid import limit [MW].
+    - `grid_price_ref_per_mwh`: reference grid price [$/MWh].
+    - `grid_carbon_kg_per_kwh`: grid emission factor [kg/kWh].
+    - `terminal_soc_target`, `terminal_soc_penalty`: end-of-episode SOC target and penalty.
+    - `cpu_profile`: the data centre's inference fraction in [0, 1].
+    - `outdoor_temp_profile`: [°C].
+    - `pv_cf_profile`: PV capacity factor in [0, 1]; `None` takes the bell
+      `clip(sin(π(h − 6)/12), 0, 1)` over one day.
+    - `price_profile`: [$/MWh]; `None` takes a flat `grid_price_ref_per_mwh`, hidden from
+      the observation.
+    - `max_steps`: episode length [steps].
+    - `steps_per_day`: steps in one day.
+    - `delta_t_hours`: step length [hours].
+    - `**datacenter_kwargs`: passed to
+      [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params] (its
+      `p_base_mw` defaults to 0.4 here).
+
+    **Returns:**
+
+    [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams]. Raises
+    `ValueError` naming a bad value.
     """
     caller = "make_dcmicrogrid_params"
     max_steps = positive_int(caller, "max_steps", max_steps)
@@ -367,11 +445,24 @@ class DataCenterMicrogridEnv(Environment):
         *,
         autobalance: bool,
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        """[`step`][powerzoojax.core.Environment.step]; with `autobalance` (static) the diesel set-point `a4` is replaced by
-        `clip(D / p_max, 0, 1)`, `D` = the unserved load of this same step with the diesel off
-        (the data centre, battery and PV do not depend on `a4`, so `D` comes from the one
-        transition). The applied `a4` is `info["dg_autobalance_norm"]` and the stored last
-        action. Used by [`DCMicrogridShapingWrapper`][powerzoojax.grid.DCMicrogridShapingWrapper]."""
+        """[`step`][powerzoojax.core.Environment.step], optionally with the diesel set-point
+        balanced.
+
+        With `autobalance` the diesel set-point `a4` is replaced by `clip(D / p_max, 0, 1)`,
+        `D` = the unserved load of this same step with the diesel off (the data centre,
+        battery and PV do not depend on `a4`, so `D` comes from the one transition). The
+        applied `a4` is `info["dg_autobalance_norm"]` and the stored last action. Used by
+        [`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper].
+
+        **Arguments:**
+
+        - `key`, `state`, `action`, `params`: as for `step`; `action` is `(5,)`.
+        - `autobalance`: balance the diesel set-point (static).
+
+        **Returns:**
+
+        `(obs (24,), state, reward, costs (3,), done, info)`, as `step`.
+        """
         if jnp.shape(action) != (DCMG_ACTION_DIM,):
             raise ValueError(
                 "DataCenterMicrogridEnv.step: action must have shape (5,) = "
