@@ -33,7 +33,23 @@ def make_bid_market_params(
     battery_soc_range: tuple[float, float] = (0.1, 0.9),
     battery_soc_init: float = 0.5,
 ) -> MarketParams:
-    """Params of [`BidBasedMarketEnv`][powerzoojax.market.BidBasedMarketEnv] (as [`make_cost_market_params`][powerzoojax.market.make_cost_market_params] plus the markup)."""
+    """Params of [`BidBasedMarketEnv`][powerzoojax.market.BidBasedMarketEnv]: as
+    [`make_cost_market_params`][powerzoojax.market.make_cost_market_params] plus the rivals'
+    markup noise.
+
+    **Arguments:**
+
+    - `case`, `load_profiles`, `lmp_scale`, `max_steps`, `delta_t_hours`, `steps_per_day`,
+      `cost_thermal_weight`, `n_segments`, `battery_bus`, `battery_power_mw`,
+      `battery_energy_mwh`, `battery_efficiency`, `battery_soc_range`,
+      `battery_soc_init`: as for `make_cost_market_params`.
+    - `markup_std`: standard deviation of the other units' random markups [fraction of
+      the truthful price].
+
+    **Returns:**
+
+    [`MarketParams`][powerzoojax.market.MarketParams].
+    """
     return build_market_params(
         "make_bid_market_params", case, load_profiles, n_segments=n_segments, markup_std=markup_std,
         lmp_scale=lmp_scale, max_steps=max_steps, delta_t_hours=delta_t_hours, steps_per_day=steps_per_day,

@@ -27,10 +27,28 @@ def make_cost_market_params(
     battery_soc_range: tuple[float, float] = (0.1, 0.9),
     battery_soc_init: float = 0.5,
 ) -> MarketParams:
-    """Params of [`CostBasedMarketEnv`][powerzoojax.market.CostBasedMarketEnv]; `load_profiles` `(T, n_loads)` MW, default flat nominal.
+    """Params of [`CostBasedMarketEnv`][powerzoojax.market.CostBasedMarketEnv].
 
-    `battery_bus` is the case's bus number (not a 0-based index). Raises `ValueError`
-    naming a bad value.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW]; `None` takes a flat nominal profile.
+    - `lmp_scale`: price normaliser of the observation [$/MWh].
+    - `max_steps`: episode length [steps].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `n_segments`: offer segments per unit.
+    - `battery_bus`: the case's bus number of the agent's battery (not a 0-based index).
+    - `battery_power_mw`, `battery_energy_mwh`: battery rating [MW] and capacity [MWh].
+    - `battery_efficiency`: `(charge, discharge)` one-way efficiencies.
+    - `battery_soc_range`: `(soc_min, soc_max)` [fraction].
+    - `battery_soc_init`: SOC at reset [fraction].
+
+    **Returns:**
+
+    [`MarketParams`][powerzoojax.market.MarketParams]. Raises `ValueError` naming a bad
+    value.
     """
     return build_market_params(
         "make_cost_market_params", case, load_profiles, n_segments=n_segments, markup_std=0.0,

@@ -35,7 +35,21 @@ THERMAL_SLACK_MW = 1e-2
 
 
 class MarketState(EnvState):
-    """State of a market env: last clearing [$/MWh, MW], battery, offers of the episode."""
+    """State of a market env: last clearing, battery, offers of the episode.
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `lmp`: `(n_nodes,)` last clearing prices [$/MWh].
+    - `unit_power_mw`: `(n_units,)` last dispatch [MW].
+    - `line_flow_mw`: `(n_lines,)` last flows [MW].
+    - `battery_soc`: battery state of charge [fraction].
+    - `offer_prices`: `(n_units, n_segments)` offers of the episode [$/MWh].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: violations on the last step.
+    - `total_gen_cost`: generation cost of the last clearing [$/h].
+    - `resource_states`: the bundles' states.
+    """
 
     lmp: Float[Array, " n_nodes"]
     unit_power_mw: Float[Array, " n_units"]
@@ -49,7 +63,27 @@ class MarketState(EnvState):
 
 
 class MarketParams(EnvParams):
-    """Params of the market envs; build with `make_cost_market_params` / `make_bid_market_params`."""
+    """Params of the market envs; build with `make_cost_market_params` /
+    `make_bid_market_params`.
+
+    **Arguments:**
+
+    - `sced_setup`: the [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    - `load_profiles`: `(T, n_loads)` loads [MW].
+    - `nodes_loads_map`: `(n_nodes, n_loads)` load-to-node map.
+    - `battery_power_mw`, `battery_energy_mwh`: rating [MW] and capacity [MWh].
+    - `battery_eta_charge`, `battery_eta_discharge`: one-way efficiencies.
+    - `battery_soc_min`, `battery_soc_max`, `battery_soc_init`: SOC window and initial SOC.
+    - `markup_std`: standard deviation of the rivals' markups (bid-based env).
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `inv_total_capacity`: observation normaliser [1/MW].
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `battery_node_idx`: 0-based node of the battery (static).
+    - `lmp_scale`: price normaliser [$/MWh] (static).
+    - `steps_per_day`: steps in one day (static).
+    - `n_segments`: offer segments per unit (static).
+    - `resources`: resource bundles (static).
+    """
 
     sced_setup: OfferSCEDSetup
     load_profiles: Float[Array, "n_profile_steps n_loads"]

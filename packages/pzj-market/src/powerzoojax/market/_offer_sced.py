@@ -50,7 +50,23 @@ _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ra
 
 
 class OfferSCEDSetup(eqx.Module):
-    """Host-precomputed SCED operators of one case (float32 leaves, static dimensions)."""
+    """Host-precomputed SCED operators of one case (float32 leaves, static dimensions); build
+    with [`prepare_offer_sced`][powerzoojax.market.prepare_offer_sced].
+
+    **Arguments:**
+
+    - `ptdf`: `(n_lines, n_nodes)` PTDF.
+    - `ptdf_units`: `(n_lines, n_units)` PTDF of the units' buses.
+    - `ptdf_segments`: `(n_lines, n_vars)` PTDF of each offer segment.
+    - `nodes_units_map`: `(n_nodes, n_units)` unit-to-node map.
+    - `p_min`, `p_max`: `(n_units,)` limits [MW].
+    - `line_cap`, `line_floor`: `(n_lines,)` limits [MW].
+    - `limited_lines`: `(n_limited,)` lines with finite limits.
+    - `base_seg_widths`, `base_seg_prices`: `(n_units, n_segments)` truthful segments [MW,
+      $/MWh].
+    - `mc_a`, `mc_b`, `mc_c`: `(n_units,)` marginal-cost coefficients.
+    - `n_nodes`, `n_units`, `n_lines`, `n_segments`: sizes (static).
+    """
 
     ptdf: Float[Array, "n_lines n_nodes"]
     ptdf_units: Float[Array, "n_lines n_units"]
@@ -73,7 +89,24 @@ class OfferSCEDSetup(eqx.Module):
 
 
 class OfferSCEDResult(eqx.Module):
-    """One SCED clearing. Powers in MW, prices in $/MWh, costs in $/h."""
+    """One SCED clearing. Powers in MW, prices in $/MWh, costs in $/h.
+
+    **Arguments:**
+
+    - `unit_power`: `(n_units,)` dispatch.
+    - `segment_delta`: `(n_units, n_segments)` accepted MW per segment.
+    - `line_flow`: `(n_lines,)` flows.
+    - `node_injection`: `(n_nodes,)` net injections.
+    - `lmp`: `(n_nodes,)` prices.
+    - `lambda_balance`: system price.
+    - `mu_upper`, `mu_lower`: `(n_lines,)` line duals.
+    - `offer_cost`: cost at the accepted offers.
+    - `total_cost`: true generation cost.
+    - `converged`: bool scalar.
+    - `is_feasible`: the load lies within the capacity range.
+    - `status`: int status.
+    - `iterations`: pivots taken.
+    """
 
     unit_power: Float[Array, " n_units"]
     segment_delta: Float[Array, "n_units n_segments"]
@@ -99,8 +132,16 @@ def prepare_offer_sced(
 ) -> OfferSCEDSetup:
     """Build the SCED operators of `case` on the host.
 
-    `line_cap`/`line_floor` override the case's limits [MW]; limits of magnitude
-    `UNLIMITED_MW` or more (and 0, MATPOWER's "unlimited") become `±UNLIMITED_MW`.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `n_segments`: offer segments per unit.
+    - `line_cap`, `line_floor`: `(n_lines,)` limit overrides [MW]; limits of magnitude
+      `UNLIMITED_MW` or more (and 0, MATPOWER's "unlimited") become `±UNLIMITED_MW`.
+
+    **Returns:**
+
+    [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
     """
     n_segments = _check_n_segments("prepare_offer_sced", n_segments)
     if not isinstance(case, CaseData):
@@ -160,17 +201,25 @@ def offer_sced(
     tol: float = 1e-5,
     method: str = "simplex",
 ) -> OfferSCEDResult:
-    """Clear the market: dispatch, LMPs and status for nodal loads [MW] and offers [$/MWh].
+    """Clear the market: dispatch, LMPs and status for nodal loads and offers.
 
-    `offer_prices=None` offers the truthful segments. `p_min_rt`/`p_max_rt` [MW] are
-    runtime (ramp) bounds: the segment widths are scaled to the runtime headroom, so the
-    LP keeps its shape.
+    The segment widths are scaled to the runtime headroom, so the LP keeps its shape. The
+    dual simplex stops at the exact optimal vertex.
 
-    `max_iter` bounds the dual simplex's pivots (raised to `4 · (limited lines + 1)`
-    at least); the simplex stops at the exact optimal vertex, so `tol` (kept for the
-    reference signature) does not change the result. `method` (static) names the
-    solver; `"simplex"` is the only one (see the module docstring for why there is no
-    interior point).
+    **Arguments:**
+
+    - `setup`: the [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    - `node_load_mw`: `(n_nodes,)` loads [MW].
+    - `offer_prices`: `(n_units, n_segments)` offers [$/MWh]; `None` offers the truthful
+      segments.
+    - `p_min_rt`, `p_max_rt`: `(n_units,)` runtime (ramp) bounds [MW].
+    - `max_iter`: pivot budget (raised to `4 · (limited lines + 1)` at least; static).
+    - `tol`: kept for the reference signature; does not change the result (static).
+    - `method`: the solver, `"simplex"` (static).
+
+    **Returns:**
+
+    [`OfferSCEDResult`][powerzoojax.market.OfferSCEDResult].
     """
     if method not in SOLVER_METHODS:
         raise ValueError(f"offer_sced: method must be one of {SOLVER_METHODS}, got {method!r}")

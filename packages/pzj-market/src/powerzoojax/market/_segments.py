@@ -18,7 +18,13 @@ MONOTONE_STEP = 0.01  # $/MWh added over a non-increasing predecessor segment
 
 
 class CostSegments(eqx.Module):
-    """Per-unit offer segments: widths [MW] and prices [$/MWh], shape `(n_units, n_segments)`."""
+    """Per-unit offer segments.
+
+    **Arguments:**
+
+    - `seg_widths`: `(n_units, n_segments)` widths [MW].
+    - `seg_prices`: `(n_units, n_segments)` prices [$/MWh].
+    """
 
     seg_widths: Float[Array, "n_units n_segments"]
     seg_prices: Float[Array, "n_units n_segments"]
@@ -39,7 +45,17 @@ def monotone_prices(prices: np.ndarray) -> np.ndarray:
 
 
 def make_cost_segments(case: CaseData, n_segments: int = 5) -> CostSegments:
-    """Truthful K-segment offers of every unit of `case` (setup time, host side)."""
+    """Truthful K-segment offers of every unit of `case` (setup time, host side).
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `n_segments`: segments per unit.
+
+    **Returns:**
+
+    [`CostSegments`][powerzoojax.market.CostSegments].
+    """
     n_segments = _check_n_segments("make_cost_segments", n_segments)
     if not isinstance(case, CaseData):
         raise TypeError(f"make_cost_segments: case must be a CaseData, got {type(case).__name__}")
@@ -58,7 +74,18 @@ def make_cost_segments(case: CaseData, n_segments: int = 5) -> CostSegments:
 def merit_order_fill(
     prices: Float[Array, " n_seg"], widths: Float[Array, " n_seg"], demand_mw: FloatScalar
 ) -> Float[Array, " n_seg"]:
-    """Fill segments cheapest first until `demand_mw` is met (network ignored)."""
+    """Fill segments cheapest first until `demand_mw` is met (network ignored).
+
+    **Arguments:**
+
+    - `prices`: `(n_seg,)` segment prices [$/MWh].
+    - `widths`: `(n_seg,)` segment widths [MW].
+    - `demand_mw`: demand [MW].
+
+    **Returns:**
+
+    `(n_seg,)` accepted MW per segment.
+    """
     order = jnp.argsort(prices)
     w_sorted = widths[order]
     before = jnp.cumsum(w_sorted) - w_sorted

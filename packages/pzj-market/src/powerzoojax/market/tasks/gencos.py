@@ -64,11 +64,21 @@ def load_gencos_profiles(
     loader: DataLoader | None = None,
     source: str | None = None,
 ) -> Float[np.ndarray, "T n_loads"]:
-    """`(T, n_loads)` MW load profiles of a GenCos split (host NumPy, float64).
+    """Load profiles of a GenCos split (host NumPy, float64).
 
-    `ood_axis` (`demand_shift` / `renewable_shock` or an alias) applies that OOD
-    factor; an OOD `split` implies its own axis on the iid window. `source` defaults to
-    `"gb"` when `loader` knows GB files, else the shipped England & Wales demand.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `split`: data split; an OOD split implies its own axis on the iid window.
+    - `ood_axis`: `demand_shift` / `renewable_shock` (or an alias) applies that OOD factor.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `source`: `None` takes `"gb"` when `loader` knows GB files, else the shipped England
+      & Wales demand.
+
+    **Returns:**
+
+    A `(T, n_loads)` array [MW].
     """
     split = _canonical_split(split)
     axis = split if split in OOD_FACTORS else None
@@ -125,7 +135,15 @@ class GenCosJointEnv(Environment):
 
 
 class GenCosTask:
-    """The GenCos task: `make_env(split)` → `(GenCosJointEnv(), params)`."""
+    """The GenCos task: `make_env(split)` → `(GenCosJointEnv(), params)`.
+
+    **Arguments:**
+
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `source`: dataset of the load profiles; `None` picks GB when the loader has it.
+    - `max_steps`: episode length [steps].
+    """
 
     task_name = "gencos"
     default_splits = SPLITS
@@ -138,7 +156,16 @@ class GenCosTask:
         self._params: dict[str, MarketMARLParams] = {}
 
     def params(self, split: str = "train") -> MarketMARLParams:
-        """The split's (cached) [`MarketMARLParams`][powerzoojax.market.MarketMARLParams]."""
+        """The split's (cached) [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+
+        **Arguments:**
+
+        - `split`: data split.
+
+        **Returns:**
+
+        [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+        """
         split = _canonical_split(split)
         if split not in self._params:
             profiles = load_gencos_profiles(self.case, split, loader=self.loader, source=self.source)
@@ -225,10 +252,21 @@ GencosTask = GenCosTask
 def make_gencos_params(
     case: CaseData, load_profiles: Any, n_segments: int = 3, max_markup: float = 2.0, max_steps: int = 48
 ) -> MarketMARLParams:
-    """[`make_market_marl_params`][powerzoojax.market.make_market_marl_params] with the GenCos defaults named:
-    `n_segments` offer segments per unit, markups up to `max_markup` × the truthful
-    price, `max_steps` half-hour rounds; `load_profiles` `(T, n_loads)` MW (every row
-    a possible episode start)."""
+    """[`make_market_marl_params`][powerzoojax.market.make_market_marl_params] with the GenCos
+    defaults named.
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW] (every row a possible episode start).
+    - `n_segments`: offer segments per unit.
+    - `max_markup`: largest markup [multiple of the truthful price].
+    - `max_steps`: half-hour rounds per episode.
+
+    **Returns:**
+
+    [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+    """
     return make_market_marl_params(case, load_profiles, n_segments=n_segments, max_markup=max_markup, max_steps=max_steps)
 
 
@@ -240,8 +278,18 @@ def _market_marl_env_class() -> Any:
 def make_gencos_env(
     case: CaseData, load_profiles: Any, n_segments: int = 3, max_markup: float = 2.0, max_steps: int = 48
 ) -> tuple[Any, MarketMARLParams]:
-    """`(MarketMARLEnv(params), params)` of [`make_gencos_params`][powerzoojax.market.tasks.gencos.make_gencos_params]: one agent per unit
-    (`genco_i`), ready for IPPO or [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos]."""
+    """The GenCos env: one agent per unit (`genco_i`), ready for IPPO or
+    [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos].
+
+    **Arguments:**
+
+    - `case`, `load_profiles`, `n_segments`, `max_markup`, `max_steps`: as for
+      [`make_gencos_params`][powerzoojax.market.tasks.gencos.make_gencos_params].
+
+    **Returns:**
+
+    `(MarketMARLEnv(params), params)`.
+    """
     params = make_gencos_params(case, load_profiles, n_segments, max_markup, max_steps)
     return _market_marl_env_class()(params), params
 
@@ -250,10 +298,20 @@ _BASELINE_ALIASES = {"zero_markup": "truthful", "uniform_markup": "uniform_mid"}
 
 
 def rollout_gencos(env_marl: Any, key: Key, policy_fn: Callable[[dict[str, Array]], Any]) -> dict[str, Any]:
-    """One episode of a `MarketMARLEnv` (its bound params) with `policy_fn(obs_dict) ->
-    actions` (a dict by agent or the stacked `(U, K)` array; traced, so JAX ops only), as
+    """One episode of a `MarketMARLEnv` (its bound params).
+
+    **Arguments:**
+
+    - `env_marl`: the multi-agent env.
+    - `key`: PRNG key.
+    - `policy_fn`: `policy(obs_dict) -> actions` (a dict by agent or the stacked `(U, K)`
+      array; traced, so JAX ops only).
+
+    **Returns:**
+
     `{"profits": {agent: (T,)}, "gen_cost" (T,), "lmp" (T, N), "unit_power" (T, U),
-    "sced_converged" (T,), "ramp_binding_rate" (T,)}` NumPy arrays."""
+    "sced_converged" (T,), "ramp_binding_rate" (T,)}` as NumPy arrays.
+    """
     from powerzoojax.core import rollout
 
     agents = env_marl.agent_names
@@ -281,9 +339,20 @@ def rollout_gencos(env_marl: Any, key: Key, policy_fn: Callable[[dict[str, Array
 
 
 def rollout_gencos_baseline(env_marl: Any, key: Key, strategy: str = "truthful") -> dict[str, Any]:
-    """[`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] with every agent bidding a fixed markup: `truthful` (true
-    segment costs), `uniform_mid` (mid markup), `max_markup`; `zero_markup` /
-    `uniform_markup` are accepted aliases of the first two."""
+    """[`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] with every agent
+    bidding a fixed markup.
+
+    **Arguments:**
+
+    - `env_marl`: the multi-agent env.
+    - `key`: PRNG key.
+    - `strategy`: `truthful` (true segment costs), `uniform_mid` (mid markup) or
+      `max_markup`; `zero_markup` / `uniform_markup` are aliases of the first two.
+
+    **Returns:**
+
+    The [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] record.
+    """
     name = _BASELINE_ALIASES.get(strategy, strategy)
     if name not in BASELINE_ACTIONS:
         raise ValueError(f"unknown GenCos strategy {strategy!r}; valid: {', '.join(BASELINE_ACTIONS)}")
@@ -292,10 +361,20 @@ def rollout_gencos_baseline(env_marl: Any, key: Key, strategy: str = "truthful")
 
 
 def compute_gencos_metrics(rollout: dict[str, Any], agent_names: list[str]) -> dict[str, float]:
-    """Market metrics of one [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] record: `total_profit` [$] (over
-    `agent_names`), `mean_profit_per_agent`, `total_gen_cost`, `mean_lmp`,
-    `price_volatility` (coefficient of variation of the mean-LMP series), `hhi` (mean
-    Σ dispatch share²), `sced_convergence_rate`, `ramp_binding_rate`."""
+    """Market metrics of one [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos]
+    record.
+
+    **Arguments:**
+
+    - `rollout`: the record.
+    - `agent_names`: the agents whose profit is summed.
+
+    **Returns:**
+
+    `{"total_profit" [$], "mean_profit_per_agent", "total_gen_cost", "mean_lmp",
+    "price_volatility" (coefficient of variation of the mean-LMP series), "hhi" (mean
+    Σ dispatch share²), "sced_convergence_rate", "ramp_binding_rate"}`.
+    """
     profits = rollout["profits"]
     total = float(sum(float(np.sum(profits[a])) for a in agent_names))
     lmp = np.asarray(rollout["lmp"], np.float64)
