@@ -16,10 +16,16 @@ from powerzoojax.core._guard import replace_non_finite, structural_hash
 
 
 class BoundWrapper(eqx.Module):
-    """Base of the wrappers that hold an env and its params (`LogWrapper`, `SafeRLWrapper`, `SauteWrapper`).
+    """Base of the wrappers that hold an env and its params (`LogWrapper`, `SafeRLWrapper`,
+    `SauteWrapper`).
 
     `emits_costs` tells trainers the step arity: False → `(obs, state, reward, done,
     info)`, True → `(obs, state, reward, costs, done, info)`.
+
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params.
     """
 
     env: Environment
@@ -32,6 +38,7 @@ class BoundWrapper(eqx.Module):
 
     @property
     def name(self) -> str:
+        """The env's name."""
         return self.env.name
 
     @property
@@ -40,25 +47,45 @@ class BoundWrapper(eqx.Module):
         return int(self.params.max_steps)
 
     def observation_space(self) -> Space:
+        """Observation space of the env under the bound params.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.env.observation_space(self.params)
 
     def action_space(self) -> Space:
+        """Action space of the env under the bound params.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.env.action_space(self.params)
 
     @property
     def obs_size(self) -> int:
+        """Length of the (flat) observation."""
         return int(self.observation_space().shape[0])
 
     @property
     def num_actions(self) -> int:
+        """Number of discrete actions, or the length of a continuous action."""
         return _num_actions(self.action_space())
 
     @property
     def action_size(self) -> int:
+        """Alias of `num_actions`."""
         return self.num_actions
 
     def constraint_names(self) -> tuple[str, ...]:
-        """All of the env's cost channels, in the env's order."""
+        """All of the env's cost channels, in the env's order.
+
+        **Returns:**
+
+        A tuple of cost-channel names.
+        """
         return self.env.constraint_names(self.params)
 
 

@@ -19,9 +19,15 @@ from powerzoojax.core._types import Key
 
 
 class PenaltyRewardWrapper(Environment):
-    """`r − penalty_lambda · reward_scale · Σ costs` around `env` (see the module docstring).
+    """`r − penalty_lambda · reward_scale · Σ costs` around `env`.
 
-    `ValueError` for a negative or non-finite `penalty_lambda` / `reward_scale`.
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `penalty_lambda`: penalty per unit of cost, finite and `>= 0` (static).
+    - `reward_scale`: scale of the penalty, finite and `>= 0` (static).
+
+    Raises `ValueError` for a negative or non-finite `penalty_lambda` / `reward_scale`.
     """
 
     env: Environment
