@@ -59,9 +59,29 @@ class UpdateLoop:
     eval_every: int
 
     def init(self, key: Key) -> Any:
+        """The state of a run before its first update.
+
+        **Arguments:**
+
+        - `key`: PRNG key of the run.
+
+        **Returns:**
+
+        The trainer's state (policy, optimiser, env states, ...).
+        """
         raise NotImplementedError
 
     def update(self, state: Any) -> tuple[Any, dict[str, Array]]:
+        """One update: collect a batch, then the optimisation steps.
+
+        **Arguments:**
+
+        - `state`: the trainer's state.
+
+        **Returns:**
+
+        `(state, metrics)`, a dict of scalar metrics of the update.
+        """
         raise NotImplementedError
 
     def maybe_evaluate(
