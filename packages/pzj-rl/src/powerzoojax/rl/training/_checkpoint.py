@@ -37,7 +37,16 @@ def sidecar_path(path: str) -> str:
 def save_checkpoint(
     path: str, trainer: Any, state: Any, rows: list[dict[str, Any]], *, preset: str | None = None
 ) -> None:
-    """Write `path` (the training state) and its sidecar, each atomically."""
+    """Write `path` (the training state) and its sidecar, each atomically.
+
+    **Arguments:**
+
+    - `path`: the checkpoint file.
+    - `trainer`: the trainer (its config is recorded).
+    - `state`: the training state.
+    - `rows`: the metric rows so far.
+    - `preset`: name of the preset, recorded so `load_policy` can rebuild the env.
+    """
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     buffer = io.BytesIO()
     eqx.tree_serialise_leaves(buffer, state)
@@ -104,12 +113,24 @@ def learned_state_is_finite(state: Any) -> bool:
 
 
 def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tuple[Any, list[dict[str, Any]]]:
-    """Training state and metric rows of a checkpoint written by [`save_checkpoint`][powerzoojax.rl.training.save_checkpoint].
+    """Training state and metric rows of a checkpoint written by
+    [`save_checkpoint`][powerzoojax.rl.training.save_checkpoint].
 
-    Raises [`CheckpointError`][powerzoojax.rl.training.CheckpointError] (a `ValueError`) when the files are missing or their
-    checksum does not match, when the checkpoint was written under another config (the
-    message lists the differing fields; only `total_timesteps` may grow), or when the
-    saved policy or optimiser state holds a NaN or an infinity.
+    **Arguments:**
+
+    - `path`: the checkpoint file.
+    - `trainer`: the trainer whose state structure it holds.
+    - `key`: PRNG key for the skeleton state; `None` uses a fixed key.
+
+    **Returns:**
+
+    `(state, rows)`: the training state and the metric rows so far.
+
+    Raises [`CheckpointError`][powerzoojax.rl.training.CheckpointError] (a `ValueError`)
+    when the files are missing or their checksum does not match, when the checkpoint was
+    written under another config (the message lists the differing fields; only
+    `total_timesteps` may grow), or when the saved policy or optimiser state holds a NaN
+    or an infinity.
     """
     path = os.fspath(path)
     sidecar = read_sidecar(path)
@@ -150,7 +171,16 @@ def list_checkpoints(output_dir: str) -> list[str]:
 
 
 def latest_checkpoint(output_dir: str) -> str | None:
-    """The newest complete checkpoint of a run folder, or None."""
+    """The newest complete checkpoint of a run folder.
+
+    **Arguments:**
+
+    - `output_dir`: the run folder.
+
+    **Returns:**
+
+    Its path, or `None`.
+    """
     found = list_checkpoints(output_dir)
     return found[-1] if found else None
 

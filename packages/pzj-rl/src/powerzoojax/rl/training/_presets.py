@@ -29,7 +29,15 @@ from powerzoojax.rl.algos._config import TrainConfig
 
 
 class PresetDef(NamedTuple):
-    """A preset: description, env factory (no arguments), optional reward function, config."""
+    """A preset: description, env factory, optional reward function, config.
+
+    **Arguments:**
+
+    - `description`: one line.
+    - `env_factory`: `() -> env` (a bound wrapper or multi-agent adapter).
+    - `reward_fn`: reward function of a `RewardWrapper`, or `None`.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    """
 
     description: str
     env_factory: Callable[[], Any]
@@ -257,7 +265,12 @@ PRESETS: dict[str, PresetDef] = {
 
 
 def list_presets() -> list[dict[str, Any]]:
-    """`[{name, description, algo, total_timesteps}]` for every preset, in a fixed order."""
+    """`[{name, description, algo, total_timesteps}]` for every preset, in a fixed order.
+
+    **Returns:**
+
+    A list of dicts, one per preset.
+    """
     return [
         {"name": name, "description": p.description, "algo": p.config.algo, "total_timesteps": p.config.total_timesteps}
         for name, p in PRESETS.items()
@@ -265,7 +278,17 @@ def list_presets() -> list[dict[str, Any]]:
 
 
 def get_preset(name: str) -> PresetDef:
-    """The preset `name`; `KeyError` listing the valid names otherwise."""
+    """The preset `name`.
+
+    **Arguments:**
+
+    - `name`: preset name.
+
+    **Returns:**
+
+    The [`PresetDef`][powerzoojax.rl.training.PresetDef]; `KeyError` listing the valid
+    names otherwise.
+    """
     try:
         return PRESETS[name]
     except KeyError:

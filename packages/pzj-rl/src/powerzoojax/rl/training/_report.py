@@ -69,10 +69,16 @@ def _cost_series(rows: list[dict[str, Any]], cost_units: dict[str, str]) -> list
 def plot_learning_curve(
     rows: list[dict[str, Any]], path: str, title: str = "", cost_units: dict[str, str] | None = None
 ) -> None:
-    """Episode return (training and deterministic evaluation) and costs against env steps, as a PNG.
+    """Episode return (training and deterministic evaluation) and costs against env steps, as
+    a PNG.
 
-    `cost_units` maps each cost channel to its unit; every cost curve is labelled with
-    its channel, unit and source (evaluation or training estimate).
+    **Arguments:**
+
+    - `rows`: the run's metric rows.
+    - `path`: the PNG file.
+    - `title`: figure title.
+    - `cost_units`: each cost channel's unit; every cost curve is labelled with its
+      channel, unit and source (evaluation or training estimate).
     """
     # A bare Figure renders with Agg without touching pyplot's global backend (a
     # notebook calling train() keeps its own).

@@ -36,7 +36,14 @@ from powerzoojax.rl.training._units import channel_units
 
 
 class TrainingDiverged(FloatingPointError):
-    """Training produced a NaN or an infinity; `checkpoint` is the last good one (or None)."""
+    """Training produced a NaN or an infinity.
+
+    **Arguments:**
+
+    - `message`: the error message.
+    - `update`: the update at which it happened.
+    - `checkpoint`: the last good checkpoint, or `None`.
+    """
 
     def __init__(self, message: str, update: int, checkpoint: str | None):
         super().__init__(message)
@@ -45,7 +52,14 @@ class TrainingDiverged(FloatingPointError):
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped training; `checkpoint` holds the state it stopped at."""
+    """SIGINT or SIGTERM stopped training.
+
+    **Arguments:**
+
+    - `message`: the message.
+    - `signum`: the signal number.
+    - `checkpoint`: the checkpoint holding the state it stopped at, or `None`.
+    """
 
     def __init__(self, message: str, signum: int, checkpoint: str | None):
         super().__init__(message)
@@ -114,26 +128,38 @@ def run_training(
 ) -> TrainResult:
     """Run `trainer` from `key` (or from the checkpoint `resume_from`).
 
-    `progress=None`: a self-overwriting status line when `stream` (stdout) is a
-    terminal, plain lines every few seconds otherwise; `False`: none. `output_dir`
-    turns on the metrics files, the plot and checkpoints on disk: every
-    `checkpoint_every` updates (default: every chunk, about `n_reports` over the
-    run), at the `n_checkpoints` evenly spaced marks and at the end. The folder is
-    checked before training starts (`OutputDirError`). With
-    `n_checkpoints > 1` the result's `checkpoints` holds `(env_steps, policy)` at
-    the end of the chunk that reached each mark, with or without `output_dir`.
-    `preset`: recorded in checkpoints and results, so `load_policy` can rebuild the env.
+    Resuming continues bit for bit under the same config; `total_timesteps` may grow. With
+    `n_checkpoints > 1` the result's `checkpoints` holds `(env_steps, policy)` at the end
+    of the chunk that reached each mark, with or without `output_dir`. With
+    `config.record_eval_wall_time` the run is cut into chunks that end on the evaluation
+    updates and every row with an evaluation gets `eval_wall_time_s`, the host wall-clock
+    seconds of training up to the end of that chunk (evaluations included); with
+    `wall_time_warmup` the chunk program is compiled ahead of time, so compilation is not
+    counted.
 
-    Resuming continues bit for bit under the same config; `total_timesteps` may grow.
+    **Arguments:**
 
-    `config.record_eval_wall_time`: the run is cut into chunks that end on the
-    evaluation updates and every row with an evaluation gets `eval_wall_time_s`, the
-    host wall-clock seconds of training up to the end of that chunk (evaluations
-    included); with `wall_time_warmup` the chunk program is compiled ahead of time,
-    so compilation is not counted (no update is spent on a warm-up).
+    - `trainer`: the trainer.
+    - `key`: PRNG key of the run.
+    - `output_dir`: turns on the metrics files, the plot and checkpoints on disk (checked
+      before training starts, `OutputDirError`).
+    - `progress`: `None` shows a self-overwriting status line when `stream` is a
+      terminal, plain lines every few seconds otherwise; `False` shows none.
+    - `resume_from`: a checkpoint to continue from.
+    - `n_reports`: progress reports (and default chunks) over the run.
+    - `stream`: where progress goes; `None` is stdout.
+    - `checkpoint_every`: updates between checkpoints; `None` writes one per chunk, at
+      the `n_checkpoints` evenly spaced marks and at the end.
+    - `preset`: recorded in checkpoints and results, so `load_policy` can rebuild the env.
 
-    Raises [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] on a NaN / infinite loss, gradient or parameter and
-    [`TrainingInterrupted`][powerzoojax.rl.training.TrainingInterrupted] on SIGINT / SIGTERM (after writing what the run has).
+    **Returns:**
+
+    The [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+
+    Raises [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] on a NaN /
+    infinite loss, gradient or parameter and
+    [`TrainingInterrupted`][powerzoojax.rl.training.TrainingInterrupted] on SIGINT /
+    SIGTERM (after writing what the run has).
     """
     stream = sys.stdout if stream is None else stream
     show = progress is not False
