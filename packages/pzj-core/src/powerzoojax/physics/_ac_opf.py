@@ -12,10 +12,9 @@ monitored lines' `Yf, Yt` (built on the host by `make_ac_opf_setup`). The method
 MATPOWER's PIPS (a primal–dual interior point with slacks for every inequality, Newton steps on the reduced KKT system,
 `σ = 0.1` centring, fraction-to-boundary 0.99995). Gradients, Jacobians and the Lagrangian
 Hessian are MATPOWER's analytic polar formulas (`dSbus_dV`, `d2Sbus_dV2`, `dSbr_dV`,
-`d2ASbr_dV2`) on dense complex matrices: JAX autodiff of the same functions (forward
-Jacobians plus a forward-over-reverse Hessian) gave the same solutions with twice the
-HLO and 1.3–1.6x the compile CPU time (`tests/core/test_ac_opf.py` checks these derivatives
-against autodiff). The inequality Jacobian is applied by structure (flow rows dense,
+`d2ASbr_dV2`) on dense complex matrices, which compile to a smaller program than JAX
+autodiff of the same functions (`tests/core/test_ac_opf.py` checks them against
+autodiff). The inequality Jacobian is applied by structure (flow rows dense,
 bound rows ±identity); the KKT system is dense (`2N + 2G + 2N + 1` rows), so this is
 meant for small and medium cases. The loop is a `lax.while_loop` with an
 iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the reference's

@@ -28,8 +28,8 @@ API (stable; the AC env modes and AC-OPF build on it):
   returns to PV if its voltage is on the side of its set point where it would not need
   the limit (at q_max with vm > v_set, at q_min with vm < v_set); from then on it
   switches like any PV bus. Cold solves switch permanently and never return, so a warm
-  and a cold solve agree when the cold solve's switches are consistent in that sense
-  (benchmarks/results/ac_pf.md, 2026-12-01). Computation dtype = the result dtype of the power inputs
+  and a cold solve agree when the cold solve's switches are consistent in that sense.
+  Computation dtype = the result dtype of the power inputs
   (float32 by default; float64 when they are float64 — the network is cast to it).
 * Algorithm (MATPOWER's Newton power flow): unknowns `[Va, Vm]` on every non-slack bus, a fixed
   `(2 m)²` Jacobian (`m = N − 1`, MATPOWER's `dS/dV`), where the Q row of a bus
@@ -52,17 +52,16 @@ API (stable; the AC env modes and AC-OPF build on it):
   with the PQ buses eliminated, precomputed over the initial PV buses) by 4
   Jacobi-preconditioned CG steps, and the PQ buses follow through a precomputed response
   matrix; those operators are stored in the initial-PV space with the selections folded
-  in (one (m x m) and four (m x n_pv)-sized products per Q half-iteration). Case 118,
-  nominal load, random unit set-points, ~17 switched buses: 99.9 % converge to 1e-5 in
-  ~10 iterations mean (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the reference's algorithm;
+  in (one (m x m) and four (m x n_pv)-sized products per Q half-iteration). It converges
+  on slightly fewer instances than Newton and takes more iterations. Newton (default
+  here) is exact-quadratic and the reference's algorithm;
   its batched LU of a (2N-2)^2 Jacobian is the cost.
   `"fdlf"` re-solves by Newton, from the caller's start (flat or warm: exactly the
   solve `method="newton"` would run), every instance the fast-decoupled loop leaves
   unconverged after `max_iter`, in the same program: every point Newton solves is
-  solved (case 300 near its Q-limit nose: 5 of 18 solvable loadings fdlf misses in 30
-  iterations). Converged instances skip it; under `vmap` the unconverged ones are
-  compacted first, so a batch where every lane converges pays one `lax.cond`
-  (benchmarks/results/ac_pf_fallback.md). `n_iter` then counts both loops' updates.
+  solved. Converged instances skip it; under `vmap` the unconverged ones are
+  compacted first, so a batch where every lane converges pays one `lax.cond`.
+  `n_iter` then counts both loops' updates.
   `method="fdlf_only"` is the fast-decoupled loop alone.
 * Reference angle: the slack bus keeps `net.va_ref` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
@@ -87,11 +86,10 @@ the still-active instances into batches of 1/4 and 1/16 of the size (not below 1
 of iterating every instance until the slowest one is done; each instance takes exactly the
 iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
 flows have a `custom_vmap` rule too, computing bus-major (batch last), which XLA:CPU
-runs ~3.5x faster than the (batch, L) layout `vmap` gives. Neither rule supports
+runs faster than the (batch, L) layout `vmap` gives. Neither rule supports
 reverse-mode autodiff (the while loop does not either). The flows' and the iteration's
-float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's
-own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/ac_pf.md,
-2026-12-01).
+float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are
+not vectorised). Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
 import equinox as eqx
@@ -399,10 +397,9 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
 
     One real GEMM `[e f] @ [[G^T, B^T], [-B^T, G^T]]` per call: under `vmap` it is a
     (batch, 2N) x (2N, 2N) product. A branch-wise form (gathers and scatter-adds over
-    lines) has less float32 cancellation but ran 13x slower batched on CPU (71 ms vs
-    5 ms for case 118 at N = 1024); the round-off it leaves is handled by the per-row
+    lines) has less float32 cancellation but is much slower batched on CPU; the round-off it leaves is handled by the per-row
     tolerance floor of `ac_power_flow`. `trig`: `(cos va, sin va)` when the caller
-    has them (the iteration carries them: sin/cos are ~18 % of a batched fdlf iteration).
+    has them (the iteration carries them).
     """
     cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
     e, f = vm * cos_va, vm * sin_va

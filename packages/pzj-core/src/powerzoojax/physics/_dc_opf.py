@@ -54,8 +54,7 @@ is a vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp`
 finds it exactly (elastic line limits, started from the merit order; `max_iter` is
 raised to its pivot budget, `tol` and `p_init` do not apply). Otherwise the
 primal–dual interior point of `powerzoojax.physics._qp_ipm` (Mehrotra
-predictor–corrector, elastic line limits); see `benchmarks/results/opf.md` for why
-these replaced the reference's ADMM. A setup with no monitored line (case 118 as
+predictor–corrector, elastic line limits). A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
 bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
 default, float64 when it is float64).

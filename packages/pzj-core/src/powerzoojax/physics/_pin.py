@@ -24,8 +24,7 @@ def store_once(x: Int[Array, "..."], like: Int[Array, "..."]) -> Int[Array, "...
     """`x` unchanged (integers with `|x| < 2**24`), but computed once and stored.
 
     XLA:CPU copies a cheap elementwise chain into every consumer fusion, so a per-slot
-    value read by several reductions is recomputed by each of them (measured 2026-12-01 03:00 UTC: the queue's
-    end-of-step chain ran five times). A float division is an "expensive" op that XLA never
+    value read by several reductions is recomputed by each of them. A float division is an "expensive" op that XLA never
     duplicates, so dividing by an exact 1.0 pins the chain below it into one kernel. The
     divisor `1 + 0·like` (`like` a finite integer array of the same shape) is exactly
     1.0 but opaque to the compiler: a constant or broadcast divisor would be folded or

@@ -15,12 +15,9 @@ handful of pivots) and stops at the exact optimal vertex. LMPs are the duals of 
 basis, `LMP = y₀ + PTDF[lim]ᵀ y_lim`. Validated against HiGHS (dispatch, objective,
 unique duals and the infeasibility verdict).
 
-An in-graph float32 interior point is deliberately not offered: against HiGHS it left
-dispatch up to 23 MW off on offers a tenth of a cent apart, and on congested 29gb points
-(5–7 binding lines) its iterates jammed at a scaled gap near 1e-4, reporting feasible
-instances unconverged with dispatch up to 17 MW off. Telling such offers apart takes cost
-differences far below float32's resolution of the duality gap; a vertex method compares
-the prices themselves.
+There is no interior-point option: telling offers a tenth of a cent apart takes cost
+differences far below float32's resolution of the duality gap, while a vertex method
+compares the prices themselves.
 
 Outcomes are values, never NaN: `status` is `OPTIMAL` (0), `INFEASIBLE` (1: demand
 outside what the offered capacity can serve; the dispatch is then the closest merit-order

@@ -10,9 +10,9 @@ compiles once and `jax.vmap` over seeds works (`jax.vmap(trainer)(keys)`).
 PPO-Lagrangian (`make_cmdp_train`, needs a `SafeRLWrapper`): the critic has one
 reward head and one head per selected cost channel; costs (and thresholds) are divided
 by `cost_scale`; the advantages are combined as `A = A_R − Σ_i λ_i A_C,i` and the
-sum is normalised over the batch. (The reference normalises `A_R` and each `A_C,i`
-separately first; that turns the critic noise of a channel whose cost is almost always
-zero into unit-variance noise multiplied by λ, and on case 5 it learnt markedly worse.)
+sum is normalised over the batch: normalising each `A_C,i` separately would turn the
+critic noise of a channel whose cost is almost always zero into unit-variance noise
+multiplied by λ.
 After the policy epochs
 `log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)` with
 `Ĵ_C = mean scaled cost per step × episode length` (`max_steps`) and `λ = 1` at
