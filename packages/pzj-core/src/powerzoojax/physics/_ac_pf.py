@@ -709,8 +709,8 @@ def _line_flows(net: "ACNetwork", vm, va):
 @_line_flows.def_vmap
 def _line_flows_batched(axis_size, in_batched, net, vm, va):
     # Under vmap the natural layout is (batch, L), where XLA:CPU runs these elementwise
-    # fusions 3-4x slower than with the batch minor (case 118, N = 1024, 1-thread:
-    # 16 ms vs 4.6 ms): compute bus-major and transpose back.
+    # fusions several times slower than with the batch minor: compute bus-major and
+    # transpose back.
     net_b, vm_b, va_b = in_batched
     out_b = (True,) * 6
     if any(jax.tree.leaves(net_b)):

@@ -178,8 +178,7 @@ def solve_dispatch_qp(
         x = jnp.clip(x0 / sx, lo_ + 0.01 * width, hi_ - 0.01 * width)
     grad0, _ = _poly_terms(x, r_, q_, c_)
     # Capped so that a sliver-wide box (a fixed unit) does not start with a bound dual
-    # of ~1e5 that takes the whole iteration budget to come down (measured: 175 of 1,000
-    # UC-like case-5 draws UNCONVERGED with 1e-6 slivers uncapped, 3 capped).
+    # of ~1e5 that takes the whole iteration budget to come down.
     zl = _MU0 / jnp.maximum(x - lo_, _ZCAP)
     zu = _MU0 / jnp.maximum(hi_ - x, _ZCAP)
     nu = -jnp.mean(grad0)
@@ -312,9 +311,8 @@ def solve_dispatch_qp(
     # Otherwise the best iterate by the accept error is returned. Why: on congested
     # linear-cost instances with many monitored rows the float32 Newton directions stop
     # reducing the dual residual near 1e-3 of the largest marginal cost and the next step
-    # is non-finite (case 118 with every line at 150 MW: ~4 % of random loads ended
-    # UNCONVERGED with the objective already within 3e-5 of HiGHS; a larger ridge was
-    # tried and never rescued such a step). ``converged`` means accept < tol.
+    # is non-finite, with the objective already close to optimal. ``converged`` means
+    # accept < tol.
     def cond(carry):
         return (carry[0] < max_iter) & ~carry[-1]
 

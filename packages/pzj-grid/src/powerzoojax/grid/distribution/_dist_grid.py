@@ -438,8 +438,8 @@ class DistGridEnv(RadialFeederEnv):
         if params.resources:
             # The bundles' post-reset states computed once: otherwise XLA:CPU fuses the
             # bundle step and the reset select into the observation kernel and recomputes
-            # them per output element (DSO at N = 1024: a 78 µs kernel per step, the 30
-            # flex-load channels each re-running the ring update). optimization_barrier
+            # them per output element (each flex-load channel re-running the ring update).
+            # optimization_barrier
             # does not do this on CPU (removed before fusion); a gather does.
             next_state = eqx.tree_at(
                 lambda s: s.resource_states,

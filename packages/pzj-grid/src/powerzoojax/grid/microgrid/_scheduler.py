@@ -93,8 +93,8 @@ def draw_arrivals(
 # and a reduce (its tree-reduction pass): two kernels of their own, plus the kernel that
 # produces the reduced values. Halving the slot axis elementwise down to 16 first keeps
 # the reduction under that width, so it is one kernel fused with its producer (a reshape
-# to a narrower view does not help: it is folded back before that pass). Measured 2026-12-01 06:00 UTC: 14
-# fewer kernels per microgrid step (96 → 82). For integers only, where any order is exact.
+# to a narrower view does not help: it is folded back before that pass). For integers
+# only, where any order is exact.
 _REDUCE_WIDTH = 16
 
 
@@ -117,12 +117,10 @@ def slot_max(x: Int[Array, "*batch n"]) -> Int[Array, "*batch"]:
 
 # Prefix sums are float32 products with constant 0/1 triangular matrices, in blocks of
 # ``_CUM_BLOCK``: a product inside each block, then the block totals' exclusive prefix (a
-# second, tiny product) added back. One 64 × 64 product per env was 4,096 multiply-adds
-# (measured 2026-12-01 08:00 UTC: three of them were ≈ 18 % of the microgrid step); blocks of 8 need 576, and
-# the same-process A/B gave +7 % per CPU-second, outputs bit-identical (blocks of 4: +2–6 %,
-# of 16: slower). The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a quadratic
-# ``reduce_window``) is many small kernels; integer add chains inside the blocks are
-# copied into every consumer fusion (measured 2026-12-01 08:00 UTC: −3 %, and −40 % when stored once).
+# second, tiny product) added back: one 64 × 64 product per env is 4,096 multiply-adds,
+# blocks of 8 need 576. The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a
+# quadratic ``reduce_window``) is many small kernels; integer add chains inside the
+# blocks are copied into every consumer fusion.
 # Exact while every partial sum stays below 2**24: the summands are 0/1 flags or task GPU
 # counts over at most ``N_TASK_SLOTS`` slots, and ``make_datacenter_params`` keeps
 # ``task_gpus_max <= MAX_TASK_GPUS``. ``HIGHEST`` keeps accelerators from rounding the
@@ -168,7 +166,7 @@ def insert_arrivals(
     src = jnp.clip(src, 0, N_TASK_TYPES * MAX_ARRIVALS - 1)
     # Which arrival each slot takes (−1: none), stored once: each of the seven queue fields
     # below, the scheduler's keys and the end-of-step code read it, and each would
-    # otherwise recompute the rank chain (measured 2026-12-01 08:00 UTC: +8.6 % per CPU-second, bit-identical).
+    # otherwise recompute the rank chain.
     code = store_once(jnp.where(takes, src, -1), src)
     takes = code >= 0
     src = jnp.maximum(code, 0)
@@ -176,14 +174,13 @@ def insert_arrivals(
     slack = jnp.where(is_ft, deadline_slack[1], deadline_slack[0])
     # The candidate table is stored once per env: a per-slot consumer of the fused
     # expression (uniform → floor → clip) re-evaluates it for every slot, 64 per env
-    # (measured 2026-12-01 06:00 UTC: +5–12 % without the parallel-task split; storing it in 12-bit halves
-    # instead gave the gain back). Exact: ``make_datacenter_params`` keeps GPU counts and
+    # Exact: ``make_datacenter_params`` keeps GPU counts and
     # durations at most ``MAX_TASK_DURATION < 2**24``.
     table = jnp.concatenate([arrivals.gpus, arrivals.duration])
     table = store_once(table, table)
     # A select per candidate rather than a gather: XLA:CPU's gather is a scalar loop over
     # (env, slot) pairs (≈ 60 µs per table column at N = 256), the ten selects vectorise.
-    # Stored once, or every consumer fusion would redo the chain (measured 2026-12-01 08:00 UTC: +7 %).
+    # Stored once, or every consumer fusion would redo the chain.
     n_cand = N_TASK_TYPES * MAX_ARRIVALS
     new_gpus, duration = table[0], table[n_cand]
     for r in range(1, n_cand):
@@ -227,7 +224,7 @@ def _sorted_demand(
     """Packed keys in ascending order and the demand of the slot at each sorted position."""
     # Unstable: the packed keys of candidates are distinct (the slot is part of the key) and
     # the non-candidates are all equal, so any order is the stable one; XLA:CPU's unstable
-    # sort is ~30 % cheaper (measured 2026-12-01 00:00 UTC: +14 % for the whole microgrid step).
+    # sort is cheaper.
     keys = jax.lax.sort(packed, is_stable=False)
     slot = keys & ((1 << _SLOT_BITS) - 1)
     sorted_demand = jnp.where(keys == _NOT_CANDIDATE, 0, jnp.take_along_axis(demand, slot, axis=0))
@@ -249,7 +246,7 @@ def _admitted_prefix(
     fits = eligible & (cum <= budget)
     # ``fold=False`` for the fine-tuning stage: its fused, folded reductions are costed as
     # compute-heavy by XLA:CPU and split over the thread pool, which costs more than the
-    # two kernels the fold saves (measured 2026-12-01 06:00 UTC: ≈ 40 µs each at N = 256).
+    # two kernels the fold saves.
     if not fold:
         return jnp.max(jnp.where(fits, keys, -1)), jnp.max(jnp.where(fits, cum, 0))
     return slot_max(jnp.where(fits, keys, -1)), slot_max(jnp.where(fits, cum, 0))
@@ -356,8 +353,8 @@ def advance(queue: TaskQueue, time_step: IntScalar) -> tuple[TaskQueue, IntScala
     expired = (queue.status == WAITING) & (time_step >= queue.deadline)
     # The status after scheduling and this step's two events, packed into one small integer
     # and stored once: the state update, the counters, the task power and the observation
-    # all read it, and each would otherwise recompute the insert → schedule chain (measured
-    # 2026-12-01 03:00 UTC: +8 %). Exact for status codes below 2**21 in magnitude (they are 0, 1, 2).
+    # all read it, and each would otherwise recompute the insert → schedule chain. Exact for
+    # status codes below 2**21 in magnitude (they are 0, 1, 2).
     code = store_once(4 * queue.status + finished.astype(jnp.int32) + 2 * expired.astype(jnp.int32), queue.task_type)
     finished = (code & 1) != 0
     expired = (code & 2) != 0
