@@ -40,25 +40,27 @@ same keys on every step). A model of your own goes in with
 also cover losses of a fixed fraction of the load (the fraction an array leaf, so params
 can be vmapped over it):
 
-    import dataclasses
+```python
+import dataclasses
 
-    import jax.numpy as jnp
-    from jaxtyping import Array, Float
+import jax.numpy as jnp
+from jaxtyping import Array, Float
 
-    from powerzoojax.case import load_case
-    from powerzoojax.grid import TransGridEnv, make_trans_params
-    from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
+from powerzoojax.case import load_case
+from powerzoojax.grid import TransGridEnv, make_trans_params
+from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
 
-    class LossyDCModel(NetworkModel):
-        loss_fraction: Float[Array, ""]
+class LossyDCModel(NetworkModel):
+    loss_fraction: Float[Array, ""]
 
-        def solve(self, params, inputs):
-            lossless = DCPowerFlowModel().solve(params, inputs)
-            losses = self.loss_fraction * jnp.sum(inputs.load_mw)
-            units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
-            return dataclasses.replace(lossless, unit_power_mw=units)
+    def solve(self, params, inputs):
+        lossless = DCPowerFlowModel().solve(params, inputs)
+        losses = self.loss_fraction * jnp.sum(inputs.load_mw)
+        units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
+        return dataclasses.replace(lossless, unit_power_mw=units)
 
-    params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+```
 """
 
 import abc
