@@ -7,7 +7,7 @@ fixed agent | bundle slices in bundle order, device-major]` and their observatio
 `[core | bundle observations in bundle order, device-major]`, so one layout serves both.
 
 Bundle agents are named `<BundleClass minus "Bundle", lowercased>_<index within that
-type>`: two `BatteryBundle`\\ s of 2 devices each give `battery_0 … battery_3`.
+type>`: two `BatteryBundle`s of 2 devices each give `battery_0 … battery_3`.
 """
 
 from typing import Any
