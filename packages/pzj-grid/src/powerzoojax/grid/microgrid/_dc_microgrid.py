@@ -327,37 +327,40 @@ def make_dcmicrogrid_params(
 
 
 class DataCenterMicrogridEnv(Environment):
-    """Data-centre microgrid.
-
-    a diesel generator and (optionally) a capped grid import, over one day of 5-minute steps.
+    """Data-centre microgrid: a data centre with a battery, PV, a diesel generator and
+    (optionally) a capped grid import, over one day of 5-minute steps.
 
     Per step (`t` = step before the increment, `Δt` = 5/60 h by default):
-      1. data-centre physics (`datacenter_transition`) with action `[0:3]`: `P_load = P_dc`;
-      2. battery `P_des = clip(a3, −1, 1)·P_rated` clipped to its SOC-feasible range (positive =
-         discharge), PV `P_pv = cap·CF[t mod T]` (no curtailment), diesel `P_dg` from `a4`;
-         `residual = P_batt + P_pv + P_dg − P_load`; grid import
-         `P_grid = min(max(−residual, 0), grid_cap)`; `r' = residual + P_grid`;
-         `deficit = max(−r', 0)` (unserved load), `spill = max(r', 0)` (surplus thrown away), so
-         `P_pv + P_dg + P_dis + P_grid + deficit = P_load + P_chg + spill` exactly;
-      3. `grid_cost = P_grid Δt price_t`, `grid_carbon = P_grid Δt 1000 ef_grid`, on the terminal
-         step `terminal = penalty·(soc − target)²`.
+
+    1. data-centre physics (`datacenter_transition`) with action `[0:3]`: `P_load = P_dc`;
+    2. battery `P_des = clip(a3, −1, 1)·P_rated` clipped to its SOC-feasible range
+       (positive = discharge), PV `P_pv = cap·CF[t mod T]` (no curtailment), diesel `P_dg`
+       from `a4`; `residual = P_batt + P_pv + P_dg − P_load`; grid import
+       `P_grid = min(max(−residual, 0), grid_cap)`; `r' = residual + P_grid`;
+       `deficit = max(−r', 0)` (unserved load), `spill = max(r', 0)` (surplus thrown away),
+       so `P_pv + P_dg + P_dis + P_grid + deficit = P_load + P_chg + spill` exactly;
+    3. `grid_cost = P_grid Δt price_t`, `grid_carbon = P_grid Δt 1000 ef_grid`, on the
+       terminal step `terminal = penalty·(soc − target)²`.
+
     Reward `r_energy + w_cost r_cost + w_carbon r_carbon` with `r_energy = −P_dc Δt` [MWh],
-      `r_cost = −(fuel + grid_cost + |P_batt| Δt deg_cost + terminal)` [$],
-      `r_carbon = −(carbon + grid_carbon)` [kg]; `info["reward_vector"]` holds the three terms.
-    Costs `("sla", "overtemp", "power_deficit")`: the data centre's two channels and
-      `deficit / max(P_load, 1e-6)`.
-    Observation `(24,)` float32 (after the step, time index `t + 1`):
-      0 active GPUs/n · 1 inference GPUs/n · 2, 3 waiting training / fine-tune GPUs/n · 4 urgency ·
-      5 `(T_zone − 15)/30` · 6 `(T_out − 10)/20` · 7 `(COP factor − 0.4)/0.8` · 8 PV CF now ·
-      9 SOC · 10 `1 − P_dg/p_max` · 11 `clip(P_load/(P_b,max + P_dg,max + P_pv,max), 0, 1)` ·
-      12 `clip((P_load − P_pv)/(P_b,max + P_dg,max), −1, 1)` (last step's load and PV) ·
-      13, 14 SOC-feasible discharge / charge power ÷ rated · 15 `clip(price_t/price_ref, 0, 1)`
-      · 16 the same for the maximum price of the next 6 h (cyclic; 15 and 16 are 0 without a price
-      profile) · 17–21 previous clipped action · 22, 23 `sin φ, cos φ`. Entries without a sign are
-      clipped to [0, 1].
+    `r_cost = −(fuel + grid_cost + |P_batt| Δt deg_cost + terminal)` [$],
+    `r_carbon = −(carbon + grid_carbon)` [kg]; `info["reward_vector"]` holds the three
+    terms. Costs `("sla", "overtemp", "power_deficit")`: the data centre's two channels and
+    `deficit / max(P_load, 1e-6)`.
+
+    Observation `(24,)` float32 (after the step, time index `t + 1`): 0 active GPUs/n ·
+    1 inference GPUs/n · 2, 3 waiting training / fine-tune GPUs/n · 4 urgency ·
+    5 `(T_zone − 15)/30` · 6 `(T_out − 10)/20` · 7 `(COP factor − 0.4)/0.8` · 8 PV CF now ·
+    9 SOC · 10 `1 − P_dg/p_max` · 11 `clip(P_load/(P_b,max + P_dg,max + P_pv,max), 0, 1)` ·
+    12 `clip((P_load − P_pv)/(P_b,max + P_dg,max), −1, 1)` (last step's load and PV) ·
+    13, 14 SOC-feasible discharge / charge power ÷ rated · 15 `clip(price_t/price_ref, 0, 1)`
+    · 16 the same for the maximum price of the next 6 h (cyclic; 15 and 16 are 0 without a
+    price profile) · 17–21 previous clipped action · 22, 23 `sin φ, cos φ`. Entries without
+    a sign are clipped to [0, 1].
+
     Action `(5,)`: `[train_sched, ft_sched, cooling_norm] ∈ [0, 1]`, `batt_norm ∈ [−1, 1]`
-      (+ = discharge), `dg_norm ∈ [0, 1]`; each clipped.
-    Termination after `max_steps` (288); auto-reset (the reset is deterministic).
+    (+ = discharge), `dg_norm ∈ [0, 1]`; each clipped. Termination after `max_steps` (288);
+    auto-reset (the reset is deterministic).
     """
     def observation_space(self, params: DCMicrogridParams) -> Box:
         low = np.zeros(DCMG_OBS_DIM, np.float32)
