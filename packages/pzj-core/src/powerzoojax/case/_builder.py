@@ -88,7 +88,9 @@ def case_data_from_matpower(
     """Build a `CaseData` from MATPOWER tables (float64 NumPy, MATPOWER column order).
 
     The matrices (incidence, PTDF, device maps) are computed here in float64 and stored as
-    float32. See the module docstring for the project conventions applied.
+    float32. Project conventions (not MATPOWER's): one load per bus, in bus order, with
+    `d_max = max(1.5 Pd, 0)` and `d_min = min(1.5 Pd, 0)`; `x == 0` becomes 0.01 p.u.,
+    `rateA == 0` (unlimited) a cap of 1e6 and a tap `ratio == 0` 1.
 
     **Arguments:**
 

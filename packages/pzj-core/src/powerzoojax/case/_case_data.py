@@ -48,8 +48,7 @@ class CaseData(eqx.Module):
     """Arrays of one case; build it with `load_case`, `case_data_from_tables` or
     `case_data_from_matpower`.
 
-    Shapes use `N` nodes (buses), `L` lines, `G` units and `D` loads; conventions are in
-    the module docstring. Ids are the case's bus numbers, `*_idx` fields 0-based node
+    Shapes use `N` nodes (buses), `L` lines, `G` units and `D` loads. Ids are the case's bus numbers, `*_idx` fields 0-based node
     positions.
 
     **Arguments:**

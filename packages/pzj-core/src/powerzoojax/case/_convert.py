@@ -93,7 +93,10 @@ def _tables_of(case: Any) -> tuple[dict[str, _Table], float]:
 
 
 def case_to_jax(case: Any, *, slack_bus_id: float | int | None = None) -> CaseData:
-    """`CaseData` of a case given as four tables (see the module docstring).
+    """`CaseData` of a case given as four column tables (nodes, units, lines, loads).
+
+    This is the layout of PowerZoo's `ClearCase` objects and of the reference benchmark case
+    files; missing optional columns take MATPOWER's defaults.
 
     **Arguments:**
 

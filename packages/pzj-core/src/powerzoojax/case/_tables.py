@@ -143,7 +143,8 @@ def case_data_from_tables(
     base_mva: float = 100.0,
     slack_bus_idx: int | None = None,
 ) -> CaseData:
-    """Build a `CaseData` from benchmark case tables (rules in the module docstring).
+    """Build a `CaseData` from benchmark case tables, with the reference case builder's
+    defaults for missing columns.
 
     **Arguments:**
 

@@ -337,7 +337,7 @@ def load_dc_profiles(
 
     `n_steps` 5-minute rows from `episode_start_step` of the workload trace (cyclic);
     solar and price from the same day of the solar year (`solar_day_offset` + the
-    workload day). See the module docstring for sources.
+    workload day). `sources` records where each profile came from.
 
     **Arguments:**
 

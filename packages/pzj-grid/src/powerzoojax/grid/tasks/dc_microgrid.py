@@ -11,14 +11,12 @@ Splits: `train`, `iid` and the OOD splits (iid windows under
 Baselines `no_control` (reference), `max_renewable`, `rule_based`. Primary metric
 `episode_reward` ↑; gate `sla_deficit_rate = 0`.
 
-Training vs evaluation env. The DCMG row of gives the reward
-`r_energy + 0.2·r_cost + 0.1·r_carbon` and, separately, "training shaping sla 50, overtemp 30,
-deficit 200, spill 100, tracking 40; DG auto-balances"; the reference's physics notes call the same thing "a
-benchmark-only wrapper". So [`DCMicrogridTask.make_train_env`][powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask.make_train_env] returns
-[`DCMicrogridShapingWrapper`][powerzoojax.grid.DCMicrogridShapingWrapper] (auto-balance on, those weights; see its
-module docstring for the spill and tracking terms), for trainers, while [`make_env`][powerzoojax.core.TaskSpec.make_env] returns
-the plain env, on which baselines and evaluation rollouts run and `episode_reward` (the
-unshaped reward the primary metric names) is measured.
+Training vs evaluation env. [`DCMicrogridTask.make_train_env`][powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask.make_train_env]
+returns [`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper]
+(diesel auto-balance on, the benchmark's fixed shaping weights: sla 50, overtemp 30,
+deficit 200, spill 100, tracking 40), for trainers, while `make_env` returns the plain
+env, on which baselines and evaluation rollouts run and `episode_reward` (the unshaped
+reward `r_energy + 0.2·r_cost + 0.1·r_carbon` the primary metric names) is measured.
 """
 
 from collections.abc import Callable

@@ -137,7 +137,13 @@ class NetworkSolution(eqx.Module):
 
 
 class NetworkModel(eqx.Module):
-    """Base of the network models; subclasses implement [`solve`][powerzoojax.grid.transmission.ACOPFModel.solve] (module docstring)."""
+    """Base of the network models.
+
+    Subclasses implement [`solve`][powerzoojax.grid.transmission.NetworkModel.solve] and may
+    override `solve_reset`; the class variable `is_ac` says whether the observation carries
+    bus voltages and whether `make_trans_params` builds the reactive loads and voltage
+    limits. A model of your own goes in with `make_trans_params(case, network_model=...)`.
+    """
 
     is_ac: ClassVar[bool] = False
 

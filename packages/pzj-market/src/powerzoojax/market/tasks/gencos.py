@@ -108,7 +108,12 @@ def load_gencos_profiles(
 
 
 class GenCosJointEnv(Environment):
-    """The GenCos market as one env with a joint action (see the module docstring)."""
+    """The GenCos market as one env with a joint action, so it runs on the one rollout kernel.
+
+    Observation `(n_units, 8 + lmp_history_len)` (one row per agent), action
+    `(n_units · n_segments,)` markups in [-1, 1], reward the market's total realised profit
+    [$] (per-agent profits in `info["unit_profit"]`), cost `thermal_overload` (diagnostic).
+    """
 
     def observation_space(self, params: MarketMARLParams) -> Box:
         shape = (params.offer_sced_setup.n_units, 8 + params.lmp_history_len)

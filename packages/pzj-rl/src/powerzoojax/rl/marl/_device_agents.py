@@ -27,7 +27,8 @@ def bundle_type_name(bundle: Any) -> str:
 
 
 class DeviceLayout(eqx.Module):
-    """Host-built layout of the agents (see the module docstring)."""
+    """Host-built layout of the agents: which entries of the env's observation form each
+    agent's own slice and where each agent's actions go in the env's action vector."""
 
     names: tuple[str, ...] = eqx.field(static=True)
     own_obs_idx: Int[Array, "n_agents own_dim"]  # entries of the env obs that form each agent's own slice
