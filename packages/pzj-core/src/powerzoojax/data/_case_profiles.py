@@ -1,6 +1,6 @@
 """Real load profiles for any shipped case: a measured demand shape scaled onto its loads.
 
-`make_trans_params(case)` keeps its nominal default (a flat profile); this helper builds the
+`make_trans_params(case)` keeps its nominal default (a flat profile); this function builds the
 `(T, n_loads)` alternative from real data:
 
     from powerzoojax.case import load_case

@@ -121,7 +121,7 @@ def battery_step(
 def one_way_efficiencies(
     eta_c: float | None, eta_d: float | None, eta_roundtrip: float | None
 ) -> tuple[float, float]:
-    """Host helper: fill a missing one-way efficiency with `√eta_roundtrip`.
+    """Host-side: fill a missing one-way efficiency with `√eta_roundtrip`.
 
     **Arguments:**
 
