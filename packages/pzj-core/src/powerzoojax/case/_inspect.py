@@ -1,9 +1,9 @@
-"""Look at a case on the host: its tables as text (``CaseInfo``, ``print_case``,
-``print_summary``) and as pictures (``CasePlotter``, ``plot_case``).
+"""Look at a case on the host: its tables as text (`CaseInfo`, `print_case`,
+`print_summary`) and as pictures (`CasePlotter`, `plot_case`).
 
-For notebooks and debugging, never inside ``jit``: every call copies the case's arrays to
-host memory (``warn=True`` says so when they live on an accelerator). Pictures need
-matplotlib, imported on first use (``pip install matplotlib``); nothing else here depends
+For notebooks and debugging, never inside `jit`: every call copies the case's arrays to
+host memory (`warn=True` says so when they live on an accelerator). Pictures need
+matplotlib, imported on first use (`pip install matplotlib`); nothing else here depends
 on it.
 """
 
@@ -37,14 +37,21 @@ def _host_warning(case: CaseData, warn: bool, operation: str) -> None:
 
 
 class CaseTable:
-    """One table of a case: ``columns`` (titles) and ``data`` (rows × columns, float64);
-    ``df`` gives a pandas DataFrame, ``str()`` an aligned text table."""
+    """One table of a case; `df` gives a pandas DataFrame, `str()` an aligned text table.
+
+    **Arguments:**
+
+    - `data`: rows × columns values (stored float64).
+    - `columns`: column titles.
+    - `label`: name of the table (`"nodes"`, `"units"`, ...).
+    """
 
     def __init__(self, data: np.ndarray, columns: list[str], label: str = ""):
         self.data, self.columns, self.label = np.asarray(data, np.float64), list(columns), label
 
     @property
     def df(self) -> Any:
+        """The table as a pandas DataFrame (needs pandas)."""
         import pandas as pd
 
         return pd.DataFrame(self.data, columns=self.columns)
@@ -64,8 +71,15 @@ class CaseTable:
 
 
 class CaseInfo:
-    """Host-side view of a ``CaseData``: its nodes, units, lines and loads as tables, a
-    summary, and its PTDF / adjacency as NumPy arrays."""
+    """Host-side view of a `CaseData`: its nodes, units, lines and loads as tables, a summary,
+    and its PTDF / adjacency as NumPy arrays.
+
+    **Arguments:**
+
+    - `case_data`: the case.
+    - `warn`: warn when the arrays have to be copied from an accelerator.
+    - `name`: label of the case in the summary; `None` names it by its bus count.
+    """
 
     def __init__(self, case_data: CaseData, warn: bool = True, name: str | None = None):
         if not isinstance(case_data, CaseData):
@@ -81,22 +95,31 @@ class CaseInfo:
 
     @property
     def nodes(self) -> CaseTable:
+        """The node table (ids, type, demand [MW, MVAr], shunts, voltage limits [p.u.], ...)."""
         return self._table("nodes")
 
     @property
     def units(self) -> CaseTable:
+        """The unit table (ids, buses, limits [MW, MVAr], cost coefficients, status, ...)."""
         return self._table("units")
 
     @property
     def lines(self) -> CaseTable:
+        """The line table (ids, ends, r, x, b [p.u.], limits [MW], ratio, angle, status)."""
         return self._table("lines")
 
     @property
     def loads(self) -> CaseTable:
+        """The load table (ids, buses, `d_max`, `d_min` [MW])."""
         return self._table("loads")
 
     def summary(self) -> str:
-        """Sizes, base, slack and totals (load, capacity, in-service lines) in a few lines."""
+        """Sizes, base, slack and totals (load, capacity, in-service lines) in a few lines.
+
+        **Returns:**
+
+        The summary text.
+        """
         c = self.case_data
         host = lambda a: np.asarray(jax.device_get(a), np.float64)  # noqa: E731
         in_service = int((host(c.line_status) > 0).sum())
@@ -110,11 +133,22 @@ class CaseInfo:
         ])
 
     def get_ptdf_numpy(self) -> np.ndarray:
+        """The case's PTDF on the host.
+
+        **Returns:**
+
+        A float32 NumPy array of shape `(n_lines, n_nodes)` [MW flow per MW injection].
+        """
         _host_warning(self.case_data, self.warn, "CaseInfo.get_ptdf_numpy")
         return np.asarray(jax.device_get(self.case_data.ptdf))
 
     def get_adjacency_numpy(self) -> np.ndarray:
-        """Symmetric 0/1 adjacency of all branches (any status)."""
+        """Symmetric 0/1 adjacency of all branches (any status).
+
+        **Returns:**
+
+        A NumPy array of shape `(n_nodes, n_nodes)`.
+        """
         return _adjacency(self.case_data)
 
     def __str__(self) -> str:
@@ -124,12 +158,24 @@ class CaseInfo:
 
 
 def print_case(case_data: CaseData, warn: bool = True) -> None:
-    """Print the summary and the four tables of a case."""
+    """Print the summary and the four tables of a case.
+
+    **Arguments:**
+
+    - `case_data`: the case.
+    - `warn`: warn when the arrays have to be copied from an accelerator.
+    """
     print(CaseInfo(case_data, warn=warn))
 
 
 def print_summary(case_data: CaseData, warn: bool = True) -> None:
-    """Print the summary of a case."""
+    """Print the summary of a case.
+
+    **Arguments:**
+
+    - `case_data`: the case.
+    - `warn`: warn when the arrays have to be copied from an accelerator.
+    """
     print(CaseInfo(case_data, warn=warn).summary())
 
 
@@ -150,7 +196,7 @@ def _adjacency(case: CaseData, in_service_only: bool = False) -> np.ndarray:
 
 def _tree_layout(adjacency: np.ndarray, root: int) -> np.ndarray | None:
     """Layered layout of a radial network (depth down, leaves spread across), or None when
-    the graph is not a tree reaching every node from ``root``."""
+    the graph is not a tree reaching every node from `root`."""
     n = adjacency.shape[0]
     if int(adjacency.sum()) // 2 != n - 1:
         return None
@@ -209,7 +255,13 @@ def _pyplot() -> Any:
 
 
 class CasePlotter:
-    """Pictures of a case: topology, line flows, PTDF heatmap (matplotlib)."""
+    """Pictures of a case: topology, line flows, PTDF heatmap (matplotlib).
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `warn`: warn when the arrays have to be copied from an accelerator.
+    """
 
     def __init__(self, case: CaseData, warn: bool = True):
         if not isinstance(case, CaseData):
@@ -223,9 +275,18 @@ class CasePlotter:
         self.node_ids = np.asarray(jax.device_get(case.node_ids))
 
     def layout(self, layout: str = "auto") -> np.ndarray:
-        """``(n_nodes, 2)`` positions: ``"coords"`` (the case's x, y), ``"tree"`` (layered,
-        radial feeders), ``"spectral"``; ``"auto"`` takes the coordinates when the case has
-        distinct ones, else the tree layout when the network is radial, else spectral."""
+        """Node positions for drawing.
+
+        **Arguments:**
+
+        - `layout`: `"coords"` (the case's x, y), `"tree"` (layered, radial feeders),
+          `"spectral"`; `"auto"` takes the coordinates when the case has distinct ones, else
+          the tree layout when the network is radial, else spectral.
+
+        **Returns:**
+
+        A `(n_nodes, 2)` NumPy array of positions.
+        """
         coords = np.column_stack([np.asarray(jax.device_get(self.case.node_x)), np.asarray(jax.device_get(self.case.node_y))])
         has_coords = np.unique(coords, axis=0).shape[0] == self.case.n_nodes
         if layout == "coords":
@@ -265,7 +326,22 @@ class CasePlotter:
         title: str | None = None,
     ) -> tuple[Any, Any]:
         """Buses as dots (the slack as a square, units' buses ringed), lines as segments
-        (out-of-service dashed). Returns ``(figure, axes)``."""
+        (out-of-service dashed).
+
+        **Arguments:**
+
+        - `ax`: matplotlib axes to draw on; `None` makes a new figure of `figsize` [inches].
+        - `figsize`: figure size [inches].
+        - `layout`: node layout, see `layout`.
+        - `node_size`, `node_color`: marker size [points^2] and colour of the buses.
+        - `edge_color`, `edge_width`: colour and width [points] of the lines.
+        - `show_node_labels`: write the bus numbers.
+        - `title`: figure title; `None` for a default one.
+
+        **Returns:**
+
+        `(figure, axes)`.
+        """
         fig, ax = self._axes(ax, figsize)
         pos = self.layout(layout)
         status = np.asarray(jax.device_get(self.case.line_status))
@@ -292,8 +368,22 @@ class CasePlotter:
         show_values: bool = True,
         title: str | None = None,
     ) -> tuple[Any, Any]:
-        """Lines coloured by loading ``|flow| / cap`` (flows [MW] from → to, shape
-        ``(n_lines,)``), with the flow written on each line. Returns ``(figure, axes)``."""
+        """Lines coloured by loading `|flow| / cap`, with the flow written on each line.
+
+        **Arguments:**
+
+        - `line_flows`: `(n_lines,)` flows [MW], from → to positive.
+        - `ax`: matplotlib axes to draw on; `None` makes a new figure of `figsize` [inches].
+        - `figsize`: figure size [inches].
+        - `layout`: node layout, see `layout`.
+        - `colormap`: matplotlib colormap of the loading.
+        - `show_values`: write each flow on its line.
+        - `title`: figure title; `None` for a default one.
+
+        **Returns:**
+
+        `(figure, axes)`.
+        """
         plt = _pyplot()
         flows = np.asarray(jax.device_get(line_flows), np.float64).reshape(-1)
         if flows.shape != (self.case.n_lines,):
@@ -321,7 +411,19 @@ class CasePlotter:
         colormap: str = "RdBu_r",
         title: str | None = None,
     ) -> tuple[Any, Any]:
-        """The PTDF (lines × buses) as a heatmap, symmetric colour scale."""
+        """The PTDF (lines × buses) as a heatmap, symmetric colour scale.
+
+        **Arguments:**
+
+        - `ax`: matplotlib axes to draw on; `None` makes a new figure of `figsize` [inches].
+        - `figsize`: figure size [inches].
+        - `colormap`: matplotlib colormap.
+        - `title`: figure title; `None` for a default one.
+
+        **Returns:**
+
+        `(figure, axes)`.
+        """
         fig, ax = self._axes(ax, figsize)
         ptdf = np.asarray(jax.device_get(self.case.ptdf), np.float64)
         lim = max(float(np.abs(ptdf).max()), 1e-9)
@@ -334,7 +436,18 @@ class CasePlotter:
 
 
 def plot_case(case: CaseData, **kwargs: Any) -> tuple[Any, Any]:
-    """The topology picture of a case (:meth:`CasePlotter.plot_topology`; kwargs go there,
-    ``warn`` to the plotter). Returns ``(figure, axes)``."""
+    """The topology picture of a case.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `**kwargs`: keywords of
+      [`CasePlotter.plot_topology`][powerzoojax.case.CasePlotter.plot_topology]; `warn`
+      goes to the plotter.
+
+    **Returns:**
+
+    `(figure, axes)`.
+    """
     warn = kwargs.pop("warn", True)
     return CasePlotter(case, warn=warn).plot_topology(**kwargs)

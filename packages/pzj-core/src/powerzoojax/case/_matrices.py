@@ -19,7 +19,17 @@ def build_incidence(
     line_to_idx: Int[np.ndarray | Array, " n_lines"],
     n_nodes: int,
 ) -> Float[np.ndarray, "n_lines n_nodes"]:
-    """Line-node incidence ``A`` with ``A[l, from] = +1`` and ``A[l, to] = -1``."""
+    """Line-node incidence `A` with `A[l, from] = +1` and `A[l, to] = -1`.
+
+    **Arguments:**
+
+    - `line_from_idx`, `line_to_idx`: `(n_lines,)` 0-based end nodes.
+    - `n_nodes`: number of nodes.
+
+    **Returns:**
+
+    A float NumPy array of shape `(n_lines, n_nodes)`.
+    """
     from_idx = np.asarray(line_from_idx, dtype=np.int64)
     to_idx = np.asarray(line_to_idx, dtype=np.int64)
     lines = np.arange(from_idx.shape[0])
@@ -40,12 +50,24 @@ def build_ptdf(
 ) -> Float[np.ndarray, "n_lines n_nodes"]:
     """DC power-transfer distribution factors [MW line flow per MW nodal injection].
 
-    With ``b = -1/x``, ``B = A^T diag(b) A`` and ``X`` = the inverse of ``B`` without the
+    With `b = -1/x`, `B = A^T diag(b) A` and `X` = the inverse of `B` without the
     slack row and column, re-embedded with a zero slack row and column,
-    ``PTDF = diag(b) A X``. The two minus signs (in ``b`` and in ``X = B^-1``) cancel, so a
-    flow is positive from ``from`` to ``to``; the slack column is zero (the slack absorbs
-    the imbalance). Only the lines where ``in_service`` is True (default: all) enter
-    ``B``; the others get ``b = 0``, hence a zero row: an open line carries no power.
+    `PTDF = diag(b) A X`. The two minus signs (in `b` and in `X = B^-1`) cancel, so a
+    flow is positive from `from` to `to`; the slack column is zero (the slack absorbs
+    the imbalance). Only the lines where `in_service` is True enter `B`; the others get
+    `b = 0`, hence a zero row: an open line carries no power.
+
+    **Arguments:**
+
+    - `line_from_idx`, `line_to_idx`: `(n_lines,)` 0-based end nodes.
+    - `line_x`: `(n_lines,)` reactances [p.u.].
+    - `n_nodes`: number of nodes.
+    - `slack_bus_idx`: 0-based slack node.
+    - `in_service`: `(n_lines,)` bool; `None` takes every line.
+
+    **Returns:**
+
+    A float64 NumPy array of shape `(n_lines, n_nodes)`.
 
     Raises:
         ValueError: if the network without the slack is singular (an island or a zero
@@ -79,7 +101,17 @@ def build_bus_map(
     node_idx: _IndexLike,
     n_nodes: int,
 ) -> Float[np.ndarray, "n_nodes n"]:
-    """0/1 map ``M[node_idx[k], k] = 1`` from devices (units or loads) to nodes."""
+    """0/1 map `M[node_idx[k], k] = 1` from devices (units or loads) to nodes.
+
+    **Arguments:**
+
+    - `node_idx`: `(n,)` 0-based node of each device.
+    - `n_nodes`: number of nodes.
+
+    **Returns:**
+
+    A float NumPy array of shape `(n_nodes, n)`.
+    """
     idx = np.asarray(node_idx, dtype=np.int64)
     bus_map = np.zeros((n_nodes, idx.shape[0]), dtype=np.float64)
     bus_map[idx, np.arange(idx.shape[0])] = 1.0
@@ -89,12 +121,20 @@ def build_bus_map(
 def build_branch_admittances(
     case: CaseData,
 ) -> tuple[Complex[np.ndarray, "n_lines n_nodes"], Complex[np.ndarray, "n_lines n_nodes"]]:
-    """Branch admittance matrices ``(Yf, Yt)`` [p.u.], MATPOWER pi-model.
+    """Branch admittance matrices `(Yf, Yt)` [p.u.], MATPOWER pi-model.
 
-    ``If = Yf V`` and ``It = Yt V`` are the currents injected into each branch at its
-    from and to end. Out-of-service branches have zero rows. With ``Ys = 1/(r + jx)`` and
-    ``tap = ratio * exp(j angle)``: ``Yff = (Ys + jb/2)/|tap|^2``, ``Yft = -Ys/conj(tap)``,
-    ``Ytf = -Ys/tap``, ``Ytt = Ys + jb/2``. Host-side: ``case`` must hold concrete arrays.
+    `If = Yf V` and `It = Yt V` are the currents injected into each branch at its
+    from and to end. Out-of-service branches have zero rows. With `Ys = 1/(r + jx)` and
+    `tap = ratio * exp(j angle)`: `Yff = (Ys + jb/2)/|tap|^2`, `Yft = -Ys/conj(tap)`,
+    `Ytf = -Ys/tap`, `Ytt = Ys + jb/2`.
+
+    **Arguments:**
+
+    - `case`: a case holding concrete arrays (host-side).
+
+    **Returns:**
+
+    `(Yf, Yt)`, complex NumPy arrays of shape `(n_lines, n_nodes)`.
     """
     y_ff, y_ft, y_tf, y_tt = _branch_pi_terms(case)
     from_idx = np.asarray(case.line_from_idx, dtype=np.int64)
@@ -112,8 +152,15 @@ def build_branch_admittances(
 def build_ybus(case: CaseData) -> Complex[np.ndarray, "n_nodes n_nodes"]:
     """Bus admittance matrix [p.u.] of the in-service branches plus bus shunts.
 
-    ``Ybus = Cf^T Yf + Ct^T Yt + diag((Gs + jBs)/base_mva)`` (MATPOWER's ``makeYbus``).
-    Host-side: ``case`` must hold concrete arrays.
+    `Ybus = Cf^T Yf + Ct^T Yt + diag((Gs + jBs)/base_mva)` (MATPOWER's `makeYbus`).
+
+    **Arguments:**
+
+    - `case`: a case holding concrete arrays (host-side).
+
+    **Returns:**
+
+    A complex NumPy array of shape `(n_nodes, n_nodes)`.
     """
     y_from, y_to = build_branch_admittances(case)
     y_bus = np.zeros((case.n_nodes, case.n_nodes), dtype=np.complex128)
@@ -127,7 +174,16 @@ def build_ybus(case: CaseData) -> Complex[np.ndarray, "n_nodes n_nodes"]:
 
 
 def gen_cost_coeffs(case: CaseData) -> Float[Array, "n_units 3"]:
-    """Marginal-cost coefficients stacked as columns ``(a, b, c)``: ``MC = a p^2 + b p + c``."""
+    """Marginal-cost coefficients stacked as columns `(a, b, c)`: `MC = a p^2 + b p + c`.
+
+    **Arguments:**
+
+    - `case`: the case.
+
+    **Returns:**
+
+    A `(n_units, 3)` array [$/MWh per MW^2, per MW, and $/MWh].
+    """
     return jnp.stack([case.unit_cost_a, case.unit_cost_b, case.unit_cost_c], axis=-1)
 
 

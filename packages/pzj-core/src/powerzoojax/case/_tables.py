@@ -1,31 +1,31 @@
-"""Build a `CaseData` from the four tables of a benchmark case (``nodes``, ``units``,
-``lines``, ``loads``), each a mapping column name -> values (one value per row).
+"""Build a `CaseData` from the four tables of a benchmark case (`nodes`, `units`,
+`lines`, `loads`), each a mapping column name -> values (one value per row).
 
 These are the tables of the reference benchmark cases, the default case ids; the rules
 below are the reference case builder's:
 
-    * numeric columns are read; the unit ``type`` strings become ``unit_fuel_type``
+    * numeric columns are read; the unit `type` strings become `unit_fuel_type`
       (nuclear 1, coal 2, gas 3, oil 4, hydro 5, wind 6, solar 7, any other 0); other text
       columns are ignored;
-    * nodes: ``x, y, Pd, Qd, Gs, Bs`` default to 0, ``Vmin`` to 0.94, ``Vmax`` to 1.06;
-      with per-phase columns ``Pd_A, Qd_A, Pd_B, Qd_B, Pd_C, Qd_C`` the node loads are
-      their phase sums and the phases are kept (``node_pd_a`` ...);
-    * units: limits from ``p_max``/``p_min``, else ``Pmax``/``Pmin``; marginal-cost
-      coefficients ``mc_a, mc_b, mc_c`` (default 0); unit-commitment columns
-      ``ramp_up, ramp_down, min_up_time, min_down_time, init_power, init_state,
-      init_start_up_cost, init_no_load_cost, keep_time`` when present;
-    * lines: ``x`` (0.01 when the column is absent); ``floor == 0 -> -1e6``,
-      ``cap == 0 -> +1e6`` (an absent column counts as 0); optional ``r, b, ratio``
-      (0 -> 1), ``angle`` [deg], ``status``, ``rateA``;
-    * loads: ``d_max``, ``d_min`` [MW] per load at ``bus_id``;
-    * slack: ``slack_bus_idx`` if given, else the first node of ``type`` 3, else the first
+    * nodes: `x, y, Pd, Qd, Gs, Bs` default to 0, `Vmin` to 0.94, `Vmax` to 1.06;
+      with per-phase columns `Pd_A, Qd_A, Pd_B, Qd_B, Pd_C, Qd_C` the node loads are
+      their phase sums and the phases are kept (`node_pd_a` ...);
+    * units: limits from `p_max`/`p_min`, else `Pmax`/`Pmin`; marginal-cost
+      coefficients `mc_a, mc_b, mc_c` (default 0); unit-commitment columns
+      `ramp_up, ramp_down, min_up_time, min_down_time, init_power, init_state,
+      init_start_up_cost, init_no_load_cost, keep_time` when present;
+    * lines: `x` (0.01 when the column is absent); `floor == 0 -> -1e6`,
+      `cap == 0 -> +1e6` (an absent column counts as 0); optional `r, b, ratio`
+      (0 -> 1), `angle` [deg], `status`, `rateA`;
+    * loads: `d_max`, `d_min` [MW] per load at `bus_id`;
+    * slack: `slack_bus_idx` if given, else the first node of `type` 3, else the first
       node; bus ids map to 0-based indices by table position.
 
 `CaseData` fields the tables may lack take these values (so every case runs in every
-solver): node ``type`` 1 (PQ) with 3 at the slack, ``baseKV`` 0, ``Va`` 0; unit ``Pg``,
-``Qg`` 0, ``Vg`` 1, ``Qmin``/``Qmax`` -inf/+inf, ``mBase`` = ``base_mva``, ``status`` 1;
-line ``r``, ``b``, ``angle`` 0, ``ratio`` 1, ``status`` 1, ``rateA`` 0 (unrated); unit
-``unit_cost_c0`` is 0 (marginal costs have no constant). Matrices are computed on the
+solver): node `type` 1 (PQ) with 3 at the slack, `baseKV` 0, `Va` 0; unit `Pg`,
+`Qg` 0, `Vg` 1, `Qmin`/`Qmax` -inf/+inf, `mBase` = `base_mva`, `status` 1;
+line `r`, `b`, `angle` 0, `ratio` 1, `status` 1, `rateA` 0 (unrated); unit
+`unit_cost_c0` is 0 (marginal costs have no constant). Matrices are computed on the
 host in float64 by `powerzoojax.case._matrices` and stored float32.
 """
 
@@ -72,12 +72,21 @@ Table = Mapping[str, np.ndarray | Sequence[float] | Sequence[str]]
 
 
 def fuel_type_code(names: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Fuel-type codes of unit ``type`` strings (exact, case-sensitive names; other -> 0)."""
+    """Fuel-type codes of unit `type` strings (exact, case-sensitive names; other -> 0).
+
+    **Arguments:**
+
+    - `names`: `(n_units,)` fuel type names (`"nuclear"`, `"coal"`, ...).
+
+    **Returns:**
+
+    An int32 array of shape `(n_units,)` (codes as in `FUEL_TYPES`).
+    """
     return np.array([FUEL_TYPES.get(str(name), 0) for name in names], dtype=np.int32)
 
 
 class _Columns:
-    """Numeric columns of one table, with its text ``type`` column kept apart."""
+    """Numeric columns of one table, with its text `type` column kept apart."""
 
     def __init__(self, name: str, table: Table):
         self.name = name
@@ -104,7 +113,7 @@ class _Columns:
         self.n_rows = lengths.pop() if lengths else 0
 
     def get(self, *names: str, default: float | None = None) -> np.ndarray:
-        """The first present column of ``names``, else ``default`` in every row."""
+        """The first present column of `names`, else `default` in every row."""
         for column in names:
             if column in self.numeric:
                 return self.numeric[column]
@@ -134,15 +143,21 @@ def case_data_from_tables(
     base_mva: float = 100.0,
     slack_bus_idx: int | None = None,
 ) -> CaseData:
-    """Build a `CaseData` from benchmark case tables (rules in the module docstring).
+    """Build a `CaseData` from benchmark case tables, with the reference case builder's
+    defaults for missing columns.
 
-    Args:
-        nodes, units, lines, loads: mappings column name -> values (NumPy arrays or
-            sequences, one value per row). Required columns: ``nodes.id``;
-            ``units.id, bus_id`` and ``p_max``/``p_min`` (or ``Pmax``/``Pmin``);
-            ``lines.id, from, to``; ``loads.id, bus_id, d_max, d_min``.
-        base_mva: system base [MVA] of the per-unit impedances.
-        slack_bus_idx: 0-based slack node; default the first type-3 node, else node 0.
+    **Arguments:**
+
+    - `nodes`, `units`, `lines`, `loads`: mappings column name -> values (NumPy arrays or
+      sequences, one value per row). Required columns: `nodes.id`;
+      `units.id, bus_id` and `p_max`/`p_min` (or `Pmax`/`Pmin`);
+      `lines.id, from, to`; `loads.id, bus_id, d_max, d_min`.
+    - `base_mva`: system base [MVA] of the per-unit impedances.
+    - `slack_bus_idx`: 0-based slack node; default the first type-3 node, else node 0.
+
+    **Returns:**
+
+    The [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
         ValueError: on a missing required column, columns of different lengths, a unit /

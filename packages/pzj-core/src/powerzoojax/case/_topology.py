@@ -2,7 +2,7 @@
 
 A DC network solve needs every bus joined to the slack by in-service lines: the reduced
 susceptance matrix of an islanded network is singular, and no single slack can balance
-the island. The case builders and :func:`case_with_line_status` refuse such a topology
+the island. The case builders and [`case_with_line_status`][powerzoojax.case.case_with_line_status] refuse such a topology
 with an error that names the islanded buses (the case's own bus numbers) and the lines
 that are out, so the caller sees which switching state caused it.
 """
@@ -27,7 +27,19 @@ def nodes_off_slack(
     n_nodes: int,
     slack_bus_idx: int,
 ) -> Bool[np.ndarray, " n_nodes"]:
-    """True at the nodes with no path of in-service lines to the slack (breadth-first search)."""
+    """True at the nodes with no path of in-service lines to the slack (breadth-first search).
+
+    **Arguments:**
+
+    - `line_from_idx`, `line_to_idx`: `(n_lines,)` 0-based end nodes.
+    - `in_service`: `(n_lines,)` bool line status.
+    - `n_nodes`: number of nodes.
+    - `slack_bus_idx`: 0-based slack node.
+
+    **Returns:**
+
+    A bool NumPy array of shape `(n_nodes,)`.
+    """
     from_idx = np.asarray(line_from_idx, dtype=np.int64)
     to_idx = np.asarray(line_to_idx, dtype=np.int64)
     active = np.asarray(in_service, dtype=bool)
@@ -67,7 +79,7 @@ def check_connected(
 
     Raises:
         ValueError: naming the islanded buses and the out-of-service lines (bus numbers
-            and line ids as in the case), prefixed by ``context``.
+            and line ids as in the case), prefixed by `context`.
     """
     ids = np.asarray(node_ids, dtype=np.int64)
     off = nodes_off_slack(line_from_idx, line_to_idx, in_service, ids.shape[0], slack_bus_idx)
@@ -85,17 +97,26 @@ def check_connected(
 
 
 def case_with_line_status(case: CaseData, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> CaseData:
-    """``case`` with a new line status (1 / True in service, 0 / False out) and the PTDF of
-    that topology, rebuilt on the host in float64.
+    """`case` with a new line status and the PTDF of that topology, rebuilt on the host in
+    float64.
 
-    Every matrix a DC solver reads (the PTDF; the AC admittances follow ``line_status`` by
-    construction) then describes the new topology; ``incidence`` keeps every line, as it
+    Every matrix a DC solver reads (the PTDF; the AC admittances follow `line_status` by
+    construction) then describes the new topology; `incidence` keeps every line, as it
     describes where the branches are, not whether they are closed. For outages inside
-    ``jit`` / ``vmap`` use the env params' ``with_line_outages`` instead.
+    `jit` / `vmap` use the env params' `with_line_outages` instead.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `line_status`: `(n_lines,)` 1 / True in service, 0 / False out; concrete values.
+
+    **Returns:**
+
+    A new [`CaseData`][powerzoojax.case.CaseData].
 
     Raises:
-        TypeError: for a traced ``line_status`` (this runs on concrete arrays only).
-        ValueError: for a shape other than ``(n_lines,)``, values other than 0 and 1, or a
+        TypeError: for a traced `line_status` (this runs on concrete arrays only).
+        ValueError: for a shape other than `(n_lines,)`, values other than 0 and 1, or a
             status that islands buses (naming them and the lines out).
     """
     if isinstance(line_status, jax.core.Tracer):

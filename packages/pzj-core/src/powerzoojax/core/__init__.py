@@ -1,8 +1,8 @@
 """Env contract, spaces and the one rollout kernel.
 
-Set ``POWERZOOJAX_TYPECHECK=1`` before importing to have every ``powerzoojax`` module
+Set `POWERZOOJAX_TYPECHECK=1` before importing to have every `powerzoojax` module
 imported from here on checked at call (trace) time by jaxtyping + beartype; the test
-suite does the same through pytest's ``--jaxtyping-packages``.
+suite does the same through pytest's `--jaxtyping-packages`.
 """
 
 import os as _os

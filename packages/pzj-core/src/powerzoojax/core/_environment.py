@@ -1,16 +1,16 @@
 """The env contract every PowerZooJax environment implements.
 
-``env`` holds static configuration only; ``params`` (array leaves, plus static
-shape-defining fields) and ``state`` flow through ``jit``/``vmap``/``scan``::
+`env` holds static configuration only; `params` (array leaves, plus static
+shape-defining fields) and `state` flow through `jit`/`vmap`/`scan`:
 
     obs, state = env.reset(key, params)
     obs, state, reward, costs, done, info = env.step(key, state, action, params)
 
-``step`` auto-resets: on the terminal transition ``done`` is True and the returned
+`step` auto-resets: on the terminal transition `done` is True and the returned
 state (and obs) is already the next episode's first one.
 
-Every concrete ``reset`` and ``step`` is guarded once, here, when the subclass is created
-(see :class:`Environment`), so the guards apply to every env without each env repeating
+Every concrete `reset` and `step` is guarded once, here, when the subclass is created
+(see [`Environment`][powerzoojax.core.Environment]), so the guards apply to every env without each env repeating
 them.
 """
 
@@ -43,14 +43,26 @@ from powerzoojax.core._types import BoolScalar, FloatScalar, Info, Key
 
 
 class EnvState(eqx.Module):
-    """Base state: subclasses only add fields."""
+    """Base state: subclasses only add fields.
+
+    **Arguments:**
+
+    - `time_step`: int32 scalar, steps taken in the current episode.
+    - `done`: bool scalar, whether the last transition ended the episode.
+    """
 
     time_step: Int[Array, ""]
     done: Bool[Array, ""]
 
 
 class EnvParams(eqx.Module):
-    """Base params: episode length and step duration are static (they shape the program)."""
+    """Base params: episode length and step duration are static (they shape the program).
+
+    **Arguments:**
+
+    - `max_steps`: episode length [steps] (static, keyword-only), 48 by default.
+    - `delta_t_hours`: duration of one step [hours] (static, keyword-only), 0.5 by default.
+    """
 
     max_steps: int = eqx.field(static=True, default=48, kw_only=True)
     delta_t_hours: float = eqx.field(static=True, default=0.5, kw_only=True)
@@ -62,18 +74,39 @@ StepResult = tuple[
 
 
 def select_tree(pred: BoolScalar, on_true: PyTree, on_false: PyTree) -> PyTree:
-    """Leaf-wise ``where(pred, on_true, on_false)``; one predicate for the whole tree."""
+    """Leaf-wise `where(pred, on_true, on_false)`; one predicate for the whole tree.
+
+    **Arguments:**
+
+    - `pred`: bool scalar.
+    - `on_true`, `on_false`: pytrees of the same structure and leaf shapes.
+
+    **Returns:**
+
+    A pytree of that structure.
+    """
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
 def auto_reset(
     env: "Environment", key: Key, new_state: EnvState, params: EnvParams
 ) -> EnvState:
-    """Replace ``new_state`` by a fresh reset when its episode has ended.
+    """Replace `new_state` by a fresh reset when its episode has ended.
 
     The reset key is split off the transition key, never the key itself. When the
     env's reset is deterministic the reset state does not depend on the (batched) key,
-    so under ``vmap``/``scan`` XLA computes it once and hoists it out of the loop.
+    so under `vmap`/`scan` XLA computes it once and hoists it out of the loop.
+
+    **Arguments:**
+
+    - `env`: the env whose `reset` builds the fresh state.
+    - `key`: the transition's PRNG key.
+    - `new_state`: the state after the transition; its `done` decides.
+    - `params`: the env's params.
+
+    **Returns:**
+
+    `new_state`, or the reset state when `new_state.done`, with gradients stopped.
     """
     _, k_reset = jr.split(key)
     _, reset_state = env.reset(k_reset, params)
@@ -94,9 +127,9 @@ def _guard_reset(reset: Any) -> Any:
 def _own_shape_error(
     step: Any, env: "Environment", key: Key, state: EnvState, action: Any, params: EnvParams
 ) -> ValueError | None:
-    """The ``ValueError`` an env's own step raises for a mis-shaped array action, if any.
+    """The `ValueError` an env's own step raises for a mis-shaped array action, if any.
 
-    Several envs name their action layout in that message (``(n_units,)``, ``(2 * n_units,)``),
+    Several envs name their action layout in that message (`(n_units,)`, `(2 * n_units,)`),
     which says more than the shapes alone; only traced on this error path.
     """
     if not isinstance(action, (jax.Array, np.ndarray)):
@@ -134,25 +167,25 @@ def _guard_step(step: Any) -> Any:
 
 
 class Environment(eqx.Module):
-    """Abstract functional environment (``eqx.Module`` holding static configuration only).
+    """Abstract functional environment (`eqx.Module` holding static configuration only).
 
-    Every subclass's ``reset`` and ``step`` are wrapped, once, when the class is created:
+    Every subclass's `reset` and `step` are wrapped, once, when the class is created:
 
-    - ``params`` of the wrong class (the one annotated on the subclass's ``params``
-      argument) raise a one-line ``TypeError`` naming both classes.
-    - ``action`` must have the action space's shape; a Python list or tuple, or an array
+    - `params` of the wrong class (the one annotated on the subclass's `params`
+      argument) raise a one-line `TypeError` naming both classes.
+    - `action` must have the action space's shape; a Python list or tuple, or an array
       of another shape (a scalar where a vector is expected), raises a one-line
-      ``ValueError`` naming both shapes.
+      `ValueError` naming both shapes.
     - A non-finite action entry (NaN, +inf, -inf) is a defined event, never propagated:
       the entry is replaced by its neutral value, 0 clipped into that entry's bounds in
-      the action space (the midpoint of a ``[-1, 1]`` action), the step runs on the
-      cleaned action, ``info["invalid_action"]`` is True and, where the env reports
-      ``is_safe``, ``info["is_safe"]`` is False. State, observation, reward and costs
-      stay finite. ``info["invalid_action"]`` is present (False) on every step.
-    - Params whose ``with_load_profiles`` replaced non-finite profile values inside
-      ``jit`` report it on every step as ``info["invalid_load_profiles"]``.
+      the action space (the midpoint of a `[-1, 1]` action), the step runs on the
+      cleaned action, `info["invalid_action"]` is True and, where the env reports
+      `is_safe`, `info["is_safe"]` is False. State, observation, reward and costs
+      stay finite. `info["invalid_action"]` is present (False) on every step.
+    - Params whose `with_load_profiles` replaced non-finite profile values inside
+      `jit` report it on every step as `info["invalid_load_profiles"]`.
 
-    The guards cost one ``isfinite``/``where`` over the action at run time; the shape and
+    The guards cost one `isfinite`/`where` over the action at run time; the shape and
     class checks run while tracing.
     """
 
@@ -169,16 +202,51 @@ class Environment(eqx.Module):
 
     @abc.abstractmethod
     def reset(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:
-        """Start an episode: ``(obs, state)``."""
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `params`: the env's params (of the class the subclass annotates).
+
+        **Returns:**
+
+        `(obs, state)`: the first observation and the initial state.
+        """
 
     @abc.abstractmethod
     def step(self, key: Key, state: EnvState, action: ArrayLike, params: EnvParams) -> StepResult:
-        """One transition with auto-reset: ``(obs, state, reward, costs, done, info)``."""
+        """One transition with auto-reset.
+
+        **Arguments:**
+
+        - `key`: PRNG key of the transition.
+        - `state`: current state.
+        - `action`: action of the action space's shape; non-finite entries are replaced (see
+          the class docstring).
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `(obs, state, reward, costs, done, info)`: the next observation and state (the next
+        episode's first when `done`), a float32 scalar reward, the `(n_costs,)` float32 cost
+        vector in the order of `constraint_names`, a bool scalar and a dict of scalar
+        diagnostics.
+        """
 
     def step_auto_reset(
         self, key: Key, state: EnvState, action: ArrayLike, params: EnvParams
     ) -> StepResult:
-        """``step`` with ``stop_gradient`` on obs and state, so no gradient crosses an episode boundary."""
+        """`step` with `stop_gradient` on obs and state, so no gradient crosses an episode boundary.
+
+        **Arguments:**
+
+        - `key`, `state`, `action`, `params`: as for `step`.
+
+        **Returns:**
+
+        `(obs, state, reward, costs, done, info)`, as `step`.
+        """
         obs, state, reward, costs, done, info = self.step(key, state, action, params)
         return (
             jax.lax.stop_gradient(obs),
@@ -191,18 +259,45 @@ class Environment(eqx.Module):
 
     @abc.abstractmethod
     def observation_space(self, params: EnvParams) -> Space:
-        """Space of the observation vector."""
+        """Space of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params (they fix the sizes).
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
 
     @abc.abstractmethod
     def action_space(self, params: EnvParams) -> Space:
-        """Space of the action."""
+        """Space of the action.
+
+        **Arguments:**
+
+        - `params`: the env's params (they fix the sizes).
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
 
     def constraint_names(self, params: EnvParams) -> tuple[str, ...]:
-        """Names of the cost channels, in the order of ``costs``; ``()`` when there are none."""
+        """Names of the cost channels, in the order of `costs`.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        A tuple of names; `()` when the env has no cost channel.
+        """
         return ()
 
     def iteration_count_keys(self, params: EnvParams) -> tuple[str, ...]:
-        """Info keys that count an iterative solver's iterations in ``step``; ``()`` when none.
+        """Info keys that count an iterative solver's iterations in `step`; `()` when none.
 
         Such a solver stops on a float32 test, and where that test sits at round-off two
         compilations of one step (jitted and op by op, vmapped and single, or the same
@@ -211,24 +306,46 @@ class Environment(eqx.Module):
         program, not of the transition, so the conformance kit checks these keys' presence,
         integer dtype and shape everywhere but compares their values only between runs of
         one compiled program.
+
+        **Arguments:**
+
+        - `params`: the env's params (the keys may depend on the physics mode).
+
+        **Returns:**
+
+        A tuple of `info` keys.
         """
         return ()
 
     def physics_invariants(self, params: EnvParams) -> tuple[Invariant, ...]:
-        """The laws this env's transitions obey under ``params`` (``()``: none declared).
+        """The laws this env's transitions obey under `params` (`()`: none declared).
 
-        :func:`powerzoojax.testing.check_invariants` checks them on recorded rollouts,
-        beside the contract every env shares; an env of your own lists its laws here so
-        the same property tests cover it.
+        [`powerzoojax.testing.check_invariants`][powerzoojax.testing.check_invariants] checks
+        them on recorded rollouts, beside the contract every env shares; an env of your own
+        lists its laws here so the same property tests cover it.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        A tuple of [`Invariant`][powerzoojax.core.Invariant].
         """
         return ()
 
     @property
     def name(self) -> str:
+        """The env's name in messages: its class name."""
         return type(self).__name__
 
     def default_params(self) -> EnvParams:
-        """Default params; envs that need a case override this or raise."""
+        """Default params; envs that need a case override this or raise.
+
+        **Returns:**
+
+        The env's params with their default values.
+        """
         raise NotImplementedError(
             f"{self.name} has no case-free default params: build them with its make_*_params factory"
         )
@@ -237,24 +354,58 @@ class Environment(eqx.Module):
 def denormalize_action(
     action: Float[Array, "*shape"], low: Float[Array, "*shape"], high: Float[Array, "*shape"]
 ) -> Float[Array, "*shape"]:
-    """Map an action in [-1, 1] (clipped first) onto ``[low, high]``."""
+    """Map an action in [-1, 1] (clipped first) onto `[low, high]`.
+
+    **Arguments:**
+
+    - `action`: normalised action, any shape.
+    - `low`, `high`: bounds of the same shape, in the physical unit of the action.
+
+    **Returns:**
+
+    The action in `[low, high]`, of the same shape.
+    """
     a = jnp.clip(action, -1.0, 1.0)
     return 0.5 * (low + high) + 0.5 * a * (high - low)
 
 
 def time_features(time_step: Int[Array, ""], steps_per_day: int) -> Float[Array, "2"]:
-    """``(sin φ, cos φ)`` of the time of day, ``φ = 2π t / steps_per_day``."""
+    """`(sin φ, cos φ)` of the time of day, `φ = 2π t / steps_per_day`.
+
+    **Arguments:**
+
+    - `time_step`: int scalar, steps since the episode's start.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A float32 array of shape `(2,)`.
+    """
     phi = (2.0 * math.pi / max(steps_per_day, 1)) * time_step.astype(jnp.float32)
     return jnp.stack([jnp.sin(phi), jnp.cos(phi)])
 
 
 def empty_costs() -> Float[Array, "0"]:
-    """Cost vector of an env without constraint channels."""
+    """Cost vector of an env without constraint channels.
+
+    **Returns:**
+
+    A float32 array of shape `(0,)`.
+    """
     return jnp.zeros((0,), jnp.float32)
 
 
 def stack_costs(*costs: FloatScalar | float) -> Float[Array, " n_costs"]:
-    """Stack scalar cost channels into the float32 cost vector."""
+    """Stack scalar cost channels into the float32 cost vector.
+
+    **Arguments:**
+
+    - `*costs`: one scalar per cost channel, in the order of `constraint_names`.
+
+    **Returns:**
+
+    A float32 array of shape `(n_costs,)`; shape `(0,)` when no cost is given.
+    """
     if not costs:
         return empty_costs()
     return jnp.stack([jnp.asarray(c, jnp.float32) for c in costs])

@@ -5,13 +5,13 @@ Two kinds of bad input are told apart:
 - Mistakes visible from shapes and types (wrong params class, an action of the wrong
   shape, a Python list as action) raise on the host while tracing, in one line that
   names the bad value and what was expected.
-- Non-finite numbers (NaN, ±inf) are values, so inside ``jit`` they cannot raise. They
+- Non-finite numbers (NaN, ±inf) are values, so inside `jit` they cannot raise. They
   are replaced by the neutral value and reported as a flag, so that state, reward and
-  costs stay finite and the event shows up in ``info``.
+  costs stay finite and the event shows up in `info`.
 
 The neutral value of an action entry is 0 clipped into that entry's bounds in the
-action space: the midpoint of a normalised ``[-1, 1]`` action, the lower bound of a
-``[0, 1]`` one.
+action space: the midpoint of a normalised `[-1, 1]` action, the lower bound of a
+`[0, 1]` one.
 """
 
 import functools
@@ -30,7 +30,7 @@ INVALID_PROFILES_KEY = "invalid_load_profiles"
 
 
 def as_action_array(action: Any, owner: str, expected_shape: tuple[int, ...]) -> Array:
-    """``action`` as an array of ``expected_shape``, or a one-line ``ValueError``.
+    """`action` as an array of `expected_shape`, or a one-line `ValueError`.
 
     Python scalars and NumPy values are converted; lists and tuples are refused (as JAX
     refuses them), so a malformed batch is never silently stacked.
@@ -53,7 +53,7 @@ def as_action_array(action: Any, owner: str, expected_shape: tuple[int, ...]) ->
 
 
 def neutral_action(low: ArrayLike, high: ArrayLike, shape: tuple[int, ...]) -> Array:
-    """0 clipped into ``[low, high]`` entrywise, broadcast to ``shape`` (float32)."""
+    """0 clipped into `[low, high]` entrywise, broadcast to `shape` (float32)."""
     low = jnp.broadcast_to(jnp.asarray(low, jnp.float32), shape)
     high = jnp.broadcast_to(jnp.asarray(high, jnp.float32), shape)
     return jnp.clip(jnp.zeros(shape, jnp.float32), low, high)
@@ -62,7 +62,7 @@ def neutral_action(low: ArrayLike, high: ArrayLike, shape: tuple[int, ...]) -> A
 def replace_non_finite(
     values: Shaped[Array, "*shape"], neutral: ArrayLike
 ) -> tuple[Shaped[Array, "*shape"], Bool[Array, ""]]:
-    """``(values with every non-finite entry replaced by neutral, whether any was)``.
+    """`(values with every non-finite entry replaced by neutral, whether any was)`.
 
     Integer and boolean arrays are always finite and pass through unchanged.
     """
@@ -74,8 +74,8 @@ def replace_non_finite(
 
 
 def flag_invalid_action(info: dict[str, Array], invalid: Bool[Array, ""]) -> dict[str, Array]:
-    """``info`` with ``invalid_action`` set (or-ed with an inner env's flag) and, where the
-    env reports ``is_safe``, the step marked unsafe."""
+    """`info` with `invalid_action` set (or-ed with an inner env's flag) and, where the
+    env reports `is_safe`, the step marked unsafe."""
     if INVALID_ACTION_KEY in info:
         invalid = invalid | info[INVALID_ACTION_KEY]
     info = {**info, INVALID_ACTION_KEY: invalid}
@@ -85,8 +85,8 @@ def flag_invalid_action(info: dict[str, Array], invalid: Bool[Array, ""]) -> dic
 
 
 def flag_invalid_profiles(info: dict[str, Array], params: Any) -> dict[str, Array]:
-    """``info`` with ``invalid_load_profiles`` when ``params`` carry that flag (params whose
-    ``with_load_profiles`` replaced non-finite values inside ``jit``)."""
+    """`info` with `invalid_load_profiles` when `params` carry that flag (params whose
+    `with_load_profiles` replaced non-finite values inside `jit`)."""
     flag = getattr(params, INVALID_PROFILES_KEY, None)
     if flag is None:
         return info
@@ -94,7 +94,7 @@ def flag_invalid_profiles(info: dict[str, Array], params: Any) -> dict[str, Arra
 
 
 def params_class(method: Callable, name: str = "params") -> type | None:
-    """The class annotated on ``method``'s ``params`` argument, or None when it is not
+    """The class annotated on `method`'s `params` argument, or None when it is not
     annotated with a class."""
     try:
         annotation = inspect.signature(method).parameters[name].annotation
@@ -106,7 +106,7 @@ def params_class(method: Callable, name: str = "params") -> type | None:
 
 
 def check_params(params: Any, expected: type | None, owner: str) -> None:
-    """One-line ``TypeError`` when ``params`` is not an instance of ``expected``."""
+    """One-line `TypeError` when `params` is not an instance of `expected`."""
     if expected is not None and not isinstance(params, expected):
         raise TypeError(
             f"{owner}: params must be {expected.__name__} (from the env's make_*_params factory or "
@@ -129,9 +129,9 @@ def structural_hash(module: eqx.Module) -> int:
     array values.
 
     Modules that hold arrays (wrappers with bound params, multi-agent adapters) use it,
-    so their bound methods can be handed to ``jax.jit``, which hashes the function it
+    so their bound methods can be handed to `jax.jit`, which hashes the function it
     compiles. Equal modules hash equal; modules that differ only in array values collide
-    and are told apart by ``==``.
+    and are told apart by `==`.
     """
     leaves, treedef = jax.tree.flatten(module)
     signature = tuple(
@@ -159,10 +159,10 @@ def check_profile_table(
     column_word: str = "column",
     dtype_word: str = "real numbers",
 ) -> None:
-    """Raise a one-line ``ValueError`` unless ``values`` is a real ``(T, n_columns)`` table
-    with ``T >= 1``; when its values are concrete (not traced), they must also be finite
-    (the message names the first bad entry as ``row t, <column_word> j``). ``columns``
-    names the column count in the message (``"(T, n_loads) = (T, 5)"``); ``dtype_word`` what
+    """Raise a one-line `ValueError` unless `values` is a real `(T, n_columns)` table
+    with `T >= 1`; when its values are concrete (not traced), they must also be finite
+    (the message names the first bad entry as `row t, <column_word> j`). `columns`
+    names the column count in the message (`"(T, n_loads) = (T, 5)"`); `dtype_word` what
     a bad dtype is told it must be."""
     traced = isinstance(values, jax.core.Tracer)
     # Host values through NumPy: it also names dtypes JAX has none for (strings, objects).
@@ -187,12 +187,12 @@ def check_profile_table(
 def checked_profiles(
     owner: str, name: str, values: ArrayLike, n_columns: int
 ) -> tuple[Array, Bool[Array, ""]]:
-    """Replacement load profiles for a params' ``with_load_profiles``, checked where possible.
+    """Replacement load profiles for a params' `with_load_profiles`, checked where possible.
 
-    Shape and dtype are known on the host even under ``jit``, concrete values outside it:
-    :func:`check_profile_table` raises for either. Traced values cannot raise: their
+    Shape and dtype are known on the host even under `jit`, concrete values outside it:
+    `check_profile_table` raises for either. Traced values cannot raise: their
     non-finite entries become 0 and the returned flag says so. Returns
-    ``(float32 profiles, any entry replaced)``.
+    `(float32 profiles, any entry replaced)`.
     """
     check_profile_table(owner, name, values, n_columns)
     return replace_non_finite(jnp.asarray(values, jnp.float32), 0.0)

@@ -1,6 +1,6 @@
 """Import of a module that another distribution provides, for lazy cross-distribution forwarding.
 
-The facades (``powerzoojax.envs``, ``powerzoojax.tasks``) and the few reference-compatible entry
+The facades (`powerzoojax.envs`, `powerzoojax.tasks`) and the few reference-compatible entry
 points whose home layer differs from the layer of what they build (a task factory that returns a
 multi-agent adapter of pzj-rl, a data helper that edits pzj-grid params) reach the providing
 distribution only through this function, by module name and at call time: no distribution
@@ -12,16 +12,16 @@ from types import ModuleType
 
 
 def import_provider(module_name: str, what: str, distribution: str) -> ModuleType:
-    """The module ``module_name``, imported now.
+    """The module `module_name`, imported now.
 
     **Arguments:**
 
-    - `module_name`: dotted module path, e.g. ``"powerzoojax.rl"``.
+    - `module_name`: dotted module path, e.g. `"powerzoojax.rl"`.
     - `what`: the name the caller wants from it, used in the error message.
-    - `distribution`: the distribution that ships the module, e.g. ``"pzj-rl"``.
+    - `distribution`: the distribution that ships the module, e.g. `"pzj-rl"`.
 
-    **Returns:** the module. Raises ``ImportError("<what> is provided by <distribution>: pip
-    install <distribution>")`` when that module (or a parent package) is not installed; an
+    **Returns:** the module. Raises `ImportError("<what> is provided by <distribution>: pip
+    install <distribution>")` when that module (or a parent package) is not installed; an
     import error raised inside an installed provider propagates unchanged, so real bugs are
     not masked.
     """
@@ -42,12 +42,12 @@ PRESET_EXTRAS: dict[str, tuple[str, str]] = {
 
 
 def missing_extra_message(err: BaseException, what: str = "this preset") -> str | None:
-    """One line naming the pzj-rl extra to install when ``err`` (or an exception it was
+    """One line naming the pzj-rl extra to install when `err` (or an exception it was
     raised from) is the import of a missing grid or market module; None otherwise, so
     the caller re-raises anything else unchanged.
 
-    Call it where a preset's env is built: ``except ImportError as err:`` then report
-    ``missing_extra_message(err, f"preset {name!r}")`` when it is not None.
+    Call it where a preset's env is built: `except ImportError as err:` then report
+    `missing_extra_message(err, f"preset {name!r}")` when it is not None.
     """
     seen: set[int] = set()
     cause: BaseException | None = err

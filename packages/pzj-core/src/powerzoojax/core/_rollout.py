@@ -1,12 +1,12 @@
-"""The one rollout kernel: ``_time_loop`` is the only ``lax.scan`` over environment time
+"""The one rollout kernel: `_time_loop` is the only `lax.scan` over environment time
 in the code base.
 
-Every fixed-horizon loop (``scan_rollout``, baselines, trainers' policy rollouts,
-benchmarks) is a call of :func:`rollout`; batching is ``vmap`` over it and multi-device
-runs shard that batch axis (see ``_sharding``).
+Every fixed-horizon loop (`scan_rollout`, baselines, trainers' policy rollouts,
+benchmarks) is a call of [`rollout`][powerzoojax.core.rollout]; batching is `vmap` over it and multi-device
+runs shard that batch axis (see `_sharding`).
 
-``jax.vmap(scan_rollout)`` has its own batching rule: plain batching of a scan stacks
-outputs time-major ``(T, N, ...)`` and then transposes every output to ``(N, T, ...)``,
+`jax.vmap(scan_rollout)` has its own batching rule: plain batching of a scan stacks
+outputs time-major `(T, N, ...)` and then transposes every output to `(N, T, ...)`,
 a full extra pass over the trajectory (a quarter of the run time for case 118 at
 N = 4096). The rule runs the same loop with the step vmapped inside and writes each
 step's outputs straight into batch-major buffers. Values are identical either way.
@@ -57,16 +57,30 @@ def rollout(
     policy: PolicyFn | None = None,
     init_obs: PyTree = None,
 ) -> tuple[PyTree, PyTree, tuple[Any, ...]]:
-    """Run ``step_fn`` for a fixed number of steps inside one ``lax.scan``.
+    """Run `step_fn` for a fixed number of steps inside one `lax.scan`.
 
-    ``key`` is split into one key per step before the scan. Without ``policy``, ``xs``
-    are the actions (leading axis = time). With ``policy``, the observation is carried
-    and ``policy(key, obs, x)`` picks each action; its ``aux`` is appended to the
+    `key` is split into one key per step before the scan. Without `policy`, `xs`
+    are the actions (leading axis = time). With `policy`, the observation is carried
+    and `policy(key, obs, x)` picks each action; its `aux` is appended to the
     outputs (put the pre-action obs, values, log-probs there).
 
-    Returns ``(final_state, final_obs, outputs)`` where ``outputs`` is the tuple of
-    everything ``step_fn`` returned except the state (the observation first), stacked
-    over time, plus the policy's aux. ``final_obs`` is None without a policy.
+    **Arguments:**
+
+    - `step_fn`: `step_fn(key, state, action) -> (obs, state, ...)`, e.g. from
+      [`bind_step`][powerzoojax.core.bind_step].
+    - `key`: PRNG key of the rollout.
+    - `init_state`: state to start from.
+    - `xs`: per-step inputs with a leading time axis: the actions without `policy`,
+      anything the policy reads with it (or `None`).
+    - `length`: number of steps; needed when `xs` is `None`.
+    - `policy`: `policy(key, obs, x) -> (action, aux)`; `None` steps `xs` as actions.
+    - `init_obs`: observation of `init_state`, needed with `policy`.
+
+    **Returns:**
+
+    `(final_state, final_obs, outputs)`, where `outputs` is the tuple of everything
+    `step_fn` returned except the state (the observation first), stacked over time, plus
+    the policy's aux. `final_obs` is `None` without a policy.
     """
     if length is None:
         leaves = jax.tree.leaves(xs)
@@ -87,7 +101,7 @@ def _time_loop(
     batch_major: bool = False,
 ) -> tuple[PyTree, PyTree, tuple[Any, ...]]:
     """The scan over time. Inputs and outputs have time on axis 0, or on axis 1 with
-    ``batch_major`` (then ``step_fn`` is already batched over axis 0 and there is no policy).
+    `batch_major` (then `step_fn` is already batched over axis 0 and there is no policy).
     """
 
     def one_step(carry, inputs):
@@ -130,7 +144,17 @@ def _time_loop(
 
 
 def bind_step(env: Environment, params: EnvParams) -> StepFn:
-    """``env.step_auto_reset`` with ``params`` bound, in the kernel's ``step_fn`` form."""
+    """`env.step_auto_reset` with `params` bound, in the kernel's `step_fn` form.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+
+    **Returns:**
+
+    `step_fn(key, state, action) -> (obs, state, reward, costs, done, info)`.
+    """
 
     def step_fn(key: Key, state: Any, action: Any) -> StepResult:
         return env.step_auto_reset(key, state, action, params)
@@ -148,10 +172,23 @@ def scan_rollout(
     Bool[Array, " T"],
     dict[str, Array],
 ]:
-    """Roll one env through pre-generated ``actions`` of shape ``(T, *action_shape)``.
+    """Roll one env through pre-generated `actions` of shape `(T, *action_shape)`.
 
-    Returns ``(final_state, obs (T, d), rewards (T,), costs (T, k), dones (T,), info (T, ...))``.
-    Under ``jax.vmap`` it writes batch-major outputs directly (see the module docstring).
+    Under `jax.vmap` a batching rule of its own writes batch-major outputs directly (values
+    identical to plain batching, without the extra transpose pass).
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `key`: PRNG key of the rollout.
+    - `init_state`: state to start from.
+    - `params`: the env's params.
+    - `actions`: `(T, *action_shape)` actions.
+
+    **Returns:**
+
+    `(final_state, obs (T, d), rewards (T,), costs (T, n_costs), dones (T,), info)`,
+    each info entry with a leading `T` axis.
     """
     try:
         batchable = _batchable_scan_rollout(env)
@@ -167,7 +204,7 @@ def _scan_rollout_unbatched(env: Environment, key: Key, init_state: PyTree, para
 
 @functools.lru_cache(maxsize=64)
 def _batchable_scan_rollout(env: Environment) -> Callable:
-    """``scan_rollout`` for ``env`` with the batch-major vmap rule attached (cached per env)."""
+    """`scan_rollout` for `env` with the batch-major vmap rule attached (cached per env)."""
 
     plain = functools.partial(_scan_rollout_unbatched, env)
 
@@ -207,17 +244,51 @@ def _batchable_scan_rollout(env: Environment) -> Callable:
 
 
 def split_key_for_envs(key: Key, n_envs: int) -> Array:
-    """One independent key per environment: shape ``(n_envs, 2)`` for raw uint32 keys."""
+    """One independent key per environment.
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `n_envs`: number of environments.
+
+    **Returns:**
+
+    Keys of shape `(n_envs, 2)` for raw uint32 keys.
+    """
     return jr.split(key, n_envs)
 
 
 def batch_reset(env: Environment, keys: Array, params: EnvParams) -> tuple[Array, PyTree]:
-    """``vmap(env.reset, in_axes=(0, None))``: batched obs ``(N, d)`` and states."""
+    """`vmap(env.reset, in_axes=(0, None))`.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `keys`: `(N, 2)` PRNG keys, one per env copy.
+    - `params`: params shared by the batch.
+
+    **Returns:**
+
+    `(obs, states)`: obs `(N, d)` and states with a leading `N` axis.
+    """
     return jax.vmap(env.reset, in_axes=(0, None))(keys, params)
 
 
 def batch_step(
     env: Environment, keys: Array, states: PyTree, actions: Array, params: EnvParams
 ) -> BatchedStepResult:
-    """``vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))``: the 6-tuple batched on axis 0."""
+    """`vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))`.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `keys`: `(N, 2)` PRNG keys.
+    - `states`: states with a leading `N` axis.
+    - `actions`: `(N, *action_shape)` actions.
+    - `params`: params shared by the batch.
+
+    **Returns:**
+
+    The step 6-tuple, each output batched on axis 0.
+    """
     return jax.vmap(env.step_auto_reset, in_axes=(0, 0, 0, None))(keys, states, actions, params)

@@ -1,7 +1,7 @@
 """Multi-device batched rollouts: the same program, env axis sharded over a device mesh.
 
-Nothing here changes the maths: ``batch_rollout(..., mesh=m)`` equals the unsharded
-call; XLA partitions the ``vmap`` axis across the mesh's devices and keeps params
+Nothing here changes the maths: `batch_rollout(..., mesh=m)` equals the unsharded
+call; XLA partitions the `vmap` axis across the mesh's devices and keeps params
 replicated.
 """
 
@@ -19,7 +19,17 @@ ENV_AXIS = "envs"
 
 
 def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = ENV_AXIS) -> Mesh:
-    """A 1-D mesh over ``devices`` (default: all local devices) named ``axis_name``."""
+    """A 1-D mesh over `devices` named `axis_name`.
+
+    **Arguments:**
+
+    - `devices`: devices of the mesh; `None` takes all local devices.
+    - `axis_name`: name of the mesh axis.
+
+    **Returns:**
+
+    A `jax.sharding.Mesh`.
+    """
     devs = list(jax.local_devices() if devices is None else devices)
     if not devs:
         raise ValueError("make_env_mesh: no devices given")
@@ -27,14 +37,33 @@ def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = 
 
 
 def env_sharding(mesh: Mesh, axis_name: str = ENV_AXIS) -> NamedSharding:
-    """Sharding that splits an array's leading (env) axis over ``mesh``."""
+    """Sharding that splits an array's leading (env) axis over `mesh`.
+
+    **Arguments:**
+
+    - `mesh`: the device mesh.
+    - `axis_name`: the mesh axis to split over.
+
+    **Returns:**
+
+    A `NamedSharding`.
+    """
     return NamedSharding(mesh, PartitionSpec(axis_name))
 
 
 def shard_envs(tree: PyTree, mesh: Mesh, axis_name: str = ENV_AXIS) -> PyTree:
-    """Constrain every leaf's leading axis to be split over ``mesh`` (usable in and out of jit).
+    """Constrain every leaf's leading axis to be split over `mesh` (usable in and out of jit).
 
-    Raises ``ValueError`` if a leading axis is not divisible by the mesh size.
+    **Arguments:**
+
+    - `tree`: pytree of arrays with a leading env axis.
+    - `mesh`: the device mesh.
+    - `axis_name`: the mesh axis to split over.
+
+    **Returns:**
+
+    `tree` with sharding constraints. Raises `ValueError` if a leading axis is not
+    divisible by the mesh size.
     """
     n_dev = mesh.shape[axis_name]
     for leaf in jax.tree.leaves(tree):
@@ -57,10 +86,22 @@ def batch_rollout(
     *,
     mesh: Mesh | None = None,
 ) -> tuple[PyTree, Array, Array, Array, Array, dict[str, Array]]:
-    """``vmap(scan_rollout)`` over envs; with ``mesh`` the env axis is sharded across devices.
+    """`vmap(scan_rollout)` over envs; with `mesh` the env axis is sharded across devices.
 
-    ``keys (N, 2)``, batched ``init_states``, ``actions (N, T, *action_shape)``; returns the
-    ``scan_rollout`` tuple with a leading ``N`` axis on every output.
+    **Arguments:**
+
+    - `env`: the env.
+    - `keys`: `(N, 2)` PRNG keys, one per env copy.
+    - `init_states`: states with a leading `N` axis.
+    - `params`: params shared by the batch.
+    - `actions`: `(N, T, *action_shape)` actions.
+    - `mesh`: device mesh from [`make_env_mesh`][powerzoojax.core.make_env_mesh]; `None`
+      runs on the default device. `N` must be divisible by the mesh size.
+
+    **Returns:**
+
+    The [`scan_rollout`][powerzoojax.core.scan_rollout] tuple with a leading `N` axis on
+    every output.
     """
     if mesh is not None:
         keys, init_states, actions = shard_envs((keys, init_states, actions), mesh)

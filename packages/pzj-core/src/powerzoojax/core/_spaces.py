@@ -1,7 +1,7 @@
 """Observation and action spaces.
 
-Bounds are array leaves; ``shape``, ``dtype``, ``n`` and ``n_dims`` are static so a
-space can cross ``jit`` and ``vmap`` boundaries unchanged.
+Bounds are array leaves; `shape`, `dtype`, `n` and `n_dims` are static so a
+space can cross `jit` and `vmap` boundaries unchanged.
 """
 
 import abc
@@ -19,17 +19,46 @@ from powerzoojax.core._types import Key
 
 
 class Space(eqx.Module):
-    """Abstract space: ``sample(key)`` draws a point, ``contains(x)`` tests membership."""
+    """Abstract space: `sample(key)` draws a point, `contains(x)` tests membership."""
 
     @abc.abstractmethod
-    def sample(self, key: Key) -> Shaped[Array, "..."]: ...
+    def sample(self, key: Key) -> Shaped[Array, "..."]:
+        """Draw one point of the space.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        A point of shape `self.shape` and dtype `self.dtype`.
+        """
 
     @abc.abstractmethod
-    def contains(self, x: ArrayLike) -> Bool[Array, ""]: ...
+    def contains(self, x: ArrayLike) -> Bool[Array, ""]:
+        """Whether `x` lies in the space.
+
+        **Arguments:**
+
+        - `x`: candidate point; an array of another shape is not contained.
+
+        **Returns:**
+
+        A boolean scalar array (traceable, so it works under `jit`).
+        """
 
 
 class Box(Space):
-    """Continuous box ``low <= x <= high`` (infinite bounds allowed)."""
+    """Continuous box `low <= x <= high` (infinite bounds allowed).
+
+    Build it with [`make_box`][powerzoojax.core.make_box], which checks the bounds.
+
+    **Arguments:**
+
+    - `low`, `high`: lower and upper bounds, arrays of shape `shape`.
+    - `shape`: shape of a point (static).
+    - `dtype`: dtype of a point (static), `float32` by default.
+    """
 
     low: Shaped[Array, "..."]
     high: Shaped[Array, "..."]
@@ -58,7 +87,14 @@ class Box(Space):
 
 
 class Discrete(Space):
-    """Integers ``0 .. n-1``."""
+    """Integers `0 .. n-1`.
+
+    **Arguments:**
+
+    - `n`: number of values (static).
+    - `shape`: shape of a point, `()` (static).
+    - `dtype`: dtype of a point (static), `int32` by default.
+    """
 
     n: int = eqx.field(static=True, default=1)
     shape: tuple[int, ...] = eqx.field(static=True, default=())
@@ -74,7 +110,15 @@ class Discrete(Space):
 
 
 class MultiDiscrete(Space):
-    """One integer in ``[0, nvec[i])`` per dimension."""
+    """One integer in `[0, nvec[i])` per dimension.
+
+    **Arguments:**
+
+    - `nvec`: `(n_dims,)` number of values of each dimension.
+    - `n_dims`: number of dimensions (static).
+    - `shape`: shape of a point, `(n_dims,)` (static).
+    - `dtype`: dtype of a point (static), `int32` by default.
+    """
 
     nvec: Shaped[Array, " n_dims"]
     n_dims: int = eqx.field(static=True)
@@ -93,7 +137,14 @@ class MultiDiscrete(Space):
 
 
 class MultiBinary(Space):
-    """``n`` independent bits."""
+    """`n` independent bits.
+
+    **Arguments:**
+
+    - `n`: number of bits (static).
+    - `shape`: shape of a point, `(n,)` (static).
+    - `dtype`: dtype of a point (static), `int32` by default.
+    """
 
     n: int = eqx.field(static=True, default=1)
     shape: tuple[int, ...] = eqx.field(static=True, default=(1,))
@@ -110,7 +161,18 @@ class MultiBinary(Space):
 
 
 def make_box(low: ArrayLike | Sequence[Any], high: ArrayLike | Sequence[Any], shape: tuple[int, ...] | None = None, dtype: Any = jnp.float32) -> Box:
-    """Build a ``Box``, broadcasting ``low``/``high`` to ``shape``; rejects ``low > high`` and NaN."""
+    """Build a `Box`, broadcasting `low`/`high` to `shape`; rejects `low > high` and NaN.
+
+    **Arguments:**
+
+    - `low`, `high`: bounds, scalars or arrays broadcastable to `shape`.
+    - `shape`: shape of a point; `None` takes the broadcast shape of `low` and `high`.
+    - `dtype`: dtype of the bounds and of sampled points.
+
+    **Returns:**
+
+    The [`Box`][powerzoojax.core.Box].
+    """
     low_np = np.asarray(low, dtype=np.float64)
     high_np = np.asarray(high, dtype=np.float64)
     if shape is None:
@@ -136,14 +198,32 @@ def make_box(low: ArrayLike | Sequence[Any], high: ArrayLike | Sequence[Any], sh
 
 
 def make_discrete(n: int) -> Discrete:
-    """Build a ``Discrete(n)``; ``n`` must be a positive integer."""
+    """Build a `Discrete(n)`; `n` must be a positive integer.
+
+    **Arguments:**
+
+    - `n`: number of values.
+
+    **Returns:**
+
+    The [`Discrete`][powerzoojax.core.Discrete] space of the integers `0 .. n-1`.
+    """
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"make_discrete: n must be a positive integer, got {n!r}")
     return Discrete(n=int(n))
 
 
 def make_multi_discrete(nvec: ArrayLike | Sequence[Any]) -> MultiDiscrete:
-    """Build a ``MultiDiscrete`` from a 1-D vector of positive category counts."""
+    """Build a `MultiDiscrete` from a 1-D vector of positive category counts.
+
+    **Arguments:**
+
+    - `nvec`: `(n_dims,)` number of values of each dimension, each at least 1.
+
+    **Returns:**
+
+    The [`MultiDiscrete`][powerzoojax.core.MultiDiscrete] space.
+    """
     nvec_np = np.asarray(nvec)
     if nvec_np.ndim != 1 or nvec_np.size == 0:
         raise ValueError(f"make_multi_discrete: nvec must be a non-empty 1-D vector, got shape {nvec_np.shape}")
@@ -154,7 +234,16 @@ def make_multi_discrete(nvec: ArrayLike | Sequence[Any]) -> MultiDiscrete:
 
 
 def make_multi_binary(n: int) -> MultiBinary:
-    """Build a ``MultiBinary(n)``; ``n`` must be a positive integer."""
+    """Build a `MultiBinary(n)`; `n` must be a positive integer.
+
+    **Arguments:**
+
+    - `n`: number of bits.
+
+    **Returns:**
+
+    The [`MultiBinary`][powerzoojax.core.MultiBinary] space of shape `(n,)`.
+    """
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"make_multi_binary: n must be a positive integer, got {n!r}")
     return MultiBinary(n=int(n), shape=(int(n),))

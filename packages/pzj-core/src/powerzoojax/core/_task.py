@@ -1,8 +1,8 @@
 """The task contract and the episode runner every task's rollouts share.
 
 A task freezes an env, its data splits, baselines and metrics so results are comparable
-across algorithms. Tasks live next to their envs (``powerzoojax.grid.tasks``,
-``powerzoojax.market.tasks``); ``powerzoojax.tasks`` maps names to them lazily.
+across algorithms. Tasks live next to their envs (`powerzoojax.grid.tasks`,
+`powerzoojax.market.tasks`); `powerzoojax.tasks` maps names to them lazily.
 """
 
 from collections.abc import Callable, Mapping
@@ -22,7 +22,16 @@ TaskPolicy = Callable[[Any, Any, Key], Any]
 
 class ConstraintSpec(NamedTuple):
     """Which env cost channels a safe-RL algorithm constrains, their thresholds, and the
-    weights a penalty method falls back to."""
+    weights a penalty method falls back to.
+
+    **Arguments:**
+
+    - `selected_names`: names of the constrained cost channels (a subset of the env's
+      `constraint_names`).
+    - `thresholds`: one budget per selected channel, in that channel's unit per step.
+    - `fallback_weights`: one penalty weight per selected channel, used by methods
+      without a learned multiplier.
+    """
 
     selected_names: tuple[str, ...]
     thresholds: tuple[float, ...]
@@ -30,7 +39,17 @@ class ConstraintSpec(NamedTuple):
 
 
 class EpisodeTrace(NamedTuple):
-    """One episode, stacked over time (leading axis T; a further leading axis under vmap)."""
+    """One episode, stacked over time (leading axis T; a further leading axis under vmap).
+
+    **Arguments:**
+
+    - `obs`: `(T, ...)` observation each action was chosen from.
+    - `action`: `(T, ...)` actions.
+    - `reward`: `(T,)` rewards.
+    - `costs`: `(T, n_costs)` cost vectors.
+    - `done`: `(T,)` episode-end flags.
+    - `info`: dict of `(T, ...)` info arrays.
+    """
 
     obs: PyTree  # observation the action was chosen from
     action: PyTree
@@ -43,8 +62,22 @@ class EpisodeTrace(NamedTuple):
 def episode_rollout(
     env: Environment, params: EnvParams, key: Key, policy: TaskPolicy, *, n_steps: int | None = None
 ) -> EpisodeTrace:
-    """Reset, then run ``policy`` for ``n_steps`` (default ``params.max_steps``) on the
-    one rollout kernel. Pure: jit it, vmap it over keys or params."""
+    """Reset, then run `policy` for `n_steps` on the one rollout kernel.
+
+    Pure: jit it, vmap it over keys or params.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key (split into the reset key and one key per step).
+    - `policy`: `policy(obs, state, key) -> action`.
+    - `n_steps`: episode length [steps]; `None` takes `params.max_steps`.
+
+    **Returns:**
+
+    An [`EpisodeTrace`][powerzoojax.core.EpisodeTrace] of `n_steps` steps.
+    """
     length = int(params.max_steps if n_steps is None else n_steps)
     reset_key, run_key = jr.split(key)
     obs0, state0 = env.reset(reset_key, params)
@@ -62,13 +95,31 @@ def episode_rollout(
 
 @runtime_checkable
 class TaskSpec(Protocol):
-    """``episode_params`` with ``strategy="uniform"`` spreads evaluation windows
-    evenly over a split; ``"seeded"`` draws one training window from ``seed``."""
+    """The interface of a frozen benchmark task (see [`get_task`][powerzoojax.tasks.get_task]).
+
+    `episode_params` with `strategy="uniform"` spreads evaluation windows evenly over a
+    split; `"seeded"` draws one training window from `seed`.
+
+    **Arguments:**
+
+    - `task_name`: registry name of the task (`"tso"`, `"dso"`, ...).
+    - `default_splits`: the data splits the task evaluates on.
+    """
 
     task_name: str
     default_splits: tuple[str, ...]
 
-    def make_env(self, split: str = "train") -> Any: ...
+    def make_env(self, split: str = "train") -> Any:
+        """The task's env.
+
+        **Arguments:**
+
+        - `split`: data split (`"train"`, `"val"`, `"test"`, ...).
+
+        **Returns:**
+
+        An [`Environment`][powerzoojax.core.Environment].
+        """
 
     def episode_params(
         self,
@@ -79,14 +130,76 @@ class TaskSpec(Protocol):
         *,
         strategy: str = "uniform",
         seed: int = 0,
-    ) -> Any: ...
+    ) -> Any:
+        """Params of one episode of a split.
 
-    def rollout(self, env: Any, params: Any, key: Key, policy_fn: Callable[..., Any]) -> Any: ...
+        **Arguments:**
 
-    def baseline_rollout(self, env: Any, params: Any, key: Key, name: str) -> Any: ...
+        - `split`: data split.
+        - `episode_idx`: index of the episode, `0 <= episode_idx < n_episodes`.
+        - `n_episodes`: number of episodes the split is spread over.
+        - `max_steps`: episode length [steps].
+        - `strategy`: `"uniform"` (evenly spread windows) or `"seeded"` (one drawn window).
+        - `seed`: seed of the `"seeded"` draw.
 
-    def compute_metrics(self, agent_rollout: Any, baseline_rollout: Any) -> dict[str, float]: ...
+        **Returns:**
 
-    def baseline_names(self) -> tuple[str, ...]: ...
+        The env's params for that episode window.
+        """
 
-    def constraint_spec(self) -> ConstraintSpec: ...
+    def rollout(self, env: Any, params: Any, key: Key, policy_fn: Callable[..., Any]) -> Any:
+        """One episode of `policy_fn` on the task.
+
+        **Arguments:**
+
+        - `env`, `params`: the task's env and one episode's params.
+        - `key`: PRNG key.
+        - `policy_fn`: `policy(obs, state, key) -> action`.
+
+        **Returns:**
+
+        The episode, typically an [`EpisodeTrace`][powerzoojax.core.EpisodeTrace].
+        """
+
+    def baseline_rollout(self, env: Any, params: Any, key: Key, name: str) -> Any:
+        """One episode of the named baseline policy.
+
+        **Arguments:**
+
+        - `env`, `params`: the task's env and one episode's params.
+        - `key`: PRNG key.
+        - `name`: one of `baseline_names()`.
+
+        **Returns:**
+
+        The episode, as `rollout` returns it.
+        """
+
+    def compute_metrics(self, agent_rollout: Any, baseline_rollout: Any) -> dict[str, float]:
+        """The task's metrics of an agent episode, relative to a baseline episode.
+
+        **Arguments:**
+
+        - `agent_rollout`: episode of the agent.
+        - `baseline_rollout`: episode of a baseline, or `None` where the task allows it.
+
+        **Returns:**
+
+        A dict of metric name to float.
+        """
+
+    def baseline_names(self) -> tuple[str, ...]:
+        """Names of the task's baseline policies.
+
+        **Returns:**
+
+        A tuple of names accepted by `baseline_rollout`.
+        """
+
+    def constraint_spec(self) -> ConstraintSpec:
+        """The cost channels the task constrains.
+
+        **Returns:**
+
+        A [`ConstraintSpec`][powerzoojax.core.ConstraintSpec].
+        """

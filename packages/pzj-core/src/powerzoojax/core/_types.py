@@ -1,6 +1,6 @@
 """Scalar and key aliases shared by every annotated signature in the project.
 
-jaxtyping shape strings use names (``"n_bus"``) so that beartype checks
+jaxtyping shape strings use names (`"n_bus"`) so that beartype checks
 consistency between arguments of one call at trace time.
 """
 

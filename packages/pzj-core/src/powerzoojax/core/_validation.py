@@ -1,8 +1,8 @@
-"""Host-side checks shared by every ``make_*_params`` factory.
+"""Host-side checks shared by every `make_*_params` factory.
 
 Each error names the factory, the argument, the bad value and what was expected: wrong
-types raise ``TypeError`` (as beartype does when annotations are checked), wrong values
-``ValueError``.
+types raise `TypeError` (as beartype does when annotations are checked), wrong values
+`ValueError`.
 """
 
 import math
@@ -14,7 +14,7 @@ import numpy as np
 def finite_scalar(
     caller: str, name: str, value: Any, *, positive: bool = False, non_negative: bool = False
 ) -> float:
-    """``value`` as a finite float, optionally ``> 0`` or ``>= 0``."""
+    """`value` as a finite float, optionally `> 0` or `>= 0`."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -29,7 +29,7 @@ def finite_scalar(
 
 
 def positive_int(caller: str, name: str, value: Any) -> int:
-    """``value`` as a positive ``int`` (``bool`` is refused)."""
+    """`value` as a positive `int` (`bool` is refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{caller}: {name} must be a positive integer, got {value!r}")
     if value <= 0:

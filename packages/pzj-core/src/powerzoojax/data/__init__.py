@@ -1,36 +1,31 @@
 """Set-up-time profile data: signal names, shipped real profiles, loader, splits, sampling.
 
-Everything here runs on the host when env params are built; nothing enters ``jit``.
+Everything here runs on the host when env params are built; nothing enters `jit`.
 
-Shipped datasets (``profiles/``, provenance and licences in ``profiles/manifest.json`` and
-``profiles/NOTICE``; built by ``scripts/build_profiles.py``), in resolution priority:
+Shipped datasets (`profiles/`, provenance and licences in `profiles/manifest.json` and
+`profiles/NOTICE`; built by `scripts/build_profiles.py`), in resolution priority:
 
-=========================  ==========  ==========  ========================  ===========================
-dataset                    source      kind        span, step                signals
-=========================  ==========  ==========  ========================  ===========================
-``vic_demand_2014``        vic         measured    2014, 30 min              load.actual_mw,
-                                                                             weather.temperature_c
-``simbench_ehv_2016``      simbench    benchmark   2016, 30 min              load.actual_mw, solar/wind
-                                                                             .available_mw and _pu
-``simbench_feeders_2016``  simbench    benchmark   2016, 30 min              load.actual_pu x 10 feeders
-``simbench_pv_2016``       simbench    benchmark   2016, 30 min              solar.available_pu x PV1..8
-``simbench_wind_2016``     simbench    benchmark   2016, 30 min              wind.available_pu x WP1..12
-``taylor_ew_2000``         england_    measured    5 Jun - 27 Aug 2000,      load.actual_mw
-                           wales                   30 min
-``google_dc_2019``         google      measured    28 days, 5 min (cyclic)   datacenter.cpu_util, ...
-=========================  ==========  ==========  ========================  ===========================
+| dataset | source | kind | span, step | signals |
+|---|---|---|---|---|
+| `vic_demand_2014` | vic | measured | 2014, 30 min | `load.actual_mw`, `weather.temperature_c` |
+| `simbench_ehv_2016` | simbench | benchmark | 2016, 30 min | `load.actual_mw`, solar/wind `.available_mw` and `_pu` |
+| `simbench_feeders_2016` | simbench | benchmark | 2016, 30 min | `load.actual_pu` × 10 feeders |
+| `simbench_pv_2016` | simbench | benchmark | 2016, 30 min | `solar.available_pu` × PV1..8 |
+| `simbench_wind_2016` | simbench | benchmark | 2016, 30 min | `wind.available_pu` × WP1..12 |
+| `taylor_ew_2000` | england_wales | measured | 5 Jun – 27 Aug 2000, 30 min | `load.actual_mw` |
+| `google_dc_2019` | google | measured | 28 days, 5 min (cyclic) | `datacenter.cpu_util`, ... |
 
 "benchmark" series (SimBench) are constructed benchmark profiles, not measurements. GB
-open-data files (NESO, Elexon) are read when a ``DataLoader(data_dir=...)`` is given them.
+open-data files (NESO, Elexon) are read when a `DataLoader(data_dir=...)` is given them.
 
 >>> from powerzoojax.data import DataLoader, LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU
 >>> loader = DataLoader()
 >>> loader.load_jax_profiles([LOAD_ACTUAL_MW, SOLAR_AVAILABLE_PU], source="simbench", split="train").shape
 (13152, 2)
 
-Public submodules: ``signals`` (signal names), ``splits`` (frozen windows and the reference's GB /
-Ausgrid dates), ``ausgrid_utils`` (Ausgrid feeder pools, split roles, file reader) and
-``dc_microgrid_profiles`` (data-centre microgrid profiles); their main names are also
+Public submodules: `signals` (signal names), `splits` (frozen windows and the reference's GB /
+Ausgrid dates), `ausgrid_utils` (Ausgrid feeder pools, split roles, file reader) and
+`dc_microgrid_profiles` (data-centre microgrid profiles); their main names are also
 exported here.
 """
 

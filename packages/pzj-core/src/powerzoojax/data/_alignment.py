@@ -1,6 +1,6 @@
 """Put a table's timestamps on a simulation timeline: calendar data are shifted (optionally)
 and cut to the window; short repeatable profiles (a few days of a data-centre trace) are
-tiled over it. Host-side, on pandas DataFrames with a timestamp column (``pzj-core[data]``).
+tiled over it. Host-side, on pandas DataFrames with a timestamp column (`pzj-core[data]`).
 """
 
 from typing import Any
@@ -20,7 +20,7 @@ def _utc(stamp: Any) -> Any:
 
 
 def _window(sim_start: Any, sim_end: Any) -> tuple[Any, Any]:
-    """``[start, last second of the end date]`` in UTC (the end day is inclusive)."""
+    """`[start, last second of the end date]` in UTC (the end day is inclusive)."""
     pd = _pandas()
     start, end = _utc(sim_start), _utc(sim_end)
     if end < start:
@@ -29,14 +29,27 @@ def _window(sim_start: Any, sim_end: Any) -> tuple[Any, Any]:
 
 
 class TimeAligner:
-    """Map a table's timestamps onto ``[sim_start, sim_end]`` (whole days, UTC)."""
+    """Map a table's timestamps onto `[sim_start, sim_end]` (whole days, UTC)."""
 
     @staticmethod
     def align_calendar(df: Any, sim_start: Any, sim_end: Any, align_from: Any = None, time_col: str = INDEX_DATETIME) -> Any:
-        """Rows of a calendar dataset inside the window, timestamps as UTC. With
-        ``align_from``, the data are first shifted so that ``align_from`` falls on
-        ``sim_start`` (replay another year's data on the simulated dates). A table without
-        the time column (and without a datetime index) is returned unchanged."""
+        """Rows of a calendar dataset inside the window, timestamps as UTC.
+
+        With `align_from`, the data are first shifted so that `align_from` falls on
+        `sim_start` (replay another year's data on the simulated dates).
+
+        **Arguments:**
+
+        - `df`: pandas DataFrame with a time column or a datetime index.
+        - `sim_start`, `sim_end`: the window (whole days).
+        - `align_from`: date of the data to place on `sim_start`; `None` keeps the dates.
+        - `time_col`: name of the time column.
+
+        **Returns:**
+
+        The rows in the window; a table without the time column (and without a datetime
+        index) unchanged.
+        """
         pd = _pandas()
         out = df.copy()
         if time_col not in out.columns and isinstance(out.index, pd.DatetimeIndex):
@@ -52,8 +65,19 @@ class TimeAligner:
 
     @staticmethod
     def align_profile(df: Any, sim_start: Any, sim_end: Any, resolution: str, time_col: str = INDEX_DATETIME) -> Any:
-        """The value columns of a repeatable profile tiled cyclically over the window at
-        ``resolution`` (a pandas frequency such as ``"5min"``), with new timestamps."""
+        """The value columns of a repeatable profile tiled cyclically over the window.
+
+        **Arguments:**
+
+        - `df`: pandas DataFrame of the profile.
+        - `sim_start`, `sim_end`: the window (whole days).
+        - `resolution`: step of the output, a pandas frequency such as `"5min"`.
+        - `time_col`: name of the time column.
+
+        **Returns:**
+
+        A DataFrame with new timestamps in `time_col`.
+        """
         pd = _pandas()
         lo, hi = _window(sim_start, sim_end)
         index = pd.date_range(start=lo, end=hi, freq=resolution)
@@ -68,8 +92,17 @@ class TimeAligner:
 
     @staticmethod
     def tile_profile_jax(values: Float[ArrayLike, "n_profile n_signals"], n_needed: int) -> Float[Array, "n_needed n_signals"]:
-        """``(n_profile, n_signals)`` repeated cyclically to ``n_needed`` rows (float32);
-        zeros for an empty profile."""
+        """A profile repeated cyclically to `n_needed` rows (float32).
+
+        **Arguments:**
+
+        - `values`: `(n_profile, n_signals)` profile.
+        - `n_needed`: number of rows.
+
+        **Returns:**
+
+        A `(n_needed, n_signals)` float32 array; zeros for an empty profile.
+        """
         values = jnp.asarray(values, jnp.float32)
         if int(n_needed) < 0:
             raise ValueError(f"n_needed must be >= 0, got {n_needed!r}")
@@ -90,8 +123,23 @@ class TimeAligner:
         resolution: str = "30min",
         time_col: str = INDEX_DATETIME,
     ) -> Any:
-        """:meth:`align_profile` for ``time_mode="profile"``, :meth:`align_calendar` for
-        ``"calendar"``."""
+        """[`align_profile`][powerzoojax.data.TimeAligner.align_profile] for
+        `time_mode="profile"`, [`align_calendar`][powerzoojax.data.TimeAligner.align_calendar]
+        for `"calendar"`.
+
+        **Arguments:**
+
+        - `df`: pandas DataFrame.
+        - `time_mode`: `"profile"` or `"calendar"`.
+        - `sim_start`, `sim_end`: the window (whole days).
+        - `align_from`: calendar mode only, see `align_calendar`.
+        - `resolution`: profile mode only, see `align_profile`.
+        - `time_col`: name of the time column.
+
+        **Returns:**
+
+        The aligned DataFrame.
+        """
         if time_mode == TIME_MODE_PROFILE:
             return cls.align_profile(df, sim_start, sim_end, resolution, time_col)
         if time_mode == TIME_MODE_CALENDAR:

@@ -1,7 +1,7 @@
 """Real load profiles for any shipped case: a measured demand shape scaled onto its loads.
 
-``make_trans_params(case)`` keeps its nominal default (a flat profile); this helper builds the
-``(T, n_loads)`` alternative from real data::
+`make_trans_params(case)` keeps its nominal default (a flat profile); this function builds the
+`(T, n_loads)` alternative from real data:
 
     from powerzoojax.case import load_case
     from powerzoojax.data import case_load_profiles
@@ -36,22 +36,35 @@ def case_load_profiles(
     scaling: str = "mean",
     loader: DataLoader | None = None,
 ) -> Float[Array, "T n_loads"]:
-    """A ``(T, n_loads)`` float32 MW profile for ``case`` from one real series ``x(t)``.
+    """A `(T, n_loads)` float32 MW profile for `case` from one real series `x(t)`.
 
-    The series is read with ``DataLoader.load_signals`` (default: ``load.actual_mw`` of the
-    first dataset providing it, i.e. the measured Victoria 2014 demand, at 30 min; the whole
-    series unless dates or a ``split`` are given). Every load follows the same shape:
+    The series is read with `DataLoader.load_signals` (default: `load.actual_mw` of the
+    first dataset providing it, i.e. the measured Victoria 2014 demand, at 30 min; the
+    whole series unless dates or a `split` are given). Every load follows the same shape:
 
-    * ``scaling="mean"`` (default): ``P[t, j] = x(t) / mean(x) * (d_max[j] + d_min[j]) / 2``.
+    - `scaling="mean"` (default): `P[t, j] = x(t) / mean(x) * (d_max[j] + d_min[j]) / 2`.
       The window's average equals the case's nominal load (the flat default of
-      ``make_trans_params``); peaks reach ``max(x) / mean(x)`` times nominal (about 2.0 for
-      Victoria 2014, so up to ``d_max = 1.5 Pd``).
-    * ``scaling="minmax"``: ``u = (x - min x) / (max x - min x)`` and
-      ``P[t, j] = d_min[j] + u(t) * (d_max[j] - d_min[j])``, spanning each load's range.
+      `make_trans_params`); peaks reach `max(x) / mean(x)` times nominal (about 2.0 for
+      Victoria 2014, so up to `d_max = 1.5 Pd`).
+    - `scaling="minmax"`: `u = (x - min x) / (max x - min x)` and
+      `P[t, j] = d_min[j] + u(t) * (d_max[j] - d_min[j])`, spanning each load's range.
+
+    **Arguments:**
+
+    - `case`: the case whose loads are scaled.
+    - `signal`, `source`, `region`, `start_date`, `end_date`, `split`, `resample`: as for
+      `DataLoader.load_signals`.
+    - `scaling`: `"mean"` or `"minmax"`.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      datasets.
+
+    **Returns:**
+
+    A `(T, n_loads)` float32 array [MW].
 
     Raises:
-        ValueError: for an unknown scaling, a series whose mean is not positive (``"mean"``)
-            or that is constant (``"minmax"``), and every loader error (bad signal, source,
+        ValueError: for an unknown scaling, a series whose mean is not positive (`"mean"`)
+            or that is constant (`"minmax"`), and every loader error (bad signal, source,
             dates, resolution).
     """
     if scaling not in SCALINGS:

@@ -1,6 +1,6 @@
 """Host-side time-series container and the time arithmetic the loader needs (NumPy only).
 
-Timestamps are naive ``datetime64[m]`` labelling the *beginning* of each interval; a value
+Timestamps are naive `datetime64[m]` labelling the *beginning* of each interval; a value
 is the mean over its interval. Each dataset's clock (UTC, AEST, ...) is in its manifest.
 """
 
@@ -25,16 +25,17 @@ _UNIT_MINUTES = {"min": 1, "t": 1, "h": 60, "d": MINUTES_PER_DAY}
 class SignalFrame:
     """Aligned signals on one regular time grid (host-side; never traced).
 
-    Attributes:
-        timestamps: ``(T,)`` ``datetime64[m]``, interval beginnings, strictly increasing.
-        values: ``(T, n)`` float64, one column per requested signal, in request order.
-        signals: the ``n`` signal names.
-        filled: ``(T, n)`` bool, True where a missing source value was filled by the
-            documented gap filling (interpolation) rather than read.
-        resolution_minutes: step between rows, or None for an irregular frame (only raw
-            reader output can be irregular).
-        datasets: the dataset each column came from.
-        regions: the region of each column (None when the signal has no region).
+    **Arguments:**
+
+    - `timestamps`: `(T,)` `datetime64[m]`, interval beginnings, strictly increasing.
+    - `values`: `(T, n)` float64, one column per requested signal, in request order.
+    - `signals`: the `n` signal names.
+    - `filled`: `(T, n)` bool, True where a missing source value was filled by the
+      documented gap filling (interpolation) rather than read.
+    - `resolution_minutes`: step between rows, or `None` for an irregular frame (only raw
+      reader output can be irregular).
+    - `datasets`: the dataset each column came from.
+    - `regions`: the region of each column (`None` when the signal has no region).
     """
 
     timestamps: Shaped[np.ndarray, " T"]
@@ -59,13 +60,27 @@ class SignalFrame:
         return int(self.values.shape[0])
 
     def column(self, signal: str) -> Float[np.ndarray, " T"]:
-        """Values of one signal (the first column with that name)."""
+        """Values of one signal (the first column with that name).
+
+        **Arguments:**
+
+        - `signal`: signal name.
+
+        **Returns:**
+
+        A `(T,)` float64 array.
+        """
         if signal not in self.signals:
             raise ValueError(f"signal {signal!r} is not in this frame; it holds: {', '.join(self.signals)}")
         return self.values[:, self.signals.index(signal)]
 
     def to_dict(self) -> dict[str, np.ndarray]:
-        """``{"datetime": timestamps, <signal>: values, ...}`` (a DataFrame-ready mapping)."""
+        """`{"datetime": timestamps, <signal>: values, ...}` (a DataFrame-ready mapping).
+
+        **Returns:**
+
+        A dict of `(T,)` arrays.
+        """
         out: dict[str, np.ndarray] = {"datetime": self.timestamps}
         for i, signal in enumerate(self.signals):
             out[signal] = self.values[:, i]
@@ -73,7 +88,15 @@ class SignalFrame:
 
 
 def parse_resolution(resolution: str) -> int:
-    """Minutes in ``"30min"``, ``"1h"``, ``"15T"``, ``"1D"``; must divide a day.
+    """Minutes in `"30min"`, `"1h"`, `"15T"`, `"1D"`; must divide a day.
+
+    **Arguments:**
+
+    - `resolution`: the resolution string.
+
+    **Returns:**
+
+    The step [minutes].
 
     Raises:
         ValueError: for another format, or a resolution that does not divide 1440 min.
@@ -93,7 +116,16 @@ def parse_resolution(resolution: str) -> int:
 
 
 def parse_time(value: TimeLike, *, end_of_day: bool = False) -> np.datetime64:
-    """A minute timestamp; a bare date means its first minute, or with ``end_of_day`` its last.
+    """A minute timestamp; a bare date means its first minute, or with `end_of_day` its last.
+
+    **Arguments:**
+
+    - `value`: ISO date or date-time string, `datetime` or `np.datetime64`.
+    - `end_of_day`: read a bare date as its last minute.
+
+    **Returns:**
+
+    A `np.datetime64` [minutes].
 
     Raises:
         ValueError: for a string that is not an ISO date or date-time.
@@ -119,19 +151,19 @@ def parse_time(value: TimeLike, *, end_of_day: bool = False) -> np.datetime64:
 
 
 def regular_timestamps(start: np.datetime64, n_steps: int, resolution_minutes: int) -> Shaped[np.ndarray, " T"]:
-    """``n_steps`` timestamps from ``start`` every ``resolution_minutes``."""
+    """`n_steps` timestamps from `start` every `resolution_minutes`."""
     return start.astype("datetime64[m]") + np.arange(n_steps) * np.timedelta64(resolution_minutes, "m")
 
 
 def fill_gaps(
     values: Float[np.ndarray, "T n"], *, interpolation: str = "linear", what: str = "data"
 ) -> tuple[Float[np.ndarray, "T n"], Bool[np.ndarray, "T n"]]:
-    """Fill NaN per column: ``linear`` interpolates between the neighbouring valid rows,
-    ``previous`` carries the last valid value forward; leading / trailing gaps take the
+    """Fill NaN per column: `linear` interpolates between the neighbouring valid rows,
+    `previous` carries the last valid value forward; leading / trailing gaps take the
     nearest valid value. Returns the filled values and the mask of filled entries.
 
     Raises:
-        ValueError: for an unknown ``interpolation`` or a column without any valid value.
+        ValueError: for an unknown `interpolation` or a column without any valid value.
     """
     check_interpolation(interpolation)
     missing = np.isnan(values)
@@ -163,7 +195,7 @@ def check_interpolation(interpolation: str) -> None:
 
 
 def compatible_resolutions(native_minutes: int) -> tuple[int, ...]:
-    """Day divisors reachable from ``native_minutes`` by block means or interpolation."""
+    """Day divisors reachable from `native_minutes` by block means or interpolation."""
     return tuple(m for m in DAY_DIVISORS if m % native_minutes == 0 or native_minutes % m == 0)
 
 
@@ -179,10 +211,10 @@ def resample(
 ) -> tuple[Shaped[np.ndarray, " S"], Float[np.ndarray, "S n"], Bool[np.ndarray, "S n"]]:
     """Change the step of a regular series.
 
-    Coarser (target a multiple of native): mean over each block of ``k`` rows, starting at
+    Coarser (target a multiple of native): mean over each block of `k` rows, starting at
     the first row (an incomplete trailing block is dropped). Finer (native a multiple of
-    target): ``linear`` interpolates between interval beginnings (the last interval holds its
-    value), ``previous`` repeats each value ``k`` times.
+    target): `linear` interpolates between interval beginnings (the last interval holds its
+    value), `previous` repeats each value `k` times.
 
     Raises:
         ValueError: when neither step is a multiple of the other.

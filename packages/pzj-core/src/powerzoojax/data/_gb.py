@@ -2,24 +2,24 @@
 actual), Elexon generation by fuel type and Elexon market index (MID) prices.
 
 The files are not shipped (download them from NESO / Elexon BMRS); point a
-``DataLoader(data_dir=...)`` at a folder holding them under the names in `GB_DATASETS` (as
-``.parquet`` or ``.csv``) and request ``source="gb"``. Readers need pandas (and pyarrow for
-parquet): ``pip install "pzj-core[data]"``.
+`DataLoader(data_dir=...)` at a folder holding them under the names in `GB_DATASETS` (as
+`.parquet` or `.csv`) and request `source="gb"`. Readers need pandas (and pyarrow for
+parquet): `pip install "pzj-core[data]"`.
 
 Every reader returns a `SignalFrame` on UTC timestamps (interval beginnings), sorted, one row
 per half hour present in the file; missing values stay NaN here and are filled by the loader
 (see `DataLoader`). Column names follow the files' published schemas:
 
-* NESO ``historic-demand-data``: ``SETTLEMENT_DATE``, ``SETTLEMENT_PERIOD`` (1..50, half
-  hours of the UK local day: 46 on the spring clock-change day, 50 in autumn), ``ND``
-  (national demand, MW) and 19 further columns. ``ND`` -> ``load.actual_mw``.
-* Elexon demand: ``startTime`` (UTC), ``DAForecast``, ``Actual`` (MW) ->
-  ``load.forecast_da_mw``, ``load.actual_mw``.
-* Elexon generation by type: ``startTime`` and one column per fuel (MW); ``Solar`` ->
-  ``solar.available_mw``; ``Wind Offshore + Wind Onshore`` -> ``wind.available_mw``
+* NESO `historic-demand-data`: `SETTLEMENT_DATE`, `SETTLEMENT_PERIOD` (1..50, half
+  hours of the UK local day: 46 on the spring clock-change day, 50 in autumn), `ND`
+  (national demand, MW) and 19 further columns. `ND` -> `load.actual_mw`.
+* Elexon demand: `startTime` (UTC), `DAForecast`, `Actual` (MW) ->
+  `load.forecast_da_mw`, `load.actual_mw`.
+* Elexon generation by type: `startTime` and one column per fuel (MW); `Solar` ->
+  `solar.available_mw`; `Wind Offshore + Wind Onshore` -> `wind.available_mw`
   (metered output, i.e. after any curtailment).
-* Elexon MID: ``startTime``, ``mid_price_APXMIDP``, ``mid_price_N2EXMIDP`` (GBP/MWh),
-  ``mid_volume_APXMIDP``, ``mid_volume_N2EXMIDP`` (MWh) -> ``market.mid_*``. Periods without
+* Elexon MID: `startTime`, `mid_price_APXMIDP`, `mid_price_N2EXMIDP` (GBP/MWh),
+  `mid_volume_APXMIDP`, `mid_volume_N2EXMIDP` (MWh) -> `market.mid_*`. Periods without
   trades are published as price 0 with volume 0 and are kept as published.
 """
 
@@ -61,7 +61,15 @@ def _pandas() -> Any:
 
 
 def read_table(path: str | os.PathLike) -> Any:
-    """The raw table of a ``.parquet`` or ``.csv`` file as a pandas DataFrame.
+    """The raw table of a `.parquet` or `.csv` file as a pandas DataFrame.
+
+    **Arguments:**
+
+    - `path`: the file.
+
+    **Returns:**
+
+    A pandas DataFrame.
 
     Raises:
         ValueError: for another suffix (the message lists the valid ones).
@@ -89,7 +97,7 @@ def _require(frame: Any, columns: tuple[str, ...], path: pathlib.Path, kind: str
 
 
 def _utc_minutes(stamps: Any) -> np.ndarray:
-    """tz-aware pandas timestamps -> naive UTC ``datetime64[m]``."""
+    """tz-aware pandas timestamps -> naive UTC `datetime64[m]`."""
     pd = _pandas()
     utc = pd.DatetimeIndex(pd.to_datetime(stamps, utc=True)).tz_convert("UTC").tz_localize(None)
     return utc.to_numpy().astype("datetime64[m]")
@@ -119,8 +127,17 @@ def _numeric(frame: Any, column: str) -> np.ndarray:
 
 
 def read_elexon_demand(path: str | os.PathLike) -> SignalFrame:
-    """Elexon day-ahead demand forecast and actual total load (``startTime``, ``DAForecast``,
-    ``Actual``) -> ``load.actual_mw``, ``load.forecast_da_mw`` on UTC half hours."""
+    """Elexon day-ahead demand forecast and actual total load (`startTime`, `DAForecast`,
+    `Actual`) -> `load.actual_mw`, `load.forecast_da_mw` on UTC half hours.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW].
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", "DAForecast", "Actual"), path, "Elexon demand")
@@ -140,7 +157,17 @@ MID_COLUMNS: dict[str, str] = {
 
 
 def read_elexon_mid(path: str | os.PathLike) -> SignalFrame:
-    """Elexon market index data (APX and N2EX price and volume) -> ``market.mid_*``."""
+    """Elexon market index data (APX and N2EX price and volume) -> `market.mid_*`.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] of the prices and volumes as in the file,
+    on UTC half hours.
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", *MID_COLUMNS.values()), path, "Elexon MID")
@@ -152,8 +179,17 @@ def read_elexon_mid(path: str | os.PathLike) -> SignalFrame:
 
 
 def read_elexon_generation(path: str | os.PathLike) -> SignalFrame:
-    """Elexon generation by fuel type -> ``solar.available_mw`` (``Solar``) and
-    ``wind.available_mw`` (``Wind Offshore`` + ``Wind Onshore``)."""
+    """Elexon generation by fuel type -> `solar.available_mw` (`Solar`) and
+    `wind.available_mw` (`Wind Offshore` + `Wind Onshore`).
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW] on UTC half hours.
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("startTime", "Solar", "Wind Offshore", "Wind Onshore"), path, "Elexon generation-by-type")
@@ -168,9 +204,19 @@ def read_elexon_generation(path: str | os.PathLike) -> SignalFrame:
 
 
 def settlement_period_starts(dates: Any, periods: Any) -> np.ndarray:
-    """UTC beginnings of GB settlement periods: period ``p`` of UK local day ``d`` starts
-    ``(p - 1) * 30`` min after local midnight of ``d`` (Europe/London), which handles the
-    46- and 50-period clock-change days.
+    """UTC beginnings of GB settlement periods.
+
+    Period `p` of UK local day `d` starts `(p - 1) * 30` min after local midnight of `d`
+    (Europe/London), which handles the 46- and 50-period clock-change days.
+
+    **Arguments:**
+
+    - `dates`: `(n,)` settlement dates.
+    - `periods`: `(n,)` settlement periods, 1..50.
+
+    **Returns:**
+
+    A `(n,)` `datetime64[m]` NumPy array (naive UTC).
 
     Raises:
         ValueError: for a period outside 1..50 or a date that cannot be read.
@@ -200,8 +246,17 @@ def settlement_period_starts(dates: Any, periods: Any) -> np.ndarray:
 
 
 def read_neso_demand(path: str | os.PathLike) -> SignalFrame:
-    """NESO historic demand data (``SETTLEMENT_DATE``, ``SETTLEMENT_PERIOD``, ``ND``, ...) ->
-    ``load.actual_mw`` = national demand ``ND`` on UTC half hours."""
+    """NESO historic demand data (`SETTLEMENT_DATE`, `SETTLEMENT_PERIOD`, `ND`, ...) ->
+    `load.actual_mw` = national demand `ND` on UTC half hours.
+
+    **Arguments:**
+
+    - `path`: `.parquet` or `.csv` file.
+
+    **Returns:**
+
+    A [`SignalFrame`][powerzoojax.data.SignalFrame] [MW].
+    """
     path = pathlib.Path(path)
     table = read_table(path)
     _require(table, ("SETTLEMENT_DATE", "SETTLEMENT_PERIOD", "ND"), path, "NESO historic demand")
@@ -211,7 +266,16 @@ def read_neso_demand(path: str | os.PathLike) -> SignalFrame:
 
 @dataclasses.dataclass(frozen=True)
 class ExternalDataset:
-    """A GB open-data file the loader can use when it is present in ``data_dir``."""
+    """A GB open-data file the loader can use when it is present in `data_dir`.
+
+    **Arguments:**
+
+    - `name`: dataset name.
+    - `stem`: file name without suffix.
+    - `reader`: `reader(path) -> SignalFrame`.
+    - `signals`: the signals the file provides.
+    - `description`: one line.
+    """
 
     name: str
     stem: str
@@ -255,10 +319,18 @@ GB_DATASETS: tuple[ExternalDataset, ...] = (
 
 
 def find_gb_files(data_dir: str | os.PathLike) -> dict[str, pathlib.Path]:
-    """``{dataset name: file}`` for the GB datasets present in ``data_dir`` (parquet first).
+    """The GB datasets present in `data_dir` (parquet preferred over csv).
+
+    **Arguments:**
+
+    - `data_dir`: folder to search.
+
+    **Returns:**
+
+    A dict `{dataset name: file path}`.
 
     Raises:
-        ValueError: if ``data_dir`` is not a directory.
+        ValueError: if `data_dir` is not a directory.
     """
     folder = pathlib.Path(data_dir)
     if not folder.is_dir():

@@ -1,9 +1,9 @@
 """`DataLoader`: the one sanctioned reader of profile data (host-side, set-up time only).
 
 A request names signals; the registry binds each to a dataset column (see
-`DatasetRegistry.resolve_signals`). Then, per dataset: gap filling (``interpolation``,
+`DatasetRegistry.resolve_signals`). Then, per dataset: gap filling (`interpolation`,
 applied to missing values of external files; shipped data have none), resampling to
-``resample``, and the window ``start_date`` .. ``end_date`` (or a frozen ``split``); the
+`resample`, and the window `start_date` .. `end_date` (or a frozen `split`); the
 columns of several datasets are joined on their common timestamps, in request order.
 
 >>> from powerzoojax.data import DataLoader, LOAD_ACTUAL_MW
@@ -49,7 +49,7 @@ from ._splits import get_window
 
 @functools.cache
 def _decode_shipped(file: str) -> tuple[np.ndarray, np.ndarray]:
-    """(timestamps, values) of a shipped ``.npz``; cached, read-only."""
+    """(timestamps, values) of a shipped `.npz`; cached, read-only."""
     resource = importlib.resources.files(__package__) / "profiles" / file
     with resource.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
         values = archive["offset"] + archive["scale"] * archive["values"].astype(np.float64)
@@ -91,13 +91,14 @@ class _Block:
 class DataLoader:
     """Load profiles by signal name from the shipped datasets and, optionally, GB files.
 
-    Args:
-        data_dir: a folder with GB open-data files (names in ``GB_DATASETS``, ``.parquet`` or
-            ``.csv``); they become datasets of source ``"gb"`` after the shipped ones.
-        registry: a custom registry instead of the shipped one.
+    Every method runs on the host; outputs are NumPy or (`load_jax_profiles`) a float32
+    JAX array meant for env params, never called inside `jit`.
 
-    Every method runs on the host; outputs are NumPy or (``load_jax_profiles``) a float32
-    JAX array meant for env params, never called inside ``jit``.
+    **Arguments:**
+
+    - `data_dir`: a folder with GB open-data files (names in `GB_DATASETS`, `.parquet` or
+      `.csv`); they become datasets of source `"gb"` after the shipped ones.
+    - `registry`: a custom registry instead of the shipped one.
     """
 
     def __init__(self, data_dir: str | os.PathLike | None = None, registry: DatasetRegistry | None = None):
@@ -137,16 +138,43 @@ class DataLoader:
     # -- metadata ---------------------------------------------------------------------
 
     def list_signals(self) -> list[str]:
+        """Signal names the loader can provide.
+
+        **Returns:**
+
+        A list of signal names, each once.
+        """
         return self.registry.list_signals()
 
     def list_sources(self) -> list[str]:
+        """Source families of the loader's datasets (`"vic"`, `"simbench"`, `"gb"`, ...).
+
+        **Returns:**
+
+        A list of source names, in priority order.
+        """
         return self.registry.list_sources()
 
     def list_datasets(self) -> list[str]:
+        """Names of the loader's datasets.
+
+        **Returns:**
+
+        A list of dataset names, in priority order.
+        """
         return self.registry.list_datasets()
 
     def dataset_info(self, name: str) -> DatasetManifest:
-        """Manifest of a dataset; an external one is read first so its range is known."""
+        """Manifest of a dataset; an external one is read first so its range is known.
+
+        **Arguments:**
+
+        - `name`: dataset name.
+
+        **Returns:**
+
+        The [`DatasetManifest`][powerzoojax.data.DatasetManifest].
+        """
         manifest = self.registry.get_manifest(name)
         if manifest.location == "external":
             self._raw(manifest)
@@ -154,12 +182,29 @@ class DataLoader:
         return manifest
 
     def time_range(self, name: str) -> tuple[np.datetime64, np.datetime64]:
-        """First and last interval beginnings of a dataset."""
+        """First and last interval beginnings of a dataset.
+
+        **Arguments:**
+
+        - `name`: dataset name.
+
+        **Returns:**
+
+        `(first, last)` as `np.datetime64` minutes.
+        """
         return self.dataset_info(name).time_range()
 
     def provenance(self, name: str) -> dict:
-        """The manifest entry of a shipped dataset: package, version, files, licence,
-        attribution, processing, whether it is measured.
+        """Provenance of a shipped dataset.
+
+        **Arguments:**
+
+        - `name`: dataset name.
+
+        **Returns:**
+
+        The manifest entry: package, version, files, licence, attribution, processing,
+        whether it is measured.
 
         Raises:
             ValueError: for an unknown or external dataset.
@@ -186,7 +231,16 @@ class DataLoader:
         return self._external_cache[manifest.name]
 
     def load_data(self, dataset: str) -> SignalFrame:
-        """All columns of one dataset at its native resolution, as stored (gaps stay NaN)."""
+        """All columns of one dataset at its native resolution, as stored (gaps stay NaN).
+
+        **Arguments:**
+
+        - `dataset`: dataset name.
+
+        **Returns:**
+
+        A [`SignalFrame`][powerzoojax.data.SignalFrame] of every column.
+        """
         manifest = self.dataset_info(dataset)
         stamps, values = self._raw(manifest)
         return SignalFrame(
@@ -213,20 +267,25 @@ class DataLoader:
     ) -> SignalFrame:
         """Signals on one time grid, in request order (host-side NumPy).
 
-        Args:
-            signals: signal names (see ``ALL_SIGNALS``).
-            source: a source (``"vic"``, ``"simbench"``, ``"gb"``, ...) or dataset name;
-                None takes the first dataset in priority order.
-            region: region of a regional signal (e.g. ``"mv_rural"``); None for signals
-                without regions.
-            start_date, end_date: inclusive bounds, ISO ``"YYYY-MM-DD"`` (a bare end date
-                includes its whole day) or ``"YYYY-MM-DDTHH:MM"``, ``datetime`` or
-                ``np.datetime64``; default: the data's common range.
-            split: a frozen window (``"train"``, ``"iid"``, ``"stress"``) of the first
-                requested signal's dataset instead of dates.
-            resample: target step, e.g. ``"30min"``, ``"1h"``; must divide a day and be a
-                multiple (block mean) or divisor (interpolation) of the native step.
-            interpolation: ``"linear"`` or ``"previous"``, for gap filling and upsampling.
+        **Arguments:**
+
+        - `signals`: signal names (see `ALL_SIGNALS`).
+        - `source`: a source (`"vic"`, `"simbench"`, `"gb"`, ...) or dataset name; `None`
+          takes the first dataset in priority order.
+        - `region`: region of a regional signal (e.g. `"mv_rural"`); `None` for signals
+          without regions.
+        - `start_date`, `end_date`: inclusive bounds, ISO `"YYYY-MM-DD"` (a bare end date
+          includes its whole day) or `"YYYY-MM-DDTHH:MM"`, `datetime` or `np.datetime64`;
+          default: the data's common range.
+        - `split`: a frozen window (`"train"`, `"iid"`, `"stress"`) of the first requested
+          signal's dataset instead of dates.
+        - `resample`: target step, e.g. `"30min"`, `"1h"`; must divide a day and be a
+          multiple (block mean) or divisor (interpolation) of the native step.
+        - `interpolation`: `"linear"` or `"previous"`, for gap filling and upsampling.
+
+        **Returns:**
+
+        A [`SignalFrame`][powerzoojax.data.SignalFrame] with one column per signal.
 
         Raises:
             ValueError: for an unknown signal, source, region, split, resolution or
@@ -249,8 +308,20 @@ class DataLoader:
         resample: str | None = None,
         interpolation: str = "linear",
     ) -> SignalFrame:
-        """One regional signal for several regions (columns in ``regions`` order; default:
-        every region of the first dataset giving ``signal`` per region)."""
+        """One regional signal for several regions.
+
+        **Arguments:**
+
+        - `signal`: a regional signal name.
+        - `regions`: regions, in column order; `None` takes every region of the first
+          dataset giving `signal` per region.
+        - `source`, `start_date`, `end_date`, `split`, `resample`, `interpolation`: as for
+          `load_signals`.
+
+        **Returns:**
+
+        A [`SignalFrame`][powerzoojax.data.SignalFrame] with one column per region.
+        """
         if regions is None:
             candidates = [m for m in self.registry.find_by_signal(signal, source) if m.regions_of(signal)]
             if not candidates:
@@ -276,8 +347,18 @@ class DataLoader:
         interpolation: str = "linear",
         dtype: Any = jnp.float32,
     ) -> Float[Array, "T n"]:
-        """`load_signals` as a ``(T, len(signals))`` JAX array (float32 by default), ready for
-        env params that index ``profile[t % T]``."""
+        """`load_signals` as a JAX array, ready for env params that index `profile[t % T]`.
+
+        **Arguments:**
+
+        - `signals`, `source`, `region`, `start_date`, `end_date`, `split`, `resample`,
+          `interpolation`: as for `load_signals`.
+        - `dtype`: dtype of the array.
+
+        **Returns:**
+
+        A `(T, len(signals))` array, float32 by default.
+        """
         frame = self.load_signals(
             signals,
             source=source,

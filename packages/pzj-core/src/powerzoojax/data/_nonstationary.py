@@ -1,7 +1,7 @@
 """Episode start and drift sampling for non-stationary training and evaluation.
 
-Host-side: the sampler draws with ``jax.random`` so that a key fixes the result, and returns
-plain Python / NumPy values to build env params with; nothing here runs inside ``jit``.
+Host-side: the sampler draws with `jax.random` so that a key fixes the result, and returns
+plain Python / NumPy values to build env params with; nothing here runs inside `jit`.
 """
 
 import dataclasses
@@ -20,9 +20,11 @@ DRIFT_SHOCK_FACTOR = 1.25
 class EpisodeConfig:
     """Where an episode starts in a profile and how much its load is scaled.
 
-    Attributes:
-        episode_start: row of the profile the episode starts at, ``0 <= start <= T - max_steps``.
-        drift_factor: multiplier for the episode's load (``apply_drift``); 1 means unchanged.
+    **Arguments:**
+
+    - `episode_start`: row of the profile the episode starts at,
+      `0 <= start <= T - max_steps`.
+    - `drift_factor`: multiplier for the episode's load (`apply_drift`); 1 means unchanged.
     """
 
     episode_start: int
@@ -47,17 +49,26 @@ def _check_float(name: str, value: object, minimum: float = 0.0) -> float:
 
 
 class NonstationarySampler:
-    """Samples `EpisodeConfig` for a profile of ``total_steps`` rows.
+    """Samples `EpisodeConfig` for a profile of `total_steps` rows.
 
     Modes:
-        ``train``: the start moves through the profile as training progresses,
-        ``clip(episode_idx / total_episodes * max_start + N(0, rolling_sigma_steps))``, and
-        the load drifts slowly, ``1 + drift_rate * episode_idx``.
-        ``iid``: start uniform on ``0 .. max_start``, no drift.
-        ``drift_shock``: start uniform, load x1.25 (parametric out-of-distribution test).
-        ``fixed``: start 0, no drift (deterministic evaluation).
 
-    ``max_start = total_steps - max_steps`` so that an episode never runs off the profile.
+    - `train`: the start moves through the profile as training progresses,
+      `clip(episode_idx / total_episodes * max_start + N(0, rolling_sigma_steps))`, and
+      the load drifts slowly, `1 + drift_rate * episode_idx`.
+    - `iid`: start uniform on `0 .. max_start`, no drift.
+    - `drift_shock`: start uniform, load ×1.25 (parametric out-of-distribution test).
+    - `fixed`: start 0, no drift (deterministic evaluation).
+
+    `max_start = total_steps - max_steps` so that an episode never runs off the profile.
+
+    **Arguments:**
+
+    - `total_steps`: rows of the profile.
+    - `total_episodes`: training episodes the start sweeps over in `train` mode.
+    - `max_steps`: episode length [steps].
+    - `drift_rate`: load drift per episode in `train` mode [fraction].
+    - `rolling_sigma_steps`: standard deviation of the start's jitter [steps].
 
     Raises:
         ValueError: for a profile shorter than one episode or a negative rate / sigma.
@@ -103,11 +114,21 @@ class NonstationarySampler:
         return starts, np.full(n, factor, np.float64)
 
     def sample(self, episode_idx: int | np.integer, key: PRNGKeyArray, *, mode: str = "train") -> EpisodeConfig:
-        """One episode's configuration; the same ``(episode_idx, key, mode)`` gives the same result.
+        """One episode's configuration; the same `(episode_idx, key, mode)` gives the same result.
+
+        **Arguments:**
+
+        - `episode_idx`: index of the episode, `>= 0`.
+        - `key`: PRNG key.
+        - `mode`: `"train"`, `"iid"`, `"drift_shock"` or `"fixed"`.
+
+        **Returns:**
+
+        An [`EpisodeConfig`][powerzoojax.data.EpisodeConfig].
 
         Raises:
             ValueError: for an unknown mode (the message lists the valid ones) or a negative
-                ``episode_idx``.
+                `episode_idx`.
         """
         index = np.array([_check_int("episode_idx", episode_idx, 0)], np.int64)
         starts, factors = self._draw(index, key, mode)
@@ -116,7 +137,18 @@ class NonstationarySampler:
     def sample_batch(
         self, episode_indices: Sequence[int] | Int[np.ndarray, " n"], key: PRNGKeyArray, *, mode: str = "train"
     ) -> tuple[Int[np.ndarray, " n"], Float[np.ndarray, " n"]]:
-        """Starts (int64) and drift factors (float64) for several episodes at once."""
+        """Starts and drift factors for several episodes at once.
+
+        **Arguments:**
+
+        - `episode_indices`: `(n,)` episode indices.
+        - `key`: PRNG key.
+        - `mode`: as for `sample`.
+
+        **Returns:**
+
+        `(starts, factors)`: `(n,)` int64 starts and `(n,)` float64 drift factors.
+        """
         indices = np.asarray(
             [_check_int("episode_idx", i, 0) for i in np.asarray(episode_indices).reshape(-1).tolist()],
             np.int64,
@@ -129,10 +161,19 @@ class NonstationarySampler:
 def apply_drift(
     p: ArrayLike, q: ArrayLike, factor: float | int  # noqa: PYI041
 ) -> tuple[Float[np.ndarray, "*shape"], Float[np.ndarray, "*shape"]]:
-    """Scale active and reactive load ``(p, q)`` by ``factor`` (float32; power factor kept).
+    """Scale active and reactive load `(p, q)` by `factor` (float32; power factor kept).
+
+    **Arguments:**
+
+    - `p`, `q`: active [MW] and reactive [MVAr] load, of one shape.
+    - `factor`: the scale, finite and `>= 0`.
+
+    **Returns:**
+
+    `(p, q)` scaled, float32 NumPy arrays.
 
     Raises:
-        ValueError: for a negative or non-finite factor, or ``p`` and ``q`` of different shapes.
+        ValueError: for a negative or non-finite factor, or `p` and `q` of different shapes.
     """
     factor = _check_float("factor", factor)
     p_arr, q_arr = np.asarray(p, np.float32), np.asarray(q, np.float32)

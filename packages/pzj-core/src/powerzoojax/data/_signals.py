@@ -1,7 +1,7 @@
-"""Stable signal names (``domain.metric[_unit]``), index names, data types and time modes.
+"""Stable signal names (`domain.metric[_unit]`), index names, data types and time modes.
 
-The names are the contract between data and envs: a task asks for ``LOAD_ACTUAL_MW``, never
-for a file's column. The reference fixes the names below; the three ``*_pu`` signals are
+The names are the contract between data and envs: a task asks for `LOAD_ACTUAL_MW`, never
+for a file's column. The reference fixes the names below; the three `*_pu` signals are
 project additions for series given per unit of a rated power (SimBench), which must not be
 mislabelled as MW.
 """
@@ -76,7 +76,15 @@ TIME_MODES: tuple[str, ...] = (TIME_MODE_CALENDAR, TIME_MODE_PROFILE)
 
 
 def check_signal(signal: str) -> str:
-    """Return ``signal`` if it is a known signal name.
+    """Return `signal` if it is a known signal name.
+
+    **Arguments:**
+
+    - `signal`: signal name.
+
+    **Returns:**
+
+    `signal`.
 
     Raises:
         ValueError: naming the unknown signal and the valid names.

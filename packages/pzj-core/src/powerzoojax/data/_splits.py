@@ -1,10 +1,10 @@
 """Frozen train / iid / stress windows per dataset (dates inclusive, whole days).
 
-Windows are contiguous and disjoint. ``train`` is for learning; ``iid`` is a held-out period
-of the same source right after (or around) it, used without any transformation; ``stress`` is
+Windows are contiguous and disjoint. `train` is for learning; `iid` is a held-out period
+of the same source right after (or around) it, used without any transformation; `stress` is
 a held-out period with a regime the agent did not see (peak season, heatwave). Where no
 stress period exists in the data, out-of-distribution evaluation is parametric
-(`NonstationarySampler` mode ``drift_shock``).
+(`NonstationarySampler` mode `drift_shock`).
 
 Every window of a shipped dataset lies inside the shipped data (the tests check it). The GB
 windows are the reference's and refer to the Elexon files a user supplies, whose
@@ -22,7 +22,15 @@ SPLITS: tuple[str, ...] = ("train", "iid", "stress")
 
 @dataclasses.dataclass(frozen=True)
 class Window:
-    """A frozen evaluation window of one dataset: ``start`` .. ``end`` inclusive (ISO dates)."""
+    """A frozen evaluation window of one dataset: `start` .. `end` inclusive (ISO dates).
+
+    **Arguments:**
+
+    - `dataset`: dataset name.
+    - `split`: split name (`"train"`, `"iid"`, `"stress"`, ...).
+    - `start`, `end`: inclusive ISO dates.
+    - `description`: one line.
+    """
 
     dataset: str
     split: str
@@ -31,7 +39,12 @@ class Window:
     description: str
 
     def bounds(self) -> tuple[np.datetime64, np.datetime64]:
-        """First and last minute of the window."""
+        """First and last minute of the window.
+
+        **Returns:**
+
+        `(first, last)` as `np.datetime64` minutes.
+        """
         return parse_time(self.start), parse_time(self.end, end_of_day=True)
 
 
@@ -101,14 +114,32 @@ for _name in ("gb_gen_by_type", "gb_market_mid"):
 
 
 def list_windows(dataset: str | None = None) -> list[Window]:
-    """All frozen windows, or those of one dataset (empty for a dataset without windows)."""
+    """All frozen windows, or those of one dataset (empty for a dataset without windows).
+
+    **Arguments:**
+
+    - `dataset`: dataset name; `None` for every dataset.
+
+    **Returns:**
+
+    A list of [`Window`][powerzoojax.data.Window].
+    """
     if dataset is not None:
         return list(_WINDOWS.get(dataset, {}).values())
     return [w for windows in _WINDOWS.values() for w in windows.values()]
 
 
 def get_window(dataset: str, split: str) -> Window:
-    """The frozen ``split`` window of ``dataset``.
+    """The frozen `split` window of `dataset`.
+
+    **Arguments:**
+
+    - `dataset`: dataset name.
+    - `split`: split name.
+
+    **Returns:**
+
+    The [`Window`][powerzoojax.data.Window].
 
     Raises:
         ValueError: for an unknown split, a dataset without windows or a split the dataset
@@ -130,12 +161,22 @@ def get_window(dataset: str, split: str) -> Window:
 
 
 def gb_windows() -> dict[str, tuple[str, str]]:
-    """The reference's GB windows ``{split: (start, end)}`` (Elexon files; OOD is parametric)."""
+    """The reference's GB windows `{split: (start, end)}` (Elexon files; OOD is parametric).
+
+    **Returns:**
+
+    A dict `{split: (start, end)}` of ISO dates.
+    """
     return {s: (w.start, w.end) for s, w in _WINDOWS["gb_forecast_actual_demand"].items()}
 
 
 def assert_no_overlap(a_start: TimeLike, a_end: TimeLike, b_start: TimeLike, b_end: TimeLike) -> None:
     """Check two inclusive date ranges are disjoint.
+
+    **Arguments:**
+
+    - `a_start`, `a_end`: first range.
+    - `b_start`, `b_end`: second range.
 
     Raises:
         ValueError: naming both ranges if they overlap (or either is reversed).
@@ -163,8 +204,13 @@ AUSGRID_SUMMER_START, AUSGRID_SUMMER_END = "2024-12-01", "2025-02-28"
 
 
 def ausgrid_windows() -> tuple[tuple[str, str], tuple[str, str], tuple[str, str]]:
-    """``(train, iid, summer_ood)`` Ausgrid windows, each ``(start, end)``; train and iid
-    are the same dates (the split between them is by day)."""
+    """`(train, iid, summer_ood)` Ausgrid windows, each `(start, end)`; train and iid
+    are the same dates (the split between them is by day).
+
+    **Returns:**
+
+    Three `(start, end)` pairs of ISO dates.
+    """
     return (
         (AUSGRID_TRAIN_START, AUSGRID_TRAIN_END),
         (AUSGRID_IID_START, AUSGRID_IID_END),

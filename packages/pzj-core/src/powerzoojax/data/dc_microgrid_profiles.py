@@ -1,11 +1,11 @@
 """Profiles of the data-centre microgrid under the reference's function names.
 
 Everything is on the microgrid's 5-minute grid (288 steps a day) and host-side. The
-synthetic makers return float32 JAX arrays of one episode; ``load_workload_profiles``
-returns the four profiles ``make_dcmicrogrid_params`` takes, from the traces of
-:mod:`powerzoojax.data` (the workload from the shipped Google trace or the installed trace
+synthetic makers return float32 JAX arrays of one episode; `load_workload_profiles`
+returns the four profiles `make_dcmicrogrid_params` takes, from the traces of
+[`powerzoojax.data`][powerzoojax.data] (the workload from the shipped Google trace or the installed trace
 package, solar from GB files or the shipped SimBench benchmark, price from GB MID files)
-with a warned synthetic fallback. ``apply_ood_transform`` runs in pzj-grid (it edits
+with a warned synthetic fallback. `apply_ood_transform` runs in pzj-grid (it edits
 microgrid params) and is forwarded there.
 """
 
@@ -59,8 +59,18 @@ def _f32(values: ArrayLike) -> Float[Array, " T"]:
 def make_synthetic_cpu_profile(
     episode_len: int = DC_EPISODE_LEN, steps_per_day: int = DC_STEPS_PER_DAY
 ) -> Float[Array, " T"]:
-    """The data centre's built-in inference fraction ``clip(0.5 + 0.5 sin(2π(h − 8)/24),
-    0.1, 1)`` per step (h = hour of day)."""
+    """The data centre's built-in inference fraction `clip(0.5 + 0.5 sin(2π(h − 8)/24), 0.1, 1)`
+    per step (h = hour of day).
+
+    **Arguments:**
+
+    - `episode_len`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A `(episode_len,)` float32 array [fraction].
+    """
     hour = _hours(episode_len, steps_per_day)
     return _f32(np.clip(0.5 + 0.5 * np.sin(2.0 * np.pi * (hour - 8.0) / 24.0), 0.1, 1.0))
 
@@ -68,7 +78,17 @@ def make_synthetic_cpu_profile(
 def make_synthetic_solar_profile(
     episode_len: int = DC_EPISODE_LEN, steps_per_day: int = DC_STEPS_PER_DAY
 ) -> Float[Array, " T"]:
-    """Bell solar capacity factor ``clip(sin(π(h − 6)/12), 0, 1)`` (daylight 06–18 h)."""
+    """Bell solar capacity factor `clip(sin(π(h − 6)/12), 0, 1)` (daylight 06–18 h).
+
+    **Arguments:**
+
+    - `episode_len`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A `(episode_len,)` float32 array [fraction of peak].
+    """
     _hours(episode_len, steps_per_day)
     return _f32(synthetic_solar_cf(int(episode_len), int(steps_per_day)))
 
@@ -79,7 +99,19 @@ def make_synthetic_outdoor_temp_profile(
     mean_temp: float = 20.0,
     amplitude: float = 8.0,
 ) -> Float[Array, " T"]:
-    """Outdoor temperature ``mean_temp + amplitude·sin(2π(h − 8)/24)`` [°C]."""
+    """Outdoor temperature `mean_temp + amplitude·sin(2π(h − 8)/24)` [°C].
+
+    **Arguments:**
+
+    - `episode_len`: number of steps.
+    - `steps_per_day`: steps in one day.
+    - `mean_temp`: daily mean [°C].
+    - `amplitude`: daily swing amplitude [°C].
+
+    **Returns:**
+
+    A `(episode_len,)` float32 array [°C].
+    """
     hour = _hours(episode_len, steps_per_day)
     return _f32(float(mean_temp) + float(amplitude) * np.sin(2.0 * np.pi * (hour - 8.0) / 24.0))
 
@@ -95,7 +127,17 @@ def make_synthetic_price_profile(
 def make_all_synthetic_profiles(
     episode_len: int = DC_EPISODE_LEN, steps_per_day: int = DC_STEPS_PER_DAY
 ) -> dict[str, Float[Array, " T"]]:
-    """``{"cpu_profile", "solar_profile", "outdoor_temp_profile"}`` from the makers above."""
+    """`{"cpu_profile", "solar_profile", "outdoor_temp_profile"}` from the synthetic makers.
+
+    **Arguments:**
+
+    - `episode_len`: number of steps.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    A dict of `(episode_len,)` float32 arrays.
+    """
     return {
         "cpu_profile": make_synthetic_cpu_profile(episode_len, steps_per_day),
         "solar_profile": make_synthetic_solar_profile(episode_len, steps_per_day),
@@ -104,8 +146,19 @@ def make_all_synthetic_profiles(
 
 
 def cycle_profile(arr: ArrayLike, episode_len: int, start_step: int = 0) -> Array:
-    """``episode_len`` consecutive entries of ``arr`` read cyclically from ``start_step``
-    (an empty ``arr``, or ``episode_len == 0``, is returned unchanged); dtype kept."""
+    """`episode_len` consecutive entries of `arr` read cyclically from `start_step`.
+
+    **Arguments:**
+
+    - `arr`: `(T, ...)` profile.
+    - `episode_len`: number of rows to read.
+    - `start_step`: first row.
+
+    **Returns:**
+
+    An `(episode_len, ...)` array of the same dtype; an empty `arr`, or
+    `episode_len == 0`, is returned unchanged.
+    """
     values = jnp.asarray(arr)
     if int(episode_len) < 0 or int(start_step) < 0:
         raise ValueError(f"episode_len and start_step must be >= 0, got {episode_len!r}, {start_step!r}")
@@ -132,8 +185,8 @@ def _fallback(kind: str, reason: str, *, require_real_data: bool, error: Excepti
 
 
 def _unavailable(error: Exception, strict: bool) -> Exception:
-    """``error`` when it means "no such data" (or ``strict`` is off), else re-raised: with
-    ``strict`` a bad file is an error, not a reason to fall back."""
+    """`error` when it means "no such data" (or `strict` is off), else re-raised: with
+    `strict` a bad file is an error, not a reason to fall back."""
     if isinstance(error, (FileNotFoundError, ImportError)) or not strict:
         return error
     raise error
@@ -148,11 +201,25 @@ def make_real_solar_profile(
     strict: bool = True,
     require_real_data: bool = False,
 ) -> Float[Array, " T"]:
-    """Solar capacity factor on the 5-minute grid: GB solar of a ``data_dir`` with the
-    Elexon generation-by-type file, else the shipped SimBench 2016 solar benchmark, each
-    divided by its peak and held over each half hour, read cyclically from ``start_step``.
-    Without either series: warning and the synthetic bell, or ``FileNotFoundError`` with
-    ``require_real_data``."""
+    """Solar capacity factor on the 5-minute grid, read cyclically from `start_step`.
+
+    GB solar of a `data_dir` with the Elexon generation-by-type file, else the shipped
+    SimBench 2016 solar benchmark, each divided by its peak and held over each half hour.
+
+    **Arguments:**
+
+    - `episode_len`: number of steps.
+    - `start_step`: first step.
+    - `data_dir`: folder of GB files.
+    - `manifest_dir`: folder of trace manifests.
+    - `strict`: raise errors other than missing data (a bad file).
+    - `require_real_data`: raise `FileNotFoundError` without either series instead of
+      warning and using the synthetic bell.
+
+    **Returns:**
+
+    A `(episode_len,)` float32 array [fraction of peak].
+    """
     loader = _loader(data_dir, manifest_dir)
     error: Exception | None = None
     try:
@@ -174,9 +241,9 @@ def make_real_price_profile(
     strict: bool = True,
     require_real_data: bool = False,
 ) -> Float[Array, " T"]:
-    """GB MID price [$/MWh] (clipped to [0, 500]) on the 5-minute grid from a ``data_dir``
-    with the Elexon MID file, read cyclically from ``start_step``; otherwise the synthetic
-    time-of-use tariff (with a warning), or ``FileNotFoundError`` with ``require_real_data``."""
+    """GB MID price [$/MWh] (clipped to [0, 500]) on the 5-minute grid from a `data_dir`
+    with the Elexon MID file, read cyclically from `start_step`; otherwise the synthetic
+    time-of-use tariff (with a warning), or `FileNotFoundError` with `require_real_data`."""
     loader = _loader(data_dir, manifest_dir)
     error: Exception | None = None
     try:
@@ -198,15 +265,30 @@ def load_workload_profiles(
     strict: bool = True,
     require_real_data: bool = False,
 ) -> dict[str, Float[Array, " T"]]:
-    """One episode's ``{"cpu_profile", "solar_profile", "price_profile",
-    "outdoor_temp_profile"}`` (``episode_len`` rows from ``start_step``, cyclic).
+    """One episode's `{"cpu_profile", "solar_profile", "price_profile",
+    "outdoor_temp_profile"}` (`episode_len` rows from `start_step`, cyclic).
 
-    ``cpu_profile``: the ``source`` trace (``"google"``, ``"azure"``, ``"alibaba"``) as the
-    inference fraction; solar and price as :func:`make_real_solar_profile` /
-    :func:`make_real_price_profile`; temperature the deterministic diurnal profile (not
-    weather data). A missing trace warns and falls back to the synthetic profile, or raises
-    ``FileNotFoundError`` with ``require_real_data``; with ``strict`` other errors (a bad
-    file) are raised rather than replaced.
+    `cpu_profile`: the `source` trace as the inference fraction; solar and price as
+    [`make_real_solar_profile`][powerzoojax.data.make_real_solar_profile] /
+    `make_real_price_profile`; temperature the deterministic diurnal profile (not
+    weather data).
+
+    **Arguments:**
+
+    - `source`: workload trace (`"google"`, `"azure"`, `"alibaba"`).
+    - `episode_len`: episode length [5-minute steps].
+    - `start_step`: first step.
+    - `data_dir`: folder of GB files for solar and price.
+    - `manifest_dir`: folder of trace manifests.
+    - `strict`: raise errors other than a missing trace (a bad file) rather than
+      replacing the profile.
+    - `require_real_data`: raise `FileNotFoundError` when a trace is missing instead of
+      warning and using the synthetic profile.
+
+    **Returns:**
+
+    A dict of four `(episode_len,)` float32 arrays: CPU [fraction], solar [fraction of
+    peak], price [$/MWh], temperature [°C].
     """
     if source not in VALID_SOURCES:
         raise ValueError(f"unknown workload source {source!r}; valid sources: {VALID_SOURCES}")
@@ -245,13 +327,30 @@ def apply_ood_transform(
     data_dir: str | os.PathLike | None = None,
     manifest_dir: str | os.PathLike | None = None,
 ) -> Any:
-    """Microgrid params (``DCMicrogridParams``, pzj-grid) under one OOD scenario of
-    ``VALID_OOD_SCENARIOS``: ``renewable_drought`` PV CF × ``drought_factor``,
-    ``cooling_stress`` outdoor temperature + ``temp_delta`` °C, ``dg_derating`` diesel
-    capacity × ``dg_derating_factor``, ``sla_tighten`` both deadline slacks =
-    ``sla_slack``, ``workload_swap`` / ``workload_shock`` the Azure / Alibaba trace as the
-    inference profile (real data required). Forwards to
-    :func:`powerzoojax.grid.apply_ood_transform`."""
+    """Microgrid params under one OOD scenario of `VALID_OOD_SCENARIOS`.
+
+    `renewable_drought`: PV CF × `drought_factor`; `cooling_stress`: outdoor temperature
+    + `temp_delta` °C; `dg_derating`: diesel capacity × `dg_derating_factor`;
+    `sla_tighten`: both deadline slacks = `sla_slack`; `workload_swap` /
+    `workload_shock`: the Azure / Alibaba trace as the inference profile (real data
+    required). Forwards to
+    [`powerzoojax.grid.apply_ood_transform`][powerzoojax.grid.apply_ood_transform].
+
+    **Arguments:**
+
+    - `params`: `DCMicrogridParams` (pzj-grid).
+    - `scenario`: one of `VALID_OOD_SCENARIOS`.
+    - `drought_factor`: PV capacity-factor multiplier.
+    - `temp_delta`: outdoor temperature shift [°C].
+    - `dg_derating_factor`: diesel capacity multiplier.
+    - `sla_slack`: deadline slack factor.
+    - `data_dir`: folder of GB files for the workload scenarios.
+    - `manifest_dir`: folder of trace manifests for the workload scenarios.
+
+    **Returns:**
+
+    New `DCMicrogridParams`.
+    """
     if scenario not in VALID_OOD_SCENARIOS:
         raise ValueError(f"unknown OOD scenario {scenario!r}; valid: {VALID_OOD_SCENARIOS}")
     grid = import_provider("powerzoojax.grid", "apply_ood_transform", "pzj-grid")

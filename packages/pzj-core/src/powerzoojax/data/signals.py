@@ -1,5 +1,5 @@
-"""Signal names (``domain.metric[_unit]``), index names, data types and time modes: the
-contract between data and envs (a task asks for ``LOAD_ACTUAL_MW``, never a file's column)."""
+"""Signal names (`domain.metric[_unit]`), index names, data types and time modes: the
+contract between data and envs (a task asks for `LOAD_ACTUAL_MW`, never a file's column)."""
 
 from ._signals import *  # noqa: F403 - this module is the public face of _signals
 from . import _signals

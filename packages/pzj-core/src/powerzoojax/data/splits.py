@@ -1,4 +1,4 @@
-"""Frozen train / iid / OOD windows: the per-dataset windows of ``powerzoojax.data`` and the
+"""Frozen train / iid / OOD windows: the per-dataset windows of `powerzoojax.data` and the
 reference's GB and Ausgrid date constants (inclusive ISO dates)."""
 
 from ._splits import (

@@ -1,11 +1,11 @@
 """Facade over every environment in the project.
 
 Base classes are exported eagerly (they live in core). Concrete envs live in other
-distributions and are imported on first attribute access, so ``pzj-core`` alone
+distributions and are imported on first attribute access, so `pzj-core` alone
 imports cleanly and a missing distribution is reported by name. A few names are aliases
-kept for code written against the reference layout (``TransGridState`` is ``GridState``,
-``DistGrid3PhState`` is ``DistGrid3PhaseState``, ``CostMarketState`` is ``MarketState``,
-...); ``_ALIASES`` lists them.
+kept for code written against the reference layout (`TransGridState` is `GridState`,
+`DistGrid3PhState` is `DistGrid3PhaseState`, `CostMarketState` is `MarketState`,
+...); `_ALIASES` lists them.
 """
 
 from typing import Any

@@ -1,6 +1,6 @@
 """In-graph AC optimal power flow (polar, full space), solved by a primal–dual interior point.
 
-Variables ``x = [Va (N), Vm (N), Pg (G), Qg (G)]`` in p.u. on ``base_mva``::
+Variables `x = [Va (N), Vm (N), Pg (G), Qg (G)]` in p.u. on `base_mva`:
 
     min  Σ_g TC_g(Pg·base)                          (house polynomial a/3 p³ + b/2 p² + c p)
     s.t. P(V) = A_u Pg − Pd/base,  Q(V) = A_u Qg − Qd/base,  Va[slack] = Va_ref (the case's slack angle)
@@ -8,29 +8,28 @@ Variables ``x = [Va (N), Vm (N), Pg (G), Qg (G)]`` in p.u. on ``base_mva``::
          Vmin ≤ Vm ≤ Vmax,  Pmin ≤ Pg ≤ Pmax,  Qmin ≤ Qg ≤ Qmax
 
 The bus and branch quantities are complex dense products with the case's Ybus and the
-monitored lines' ``Yf, Yt`` (built on the host by ``make_ac_opf_setup``). The method is
+monitored lines' `Yf, Yt` (built on the host by `make_ac_opf_setup`). The method is
 MATPOWER's PIPS (a primal–dual interior point with slacks for every inequality, Newton steps on the reduced KKT system,
-``σ = 0.1`` centring, fraction-to-boundary 0.99995). Gradients, Jacobians and the Lagrangian
-Hessian are MATPOWER's analytic polar formulas (``dSbus_dV``, ``d2Sbus_dV2``, ``dSbr_dV``,
-``d2ASbr_dV2``) on dense complex matrices: JAX autodiff of the same functions (forward
-Jacobians plus a forward-over-reverse Hessian) gave the same solutions with twice the
-HLO and 1.3–1.6x the compile CPU time (`tests/core/test_ac_opf.py` checks these derivatives
-against autodiff). The inequality Jacobian is applied by structure (flow rows dense,
-bound rows ±identity); the KKT system is dense (``2N + 2G + 2N + 1`` rows), so this is
-meant for small and medium cases. The loop is a ``lax.while_loop`` with an
+`σ = 0.1` centring, fraction-to-boundary 0.99995). Gradients, Jacobians and the Lagrangian
+Hessian are MATPOWER's analytic polar formulas (`dSbus_dV`, `d2Sbus_dV2`, `dSbr_dV`,
+`d2ASbr_dV2`) on dense complex matrices, which compile to a smaller program than JAX
+autodiff of the same functions (`tests/core/test_ac_opf.py` checks them against
+autodiff). The inequality Jacobian is applied by structure (flow rows dense,
+bound rows ±identity); the KKT system is dense (`2N + 2G + 2N + 1` rows), so this is
+meant for small and medium cases. The loop is a `lax.while_loop` with an
 iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the reference's
 AC-OPF dtype) — float32 does not reach the tolerances. Unlike the reference (reduced-space
 L-BFGS-B inside augmented-Lagrangian rounds) this solves the full-space KKT
 system; the reference's published case-5 solution is the acceptance target, not the iterates.
 
-API::
+API:
 
     setup = make_ac_opf_setup(case, dtype=jnp.float64)    # host; inside enable_x64 for float64
     res = ac_opf(setup, load_p_mw (N), load_q_mvar (N), p_min=None, p_max=None, max_iter=60, tol=1e-6)
 
-``ACOPFResult``: ``p_mw, q_mvar (G)``, ``vm, va (N)``, ``line_p_from_mw, line_q_from_mvar,
-line_s_from_mva, line_s_to_mva (L)``, ``lmp (N)`` ($/MWh, from the P-balance duals),
-``objective`` ($/h), ``converged``, ``n_iter``, ``max_mismatch`` (p.u.).
+`ACOPFResult`: `p_mw, q_mvar (G)`, `vm, va (N)`, `line_p_from_mw, line_q_from_mvar,
+line_s_from_mva, line_s_to_mva (L)`, `lmp (N)` ($/MWh, from the P-balance duals),
+`objective` ($/h), `converged`, `n_iter`, `max_mismatch` (p.u.).
 """
 
 import equinox as eqx
@@ -53,6 +52,23 @@ _MU_FLOOR_EPS = 8.0
 
 
 class ACOPFSetup(eqx.Module):
+    """Host-side AC-OPF operators of one case; build with
+    [`make_ac_opf_setup`][powerzoojax.physics.make_ac_opf_setup].
+
+    **Arguments:**
+
+    - `net`: the case's [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `unit_map`: `(N, G)` unit-to-node map.
+    - `mon_idx`: `(n_mon,)` lines with a finite rating.
+    - `rate_pu`: `(n_mon,)` their ratings [p.u.].
+    - `v_min`, `v_max`: `(N,)` voltage limits [p.u.].
+    - `p_min`, `p_max`, `q_min`, `q_max`: `(G,)` unit limits [p.u.].
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients.
+    - `y_re`, `y_im`: `(N, N)` `Ybus` [p.u.].
+    - `yf_re`, `yf_im`, `yt_re`, `yt_im`: `(n_mon, N)` from/to-end branch admittance rows
+      of the monitored lines.
+    - `cf`, `ct`: `(n_mon, N)` their from/to bus incidences.
+    """
     net: ACNetwork
     unit_map: Float[Array, "n_nodes n_units"]
     mon_idx: Int[Array, " n_mon"]
@@ -79,6 +95,20 @@ class ACOPFSetup(eqx.Module):
 
 
 class ACOPFResult(eqx.Module):
+    """One AC-OPF solution.
+
+    **Arguments:**
+
+    - `p_mw`, `q_mvar`: `(G,)` dispatch [MW, MVAr].
+    - `vm`, `va`: `(N,)` voltage magnitude [p.u.] and angle [rad].
+    - `line_p_from_mw`, `line_q_from_mvar`: `(L,)` from-end flows [MW, MVAr].
+    - `line_s_from_mva`, `line_s_to_mva`: `(L,)` end apparent powers [MVA].
+    - `lmp`: `(N,)` prices from the P-balance duals [$/MWh].
+    - `objective`: generation cost [$/h].
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar.
+    - `max_mismatch`: largest power mismatch [p.u.].
+    """
     p_mw: Float[Array, " n_units"]
     q_mvar: Float[Array, " n_units"]
     vm: Float[Array, " n_nodes"]
@@ -95,8 +125,19 @@ class ACOPFResult(eqx.Module):
 
 
 def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) -> ACOPFSetup:
-    """Host-side operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained.
-    ``va_ref_deg``: slack-bus angle, as in :func:`~powerzoojax.physics.make_ac_network`."""
+    """Host-side AC-OPF operators; lines rated at 0 or ≥ 1e5 MVA are unconstrained.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `dtype`: dtype of the operators; float64 (build inside `jax.enable_x64(True)`).
+    - `va_ref_deg`: slack-bus angle [degrees], as in
+      [`make_ac_network`][powerzoojax.physics.make_ac_network].
+
+    **Returns:**
+
+    An [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    """
     net = make_ac_network(case, dtype=dtype, va_ref_deg=va_ref_deg)
     cap = np.asarray(case.line_cap, np.float64)
     mon = np.flatnonzero((cap > 0) & (cap < _UNLIMITED_MVA))
@@ -149,7 +190,7 @@ def _branch_flows(net, vm, va, dtype):
 
 
 def _bus_derivatives(y, v, vn):
-    """``S = V conj(Y V)`` and MATPOWER's ``dSbus_dV`` (polar): ``dS/dVa, dS/dVm``."""
+    """`S = V conj(Y V)` and MATPOWER's `dSbus_dV` (polar): `dS/dVa, dS/dVm`."""
     ibus = y @ v
     ds_dva = 1j * v[:, None] * jnp.conj(jnp.diag(ibus) - y * v[None, :])
     ds_dvm = v[:, None] * jnp.conj(y * vn[None, :]) + jnp.diag(jnp.conj(ibus) * vn)
@@ -157,8 +198,8 @@ def _bus_derivatives(y, v, vn):
 
 
 def _bus_hessian(y, v, ibus, lam):
-    """``Re`` of MATPOWER's ``d2Sbus_dV2``: the (Va, Vm) Hessian of ``Re(lamᵀ S)``, so a
-    complex ``lam = λ_P − j λ_Q`` gives that of ``λ_Pᵀ P + λ_Qᵀ Q``."""
+    """`Re` of MATPOWER's `d2Sbus_dV2`: the (Va, Vm) Hessian of `Re(lamᵀ S)`, so a
+    complex `lam = λ_P − j λ_Q` gives that of `λ_Pᵀ P + λ_Qᵀ Q`."""
     a = lam * v
     c = a[:, None] * jnp.conj(y * v[None, :])
     d = jnp.conj(y).T * v[None, :]
@@ -171,7 +212,7 @@ def _bus_hessian(y, v, ibus, lam):
 
 
 def _branch_derivatives(ybr, cbr, v, vn):
-    """Branch-end power ``S_br = (Cbr V) conj(Ybr V)`` and MATPOWER's ``dSbr_dV`` (polar)."""
+    """Branch-end power `S_br = (Cbr V) conj(Ybr V)` and MATPOWER's `dSbr_dV` (polar)."""
     i_br = ybr @ v
     v_br = cbr @ v
     ds_dva = 1j * (jnp.conj(i_br)[:, None] * (cbr * v[None, :]) - v_br[:, None] * jnp.conj(ybr * v[None, :]))
@@ -180,7 +221,7 @@ def _branch_derivatives(ybr, cbr, v, vn):
 
 
 def _branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
-    """MATPOWER's ``d2ASbr_dV2``: the (Va, Vm) Hessian of ``Σ μ |S_br|²`` (real ``μ``)."""
+    """MATPOWER's `d2ASbr_dV2`: the (Va, Vm) Hessian of `Σ μ |S_br|²` (real `μ`)."""
     lam = jnp.conj(s_br) * mu
     a = jnp.conj(ybr).T @ (lam[:, None] * cbr)
     b = jnp.conj(v)[:, None] * a * v[None, :]
@@ -206,7 +247,25 @@ def ac_opf(
     max_iter: int = 60,
     tol: float = 1e-6,
 ) -> ACOPFResult:
-    """Solve one AC-OPF for nodal loads [MW, MVAr] (see module docstring)."""
+    """Solve one AC-OPF (polar, full space) for nodal loads with a primal–dual interior point.
+
+    Minimises the generation cost subject to the AC power balance, line ratings, voltage
+    and unit limits (MATPOWER's PIPS method with its analytic derivatives). The KKT system
+    is dense, so it suits small and medium cases. It jits and vmaps; use float64, as
+    float32 does not reach the tolerances.
+
+    **Arguments:**
+
+    - `setup`: the [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    - `load_p_mw`, `load_q_mvar`: `(N,)` nodal loads [MW, MVAr].
+    - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW]; `None` takes the setup's.
+    - `max_iter`: iteration budget (static).
+    - `tol`: convergence tolerance (static).
+
+    **Returns:**
+
+    An [`ACOPFResult`][powerzoojax.physics.ACOPFResult].
+    """
     net = setup.net
     dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
     base = net.base_mva
@@ -238,7 +297,7 @@ def ac_opf(
         return x[:n], x[n : 2 * n], x[2 * n : 2 * n + g_units], x[2 * n + g_units :]
 
     def evaluate(x):
-        """Constraint values, Jacobians and the objective gradient at ``x``, plus what
+        """Constraint values, Jacobians and the objective gradient at `x`, plus what
         the Lagrangian Hessian needs."""
         va, vm, pg, qg = split(x)
         vn = lax.complex(jnp.cos(va), jnp.sin(va))
@@ -273,18 +332,18 @@ def ac_opf(
         return out
 
     def jg_t(j_flow, r):
-        """``Jgᵀ r`` (bound rows are ±identity)."""
+        """`Jgᵀ r` (bound rows are ±identity)."""
         rf, vhi_, vlo_, phi_, plo_, qhi_, qlo_ = split_g(r)
         jv = rf @ j_flow
         return jnp.concatenate([jv[:n], jv[n:] + vhi_ - vlo_, phi_ - plo_, qhi_ - qlo_])
 
     def jg_dot(j_flow, dx):
-        """``Jg dx``."""
+        """`Jg dx`."""
         _, dvm, dpg, dqg = split(dx)
         return jnp.concatenate([j_flow @ dx[: 2 * n], dvm, -dvm, dpg, -dpg, dqg, -dqg])
 
     def newton_matrix(lam, z, w, j_flow, d2f, aux):
-        """``∇²L + Jgᵀ diag(w) Jg`` with ``w = z/s``."""
+        """`∇²L + Jgᵀ diag(w) Jg` with `w = z/s`."""
         v, ibus, s_br, dsr_dva, dsr_dvm = aux
         lam_s = lax.complex(lam[:n], -lam[n : 2 * n])
         h_v = _bus_hessian(ybus, v, ibus, lam_s) + _branch_sq_hessian(ybr, cbr, v, s_br, dsr_dva, dsr_dvm, z[:n_flow])

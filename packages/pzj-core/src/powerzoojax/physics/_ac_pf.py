@@ -1,6 +1,6 @@
 """Newton–Raphson (and fast-decoupled) AC power flow as a pure, fixed-shape JAX kernel.
 
-API (stable; the AC env modes and AC-OPF build on it)::
+API (stable; the AC env modes and AC-OPF build on it):
 
     net = make_ac_network(case)                      # host, once per case
     res = ac_power_flow(net, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar,
@@ -8,90 +8,88 @@ API (stable; the AC env modes and AC-OPF build on it)::
                         init_pv_limit=None, max_iter=30, tol=1e-5, enforce_q_limits=True,
                         max_step=1.0, method="newton")
 
-* ``make_ac_network(case, dtype=jnp.float32) -> ACNetwork``: dense ``Ybus`` split into
-  real ``g``/``b`` (N, N) [p.u.] (and stacked as ``y_real_t``), branch pi-model terms
-  ``branch_g/branch_b`` (L, 4: ff, ft, tf, tt) for flows, fast-decoupled operators, bus types (slack
-  ``net.slack_idx``; PV = type-2 or slack-type buses with an in-service unit; the rest PQ),
-  default voltage set points from ``unit_vg`` of the in-service units (1 elsewhere), PV
+* `make_ac_network(case, dtype=jnp.float32) -> ACNetwork`: dense `Ybus` split into
+  real `g`/`b` (N, N) [p.u.] (and stacked as `y_real_t`), branch pi-model terms
+  `branch_g/branch_b` (L, 4: ff, ft, tf, tt) for flows, fast-decoupled operators, bus types (slack
+  `net.slack_idx`; PV = type-2 or slack-type buses with an in-service unit; the rest PQ),
+  default voltage set points from `unit_vg` of the in-service units (1 elsewhere), PV
   reactive limits, unit→bus and load→bus indices. Built in float64 on the host and
-  stored in ``dtype``; build it inside ``jax.enable_x64(True)`` with
-  ``dtype=jnp.float64`` for a float64 solve.
-* ``ac_power_flow`` inputs [MW / MVAr]: ``p_gen_mw (G)`` unit active power (the slack
-  bus' units are re-solved: their value only enters ``unit_p_mw`` via the split),
-  ``q_gen_mvar (G)`` or ``None`` (zeros) — counted only at PQ buses, ``load_p_mw (D)``,
-  ``load_q_mvar (D)``, ``v_set (N)`` optional voltage set points [p.u.] (used on PV and
-  slack buses), ``init_vm/init_va (N)`` optional warm start (PV/slack magnitudes are
-  re-pinned to the set points). ``init_pv_limit (N)`` optional int warm start of the
-  PV->PQ switches (e.g. a previous result's ``pv_limit``): +1 / -1 = this initial PV bus
-  starts as PQ with Q pinned at its upper / lower limit (voltage from ``init_vm``); each
+  stored in `dtype`; build it inside `jax.enable_x64(True)` with
+  `dtype=jnp.float64` for a float64 solve.
+* `ac_power_flow` inputs [MW / MVAr]: `p_gen_mw (G)` unit active power (the slack
+  bus' units are re-solved: their value only enters `unit_p_mw` via the split),
+  `q_gen_mvar (G)` or `None` (zeros) — counted only at PQ buses, `load_p_mw (D)`,
+  `load_q_mvar (D)`, `v_set (N)` optional voltage set points [p.u.] (used on PV and
+  slack buses), `init_vm/init_va (N)` optional warm start (PV/slack magnitudes are
+  re-pinned to the set points). `init_pv_limit (N)` optional int warm start of the
+  PV->PQ switches (e.g. a previous result's `pv_limit`): +1 / -1 = this initial PV bus
+  starts as PQ with Q pinned at its upper / lower limit (voltage from `init_vm`); each
   such bus is tested once, at the first iterate with max mismatch < 1e-2 p.u., and
   returns to PV if its voltage is on the side of its set point where it would not need
   the limit (at q_max with vm > v_set, at q_min with vm < v_set); from then on it
   switches like any PV bus. Cold solves switch permanently and never return, so a warm
-  and a cold solve agree when the cold solve's switches are consistent in that sense
-  (benchmarks/results/ac_pf.md, 2026-12-01). Computation dtype = the result dtype of the power inputs
+  and a cold solve agree when the cold solve's switches are consistent in that sense.
+  Computation dtype = the result dtype of the power inputs
   (float32 by default; float64 when they are float64 — the network is cast to it).
-* Algorithm (MATPOWER's Newton power flow): unknowns ``[Va, Vm]`` on every non-slack bus, a fixed
-  ``(2 m)²`` Jacobian (``m = N − 1``, MATPOWER's ``dS/dV``), where the Q row of a bus
+* Algorithm (MATPOWER's Newton power flow): unknowns `[Va, Vm]` on every non-slack bus, a fixed
+  `(2 m)²` Jacobian (`m = N − 1`, MATPOWER's `dS/dV`), where the Q row of a bus
   that is currently PV is an identity row with zero mismatch, so PV→PQ switching is a
   traced mask, not a shape change. Each iteration computes P, Q; with
-  ``enforce_q_limits`` a PV bus whose generator Q leaves ``[q_min, q_max]`` switches to
+  `enforce_q_limits` a PV bus whose generator Q leaves `[q_min, q_max]` switches to
   PQ for good, Q pinned at the violated limit — checked only once the max mismatch is
   below 1e-2 p.u. (the reference checks from the flat start: there
   the computed Q is meaningless and spurious switches make case 300 diverge);
-  converged iff every mismatch row ``|F_i| < max(tol, 4 eps sum_k |Y_ik|)`` [p.u.]
+  converged iff every mismatch row `|F_i| < max(tol, 4 eps sum_k |Y_ik|)` [p.u.]
   (tested before the update; the second term is the float32 round-off floor,
-  negligible in float64); then the Newton step ``jnp.linalg.solve``. A step
+  negligible in float64); then the Newton step `jnp.linalg.solve`. A step
   that is not finite (singular Jacobian: an islanded bus) stops the loop with the last
-  finite iterate and ``converged=False``; every step is also clamped to ``max_step``
+  finite iterate and `converged=False`; every step is also clamped to `max_step`
   (rad / p.u.) so a diverging case (loads far beyond the nose point) stays finite.
-* ``method="fdlf"``: fast-decoupled (XB) iterations with B', B'' inverted on the host —
+* `method="fdlf"`: fast-decoupled (XB) iterations with B', B'' inverted on the host —
   every iteration is two mismatch GEMMs and a few (m x m) GEMMs, no factorisation, so it
   is the batched choice for large N (the TransGridEnv default). PV->PQ switches keep the
   constant B'': the switched buses' voltages solve their Schur-complement system (B''
   with the PQ buses eliminated, precomputed over the initial PV buses) by 4
   Jacobi-preconditioned CG steps, and the PQ buses follow through a precomputed response
   matrix; those operators are stored in the initial-PV space with the selections folded
-  in (one (m x m) and four (m x n_pv)-sized products per Q half-iteration). Case 118,
-  nominal load, random unit set-points, ~17 switched buses: 99.9 % converge to 1e-5 in
-  ~10 iterations mean (Newton: 100 %, ~7). Newton (default here) is exact-quadratic and the reference's algorithm;
+  in (one (m x m) and four (m x n_pv)-sized products per Q half-iteration). It converges
+  on slightly fewer instances than Newton and takes more iterations. Newton (default
+  here) is exact-quadratic and the reference's algorithm;
   its batched LU of a (2N-2)^2 Jacobian is the cost.
-  ``"fdlf"`` re-solves by Newton, from the caller's start (flat or warm: exactly the
-  solve ``method="newton"`` would run), every instance the fast-decoupled loop leaves
-  unconverged after ``max_iter``, in the same program: every point Newton solves is
-  solved (case 300 near its Q-limit nose: 5 of 18 solvable loadings fdlf misses in 30
-  iterations). Converged instances skip it; under ``vmap`` the unconverged ones are
-  compacted first, so a batch where every lane converges pays one ``lax.cond``
-  (benchmarks/results/ac_pf_fallback.md). ``n_iter`` then counts both loops' updates.
-  ``method="fdlf_only"`` is the fast-decoupled loop alone.
-* Reference angle: the slack bus keeps ``net.va_ref`` (the case's angle, see
+  `"fdlf"` re-solves by Newton, from the caller's start (flat or warm: exactly the
+  solve `method="newton"` would run), every instance the fast-decoupled loop leaves
+  unconverged after `max_iter`, in the same program: every point Newton solves is
+  solved. Converged instances skip it; under `vmap` the unconverged ones are
+  compacted first, so a batch where every lane converges pays one `lax.cond`.
+  `n_iter` then counts both loops' updates.
+  `method="fdlf_only"` is the fast-decoupled loop alone.
+* Reference angle: the slack bus keeps `net.va_ref` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
-* ``ACPFResult`` fields: ``vm, va`` (N, p.u. / rad), ``p_inj_mw, q_inj_mvar`` (N,
-  computed net injections), ``bus_q_gen_mvar`` (N, reactive generation needed per bus =
-  ``q_inj + load_q``), ``slack_p_mw`` (scalar, total generation at the slack bus),
-  ``unit_p_mw, unit_q_mvar`` (G: slack units share the slack generation, PV/slack units
+* `ACPFResult` fields: `vm, va` (N, p.u. / rad), `p_inj_mw, q_inj_mvar` (N,
+  computed net injections), `bus_q_gen_mvar` (N, reactive generation needed per bus =
+  `q_inj + load_q`), `slack_p_mw` (scalar, total generation at the slack bus),
+  `unit_p_mw, unit_q_mvar` (G: slack units share the slack generation, PV/slack units
   share their bus' Q, evenly among in-service units; PQ-bus units keep their inputs),
-  ``line_p_from_mw, line_q_from_mvar, line_p_to_mw, line_q_to_mvar, line_s_from_mva,
-  line_s_to_mva, line_loading_mva`` (L; loading = max of both ends; zero for
-  out-of-service lines), ``pv_switched`` (N bool, PV buses switched to PQ), ``pv_limit``
-  (N int32: +1 / -1 switched at the upper / lower Q limit, 0 otherwise), ``converged``
-  (bool: the loop's own test, or the re-check at the returned iterate), ``n_iter``
-  (int32, Newton updates taken), ``max_mismatch`` (p.u., at the returned iterate).
+  `line_p_from_mw, line_q_from_mvar, line_p_to_mw, line_q_to_mvar, line_s_from_mva,
+  line_s_to_mva, line_loading_mva` (L; loading = max of both ends; zero for
+  out-of-service lines), `pv_switched` (N bool, PV buses switched to PQ), `pv_limit`
+  (N int32: +1 / -1 switched at the upper / lower Q limit, 0 otherwise), `converged`
+  (bool: the loop's own test, or the re-check at the returned iterate), `n_iter`
+  (int32, Newton updates taken), `max_mismatch` (p.u., at the returned iterate).
 
-Everything is fixed-shape, ``vmap``-able and ``jit``-friendly: the network is a pytree
-argument and ``max_iter``/``tol`` are traced, so changing them does not retrace;
-``enforce_q_limits`` and ``max_step`` are static.
+Everything is fixed-shape, `vmap`-able and `jit`-friendly: the network is a pytree
+argument and `max_iter`/`tol` are traced, so changing them does not retrace;
+`enforce_q_limits` and `max_step` are static.
 
-Batched solves: the iteration loop has a ``custom_vmap`` rule (`_solve`) that compacts
+Batched solves: the iteration loop has a `custom_vmap` rule (`_solve`) that compacts
 the still-active instances into batches of 1/4 and 1/16 of the size (not below 16) instead
 of iterating every instance until the slowest one is done; each instance takes exactly the
 iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
-flows have a ``custom_vmap`` rule too, computing bus-major (batch last), which XLA:CPU
-runs ~3.5x faster than the (batch, L) layout ``vmap`` gives. Neither rule supports
+flows have a `custom_vmap` rule too, computing bus-major (batch last), which XLA:CPU
+runs faster than the (batch, L) layout `vmap` gives. Neither rule supports
 reverse-mode autodiff (the while loop does not either). The flows' and the iteration's
-float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's
-own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/ac_pf.md,
-2026-12-01).
+float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are
+not vectorised). Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
 import equinox as eqx
@@ -123,13 +121,39 @@ _Q_SWITCH_MISMATCH = 1e-2
 
 
 def _loop_trig(va):
-    """``(cos va, sin va)`` of the iteration's angles."""
+    """`(cos va, sin va)` of the iteration's angles."""
     s, c = sincos(va)
     return c, s
 
 
 class ACNetwork(eqx.Module):
-    """Host-prepared AC network of one case (see module docstring)."""
+    """Host-prepared AC network of one case; build with
+    [`make_ac_network`][powerzoojax.physics.make_ac_network].
+
+    **Arguments:**
+
+    - `n_nodes`, `n_lines`, `n_units`, `n_loads`: sizes (static).
+    - `base_mva`: system base [MVA] (static).
+    - `slack_idx`: 0-based slack bus (static).
+    - `g`, `b`: `(N, N)` real and imaginary parts of `Ybus` [p.u.].
+    - `va_ref`: voltage angle of the slack bus [rad].
+    - `pvpq_idx`: `(N − 1,)` the non-slack buses, whose `va` then `vm` are the unknowns.
+    - `is_pv`: `(N,)` PV buses.
+    - `v_set`: `(N,)` default voltage set-points [p.u.].
+    - `q_min_mvar`, `q_max_mvar`: `(N,)` reactive limits of the PV buses [MVAr].
+    - `unit_bus`, `unit_on`: `(G,)` bus of each unit and 1 where it is in service.
+    - `load_bus`: `(D,)` bus of each load.
+    - `line_from`, `line_to`: `(L,)` branch ends.
+    - `branch_g`, `branch_b`: `(L, 4)` branch pi-model admittances (ff, ft, tf, tt), zero
+      for out-of-service lines.
+    - `y_real_t`: `(2N, 2N)` real form of `Ybus`, mapping `[e f]` to `[Re I, Im I]`.
+    - `y_row_abs`: `(N,)` `Σ_k |Y_ik|`, which sets the round-off floor of the convergence
+      test.
+    - `fdlf_bp_inv`, `fdlf_bpp_inv`, `fdlf_pq_solve_t`, `fdlf_pv_rhs`, `fdlf_pv_sel`,
+      `fdlf_pv_inv_schur`, `fdlf_pv_schur_t`, `fdlf_pv_out`: fast-decoupled operators over
+      the non-slack buses (B', B'' inverses and the Schur-complement operators of buses
+      switched from PV to PQ), inverted on the host.
+    """
 
     n_nodes: int = eqx.field(static=True)
     n_lines: int = eqx.field(static=True)
@@ -184,15 +208,24 @@ class ACNetwork(eqx.Module):
 
 
 def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) -> ACNetwork:
-    """Prepare the AC network of a ``CaseData`` (host-side, float64 products cast to ``dtype``).
-
-    ``va_ref_deg``: angle of the slack bus [deg]; default the case's own (MATPOWER ``VA``
-    of the slack row, ``case.node_va_deg``). Every returned angle is relative to it, as in MATPOWER.
+    """Prepare the AC network of a `CaseData` (host-side, float64 products cast to `dtype`).
 
     Bus types: the case slack is the reference; a type-2 (or extra type-3) bus with at
-    least one in-service unit is PV; every other bus is PQ. PV/slack voltage set points
-    are ``unit_vg`` of the first in-service unit at the bus. PV reactive limits are
-    ``[min unit q_min, max unit q_max]`` over in-service units at the bus (as the reference).
+    least one in-service unit is PV; every other bus is PQ. PV/slack voltage set-points
+    are `unit_vg` of the first in-service unit at the bus. PV reactive limits are
+    `[min unit q_min, max unit q_max]` over in-service units at the bus.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `dtype`: dtype of the stored operators; use `jnp.float64` inside
+      `jax.enable_x64(True)` for a float64 solve.
+    - `va_ref_deg`: angle of the slack bus [degrees]; `None` takes the case's own
+      (`case.node_va_deg`). Every returned angle is relative to it, as in MATPOWER.
+
+    **Returns:**
+
+    An [`ACNetwork`][powerzoojax.physics.ACNetwork].
     """
     n = int(case.n_nodes)
     slack = int(case.slack_bus_idx)
@@ -260,7 +293,7 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
 
 
 def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
-    """Pre-inverted XB fast-decoupled matrices (MATPOWER ``makeB`` alg 2), or zeros when
+    """Pre-inverted XB fast-decoupled matrices (MATPOWER `makeB` alg 2), or zeros when
     the network is singular (an island): the fdlf solve then reports non-convergence."""
     n = int(case.n_nodes)
     keep = np.flatnonzero(np.arange(n) != slack)
@@ -316,7 +349,26 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
 
 
 class ACPFResult(eqx.Module):
-    """Solution of `ac_power_flow` (fields documented in the module docstring)."""
+    """Solution of [`ac_power_flow`][powerzoojax.physics.ac_power_flow].
+
+    **Arguments:**
+
+    - `vm`, `va`: `(N,)` voltage magnitude [p.u.] and angle [rad].
+    - `p_inj_mw`, `q_inj_mvar`: `(N,)` computed net injections [MW, MVAr].
+    - `bus_q_gen_mvar`: `(N,)` reactive generation needed per bus, `q_inj + load_q` [MVAr].
+    - `slack_p_mw`: total generation at the slack bus [MW].
+    - `unit_p_mw`, `unit_q_mvar`: `(G,)` unit output [MW, MVAr]; slack units share the
+      slack generation, PV/slack units their bus's Q, evenly among in-service units.
+    - `line_p_from_mw`, `line_q_from_mvar`, `line_p_to_mw`, `line_q_to_mvar`: `(L,)` end
+      flows [MW, MVAr].
+    - `line_s_from_mva`, `line_s_to_mva`: `(L,)` end apparent powers [MVA].
+    - `line_loading_mva`: `(L,)` max of both ends [MVA]; zero for out-of-service lines.
+    - `pv_switched`: `(N,)` PV buses switched to PQ.
+    - `pv_limit`: `(N,)` int, +1 / -1 switched at the upper / lower Q limit, 0 otherwise.
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar, updates taken.
+    - `max_mismatch`: largest mismatch at the returned iterate [p.u.].
+    """
 
     vm: Float[Array, " n_nodes"]
     va: Float[Array, " n_nodes"]
@@ -341,14 +393,13 @@ class ACPFResult(eqx.Module):
 
 
 def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
-    """Computed injections ``S = V conj(Ybus V)`` [p.u.] and the complex voltage and current.
+    """Computed injections `S = V conj(Ybus V)` [p.u.] and the complex voltage and current.
 
-    One real GEMM ``[e f] @ [[G^T, B^T], [-B^T, G^T]]`` per call: under ``vmap`` it is a
+    One real GEMM `[e f] @ [[G^T, B^T], [-B^T, G^T]]` per call: under `vmap` it is a
     (batch, 2N) x (2N, 2N) product. A branch-wise form (gathers and scatter-adds over
-    lines) has less float32 cancellation but ran 13x slower batched on CPU (71 ms vs
-    5 ms for case 118 at N = 1024); the round-off it leaves is handled by the per-row
-    tolerance floor of `ac_power_flow`. ``trig``: ``(cos va, sin va)`` when the caller
-    has them (the iteration carries them: sin/cos are ~18 % of a batched fdlf iteration).
+    lines) has less float32 cancellation but is much slower batched on CPU; the round-off it leaves is handled by the per-row
+    tolerance floor of `ac_power_flow`. `trig`: `(cos va, sin va)` when the caller
+    has them (the iteration carries them).
     """
     cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
     e, f = vm * cos_va, vm * sin_va
@@ -361,21 +412,21 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
 
 
 def _drop(x, k: int, axis: int = -1):
-    """``x`` without index ``k`` (the slack) along ``axis``: two static slices, which stay
-    slices under ``vmap`` (an index gather/scatter there is a slow batched gather)."""
+    """`x` without index `k` (the slack) along `axis`: two static slices, which stay
+    slices under `vmap` (an index gather/scatter there is a slow batched gather)."""
     x = jnp.moveaxis(x, axis, -1)
     return jnp.moveaxis(jnp.concatenate([x[..., :k], x[..., k + 1 :]], axis=-1), -1, axis)
 
 
 def _insert_zero(x, k: int):
-    """Inverse of `_drop` on the last axis, with 0 at index ``k``."""
+    """Inverse of `_drop` on the last axis, with 0 at index `k`."""
     return jnp.concatenate([x[..., :k], jnp.zeros_like(x[..., :1]), x[..., k:]], axis=-1)
 
 
 def _jacobian(g, b, vm, va, vif, slack: int, is_pv_red):
-    """Fixed ``(2m)²`` Jacobian of ``[P(pvpq); Q(pvpq)]`` w.r.t. ``[va(pvpq); vm(pvpq)]``.
+    """Fixed `(2m)²` Jacobian of `[P(pvpq); Q(pvpq)]` w.r.t. `[va(pvpq); vm(pvpq)]`.
 
-    MATPOWER's ``dSbus_dV`` in complex form; Q rows of current PV buses become identity
+    MATPOWER's `dSbus_dV` in complex form; Q rows of current PV buses become identity
     rows (their Vm is pinned, their Q mismatch is zeroed by the caller).
     """
     e, f, i_re, i_im = vif
@@ -414,7 +465,7 @@ class _Carry(eqx.Module):
 
 
 class _Lane(eqx.Module):
-    """Per-instance data the iteration reads (batched under ``vmap``)."""
+    """Per-instance data the iteration reads (batched under `vmap`)."""
 
     p_sched: Array  # scheduled net P [p.u.] (N)
     vs: Array  # voltage set points [p.u.] (N)
@@ -560,9 +611,9 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
 
 
 def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, *, skip_when_done: bool = False, **opts) -> _Carry:
-    """The iteration loop of one instance; under ``vmap`` the compacting rule below.
-    ``skip_when_done``: the batched rule skips its compaction stages (gathers, scatters)
-    under a ``lax.cond`` when no lane is active after the full-batch stage (the Newton
+    """The iteration loop of one instance; under `vmap` the compacting rule below.
+    `skip_when_done`: the batched rule skips its compaction stages (gathers, scatters)
+    under a `lax.cond` when no lane is active after the full-batch stage (the Newton
     fallback, whose lanes are mostly done before it starts)."""
 
     def loop(net, lane, init):
@@ -611,9 +662,9 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
     """Re-solve by Newton–Raphson the instances the fast-decoupled loop left unconverged.
 
     Converged instances enter the Newton loop already done, so on its own it takes no
-    iteration and under ``vmap`` the compacting rule skips every stage (one ``lax.cond``
+    iteration and under `vmap` the compacting rule skips every stage (one `lax.cond`
     on "any lane active"); the rest are compacted to batches of 1/4 and 1/16 like the
-    fast-decoupled loop. ``n_iter`` counts the updates of both loops.
+    fast-decoupled loop. `n_iter` counts the updates of both loops.
     """
     p, q, _ = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))
     f = _residual(net, lane, p, q, c.is_pv, c.q_target)
@@ -629,7 +680,7 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
 
 
 def _flows_bus_major(net: "ACNetwork", vm, va):
-    """Branch end flows [MW, MVAr, MVA] from voltages laid out bus-first: ``vm, va`` are
+    """Branch end flows [MW, MVAr, MVA] from voltages laid out bus-first: `vm, va` are
     (N, *batch) and the outputs (L, *batch)."""
     extra = (1,) * (vm.ndim - 1)
     coef = lambda x, k: x[:, k].astype(vm.dtype).reshape((-1, *extra))  # noqa: E731
@@ -658,8 +709,8 @@ def _line_flows(net: "ACNetwork", vm, va):
 @_line_flows.def_vmap
 def _line_flows_batched(axis_size, in_batched, net, vm, va):
     # Under vmap the natural layout is (batch, L), where XLA:CPU runs these elementwise
-    # fusions 3-4x slower than with the batch minor (case 118, N = 1024, 1-thread:
-    # 16 ms vs 4.6 ms): compute bus-major and transpose back.
+    # fusions several times slower than with the batch minor: compute bus-major and
+    # transpose back.
     net_b, vm_b, va_b = in_batched
     out_b = (True,) * 6
     if any(jax.tree.leaves(net_b)):
@@ -688,7 +739,41 @@ def ac_power_flow(
     max_step: float = 1.0,
     method: str = "newton",
 ) -> ACPFResult:
-    """Solve the AC power flow of ``net`` (see the module docstring for the contract)."""
+    """Solve the AC power flow of `net` (MATPOWER's Newton power flow, or fast-decoupled).
+
+    Unknowns are `[Va, Vm]` on every non-slack bus; PV→PQ switching is a traced mask, so
+    the Jacobian keeps its shape. With `enforce_q_limits` a PV bus whose generator Q leaves
+    `[q_min, q_max]` switches to PQ, Q pinned at the violated limit, once the largest
+    mismatch is below 1e-2 p.u. A non-finite step (an islanded bus) stops the loop at the
+    last finite iterate with `converged=False`; every step is clamped to `max_step`, so a
+    diverging case stays finite. Fixed-shape, `jit`- and `vmap`-friendly; `max_iter` and
+    `tol` are traced (no retrace when they change). The computation dtype is that of the
+    power inputs. Not reverse-mode differentiable.
+
+    **Arguments:**
+
+    - `net`: the [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `p_gen_mw`: `(G,)` unit active power [MW]; the slack bus's units are re-solved.
+    - `q_gen_mvar`: `(G,)` unit reactive power [MVAr], counted only at PQ buses; `None`
+      for zeros.
+    - `load_p_mw`, `load_q_mvar`: `(D,)` loads [MW, MVAr].
+    - `v_set`: `(N,)` voltage set-points of the PV and slack buses [p.u.]; `None` takes
+      `net.v_set`.
+    - `init_vm`, `init_va`: `(N,)` warm start [p.u., rad]; PV/slack magnitudes are
+      re-pinned to the set-points. `None` starts flat.
+    - `init_pv_limit`: `(N,)` int warm start of the PV→PQ switches (e.g. a previous
+      result's `pv_limit`); each such bus is tested once and may return to PV.
+    - `max_iter`: iteration budget.
+    - `tol`: convergence tolerance on every mismatch row [p.u.].
+    - `enforce_q_limits`: switch PV buses at their reactive limits (static).
+    - `max_step`: largest update per iteration [rad, p.u.] (static).
+    - `method`: `"newton"`, `"fdlf"` (fast-decoupled, with a Newton re-solve of the
+      instances it leaves unconverged) or `"fdlf_only"` (static).
+
+    **Returns:**
+
+    An [`ACPFResult`][powerzoojax.physics.ACPFResult].
+    """
     if method not in AC_PF_METHODS:
         raise ValueError(f"ac_power_flow: method must be one of {AC_PF_METHODS}, got {method!r}")
     dtype = jnp.result_type(p_gen_mw, load_p_mw, load_q_mvar)

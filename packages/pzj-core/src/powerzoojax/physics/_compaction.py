@@ -1,13 +1,13 @@
 """Compacting driver for batched iterative solvers (AC power flow, radial sweep).
 
-A vmapped ``while_loop`` runs until its slowest lane, paying full-batch iterations for
-the few lanes that need many. The driver runs the whole batch while more than ``caps[0]``
-lanes are active, gathers the (at most ``caps[0]``) active lanes into a batch that size,
-continues through ``caps[1:]`` the same way, runs the last batch to the end and scatters
+A vmapped `while_loop` runs until its slowest lane, paying full-batch iterations for
+the few lanes that need many. The driver runs the whole batch while more than `caps[0]`
+lanes are active, gathers the (at most `caps[0]`) active lanes into a batch that size,
+continues through `caps[1:]` the same way, runs the last batch to the end and scatters
 every stage back. Each lane takes exactly the iterations it takes in the plain loop (the
-caller's ``run`` uses one body and one stopping test); only idle work on finished lanes
+caller's `run` uses one body and one stopping test); only idle work on finished lanes
 is skipped. Every stage is a copy of the loop body in the compiled program, so stages
-are few (``MAX_STAGES``).
+are few (`MAX_STAGES`).
 """
 
 from collections.abc import Callable
@@ -28,7 +28,7 @@ ActiveFn = Callable[[Any, Any], Bool[Array, " batch"]]
 
 
 def compaction_caps(batch: int, min_lanes: int) -> list[int]:
-    """Stage sizes ``batch/4, batch/16`` (at most ``MAX_STAGES``), none below ``min_lanes``."""
+    """Stage sizes `batch/4, batch/16` (at most `MAX_STAGES`), none below `min_lanes`."""
     caps, cap = [], batch
     while cap // COMPACT_FACTOR >= min_lanes and len(caps) < MAX_STAGES:
         cap //= COMPACT_FACTOR
@@ -39,9 +39,9 @@ def compaction_caps(batch: int, min_lanes: int) -> list[int]:
 def compacting_loop(
     run: RunFn, active: ActiveFn, lanes: Any, carry: Any, caps: list[int], *, skip_when_done: bool = False
 ) -> Any:
-    """Iterate ``carry`` (batch-major pytree, per-lane data ``lanes``) to the end of every
-    lane, compacting through ``caps`` (``[]``: one plain loop). ``skip_when_done``: a
-    ``lax.cond`` skips the gathers and scatters when the first stage finished every lane
+    """Iterate `carry` (batch-major pytree, per-lane data `lanes`) to the end of every
+    lane, compacting through `caps` (`[]`: one plain loop). `skip_when_done`: a
+    `lax.cond` skips the gathers and scatters when the first stage finished every lane
     (worth it where that is common, e.g. feeders that all need the same sweeps; the cond
     also changes XLA's fusion of the loop, i.e. float32 round-off)."""
     if not caps:

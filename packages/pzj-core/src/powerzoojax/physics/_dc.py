@@ -1,11 +1,11 @@
 """DC power flow on a PTDF, with slack-bus balancing and the DC thermal check.
 
-Everything that depends only on the network is folded into :class:`DCNetwork` on the
-host, once. Per step the flow is ``flows = p·(PTDF·A_units)ᵀ − load_flow`` where
-``load_flow = (PTDF·A_loads)·load`` depends only on the load, so an env whose loads come
-from a fixed profile tabulates it per profile row (see :func:`load_line_flows`) and pays a
+Everything that depends only on the network is folded into [`DCNetwork`][powerzoojax.physics.DCNetwork] on the
+host, once. Per step the flow is `flows = p·(PTDF·A_units)ᵀ − load_flow` where
+`load_flow = (PTDF·A_loads)·load` depends only on the load, so an env whose loads come
+from a fixed profile tabulates it per profile row (see [`load_line_flows`][powerzoojax.physics.load_line_flows]) and pays a
 (G × L) product per step instead of an (N × L) one. The operators are stored transposed
-so that, batched under ``vmap``, the product is a plain ``(n_envs, G) @ (G, L)`` GEMM.
+so that, batched under `vmap`, the product is a plain `(n_envs, G) @ (G, L)` GEMM.
 """
 
 import equinox as eqx
@@ -18,7 +18,23 @@ from powerzoojax.physics._reduce import short_matvec, short_sum
 
 
 class DCNetwork(eqx.Module):
-    """Host-precomputed DC network operators (float32 leaves)."""
+    """Host-precomputed DC network operators (float32 leaves); build with
+    [`make_dc_network`][powerzoojax.physics.make_dc_network].
+
+    **Arguments:**
+
+    - `ptdf_units_t`: `(n_units, n_lines)` transposed PTDF of the units' buses.
+    - `ptdf_loads_t`: `(n_loads, n_lines)` transposed PTDF of the loads' buses.
+    - `node_unit_slots`: `(n_nodes, max_units_per_node)` gather slots of the units at each
+      node into `[p, 0]` (slot `n_units` means "no unit").
+    - `loads_to_nodes`: `(n_nodes, n_loads)` 0/1 load-to-node map.
+    - `slack_node`: `(n_nodes,)` one-hot slack node.
+    - `slack_unit_weights`: `(n_units,)` share of the imbalance each unit takes (evenly
+      among the slack bus's units).
+    - `line_cap`, `line_floor`: `(n_lines,)` flow limits [MW].
+    - `loads_are_nodes`: load `d` sits on node `d` for every `d`, so the load-to-node map
+      is skipped (static).
+    """
 
     ptdf_units_t: Float[Array, "n_units n_lines"]
     ptdf_loads_t: Float[Array, "n_loads n_lines"]
@@ -36,7 +52,16 @@ class DCNetwork(eqx.Module):
 
 
 def make_dc_network(case) -> DCNetwork:
-    """Build the DC operators of a ``CaseData`` (host-side, float64 products cast to float32)."""
+    """Build the DC operators of a `CaseData` (host-side, float64 products cast to float32).
+
+    **Arguments:**
+
+    - `case`: the case.
+
+    **Returns:**
+
+    A [`DCNetwork`][powerzoojax.physics.DCNetwork].
+    """
     ptdf = np.asarray(case.ptdf, np.float64)
     a_units = np.asarray(case.nodes_units_map, np.float64)
     a_loads = np.asarray(case.nodes_loads_map, np.float64)
@@ -70,7 +95,14 @@ def make_dc_network(case) -> DCNetwork:
 
 
 class DCFlow(eqx.Module):
-    """Result of a DC power flow [MW]."""
+    """Result of a DC power flow [MW].
+
+    **Arguments:**
+
+    - `unit_power_mw`: `(n_units,)` realised unit output, slack units included.
+    - `line_flow_mw`: `(n_lines,)` flows, from → to positive.
+    - `node_injection_mw`: `(n_nodes,)` net injections.
+    """
 
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -80,7 +112,17 @@ class DCFlow(eqx.Module):
 def proportional_dispatch(
     total_load_mw: FloatScalar, p_min: Float[Array, " n_units"], p_max: Float[Array, " n_units"]
 ) -> Float[Array, " n_units"]:
-    """All units at ``p_min``, the rest of the load shared in proportion to headroom."""
+    """All units at `p_min`, the rest of the load shared in proportion to headroom.
+
+    **Arguments:**
+
+    - `total_load_mw`: total load [MW].
+    - `p_min`, `p_max`: `(n_units,)` limits [MW].
+
+    **Returns:**
+
+    `(n_units,)` dispatch [MW], clipped to the limits.
+    """
     headroom = p_max - p_min
     total_headroom = short_sum(headroom)
     remaining = jnp.clip(total_load_mw - short_sum(p_min), 0.0, total_headroom)
@@ -89,9 +131,16 @@ def proportional_dispatch(
 
 
 def load_line_flows(net: DCNetwork, load_mw: Float[Array, "*rows n_loads"]) -> Float[Array, "*rows n_lines"]:
-    """Line flows [MW] caused by the loads alone (withdrawals), ``(PTDF·A_loads)·load``.
+    """Line flows [MW] caused by the loads alone (withdrawals), `(PTDF·A_loads)·load`.
 
-    Works on one load vector or a whole ``(T, n_loads)`` profile at once.
+    **Arguments:**
+
+    - `net`: the [`DCNetwork`][powerzoojax.physics.DCNetwork].
+    - `load_mw`: `(n_loads,)` loads, or a `(T, n_loads)` profile [MW].
+
+    **Returns:**
+
+    `(n_lines,)` or `(T, n_lines)` flows [MW].
     """
     return load_mw @ net.ptdf_loads_t
 
@@ -104,10 +153,21 @@ def dc_power_flow(
 ) -> DCFlow:
     """Slack-balanced DC power flow.
 
-    The imbalance ``Σload − Σp`` is taken up by the units at the slack bus (split evenly
+    The imbalance `Σload − Σp` is taken up by the units at the slack bus (split evenly
     there, not clamped to their limits); with no slack unit it is absorbed at the slack
     bus. Slack-bus columns of the PTDF are zero, so neither changes the flows.
-    ``load_flow_mw`` is ``load_line_flows(net, load_mw)`` when the caller has it tabulated.
+
+    **Arguments:**
+
+    - `net`: the [`DCNetwork`][powerzoojax.physics.DCNetwork].
+    - `dispatch_mw`: `(n_units,)` unit set-points [MW].
+    - `load_mw`: `(n_loads,)` loads [MW].
+    - `load_flow_mw`: `(n_lines,)` `load_line_flows(net, load_mw)` when the caller has it
+      tabulated; `None` computes it.
+
+    **Returns:**
+
+    A [`DCFlow`][powerzoojax.physics.DCFlow].
     """
     total_load = short_sum(load_mw)
     imbalance = total_load - short_sum(dispatch_mw)
@@ -126,7 +186,17 @@ def dc_power_flow(
 def dc_thermal_check(
     line_flow_mw: Float[Array, " n_lines"], line_cap: Float[Array, " n_lines"], line_floor: Float[Array, " n_lines"]
 ) -> tuple[FloatScalar, IntScalar]:
-    """Total overload [MW] beyond ``[floor, cap]`` and the number of overloaded lines."""
+    """Total overload beyond `[floor, cap]` and the number of overloaded lines.
+
+    **Arguments:**
+
+    - `line_flow_mw`: `(n_lines,)` flows [MW].
+    - `line_cap`, `line_floor`: `(n_lines,)` limits [MW].
+
+    **Returns:**
+
+    `(overload_mw, n_overloaded)`: float scalar [MW] and int scalar.
+    """
     violation = jnp.maximum(line_flow_mw - line_cap, 0.0) + jnp.maximum(line_floor - line_flow_mw, 0.0)
     return short_sum(violation), short_sum((violation > 0).astype(jnp.int32))
 
@@ -134,5 +204,15 @@ def dc_thermal_check(
 def unit_limit_violation(
     unit_power_mw: Float[Array, " n_units"], p_min: Float[Array, " n_units"], p_max: Float[Array, " n_units"]
 ) -> FloatScalar:
-    """Σ of realised output outside ``[p_min, p_max]`` [MW] (the slack units' overload)."""
+    """Σ of realised output outside `[p_min, p_max]` [MW] (the slack units' overload).
+
+    **Arguments:**
+
+    - `unit_power_mw`: `(n_units,)` realised output [MW].
+    - `p_min`, `p_max`: `(n_units,)` limits [MW].
+
+    **Returns:**
+
+    A float scalar [MW].
+    """
     return short_sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))

@@ -1,18 +1,18 @@
 """In-graph DC optimal power flow (economic dispatch with PTDF line limits).
 
-Problem, per call (powers in MW, costs in $/h)::
+Problem, per call (powers in MW, costs in $/h):
 
     min  Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²
     s.t. Σ_g p_g = Σ_n load_n
          p_min_g ≤ p_g ≤ p_max_g                      (runtime bounds: ramp windows, commitment)
          floor_l ≤ (PTDF·(A_u p − load))_l ≤ cap_l    (monitored lines, both directions)
 
-with the house cost polynomial ``TC(p) = a/3 p³ + b/2 p² + c p`` (marginal cost
-``a p² + b p + c``; linear when ``a = b = 0``). The optional preference term lets a caller
-bias the dispatch toward ``p_ref`` (the TSO task's dispatch preference); it is not part of
-the reported ``objective``. Committed-off units take bounds ``[0, 0]``.
+with the house cost polynomial `TC(p) = a/3 p³ + b/2 p² + c p` (marginal cost
+`a p² + b p + c`; linear when `a = b = 0`). The optional preference term lets a caller
+bias the dispatch toward `p_ref` (the TSO task's dispatch preference); it is not part of
+the reported `objective`. Committed-off units take bounds `[0, 0]`.
 
-API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
+API (all jit/vmap-friendly, no retrace across calls with the same shapes):
 
     setup = make_dc_opf_setup(case, line_cap=None, line_floor=None)     # host, once
     res = dc_opf(setup, node_load_mw,                                    # (n_nodes,) MW
@@ -25,43 +25,41 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes)::
                  max_iter=30, tol=1e-4, line_penalty=1e3)
     res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter
 
-``DCOPFResult`` fields: ``p_mw (G)``, ``line_flow_mw (L)`` (from→to positive, every line),
-``node_injection_mw (N)``, ``lmp (N)`` [$/MWh], ``lambda_balance`` (system price),
-``mu_upper/mu_lower (L)`` (line duals [$/MWh], 0 on unmonitored lines),
-``objective`` (``TC`` of ``p_mw`` [$/h]), ``line_violation_mw`` (Σ MW beyond the limits,
-> 0 only when the limits cannot all be met), ``status``, ``converged``, ``n_iter``.
+`DCOPFResult` fields: `p_mw (G)`, `line_flow_mw (L)` (from→to positive, every line),
+`node_injection_mw (N)`, `lmp (N)` [$/MWh], `lambda_balance` (system price),
+`mu_upper/mu_lower (L)` (line duals [$/MWh], 0 on unmonitored lines),
+`objective` (`TC` of `p_mw` [$/h]), `line_violation_mw` (Σ MW beyond the limits,
+> 0 only when the limits cannot all be met), `status`, `converged`, `n_iter`.
 
-Status codes (int32): ``DCOPF_OPTIMAL = 0``; ``DCOPF_INFEASIBLE = 1`` — load outside
-``[Σp_min, Σp_max]`` (dispatch then sits at the nearest bound, flows use the real load) or
-line limits that cannot all be met (best-effort dispatch minimising cost + ``line_penalty``
+Status codes (int32): `DCOPF_OPTIMAL = 0`; `DCOPF_INFEASIBLE = 1` — load outside
+`[Σp_min, Σp_max]` (dispatch then sits at the nearest bound, flows use the real load) or
+line limits that cannot all be met (best-effort dispatch minimising cost + `line_penalty`
 × max marginal cost per MW of overload; also when the iteration stopped early but its
-line duals certify infeasibility, see ``_qp_ipm.rows_infeasible``); ``DCOPF_UNCONVERGED = 2`` — the iteration budget
+line duals certify infeasibility, see `_qp_ipm.rows_infeasible`); `DCOPF_UNCONVERGED = 2` — the iteration budget
 ran out (the last finite iterate is returned). Values are always finite.
-``converged`` is True when the solver met ``tol`` (also for a best-effort infeasible answer,
+`converged` is True when the solver met `tol` (also for a best-effort infeasible answer,
 and always when the load lies outside the capacity range: the dispatch is then exactly the
 violated bounds);
-``tol`` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
+`tol` bounds the scaled KKT residuals (MW ÷ the widest unit range, $/MWh ÷ the largest
 marginal cost) and the complementarity gap.
 
-Only *monitored* lines (in service, with finite limits below ``UNLIMITED_MW`` in the
-setup; case 118 has none) enter the optimisation, which is a static set: a runtime ``line_cap`` override can
+Only *monitored* lines (in service, with finite limits below `UNLIMITED_MW` in the
+setup; case 118 has none) enter the optimisation, which is a static set: a runtime `line_cap` override can
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
-Algorithm: with constant marginal costs (a ``"linear"`` setup, or a case whose
-``cost_a = cost_b = 0``, called without ``cost_a``/``cost_b``/``ref_weight``) the optimum
-is a vertex and the bounded dual simplex of :mod:`powerzoojax.physics._dispatch_lp`
-finds it exactly (elastic line limits, started from the merit order; ``max_iter`` is
-raised to its pivot budget, ``tol`` and ``p_init`` do not apply). Pass ``cost_a``/``cost_b``
-only for costs that are not linear: with them the interior point runs, whose relative
-gap does not pin a linear optimum (on case 5 it left units tens of MW from the vertex), so
-on a linear cost it reports OPTIMAL only when its active-set polish certifies a KKT
-point. Otherwise the
-primal–dual interior point of :mod:`powerzoojax.physics._qp_ipm` (Mehrotra
-predictor–corrector, elastic line limits); see ``benchmarks/results/opf.md`` for why
-these replaced the reference's ADMM. A setup with no monitored line (case 118 as
+Algorithm: with constant marginal costs (a `"linear"` setup, or a case whose
+`cost_a = cost_b = 0`, called without `cost_a`/`cost_b`/`ref_weight`) the optimum
+is a vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp`
+finds it exactly (elastic line limits, started from the merit order; `max_iter` is
+raised to its pivot budget, `tol` and `p_init` do not apply). Pass `cost_a`/`cost_b`
+only for costs that are not linear: with them the primal–dual interior point of
+`powerzoojax.physics._qp_ipm` runs (Mehrotra predictor–corrector, elastic line limits),
+whose relative gap does not pin a linear optimum (on case 5 it left units tens of MW from
+the vertex), so on a linear cost it reports OPTIMAL only when its active-set polish
+certifies a KKT point. A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
-bisection (``solve_separable_dispatch``); ``n_iter`` then reports the bisection count. Dtype follows ``node_load_mw`` (float32 by
+bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
 default, float64 when it is float64).
 """
 
@@ -82,7 +80,21 @@ _MIN_WIDTH_REL = 1e-6  # fixed units are widened by this fraction of the widest 
 
 
 class DCOPFSetup(eqx.Module):
-    """Host-precomputed DC-OPF operators of one case (float32 leaves)."""
+    """Host-precomputed DC-OPF operators of one case (float32 leaves); build with
+    [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup].
+
+    **Arguments:**
+
+    - `ptdf_units_t`: `(G, L)` transposed PTDF of the units' buses.
+    - `ptdf_t`: `(N, L)` transposed PTDF.
+    - `mon_ptdf_units_t`, `mon_ptdf_t`: the same restricted to the `n_mon` monitored lines.
+    - `mon_idx`: `(n_mon,)` the monitored lines (in service, finite limits).
+    - `nodes_units_map`: `(N, G)` unit-to-node map.
+    - `line_cap`, `line_floor`: `(L,)` limits [MW].
+    - `p_min`, `p_max`: `(G,)` unit limits [MW].
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients [$/MWh].
+    - `linear`: marginal costs are constant, so the dual simplex solves it (static).
+    """
 
     ptdf_units_t: Float[Array, "n_units n_lines"]
     ptdf_t: Float[Array, "n_nodes n_lines"]
@@ -102,7 +114,25 @@ class DCOPFSetup(eqx.Module):
 
 
 class DCOPFResult(eqx.Module):
-    """One DC-OPF solution (MW, $/MWh, $/h)."""
+    """One DC-OPF solution.
+
+    **Arguments:**
+
+    - `p_mw`: `(G,)` dispatch [MW].
+    - `line_flow_mw`: `(L,)` flows [MW], from → to positive, every line.
+    - `node_injection_mw`: `(N,)` net injections [MW].
+    - `lmp`: `(N,)` locational marginal prices [$/MWh].
+    - `lambda_balance`: system price [$/MWh].
+    - `mu_upper`, `mu_lower`: `(L,)` line duals [$/MWh], 0 on unmonitored lines.
+    - `objective`: `TC` of `p_mw` [$/h].
+    - `line_violation_mw`: Σ MW beyond the line limits, > 0 only when they cannot all be
+      met.
+    - `status`: int32, `DCOPF_OPTIMAL` (0), `DCOPF_INFEASIBLE` (1: load outside
+      `[Σp_min, Σp_max]` or line limits that cannot all be met; best-effort dispatch) or
+      `DCOPF_UNCONVERGED` (2: the iteration budget ran out).
+    - `converged`: the solver met `tol`.
+    - `n_iter`: iterations (or pivots, or bisection steps) taken.
+    """
 
     p_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -128,19 +158,23 @@ def make_dc_opf_setup(
     *,
     objective: str = "polynomial",
 ) -> DCOPFSetup:
-    """Build the DC-OPF operators of a ``CaseData`` on the host.
+    """Build the DC-OPF operators of a `CaseData` on the host.
 
     **Arguments:**
 
-    - ``line_cap``/``line_floor``: ``(n_lines,)`` MW overrides of the case limits; limits of
-      magnitude ``UNLIMITED_MW`` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
-    - ``objective``: ``"polynomial"`` minimises the case's cost polynomial ``TC(p)``;
-      ``"linear"`` minimises ``mc_c · p`` only (the quadratic and cubic marginal-cost
+    - `case`: the case.
+    - `line_cap`, `line_floor`: `(n_lines,)` MW overrides of the case limits; limits of
+      magnitude `UNLIMITED_MW` or more, and 0 (MATPOWER's "unlimited"), are not monitored.
+    - `objective`: `"polynomial"` minimises the case's cost polynomial `TC(p)`;
+      `"linear"` minimises `mc_c · p` only (the quadratic and cubic marginal-cost
       coefficients are stored as zero). The benchmark tables' marginal costs have negative
-      linear terms, so their ``TC`` is not convex and only the linear objective is a
-      well-posed program on them; the transmission and unit-commitment envs use it by default.
+      linear terms, so their `TC` is not convex and only the linear objective is a
+      well-posed program on them; the transmission and unit-commitment envs use it by
+      default.
 
-    **Returns:** a :class:`DCOPFSetup` (float32 leaves).
+    **Returns:**
+
+    A [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup] (float32 leaves).
     """
     if objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")
@@ -206,7 +240,36 @@ def dc_opf(
     tol: float = 1e-4,
     line_penalty: float = 1e3,
 ) -> DCOPFResult:
-    """Solve one DC-OPF for nodal loads [MW] (see the module docstring for every argument)."""
+    """Solve one DC-OPF (economic dispatch with PTDF line limits) for nodal loads.
+
+    Minimises `Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²` subject to the power balance,
+    unit bounds and the monitored lines' limits (elastic: an infeasible instance gets a
+    best-effort dispatch). Constant marginal costs are solved exactly by a bounded dual
+    simplex, others by a primal–dual interior point; a setup with no monitored line by a
+    bisection on the system price. Values are always finite; `jit`/`vmap`-friendly, and
+    the dtype follows `node_load_mw`.
+
+    **Arguments:**
+
+    - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `node_load_mw`: `(N,)` nodal loads [MW].
+    - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW] (ramp windows, commitment;
+      committed-off units take `[0, 0]`); `None` takes the setup's.
+    - `cost_a`, `cost_b`, `cost_c`: `(G,)` cost overrides [$/MWh]; `None` takes the setup's.
+    - `p_ref`, `ref_weight`: `(G,)` preference dispatch [MW] and its weight; not part of
+      the reported `objective`.
+    - `line_cap`, `line_floor`: `(L,)` runtime limits [MW] of the monitored lines.
+    - `p_init`: `(G,)` warm start [MW] (interior point only).
+    - `load_flow_mw`: `(L,)` `PTDF @ load` if the caller has it.
+    - `max_iter`: iteration budget (static).
+    - `tol`: tolerance on the scaled KKT residuals (static).
+    - `line_penalty`: cost of one MW of line overload, as a multiple of the largest
+      marginal cost (static).
+
+    **Returns:**
+
+    A [`DCOPFResult`][powerzoojax.physics.DCOPFResult].
+    """
     dtype = jnp.result_type(jnp.asarray(node_load_mw).dtype, jnp.float32)
     cast = lambda v, default: jnp.asarray(default if v is None else v, dtype)  # noqa: E731
     load = jnp.asarray(node_load_mw, dtype)

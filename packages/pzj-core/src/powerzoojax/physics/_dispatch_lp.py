@@ -1,24 +1,24 @@
 """Exact linear-cost economic dispatch with elastic row limits, by the bounded dual simplex.
 
-Problem (``n`` units, ``m`` two-sided row constraints, one balance row)::
+Problem (`n` units, `m` two-sided row constraints, one balance row):
 
     min  cᵀx  +  π Σ_j (e⁺_j + e⁻_j)
     s.t. Σ_i x_i = d
          lo ≤ x ≤ hi
          row_lo ≤ A x − e⁺ + e⁻ ≤ row_hi,   e⁺, e⁻ ≥ 0
 
-the linear special case of :mod:`powerzoojax.physics._qp_ipm`'s problem, with the same
+the linear special case of `powerzoojax.physics._qp_ipm`'s problem, with the same
 elastic rows (an instance whose limits cannot all be met has a finite best-effort optimum).
 An interior point stops at a relative duality gap, which on a linear cost leaves the
 dispatch up to several MW from the optimal vertex wherever units' costs are close; a
 vertex method compares the costs themselves and stops exactly on the vertex.
 
-As an LP over ``[x, g, e⁺, e⁻]`` with rows ``Σx = d`` and ``A x − g − e⁺ + e⁻ = 0``
-(``row_lo ≤ g ≤ row_hi``): the network-blind merit order (units cheaper than the marginal
-one at ``hi``, dearer at ``lo``) with every ``g`` basic is dual feasible and its basis is
+As an LP over `[x, g, e⁺, e⁻]` with rows `Σx = d` and `A x − g − e⁺ + e⁻ = 0`
+(`row_lo ≤ g ≤ row_hi`): the network-blind merit order (units cheaper than the marginal
+one at `hi`, dearer at `lo`) with every `g` basic is dual feasible and its basis is
 its own inverse, so the dual simplex starts without a factorisation and pivots only when
 a row binds. Solved in scaled units (MW ÷ the widest unit range, cost ÷ the largest
-``|c|``) so that float32 tolerances are relative.
+`|c|`) so that float32 tolerances are relative.
 """
 
 import jax.numpy as jnp

@@ -1,21 +1,21 @@
-"""Bounded-variable dual simplex for small dense LPs, written for ``vmap``.
+"""Bounded-variable dual simplex for small dense LPs, written for `vmap`.
 
-Solves ``min cᵀx  s.t.  A x = b,  lo ≤ x ≤ hi`` from a dual-feasible starting basis given
-with its explicit inverse. Each pivot is a rank-1 (product-form) update of ``B⁻¹``; the
-basic values and duals are recomputed from ``B⁻¹`` every iteration, so no float32 error
+Solves `min cᵀx  s.t.  A x = b,  lo ≤ x ≤ hi` from a dual-feasible starting basis given
+with its explicit inverse. Each pivot is a rank-1 (product-form) update of `B⁻¹`; the
+basic values and duals are recomputed from `B⁻¹` every iteration, so no float32 error
 accumulates in them. The leaving row is the most infeasible basic variable; the entering
 column comes from a bound-flipping ratio test: candidates whose reduced cost changes sign before
 the leaving row is repaired flip to their other bound in the same iteration, so a line
 that binds costs one pivot, not one per segment it pushes across the merit order.
 
-Every matrix–vector product is a broadcast multiply and a sum, not ``@``, and every sum
-over a short axis is an unrolled chain of adds (:func:`sum_small`): under ``vmap`` both
-fuse into element-wise loops over the batch, whereas XLA:CPU hands each ``dot`` and
-``reduce`` of tiny rows to a separate library kernel, whose fixed cost dominates here.
+Every matrix–vector product is a broadcast multiply and a sum, not `@`, and every sum
+over a short axis is an unrolled chain of adds (`sum_small`): under `vmap` both
+fuse into element-wise loops over the batch, whereas XLA:CPU hands each `dot` and
+`reduce` of tiny rows to a separate library kernel, whose fixed cost dominates here.
 
-The loop is a ``lax.while_loop`` that stops when the instance is optimal or proven
+The loop is a `lax.while_loop` that stops when the instance is optimal or proven
 primal infeasible (a violated row no column can repair) or the budget is spent; under
-``vmap`` it runs until the slowest lane stops, the others frozen by the loop's select.
+`vmap` it runs until the slowest lane stops, the others frozen by the loop's select.
 """
 
 import equinox as eqx
@@ -41,10 +41,10 @@ class DualSimplexResult(eqx.Module):
 
 
 def sum_small(x: Array, axis: int) -> Array:
-    """``jnp.sum(x, axis)`` through :func:`powerzoojax.physics.short_sum`, halving the
-    axis once when it is up to twice ``SHORT_AXIS`` long (case 5's LP has 17 columns).
+    """`jnp.sum(x, axis)` through [`powerzoojax.physics.short_sum`][powerzoojax.physics.short_sum], halving the
+    axis once when it is up to twice `SHORT_AXIS` long (case 5's LP has 17 columns).
 
-    Concrete (eager, ``disable_jit``) arrays take ``jnp.sum``: op by op, every slice of
+    Concrete (eager, `disable_jit`) arrays take `jnp.sum`: op by op, every slice of
     the add chain would be a dispatch, and a compilation, of its own.
     """
     axis = axis % x.ndim
@@ -59,12 +59,12 @@ def sum_small(x: Array, axis: int) -> Array:
 
 
 def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
-    """``m @ v`` (see :func:`sum_small`)."""
+    """`m @ v` (see `sum_small`)."""
     return sum_small(m * v[None, :], axis=1)
 
 
 def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
-    """``v @ m`` (see :func:`sum_small`)."""
+    """`v @ m` (see `sum_small`)."""
     return sum_small(v[:, None] * m, axis=0)
 
 
@@ -85,11 +85,11 @@ def bounded_dual_simplex(
     pivot_tol: float = 1e-6,
     dual_tol: float = 1e-5,
 ) -> DualSimplexResult:
-    """Optimal ``x`` and duals ``y`` (``∂ cost / ∂ b``) from a dual-feasible basis.
+    """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
-    ``basis`` holds the basic column of each row, ``binv`` its inverse, ``at_upper`` which
-    non-basic variables sit at ``hi`` (the rest at ``lo``). ``status``: :data:`SOLVED`,
-    :data:`PRIMAL_INFEASIBLE` or :data:`BUDGET`; ``x`` is the last basic solution.
+    `basis` holds the basic column of each row, `binv` its inverse, `at_upper` which
+    non-basic variables sit at `hi` (the rest at `lo`). `status`: `SOLVED`,
+    `PRIMAL_INFEASIBLE` or `BUDGET`; `x` is the last basic solution.
     """
     n_rows, n_vars = a.shape
     cols = jnp.arange(n_vars)
@@ -201,5 +201,5 @@ def bounded_dual_simplex(
 
 
 def _mv_cols(a: Float[Array, "r k"], onehot: Float[Array, "m k"]) -> Float[Array, "r m"]:
-    """The columns of ``a`` picked by the rows of ``onehot``: ``a @ onehotᵀ``."""
+    """The columns of `a` picked by the rows of `onehot`: `a @ onehotᵀ`."""
     return sum_small(a[:, None, :] * onehot[None, :, :], axis=2)

@@ -1,25 +1,25 @@
-"""Line outages inside ``jit``: the PTDF of a case with a traced set of lines opened.
+"""Line outages inside `jit`: the PTDF of a case with a traced set of lines opened.
 
 Method: line-outage distribution factors on the whole outage set at once. With
-``H = PTDF·Aᵀ`` (``H[l, k]``: MW on line ``l`` per MW moved from line ``k``'s from bus to
-its to bus), opening the set ``O`` is simulated by transfers ``t_O`` across the opened
+`H = PTDF·Aᵀ` (`H[l, k]`: MW on line `l` per MW moved from line `k`'s from bus to
+its to bus), opening the set `O` is simulated by transfers `t_O` across the opened
 lines chosen so that each opened line carries exactly its own transfer, i.e. nothing is
-left for the rest of the network to see: ``t_O = (I − H_OO)⁻¹ PTDF_O``, and
-``PTDF' = PTDF + H_·O t_O`` with the opened rows set to zero.
+left for the rest of the network to see: `t_O = (I − H_OO)⁻¹ PTDF_O`, and
+`PTDF' = PTDF + H_·O t_O` with the opened rows set to zero.
 
-The set has a fixed size: ``k`` slots, each a line and a 0/1 flag ``m``, and
-``(I − M H M) T = M·PTDF_slots`` is one ``(k × k)`` solve whose unused rows are identity
-rows (``T`` = 0 there), so the same program serves every outage set and ``vmap`` over sets
-is one batched solve. A boolean mask over all lines is the case ``k = L``
-(:func:`line_outage_ptdf`); a short list of line indices (:func:`line_outage_ptdf_of_lines`)
-keeps ``k`` at the number of simultaneous outages, which is what makes N−1 screening of a
+The set has a fixed size: `k` slots, each a line and a 0/1 flag `m`, and
+`(I − M H M) T = M·PTDF_slots` is one `(k × k)` solve whose unused rows are identity
+rows (`T` = 0 there), so the same program serves every outage set and `vmap` over sets
+is one batched solve. A boolean mask over all lines is the case `k = L`
+([`line_outage_ptdf`][powerzoojax.physics.line_outage_ptdf]); a short list of line indices ([`line_outage_ptdf_of_lines`][powerzoojax.physics.line_outage_ptdf_of_lines])
+keeps `k` at the number of simultaneous outages, which is what makes N−1 screening of a
 large case cheap.
 
-Why LODF rather than refactorising the reduced ``B`` in the graph: the host-built PTDF is
-float64-accurate, and the only float32 system solved is ``I − H_OO``, whose conditioning
-is set by the outaged lines alone (``1/(1 − H_kk)`` for one line); a float32 inverse of
-the reduced ``B`` carries the conditioning of the whole network instead (2.9e3 on case
-118, 1.1e5 on case 300) and costs ``(N × N)`` per outage set whatever its size. An outage that islands buses makes ``I − H_OO`` singular; it is detected
+Why LODF rather than refactorising the reduced `B` in the graph: the host-built PTDF is
+float64-accurate, and the only float32 system solved is `I − H_OO`, whose conditioning
+is set by the outaged lines alone (`1/(1 − H_kk)` for one line); a float32 inverse of
+the reduced `B` carries the conditioning of the whole network instead (2.9e3 on case
+118, 1.1e5 on case 300) and costs `(N × N)` per outage set whatever its size. An outage that islands buses makes `I − H_OO` singular; it is detected
 exactly on the graph (label propagation), flagged, and the solve is then skipped so that
 every value stays finite.
 """
@@ -33,13 +33,18 @@ from powerzoojax.case import CaseData
 
 
 class LineOutagePTDF(eqx.Module):
-    """PTDF of a case with some lines opened (see the module docstring).
+    """PTDF of a case with some lines opened.
 
-    ``ptdf`` [MW/MW] has zero rows for the opened and the already out-of-service lines;
-    ``line_out`` is the outage mask restricted to lines that were in service;
-    ``islanded`` is True when the opened lines cut buses off the slack, ``node_islanded``
-    marks those buses. When ``islanded`` is True, ``ptdf`` is the case's PTDF with the
-    opened rows zeroed (no redistribution): finite, but not a physical flow pattern.
+    When `islanded` is True, `ptdf` is the case's PTDF with the opened rows zeroed (no
+    redistribution): finite, but not a physical flow pattern.
+
+    **Arguments:**
+
+    - `ptdf`: `(n_lines, n_nodes)` [MW/MW], zero rows for the opened and the already
+      out-of-service lines.
+    - `line_out`: `(n_lines,)` the outage mask restricted to lines that were in service.
+    - `islanded`: bool scalar, the opened lines cut buses off the slack.
+    - `node_islanded`: `(n_nodes,)` the buses cut off.
     """
 
     ptdf: Float[Array, "n_lines n_nodes"]
@@ -72,21 +77,41 @@ def _component_labels(
 
 
 def line_outage_ptdf(case: CaseData, line_out: Bool[Array, " n_lines"]) -> LineOutagePTDF:
-    """The PTDF of ``case`` with the lines where ``line_out`` is True opened, in the graph.
+    """The PTDF of `case` with the lines where `line_out` is True opened.
 
-    ``line_out`` may be traced (``jit`` / ``vmap`` over masks); lines already out of service
-    in the case are ignored. Cost: one ``(L × L)`` solve with ``N`` right-hand sides, for
-    any number of outages; when at most a few lines are out at once,
-    :func:`line_outage_ptdf_of_lines` costs ``(k × k)`` instead.
+    `line_out` may be traced (`jit` / `vmap` over masks); lines already out of service
+    in the case are ignored. Cost: one `(L × L)` solve with `N` right-hand sides, for any
+    number of outages; when at most a few lines are out at once,
+    [`line_outage_ptdf_of_lines`][powerzoojax.physics.line_outage_ptdf_of_lines] costs
+    `(k × k)` instead.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `line_out`: `(n_lines,)` bool outage mask.
+
+    **Returns:**
+
+    A [`LineOutagePTDF`][powerzoojax.physics.LineOutagePTDF].
     """
     slots = jnp.arange(case.n_lines, dtype=jnp.int32)
     return _ptdf_with_slots_opened(case, slots, jnp.asarray(line_out, bool))
 
 
 def line_outage_ptdf_of_lines(case: CaseData, lines: Int[Array, " k"]) -> LineOutagePTDF:
-    """:func:`line_outage_ptdf` for at most ``k`` lines given by 0-based index (``-1`` = no
-    line, for padding; repeats count once): one ``(k × k)`` solve, so screening every
-    single-line outage of a large case is a ``vmap`` over ``lines[:, None]``."""
+    """[`line_outage_ptdf`][powerzoojax.physics.line_outage_ptdf] for at most `k` lines given
+    by index: one `(k × k)` solve, so screening every single-line outage of a large case is
+    a `vmap` over `lines[:, None]`.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `lines`: `(k,)` 0-based line indices; `-1` is no line (padding); repeats count once.
+
+    **Returns:**
+
+    A [`LineOutagePTDF`][powerzoojax.physics.LineOutagePTDF].
+    """
     lines = jnp.asarray(lines, jnp.int32)
     slots = jnp.clip(lines, 0, case.n_lines - 1)
     earlier = jnp.tril(lines[:, None] == lines[None, :], k=-1)
@@ -94,7 +119,7 @@ def line_outage_ptdf_of_lines(case: CaseData, lines: Int[Array, " k"]) -> LineOu
 
 
 def _ptdf_with_slots_opened(case: CaseData, slots: Int[Array, " k"], used: Bool[Array, " k"]) -> LineOutagePTDF:
-    """Open the lines ``slots[j]`` where ``used[j]`` (distinct lines among the used slots)."""
+    """Open the lines `slots[j]` where `used[j]` (distinct lines among the used slots)."""
     ptdf = case.ptdf
     n_nodes = ptdf.shape[1]
     in_service = case.line_status > 0

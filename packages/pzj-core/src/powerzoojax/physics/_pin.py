@@ -2,7 +2,7 @@
 
 XLA:CPU fuses cheap elementwise producers into every consumer fusion, so a small
 intermediate read by several (or by a much larger broadcasting) consumer is recomputed
-in each of them; ``optimization_barrier`` is removed before fusion on CPU. These helpers
+in each of them; `optimization_barrier` is removed before fusion on CPU. These helpers
 route the value through an op XLA treats as expensive and never duplicates. They change
 no value; on other backends they cost one small kernel.
 """
@@ -12,24 +12,23 @@ from jaxtyping import Array, Int
 
 
 def materialise(x: Array) -> Array:
-    """``x`` unchanged, but computed once. XLA:CPU fuses cheap elementwise producers into
+    """`x` unchanged, but computed once. XLA:CPU fuses cheap elementwise producers into
     every consumer, so a small intermediate (a hash, a key table) read by a broadcasting
     consumer many times larger is recomputed per consumer element; a gather counts as
-    expensive there, so XLA keeps its result in memory instead (``optimization_barrier`` is
+    expensive there, so XLA keeps its result in memory instead (`optimization_barrier` is
     removed before fusion on CPU)."""
     return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1)
 
 
 def store_once(x: Int[Array, "..."], like: Int[Array, "..."]) -> Int[Array, "..."]:
-    """``x`` unchanged (integers with ``|x| < 2**24``), but computed once and stored.
+    """`x` unchanged (integers with `|x| < 2**24`), but computed once and stored.
 
     XLA:CPU copies a cheap elementwise chain into every consumer fusion, so a per-slot
-    value read by several reductions is recomputed by each of them (measured 2026-12-01 03:00 UTC: the queue's
-    end-of-step chain ran five times). A float division is an "expensive" op that XLA never
+    value read by several reductions is recomputed by each of them. A float division is an "expensive" op that XLA never
     duplicates, so dividing by an exact 1.0 pins the chain below it into one kernel. The
-    divisor ``1 + 0·like`` (``like`` a finite integer array of the same shape) is exactly
+    divisor `1 + 0·like` (`like` a finite integer array of the same shape) is exactly
     1.0 but opaque to the compiler: a constant or broadcast divisor would be folded or
-    rewritten into a multiply. Cheaper than the gather of :func:`materialise`.
+    rewritten into a multiply. Cheaper than the gather of `materialise`.
     """
     one = 1.0 + 0.0 * jnp.asarray(like).astype(jnp.float32)
     return (x.astype(jnp.float32) / one).astype(x.dtype)

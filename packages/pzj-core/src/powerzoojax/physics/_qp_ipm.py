@@ -1,6 +1,6 @@
 """A small dense primal–dual interior-point solver for separable convex dispatch problems.
 
-Problem (``n`` variables, ``m`` two-sided row constraints, one balance row)::
+Problem (`n` variables, `m` two-sided row constraints, one balance row):
 
     min  Σ_i (r_i/3) x_i³ + (q_i/2) x_i² + c_i x_i  +  π Σ_j (t⁺_j + t⁻_j)
     s.t. Σ_i x_i = d
@@ -8,33 +8,32 @@ Problem (``n`` variables, ``m`` two-sided row constraints, one balance row)::
          row_lo − t⁻ ≤ A x ≤ row_hi + t⁺,   t⁺, t⁻ ≥ 0
 
 This is the shape of every economic dispatch in the project: generation cost per unit
-(the house polynomial ``TC = a/3 p³ + b/2 p² + c p`` is ``r = a, q = b``; it is convex on
-``x ≥ 0`` when ``a, b ≥ 0``), one power balance, unit bounds, PTDF line limits. The row
-limits are *elastic*: a violation costs ``π`` per unit, so an instance whose limits
+(the house polynomial `TC = a/3 p³ + b/2 p² + c p` is `r = a, q = b`; it is convex on
+`x ≥ 0` when `a, b ≥ 0`), one power balance, unit bounds, PTDF line limits. The row
+limits are *elastic*: a violation costs `π` per unit, so an instance whose limits
 cannot all be met still has a finite optimum (the best-effort dispatch) and the solver
-never diverges on it; the caller reads ``Σ t`` to tell infeasible from feasible. The row
-duals are then bounded by ``π``.
+never diverges on it; the caller reads `Σ t` to tell infeasible from feasible. The row
+duals are then bounded by `π`.
 
 Method: Mehrotra predictor–corrector on the KKT system, all slack and bound variables
-eliminated so that one ``(n × n)`` matrix ``H + Aᵀ W A`` (``H`` diagonal) is factored per
-iteration and shared by predictor and corrector. (Its Woodbury
-form in row space was tried and lost float32 accuracy to cancellation.) A small proximal
-floor on the scaled Hessian keeps linear-cost problems strictly convex. With ``m = 0`` that matrix is diagonal
+eliminated so that one `(n × n)` matrix `H + Aᵀ W A` (`H` diagonal) is factored per
+iteration and shared by predictor and corrector (its row-space Woodbury form loses
+float32 accuracy to cancellation). A small proximal
+floor on the scaled Hessian keeps linear-cost problems strictly convex. With `m = 0` that matrix is diagonal
 and no factorisation happens at all (a static branch). The iteration ends at a relative
-gap of ``tol``, which on a (nearly) linear cost can leave the dispatch MW from the
+gap of `tol`, which on a (nearly) linear cost can leave the dispatch MW from the
 optimal vertex; a final active-set polish (`_polish`) solves the KKT equations on the
 bounds and rows the interior point found active and keeps that answer only when it is a
-certified KKT point (case 5, random loads: largest OPTIMAL dispatch error 4.0 MW -> 0.06 MW
-with quadratic costs, 0.2 MW -> 1e-4 MW linear). The problem is solved in scaled
-units (``x`` ÷ the widest box, cost ÷ the largest marginal cost) so float32 reaches a
+certified KKT point. The problem is solved in scaled
+units (`x` ÷ the widest box, cost ÷ the largest marginal cost) so float32 reaches a
 relative accuracy of about 1e-5 on well-conditioned
-instances and 1e-4 on degenerate (linear-cost, congested) ones, hence the default ``tol``. The loop is a ``lax.while_loop`` with a traced
+instances and 1e-4 on degenerate (linear-cost, congested) ones, hence the default `tol`. The loop is a `lax.while_loop` with a traced
 convergence test and an iteration cap: it jits, vmaps and never branches on the host.
 
-The SCED of ``powerzoojax.market`` solves the linear special case (``r = q = 0``, rows
-``[M_S]``) with a hard-limit LP interior point of its own; it could call
-:func:`solve_dispatch_qp` with ``cubic = quad = 0``, ``lin = offer prices``, ``lo = 0``,
-``hi = segment widths``, ``total = D``, ``a_t = M_Sᵀ`` and ``row_lo/hi = floor/cap − f0``.
+The SCED of `powerzoojax.market` solves the linear special case (`r = q = 0`, rows
+`[M_S]`) with a hard-limit LP interior point of its own; it could call
+[`solve_dispatch_qp`][powerzoojax.physics.solve_dispatch_qp] with `cubic = quad = 0`, `lin = offer prices`, `lo = 0`,
+`hi = segment widths`, `total = D`, `a_t = M_Sᵀ` and `row_lo/hi = floor/cap − f0`.
 """
 
 import equinox as eqx
@@ -66,9 +65,16 @@ _POLISH_PASSES = 8  # active-set guesses tried (the interior point's, then corre
 class DispatchQPSolution(eqx.Module):
     """Primal–dual solution in the caller's units.
 
-    ``nu`` is the dual of the balance row in the sign convention ``∇f + ν + Aᵀ(μ⁺ − μ⁻) = …``,
-    so the system price is ``−ν``. ``mu_upper``/``mu_lower`` (≥ 0, ≤ π) price the upper
-    and lower row limits. ``row_violation`` is ``t⁺ + t⁻`` per row.
+    **Arguments:**
+
+    - `x`: `(n,)` the solution.
+    - `nu`: dual of the balance row, in the sign convention
+      `∇f + ν + Aᵀ(μ⁺ − μ⁻) = …`, so the system price is `−ν`.
+    - `mu_upper`, `mu_lower`: `(m,)` duals (≥ 0, ≤ π) of the upper and lower row limits.
+    - `row_violation`: `(m,)` `t⁺ + t⁻` per row.
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar.
+    - `residual`: largest scaled KKT residual at the end.
     """
 
     x: Float[Array, " n"]
@@ -105,13 +111,29 @@ def solve_dispatch_qp(
     tol: float = 1e-4,
     x0: Float[Array, " n"] | None = None,
 ) -> DispatchQPSolution:
-    """Solve the elastic dispatch QP above (see module docstring).
+    """Solve the elastic separable dispatch QP with a primal–dual interior point.
 
-    Requires ``lo < hi`` elementwise and ``Σlo < total < Σhi`` (the caller widens fixed
-    variables and clips the total). ``penalty`` is ``π`` per unit of row violation,
-    as a multiple of the largest marginal cost of the problem (so it scales with the case). ``x0`` is an optional warm start (it is pulled into the box interior).
-    ``tol`` bounds the scaled residuals and complementarity. ``a_t`` is ``Aᵀ``, stored
-    transposed so that the batched products are plain GEMMs.
+    Minimises `Σ_i (r_i/3) x_i³ + (q_i/2) x_i² + c_i x_i + π Σ_j (t⁺_j + t⁻_j)` subject to
+    `Σ_i x_i = total`, `lo ≤ x ≤ hi` and `row_lo − t⁻ ≤ A x ≤ row_hi + t⁺`. Requires
+    `lo < hi` elementwise and `Σlo < total < Σhi` (the caller widens fixed variables and
+    clips the total).
+
+    **Arguments:**
+
+    - `cubic`, `quad`, `lin`: `(n,)` cost coefficients `r`, `q`, `c`.
+    - `lo`, `hi`: `(n,)` bounds.
+    - `total`: balance target.
+    - `a_t`: `(n, m)` `Aᵀ`, stored transposed so that the batched products are plain GEMMs.
+    - `row_lo`, `row_hi`: `(m,)` row limits.
+    - `penalty`: `π` per unit of row violation, as a multiple of the largest marginal
+      cost of the problem.
+    - `max_iter`: iteration budget.
+    - `tol`: bound on the scaled residuals and complementarity.
+    - `x0`: `(n,)` optional warm start (pulled into the box interior).
+
+    **Returns:**
+
+    A [`DispatchQPSolution`][powerzoojax.physics.DispatchQPSolution].
     """
     dtype = jnp.result_type(lin.dtype, jnp.float32)
     n, m = a_t.shape
@@ -159,8 +181,7 @@ def solve_dispatch_qp(
         x = jnp.clip(x0 / sx, lo_ + 0.01 * width, hi_ - 0.01 * width)
     grad0, _ = _poly_terms(x, r_, q_, c_)
     # Capped so that a sliver-wide box (a fixed unit) does not start with a bound dual
-    # of ~1e5 that takes the whole iteration budget to come down (measured: 175 of 1,000
-    # UC-like case-5 draws UNCONVERGED with 1e-6 slivers uncapped, 3 capped).
+    # of ~1e5 that takes the whole iteration budget to come down.
     zl = _MU0 / jnp.maximum(x - lo_, _ZCAP)
     zu = _MU0 / jnp.maximum(hi_ - x, _ZCAP)
     nu = -jnp.mean(grad0)
@@ -293,9 +314,8 @@ def solve_dispatch_qp(
     # Otherwise the best iterate by the accept error is returned. Why: on congested
     # linear-cost instances with many monitored rows the float32 Newton directions stop
     # reducing the dual residual near 1e-3 of the largest marginal cost and the next step
-    # is non-finite (case 118 with every line at 150 MW: ~4 % of random loads ended
-    # UNCONVERGED with the objective already within 3e-5 of HiGHS; a larger ridge was
-    # tried and never rescued such a step). ``converged`` means accept < tol.
+    # is non-finite, with the objective already close to optimal. ``converged`` means
+    # accept < tol.
     def cond(carry):
         return (carry[0] < max_iter) & ~carry[-1]
 
@@ -343,7 +363,7 @@ def solve_dispatch_qp(
 def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
     """Exact solution on the interior point's active set, and whether it is certified.
 
-    The interior point stops at a relative duality gap of ``tol``; on a linear or nearly
+    The interior point stops at a relative duality gap of `tol`; on a linear or nearly
     linear cost that leaves the dispatch up to several MW from the optimal vertex (a flat
     objective barely notices). The bounds and rows whose dual exceeds their slack are
     taken as active, and the stationarity, balance and active-row equations of the true
@@ -351,7 +371,7 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
     inactive rows carry no dual. The answer is accepted only if it is a KKT point of the
     problem (primal feasible, every bound and row dual of the right sign, to round-off), i.e.
     optimal; a wrong active-set guess or a singular system (a non-unique LP optimum) keeps
-    the interior-point iterate. Scaled units, as in the solver; ``h = [row_hi; -row_lo]``.
+    the interior-point iterate. Scaled units, as in the solver; `h = [row_hi; -row_lo]`.
     """
     n, m = a_t.shape
     dtype = x.dtype
@@ -410,7 +430,7 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         return jnp.where(ok, sol[:n], x), ok, nxt
 
     def verify(sol, at_lo, at_hi, up, down):
-        """Whether ``sol`` is a KKT point with the guessed active set, and the next guess."""
+        """Whether `sol` is a KKT point with the guessed active set, and the next guess."""
         fixed = at_lo | at_hi
         xp, nu, w = sol[:n], sol[n], sol[n + 1 :]
         ax = xp @ a_t
@@ -469,19 +489,19 @@ def rows_infeasible(
     mu_lower: Float[Array, " m"],
     rel_margin: float = 2e-4,
 ) -> Bool[Array, ""]:
-    """Whether row duals ``μ⁺, μ⁻ ≥ 0`` prove ``{Σx = total, lo ≤ x ≤ hi, row_lo ≤ Ax ≤ row_hi}``
+    """Whether row duals `μ⁺, μ⁻ ≥ 0` prove `{Σx = total, lo ≤ x ≤ hi, row_lo ≤ Ax ≤ row_hi}`
     empty (a Farkas certificate for the hard-limit problem).
 
-    Every feasible ``x`` has ``μ⁺ᵀ(Ax − row_hi) + μ⁻ᵀ(row_lo − Ax) ≤ 0``; so if the minimum
-    of that expression over the box with ``Σx = total`` is positive, no feasible ``x``
+    Every feasible `x` has `μ⁺ᵀ(Ax − row_hi) + μ⁻ᵀ(row_lo − Ax) ≤ 0`; so if the minimum
+    of that expression over the box with `Σx = total` is positive, no feasible `x`
     exists. The minimum is a continuous knapsack, bounded below by its Lagrangian dual
-    ``max_ν Σ_i min((g_i+ν) lo_i, (g_i+ν) hi_i) − ν·total − const`` (``g = Aᵀ(μ⁺ − μ⁻)``),
-    a concave piecewise-linear function of ``ν`` whose maximum lies at a breakpoint
-    ``ν = −g_j``: all ``n`` are evaluated at once (an ``n × n`` elementwise block, no
-    loop). Valid for any ``μ`` — a feasible problem never yields a certificate — and
-    conclusive for the elastic duals of :func:`solve_dispatch_qp` on infeasible problems,
-    whose violated rows carry ``μ ≈ π``, also when the iteration stopped before
-    converging. ``rel_margin`` guards round-off: the bound must exceed that fraction of
+    `max_ν Σ_i min((g_i+ν) lo_i, (g_i+ν) hi_i) − ν·total − const` (`g = Aᵀ(μ⁺ − μ⁻)`),
+    a concave piecewise-linear function of `ν` whose maximum lies at a breakpoint
+    `ν = −g_j`: all `n` are evaluated at once (an `n × n` elementwise block, no
+    loop). Valid for any `μ` — a feasible problem never yields a certificate — and
+    conclusive for the elastic duals of [`solve_dispatch_qp`][powerzoojax.physics.solve_dispatch_qp] on infeasible problems,
+    whose violated rows carry `μ ≈ π`, also when the iteration stopped before
+    converging. `rel_margin` guards round-off: the bound must exceed that fraction of
     the magnitude of the terms it sums (2e-4, ~20x the worst-case float32 summation error
     over the 186 rows of case 118; 1e-3 missed marginally infeasible TSO steps, 0.5-1 MW
     over, whose margins were 5-7e-4, while feasible draws sit at <= -0.3).
@@ -508,11 +528,11 @@ _PRICE_BISECTIONS = {4: 32, 8: 56}
 
 
 def _unit_response(price, cubic, quad, lin, lo, hi):
-    """Output of each unit facing ``price``: ``argmin_{lo ≤ x ≤ hi} TC(x) − price·x``.
+    """Output of each unit facing `price`: `argmin_{lo ≤ x ≤ hi} TC(x) − price·x`.
 
-    The stationary point solves ``cubic x² + quad x + lin = price``; written as
-    ``2(price − lin) / (quad + √(quad² + 4 cubic (price − lin)))`` it is stable for
-    ``cubic → 0`` and covers the cubic, quadratic and linear cases at once (a linear
+    The stationary point solves `cubic x² + quad x + lin = price`; written as
+    `2(price − lin) / (quad + √(quad² + 4 cubic (price − lin)))` it is stable for
+    `cubic → 0` and covers the cubic, quadratic and linear cases at once (a linear
     unit gets ±huge, i.e. its bound, on either side of its cost).
     """
     excess = price - lin
@@ -530,19 +550,19 @@ def solve_separable_dispatch(
     total: Float[Array, ""],
     n_bisect: int | None = None,
 ) -> DispatchQPSolution:
-    """Exact economic dispatch without row constraints (the ``m = 0`` case of the QP above).
+    """Exact economic dispatch without row constraints (the `m = 0` case of the QP above).
 
     With no line limit the KKT conditions say every unit sits where its marginal cost
-    equals one system price ``λ`` (or at a bound), and total output is non-decreasing
-    in ``λ``. So ``λ`` is found by a fixed number of bisections of the bracket
-    ``[min MC(lo), max MC(hi)]`` (32 in float32, 56 in float64 unless ``n_bisect`` says
-    otherwise) — ``O(n)`` work each, no factorisation, no data-dependent
-    iteration count (a vmapped ``while_loop`` runs as long as its slowest member; this
+    equals one system price `λ` (or at a bound), and total output is non-decreasing
+    in `λ`. So `λ` is found by a fixed number of bisections of the bracket
+    `[min MC(lo), max MC(hi)]` (32 in float32, 56 in float64 unless `n_bisect` says
+    otherwise) — `O(n)` work each, no factorisation, no data-dependent
+    iteration count (a vmapped `while_loop` runs as long as its slowest member; this
     loop does not). The dispatch interpolates between the responses at the two ends of
     the final bracket, which also splits the remainder among linear-cost units tied at
-    the price (the merit-order solution). ``lo ≤ hi`` may be equal (fixed units);
-    ``total`` is clipped to ``[Σlo, Σhi]`` and the caller reads the capacity status.
-    Convexity (``MC`` non-decreasing on ``[lo, hi]``) is assumed, as everywhere here.
+    the price (the merit-order solution). `lo ≤ hi` may be equal (fixed units);
+    `total` is clipped to `[Σlo, Σhi]` and the caller reads the capacity status.
+    Convexity (`MC` non-decreasing on `[lo, hi]`) is assumed, as everywhere here.
     """
     dtype = jnp.result_type(lin.dtype, jnp.float32)
     if n_bisect is None:

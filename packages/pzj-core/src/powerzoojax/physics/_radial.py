@@ -1,7 +1,7 @@
 """Balanced radial power flow: the backward/forward sweep on the DistFlow equations.
 
-For a radial feeder rooted at the slack bus, with ``P_l, Q_l`` the power entering
-branch ``l`` at its sending bus ``i`` and flowing to its receiving bus ``j``::
+For a radial feeder rooted at the slack bus, with `P_l, Q_l` the power entering
+branch `l` at its sending bus `i` and flowing to its receiving bus `j`:
 
     P_l = Σ_{n downstream of l} p_n + Σ_{k downstream of l, k included} r_k ℓ_k
     ℓ_l = (P_l² + Q_l²) / v²_i
@@ -10,18 +10,18 @@ branch ``l`` at its sending bus ``i`` and flowing to its receiving bus ``j``::
 (Baran & Wu 1989). These are exact for a tree of series impedances (no line charging,
 bus shunts or off-nominal taps), so at convergence the sweep matches a full AC solve.
 
-Given the squared branch currents ``ℓ``, the flows and voltages are affine in ``ℓ`` and
-in the loads, so the tree is walked once, on the host (:func:`make_radial_network`), into
-dense matrices: one sweep is ``y = c + ℓ W`` with ``y = [P | Q | v²_recv | v²_send]``,
-then ``ℓ ← (P² + Q²) / v²_send`` (the backward sweep's flows and the forward sweep's
+Given the squared branch currents `ℓ`, the flows and voltages are affine in `ℓ` and
+in the loads, so the tree is walked once, on the host ([`make_radial_network`][powerzoojax.physics.make_radial_network]), into
+dense matrices: one sweep is `y = c + ℓ W` with `y = [P | Q | v²_recv | v²_send]`,
+then `ℓ ← (P² + Q²) / v²_send` (the backward sweep's flows and the forward sweep's
 voltages from the same currents). The iteration starts from LinDistFlow's currents and
-takes quasi-Newton steps ``ℓ ← ℓ + (ℓ' − ℓ)(I − J₀)⁻ᵀ`` (row vectors) with ``J₀`` the
+takes quasi-Newton steps `ℓ ← ℓ + (ℓ' − ℓ)(I − J₀)⁻ᵀ` (row vectors) with `J₀` the
 sweep's Jacobian at the case's nominal loads (a constant, computed once on the host), plus
 depth-1 Anderson mixing (an earlier solve's loss correction may be added to the start:
-``warm_start``). Under ``vmap`` (many envs) a sweep is one ``(feeders, B) @ (B, 4B)``
-product, one ``(feeders, B) @ (B, B)`` product and a few elementwise kernels, each feeder
+`warm_start`). Under `vmap` (many envs) a sweep is one `(feeders, B) @ (B, 4B)`
+product, one `(feeders, B) @ (B, B)` product and a few elementwise kernels, each feeder
 stopping on its own convergence test; the loop has its own batching rule that moves the
-last unconverged feeders into a smaller batch (see :func:`_iterate`). All powers
+last unconverged feeders into a smaller batch (see `_iterate`). All powers
 are per unit on the case base, loads positive.
 """
 
@@ -53,25 +53,28 @@ _CURRENT_SQ_BOUND = 2.0 * _FLOW_BOUND**2 / _V_SQ_FLOOR
 
 
 class RadialNetwork(eqx.Module):
-    """Setup-time topology of a radial feeder (in-service branches only, B of them).
+    """Setup-time topology of a radial feeder (in-service branches only, B of them); build
+    with [`make_radial_network`][powerzoojax.physics.make_radial_network].
 
-    ``path_matrix[n, l] = 1`` iff branch ``l`` lies on the path from the slack bus to
-    bus ``n``; ``downstream_matrix`` is its transpose; ``loss_matrix[l, k] = 1`` iff branch
-    ``k`` is ``l`` or lies downstream of it (so ``P = D p + loss_matrix · r ℓ``). Branch
-    ``l`` is oriented from ``send_idx[l]`` (nearer the slack) to ``recv_idx[l]``;
-    ``line_idx[l]`` is its position among the case's lines. ``r_pu, x_pu`` on the case base.
+    Branch `l` is oriented from `send_idx[l]` (nearer the slack) to `recv_idx[l]`. The
+    sweep is an affine map of `y = [P | Q | v²_recv | v²_send]` (4B per feeder) computed
+    with small dense products.
 
-    The sweep's affine map, ``y = [P | Q | v²_recv | v²_send]`` (4B) per feeder, with
-    ``v²_recv`` at the non-slack buses in bus order (so voltages need no permutation) and
-    ``v²_send`` at each branch's sending bus: ``y = c + ℓ sweep_loss_matrix`` with the
-    loads' part ``c = [P₀ | Q₀ | v²_slack + d sweep_drop_matrix]``, ``P₀ = p path_matrix``,
-    ``Q₀ = q path_matrix`` (the lossless flows) and ``d = 2 (r P₀ + x Q₀)`` their voltage
-    drops (three small products instead of one ``(2N, 4B)``). ``recv_to_bus[l, n] = 1`` iff branch
-    ``l`` feeds bus ``n``. (Products rather than gathers: XLA:CPU runs a gather fused into
-    an elementwise kernel an order of magnitude slower than these small products.)
-    ``sweep_precond = (I − J₀)⁻ᵀ``: the quasi-Newton step's constant preconditioner (row
-    form), ``J₀ = ∂ℓ'/∂ℓ`` of one sweep at the nominal-load solution (identity when that
-    solution does not exist).
+    **Arguments:**
+
+    - `path_matrix`: `(N, B)`, 1 iff branch `l` lies on the path from the slack to bus `n`.
+    - `downstream_matrix`: `(B, N)`, its transpose.
+    - `loss_matrix`: `(B, B)`, 1 iff branch `k` is `l` or lies downstream of it.
+    - `sweep_drop_matrix`: `(B, n_sweep_v)` map of the lossless voltage drops into `y`.
+    - `sweep_loss_matrix`: `(B, n_sweep)` map of the squared currents into `y`.
+    - `sweep_precond`: `(B, B)` constant preconditioner of the quasi-Newton step,
+      `(I − J₀)⁻ᵀ` at the nominal-load solution (identity when it does not exist).
+    - `recv_to_bus`: `(B, N)`, 1 iff branch `l` feeds bus `n`.
+    - `root_branch`: `(B,)`, 1 on the branches leaving the slack.
+    - `send_idx`, `recv_idx`: `(B,)` branch ends.
+    - `line_idx`: `(B,)` position of each branch among the case's lines.
+    - `r_pu`, `x_pu`: `(B,)` branch impedance [p.u. on the case base].
+    - `slack_bus_idx`, `n_nodes`, `n_branches`: slack bus and sizes (static).
     """
 
     path_matrix: Float[Array, "n_nodes n_branches"]
@@ -93,16 +96,24 @@ class RadialNetwork(eqx.Module):
 
 
 class RadialFlow(eqx.Module):
-    """Result of :func:`radial_power_flow` (per unit on the case base).
+    """Result of [`radial_power_flow`][powerzoojax.physics.radial_power_flow] (per unit on the
+    case base).
 
-    ``p_branch, q_branch`` enter each branch at its sending end; ``p_loss, q_loss`` are
-    the per-branch series losses ``r I², x I²``; ``p_slack, q_slack`` the net power the
-    slack bus supplies (branch flows leaving it minus its own load). ``residual`` is the
-    last ``max |Δv²|``; ``converged`` says it fell below the tolerance within
-    ``max_iter`` sweeps (``n_iter`` of them) at a point off the safety bounds
-    (``0.5 <= |v| <= 2`` p.u., ``|P|, |Q| < 1e4`` p.u.). ``loss_correction`` is the
-    solution's squared currents minus LinDistFlow's for the same loads (zero when not
-    converged): pass it as the next solve's ``warm_start`` (see :func:`radial_power_flow`).
+    **Arguments:**
+
+    - `v_sq`, `v_mag`: `(n_nodes,)` squared and plain voltage magnitudes [p.u.].
+    - `p_branch`, `q_branch`: `(n_branches,)` power entering each branch at its sending
+      end [p.u.].
+    - `p_loss`, `q_loss`: `(n_branches,)` series losses `r I²`, `x I²` [p.u.].
+    - `p_slack`, `q_slack`: net power the slack bus supplies (branch flows leaving it minus
+      its own load) [p.u.].
+    - `converged`: the last `max |Δv²|` fell below the tolerance within `max_iter` sweeps
+      at a point off the safety bounds (`0.5 <= |v| <= 2` p.u., `|P|, |Q| < 1e4` p.u.).
+    - `n_iter`: sweeps taken.
+    - `residual`: the last `max |Δv²|`.
+    - `loss_correction`: `(n_branches,)` the solution's squared currents minus
+      LinDistFlow's for the same loads (zero when not converged); pass it as the next
+      solve's `warm_start`.
     """
 
     v_sq: Float[Array, " n_nodes"]
@@ -127,10 +138,10 @@ def radial_tree_order(
     root: int,
     node_ids: Int[np.ndarray, " n_nodes"],
 ) -> tuple[Int[np.ndarray, " n_branches"], Int[np.ndarray, " n_branches"], Int[np.ndarray, " n_branches"]]:
-    """Breadth-first search from ``root`` over the active lines (host-side).
+    """Breadth-first search from `root` over the active lines (host-side).
 
     Returns, per branch in BFS order, its line position, sending bus and receiving bus
-    (0-based). Raises ``ValueError`` naming the bus (by ``node_ids``) where the lines
+    (0-based). Raises `ValueError` naming the bus (by `node_ids`) where the lines
     close a loop or the buses the root cannot reach.
     """
     adjacency: list[list[tuple[int, int]]] = [[] for _ in range(n_nodes)]
@@ -174,7 +185,7 @@ def radial_tree_order(
 def radial_path_matrix(
     n_nodes: int, sends: Int[np.ndarray, " n_branches"], recvs: Int[np.ndarray, " n_branches"]
 ) -> Float[np.ndarray, "n_nodes n_branches"]:
-    """``path[n, l] = 1`` iff branch ``l`` lies on the root→``n`` path (branches in BFS order)."""
+    """`path[n, l] = 1` iff branch `l` lies on the root→`n` path (branches in BFS order)."""
     path = np.zeros((n_nodes, sends.shape[0]), np.float64)
     # A bus's path is its sending bus's path plus its feeding branch; BFS order lists
     # every sending bus before the buses it feeds.
@@ -191,14 +202,14 @@ def sweep_preconditioner(
     p_load: Float[np.ndarray, " n_nodes"],
     q_load: Float[np.ndarray, " n_nodes"],
 ) -> Float[np.ndarray, "n_branches n_branches"]:
-    """``(I − J₀)⁻ᵀ`` for the sweep ``ℓ' = (P² + Q²) / v²_send`` (row form, float64, host).
+    """`(I − J₀)⁻ᵀ` for the sweep `ℓ' = (P² + Q²) / v²_send` (row form, float64, host).
 
-    ``J₀ = ∂ℓ'/∂ℓ`` at the fixed point of ``p_load, q_load`` with ``v_slack = 1``. With it,
-    a step's error is ``(I − J₀)⁻¹ (J − J₀)`` times the last one instead of ``J``: on case
+    `J₀ = ∂ℓ'/∂ℓ` at the fixed point of `p_load, q_load` with `v_slack = 1`. With it,
+    a step's error is `(I − J₀)⁻¹ (J − J₀)` times the last one instead of `J`: on case
     33bw with random ±0.5 MW DER at every bus (v down to 0.6 p.u.), with the LinDistFlow
     start and Anderson mixing, the slowest of 8192 feeders needs 7 sweeps instead of 8, the
     mean 4.2 instead of 5.2. Returns the identity (the plain sweep) when the nominal point
-    does not converge or ``I − J₀`` is singular.
+    does not converge or `I − J₀` is singular.
     """
     b = loss_matrix.shape[0]
     base = np.concatenate([p_load, q_load]) @ load_matrix + slack
@@ -228,10 +239,16 @@ def sweep_preconditioner(
 
 
 def make_radial_network(case: CaseData) -> RadialNetwork:
-    """Build the sweep matrices of ``case`` on the host (lines with ``line_status > 0``).
+    """Build the sweep matrices of `case` on the host (lines with `line_status > 0`).
 
-    Raises ``ValueError`` if the in-service lines do not form one tree spanning every
-    bus from the slack.
+    **Arguments:**
+
+    - `case`: a radial case.
+
+    **Returns:**
+
+    A [`RadialNetwork`][powerzoojax.physics.RadialNetwork]. Raises `ValueError` if the
+    in-service lines do not form one tree spanning every bus from the slack.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"make_radial_network: case must be a CaseData, got {type(case).__name__}")
@@ -301,7 +318,7 @@ def _sweep_base(
     q_load: Float[Array, " n_nodes"],
     v_slack_sq: Float[Array, ""],
 ) -> Float[Array, " n_sweep"]:
-    """``c``: everything in ``y`` but the losses' contribution, once per solve."""
+    """`c`: everything in `y` but the losses' contribution, once per solve."""
     p0 = p_load @ network.path_matrix
     q0 = q_load @ network.path_matrix
     drop = 2.0 * (network.r_pu * p0 + network.x_pu * q0)
@@ -315,7 +332,7 @@ def _sweep_bounds(b: int) -> tuple[Array, Array]:
 
 
 def _sweep_terms(y: Float[Array, "*feeders n_sweep"], b: int) -> tuple[Array, Array]:
-    """``(v²_recv, ℓ')`` of a sweep's ``y`` (rows = feeders, or one feeder)."""
+    """`(v²_recv, ℓ')` of a sweep's `y` (rows = feeders, or one feeder)."""
     p, q, v_recv, v_send = y[..., :b], y[..., b : 2 * b], y[..., 2 * b : 3 * b], y[..., 3 * b :]
     return v_recv, (p * p + q * q) / v_send
 
@@ -330,7 +347,7 @@ def _active(carry: _Carry, tol: Array, max_iter: int) -> Array:
 
 
 def _lin_dist_flow(network: RadialNetwork, base: Float[Array, "*feeders n_sweep"]) -> tuple[Array, Array]:
-    """``(v²_recv, ℓ)`` of LinDistFlow: the lossless flows and voltages (ℓ = 0, no product)."""
+    """`(v²_recv, ℓ)` of LinDistFlow: the lossless flows and voltages (ℓ = 0, no product)."""
     lower, upper = _sweep_bounds(network.n_branches)
     return _sweep_terms(jnp.clip(base, lower, upper), network.n_branches)
 
@@ -346,8 +363,8 @@ def _start(v_recv: Float[Array, "feeders n_branches"], current_sq: Float[Array, 
 
 
 def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
-    """One sweep of every feeder (rows of ``base``, ``tol``); a feeder whose test has
-    passed (or that has used ``max_iter`` sweeps) keeps its state."""
+    """One sweep of every feeder (rows of `base`, `tol`); a feeder whose test has
+    passed (or that has used `max_iter` sweeps) keeps its state."""
     b = network.n_branches
     lower, upper = _sweep_bounds(b)
 
@@ -391,8 +408,8 @@ _PEELED_SWEEPS = 3
 def _loop(
     network: RadialNetwork, base: Array, tol: Array, v_start: Array, current_start: Array, max_iter: int, caps: list[int]
 ) -> _Carry:
-    """Sweep every row of ``base`` (tolerances ``tol``, first iterate ``v_start``,
-    ``current_start``) to convergence, compacting through ``caps`` (see above; ``[]``:
+    """Sweep every row of `base` (tolerances `tol`, first iterate `v_start`,
+    `current_start`) to convergence, compacting through `caps` (see above; `[]`:
     one plain loop)."""
     carry = _start(v_start, current_start)
     if caps:
@@ -419,7 +436,7 @@ def _iterate(
     current_start: Float[Array, " n_branches"],
     max_iter: int,
 ) -> tuple[Array, Array, Array, Array]:
-    """``(n_iter, ℓ, v²_recv, residual)`` of one feeder; under ``vmap`` the compacting rule."""
+    """`(n_iter, ℓ, v²_recv, residual)` of one feeder; under `vmap` the compacting rule."""
 
     def one(network, base, tol, v_start, current_start):
         n_iter, current_sq, v_recv, residual, _, _ = _loop(
@@ -454,9 +471,9 @@ def _sweep(
     warm: Float[Array, " n_branches"],
     max_iter: int,
 ) -> tuple[Array, ...]:
-    """Sweeps from LinDistFlow (+ ``warm``) until ``max |Δv²| < tol`` or ``max_iter`` sweeps.
+    """Sweeps from LinDistFlow (+ `warm`) until `max |Δv²| < tol` or `max_iter` sweeps.
 
-    Returns ``(v_sq, p_branch, q_branch, current_sq, n_iter, residual, lin_current_sq)``;
+    Returns `(v_sq, p_branch, q_branch, current_sq, n_iter, residual, lin_current_sq)`;
     the flows are those of the final currents, so they carry exactly the reported losses.
     """
     b = network.n_branches
@@ -490,19 +507,27 @@ def radial_power_flow(
     tol: Float[ArrayLike, ""] | float = 1e-6,
     warm_start: Float[ArrayLike, " n_branches"] | None = None,
 ) -> RadialFlow:
-    """Solve the balanced radial power flow for net bus loads ``p_load_pu, q_load_pu`` [p.u.].
+    """Solve the balanced radial power flow for net bus loads.
 
-    Net load = demand − local generation (negative where a bus exports). ``v_slack``
-    [p.u.] and ``tol`` (on ``max |Δv²|`` between sweeps) may be traced; ``max_iter`` is a
-    Python int (it bounds the loop). Never raises on a hard case: a feeder that cannot
-    carry its load returns finite values with ``converged=False``. Under ``vmap`` each
-    feeder stops on its own test (the values of solving them one by one).
+    Net load = demand − local generation (negative where a bus exports). Never raises on a
+    hard case: a feeder that cannot carry its load returns finite values with
+    `converged=False`. Under `vmap` each feeder stops on its own test (the values of
+    solving them one by one).
 
-    ``warm_start``: the ``loss_correction`` of an earlier solve of the same feeder (default
-    zero: a cold start from LinDistFlow). The sweep then starts from this solve's
-    LinDistFlow currents plus that correction, which is close when the loads changed
-    little (a time step of smooth profiles: 3 sweeps instead of 4 on the DSO task). It
-    changes where the iteration starts, not what it converges to.
+    **Arguments:**
+
+    - `network`: the [`RadialNetwork`][powerzoojax.physics.RadialNetwork].
+    - `p_load_pu`, `q_load_pu`: `(n_nodes,)` net loads [p.u.].
+    - `v_slack`: slack voltage [p.u.]; may be traced.
+    - `max_iter`: sweep budget (static Python int).
+    - `tol`: bound on `max |Δv²|` between sweeps; may be traced.
+    - `warm_start`: `(n_branches,)` the `loss_correction` of an earlier solve of the same
+      feeder; `None` starts cold from LinDistFlow. It changes where the iteration starts,
+      not what it converges to.
+
+    **Returns:**
+
+    A [`RadialFlow`][powerzoojax.physics.RadialFlow].
     """
     p_load = jnp.asarray(p_load_pu, jnp.float32)
     q_load = jnp.asarray(q_load_pu, jnp.float32)

@@ -2,16 +2,16 @@
 
 Teng's BIBC/BCBV method (2003) with the bus-injection-to-branch-current matrix kept
 as the (N × B) path matrix and the 3 × 3 branch impedances applied blockwise, so a
-sweep is two dense matrix products plus a batched 3 × 3 product::
+sweep is two dense matrix products plus a batched 3 × 3 product:
 
     I_n = conj(S_n / V_n)                 load current drawn at bus n, per phase
     J   = Pathᵀ I                         branch currents, sending → receiving
     V   = V_ref − Path (Z_b J_b)_b        bus voltages
 
 Quantities are per phase and per unit (voltages on the phase base, loads on the same
-base as ``Z``), so a feeder with ``Z_b = z_b I₃`` and equal loads ``p`` on every phase
-solves to the balanced sweep with loads ``p``. Phase ``k`` exists at a bus iff the branch
-feeding it has ``|Z_kk| > 1e-12``; absent phases carry no load and report ``|V| = 0``.
+base as `Z`), so a feeder with `Z_b = z_b I₃` and equal loads `p` on every phase
+solves to the balanced sweep with loads `p`. Phase `k` exists at a bus iff the branch
+feeding it has `|Z_kk| > 1e-12`; absent phases carry no load and report `|V| = 0`.
 """
 
 import math
@@ -34,9 +34,17 @@ _ALPHA = complex(math.cos(2 * math.pi / 3), math.sin(2 * math.pi / 3))
 class Radial3PhaseNetwork(eqx.Module):
     """Setup-time topology of a three-phase radial feeder (B = N − 1 branches, BFS order).
 
-    ``z_pu[b]`` is branch ``b``'s 3 × 3 series impedance, ``phase_mask[n, k]`` whether
-    phase ``k`` exists at bus ``n``, ``v_ref`` the balanced reference phasors at every
-    bus (``v_ref_mag · (1, α², α)``), ``line_idx[b]`` the input line of branch ``b``.
+    **Arguments:**
+
+    - `path_matrix`: `(N, B)`, 1 where a branch lies on the path from the reference bus.
+    - `downstream_matrix`: `(B, N)`, its transpose.
+    - `z_pu`: `(B, 3, 3)` branch series impedances [p.u.].
+    - `phase_mask`: `(N, 3)` whether phase `k` exists at bus `n`.
+    - `branch_phase_mask`: `(B, 3)` whether phase `k` exists on branch `b`.
+    - `v_ref`: `(N, 3)` balanced reference phasors `v_ref_mag · (1, α², α)` [p.u.].
+    - `send_idx`, `recv_idx`: `(B,)` sending and receiving bus of each branch.
+    - `line_idx`: `(B,)` input line of each branch.
+    - `ref_bus`, `n_nodes`, `n_branches`: reference bus and sizes (static).
     """
 
     path_matrix: Float[Array, "n_nodes n_branches"]
@@ -54,10 +62,21 @@ class Radial3PhaseNetwork(eqx.Module):
 
 
 class Radial3PhaseFlow(eqx.Module):
-    """Result of :func:`radial_3phase_power_flow` (per phase, per unit).
+    """Result of [`radial_3phase_power_flow`][powerzoojax.physics.radial_3phase_power_flow]
+    (per phase, per unit).
 
-    ``p_branch, q_branch`` are the powers delivered at each branch's receiving end,
-    ``p_loss, q_loss`` the per-branch, per-phase series losses ``Re/Im(conj(J) · Z J)``.
+    **Arguments:**
+
+    - `v`: `(n_nodes, 3)` complex voltages [p.u.].
+    - `v_mag`: `(n_nodes, 3)` voltage magnitudes [p.u.].
+    - `i_branch`: `(n_branches, 3)` complex branch currents [p.u.].
+    - `p_branch`, `q_branch`: `(n_branches, 3)` powers delivered at each branch's
+      receiving end [p.u.].
+    - `p_loss`, `q_loss`: `(n_branches, 3)` series losses `Re/Im(conj(J) · Z J)` [p.u.].
+    - `vuf_percent`: `(n_nodes,)` voltage unbalance factor [%].
+    - `converged`: bool scalar.
+    - `n_iter`: int scalar, sweeps taken.
+    - `residual`: last `max |ΔV|` [p.u.].
     """
 
     v: Complex[Array, "n_nodes 3"]
@@ -81,10 +100,20 @@ def make_radial_3phase_network(
     ref_bus: int = 0,
     v_ref_mag: float | int = 1.0,
 ) -> Radial3PhaseNetwork:
-    """Build the sweep matrices of a strict tree (``n_lines = n_nodes − 1``, 0-based bus indices).
+    """Build the sweep matrices of a strict tree (`n_lines = n_nodes − 1`, 0-based bus indices).
 
-    Raises ``ValueError`` naming the bad argument when shapes, indices or the tree
-    structure are wrong.
+    **Arguments:**
+
+    - `n_nodes`: number of buses.
+    - `from_nodes`, `to_nodes`: `(n_nodes − 1,)` 0-based line ends.
+    - `z_3ph_pu`: `(n_nodes − 1, 3, 3)` line impedances [p.u.].
+    - `ref_bus`: 0-based reference bus.
+    - `v_ref_mag`: reference voltage magnitude [p.u.].
+
+    **Returns:**
+
+    A [`Radial3PhaseNetwork`][powerzoojax.physics.Radial3PhaseNetwork]. Raises `ValueError`
+    naming the bad argument when shapes, indices or the tree structure are wrong.
     """
     from_idx = np.asarray(from_nodes)
     to_idx = np.asarray(to_nodes)
@@ -146,7 +175,16 @@ def make_radial_3phase_network(
 
 
 def voltage_unbalance_percent(v: Complex[Array, "*batch 3"]) -> Float[Array, " *batch"]:
-    """Fortescue VUF ``100 |V⁻| / |V⁺|`` of ABC phasors (0 where ``|V⁺| <= 1e-6``)."""
+    """Fortescue VUF `100 |V⁻| / |V⁺|` of ABC phasors (0 where `|V⁺| <= 1e-6`).
+
+    **Arguments:**
+
+    - `v`: `(..., 3)` complex phase voltages.
+
+    **Returns:**
+
+    A `(...)` float array [%].
+    """
     a, b, c = v[..., 0], v[..., 1], v[..., 2]
     positive = (a + _ALPHA * b + _ALPHA**2 * c) / 3.0
     negative = (a + _ALPHA**2 * b + _ALPHA * c) / 3.0
@@ -163,12 +201,22 @@ def radial_3phase_power_flow(
     max_iter: int = 100,
     tol: Float[ArrayLike, ""] | float = 1e-6,
 ) -> Radial3PhaseFlow:
-    """Solve the unbalanced radial power flow for per-phase net loads [p.u.] (``(N, 3)``).
+    """Solve the unbalanced radial power flow for per-phase net loads.
 
-    The reference bus holds ``network.v_ref``; its own load is not part of the solve.
-    Loads on absent phases are ignored. ``tol`` bounds ``max |ΔV|`` between sweeps and may
-    be traced. Never raises on a hard case: it returns finite values with
-    ``converged=False``.
+    The reference bus holds `network.v_ref`; its own load is not part of the solve.
+    Loads on absent phases are ignored. Never raises on a hard case: it returns finite
+    values with `converged=False`.
+
+    **Arguments:**
+
+    - `network`: the [`Radial3PhaseNetwork`][powerzoojax.physics.Radial3PhaseNetwork].
+    - `p_load_pu`, `q_load_pu`: `(n_nodes, 3)` net loads [p.u.].
+    - `max_iter`: sweep budget (static).
+    - `tol`: bound on `max |ΔV|` between sweeps [p.u.]; may be traced.
+
+    **Returns:**
+
+    A [`Radial3PhaseFlow`][powerzoojax.physics.Radial3PhaseFlow].
     """
     mask = network.phase_mask
     s_load = jnp.where(

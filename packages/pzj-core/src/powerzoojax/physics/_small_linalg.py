@@ -1,19 +1,19 @@
 """Inverse Cholesky factor and solves for the small dense SPD systems of the dispatch
 solvers, written in plain XLA operations (no LAPACK custom call).
 
-Why not ``jnp.linalg.cholesky`` / ``jax.scipy.linalg.cho_solve``: on XLA:CPU (jaxlib
+Why not `jnp.linalg.cholesky` / `jax.scipy.linalg.cho_solve`: on XLA:CPU (jaxlib
 0.10) a batched LAPACK call (a vmapped batch of a few hundred matrices) splits the batch
 over the intra-op thread pool and *blocks* a pool thread until the pieces are done. Two
 such calls running at once (e.g. the two independent solves of one Newton step, which
 the runtime starts concurrently) can occupy every pool thread on a 2-core machine and
 wait forever: the DC-OPF of case 118 with rated lines hung at N >= 192, with every
-thread idle (gdb: ``BlockingCounter::Wait`` under ``jax::ParallelBatchMap`` in
-``lapack_strsm_ffi``). The loop below has no such wait; under ``vmap`` the batch is a
+thread idle (gdb: `BlockingCounter::Wait` under `jax::ParallelBatchMap` in
+`lapack_strsm_ffi`). The loop below has no such wait; under `vmap` the batch is a
 plain array axis.
 
 Why the inverse factor: the solvers solve each factored system several times (a
-predictor, a corrector and their refinement steps). With ``W = L⁻¹`` every solve is two
-matrix products, where substitution is two more ``O(n)``-step sequential loops per
+predictor, a corrector and their refinement steps). With `W = L⁻¹` every solve is two
+matrix products, where substitution is two more `O(n)`-step sequential loops per
 solve; one loop (factor and inverse together) is all that is left. The matrices are at
 most the unit count of a case (dozens), so the loop's vectorised row updates are cheap.
 Refinement against the original matrix, which the callers do anyway, absorbs the extra
@@ -26,12 +26,12 @@ from jaxtyping import Array, Float, Int
 
 
 def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
-    """``W = L⁻¹`` for the lower Cholesky factor ``L`` of a symmetric positive definite
-    ``a`` (so ``W a Wᵀ = I`` and ``a⁻¹ = WᵀW``); lower triangular.
+    """`W = L⁻¹` for the lower Cholesky factor `L` of a symmetric positive definite
+    `a` (so `W a Wᵀ = I` and `a⁻¹ = WᵀW`); lower triangular.
 
-    One step per row: row ``j`` of ``Lᵀ`` (left-looking), then row ``j`` of ``W`` by
-    forward substitution, which needs only rows ``< j`` of both. A non-positive pivot
-    gives NaN entries (as LAPACK's ``potrf`` does through ``jnp.linalg.cholesky``),
+    One step per row: row `j` of `Lᵀ` (left-looking), then row `j` of `W` by
+    forward substitution, which needs only rows `< j` of both. A non-positive pivot
+    gives NaN entries (as LAPACK's `potrf` does through `jnp.linalg.cholesky`),
     which callers detect.
     """
     n = a.shape[-1]
@@ -52,22 +52,21 @@ def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
 
 
 def spd_solve(inv_factor: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
-    """Solve ``a x = b`` given ``inv_factor = inverse_cholesky(a)`` (``b`` a vector or columns)."""
+    """Solve `a x = b` given `inv_factor = inverse_cholesky(a)` (`b` a vector or columns)."""
     if b.ndim == 2:
         # Column by column: on XLA:CPU a vmapped batch of matrix-vector products is
-        # several times faster than the same batch of (n, n) @ (n, 2) products
-        # (n = 54, N = 256: 0.35 ms per vector against 3.7 ms for two columns).
+        # several times faster than the same batch of (n, n) @ (n, 2) products.
         return jnp.stack([spd_solve(inv_factor, b[:, i]) for i in range(b.shape[1])], axis=1)
     return inv_factor.T @ (inv_factor @ b)
 
 
 def lu_factor(a: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Int[Array, " n"]]:
-    """LU factors with partial pivoting of a general square ``a``, in plain XLA operations
-    (for the same reason as :func:`inverse_cholesky`: no batched LAPACK call under ``vmap``).
+    """LU factors with partial pivoting of a general square `a`, in plain XLA operations
+    (for the same reason as `inverse_cholesky`: no batched LAPACK call under `vmap`).
 
-    Returns ``(lu, perm)``: ``a[perm] = L U`` with ``L`` unit lower triangular (stored below
-    the diagonal of ``lu``) and ``U`` upper triangular (on and above it). A zero pivot (a
-    singular ``a``) is left in place; :func:`lu_solve` then returns a finite, wrong answer,
+    Returns `(lu, perm)`: `a[perm] = L U` with `L` unit lower triangular (stored below
+    the diagonal of `lu`) and `U` upper triangular (on and above it). A zero pivot (a
+    singular `a`) is left in place; `lu_solve` then returns a finite, wrong answer,
     so callers check their solution (the dispatch solvers verify it as a KKT point).
     """
     n = a.shape[-1]
@@ -91,7 +90,7 @@ def lu_factor(a: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Int[Array, "
 
 
 def lu_solve(factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Array, " n"]) -> Float[Array, " n"]:
-    """``x`` with ``a x = b`` from :func:`lu_factor`'s ``(lu, perm)`` (two substitution loops)."""
+    """`x` with `a x = b` from `lu_factor`'s `(lu, perm)` (two substitution loops)."""
     lu, perm = factors
     n = lu.shape[-1]
     idx = jnp.arange(n)

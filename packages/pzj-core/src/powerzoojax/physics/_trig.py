@@ -1,14 +1,12 @@
-"""``sincos(x)``: sine and cosine together, as plain vectorisable float32 arithmetic.
+"""`sincos(x)`: sine and cosine together, as plain vectorisable float32 arithmetic.
 
-XLA:CPU evaluates ``jnp.sin``/``jnp.cos`` at ~8 ns per float32 element (not vectorised),
-and fuses a shared ``sin(va)`` into every consumer, so a batched AC power-flow iteration
-spent ~20 % of its time there (case 118, N = 1024: ~3 ms per ``(1024, 118)`` sin+cos
-pair). This version is one Cody-Waite reduction by pi/2 and the Cephes ``sinf``/``cosf``
-minimax polynomials on [-pi/4, pi/4]: 0.5 ms for the same pair, 1-thread, max error
-~1.05 ulp on [-40, 40] (``jnp.sin``: 0.56 ulp), 94 % of results bit-identical to
-``jnp.sin``/``jnp.cos``. The 3-part pi/2 keeps the reduction accurate for |x| < 2^15 rad;
-NaN and inf give NaN, as ``jnp.sin``.
-Float64 (and any other dtype) uses ``jnp.sin``/``jnp.cos`` unchanged.
+XLA:CPU evaluates `jnp.sin`/`jnp.cos` element by element (not vectorised) and fuses a
+shared `sin(va)` into every consumer, which makes them a large share of a batched AC
+power-flow iteration. This version is one Cody-Waite reduction by pi/2 and the Cephes
+`sinf`/`cosf` minimax polynomials on [-pi/4, pi/4], with a max error of about 1 ulp on
+[-40, 40]. The 3-part pi/2 keeps the reduction accurate for |x| < 2^15 rad;
+NaN and inf give NaN, as `jnp.sin`.
+Float64 (and any other dtype) uses `jnp.sin`/`jnp.cos` unchanged.
 """
 
 import jax.numpy as jnp
@@ -25,7 +23,7 @@ _COS = tuple(np.float32(c) for c in (2.443315711809948e-5, -1.388731625493765e-3
 
 
 def sincos(x: Array) -> tuple[Array, Array]:
-    """``(sin x, cos x)`` elementwise; float32 by the polynomial above, other dtypes by jnp."""
+    """`(sin x, cos x)` elementwise; float32 by the polynomial above, other dtypes by jnp."""
     x = jnp.asarray(x)
     if x.dtype != jnp.float32:
         return jnp.sin(x), jnp.cos(x)

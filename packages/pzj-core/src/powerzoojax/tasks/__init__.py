@@ -1,10 +1,10 @@
-"""Task registry: ``get_task("tso")`` builds the frozen task object.
+"""Task registry: `get_task("tso")` builds the frozen task object.
 
 Tasks live with their envs in pzj-grid and pzj-market; this table names them so core
 never imports those distributions until a task is asked for. The tasks' public API
-(``TSOTask``, ``make_dso_params``, ``compute_ders_metrics``, ...) is re-exported lazily from
-``powerzoojax.grid.tasks`` and ``powerzoojax.market.tasks``: the first access imports the
-providing distribution, or raises an ``ImportError`` naming it.
+(`TSOTask`, `make_dso_params`, `compute_ders_metrics`, ...) is re-exported lazily from
+`powerzoojax.grid.tasks` and `powerzoojax.market.tasks`: the first access imports the
+providing distribution, or raises an `ImportError` naming it.
 """
 
 from typing import Any
@@ -24,11 +24,28 @@ TASK_REGISTRY: dict[str, tuple[str, str, str]] = {
 
 
 def list_tasks() -> tuple[str, ...]:
+    """Names of the registered tasks.
+
+    **Returns:**
+
+    A tuple of the keys of `TASK_REGISTRY`.
+    """
     return tuple(TASK_REGISTRY)
 
 
 def get_task(name: str, **kwargs) -> TaskSpec:
-    """The task object registered as ``name``; kwargs go to its constructor."""
+    """The task object registered as `name`.
+
+    **Arguments:**
+
+    - `name`: a key of `TASK_REGISTRY` (`"tso"`, `"dso"`, `"ders"`, `"dc_microgrid"`,
+      `"gencos"`).
+    - `**kwargs`: passed to the task's constructor.
+
+    **Returns:**
+
+    The task, a [`TaskSpec`][powerzoojax.core.TaskSpec].
+    """
     if name not in TASK_REGISTRY:
         raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASK_REGISTRY)}")
     module_name, class_name, dist = TASK_REGISTRY[name]

@@ -1,12 +1,12 @@
 """Conformance kit every environment in the project must pass.
 
-``check_env_api`` checks the contract (spaces, dtypes, cost channels, jit = eager,
-vmap = loop, auto-reset, determinism); ``check_no_retrace`` checks that stepping,
+`check_env_api` checks the contract (spaces, dtypes, cost channels, jit = eager,
+vmap = loop, auto-reset, determinism); `check_no_retrace` checks that stepping,
 new episodes and new param values reuse one compiled program.
 
 Outputs of two different compiled programs (jit and eager, vmap and single) are
 compared leaf by leaf: floats within a tolerance, integers and bools exactly, except
-the info keys an env names in ``Environment.iteration_count_keys``: an iterative
+the info keys an env names in `Environment.iteration_count_keys`: an iterative
 solver's count of iterations follows float round-off where its stopping test sits at
 round-off, so for those only presence, integer dtype and shape are checked. Two runs
 of one compiled program (determinism under a key) must agree bitwise, counts included.
@@ -14,7 +14,7 @@ of one compiled program (determinism under a key) must agree bitwise, counts inc
 Both checks draw their jitted reset / step / rollout from one trace-counted set per
 (env object, params structure), so the usual pair of calls on one env compiles each
 program once: compiles are most of a kit's time, and the counts then also cover every
-call ``check_env_api`` made. ``check_no_retrace`` (and a failing ``check_env_api``)
+call `check_env_api` made. `check_no_retrace` (and a failing `check_env_api`)
 drops the set afterwards, so counts never carry over into an unrelated later check.
 """
 
@@ -53,7 +53,7 @@ def _leaves_equal(a: Any, b: Any, what: str) -> None:
 
 
 def _check_iteration_counts(info: dict, keys: tuple[str, ...], owner: str) -> None:
-    """Each named count is an integer array in ``info`` (so that naming it hides nothing else)."""
+    """Each named count is an integer array in `info` (so that naming it hides nothing else)."""
     for k in keys:
         if k not in info:
             raise AssertionError(f"{owner}.iteration_count_keys names {k!r}, which info lacks (info has {sorted(info)})")
@@ -63,7 +63,7 @@ def _check_iteration_counts(info: dict, keys: tuple[str, ...], owner: str) -> No
 
 
 def _uncounted(out: tuple, keys: tuple[str, ...]) -> tuple:
-    """A step's outputs (info last) with the values of the iteration counts ``keys``
+    """A step's outputs (info last) with the values of the iteration counts `keys`
     zeroed, their shapes and dtypes kept: two compiled programs' counts may differ."""
     if not keys:
         return out
@@ -72,7 +72,7 @@ def _uncounted(out: tuple, keys: tuple[str, ...]) -> tuple:
 
 
 class _Programs:
-    """Jitted ``reset``, ``step`` and a state-recording ``rollout`` of one env, each counting its traces."""
+    """Jitted `reset`, `step` and a state-recording `rollout` of one env, each counting its traces."""
 
     def __init__(self, env: Environment):
         self.env = env  # held so the cache key's id(env) cannot be reused while cached
@@ -188,10 +188,16 @@ def check_env_api(
     float_dtypes: tuple = (jnp.float32,),
     n_batch: int = 3,
 ) -> None:
-    """Assert that ``env`` with ``params`` honours the env contract; raises ``AssertionError``.
+    """Assert that `env` with `params` honours the env contract; raises `AssertionError`.
 
-    ``stochastic=True`` additionally asserts that different keys give different
-    trajectories. Float state leaves must have one of ``float_dtypes``.
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key; `None` uses a fixed key.
+    - `stochastic`: also assert that different keys give different trajectories.
+    - `float_dtypes`: the dtypes a float state leaf may have.
+    - `n_batch`: batch size of the `vmap` checks.
     """
     try:
         _check_env_api(env, params, jr.PRNGKey(0) if key is None else key, stochastic, float_dtypes, n_batch)
@@ -274,7 +280,7 @@ def _check_env_api(env: Environment, params: EnvParams, key: jax.Array, stochast
 
 
 def _perturb(params: EnvParams, scale: float) -> EnvParams:
-    """Same structure, shapes and dtypes; every inexact array leaf scaled by ``scale``."""
+    """Same structure, shapes and dtypes; every inexact array leaf scaled by `scale`."""
     arrays, static = eqx.partition(params, eqx.is_inexact_array)
     arrays = jax.tree.map(lambda x: x * jnp.asarray(scale, x.dtype), arrays)
     return eqx.combine(arrays, static)
@@ -290,10 +296,22 @@ def check_no_retrace(
 ) -> dict[str, int]:
     """Assert that reset, step and a scanned rollout each trace exactly once.
 
-    Steps ``n_episodes`` full episodes one jitted call at a time, then runs them again
-    with new param values (``param_variants``, default: every float leaf scaled by
-    1.01 and 0.98). The programs are the ones ``check_env_api`` used on the same env
-    object and params structure, so its calls count too. Returns the trace counts.
+    Steps `n_episodes` full episodes one jitted call at a time, then runs them again
+    with new param values. The programs are the ones `check_env_api` used on the same env
+    object and params structure, so its calls count too.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `n_episodes`: episodes stepped per params value.
+    - `param_variants`: further params of the same structure; `None` scales every float
+      leaf by 1.01 and 0.98.
+    - `key`: PRNG key; `None` uses a fixed key.
+
+    **Returns:**
+
+    The trace counts, a dict of program name to count.
     """
     try:
         return _check_no_retrace(env, params, n_episodes, param_variants, jr.PRNGKey(1) if key is None else key)

@@ -1,17 +1,17 @@
 """Invariant checks on recorded rollouts: the shared contract and each env's own physics.
 
-:func:`check_invariants` rolls ``env`` out over the given actions in one jitted scan
+[`check_invariants`][powerzoojax.testing.check_invariants] rolls `env` out over the given actions in one jitted scan
 (the conformance kit's trace-counted programs, so repeated calls with new keys, actions
 and param values reuse one compiled program), moves the trajectory to the host and
-returns every broken law as a :class:`Violation`:
+returns every broken law as a [`Violation`][powerzoojax.testing.Violation]:
 
 * the contract every env shares: obs finite and inside the observation space; reward
   finite; costs finite, non-negative, one per constraint name and summing to
-  ``info["cost_sum"]``; every float leaf of the state finite; ``time_step`` counting up
-  and ``done`` True exactly on the step that reaches ``max_steps``; the state returned on
+  `info["cost_sum"]`; every float leaf of the state finite; `time_step` counting up
+  and `done` True exactly on the step that reaches `max_steps`; the state returned on
   a terminal step equal to a fresh reset under the step's reset key;
-* the laws the env declares through ``env.physics_invariants(params)`` (see
-  :class:`~powerzoojax.core.Invariant`), evaluated on the host in float64.
+* the laws the env declares through `env.physics_invariants(params)` (see
+  [`Invariant`][powerzoojax.core.Invariant]), evaluated on the host in float64.
 """
 
 import functools
@@ -31,7 +31,14 @@ from powerzoojax.testing._checks import _programs
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken law: its name, the step (``None`` for the whole rollout) and what was seen."""
+    """One broken law: its name, the step (`None` for the whole rollout) and what was seen.
+
+    **Arguments:**
+
+    - `name`: name of the law.
+    - `step`: index of the offending step, or `None` for a law of the whole rollout.
+    - `detail`: what was seen (residual and tolerance, or the offending values).
+    """
 
     name: str
     step: int | None
@@ -49,9 +56,22 @@ def _host(tree: Any) -> Any:
 def record_trajectory(
     env: Environment, params: EnvParams, key: jax.Array, actions: Any, state: Any = None
 ) -> tuple[Trajectory, jax.Array]:
-    """Roll ``env`` out from ``state`` (default: a reset under ``key``) over ``actions``
-    (leading axis = time) in one jitted scan; returns the host-side :class:`Trajectory` and
-    the rollout key (its split gives each step's key)."""
+    """Roll `env` out over `actions` in one jitted scan and bring it to the host.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key of the reset (when `state` is `None`) and of the rollout.
+    - `actions`: actions with a leading time axis `(T, *action_shape)`.
+    - `state`: start state; `None` resets under `key`.
+
+    **Returns:**
+
+    `(trajectory, rollout_key)`: the host-side
+    [`Trajectory`][powerzoojax.core.Trajectory] and the rollout key (its split gives each
+    step's key).
+    """
     programs = _programs(env, params)
     k_reset, k_roll = jr.split(key)
     if state is None:
@@ -151,10 +171,24 @@ def check_invariants(
     state: Any = None,
     physics: bool = True,
 ) -> list[Violation]:
-    """Every law ``env`` breaks on a rollout over ``actions`` (leading axis = time) from
-    ``state`` (default: a reset under ``key``): the shared contract and, with
-    ``physics=True``, the env's :meth:`~powerzoojax.core.Environment.physics_invariants`.
-    An empty list means none."""
+    """Every law `env` breaks on a rollout over `actions`.
+
+    Checks the contract every env shares and, with `physics=True`, the env's
+    [`physics_invariants`][powerzoojax.core.Environment.physics_invariants].
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key of the reset (when `state` is `None`) and of the rollout.
+    - `actions`: actions with a leading time axis `(T, *action_shape)`.
+    - `state`: start state; `None` resets under `key`.
+    - `physics`: also check the env's own physics laws.
+
+    **Returns:**
+
+    A list of [`Violation`][powerzoojax.testing.Violation]; empty when none is broken.
+    """
     traj, k_roll = record_trajectory(env, params, key, actions, state)
     return _violations(env, params, traj, k_roll, physics)
 
@@ -170,7 +204,14 @@ def _violations(env: Environment, params: EnvParams, traj: Trajectory, k_roll: j
 
 
 def assert_invariants(env: Environment, params: EnvParams, key: jax.Array, actions: Any, **kwargs: Any) -> None:
-    """:func:`check_invariants`, raising ``AssertionError`` that lists the violations (first 20)."""
+    """[`check_invariants`][powerzoojax.testing.check_invariants], raising `AssertionError`
+    that lists the violations (first 20).
+
+    **Arguments:**
+
+    - `env`, `params`, `key`, `actions`: as for `check_invariants`.
+    - `**kwargs`: further keywords of `check_invariants` (`state`, `physics`).
+    """
     _raise_if_any(env, check_invariants(env, params, key, actions, **kwargs))
 
 
@@ -191,18 +232,32 @@ def env_property_test(
 ) -> Callable[[Callable], Callable]:
     """Turn a test function into a hypothesis property test of an env's invariants.
 
-    ``env_factory()`` builds ``(env, params)`` once. Each example draws a PRNG key, an
-    action sequence of ``n_steps`` (default: ``params.max_steps + 1``, so the auto-reset is
-    crossed) — with entries outside the action space when ``invalid_actions`` — and, when
-    the params have ``with_load_profiles`` and ``load_profiles`` and ``vary_load_profiles``
-    is set, new load profiles of the same shape within the case's load ranges; it then
-    asserts :func:`check_invariants`. The decorated function runs afterwards and may take
-    ``(env, params, trajectory)`` for checks of its own. Drawn values never change the
-    compiled program, so every example reuses one.
+    `env_factory()` builds `(env, params)` once. Each example draws a PRNG key, an
+    action sequence of `n_steps` — with entries outside the action space when
+    `invalid_actions` — and, when the params have `with_load_profiles` and
+    `load_profiles` and `vary_load_profiles` is set, new load profiles of the same shape
+    within the case's load ranges; it then asserts
+    [`check_invariants`][powerzoojax.testing.check_invariants]. The decorated function
+    runs afterwards and may take `(env, params, trajectory)` for checks of its own. Drawn
+    values never change the compiled program, so every example reuses one.
 
     >>> @env_property_test(lambda: (TransGridEnv(), make_trans_params(load_case("5"), max_steps=4)))
     ... def test_case5_dc(env, params, trajectory):
     ...     assert trajectory.reward.shape == (5,)
+
+    **Arguments:**
+
+    - `env_factory`: `() -> (env, params)`.
+    - `n_steps`: rollout length [steps]; `None` takes `params.max_steps + 1`, so the
+      auto-reset is crossed.
+    - `invalid_actions`: also draw non-finite and out-of-bounds action entries.
+    - `vary_load_profiles`: draw new load profiles where the params carry them.
+    - `max_examples`: hypothesis examples per test.
+
+    **Returns:**
+
+    A decorator that turns `test(env, params, trajectory)` (or a test taking fewer of
+    those arguments) into a hypothesis test.
     """
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st

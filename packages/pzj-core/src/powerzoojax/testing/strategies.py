@@ -1,14 +1,14 @@
 """Hypothesis strategies that draw valid (or, on request, invalid) inputs of the envs.
 
-Install with the ``testing`` extra (``pip install "pzj-core[testing]"``). Every strategy
-draws only inputs the library accepts unless asked for invalid ones (``invalid=True``),
+Install with the `testing` extra (`pip install "pzj-core[testing]"`). Every strategy
+draws only inputs the library accepts unless asked for invalid ones (`invalid=True`),
 and shrinks towards small, plain examples: the smallest cases, the shortest profiles,
 actions at the low end of their space, the first keyword set.
 
-Strategies that change a static field (a mode, ``max_steps``, a case) change the compiled
+Strategies that change a static field (a mode, `max_steps`, a case) change the compiled
 program; the drawn values of array fields (load profiles, actions, keys, weights) do not.
 Draw the former from small sets and the latter freely, and the jitted programs of
-:func:`~powerzoojax.testing.check_invariants` are reused across examples.
+[`check_invariants`][powerzoojax.testing.check_invariants] are reused across examples.
 
 >>> from hypothesis import given
 >>> from powerzoojax.testing import strategies as pst
@@ -86,8 +86,8 @@ def cases(
     max_buses: int = 120,
     source: str = "reference",
 ) -> st.SearchStrategy[CaseData]:
-    """Shipped cases (loaded once per id and reused): from ``ids``, or every case that
-    ``case_ids`` lists for the filters."""
+    """Shipped cases (loaded once per id and reused): from `ids`, or every case that
+    `case_ids` lists for the filters."""
     id_strategy = st.sampled_from(tuple(ids)) if ids is not None else case_ids(grid_type, max_buses=max_buses, source=source)
     return id_strategy.map(lambda case_id: _cached_case(str(case_id), source))
 
@@ -97,7 +97,7 @@ def _in_service(case: CaseData) -> np.ndarray:
 
 
 def _connected_without(case: CaseData, out: np.ndarray) -> bool:
-    """Whether every bus still reaches the slack bus over in-service lines not in ``out``."""
+    """Whether every bus still reaches the slack bus over in-service lines not in `out`."""
     n = int(case.n_nodes)
     keep = _in_service(case) & ~out
     f = np.asarray(case.line_from_idx)[keep]
@@ -119,7 +119,7 @@ def _connected_without(case: CaseData, out: np.ndarray) -> bool:
 
 
 def connected_line_outages(case: CaseData, *, max_outages: int = 1) -> st.SearchStrategy[np.ndarray]:
-    """Boolean masks over the case's lines (True = out) of at most ``max_outages`` in-service
+    """Boolean masks over the case's lines (True = out) of at most `max_outages` in-service
     lines whose removal keeps every bus connected; shrinks to no outage."""
     in_service = np.flatnonzero(_in_service(case))
     n_lines = int(np.asarray(case.line_status).shape[0])
@@ -157,12 +157,12 @@ def load_profiles(
     shape: str = "either",
     case_id: str | None = None,
 ) -> st.SearchStrategy[np.ndarray]:
-    """``(n_rows, n_loads)`` float32 MW load profiles of ``case``: finite, non-negative.
+    """`(n_rows, n_loads)` float32 MW load profiles of `case`: finite, non-negative.
 
-    Each row is ``s · (d_min + u · (d_max − d_min))`` with the scaling ``s`` drawn in
-    ``scale`` and ``u`` per row either random in [0, 1] per load (``shape="random"``) or a
-    window of a measured demand series shared by every load (``shape="shipped"``, needs
-    ``case_id`` to find the case's data); ``"either"`` draws both. Shrinks to one row at
+    Each row is `s · (d_min + u · (d_max − d_min))` with the scaling `s` drawn in
+    `scale` and `u` per row either random in [0, 1] per load (`shape="random"`) or a
+    window of a measured demand series shared by every load (`shape="shipped"`, needs
+    `case_id` to find the case's data); `"either"` draws both. Shrinks to one row at
     the low end of each load's range.
     """
     if shape not in ("random", "shipped", "either"):
@@ -210,7 +210,7 @@ def _weight(lo: float, hi: float) -> st.SearchStrategy[float]:
 
 
 def trans_params_kwargs(*, modes: tuple[tuple[int, int], ...] = ((0, 0), (0, 1), (1, 0), (1, 1), (1, 2))) -> st.SearchStrategy[dict]:
-    """Keyword sets for ``make_trans_params(case, **kw)``: a ``(physics, solver_mode)`` mode,
+    """Keyword sets for `make_trans_params(case, **kw)`: a `(physics, solver_mode)` mode,
     horizon, step length, the AC method and the reward's weights."""
     return st.fixed_dictionaries(
         {
@@ -230,7 +230,7 @@ def _split_mode(kw: dict) -> dict:
 
 
 def uc_params_kwargs() -> st.SearchStrategy[dict]:
-    """Keyword sets for ``make_uc_params(case, **kw)``."""
+    """Keyword sets for `make_uc_params(case, **kw)`."""
     return st.fixed_dictionaries(
         {
             "max_steps": _HORIZONS,
@@ -243,7 +243,7 @@ def uc_params_kwargs() -> st.SearchStrategy[dict]:
 
 
 def dist_params_kwargs() -> st.SearchStrategy[dict]:
-    """Keyword sets for ``make_dist_params(case, **kw)`` (voltage band, DER limit, weights)."""
+    """Keyword sets for `make_dist_params(case, **kw)` (voltage band, DER limit, weights)."""
     return st.fixed_dictionaries(
         {
             "max_steps": _HORIZONS,
@@ -257,7 +257,7 @@ def dist_params_kwargs() -> st.SearchStrategy[dict]:
 
 
 def market_params_kwargs() -> st.SearchStrategy[dict]:
-    """Keyword sets for ``make_cost_market_params`` / ``make_bid_market_params`` (the battery
+    """Keyword sets for `make_cost_market_params` / `make_bid_market_params` (the battery
     they share and the horizon)."""
 
     def soc(kw: dict) -> dict:
@@ -277,7 +277,7 @@ def market_params_kwargs() -> st.SearchStrategy[dict]:
 
 
 def dcmicrogrid_params_kwargs() -> st.SearchStrategy[dict]:
-    """Keyword sets for ``make_dcmicrogrid_params(**kw)`` (battery, PV, diesel, weights)."""
+    """Keyword sets for `make_dcmicrogrid_params(**kw)` (battery, PV, diesel, weights)."""
 
     def soc(kw: dict) -> dict:
         lo, hi = kw.pop("soc_lo"), kw.pop("soc_hi")
@@ -301,7 +301,7 @@ def dcmicrogrid_params_kwargs() -> st.SearchStrategy[dict]:
 
 
 def prng_keys() -> st.SearchStrategy[jax.Array]:
-    """JAX PRNG keys (``jax.random.PRNGKey(seed)``); shrinks to seed 0."""
+    """JAX PRNG keys (`jax.random.PRNGKey(seed)`); shrinks to seed 0."""
     return st.integers(0, 2**32 - 1).map(jax.random.PRNGKey)
 
 
@@ -312,7 +312,7 @@ def _box_bounds(space: Box) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _valid_flat(space: Space, n: int) -> st.SearchStrategy[np.ndarray]:
-    """``n`` valid actions of ``space`` stacked on a leading axis."""
+    """`n` valid actions of `space` stacked on a leading axis."""
     if isinstance(space, Box):
         low, high = _box_bounds(space)
         size = n * int(np.prod(space.shape, dtype=int))
@@ -337,7 +337,7 @@ def _valid_flat(space: Space, n: int) -> st.SearchStrategy[np.ndarray]:
 
 
 def _corrupt(space: Space, valid: np.ndarray, draw_fn) -> np.ndarray:
-    """``valid`` with at least one entry replaced by a value outside the space."""
+    """`valid` with at least one entry replaced by a value outside the space."""
     out = np.array(valid, copy=True)
     flat = out.reshape(-1)
     idx = draw_fn(st.lists(st.integers(0, flat.size - 1), min_size=1, max_size=min(flat.size, 4), unique=True))
@@ -357,7 +357,7 @@ def _corrupt(space: Space, valid: np.ndarray, draw_fn) -> np.ndarray:
 
 
 def action_sequences(space: Space, n_steps: int, *, invalid: bool = False) -> st.SearchStrategy[np.ndarray]:
-    """``(n_steps, *space.shape)`` action sequences; with ``invalid=True`` at least one entry is
+    """`(n_steps, *space.shape)` action sequences; with `invalid=True` at least one entry is
     outside the space (NaN, ±inf or out of bounds for a Box, out of range for the integer
     spaces)."""
     if n_steps < 1:
@@ -374,13 +374,13 @@ def action_sequences(space: Space, n_steps: int, *, invalid: bool = False) -> st
 
 
 def actions(space: Space, *, invalid: bool = False) -> st.SearchStrategy[np.ndarray]:
-    """One action of ``space`` (see :func:`action_sequences`)."""
+    """One action of `space` (see `action_sequences`)."""
     return action_sequences(space, 1, invalid=invalid).map(lambda a: a[0])
 
 
 def marl_action_dicts(action_spaces: dict[str, Space], *, invalid_agents: int = 0) -> st.SearchStrategy[dict[str, np.ndarray]]:
-    """A dict of one action per agent from ``{agent: space}`` (e.g. a multi-agent env's
-    ``action_spaces(params)``); ``invalid_agents`` of them get an invalid action."""
+    """A dict of one action per agent from `{agent: space}` (e.g. a multi-agent env's
+    `action_spaces(params)`); `invalid_agents` of them get an invalid action."""
     names = sorted(action_spaces)
     if not 0 <= invalid_agents <= len(names):
         raise ValueError(f"marl_action_dicts: invalid_agents must be in 0..{len(names)}, got {invalid_agents}")

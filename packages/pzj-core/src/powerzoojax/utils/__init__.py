@@ -1,4 +1,4 @@
-"""Seed-facing helper names (``powerzoojax.utils.jax_utils``)."""
+"""Seed-facing names (`powerzoojax.utils.jax_utils`)."""
 
 from powerzoojax.utils.jax_utils import batch_reset, batch_step, scan_rollout, split_key_for_envs
 

@@ -1,6 +1,6 @@
 """The rollout helpers under the names the documentation uses.
 
-They are the core kernel itself (``powerzoojax.core``), re-exported, not copies.
+They are the core kernel itself (`powerzoojax.core`), re-exported, not copies.
 """
 
 from powerzoojax.core._rollout import batch_reset, batch_step, scan_rollout, split_key_for_envs

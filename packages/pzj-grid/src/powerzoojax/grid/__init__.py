@@ -1,16 +1,16 @@
 """Grid environments (pzj-grid), one room per domain:
 
-- :mod:`powerzoojax.grid.transmission`: ``TransGridEnv`` (all physics modes, one network
-  model each) and ``UnitCommitmentEnv``;
-- :mod:`powerzoojax.grid.distribution`: ``DistGridEnv`` and ``DistGrid3PhaseEnv`` on the
+- [`powerzoojax.grid.transmission`][powerzoojax.grid.transmission]: `TransGridEnv` (all physics modes, one network
+  model each) and `UnitCommitmentEnv`;
+- [`powerzoojax.grid.distribution`][powerzoojax.grid.distribution]: `DistGridEnv` and `DistGrid3PhaseEnv` on the
   shared radial-feeder base;
-- :mod:`powerzoojax.grid.microgrid`: ``DataCenterEnv``, ``DataCenterMicrogridEnv`` and its
+- [`powerzoojax.grid.microgrid`][powerzoojax.grid.microgrid]: `DataCenterEnv`, `DataCenterMicrogridEnv` and its
   shaping wrapper;
-- :mod:`powerzoojax.grid.resources`: device bundles a grid env attaches, and the standalone
+- [`powerzoojax.grid.resources`][powerzoojax.grid.resources]: device bundles a grid env attaches, and the standalone
   device envs;
-- :mod:`powerzoojax.grid.tasks`: the frozen TSO, DSO, DERs and DC-microgrid tasks.
+- `powerzoojax.grid.tasks`: the frozen TSO, DSO, DERs and DC-microgrid tasks.
 
-The envs import only ``powerzoojax`` core packages and ``resources``; this package
+The envs import only `powerzoojax` core packages and `resources`; this package
 re-exports their public names.
 """
 

@@ -1,8 +1,8 @@
 """Electricity markets (pzj-market): in-graph clearing kernels and market environments.
 
-Clearing: :func:`make_cost_segments` (truthful offer curves), :func:`offer_sced` (exact
+Clearing: [`make_cost_segments`][powerzoojax.market.make_cost_segments] (truthful offer curves), [`offer_sced`][powerzoojax.market.offer_sced] (exact
 offer-based SCED with PTDF line limits and ramp bounds, a bounded dual simplex in the
-graph, LMPs from the optimal basis) and :func:`piecewise_ed` (the same
+graph, LMPs from the optimal basis) and [`piecewise_ed`][powerzoojax.market.piecewise_ed] (the same
 clearing under the reference's bid-based interface).
 """
 

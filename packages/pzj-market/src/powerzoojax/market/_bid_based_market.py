@@ -33,7 +33,23 @@ def make_bid_market_params(
     battery_soc_range: tuple[float, float] = (0.1, 0.9),
     battery_soc_init: float = 0.5,
 ) -> MarketParams:
-    """Params of :class:`BidBasedMarketEnv` (as :func:`make_cost_market_params` plus the markup)."""
+    """Params of [`BidBasedMarketEnv`][powerzoojax.market.BidBasedMarketEnv]: as
+    [`make_cost_market_params`][powerzoojax.market.make_cost_market_params] plus the rivals'
+    markup noise.
+
+    **Arguments:**
+
+    - `case`, `load_profiles`, `lmp_scale`, `max_steps`, `delta_t_hours`, `steps_per_day`,
+      `cost_thermal_weight`, `n_segments`, `battery_bus`, `battery_power_mw`,
+      `battery_energy_mwh`, `battery_efficiency`, `battery_soc_range`,
+      `battery_soc_init`: as for `make_cost_market_params`.
+    - `markup_std`: standard deviation of the other units' random markups [fraction of
+      the truthful price].
+
+    **Returns:**
+
+    [`MarketParams`][powerzoojax.market.MarketParams].
+    """
     return build_market_params(
         "make_bid_market_params", case, load_profiles, n_segments=n_segments, markup_std=markup_std,
         lmp_scale=lmp_scale, max_steps=max_steps, delta_t_hours=delta_t_hours, steps_per_day=steps_per_day,
@@ -46,15 +62,15 @@ def make_bid_market_params(
 class BidBasedMarketEnv(AbstractMarketEnv):
     """Storage arbitrage under strategic (marked-up) offers.
 
-    Observation ``(6,)`` float32 in ``[-5, -1, -1, 0, 0, 0] .. [5, 1, 1, 2, 5, 1]`` (clipped):
-    ``LMP at the battery bus / lmp_scale`` · ``sin φ, cos φ`` · ``total load / Σ p_max`` ·
-    width-weighted mean offer price ``/ lmp_scale`` · battery state of charge [fraction].
-    Action, reward, costs and termination as :class:`CostBasedMarketEnv`.
+    Observation `(6,)` float32 in `[-5, -1, -1, 0, 0, 0] .. [5, 1, 1, 2, 5, 1]` (clipped):
+    `LMP at the battery bus / lmp_scale` · `sin φ, cos φ` · `total load / Σ p_max` ·
+    width-weighted mean offer price `/ lmp_scale` · battery state of charge [fraction].
+    Action, reward, costs and termination as [`CostBasedMarketEnv`][powerzoojax.market.CostBasedMarketEnv].
 
-    Offers: at each reset every segment price is ``truthful · (1 + |N(0, markup_std)|)``
+    Offers: at each reset every segment price is `truthful · (1 + |N(0, markup_std)|)`
     (upward only), made increasing per unit (+0.01 $/MWh), and fixed for the episode. The
-    market clears them exactly (SCED); ``info["true_cost"]`` is the true generation cost of
-    the dispatch, ``info["offer_cost"]`` what the accepted offers ask.
+    market clears them exactly (SCED); `info["true_cost"]` is the true generation cost of
+    the dispatch, `info["offer_cost"]` what the accepted offers ask.
     """
     def observation_space(self, params: MarketParams) -> Box:
         return make_box(jnp.asarray(OBS_LOW), jnp.asarray(OBS_HIGH), (6,))

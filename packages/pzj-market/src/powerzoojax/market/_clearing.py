@@ -2,7 +2,7 @@
 
 The reference clears bid-based markets with a heuristic (merit-order fill, projected
 gradient repair of line overloads, least-squares LMPs). Here the same offer curves are
-cleared exactly by the in-graph SCED (:func:`offer_sced`), which returns the optimal
+cleared exactly by the in-graph SCED ([`offer_sced`][powerzoojax.market.offer_sced]), which returns the optimal
 dispatch and dual-exact LMPs within an iteration budget, so the
 bid-based market and the SCED agree by construction. The interface keeps the
 reference's names and outputs.
@@ -16,25 +16,47 @@ from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_o
 
 
 class PiecewiseEDSetup(eqx.Module):
-    """Operators for :func:`piecewise_ed` (wraps the SCED setup; ``n_segments`` static)."""
+    """Operators for [`piecewise_ed`][powerzoojax.market.piecewise_ed]; build with
+    [`prepare_piecewise_ed`][powerzoojax.market.prepare_piecewise_ed].
+
+    **Arguments:**
+
+    - `sced`: the wrapped [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    """
 
     sced: OfferSCEDSetup
 
     @property
     def base_seg_prices(self) -> Float[Array, "n_units n_segments"]:
+        """`(n_units, n_segments)` truthful segment prices [$/MWh]."""
         return self.sced.base_seg_prices
 
     @property
     def base_seg_widths(self) -> Float[Array, "n_units n_segments"]:
+        """`(n_units, n_segments)` segment widths [MW]."""
         return self.sced.base_seg_widths
 
     @property
     def n_segments(self) -> int:
+        """Segments per unit."""
         return self.sced.n_segments
 
 
 class PiecewiseEDResult(eqx.Module):
-    """Result of :func:`piecewise_ed`: MW, $/MWh, $/h."""
+    """Result of [`piecewise_ed`][powerzoojax.market.piecewise_ed].
+
+    **Arguments:**
+
+    - `unit_power`: `(n_units,)` dispatch [MW].
+    - `line_flow`: `(n_lines,)` flows [MW].
+    - `node_injection`: `(n_nodes,)` net injections [MW].
+    - `lmp`: `(n_nodes,)` prices [$/MWh].
+    - `total_cost`: true generation cost [$/h].
+    - `offer_cost`: cost at the accepted offers [$/h].
+    - `converged`: bool scalar.
+    - `status`: int status of the clearing.
+    - `iterations`: pivots taken.
+    """
 
     unit_power: Float[Array, " n_units"]
     line_flow: Float[Array, " n_lines"]
@@ -48,7 +70,17 @@ class PiecewiseEDResult(eqx.Module):
 
 
 def prepare_piecewise_ed(case: CaseData, n_segments: int = 5) -> PiecewiseEDSetup:
-    """Setup-time operators of ``case`` with truthful ``n_segments``-segment offers."""
+    """Setup-time operators of `case` with truthful `n_segments`-segment offers.
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `n_segments`: segments per unit.
+
+    **Returns:**
+
+    [`PiecewiseEDSetup`][powerzoojax.market.PiecewiseEDSetup].
+    """
     return PiecewiseEDSetup(sced=prepare_offer_sced(case, n_segments))
 
 
@@ -59,10 +91,21 @@ def piecewise_ed(
     max_iter: int = 30,
     tol: float = 1e-5,
 ) -> PiecewiseEDResult:
-    """Clear nodal loads [MW] against offers [$/MWh] (``None``: truthful); never NaN.
+    """Clear nodal loads against offers; never NaN.
 
-    ``total_cost`` is the true generation cost of the dispatch, ``offer_cost`` what the
-    accepted offers ask; ``converged`` is False for infeasible or unconverged instances.
+    **Arguments:**
+
+    - `setup`: the [`PiecewiseEDSetup`][powerzoojax.market.PiecewiseEDSetup].
+    - `node_load_mw`: `(n_nodes,)` loads [MW].
+    - `offer_prices`: `(n_units, n_segments)` offers [$/MWh]; `None` offers truthfully.
+    - `max_iter`: pivot budget.
+    - `tol`: kept for the reference signature.
+
+    **Returns:**
+
+    [`PiecewiseEDResult`][powerzoojax.market.PiecewiseEDResult]: `total_cost` is the true
+    generation cost of the dispatch, `offer_cost` what the accepted offers ask;
+    `converged` is False for infeasible or unconverged instances.
     """
     r = offer_sced(setup.sced, node_load_mw, offer_prices, max_iter=max_iter, tol=tol)
     return PiecewiseEDResult(

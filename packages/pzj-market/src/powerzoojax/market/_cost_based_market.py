@@ -27,10 +27,28 @@ def make_cost_market_params(
     battery_soc_range: tuple[float, float] = (0.1, 0.9),
     battery_soc_init: float = 0.5,
 ) -> MarketParams:
-    """Params of :class:`CostBasedMarketEnv`; ``load_profiles`` ``(T, n_loads)`` MW, default flat nominal.
+    """Params of [`CostBasedMarketEnv`][powerzoojax.market.CostBasedMarketEnv].
 
-    ``battery_bus`` is the case's bus number (not a 0-based index). Raises ``ValueError``
-    naming a bad value.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW]; `None` takes a flat nominal profile.
+    - `lmp_scale`: price normaliser of the observation [$/MWh].
+    - `max_steps`: episode length [steps].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `n_segments`: offer segments per unit.
+    - `battery_bus`: the case's bus number of the agent's battery (not a 0-based index).
+    - `battery_power_mw`, `battery_energy_mwh`: battery rating [MW] and capacity [MWh].
+    - `battery_efficiency`: `(charge, discharge)` one-way efficiencies.
+    - `battery_soc_range`: `(soc_min, soc_max)` [fraction].
+    - `battery_soc_init`: SOC at reset [fraction].
+
+    **Returns:**
+
+    [`MarketParams`][powerzoojax.market.MarketParams]. Raises `ValueError` naming a bad
+    value.
     """
     return build_market_params(
         "make_cost_market_params", case, load_profiles, n_segments=n_segments, markup_std=0.0,
@@ -44,17 +62,17 @@ def make_cost_market_params(
 class CostBasedMarketEnv(AbstractMarketEnv):
     """Storage arbitrage under cost-reflective SCED clearing.
 
-    Observation ``(5,)`` float32, unbounded: ``LMP at the battery bus / lmp_scale`` · ``sin φ,
-    cos φ`` of the time of day · ``total load / Σ p_max`` (the load the next action meets) ·
+    Observation `(5,)` float32, unbounded: `LMP at the battery bus / lmp_scale` · `sin φ,
+    cos φ` of the time of day · `total load / Σ p_max` (the load the next action meets) ·
     battery state of charge [fraction].
-    Action ``(1,)`` in [-1, 1] (clipped): battery power as a fraction of its rating, > 0
+    Action `(1,)` in [-1, 1] (clipped): battery power as a fraction of its rating, > 0
     discharges into the grid.
-    Reward ``LMP[bus] · P · Δt`` [$]: what the market pays (or charges) the battery.
-    Costs ``thermal_overload``: Σ MW beyond line limits × ``cost_thermal_weight`` (nonzero only
-    when the SCED cannot meet the limits: status ``UNCONVERGED``).
-    Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-resets inside ``step``.
+    Reward `LMP[bus] · P · Δt` [$]: what the market pays (or charges) the battery.
+    Costs `thermal_overload`: Σ MW beyond line limits × `cost_thermal_weight` (nonzero only
+    when the SCED cannot meet the limits: status `UNCONVERGED`).
+    Termination: `done` when `time_step + 1 >= max_steps`; auto-resets inside `step`.
 
-    Clearing: the net load (profile row ``t mod T`` minus the battery's injection) is cleared
+    Clearing: the net load (profile row `t mod T` minus the battery's injection) is cleared
     by the exact SCED on K-segment truthful offers (for quadratic costs a piecewise-linear
     approximation of the reference's DC-OPF; exact for case 5, whose marginal costs are flat).
     """

@@ -1,13 +1,13 @@
 """Shared anatomy of the single-agent storage-arbitrage market envs.
 
 One battery sits at a bus of the case; the agent sets its power, the market clears the
-net load with the in-graph SCED (:func:`offer_sced`) and pays the battery the LMP of its
-bus. :mod:`_cost_based_market` clears truthful (cost-reflective) offers,
-:mod:`_bid_based_market` offers marked up at random once per episode.
+net load with the in-graph SCED ([`offer_sced`][powerzoojax.market.offer_sced]) and pays the battery the LMP of its
+bus. `_cost_based_market` clears truthful (cost-reflective) offers,
+`_bid_based_market` offers marked up at random once per episode.
 
-Battery: power ``P = a · battery_power_mw`` for action ``a`` in [-1, 1] (> 0 discharges),
-clipped so the state of charge stays in ``[soc_min, soc_max]``; charging stores
-``η_ch · P · Δt``, discharging draws ``P · Δt / η_dis`` [MWh].
+Battery: power `P = a · battery_power_mw` for action `a` in [-1, 1] (> 0 discharges),
+clipped so the state of charge stays in `[soc_min, soc_max]`; charging stores
+`η_ch · P · Δt`, discharging draws `P · Δt / η_dis` [MWh].
 """
 
 import abc
@@ -35,7 +35,21 @@ THERMAL_SLACK_MW = 1e-2
 
 
 class MarketState(EnvState):
-    """State of a market env: last clearing [$/MWh, MW], battery, offers of the episode."""
+    """State of a market env: last clearing, battery, offers of the episode.
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `lmp`: `(n_nodes,)` last clearing prices [$/MWh].
+    - `unit_power_mw`: `(n_units,)` last dispatch [MW].
+    - `line_flow_mw`: `(n_lines,)` last flows [MW].
+    - `battery_soc`: battery state of charge [fraction].
+    - `offer_prices`: `(n_units, n_segments)` offers of the episode [$/MWh].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: violations on the last step.
+    - `total_gen_cost`: generation cost of the last clearing [$/h].
+    - `resource_states`: the bundles' states.
+    """
 
     lmp: Float[Array, " n_nodes"]
     unit_power_mw: Float[Array, " n_units"]
@@ -49,7 +63,27 @@ class MarketState(EnvState):
 
 
 class MarketParams(EnvParams):
-    """Params of the market envs; build with ``make_cost_market_params`` / ``make_bid_market_params``."""
+    """Params of the market envs; build with `make_cost_market_params` /
+    `make_bid_market_params`.
+
+    **Arguments:**
+
+    - `sced_setup`: the [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    - `load_profiles`: `(T, n_loads)` loads [MW].
+    - `nodes_loads_map`: `(n_nodes, n_loads)` load-to-node map.
+    - `battery_power_mw`, `battery_energy_mwh`: rating [MW] and capacity [MWh].
+    - `battery_eta_charge`, `battery_eta_discharge`: one-way efficiencies.
+    - `battery_soc_min`, `battery_soc_max`, `battery_soc_init`: SOC window and initial SOC.
+    - `markup_std`: standard deviation of the rivals' markups (bid-based env).
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `inv_total_capacity`: observation normaliser [1/MW].
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `battery_node_idx`: 0-based node of the battery (static).
+    - `lmp_scale`: price normaliser [$/MWh] (static).
+    - `steps_per_day`: steps in one day (static).
+    - `n_segments`: offer segments per unit (static).
+    - `resources`: resource bundles (static).
+    """
 
     sced_setup: OfferSCEDSetup
     load_profiles: Float[Array, "n_profile_steps n_loads"]
@@ -107,7 +141,7 @@ def build_market_params(
     battery_soc_range: tuple[float, float],
     battery_soc_init: float,
 ) -> MarketParams:
-    """Validate on the host and build :class:`MarketParams` (``fn`` names the caller in errors)."""
+    """Validate on the host and build [`MarketParams`][powerzoojax.market.MarketParams] (`fn` names the caller in errors)."""
     if not isinstance(case, CaseData):
         raise TypeError(f"{fn}: case must be a CaseData from powerzoojax.case.load_case, got {type(case).__name__}")
     max_steps = _positive_int(fn, "max_steps", max_steps)
@@ -169,7 +203,7 @@ def build_market_params(
 def battery_power(
     action: Float[Array, ""], soc: Float[Array, ""], params: MarketParams
 ) -> tuple[Float[Array, ""], Float[Array, ""], Float[Array, ""]]:
-    """``(requested_mw, realised_mw, next_soc)`` for an action in [-1, 1] (> 0 discharges)."""
+    """`(requested_mw, realised_mw, next_soc)` for an action in [-1, 1] (> 0 discharges)."""
     dt = params.delta_t_hours
     requested = jnp.clip(action, -1.0, 1.0) * params.battery_power_mw
     max_discharge = jnp.maximum(soc - params.battery_soc_min, 0.0) * params.battery_energy_mwh * params.battery_eta_discharge / dt
@@ -189,7 +223,7 @@ class AbstractMarketEnv(Environment):
 
     @abc.abstractmethod
     def _obs(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
-        """Observation of ``state``."""
+        """Observation of `state`."""
 
     def action_space(self, params: MarketParams) -> Box:
         return make_box(-1.0, 1.0, (1,))

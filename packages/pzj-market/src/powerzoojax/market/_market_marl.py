@@ -1,16 +1,16 @@
 """Multi-agent generation-company market core: pure reset/step functions.
 
-Each of the U units is a GenCo offering K segments. Agent actions (flattened ``(U·K,)`` in
-[-1, 1]) become markups ``m = sort((a + 1) / 2)`` per unit, offers
-``truthful · (1 + m · max_markup)`` [$/MWh]. The market clears the profile row
-``(episode_start_idx + t) mod T`` by the exact SCED with ramp coupling: each unit's
-runtime window is ``[max(p_min, P_prev − ramp_down), min(p_max, P_prev + ramp_up)]``.
-Reward per unit: realised profit ``(LMP[node] · P − TC(P)) · Δt`` [$], with TC the true
-generation cost. ``info["cost_thermal_overload"]`` is the weighted line overload [MW]
+Each of the U units is a GenCo offering K segments. Agent actions (flattened `(U·K,)` in
+[-1, 1]) become markups `m = sort((a + 1) / 2)` per unit, offers
+`truthful · (1 + m · max_markup)` [$/MWh]. The market clears the profile row
+`(episode_start_idx + t) mod T` by the exact SCED with ramp coupling: each unit's
+runtime window is `[max(p_min, P_prev − ramp_down), min(p_max, P_prev + ramp_up)]`.
+Reward per unit: realised profit `(LMP[node] · P − TC(P)) · Δt` [$], with TC the true
+generation cost. `info["cost_thermal_overload"]` is the weighted line overload [MW]
 (nonzero only when the SCED cannot meet the limits).
 
-The dict-per-agent adapter (``MarketMARLEnv``) lives in the RL package; everything it
-needs is here, including :func:`market_marl_observations`.
+The dict-per-agent adapter (`MarketMARLEnv`) lives in the RL package; everything it
+needs is here, including [`market_marl_observations`][powerzoojax.market.market_marl_observations].
 """
 
 import functools
@@ -36,7 +36,19 @@ BASELINE_ACTIONS = {"truthful": -1.0, "uniform_mid": 0.0, "max_markup": 1.0}
 
 
 class MarketMARLState(EnvState):
-    """Market state after the last clearing, plus each unit's profit and the LMP history."""
+    """Market state after the last clearing, plus each unit's profit and the LMP history.
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `lmp`: `(n_nodes,)` last clearing prices [$/MWh].
+    - `unit_power_mw`: `(n_units,)` last dispatch [MW].
+    - `line_flow_mw`: `(n_lines,)` last flows [MW].
+    - `last_dispatch_profit`: `(n_units,)` each unit's profit of the last round [$].
+    - `lmp_history`: `(history,)` recent mean prices [$/MWh].
+    - `episode_start_idx`: first profile row of the episode.
+    - `resource_states`: the bundles' states.
+    """
 
     lmp: Float[Array, " n_nodes"]
     unit_power_mw: Float[Array, " n_units"]
@@ -48,7 +60,28 @@ class MarketMARLState(EnvState):
 
 
 class MarketMARLParams(EnvParams):
-    """Params of the GenCos market; build with :func:`make_market_marl_params`."""
+    """Params of the GenCos market; build with
+    [`make_market_marl_params`][powerzoojax.market.make_market_marl_params].
+
+    **Arguments:**
+
+    - `offer_sced_setup`: the [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    - `load_profiles`: `(T, n_loads)` loads [MW].
+    - `nodes_loads_map`: `(n_nodes, n_loads)` load-to-node map.
+    - `unit_node_idx`: `(n_units,)` node of each unit.
+    - `ramp_up_mw_per_step`, `ramp_down_mw_per_step`: `(n_units,)` ramp limits [MW per
+      step].
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `reset_lmp`, `reset_unit_power`, `reset_line_flow`: the truthful, ramp-free clearing
+      of every profile row, precomputed on the host so a reset is a table look-up.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `max_markup`: largest markup [multiple of the truthful price] (static).
+    - `lmp_history_len`: length of the LMP history in the observation (static).
+    - `lmp_scale`: price normaliser [$/MWh] (static).
+    - `steps_per_day`: steps in one day (static).
+    - `sced_max_iter`: SCED pivot budget (static).
+    - `resources`: resource bundles (static).
+    """
 
     offer_sced_setup: OfferSCEDSetup
     load_profiles: Float[Array, "n_profile_steps n_loads"]
@@ -93,13 +126,31 @@ def make_market_marl_params(
     ramp_rate_fraction: float = 0.5,
     ramps_from_case: bool = True,
 ) -> MarketMARLParams:
-    """Validate on the host and build :class:`MarketMARLParams`.
+    """Validate on the host and build [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
 
-    ``load_profiles`` ``(T, n_loads)`` MW. Ramp limits not given: a case that carries
-    unit-commitment ramp columns (``unit_ramp_up``/``unit_ramp_down``, fractions of
-    ``p_max`` per hour; e.g. 29gb) ramps by ``fraction · p_max · delta_t_hours`` per step
-    unless ``ramps_from_case=False``; otherwise ``ramp_rate_fraction · p_max`` per step.
-    Raises ``ValueError`` naming a bad value.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW].
+    - `n_segments`: offer segments per unit.
+    - `max_markup`: largest markup [multiple of the truthful price].
+    - `max_steps`: episode length [steps].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `lmp_scale`: price normaliser [$/MWh].
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `lmp_history_len`: length of the LMP history in the observation.
+    - `ramp_up_mw_per_step`, `ramp_down_mw_per_step`: `(n_units,)` ramp limits [MW per
+      step]. `None`: a case that carries unit-commitment ramp columns (`unit_ramp_up` /
+      `unit_ramp_down`, fractions of `p_max` per hour; e.g. 29gb) ramps by
+      `fraction · p_max · delta_t_hours` per step, any other takes `ramp_rate_fraction · p_max`.
+    - `ramp_rate_fraction`: default ramp limit [fraction of `p_max` per step].
+    - `ramps_from_case`: `False` ignores the case's ramp columns.
+
+    **Returns:**
+
+    [`MarketMARLParams`][powerzoojax.market.MarketMARLParams]. Raises `ValueError` naming
+    a bad value.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"make_market_marl_params: case must be a CaseData, got {type(case).__name__}")
@@ -159,7 +210,7 @@ def _clear_rows(setup: OfferSCEDSetup, node_loads: Float[Array, "rows n_nodes"],
 
 
 def _truthful_clearings(setup: OfferSCEDSetup, node_loads_t: np.ndarray, max_iter: int = 25) -> tuple[Array, Array, Array]:
-    """Host-side: truthful ramp-free clearing of each column of ``node_loads_t`` (n_nodes, T)."""
+    """Host-side: truthful ramp-free clearing of each column of `node_loads_t` (n_nodes, T)."""
     loads = np.asarray(node_loads_t, np.float32).T
     n_rows = loads.shape[0]
     padded = np.concatenate([loads, np.repeat(loads[-1:], (-n_rows) % _RESET_CHUNK, axis=0)])
@@ -173,7 +224,17 @@ def _node_load(row: Int[Array, ""], params: MarketMARLParams) -> Float[Array, " 
 
 def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
     """New episode at a random profile row, cleared with truthful offers and no ramp window
-    (looked up in the params' precomputed clearing of every row)."""
+    (looked up in the params' precomputed clearing of every row).
+
+    **Arguments:**
+
+    - `key`: PRNG key of the start row.
+    - `params`: the market params.
+
+    **Returns:**
+
+    [`MarketMARLState`][powerzoojax.market.MarketMARLState].
+    """
     # One draw of 32 random bits: a vmapped step evaluates this reset for every env, and
     # each threefry hash is a loop of its own on CPU (``randint`` hashes three times).
     # The modulo bias is below T / 2³² for a T-row profile.
@@ -196,7 +257,19 @@ def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
 def market_marl_step(
     key: Key, state: MarketMARLState, flat_actions: Float[Array | np.ndarray, " n_actions"], params: MarketMARLParams
 ) -> tuple[MarketMARLState, Bool[Array, ""], Float[Array, " n_units"], Info]:
-    """One market round: ``(final_state, done, reward per unit [$], info)``; auto-resets."""
+    """One market round; auto-resets.
+
+    **Arguments:**
+
+    - `key`: PRNG key.
+    - `state`: the market state.
+    - `flat_actions`: `(n_units · n_segments,)` markups in [-1, 1], unit-major.
+    - `params`: the market params.
+
+    **Returns:**
+
+    `(final_state, done, reward (n_units,) [$], info)`.
+    """
     setup = params.offer_sced_setup
     n_units, n_seg = setup.n_units, setup.n_segments
     if flat_actions.shape != (n_units * n_seg,):
@@ -256,9 +329,9 @@ def market_marl_step(
 
 
 def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
-    """``jnp.sort(x, axis=1)`` by an odd–even transposition network of min/max pairs.
+    """`jnp.sort(x, axis=1)` by an odd–even transposition network of min/max pairs.
 
-    XLA:CPU sorts small rows one at a time, far slower under ``vmap``; and the network is
+    XLA:CPU sorts small rows one at a time, far slower under `vmap`; and the network is
     element-wise, so XLA may fuse it into the clearing's pairwise merit-order comparison
     at little cost (it recomputes fused producers per element).
     """
@@ -271,7 +344,17 @@ def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
 
 
 def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_units obs_dim"]:
-    """Per-agent observations ``(U, 8 + lmp_history_len)`` in the reference's order."""
+    """Per-agent observations in the reference's order.
+
+    **Arguments:**
+
+    - `state`: the market state.
+    - `params`: the market params.
+
+    **Returns:**
+
+    A `(n_units, 8 + lmp_history_len)` array.
+    """
     setup = params.offer_sced_setup
     p_max = setup.p_max
     p = state.unit_power_mw
@@ -295,10 +378,22 @@ def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -
 def run_market_baseline(
     name: str, key: Key, params: MarketMARLParams, n_steps: int
 ) -> tuple[MarketMARLState, Float[Array, "n_steps n_units"], Bool[Array, " n_steps"], Info]:
-    """Roll a non-learning baseline (``truthful``, ``uniform_mid``, ``max_markup``) on the rollout kernel.
+    """Roll a non-learning baseline on the rollout kernel.
 
-    Every agent plays the same constant action each step (markup 0, half and the
-    maximum of ``max_markup``). Returns ``(final_state, rewards (T, U), dones (T,), info (T, ...))``.
+    Every agent plays the same constant action each step: markup 0 (`truthful`), half
+    (`uniform_mid`) or all (`max_markup`) of `max_markup`.
+
+    **Arguments:**
+
+    - `name`: `"truthful"`, `"uniform_mid"` or `"max_markup"`.
+    - `key`: PRNG key.
+    - `params`: the market params.
+    - `n_steps`: rollout length [steps].
+
+    **Returns:**
+
+    `(final_state, rewards (T, U), dones (T,), info)`, info entries with a leading `T`
+    axis.
     """
     if name not in BASELINE_ACTIONS:
         raise ValueError(f"Unknown market baseline {name!r}; valid choices: {', '.join(BASELINE_ACTIONS)}")

@@ -1,30 +1,27 @@
 """Exact offer-based security-constrained economic dispatch (SCED), solved in the graph.
 
-The LP is over segment increments ``δ`` above each unit's (ramp-adjusted) minimum output
-``p_lo`` (``n = n_units · n_segments`` variables)::
+The LP is over segment increments `δ` above each unit's (ramp-adjusted) minimum output
+`p_lo` (`n = n_units · n_segments` variables):
 
     min  cᵀδ   s.t.   1ᵀδ = D,   0 ≤ δ ≤ δ̄,   floor ≤ M_S δ + f0 ≤ cap
 
-with ``c`` the offer prices [$/MWh], ``δ̄`` the segment widths [MW], ``D = Σload − Σp_lo``,
-``M_S`` the unit PTDF repeated per segment and ``f0 = M_u p_lo − PTDF·load`` the line flows
-at minimum output [MW]. Only lines with a real limit (below ``UNLIMITED_MW``) become LP
-rows. The solver is a bounded dual simplex (:mod:`._dual_simplex`), float32, jit- and
+with `c` the offer prices [$/MWh], `δ̄` the segment widths [MW], `D = Σload − Σp_lo`,
+`M_S` the unit PTDF repeated per segment and `f0 = M_u p_lo − PTDF·load` the line flows
+at minimum output [MW]. Only lines with a real limit (below `UNLIMITED_MW`) become LP
+rows. The solver is a bounded dual simplex (`._dual_simplex`), float32, jit- and
 vmap-able, never branching on the host, started from the network-blind merit order, with a
 bound-flipping ratio test; it pivots only when a limited line binds (case 5: at most a
 handful of pivots) and stops at the exact optimal vertex. LMPs are the duals of that
-basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim``. Validated against HiGHS (dispatch, objective,
+basis, `LMP = y₀ + PTDF[lim]ᵀ y_lim`. Validated against HiGHS (dispatch, objective,
 unique duals and the infeasibility verdict).
 
-An in-graph float32 interior point is deliberately not offered: against HiGHS it left
-dispatch up to 23 MW off on offers a tenth of a cent apart, and on congested 29gb points
-(5–7 binding lines) its iterates jammed at a scaled gap near 1e-4, reporting feasible
-instances unconverged with dispatch up to 17 MW off. Telling such offers apart takes cost
-differences far below float32's resolution of the duality gap; a vertex method compares
-the prices themselves.
+There is no interior-point option: telling offers a tenth of a cent apart takes cost
+differences far below float32's resolution of the duality gap, while a vertex method
+compares the prices themselves.
 
-Outcomes are values, never NaN: ``status`` is ``OPTIMAL`` (0), ``INFEASIBLE`` (1: demand
+Outcomes are values, never NaN: `status` is `OPTIMAL` (0), `INFEASIBLE` (1: demand
 outside what the offered capacity can serve; the dispatch is then the closest merit-order
-fill and the prices are zero) or ``UNCONVERGED`` (2: line limits that cannot be met, or
+fill and the prices are zero) or `UNCONVERGED` (2: line limits that cannot be met, or
 the pivot budget ran out; the dispatch is then the network-blind merit-order fill).
 """
 
@@ -50,7 +47,23 @@ _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ra
 
 
 class OfferSCEDSetup(eqx.Module):
-    """Host-precomputed SCED operators of one case (float32 leaves, static dimensions)."""
+    """Host-precomputed SCED operators of one case (float32 leaves, static dimensions); build
+    with [`prepare_offer_sced`][powerzoojax.market.prepare_offer_sced].
+
+    **Arguments:**
+
+    - `ptdf`: `(n_lines, n_nodes)` PTDF.
+    - `ptdf_units`: `(n_lines, n_units)` PTDF of the units' buses.
+    - `ptdf_segments`: `(n_lines, n_vars)` PTDF of each offer segment.
+    - `nodes_units_map`: `(n_nodes, n_units)` unit-to-node map.
+    - `p_min`, `p_max`: `(n_units,)` limits [MW].
+    - `line_cap`, `line_floor`: `(n_lines,)` limits [MW].
+    - `limited_lines`: `(n_limited,)` lines with finite limits.
+    - `base_seg_widths`, `base_seg_prices`: `(n_units, n_segments)` truthful segments [MW,
+      $/MWh].
+    - `mc_a`, `mc_b`, `mc_c`: `(n_units,)` marginal-cost coefficients.
+    - `n_nodes`, `n_units`, `n_lines`, `n_segments`: sizes (static).
+    """
 
     ptdf: Float[Array, "n_lines n_nodes"]
     ptdf_units: Float[Array, "n_lines n_units"]
@@ -73,7 +86,24 @@ class OfferSCEDSetup(eqx.Module):
 
 
 class OfferSCEDResult(eqx.Module):
-    """One SCED clearing. Powers in MW, prices in $/MWh, costs in $/h."""
+    """One SCED clearing. Powers in MW, prices in $/MWh, costs in $/h.
+
+    **Arguments:**
+
+    - `unit_power`: `(n_units,)` dispatch.
+    - `segment_delta`: `(n_units, n_segments)` accepted MW per segment.
+    - `line_flow`: `(n_lines,)` flows.
+    - `node_injection`: `(n_nodes,)` net injections.
+    - `lmp`: `(n_nodes,)` prices.
+    - `lambda_balance`: system price.
+    - `mu_upper`, `mu_lower`: `(n_lines,)` line duals.
+    - `offer_cost`: cost at the accepted offers.
+    - `total_cost`: true generation cost.
+    - `converged`: bool scalar.
+    - `is_feasible`: the load lies within the capacity range.
+    - `status`: int status.
+    - `iterations`: pivots taken.
+    """
 
     unit_power: Float[Array, " n_units"]
     segment_delta: Float[Array, "n_units n_segments"]
@@ -97,10 +127,18 @@ def prepare_offer_sced(
     line_cap: Float[np.ndarray, " n_lines"] | None = None,
     line_floor: Float[np.ndarray, " n_lines"] | None = None,
 ) -> OfferSCEDSetup:
-    """Build the SCED operators of ``case`` on the host.
+    """Build the SCED operators of `case` on the host.
 
-    ``line_cap``/``line_floor`` override the case's limits [MW]; limits of magnitude
-    ``UNLIMITED_MW`` or more (and 0, MATPOWER's "unlimited") become ``±UNLIMITED_MW``.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `n_segments`: offer segments per unit.
+    - `line_cap`, `line_floor`: `(n_lines,)` limit overrides [MW]; limits of magnitude
+      `UNLIMITED_MW` or more (and 0, MATPOWER's "unlimited") become `±UNLIMITED_MW`.
+
+    **Returns:**
+
+    [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
     """
     n_segments = _check_n_segments("prepare_offer_sced", n_segments)
     if not isinstance(case, CaseData):
@@ -160,17 +198,25 @@ def offer_sced(
     tol: float = 1e-5,
     method: str = "simplex",
 ) -> OfferSCEDResult:
-    """Clear the market: dispatch, LMPs and status for nodal loads [MW] and offers [$/MWh].
+    """Clear the market: dispatch, LMPs and status for nodal loads and offers.
 
-    ``offer_prices=None`` offers the truthful segments. ``p_min_rt``/``p_max_rt`` [MW] are
-    runtime (ramp) bounds: the segment widths are scaled to the runtime headroom, so the
-    LP keeps its shape.
+    The segment widths are scaled to the runtime headroom, so the LP keeps its shape. The
+    dual simplex stops at the exact optimal vertex.
 
-    ``max_iter`` bounds the dual simplex's pivots (raised to ``4 · (limited lines + 1)``
-    at least); the simplex stops at the exact optimal vertex, so ``tol`` (kept for the
-    reference signature) does not change the result. ``method`` (static) names the
-    solver; ``"simplex"`` is the only one (see the module docstring for why there is no
-    interior point).
+    **Arguments:**
+
+    - `setup`: the [`OfferSCEDSetup`][powerzoojax.market.OfferSCEDSetup].
+    - `node_load_mw`: `(n_nodes,)` loads [MW].
+    - `offer_prices`: `(n_units, n_segments)` offers [$/MWh]; `None` offers the truthful
+      segments.
+    - `p_min_rt`, `p_max_rt`: `(n_units,)` runtime (ramp) bounds [MW].
+    - `max_iter`: pivot budget (raised to `4 · (limited lines + 1)` at least; static).
+    - `tol`: kept for the reference signature; does not change the result (static).
+    - `method`: the solver, `"simplex"` (static).
+
+    **Returns:**
+
+    [`OfferSCEDResult`][powerzoojax.market.OfferSCEDResult].
     """
     if method not in SOLVER_METHODS:
         raise ValueError(f"offer_sced: method must be one of {SOLVER_METHODS}, got {method!r}")
@@ -211,14 +257,14 @@ def _offer_sced_simplex(
     is_feasible: Bool[Array, ""],
     max_iter: int,
 ) -> OfferSCEDResult:
-    """The SCED LP by the bounded dual simplex (see :func:`offer_sced`).
+    """The SCED LP by the bounded dual simplex (see [`offer_sced`][powerzoojax.market.offer_sced]).
 
-    Variables ``[δ, g]`` with ``g = M_S[lim] δ`` the limited lines' flow above ``f0``:
-    rows ``1ᵀδ = D`` and ``M_S[lim] δ − g = 0``, bounds ``0 ≤ δ ≤ δ̄`` and
-    ``floor − f0 ≤ g ≤ cap − f0``. The merit order (every segment cheaper than the
-    marginal one full) with every ``g`` basic is dual feasible, and its basis inverse is
-    the basis itself, so no factorisation is ever needed. With duals ``y`` of the optimal
-    basis, ``LMP = y₀ + PTDF[lim]ᵀ y_lim`` (the load enters ``D`` and the bounds of ``g``).
+    Variables `[δ, g]` with `g = M_S[lim] δ` the limited lines' flow above `f0`:
+    rows `1ᵀδ = D` and `M_S[lim] δ − g = 0`, bounds `0 ≤ δ ≤ δ̄` and
+    `floor − f0 ≤ g ≤ cap − f0`. The merit order (every segment cheaper than the
+    marginal one full) with every `g` basic is dual feasible, and its basis inverse is
+    the basis itself, so no factorisation is ever needed. With duals `y` of the optimal
+    basis, `LMP = y₀ + PTDF[lim]ᵀ y_lim` (the load enters `D` and the bounds of `g`).
     """
     n_units, n_seg, n_lines = setup.n_units, setup.n_segments, setup.n_lines
     n = n_units * n_seg

@@ -1,9 +1,9 @@
 """Piecewise-constant offer curves built from a case's marginal-cost coefficients.
 
-Each unit's range ``[p_min, p_max]`` is cut into K equal segments; a segment's price is
-the true marginal cost ``MC(p) = a p² + b p + c`` at its midpoint [$/MWh], made strictly
+Each unit's range `[p_min, p_max]` is cut into K equal segments; a segment's price is
+the true marginal cost `MC(p) = a p² + b p + c` at its midpoint [$/MWh], made strictly
 increasing per unit (+0.01 over the predecessor) so merit order is unambiguous. Case 5
-has flat marginal costs, so its truthful prices are ``[c, c + 0.01, c + 0.02, ...]``.
+has flat marginal costs, so its truthful prices are `[c, c + 0.01, c + 0.02, ...]`.
 """
 
 import equinox as eqx
@@ -18,7 +18,13 @@ MONOTONE_STEP = 0.01  # $/MWh added over a non-increasing predecessor segment
 
 
 class CostSegments(eqx.Module):
-    """Per-unit offer segments: widths [MW] and prices [$/MWh], shape ``(n_units, n_segments)``."""
+    """Per-unit offer segments.
+
+    **Arguments:**
+
+    - `seg_widths`: `(n_units, n_segments)` widths [MW].
+    - `seg_prices`: `(n_units, n_segments)` prices [$/MWh].
+    """
 
     seg_widths: Float[Array, "n_units n_segments"]
     seg_prices: Float[Array, "n_units n_segments"]
@@ -31,7 +37,7 @@ def _check_n_segments(fn: str, n_segments: object) -> int:
 
 
 def monotone_prices(prices: np.ndarray) -> np.ndarray:
-    """Host-side: make each row strictly increasing by at least ``MONOTONE_STEP``."""
+    """Host-side: make each row strictly increasing by at least `MONOTONE_STEP`."""
     out = np.array(prices, np.float64, copy=True)
     for k in range(1, out.shape[1]):
         out[:, k] = np.maximum(out[:, k], out[:, k - 1] + MONOTONE_STEP)
@@ -39,7 +45,17 @@ def monotone_prices(prices: np.ndarray) -> np.ndarray:
 
 
 def make_cost_segments(case: CaseData, n_segments: int = 5) -> CostSegments:
-    """Truthful K-segment offers of every unit of ``case`` (setup time, host side)."""
+    """Truthful K-segment offers of every unit of `case` (setup time, host side).
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `n_segments`: segments per unit.
+
+    **Returns:**
+
+    [`CostSegments`][powerzoojax.market.CostSegments].
+    """
     n_segments = _check_n_segments("make_cost_segments", n_segments)
     if not isinstance(case, CaseData):
         raise TypeError(f"make_cost_segments: case must be a CaseData, got {type(case).__name__}")
@@ -58,7 +74,18 @@ def make_cost_segments(case: CaseData, n_segments: int = 5) -> CostSegments:
 def merit_order_fill(
     prices: Float[Array, " n_seg"], widths: Float[Array, " n_seg"], demand_mw: FloatScalar
 ) -> Float[Array, " n_seg"]:
-    """Fill segments cheapest first until ``demand_mw`` is met (network ignored)."""
+    """Fill segments cheapest first until `demand_mw` is met (network ignored).
+
+    **Arguments:**
+
+    - `prices`: `(n_seg,)` segment prices [$/MWh].
+    - `widths`: `(n_seg,)` segment widths [MW].
+    - `demand_mw`: demand [MW].
+
+    **Returns:**
+
+    `(n_seg,)` accepted MW per segment.
+    """
     order = jnp.argsort(prices)
     w_sorted = widths[order]
     before = jnp.cumsum(w_sorted) - w_sorted

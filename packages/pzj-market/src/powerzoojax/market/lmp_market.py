@@ -1,8 +1,8 @@
-"""Deprecated module name of the LMP-arbitrage market env (the reference's ``lmp_market``).
+"""Deprecated module name of the LMP-arbitrage market env (the reference's `lmp_market`).
 
-``SimpleLMPArbitrageEnv`` is :class:`~powerzoojax.market.CostBasedMarketEnv`: a battery
+`SimpleLMPArbitrageEnv` is [`CostBasedMarketEnv`][powerzoojax.market.CostBasedMarketEnv]: a battery
 trading against LMPs cleared by the exact SCED on truthful offers. Import these names from
-``powerzoojax.market`` (or ``powerzoojax.envs``); importing this module warns.
+`powerzoojax.market` (or `powerzoojax.envs`); importing this module warns.
 """
 
 import warnings

@@ -2,25 +2,25 @@
 
 One room per concern, each importing only the rooms above it in this list (and core):
 
-- :mod:`powerzoojax.rl.wrappers`: single-agent wrappers that bind params and keep the
-  jit / vmap / rollout-kernel contract: ``LogWrapper`` (5-tuple), ``SafeRLWrapper``
-  (6-tuple with the selected costs), ``SauteWrapper`` (budget in the observation),
-  ``RewardWrapper`` (user reward), ``bind``; ``PenaltyRewardWrapper`` (an
-  ``Environment``: costs folded into the reward, goes inside ``LogWrapper``);
-- :mod:`powerzoojax.rl.marl`: the multi-agent adapters ``GridMARLEnv``,
-  ``DistGridMARLEnv``, ``make_ders_marl_env``, ``MarketMARLEnv`` (the grid and market
+- [`powerzoojax.rl.wrappers`][powerzoojax.rl.wrappers]: single-agent wrappers that bind params and keep the
+  jit / vmap / rollout-kernel contract: `LogWrapper` (5-tuple), `SafeRLWrapper`
+  (6-tuple with the selected costs), `SauteWrapper` (budget in the observation),
+  `RewardWrapper` (user reward), `bind`; `PenaltyRewardWrapper` (an
+  `Environment`: costs folded into the reward, goes inside `LogWrapper`);
+- [`powerzoojax.rl.marl`][powerzoojax.rl.marl]: the multi-agent adapters `GridMARLEnv`,
+  `DistGridMARLEnv`, `make_ders_marl_env`, `MarketMARLEnv` (the grid and market
   envs are imported lazily: rl itself needs only core);
-- :mod:`powerzoojax.rl.algos`: trainers (Equinox + Optax, data collected through
-  ``powerzoojax.core.rollout``): ``make_ppo_train`` (Gaussian or Beta actor),
-  ``make_cmdp_train`` (PPO-Lagrangian), ``make_sac_train``, ``make_ippo_train`` /
-  ``make_ippo_typed_train`` / ``make_ippo_typed_lagrangian_train`` and ``make_ippo_act``;
-  ``TrainConfig`` and ``TrainResult``;
-- :mod:`powerzoojax.rl.training`: ``make_train`` (dispatch on ``TrainConfig.algo``),
-  ``train`` (a preset or an env in one call), presets, the host-side runner
-  (checkpoints, divergence and signal stops), ``load_policy`` / ``evaluate_run`` (reload
-  and evaluate a run), the CLI (``python -m powerzoojax``) and the evaluation protocol: ``RunRecord``,
-  ``write_manifest`` / ``load_manifest``, ``summarize`` (mean, std, IQM, bootstrap CI,
-  NormScore), ``paired_sign_flip_test``.
+- [`powerzoojax.rl.algos`][powerzoojax.rl.algos]: trainers (Equinox + Optax, data collected through
+  `powerzoojax.core.rollout`): `make_ppo_train` (Gaussian or Beta actor),
+  `make_cmdp_train` (PPO-Lagrangian), `make_sac_train`, `make_ippo_train` /
+  `make_ippo_typed_train` / `make_ippo_typed_lagrangian_train` and `make_ippo_act`;
+  `TrainConfig` and `TrainResult`;
+- [`powerzoojax.rl.training`][powerzoojax.rl.training]: `make_train` (dispatch on `TrainConfig.algo`),
+  `train` (a preset or an env in one call), presets, the host-side runner
+  (checkpoints, divergence and signal stops), `load_policy` / `evaluate_run` (reload
+  and evaluate a run), the CLI (`python -m powerzoojax`) and the evaluation protocol: `RunRecord`,
+  `write_manifest` / `load_manifest`, `summarize` (mean, std, IQM, bootstrap CI,
+  NormScore), `paired_sign_flip_test`.
 
 This package re-exports their public names.
 """

@@ -1,13 +1,13 @@
 """Flexible load: curtailment plus load shifting through a ring buffer.
 
-Each device owns a ring of ``slots`` entries [MW per future step]; the head slot is the
-energy that comes back this step. Shifting ``s`` MW now spreads ``s/H`` over the next
-``H`` steps, so every shifted MW·step is paid back exactly once (no loss, no gain).
-Shapes: ``buffer (..., slots)``, the rest ``(...)``; one device or a bundle alike.
+Each device owns a ring of `slots` entries [MW per future step]; the head slot is the
+energy that comes back this step. Shifting `s` MW now spreads `s/H` over the next
+`H` steps, so every shifted MW·step is paid back exactly once (no loss, no gain).
+Shapes: `buffer (..., slots)`, the rest `(...)`; one device or a bundle alike.
 
-The reference's ring has ``FLEX_BUFFER_SLOTS`` = 64 slots, the largest horizon. Only the ``H``
-slots from the head are ever non-zero (and ``size ≤ H``), so any ``slots ≥ H`` gives the
-same pops, sizes and buffer energies; the bundles allocate ``max(H)`` slots, which keeps
+The reference's ring has `FLEX_BUFFER_SLOTS` = 64 slots, the largest horizon. Only the `H`
+slots from the head are ever non-zero (and `size ≤ H`), so any `slots ≥ H` gives the
+same pops, sizes and buffer energies; the bundles allocate `max(H)` slots, which keeps
 their per-step work at a few elements per device instead of 64.
 """
 
@@ -36,14 +36,25 @@ def flexload_step(
     Float[Array, "..."],
     Float[Array, "..."],
 ]:
-    """Advance the buffer one step.
+    """Advance the deferral buffer one step.
 
-    Returns ``(buffer', head', size', curtail_mw, shift_out_mw, shift_in_mw)``:
-    pop the head → ``shift_in`` (0 when empty); ``curtail = clip(a0, 0, 1)·cap_c``,
-    ``shift_out = clip(a1, 0, 1)·cap_s``; a positive ``shift_out`` adds ``shift_out/H`` to
-    the H slots from the new head and sets ``size = min(max(size, H), slots)``. The net
-    load reduction (injection) is ``curtail + shift_out − shift_in``. ``horizon`` must not
-    exceed ``slots`` (the factories check it); a Python ``int`` horizon is static.
+    Pop the head → `shift_in` (0 when empty); `curtail = clip(a0, 0, 1)·cap_c`,
+    `shift_out = clip(a1, 0, 1)·cap_s`; a positive `shift_out` adds `shift_out/H` to the H
+    slots from the new head and sets `size = min(max(size, H), slots)`. The net load
+    reduction (injection) is `curtail + shift_out − shift_in`.
+
+    **Arguments:**
+
+    - `buffer`: `(..., slots)` ring buffer of deferred load [MW].
+    - `head`, `size`: `(...)` ring-buffer head and occupied length.
+    - `a_curtail`, `a_shift`: actions `a0`, `a1`.
+    - `cap_curtail_mw`, `cap_shift_mw`: curtailment and shift capacities [MW].
+    - `horizon`: steps `H` a shift is spread over, at most `slots`; a Python `int` is
+      static.
+
+    **Returns:**
+
+    `(buffer', head', size', curtail_mw, shift_out_mw, shift_in_mw)`.
     """
     slots = buffer.shape[-1]
     # A Python int horizon equal to the ring length (every device shifts over the whole
@@ -76,5 +87,14 @@ def flexload_step(
 
 
 def flexload_buffer_energy(buffer: Float[Array, "... slots"]) -> Float[Array, "..."]:
-    """Deferred load still owed [MW·steps]: the buffer's sum."""
+    """Deferred load still owed: the buffer's sum.
+
+    **Arguments:**
+
+    - `buffer`: `(..., slots)` deferred load per future step [MW].
+
+    **Returns:**
+
+    `(...)` [MW·steps].
+    """
     return short_sum(buffer)

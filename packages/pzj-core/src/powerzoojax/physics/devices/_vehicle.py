@@ -27,11 +27,27 @@ def vehicle_commute(
     soc_departure_min: Float[ArrayLike, ""],
     dt: Float[ArrayLike, ""],
 ) -> tuple[Float[Array, ""], Bool[Array, ""], Float[Array, ""]]:
-    """At most one commute event this step: ``(soc', is_home', departure_shortfall)``.
+    """At most one commute event this step.
 
-    Departure if at home and ``tod ∈ [dep, dep + Δt)`` of some trip: shortfall
-    ``max(0, soc_dep_min − soc)``, ``soc = max(soc_min, soc − E_trip/E)``, away. Otherwise
-    arrival if away and ``tod ∈ [arr, arr + Δt)`` of some trip.
+    Departure if at home and `tod ∈ [dep, dep + Δt)` of some trip: shortfall
+    `max(0, soc_dep_min − soc)`, `soc = max(soc_min, soc − E_trip/E)`, away. Otherwise
+    arrival if away and `tod ∈ [arr, arr + Δt)` of some trip.
+
+    **Arguments:**
+
+    - `soc`: state of charge [fraction].
+    - `is_home`: whether the vehicle is at home.
+    - `time_of_day`: hour of day.
+    - `departure_h`, `arrival_h`: `(n_trips,)` trip times [hours].
+    - `trip_mwh`: `(n_trips,)` energy of each trip [MWh].
+    - `e_mwh`: battery capacity [MWh].
+    - `soc_min`: SOC floor [fraction].
+    - `soc_departure_min`: SOC wanted at departure [fraction].
+    - `dt`: step length [hours].
+
+    **Returns:**
+
+    `(soc', is_home', departure_shortfall)`, the shortfall in SOC [fraction].
     """
     dep_hit = _in_window(time_of_day, departure_h, dt)
     arr_hit = _in_window(time_of_day, arrival_h, dt)
@@ -57,8 +73,24 @@ def vehicle_charge(
     soc_max: Float[ArrayLike, ""],
     dt: Float[ArrayLike, ""],
 ) -> tuple[Float[Array, ""], Float[Array, ""], Float[Array, ""], Float[Array, ""]]:
-    """Home charger step: ``(p_mw, soc', p_dis_max, p_chg_max)``. ``a ≥ 0 → a·P_dis_max``,
-    else ``a·P_chg_max`` (a clipped to [-1, 1]); both limits are zero while away."""
+    """Home charger step: `a ≥ 0 → a·P_dis_max`, else `a·P_chg_max` (a clipped to [-1, 1]);
+    both limits are zero while away.
+
+    **Arguments:**
+
+    - `soc`: state of charge [fraction].
+    - `is_home`: whether the vehicle is plugged in.
+    - `action`: charger action `a`.
+    - `e_mwh`: battery capacity [MWh].
+    - `p_charge_mw`, `p_discharge_mw`: charger ratings [MW].
+    - `eta_c`, `eta_d`: one-way efficiencies.
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `dt`: step length [hours].
+
+    **Returns:**
+
+    `(p_mw, soc', p_dis_max, p_chg_max)`, `p_mw` positive when discharging.
+    """
     p_dis_max, p_chg_max = battery_limits(
         soc, e_mwh, p_discharge_mw, eta_c, eta_d, soc_min, soc_max, dt, p_chg_rated=p_charge_mw
     )

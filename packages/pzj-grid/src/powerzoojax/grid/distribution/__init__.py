@@ -1,6 +1,6 @@
-"""Radial distribution feeders: :class:`DistGridEnv` (balanced sweep) and
-:class:`DistGrid3PhaseEnv` (unbalanced three-phase sweep) on their shared base
-:class:`RadialFeederEnv`."""
+"""Radial distribution feeders: [`DistGridEnv`][powerzoojax.grid.distribution.DistGridEnv] (balanced sweep) and
+[`DistGrid3PhaseEnv`][powerzoojax.grid.distribution.DistGrid3PhaseEnv] (unbalanced three-phase sweep) on their shared base
+[`RadialFeederEnv`][powerzoojax.grid.distribution.RadialFeederEnv]."""
 
 from powerzoojax.grid.distribution._dist_grid import (
     DIST_CONSTRAINT_NAMES,

@@ -26,7 +26,22 @@ _COST_MODES = ("aggregate",)
 
 
 class DistGridState(EnvState):
-    """Distribution state (per unit on the case base unless named otherwise)."""
+    """Distribution state (per unit on the case base unless named otherwise).
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `v_mag`: `(n_nodes,)` voltage magnitudes [p.u.].
+    - `p_branch`, `q_branch`: `(n_branches,)` branch flows [p.u.].
+    - `p_loss_total`: total losses [p.u.].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: violations on the last step.
+    - `total_cost`: running sum of the violation counts over the episode.
+    - `bfs_warm_start`: `(n_branches,)` the last sweep's loss correction, where the next
+      step's sweep starts (zero after a failed sweep).
+    - `resource_states`: the bundles' states.
+    - `episode_batt_soc_init`: `(n_batt,)` the batteries' SOC at the episode's start.
+    """
 
     v_mag: Float[Array, " n_nodes"]
     p_branch: Float[Array, " n_branches"]
@@ -46,7 +61,34 @@ class DistGridState(EnvState):
 
 
 class DistGridParams(EnvParams):
-    """Params of :class:`DistGridEnv`; build with :func:`make_dist_params`."""
+    """Params of [`DistGridEnv`][powerzoojax.grid.distribution.DistGridEnv]; build with
+    [`make_dist_params`][powerzoojax.grid.distribution.make_dist_params].
+
+    **Arguments:**
+
+    - `network`: the feeder's [`RadialNetwork`][powerzoojax.physics.RadialNetwork].
+    - `p_load_profiles`, `q_load_profiles`: `(T, n_nodes)` net bus loads [p.u.], row
+      `t mod T` at step `t`.
+    - `line_cap_mva`: `(n_branches,)` branch ratings [MVA].
+    - `p_load_ref`, `q_load_ref`: observation normalisers from the case's static loads
+      (unchanged when profiles are replaced, so observations stay comparable).
+    - `v_slack`: substation voltage [p.u.].
+    - `v_min`, `v_max`: voltage band [p.u.].
+    - `loss_penalty_weight`: weight of the losses in the reward.
+    - `der_low`, `der_high`: bounds of the per-bus DER actions [p.u.].
+    - `bfs_tol`: sweep tolerance.
+    - `der_bus_idx`: `(n_der,)` buses of the DER actions (every bus but the slack), for
+      adapters that name the DER agents.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `base_mva`: system base [MVA] (static).
+    - `steps_per_day`: steps in one day (static).
+    - `bfs_max_iter`: sweep budget (static).
+    - `include_der`: the action has per-bus DER entries (static).
+    - `cost_mode`: accepted for the reference's signature; no effect (static).
+    - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
+    - `invalid_load_profiles`: set by `with_load_profiles` when non-finite values given
+      inside `jit` were replaced by 0.
+    """
 
     network: RadialNetwork
     p_load_profiles: Float[Array, "n_profile_steps n_nodes"]
@@ -83,10 +125,18 @@ class DistGridParams(EnvParams):
         p_load_profiles: ArrayLike,
         q_load_profiles: ArrayLike,
     ) -> "DistGridParams":
-        """These params with new ``(T', N)`` load profiles [p.u.] (usable inside ``jit``/``vmap``).
+        """These params with new load profiles (usable inside `jit`/`vmap`).
 
-        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
-        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        **Arguments:**
+
+        - `p_load_profiles`, `q_load_profiles`: `(T', N)` net bus loads [p.u.].
+
+        **Returns:**
+
+        New [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams]. A wrong shape
+        raises `ValueError`; non-finite values raise outside `jit` and are replaced by 0 inside
+        it, flagged as `info["invalid_load_profiles"]` on every step.
+        """
         n_nodes = self.p_load_profiles.shape[1]
         owner = "DistGridParams.with_load_profiles"
         p_profiles, p_invalid = checked_profiles(owner, "p_load_profiles", p_load_profiles, n_nodes)
@@ -127,16 +177,34 @@ def make_dist_params(
     bfs_max_iter: int = 100,
     bfs_tol: float | int = 1e-6,
 ) -> DistGridParams:
-    """Validate inputs on the host and build :class:`DistGridParams`.
+    """Validate inputs on the host and build [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
 
-    ``p_load_profiles, q_load_profiles``: ``(T, N)`` net bus loads [p.u. on the case base],
-    row ``t mod T`` at step ``t``; default: the case's ``node_pd, node_qd / base_mva``
-    tiled over ``max_steps`` rows (give both or neither). The in-service lines
-    (``line_status > 0``) must form one tree rooted at the slack bus. DER limits are
-    ``∓der_limit_pu`` per bus. ``cost_mode`` is accepted for the reference's signature and
-    has no effect. Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument
-    of the wrong type. ``resources``: a tuple of :class:`ResourceBundle` built against the
-    same case (see ``powerzoojax.grid.resources``).
+    The in-service lines (`line_status > 0`) must form one tree rooted at the slack bus.
+
+    **Arguments:**
+
+    - `case`: the feeder.
+    - `max_steps`: episode length [steps].
+    - `steps_per_day`: steps in one day.
+    - `v_slack`: substation voltage [p.u.].
+    - `v_min`, `v_max`: voltage band [p.u.].
+    - `loss_penalty_weight`: weight of the losses in the reward.
+    - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle]
+      built against the same case.
+    - `include_der`: add per-bus DER entries to the action.
+    - `cost_mode`: accepted for the reference's signature; no effect.
+    - `p_load_profiles`, `q_load_profiles`: `(T, N)` net bus loads [p.u. on the case base];
+      `None` (both) takes the case's `node_pd, node_qd / base_mva` tiled over `max_steps`
+      rows.
+    - `delta_t_hours`: step length [hours].
+    - `der_limit_pu`: DER limit per bus, `∓der_limit_pu` [p.u.].
+    - `bfs_max_iter`: sweep budget.
+    - `bfs_tol`: sweep tolerance.
+
+    **Returns:**
+
+    [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams]. Raises `ValueError`
+    naming a bad value, `TypeError` for an argument of the wrong type.
     """
     if not isinstance(case, CaseData):
         raise TypeError(
@@ -207,29 +275,29 @@ def make_dist_params(
 class DistGridEnv(RadialFeederEnv):
     """Distribution feeder env on a balanced radial power flow.
 
-    the network is a balanced backward/forward sweep (:func:`powerzoojax.physics.radial_power_flow`).
+    the network is a balanced backward/forward sweep ([`powerzoojax.physics.radial_power_flow`][powerzoojax.physics.radial_power_flow]).
 
     N buses, B = in-service branches (a tree, B = N − 1; case 33bw: 33 and 32). Loads and
     flows are per unit on the case base inside the env; MW only in the reward and the
     thermal check.
 
-    Observation ``(3N + 2B + 2,)`` float32, unbounded:
-      ``(v − 1)/0.1`` (N) · ``p_branch / p_load_ref`` (B) · ``q_branch / q_load_ref`` (B) ·
-      ``p_load_t / p_load_ref`` (N) · ``q_load_t / q_load_ref`` (N) · ``sin φ, cos φ`` · the
-      bundles' observations (``params.resources``, in order, device-major), with the
-      load of the row the next action meets and ``p_load_ref = max(Σ case P_d / base, 1e-8)``.
-    Action ``(N − 1,)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
-      injection at every non-slack bus, in bus order, mapped onto ``[der_low, der_high]`` p.u.
+    Observation `(3N + 2B + 2,)` float32, unbounded:
+      `(v − 1)/0.1` (N) · `p_branch / p_load_ref` (B) · `q_branch / q_load_ref` (B) ·
+      `p_load_t / p_load_ref` (N) · `q_load_t / q_load_ref` (N) · `sin φ, cos φ` · the
+      bundles' observations (`params.resources`, in order, device-major), with the
+      load of the row the next action meets and `p_load_ref = max(Σ case P_d / base, 1e-8)`.
+    Action `(N − 1,)` in [-1, 1] (clipped; `(0,)` with `include_der=False`): DER active
+      injection at every non-slack bus, in bus order, mapped onto `[der_low, der_high]` p.u.
       (default ∓0.005, i.e. ∓0.5 MW on a 100 MVA base); positive = generation; then each
       bundle's action slice in order. Bundle injections [MW, MVAr] are added at their buses
-      before the sweep; bundles read ``ctx = {time_step, v_mag}`` (pre-step voltages).
-    Reward ``−loss_penalty_weight · base_mva · Σ p_loss`` (network losses in MW, weighted).
-    Costs (non-negative, in this order): ``voltage_violation`` (number of buses outside
-      ``[v_min, v_max]``), ``thermal_overload`` (number of branches with
-      ``base · √(P² + Q²)`` above their rating [MVA]), ``resource`` (0 until resource bundles
-      land; with bundles: the sum of their ``cost_sum``). A sweep that fails to converge counts every bus as a voltage violation.
-    Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
-      ``step``. Loads come from row ``t mod T`` of the ``(T, N)`` p.u. profiles; reset solves
+      before the sweep; bundles read `ctx = {time_step, v_mag}` (pre-step voltages).
+    Reward `−loss_penalty_weight · base_mva · Σ p_loss` (network losses in MW, weighted).
+    Costs (non-negative, in this order): `voltage_violation` (number of buses outside
+      `[v_min, v_max]`), `thermal_overload` (number of branches with
+      `base · √(P² + Q²)` above their rating [MVA]), `resource` (0 until resource bundles
+      land; with bundles: the sum of their `cost_sum`). A sweep that fails to converge counts every bus as a voltage violation.
+    Termination: `done` when `time_step + 1 >= max_steps`; the env auto-resets inside
+      `step`. Loads come from row `t mod T` of the `(T, N)` p.u. profiles; reset solves
       the feeder at row 0 with no DER output (the key is unused: reset is deterministic).
     """
     CONSTRAINT_NAMES = DIST_CONSTRAINT_NAMES
@@ -370,8 +438,8 @@ class DistGridEnv(RadialFeederEnv):
         if params.resources:
             # The bundles' post-reset states computed once: otherwise XLA:CPU fuses the
             # bundle step and the reset select into the observation kernel and recomputes
-            # them per output element (DSO at N = 1024: a 78 µs kernel per step, the 30
-            # flex-load channels each re-running the ring update). optimization_barrier
+            # them per output element (each flex-load channel re-running the ring update).
+            # optimization_barrier
             # does not do this on CPU (removed before fusion); a gather does.
             next_state = eqx.tree_at(
                 lambda s: s.resource_states,

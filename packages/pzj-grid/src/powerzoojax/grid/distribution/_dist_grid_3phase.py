@@ -25,7 +25,21 @@ _UNLIMITED_MVA = 1.0e12
 
 
 class DistGrid3PhaseState(EnvState):
-    """Three-phase state; bus-phase vectors over non-reference buses, line-phase over lines (ABC interleaved)."""
+    """Three-phase state; bus-phase vectors over non-reference buses, line-phase vectors over
+    lines (ABC interleaved).
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `v_mag`: `(n_bus_phases,)` voltage magnitudes [p.u.].
+    - `V_real`, `V_imag`: `(n_bus_phases,)` voltage phasors [p.u.].
+    - `P_branch`, `Q_branch`: `(n_line_phases,)` branch flows [p.u.].
+    - `p_loss_total`: total losses [p.u.].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: violations on the last step.
+    - `total_cost`: cost of the last step.
+    - `resource_states`: the bundles' states.
+    """
 
     v_mag: Float[Array, " n_bus_phases"]
     V_real: Float[Array, " n_bus_phases"]
@@ -40,7 +54,31 @@ class DistGrid3PhaseState(EnvState):
 
 
 class DistGrid3PhaseParams(EnvParams):
-    """Params of :class:`DistGrid3PhaseEnv`; build with :func:`make_dist_3phase_params`."""
+    """Params of [`DistGrid3PhaseEnv`][powerzoojax.grid.distribution.DistGrid3PhaseEnv]; build
+    with [`make_dist_3phase_params`][powerzoojax.grid.distribution.make_dist_3phase_params].
+
+    **Arguments:**
+
+    - `network`: the [`Radial3PhaseNetwork`][powerzoojax.physics.Radial3PhaseNetwork].
+    - `p_load_profiles`, `q_load_profiles`: `(T, n_nodes, 3)` per-phase net loads [p.u.].
+    - `phase_cap_mva`: `(n_branches, 3)` per-phase rating of each branch (BFS order) [MVA];
+      huge where unlimited.
+    - `p_load_ref`, `q_load_ref`: observation normalisers.
+    - `v_min`, `v_max`: voltage band [p.u.].
+    - `vuf_max`: largest voltage unbalance [%].
+    - `loss_penalty_weight`: weight of the losses in the reward.
+    - `der_low`, `der_high`: bounds of the DER actions [p.u.].
+    - `bfs_tol`: sweep tolerance.
+    - `nonref_idx`: `(n_nonref,)` the non-reference buses.
+    - `branch_of_line`: `(n_lines,)` position in BFS branch order of each input line.
+    - `three_phase_bus`: `(n_nodes,)` buses with all three phases.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `base_mva`: system base [MVA] (static).
+    - `steps_per_day`: steps in one day (static).
+    - `bfs_max_iter`: sweep budget (static).
+    - `include_der`: the action has per-bus-phase DER entries (static).
+    - `resources`: tuple of bundles, P and Q split ⅓ per phase.
+    """
 
     network: Radial3PhaseNetwork
     p_load_profiles: Float[Array, "n_profile_steps n_nodes 3"]
@@ -115,15 +153,37 @@ def make_dist_3phase_params(
     bfs_max_iter: int = 100,
     bfs_tol: float | int = 1e-6,
 ) -> DistGrid3PhaseParams:
-    """Validate inputs on the host and build :class:`DistGrid3PhaseParams`.
+    """Validate inputs on the host and build
+    [`DistGrid3PhaseParams`][powerzoojax.grid.distribution.DistGrid3PhaseParams].
 
-    ``from_nodes, to_nodes``: 0-based bus indices of the N − 1 lines of a strict tree;
-    ``Z_3ph_pu``: ``(N − 1, 3, 3)`` complex series impedances [p.u.]; ``load_P_3ph,
-    load_Q_3ph``: ``(T, 3 (N − 1))`` per-phase net loads [p.u.] (see :class:`DistGrid3PhaseEnv`
-    for the order); ``line_cap``: ``(N − 1,)`` three-phase line ratings [MVA], 0 or
-    ``None`` = unlimited. Raises ``ValueError`` naming a bad value,
-    ``TypeError`` for a resource that is not a :class:`~powerzoojax.grid.resources.ResourceBundle`
-    or a non-bool ``include_der``.
+    **Arguments:**
+
+    - `n_nodes`: number of buses `N`.
+    - `from_nodes`, `to_nodes`: 0-based bus indices of the N − 1 lines of a strict tree.
+    - `Z_3ph_pu`: `(N − 1, 3, 3)` complex series impedances [p.u.].
+    - `load_P_3ph`, `load_Q_3ph`: `(T, 3 (N − 1))` per-phase net loads [p.u.] (order as in
+      [`DistGrid3PhaseEnv`][powerzoojax.grid.distribution.DistGrid3PhaseEnv]).
+    - `ref_bus`: 0-based reference bus.
+    - `v_ref_mag`: reference voltage [p.u.].
+    - `v_min`, `v_max`: voltage band [p.u.].
+    - `vuf_max`: largest voltage unbalance [%].
+    - `max_steps`: episode length [steps].
+    - `steps_per_day`: steps in one day.
+    - `base_mva`: system base [MVA].
+    - `loss_penalty_weight`: weight of the losses in the reward.
+    - `line_cap`: `(N − 1,)` three-phase line ratings [MVA], 0 or `None` = unlimited.
+    - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
+    - `include_der`: add per-bus-phase DER entries to the action.
+    - `delta_t_hours`: step length [hours].
+    - `der_limit_pu`: DER limit [p.u.].
+    - `bfs_max_iter`: sweep budget.
+    - `bfs_tol`: sweep tolerance.
+
+    **Returns:**
+
+    [`DistGrid3PhaseParams`][powerzoojax.grid.distribution.DistGrid3PhaseParams]. Raises
+    `ValueError` naming a bad value, `TypeError` for a resource that is not a bundle or a
+    non-bool `include_der`.
     """
     opts = validate_feeder_options(
         "make_dist_3phase_params", n_nodes, max_steps=max_steps, steps_per_day=steps_per_day,
@@ -189,28 +249,28 @@ def make_dist_3phase_params(
 class DistGrid3PhaseEnv(RadialFeederEnv):
     """Unbalanced three-phase feeder env.
 
-    unbalanced radial feeder, the network is :func:`powerzoojax.physics.radial_3phase_power_flow`.
+    unbalanced radial feeder, the network is [`powerzoojax.physics.radial_3phase_power_flow`][powerzoojax.physics.radial_3phase_power_flow].
 
-    N buses (one reference bus held at ``v_ref_mag`` balanced), L = N − 1 lines, in the
-    order given to :func:`make_dist_3phase_params`. Bus-phase vectors of length 3(N − 1)
+    N buses (one reference bus held at `v_ref_mag` balanced), L = N − 1 lines, in the
+    order given to [`make_dist_3phase_params`][powerzoojax.grid.distribution.make_dist_3phase_params]. Bus-phase vectors of length 3(N − 1)
     list the non-reference buses in index order, phases A, B, C interleaved. Powers are per
-    phase, per unit on ``base_mva``.
+    phase, per unit on `base_mva`.
 
-    Observation ``(9N + 6L + 2,)`` float32, unbounded:
-      ``(|V| − 1)/0.1`` for phase A of every bus, then B, then C (3N, reference bus included) ·
-      receiving-end ``P`` per line for phase A, B, C (3L, ``/ p_load_ref``) · ``Q`` likewise
-      (3L, ``/ q_load_ref``) · ``p_load`` per phase (3N, reference bus 0, ``/ p_load_ref``) ·
-      ``q_load`` likewise (3N) · ``sin φ, cos φ``; ``p_load_ref = max(Σ row-0 P, 1e-8)``.
-    Action ``(3(N − 1),)`` in [-1, 1] (clipped; ``(0,)`` with ``include_der=False``): DER active
-      injection per bus-phase mapped onto ``[der_low, der_high] = ∓0.1`` p.u.
-    Reward ``−loss_penalty_weight · p_loss_MW`` (``base_mva · Σ`` per-phase series losses).
-    Costs (non-negative, in this order): ``voltage_violation`` (bus-phases outside
-      ``[v_min, v_max]``), ``thermal_overload`` (line-phases whose larger end ``|S|`` exceeds
-      ``line_cap / phase count``; cap 0 = unlimited), ``vuf_violation`` (three-phase buses with
-      Fortescue VUF above ``vuf_max`` %), ``resource`` (0 until bundles land). A sweep that
+    Observation `(9N + 6L + 2,)` float32, unbounded:
+      `(|V| − 1)/0.1` for phase A of every bus, then B, then C (3N, reference bus included) ·
+      receiving-end `P` per line for phase A, B, C (3L, `/ p_load_ref`) · `Q` likewise
+      (3L, `/ q_load_ref`) · `p_load` per phase (3N, reference bus 0, `/ p_load_ref`) ·
+      `q_load` likewise (3N) · `sin φ, cos φ`; `p_load_ref = max(Σ row-0 P, 1e-8)`.
+    Action `(3(N − 1),)` in [-1, 1] (clipped; `(0,)` with `include_der=False`): DER active
+      injection per bus-phase mapped onto `[der_low, der_high] = ∓0.1` p.u.
+    Reward `−loss_penalty_weight · p_loss_MW` (`base_mva · Σ` per-phase series losses).
+    Costs (non-negative, in this order): `voltage_violation` (bus-phases outside
+      `[v_min, v_max]`), `thermal_overload` (line-phases whose larger end `|S|` exceeds
+      `line_cap / phase count`; cap 0 = unlimited), `vuf_violation` (three-phase buses with
+      Fortescue VUF above `vuf_max` %), `resource` (0 until bundles land). A sweep that
       fails to converge counts every bus-phase as a voltage violation.
-    Termination: ``done`` when ``time_step + 1 >= max_steps``; auto-reset inside ``step``.
-      Loads come from row ``t mod T``; reset solves row 0 with no DER (deterministic).
+    Termination: `done` when `time_step + 1 >= max_steps`; auto-reset inside `step`.
+      Loads come from row `t mod T`; reset solves row 0 with no DER (deterministic).
     """
     CONSTRAINT_NAMES = DIST_3PHASE_CONSTRAINT_NAMES
     DER_LAYOUT = "3 (n_nodes - 1)"

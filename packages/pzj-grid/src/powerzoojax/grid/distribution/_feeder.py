@@ -2,9 +2,9 @@
 bundle dimensions, the profile row of a step, and the decoding of an action into DER
 injections plus the bundles' step (composition without knowing device types).
 
-:class:`~powerzoojax.grid.DistGridEnv` and :class:`~powerzoojax.grid.DistGrid3PhaseEnv`
+[`DistGridEnv`][powerzoojax.grid.DistGridEnv] and [`DistGrid3PhaseEnv`][powerzoojax.grid.DistGrid3PhaseEnv]
 differ in the network model, the per-bus (or per-bus-phase) layout and their costs; they
-subclass :class:`RadialFeederEnv` and give ``_n_der`` and ``_core_obs_dim``.
+subclass [`RadialFeederEnv`][powerzoojax.grid.distribution.RadialFeederEnv] and give `_n_der` and `_core_obs_dim`.
 """
 
 import abc
@@ -26,7 +26,7 @@ from powerzoojax.grid.resources._bundle import (
 
 
 class FeederOptions(NamedTuple):
-    """The options both feeder factories share, validated (see :func:`validate_feeder_options`)."""
+    """The options both feeder factories share, validated (see `validate_feeder_options`)."""
 
     max_steps: int
     steps_per_day: int
@@ -57,10 +57,10 @@ def validate_feeder_options(
     resources: Any,
     include_der: Any,
 ) -> FeederOptions:
-    """Host validation of the options ``make_dist_params`` and ``make_dist_3phase_params``
-    share; errors are prefixed with ``fn``. Raises ``ValueError`` for a bad value,
-    ``TypeError`` for a resource that is not a :class:`ResourceBundle` or a non-bool
-    ``include_der``."""
+    """Host validation of the options `make_dist_params` and `make_dist_3phase_params`
+    share; errors are prefixed with `fn`. Raises `ValueError` for a bad value,
+    `TypeError` for a resource that is not a [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle] or a non-bool
+    `include_der`."""
     max_steps = positive_int(fn, "max_steps", max_steps)
     steps_per_day = positive_int(fn, "steps_per_day", steps_per_day)
     bfs_max_iter = positive_int(fn, "bfs_max_iter", bfs_max_iter)
@@ -87,8 +87,8 @@ def validate_feeder_options(
     )
 
 class RadialFeederEnv(Environment):
-    """Base of the radial feeder envs; params carry ``p_load_profiles, q_load_profiles``
-    (rows over time), ``der_low, der_high``, ``include_der`` and ``resources``."""
+    """Base of the radial feeder envs; params carry `p_load_profiles, q_load_profiles`
+    (rows over time), `der_low, der_high`, `include_der` and `resources`."""
 
     CONSTRAINT_NAMES: ClassVar[tuple[str, ...]] = ()
     # What a DER action counts, for the shape error ("n_nodes - 1", "3 (n_nodes - 1)").
@@ -96,16 +96,36 @@ class RadialFeederEnv(Environment):
 
     @abc.abstractmethod
     def _n_der(self, params: Any) -> int:
-        """Number of DER action entries (0 without ``include_der``)."""
+        """Number of DER action entries (0 without `include_der`)."""
 
     @abc.abstractmethod
     def _core_obs_dim(self, params: Any) -> int:
         """Observation length before the bundles' observations."""
 
     def action_dim(self, params: Any) -> int:
+        """Length of the action vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        The DER entries plus the bundles' action length.
+        """
         return self._n_der(params) + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: Any) -> int:
+        """Length of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        The feeder's own entries plus the bundles' observation length.
+        """
         return self._core_obs_dim(params) + bundles_obs_dim(params.resources)
 
     def observation_space(self, params: Any) -> Box:
@@ -124,7 +144,7 @@ class RadialFeederEnv(Environment):
     def _loads(
         self, time_step: Int[Array, ""], params: Any
     ) -> tuple[Float[Array, "n_nodes *phases"], Float[Array, "n_nodes *phases"]]:
-        """The net load rows [p.u.] of ``time_step`` (profiles wrap: row ``t mod T``)."""
+        """The net load rows [p.u.] of `time_step` (profiles wrap: row `t mod T`)."""
         row = time_step % params.p_load_profiles.shape[0]
         return params.p_load_profiles[row], params.q_load_profiles[row]
 
@@ -141,8 +161,8 @@ class RadialFeederEnv(Environment):
     def _decode_action(
         self, action: Float[Array, " action_dim"], resource_states: tuple, ctx: dict, params: Any
     ) -> tuple[Float[Array, " n_der"], BundlesStep]:
-        """DER injections [p.u., positive = generation] from the first ``_n_der`` entries
-        and the bundles stepped on the rest (their injections on ``network.n_nodes`` buses)."""
+        """DER injections [p.u., positive = generation] from the first `_n_der` entries
+        and the bundles stepped on the rest (their injections on `network.n_nodes` buses)."""
         n_der = self._n_der(params)
         der_action = action[:n_der]
         der = denormalize_action(

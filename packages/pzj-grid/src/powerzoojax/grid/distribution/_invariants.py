@@ -7,8 +7,8 @@ from powerzoojax.core import Invariant, Trajectory, not_terminal
 
 def distflow_laws(params) -> tuple[Invariant, ...]:
     """A converged sweep satisfies the DistFlow branch equation on every branch:
-    ``v²_send − v²_recv = 2(rP + xQ) − (r² + x²)(P² + Q²)/v²_send`` with the sending-end
-    flows ``P, Q`` [p.u.]."""
+    `v²_send − v²_recv = 2(rP + xQ) − (r² + x²)(P² + Q²)/v²_send` with the sending-end
+    flows `P, Q` [p.u.]."""
     net = params.network
     send = np.asarray(net.send_idx)
     recv = np.asarray(net.recv_idx)

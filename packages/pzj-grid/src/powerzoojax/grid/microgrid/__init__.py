@@ -1,7 +1,7 @@
-"""Data-centre microgrids: :class:`DataCenterEnv` (GPU task queue and scheduler),
-:class:`DataCenterMicrogridEnv` (the data centre behind a PV, battery and diesel microgrid),
+"""Data-centre microgrids: [`DataCenterEnv`][powerzoojax.grid.microgrid.DataCenterEnv] (GPU task queue and scheduler),
+[`DataCenterMicrogridEnv`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv] (the data centre behind a PV, battery and diesel microgrid),
 its real-profile params and out-of-distribution transforms, and
-:class:`DCMicrogridShapingWrapper` (diesel auto-balance and reward shaping)."""
+[`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper] (diesel auto-balance and reward shaping)."""
 
 from powerzoojax.grid.microgrid._datacenter import (
     DATACENTER_CONSTRAINT_NAMES,

@@ -35,7 +35,22 @@ T_ZONE_MIN, T_ZONE_MAX = 15.0, 45.0
 
 
 class DataCenterState(EnvState):
-    """Data-centre state; powers in MW, temperatures in °C, counters cumulative per episode."""
+    """Data-centre state; powers in MW, temperatures in °C, counters cumulative per episode.
+
+    Task bookkeeping: arrived = waiting + running + finished + sla_violations + dropped.
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: total demand [MW, MVAr].
+    - `t_zone`, `t_setpoint`, `t_outdoor`: temperatures [°C].
+    - `p_it_mw`, `p_cool_mw`: IT and cooling power [MW].
+    - `gpus_infer`, `gpus_active`: GPUs on inference and busy in total.
+    - `task_gpus`, `task_deadline`, `task_duration`, `task_remaining`, `task_type`,
+      `task_eta`, `task_status`: `(n_slots,)` the task queue (status 0 free, 1 waiting,
+      2 running; deadline and durations in steps).
+    - `sla_violations`, `n_arrived`, `n_finished`, `n_dropped`: task counters.
+    """
 
     current_p_mw: Float[Array, ""]
     current_q_mvar: Float[Array, ""]
@@ -61,6 +76,7 @@ class DataCenterState(EnvState):
 
     @property
     def queue(self) -> TaskQueue:
+        """The task slots as one `TaskQueue` (struct of arrays, one entry per slot)."""
         return TaskQueue(
             self.task_gpus, self.task_deadline, self.task_duration, self.task_remaining,
             self.task_type, self.task_eta, self.task_status,
@@ -68,9 +84,34 @@ class DataCenterState(EnvState):
 
 
 class DataCenterParams(EnvParams):
-    """Params of the data-centre model; build with :func:`make_datacenter_params`.
+    """Params of the data-centre model; build with
+    [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params].
 
-    Per-type arrays are ``(2,)``: index 0 training, 1 fine-tuning.
+    Per-type arrays are `(2,)`: index 0 training, 1 fine-tuning.
+
+    **Arguments:**
+
+    - `n_gpus`: GPUs in the data centre.
+    - `infer_gpu_peak`: GPUs inference takes at its peak.
+    - `gpu_idle_w`, `gpu_active_w`: power per GPU [W].
+    - `p_base_mw`: base load [MW].
+    - `cop_ref`, `cop_decay`, `t_ref`: cooling COP at `t_ref` [°C] and its decay per °C.
+    - `c_thermal_kwh_per_c`: zone heat capacity [kWh/°C].
+    - `ua_cooling_kw_per_c`: cooling conductance [kW/°C].
+    - `h_wall_kw_per_c`: wall conductance to outdoors [kW/°C].
+    - `t_set_min`, `t_set_max`: set-point range [°C].
+    - `t_initial`: zone temperature at reset [°C].
+    - `t_critical`: over-temperature threshold [°C].
+    - `p_aux_frac`: auxiliary load [fraction of IT load].
+    - `mean_interarrival_steps`: `(2,)` mean steps between task arrivals.
+    - `task_gpus_min`, `task_gpus_max`: `(2,)` GPUs per task, inclusive range.
+    - `task_duration_min`, `task_duration_max`: `(2,)` task length [steps], inclusive.
+    - `deadline_slack`: `(2,)` deadline as a multiple of the duration.
+    - `task_eta`: `(2,)` work efficiency.
+    - `infer_fraction_profile`: `(T,)` inference share of the peak GPUs, row `t mod T`.
+    - `outdoor_temp_profile`: `(T,)` outdoor temperature [°C], row `t mod T`.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
     """
 
     n_gpus: Int[Array, ""]
@@ -161,11 +202,35 @@ def make_datacenter_params(
     steps_per_day: int = 48,
     max_steps: int = 48,
 ) -> DataCenterParams:
-    """Validate on the host and build :class:`DataCenterParams` (defaults: the reference's).
+    """Validate on the host and build [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams]
+    (defaults: the reference's).
 
-    Per-type arguments are ``(training, fine-tuning)`` pairs; ranges are inclusive
-    ``(min, max)``. Profiles default to the reference's diurnal shapes over ``steps_per_day`` rows.
-    Raises ``ValueError`` naming a bad value, ``TypeError`` for a non-integer count.
+    **Arguments:**
+
+    - `n_gpus`, `infer_gpu_peak`: GPU counts.
+    - `gpu_idle_w`, `gpu_active_w`: power per GPU [W].
+    - `p_base_mw`: base load [MW].
+    - `cop_ref`, `cop_decay`, `t_ref`: cooling COP model (`t_ref` in °C).
+    - `c_thermal_kwh_per_c`, `ua_cooling_kw_per_c`, `h_wall_kw_per_c`: thermal model
+      [kWh/°C, kW/°C].
+    - `t_set_min`, `t_set_max`, `t_initial`, `t_critical`: temperatures [°C].
+    - `p_aux_frac`: auxiliary load [fraction of IT load].
+    - `mean_interarrival_steps`: `(training, fine-tuning)` mean steps between arrivals.
+    - `task_gpus_range`, `task_duration_range`: `(training, fine-tuning)` inclusive
+      `(min, max)` ranges (durations in steps).
+    - `deadline_slack`: `(training, fine-tuning)` deadline as a multiple of the duration.
+    - `task_eta`: `(training, fine-tuning)` work efficiency.
+    - `infer_fraction_profile`: `(T,)` inference share in [0, 1]; `None` takes the
+      reference's diurnal shape over `steps_per_day` rows.
+    - `outdoor_temp_profile`: `(T,)` [°C]; `None` takes the reference's diurnal shape.
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `max_steps`: episode length [steps].
+
+    **Returns:**
+
+    [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams]. Raises `ValueError`
+    naming a bad value, `TypeError` for a non-integer count.
     """
     caller = "make_datacenter_params"
     max_steps = positive_int(caller, "max_steps", max_steps)
@@ -273,7 +338,7 @@ class DataCenterStep(NamedTuple):
 
 
 def datacenter_initial_state(params: DataCenterParams) -> DataCenterState:
-    """The deterministic episode start: zone and setpoint at ``t_initial``, outdoor ``t_ref``."""
+    """The deterministic episode start: zone and setpoint at `t_initial`, outdoor `t_ref`."""
     q = empty_queue(N_TASK_SLOTS)
     zero_f = jnp.zeros((), jnp.float32)
     zero_i = jnp.zeros((), jnp.int32)
@@ -304,16 +369,16 @@ def datacenter_initial_state(params: DataCenterParams) -> DataCenterState:
 
 
 def cop_factor(t_outdoor: FloatScalar, params: DataCenterParams) -> FloatScalar:
-    """``clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``: COP relative to ``cop_ref``."""
+    """`clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)`: COP relative to `cop_ref`."""
     return jnp.clip(1.0 - params.cop_decay * jnp.maximum(t_outdoor - params.t_ref, 0.0), 0.4, 1.2)
 
 
 def datacenter_transition(
     key: Key, state: DataCenterState, action: Float[Array, "3"], params: DataCenterParams
 ) -> tuple[DataCenterState, DataCenterStep]:
-    """One step of the data-centre physics, without auto-reset; ``time_step`` advanced and
-    ``done = time_step + 1 >= max_steps``. ``action = [train, finetune, cooling]`` in [0, 1].
-    ``key`` is the env's step key; the draws are ``jr.uniform(jr.split(key)[0], (22,))``."""
+    """One step of the data-centre physics, without auto-reset; `time_step` advanced and
+    `done = time_step + 1 >= max_steps`. `action = [train, finetune, cooling]` in [0, 1].
+    `key` is the env's step key; the draws are `jr.uniform(jr.split(key)[0], (22,))`."""
     action = jnp.clip(action, 0.0, 1.0)
     t = state.time_step
     f_infer = params.infer_fraction_profile[t % params.infer_fraction_profile.shape[0]]
@@ -378,7 +443,7 @@ def datacenter_transition(
 
 
 def queue_features(state: DataCenterState, params: DataCenterParams) -> Float[Array, "5"]:
-    """``[active/n, infer/n, waiting training GPUs/n, waiting fine-tune GPUs/n, urgency]``."""
+    """`[active/n, infer/n, waiting training GPUs/n, waiting fine-tune GPUs/n, urgency]`."""
     n = params.n_gpus.astype(jnp.float32)
     waiting = state.task_status == WAITING
     gpus = state.task_gpus.astype(jnp.float32)
@@ -395,36 +460,36 @@ class DataCenterEnv(Environment):
     """Standalone data-centre env.
 
     one-node zone thermal model. Standalone it is a resource env (reward 0); inside
-    :class:`~powerzoojax.grid.DataCenterMicrogridEnv` the same transition drives the load.
+    [`DataCenterMicrogridEnv`][powerzoojax.grid.DataCenterMicrogridEnv] the same transition drives the load.
 
-    Physics per step (``t`` = step before the increment, ``Δt`` [h]):
-      inference GPUs ``⌊peak · f_t⌋`` (``f_t`` = ``infer_fraction_profile[t mod T]``); batch
+    Physics per step (`t` = step before the increment, `Δt` [h]):
+      inference GPUs `⌊peak · f_t⌋` (`f_t` = `infer_fraction_profile[t mod T]`); batch
       tasks arrive (Poisson, at most 5 per type per step) into a 64-slot buffer and are admitted
-      by the earliest-deadline greedy scheduler (:mod:`._scheduler`);
-      ``P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base`` [MW] with ``P_infer = infer · active_w · 0.5``,
-      per running task ``gpus (idle_w + (active_w − idle_w) η)``, ``P_idle = (n − active) idle_w``;
-      ``COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)``;
-      ``Q_cool = ua · max(T_zone − T_set, 0)`` [kW], ``P_cool = Q_cool / (1000 COP)`` [MW];
-      ``P_dc = P_it (1 + p_aux) + P_cool``;
-      ``T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)``.
+      by the earliest-deadline greedy scheduler (`._scheduler`);
+      `P_it = (P_infer + P_tasks + P_idle)/1e6 + p_base` [MW] with `P_infer = infer · active_w · 0.5`,
+      per running task `gpus (idle_w + (active_w − idle_w) η)`, `P_idle = (n − active) idle_w`;
+      `COP = cop_ref · clip(1 − cop_decay · max(T_out − t_ref, 0), 0.4, 1.2)`;
+      `Q_cool = ua · max(T_zone − T_set, 0)` [kW], `P_cool = Q_cool / (1000 COP)` [MW];
+      `P_dc = P_it (1 + p_aux) + P_cool`;
+      `T_zone' = clip(T_zone + Δt (1000 P_it − Q_cool + h_wall (T_out − T_zone)) / c_thermal, 15, 45)`.
     Tasks that ran this step draw power for it (they are counted before their countdown ends).
 
-    Observation ``(11,)`` float32: ``[active/n, infer/n, waiting training GPUs/n, waiting
+    Observation `(11,)` float32: `[active/n, infer/n, waiting training GPUs/n, waiting
       fine-tuning GPUs/n, urgency, P_cool/(P_it + P_cool), (T_zone − 15)/30, (T_out − 10)/20,
-      (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]``, the non-signed entries clipped to
-      [0, 1]; ``urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
-      −1, 1)``, 1 with none waiting.
-    Action ``(3,)`` in [0, 1] (clipped): ``[train fraction, fine-tune fraction, cooling]``;
-      ``T_set = t_set_min + cooling · (t_set_max − t_set_min)`` (a low value cools harder).
-    Reward 0 (standalone resource env). Costs ``("sla", "overtemp")``: expired tasks / n_gpus and
-      ``max(T_zone' − t_critical, 0)/(45 − t_critical)``.
-    Termination at ``max_steps``; auto-reset (reset is deterministic: zone and setpoint at
-      ``t_initial``, outdoor ``t_ref``, empty queue).
+      (T_set − t_set_min)/(t_set_max − t_set_min), sin φ, cos φ]`, the non-signed entries clipped to
+      [0, 1]; `urgency = clip(min over waiting tasks of ((deadline − t − duration)/max(duration, 1))/5,
+      −1, 1)`, 1 with none waiting.
+    Action `(3,)` in [0, 1] (clipped): `[train fraction, fine-tune fraction, cooling]`;
+      `T_set = t_set_min + cooling · (t_set_max − t_set_min)` (a low value cools harder).
+    Reward 0 (standalone resource env). Costs `("sla", "overtemp")`: expired tasks / n_gpus and
+      `max(T_zone' − t_critical, 0)/(45 − t_critical)`.
+    Termination at `max_steps`; auto-reset (reset is deterministic: zone and setpoint at
+      `t_initial`, outdoor `t_ref`, empty queue).
 
-    The random draws of a step are ``jr.uniform(jr.split(key)[0], (22,))`` of the env's step key,
+    The random draws of a step are `jr.uniform(jr.split(key)[0], (22,))` of the env's step key,
     not the reference's seven key splits: same distributions, different streams. They are
-    computed by the unrolled hash of :mod:`._rng` (bit for bit the same numbers; the
-    ``jax.random`` path is a rolled loop per hash on CPU).
+    computed by the unrolled hash of `._rng` (bit for bit the same numbers; the
+    `jax.random` path is a rolled loop per hash on CPU).
     """
     def observation_space(self, params: DataCenterParams) -> Box:
         low = np.zeros(11, np.float32)

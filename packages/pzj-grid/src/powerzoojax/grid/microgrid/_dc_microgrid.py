@@ -1,4 +1,4 @@
-"""Data-centre microgrid env: the data centre of :class:`DataCenterEnv` supplied by a battery, PV,"""
+"""Data-centre microgrid env: the data centre of [`DataCenterEnv`][powerzoojax.grid.microgrid.DataCenterEnv] supplied by a battery, PV,"""
 
 from typing import Any
 
@@ -40,7 +40,17 @@ _SIGNED_OBS = (4, 12, 20, 22, 23)
 
 
 class DCMicrogridState(EnvState):
-    """Microgrid state: the data centre, battery SOC and last step's powers [MW]."""
+    """Microgrid state: the data centre, battery SOC and last step's powers [MW].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `dc`: the [`DataCenterState`][powerzoojax.grid.microgrid.DataCenterState].
+    - `soc`: battery state of charge [fraction].
+    - `p_batt_mw`, `p_pv_mw`, `p_dg_mw`, `p_load_mw`: last step's battery (positive when
+      discharging), PV, diesel and load power [MW].
+    - `last_action`: `(5,)` the applied action.
+    """
 
     dc: DataCenterState
     soc: Float[Array, ""]
@@ -52,7 +62,34 @@ class DCMicrogridState(EnvState):
 
 
 class DCMicrogridParams(EnvParams):
-    """Params of :class:`DataCenterMicrogridEnv`; build with :func:`make_dcmicrogrid_params`."""
+    """Params of [`DataCenterMicrogridEnv`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv];
+    build with [`make_dcmicrogrid_params`][powerzoojax.grid.microgrid.make_dcmicrogrid_params].
+
+    **Arguments:**
+
+    - `dc`: the data centre's [`DataCenterParams`][powerzoojax.grid.microgrid.DataCenterParams].
+    - `batt_e_mwh`, `batt_p_mw`: battery capacity [MWh] and rating [MW].
+    - `batt_eta_c`, `batt_eta_d`: one-way efficiencies.
+    - `batt_soc_min`, `batt_soc_max`, `batt_soc_init`: SOC window and initial SOC.
+    - `pv_capacity_mw`: PV capacity [MW].
+    - `pv_cf_profile`: `(T,)` PV capacity factor, row `t mod T`.
+    - `dg_p_max_mw`: diesel rating [MW].
+    - `dg_fuel_cost_per_mwh`: [$/MWh].
+    - `dg_ef_kg_per_kwh`: diesel emission factor [kg/kWh].
+    - `dg_p_min_norm`: diesel minimum stable load [fraction of rating].
+    - `battery_deg_cost_per_mwh`: battery degradation cost [$/MWh].
+    - `w_cost`, `w_carbon`: reward weights of cost and carbon.
+    - `grid_import_p_max_mw`: grid import limit [MW] (0: islanded).
+    - `grid_price_ref_per_mwh`: reference grid price [$/MWh].
+    - `grid_carbon_kg_per_kwh`: grid emission factor [kg/kWh].
+    - `terminal_soc_target`, `terminal_soc_penalty`: end-of-episode SOC target and the
+      penalty per unit of shortfall.
+    - `price_profile`: `(T,)` grid price [$/MWh], row `t mod T`.
+    - `price_max_6h_profile`: `(T,)` the 6-hour look-ahead maximum of the price per row.
+    - `price_observed`: whether the observation shows the price.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
+    """
 
     dc: DataCenterParams
     batt_e_mwh: Float[Array, ""]
@@ -90,7 +127,19 @@ class DCMicrogridParams(EnvParams):
         pv_cf_profile: ArrayLike | None = None,
         price_profile: ArrayLike | None = None,
     ) -> "DCMicrogridParams":
-        """These params with some profiles replaced (jit-safe; the price preview is recomputed)."""
+        """These params with some profiles replaced (jit-safe; the price preview is recomputed).
+
+        **Arguments:**
+
+        - `cpu_profile`: `(T,)` inference fraction in [0, 1], or `None` to keep it.
+        - `outdoor_temp_profile`: `(T,)` [°C], or `None`.
+        - `pv_cf_profile`: `(T,)` PV capacity factor, or `None`.
+        - `price_profile`: `(T,)` [$/MWh], or `None`.
+
+        **Returns:**
+
+        New [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams].
+        """
         p = self
         f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
         if cpu_profile is not None:
@@ -110,7 +159,7 @@ class DCMicrogridParams(EnvParams):
 
 
 def price_lookahead_max(price: Float[Array, " n"]) -> Float[Array, " n"]:
-    """``max(price[t .. t + 71])`` per row, cyclic."""
+    """`max(price[t .. t + 71])` per row, cyclic."""
     n = price.shape[0]
     idx = (jnp.arange(n)[:, None] + jnp.arange(PRICE_PREVIEW_STEPS)[None, :]) % n
     return jnp.max(price[idx], axis=1)
@@ -162,15 +211,44 @@ def make_dcmicrogrid_params(
     delta_t_hours: float | int = 5.0 / 60.0,
     **datacenter_kwargs: Any,
 ) -> DCMicrogridParams:
-    """Validate on the host and build :class:`DCMicrogridParams` (defaults: the reference's; islanded,
-    ``grid_import_p_max_mw = 0``).
+    """Validate on the host and build [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams]
+    (defaults: the reference's; islanded, `grid_import_p_max_mw = 0`).
 
-    ``cpu_profile`` is the data centre's inference fraction in [0, 1], ``outdoor_temp_profile``
-    °C, ``pv_cf_profile`` the PV capacity factor in [0, 1] (default: the bell
-    ``clip(sin(π(h − 6)/12), 0, 1)`` over one day), ``price_profile`` $/MWh (default: flat at
-    ``grid_price_ref_per_mwh`` and hidden from the observation); each is read at row ``t mod T``.
-    Other keyword arguments go to :func:`make_datacenter_params` (its ``p_base_mw`` defaults to
-    0.4 here). Raises ``ValueError`` naming a bad value.
+    Each profile is read at row `t mod T`.
+
+    **Arguments:**
+
+    - `battery_e_mwh`, `battery_p_mw`: battery capacity [MWh] and rating [MW].
+    - `battery_eta`: one-way efficiency.
+    - `battery_soc_min`, `battery_soc_max`, `battery_soc_init`: SOC window and initial SOC.
+    - `pv_capacity_mw`: PV capacity [MW].
+    - `dg_p_max_mw`: diesel rating [MW].
+    - `dg_fuel_cost_per_mwh`: [$/MWh].
+    - `dg_ef_kg_per_kwh`: diesel emission factor [kg/kWh].
+    - `dg_p_min_norm`: diesel minimum stable load [fraction of rating].
+    - `battery_deg_cost_per_mwh`: [$/MWh].
+    - `w_cost`, `w_carbon`: reward weights of cost and carbon.
+    - `grid_import_p_max_mw`: grid import limit [MW].
+    - `grid_price_ref_per_mwh`: reference grid price [$/MWh].
+    - `grid_carbon_kg_per_kwh`: grid emission factor [kg/kWh].
+    - `terminal_soc_target`, `terminal_soc_penalty`: end-of-episode SOC target and penalty.
+    - `cpu_profile`: the data centre's inference fraction in [0, 1].
+    - `outdoor_temp_profile`: [°C].
+    - `pv_cf_profile`: PV capacity factor in [0, 1]; `None` takes the bell
+      `clip(sin(π(h − 6)/12), 0, 1)` over one day.
+    - `price_profile`: [$/MWh]; `None` takes a flat `grid_price_ref_per_mwh`, hidden from
+      the observation.
+    - `max_steps`: episode length [steps].
+    - `steps_per_day`: steps in one day.
+    - `delta_t_hours`: step length [hours].
+    - `**datacenter_kwargs`: passed to
+      [`make_datacenter_params`][powerzoojax.grid.microgrid.make_datacenter_params] (its
+      `p_base_mw` defaults to 0.4 here).
+
+    **Returns:**
+
+    [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams]. Raises
+    `ValueError` naming a bad value.
     """
     caller = "make_dcmicrogrid_params"
     max_steps = positive_int(caller, "max_steps", max_steps)
@@ -249,37 +327,40 @@ def make_dcmicrogrid_params(
 
 
 class DataCenterMicrogridEnv(Environment):
-    """Data-centre microgrid.
+    """Data-centre microgrid: a data centre with a battery, PV, a diesel generator and
+    (optionally) a capped grid import, over one day of 5-minute steps.
 
-    a diesel generator and (optionally) a capped grid import, over one day of 5-minute steps.
+    Per step (`t` = step before the increment, `Δt` = 5/60 h by default):
 
-    Per step (``t`` = step before the increment, ``Δt`` = 5/60 h by default):
-      1. data-centre physics (:func:`datacenter_transition`) with action ``[0:3]``: ``P_load = P_dc``;
-      2. battery ``P_des = clip(a3, −1, 1)·P_rated`` clipped to its SOC-feasible range (positive =
-         discharge), PV ``P_pv = cap·CF[t mod T]`` (no curtailment), diesel ``P_dg`` from ``a4``;
-         ``residual = P_batt + P_pv + P_dg − P_load``; grid import
-         ``P_grid = min(max(−residual, 0), grid_cap)``; ``r' = residual + P_grid``;
-         ``deficit = max(−r', 0)`` (unserved load), ``spill = max(r', 0)`` (surplus thrown away), so
-         ``P_pv + P_dg + P_dis + P_grid + deficit = P_load + P_chg + spill`` exactly;
-      3. ``grid_cost = P_grid Δt price_t``, ``grid_carbon = P_grid Δt 1000 ef_grid``, on the terminal
-         step ``terminal = penalty·(soc − target)²``.
-    Reward ``r_energy + w_cost r_cost + w_carbon r_carbon`` with ``r_energy = −P_dc Δt`` [MWh],
-      ``r_cost = −(fuel + grid_cost + |P_batt| Δt deg_cost + terminal)`` [$],
-      ``r_carbon = −(carbon + grid_carbon)`` [kg]; ``info["reward_vector"]`` holds the three terms.
-    Costs ``("sla", "overtemp", "power_deficit")``: the data centre's two channels and
-      ``deficit / max(P_load, 1e-6)``.
-    Observation ``(24,)`` float32 (after the step, time index ``t + 1``):
-      0 active GPUs/n · 1 inference GPUs/n · 2, 3 waiting training / fine-tune GPUs/n · 4 urgency ·
-      5 ``(T_zone − 15)/30`` · 6 ``(T_out − 10)/20`` · 7 ``(COP factor − 0.4)/0.8`` · 8 PV CF now ·
-      9 SOC · 10 ``1 − P_dg/p_max`` · 11 ``clip(P_load/(P_b,max + P_dg,max + P_pv,max), 0, 1)`` ·
-      12 ``clip((P_load − P_pv)/(P_b,max + P_dg,max), −1, 1)`` (last step's load and PV) ·
-      13, 14 SOC-feasible discharge / charge power ÷ rated · 15 ``clip(price_t/price_ref, 0, 1)``
-      · 16 the same for the maximum price of the next 6 h (cyclic; 15 and 16 are 0 without a price
-      profile) · 17–21 previous clipped action · 22, 23 ``sin φ, cos φ``. Entries without a sign are
-      clipped to [0, 1].
-    Action ``(5,)``: ``[train_sched, ft_sched, cooling_norm] ∈ [0, 1]``, ``batt_norm ∈ [−1, 1]``
-      (+ = discharge), ``dg_norm ∈ [0, 1]``; each clipped.
-    Termination after ``max_steps`` (288); auto-reset (the reset is deterministic).
+    1. data-centre physics (`datacenter_transition`) with action `[0:3]`: `P_load = P_dc`;
+    2. battery `P_des = clip(a3, −1, 1)·P_rated` clipped to its SOC-feasible range
+       (positive = discharge), PV `P_pv = cap·CF[t mod T]` (no curtailment), diesel `P_dg`
+       from `a4`; `residual = P_batt + P_pv + P_dg − P_load`; grid import
+       `P_grid = min(max(−residual, 0), grid_cap)`; `r' = residual + P_grid`;
+       `deficit = max(−r', 0)` (unserved load), `spill = max(r', 0)` (surplus thrown away),
+       so `P_pv + P_dg + P_dis + P_grid + deficit = P_load + P_chg + spill` exactly;
+    3. `grid_cost = P_grid Δt price_t`, `grid_carbon = P_grid Δt 1000 ef_grid`, on the
+       terminal step `terminal = penalty·(soc − target)²`.
+
+    Reward `r_energy + w_cost r_cost + w_carbon r_carbon` with `r_energy = −P_dc Δt` [MWh],
+    `r_cost = −(fuel + grid_cost + |P_batt| Δt deg_cost + terminal)` [$],
+    `r_carbon = −(carbon + grid_carbon)` [kg]; `info["reward_vector"]` holds the three
+    terms. Costs `("sla", "overtemp", "power_deficit")`: the data centre's two channels and
+    `deficit / max(P_load, 1e-6)`.
+
+    Observation `(24,)` float32 (after the step, time index `t + 1`): 0 active GPUs/n ·
+    1 inference GPUs/n · 2, 3 waiting training / fine-tune GPUs/n · 4 urgency ·
+    5 `(T_zone − 15)/30` · 6 `(T_out − 10)/20` · 7 `(COP factor − 0.4)/0.8` · 8 PV CF now ·
+    9 SOC · 10 `1 − P_dg/p_max` · 11 `clip(P_load/(P_b,max + P_dg,max + P_pv,max), 0, 1)` ·
+    12 `clip((P_load − P_pv)/(P_b,max + P_dg,max), −1, 1)` (last step's load and PV) ·
+    13, 14 SOC-feasible discharge / charge power ÷ rated · 15 `clip(price_t/price_ref, 0, 1)`
+    · 16 the same for the maximum price of the next 6 h (cyclic; 15 and 16 are 0 without a
+    price profile) · 17–21 previous clipped action · 22, 23 `sin φ, cos φ`. Entries without
+    a sign are clipped to [0, 1].
+
+    Action `(5,)`: `[train_sched, ft_sched, cooling_norm] ∈ [0, 1]`, `batt_norm ∈ [−1, 1]`
+    (+ = discharge), `dg_norm ∈ [0, 1]`; each clipped. Termination after `max_steps` (288);
+    auto-reset (the reset is deterministic).
     """
     def observation_space(self, params: DCMicrogridParams) -> Box:
         low = np.zeros(DCMG_OBS_DIM, np.float32)
@@ -367,11 +448,24 @@ class DataCenterMicrogridEnv(Environment):
         *,
         autobalance: bool,
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        """:meth:`step`; with ``autobalance`` (static) the diesel set-point ``a4`` is replaced by
-        ``clip(D / p_max, 0, 1)``, ``D`` = the unserved load of this same step with the diesel off
-        (the data centre, battery and PV do not depend on ``a4``, so ``D`` comes from the one
-        transition). The applied ``a4`` is ``info["dg_autobalance_norm"]`` and the stored last
-        action. Used by :class:`~powerzoojax.grid.DCMicrogridShapingWrapper`."""
+        """[`step`][powerzoojax.core.Environment.step], optionally with the diesel set-point
+        balanced.
+
+        With `autobalance` the diesel set-point `a4` is replaced by `clip(D / p_max, 0, 1)`,
+        `D` = the unserved load of this same step with the diesel off (the data centre,
+        battery and PV do not depend on `a4`, so `D` comes from the one transition). The
+        applied `a4` is `info["dg_autobalance_norm"]` and the stored last action. Used by
+        [`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper].
+
+        **Arguments:**
+
+        - `key`, `state`, `action`, `params`: as for `step`; `action` is `(5,)`.
+        - `autobalance`: balance the diesel set-point (static).
+
+        **Returns:**
+
+        `(obs (24,), state, reward, costs (3,), done, info)`, as `step`.
+        """
         if jnp.shape(action) != (DCMG_ACTION_DIM,):
             raise ValueError(
                 "DataCenterMicrogridEnv.step: action must have shape (5,) = "

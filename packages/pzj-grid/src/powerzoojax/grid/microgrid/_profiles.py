@@ -1,5 +1,5 @@
 """Microgrid params from real profiles, and the out-of-distribution transforms of the DCMG
-task. Host-side: call these before ``jit``.
+task. Host-side: call these before `jit`.
 """
 
 from typing import Any
@@ -28,12 +28,26 @@ def make_dcmicrogrid_params_with_profiles(
     return_sources: bool = False,
     **kwargs: Any,
 ) -> DCMicrogridParams | tuple[DCMicrogridParams, dict[str, str]]:
-    """Microgrid params whose CPU, PV, price and temperature profiles are one episode
-    (``max_steps`` rows, default 288) from ``episode_start_step`` of the ``source`` workload trace
-    (see :func:`powerzoojax.data.load_dc_profiles`). With ``return_sources`` it returns
-    ``(params, sources)``, ``sources`` naming where each profile came from (``"measured:…"``,
-    ``"benchmark:…"``, ``"synthetic:…"``). Other keyword arguments go to
-    :func:`make_dcmicrogrid_params`."""
+    """Microgrid params whose CPU, PV, price and temperature profiles are one episode of the
+    `source` workload trace (see [`load_dc_profiles`][powerzoojax.data.load_dc_profiles]).
+
+    **Arguments:**
+
+    - `source`: workload trace (`"google"`, `"azure"`, `"alibaba"`).
+    - `episode_start_step`: first 5-minute step of the episode in the trace.
+    - `require_real_data`: raise instead of falling back to synthetic profiles.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `return_sources`: also return where each profile came from.
+    - `**kwargs`: passed to [`make_dcmicrogrid_params`][powerzoojax.grid.microgrid.make_dcmicrogrid_params]
+      (`max_steps` rows, default 288).
+
+    **Returns:**
+
+    [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams], or
+    `(params, sources)` with `return_sources`, `sources` naming each profile's origin
+    (`"measured:…"`, `"benchmark:…"`, `"synthetic:…"`).
+    """
     n_steps = kwargs.get("max_steps", DC_STEPS_PER_DAY)
     profiles = load_dc_profiles(
         source, episode_start_step=episode_start_step, n_steps=n_steps,
@@ -61,14 +75,30 @@ def apply_ood_transform(
     dg_derating_factor: float = DG_DERATING_FACTOR,
     sla_slack: float = SLA_TIGHT_SLACK,
 ) -> DCMicrogridParams:
-    """``params`` under one OOD scenario, every other leaf unchanged:
+    """`params` under one OOD scenario, every other leaf unchanged.
 
-    ``renewable_drought`` PV CF × ``drought_factor`` (0.2) · ``cooling_stress`` outdoor
-    temperature + ``temp_delta`` (5 °C) · ``dg_derating`` diesel capacity ×
-    ``dg_derating_factor`` (0.6) · ``sla_tighten`` both deadline slacks = ``sla_slack``
-    (1.2) · ``workload_swap`` / ``workload_shock`` the inference profile replaced by the
-    Azure / Alibaba trace from ``episode_start_step`` (same length; real data required by
-    default).
+    `renewable_drought`: PV CF × `drought_factor`; `cooling_stress`: outdoor temperature +
+    `temp_delta`; `dg_derating`: diesel capacity × `dg_derating_factor`; `sla_tighten`:
+    both deadline slacks = `sla_slack`; `workload_swap` / `workload_shock`: the inference
+    profile replaced by the Azure / Alibaba trace from `episode_start_step` (same length).
+
+    **Arguments:**
+
+    - `params`: the microgrid params.
+    - `scenario`: one of the scenarios above.
+    - `episode_start_step`: first step of the replacement trace.
+    - `require_real_data`: raise when a trace is missing instead of using the synthetic
+      profile.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `drought_factor`: PV multiplier (0.2).
+    - `temp_delta`: temperature shift [°C] (5).
+    - `dg_derating_factor`: diesel capacity multiplier (0.6).
+    - `sla_slack`: deadline slack (1.2).
+
+    **Returns:**
+
+    New [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams].
     """
     if scenario not in OOD_SCENARIOS:
         raise ValueError(f"unknown OOD scenario {scenario!r}; expected one of {OOD_SCENARIOS}")

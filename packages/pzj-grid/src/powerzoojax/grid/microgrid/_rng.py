@@ -1,13 +1,13 @@
-"""The data centre's per-step uniforms, bit-identical to ``jr.uniform(jr.split(key)[0], (n,))``
+"""The data centre's per-step uniforms, bit-identical to `jr.uniform(jr.split(key)[0], (n,))`
 but computed by an unrolled Threefry-2x32 that fuses into one elementwise kernel.
 
-Why: on CPU JAX lowers every Threefry hash to a rolled 5-trip ``while`` loop (to keep
+Why: on CPU JAX lowers every Threefry hash to a rolled 5-trip `while` loop (to keep
 compile time down). Inside a vmapped rollout scan that is two extra loops per step
 (the split and the draw), about 160 small kernels, more than the rest of the data-centre
 step. Spelling the 20 rounds out costs a few integer ops per number instead.
 
-Raw ``uint32[2]`` keys and typed Threefry keys use this path; keys of another PRNG
-implementation fall back to ``jax.random`` (same distribution, their own stream).
+Raw `uint32[2]` keys and typed Threefry keys use this path; keys of another PRNG
+implementation fall back to `jax.random` (same distribution, their own stream).
 """
 
 import jax
@@ -29,7 +29,7 @@ def _rotl(x: UInt32[Array, "..."], d: int) -> UInt32[Array, "..."]:
 def threefry2x32(
     k1: UInt32[Array, ""], k2: UInt32[Array, ""], x1: UInt32[Array, "..."], x2: UInt32[Array, "..."]
 ) -> tuple[UInt32[Array, "..."], UInt32[Array, "..."]]:
-    """Threefry-2x32 (20 rounds), the hash behind ``jax.random``'s default PRNG, unrolled."""
+    """Threefry-2x32 (20 rounds), the hash behind `jax.random`'s default PRNG, unrolled."""
     ks = (k1, k2, k1 ^ k2 ^ _PARITY)
     x1 = x1 + ks[0]
     x2 = x2 + ks[1]
@@ -43,7 +43,7 @@ def threefry2x32(
 
 
 def step_uniforms(key: Key, n: int) -> Float[Array, " n"]:
-    """``jr.uniform(jr.split(key)[0], (n,))`` (float32 in [0, 1)), without the rolled loops."""
+    """`jr.uniform(jr.split(key)[0], (n,))` (float32 in [0, 1)), without the rolled loops."""
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         if jr.key_impl(key) != "threefry2x32":
             return jr.uniform(jr.split(key)[0], (n,))

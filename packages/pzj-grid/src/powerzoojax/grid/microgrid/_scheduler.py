@@ -2,7 +2,7 @@
 64-slot masked buffer and the earliest-deadline greedy scheduler.
 
 Every function is pure, fixed-shape and branch-free, so the queue runs unchanged under
-``jit``/``vmap``/``scan``. Slot order carries no meaning: a task is identified by its slot
+`jit`/`vmap`/`scan`. Slot order carries no meaning: a task is identified by its slot
 for as long as it lives there.
 
 Status codes: 0 free, 1 waiting, 2 running. Task types: 0 training, 1 fine-tuning.
@@ -41,7 +41,7 @@ class TaskQueue(NamedTuple):
 
 
 class Arrivals(NamedTuple):
-    """This step's candidate arrivals, training block first: ``2 * MAX_ARRIVALS`` rows."""
+    """This step's candidate arrivals, training block first: `2 * MAX_ARRIVALS` rows."""
 
     count: Int[Array, "2"]
     gpus: Int[Array, " n_candidates"]
@@ -54,7 +54,7 @@ def empty_queue(n_slots: int = N_TASK_SLOTS) -> TaskQueue:
 
 
 def poisson_capped(u: Float[Array, " n"], rate: Float[Array, " n"], cap: int) -> Int[Array, " n"]:
-    """``min(Poisson(rate), cap)`` by inverting the CDF at ``u`` (one uniform per draw)."""
+    """`min(Poisson(rate), cap)` by inverting the CDF at `u` (one uniform per draw)."""
     k = jnp.arange(cap, dtype=jnp.float32)
     log_fact = jax.lax.lgamma(k + 1.0)
     # P(N = k) for k < cap; the capped count is the number of CDF levels u exceeds.
@@ -64,7 +64,7 @@ def poisson_capped(u: Float[Array, " n"], rate: Float[Array, " n"], cap: int) ->
 
 
 def _uniform_int(u: Float[Array, "..."], low: Int[Array, "..."], high: Int[Array, "..."]) -> Int[Array, "..."]:
-    """``U{low .. high}`` from uniforms in [0, 1)."""
+    """`U{low .. high}` from uniforms in [0, 1)."""
     span = (high - low + 1).astype(jnp.float32)
     return jnp.minimum(low + jnp.floor(u * span).astype(jnp.int32), high)
 
@@ -77,8 +77,8 @@ def draw_arrivals(
     duration_min: Int[Array, "2"],
     duration_max: Int[Array, "2"],
 ) -> Arrivals:
-    """Arrivals of one step from ``N_UNIFORMS`` uniforms: per type ``min(Poisson(1/interval), 5)``
-    tasks with GPUs ``U{gpus_min..gpus_max}`` and duration ``U{duration_min..duration_max}``."""
+    """Arrivals of one step from `N_UNIFORMS` uniforms: per type `min(Poisson(1/interval), 5)`
+    tasks with GPUs `U{gpus_min..gpus_max}` and duration `U{duration_min..duration_max}`."""
     u_count = u[:N_TASK_TYPES]
     u_gpus = u[N_TASK_TYPES : N_TASK_TYPES + N_TASK_TYPES * MAX_ARRIVALS].reshape(N_TASK_TYPES, MAX_ARRIVALS)
     u_dur = u[N_TASK_TYPES + N_TASK_TYPES * MAX_ARRIVALS :].reshape(N_TASK_TYPES, MAX_ARRIVALS)
@@ -93,8 +93,8 @@ def draw_arrivals(
 # and a reduce (its tree-reduction pass): two kernels of their own, plus the kernel that
 # produces the reduced values. Halving the slot axis elementwise down to 16 first keeps
 # the reduction under that width, so it is one kernel fused with its producer (a reshape
-# to a narrower view does not help: it is folded back before that pass). Measured 2026-12-01 06:00 UTC: 14
-# fewer kernels per microgrid step (96 → 82). For integers only, where any order is exact.
+# to a narrower view does not help: it is folded back before that pass). For integers
+# only, where any order is exact.
 _REDUCE_WIDTH = 16
 
 
@@ -117,12 +117,10 @@ def slot_max(x: Int[Array, "*batch n"]) -> Int[Array, "*batch"]:
 
 # Prefix sums are float32 products with constant 0/1 triangular matrices, in blocks of
 # ``_CUM_BLOCK``: a product inside each block, then the block totals' exclusive prefix (a
-# second, tiny product) added back. One 64 × 64 product per env was 4,096 multiply-adds
-# (measured 2026-12-01 08:00 UTC: three of them were ≈ 18 % of the microgrid step); blocks of 8 need 576, and
-# the same-process A/B gave +7 % per CPU-second, outputs bit-identical (blocks of 4: +2–6 %,
-# of 16: slower). The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a quadratic
-# ``reduce_window``) is many small kernels; integer add chains inside the blocks are
-# copied into every consumer fusion (measured 2026-12-01 08:00 UTC: −3 %, and −40 % when stored once).
+# second, tiny product) added back: one 64 × 64 product per env is 4,096 multiply-adds,
+# blocks of 8 need 576. The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a
+# quadratic ``reduce_window``) is many small kernels; integer add chains inside the
+# blocks are copied into every consumer fusion.
 # Exact while every partial sum stays below 2**24: the summands are 0/1 flags or task GPU
 # counts over at most ``N_TASK_SLOTS`` slots, and ``make_datacenter_params`` keeps
 # ``task_gpus_max <= MAX_TASK_GPUS``. ``HIGHEST`` keeps accelerators from rounding the
@@ -134,7 +132,7 @@ MAX_TASK_DURATION = (1 << 24) - 1
 
 
 def _cumsum(x: Int[Array, " n"]) -> Int[Array, " n"]:
-    """Inclusive prefix sum of non-negative integers whose total is below ``2**24``."""
+    """Inclusive prefix sum of non-negative integers whose total is below `2**24`."""
     n = x.shape[-1]
     b = _CUM_BLOCK if n % _CUM_BLOCK == 0 else n
 
@@ -155,7 +153,7 @@ def insert_arrivals(
 ) -> tuple[TaskQueue, IntScalar, IntScalar]:
     """Put the arrivals, training first, into the lowest free slots as waiting tasks.
 
-    Deadline ``t + int(duration · slack)``. Returns ``(queue, n_inserted, n_dropped)``:
+    Deadline `t + int(duration · slack)`. Returns `(queue, n_inserted, n_dropped)`:
     arrivals that find no free slot are dropped and counted, never lost silently.
     """
     free = queue.status == FREE
@@ -168,7 +166,7 @@ def insert_arrivals(
     src = jnp.clip(src, 0, N_TASK_TYPES * MAX_ARRIVALS - 1)
     # Which arrival each slot takes (−1: none), stored once: each of the seven queue fields
     # below, the scheduler's keys and the end-of-step code read it, and each would
-    # otherwise recompute the rank chain (measured 2026-12-01 08:00 UTC: +8.6 % per CPU-second, bit-identical).
+    # otherwise recompute the rank chain.
     code = store_once(jnp.where(takes, src, -1), src)
     takes = code >= 0
     src = jnp.maximum(code, 0)
@@ -176,14 +174,13 @@ def insert_arrivals(
     slack = jnp.where(is_ft, deadline_slack[1], deadline_slack[0])
     # The candidate table is stored once per env: a per-slot consumer of the fused
     # expression (uniform → floor → clip) re-evaluates it for every slot, 64 per env
-    # (measured 2026-12-01 06:00 UTC: +5–12 % without the parallel-task split; storing it in 12-bit halves
-    # instead gave the gain back). Exact: ``make_datacenter_params`` keeps GPU counts and
+    # Exact: ``make_datacenter_params`` keeps GPU counts and
     # durations at most ``MAX_TASK_DURATION < 2**24``.
     table = jnp.concatenate([arrivals.gpus, arrivals.duration])
     table = store_once(table, table)
     # A select per candidate rather than a gather: XLA:CPU's gather is a scalar loop over
     # (env, slot) pairs (≈ 60 µs per table column at N = 256), the ten selects vectorise.
-    # Stored once, or every consumer fusion would redo the chain (measured 2026-12-01 08:00 UTC: +7 %).
+    # Stored once, or every consumer fusion would redo the chain.
     n_cand = N_TASK_TYPES * MAX_ARRIVALS
     new_gpus, duration = table[0], table[n_cand]
     for r in range(1, n_cand):
@@ -227,7 +224,7 @@ def _sorted_demand(
     """Packed keys in ascending order and the demand of the slot at each sorted position."""
     # Unstable: the packed keys of candidates are distinct (the slot is part of the key) and
     # the non-candidates are all equal, so any order is the stable one; XLA:CPU's unstable
-    # sort is ~30 % cheaper (measured 2026-12-01 00:00 UTC: +14 % for the whole microgrid step).
+    # sort is cheaper.
     keys = jax.lax.sort(packed, is_stable=False)
     slot = keys & ((1 << _SLOT_BITS) - 1)
     sorted_demand = jnp.where(keys == _NOT_CANDIDATE, 0, jnp.take_along_axis(demand, slot, axis=0))
@@ -242,14 +239,14 @@ def _admitted_prefix(
     eligible: Bool[Array, " n_slots"],
     fold: bool = True,
 ) -> tuple[IntScalar, IntScalar]:
-    """``(cutoff, gpus)`` of one greedy stage over sorted candidates: the largest eligible
-    sorted key whose running total fits ``budget`` (−1 if none) and that running total (0
+    """`(cutoff, gpus)` of one greedy stage over sorted candidates: the largest eligible
+    sorted key whose running total fits `budget` (−1 if none) and that running total (0
     if none). The running total grows along the order, so the candidates with a key up to
     the cutoff are exactly the admitted prefix and their GPUs sum to its running total."""
     fits = eligible & (cum <= budget)
     # ``fold=False`` for the fine-tuning stage: its fused, folded reductions are costed as
     # compute-heavy by XLA:CPU and split over the thread pool, which costs more than the
-    # two kernels the fold saves (measured 2026-12-01 06:00 UTC: ≈ 40 µs each at N = 256).
+    # two kernels the fold saves.
     if not fold:
         return jnp.max(jnp.where(fits, keys, -1)), jnp.max(jnp.where(fits, cum, 0))
     return slot_max(jnp.where(fits, keys, -1)), slot_max(jnp.where(fits, cum, 0))
@@ -265,13 +262,13 @@ def schedule(
 ) -> TaskQueue:
     """Earliest-deadline greedy admission.
 
-    1. urgent waiting tasks (``deadline − t − duration ≤ 0``) by ascending deadline within the
-       free GPUs ``n − infer − running``;
-    2. waiting training tasks within ``int(train_fraction · avail)``;
-    3. waiting fine-tuning tasks within ``int(ft_fraction · avail')`` (avail recomputed);
-    stages 2 and 3 in ascending slack ``deadline − t − duration``; ties by slot. Admitted tasks
-    start running with ``remaining = duration``. Each stage admits the longest prefix of its
-    order whose GPUs fit the budget. See :func:`schedule_with_load`.
+    1. urgent waiting tasks (`deadline − t − duration ≤ 0`) by ascending deadline within the
+       free GPUs `n − infer − running`;
+    2. waiting training tasks within `int(train_fraction · avail)`;
+    3. waiting fine-tuning tasks within `int(ft_fraction · avail')` (avail recomputed);
+    stages 2 and 3 in ascending slack `deadline − t − duration`; ties by slot. Admitted tasks
+    start running with `remaining = duration`. Each stage admits the longest prefix of its
+    order whose GPUs fit the budget. See `schedule_with_load`.
     """
     return schedule_with_load(queue, time_step, n_gpus, gpus_infer, train_fraction, ft_fraction)[0]
 
@@ -285,14 +282,14 @@ def schedule_with_load(
     ft_fraction: Float[Array, ""],
     running_gpus: IntScalar | None = None,
 ) -> tuple[TaskQueue, IntScalar]:
-    """:func:`schedule`, also returning the GPUs of all running tasks afterwards.
+    """`schedule`, also returning the GPUs of all running tasks afterwards.
 
-    ``running_gpus`` (optional) is the GPUs of the tasks already running in ``queue``; the
+    `running_gpus` (optional) is the GPUs of the tasks already running in `queue`; the
     data centre passes the sum over its state before the arrival insert (arrivals only fill
     free slots, so the running set is the same), which XLA then computes from the carried
     state instead of through the insert.
 
-    Two integer sorts per step: one by deadline for stage 1, one by ``(type, slack)`` that
+    Two integer sorts per step: one by deadline for stage 1, one by `(type, slack)` that
     serves stages 2 and 3 (training keys sort before fine-tuning keys; stage 2 admits only
     training tasks, so the fine-tuning candidates are the same before and after it). Every
     per-stage total (the GPUs admitted, the training demand) is read off the sorted running
@@ -349,15 +346,15 @@ def schedule_with_load(
 
 def advance(queue: TaskQueue, time_step: IntScalar) -> tuple[TaskQueue, IntScalar, IntScalar]:
     """Run one step: running tasks count down and free their slot at 0; waiting tasks with
-    ``t ≥ deadline`` expire. Returns ``(queue, n_finished, n_expired)``."""
+    `t ≥ deadline` expire. Returns `(queue, n_finished, n_expired)`."""
     running = queue.status == RUNNING
     remaining = jnp.where(running, jnp.maximum(queue.remaining - 1, 0), queue.remaining)
     finished = running & (remaining == 0)
     expired = (queue.status == WAITING) & (time_step >= queue.deadline)
     # The status after scheduling and this step's two events, packed into one small integer
     # and stored once: the state update, the counters, the task power and the observation
-    # all read it, and each would otherwise recompute the insert → schedule chain (measured
-    # 2026-12-01 03:00 UTC: +8 %). Exact for status codes below 2**21 in magnitude (they are 0, 1, 2).
+    # all read it, and each would otherwise recompute the insert → schedule chain. Exact for
+    # status codes below 2**21 in magnitude (they are 0, 1, 2).
     code = store_once(4 * queue.status + finished.astype(jnp.int32) + 2 * expired.astype(jnp.int32), queue.task_type)
     finished = (code & 1) != 0
     expired = (code & 2) != 0

@@ -13,42 +13,38 @@ DG_ACTION = 4
 
 
 class DCMicrogridShapingWrapper(Environment):
-    """Diesel auto-balance and fixed shaping.
+    """Diesel auto-balance and fixed reward shaping around
+    [`DataCenterMicrogridEnv`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv].
 
-    :class:`~powerzoojax.grid.DataCenterMicrogridEnv`.
+    DG auto-balance (`dg_autobalance=True`): the diesel set-point is
+    `a4 = clip(D / p_max, 0, 1)` where `D` is the unserved load of the step with the
+    diesel off (after battery, PV and grid import): the diesel covers what is left, up to
+    its rating, and the agent's own `a4` is not applied. Nothing else in the step depends
+    on `a4`, so the env computes `D` and the balanced step in one transition
+    ([`step_with_dg_autobalance`][powerzoojax.grid.microgrid.DataCenterMicrogridEnv.step_with_dg_autobalance]).
+    With a minimum stable load (`dg_p_min_norm > 0`) a small `D` may switch the diesel off
+    or up to that load, as in the env.
 
-    DG auto-balance (``dg_autobalance=True``), the reference's "dg_autobalance (preview with DG = 0, then
-    replay with DG covering the residual)": the diesel set-point is ``a4 = clip(D / p_max, 0, 1)``
-    where ``D`` is the unserved load of the step with the diesel off (after battery, PV and grid
-    import): the diesel covers what is left, up to its rating, and the agent's own ``a4`` is not
-    applied. Nothing else in the step depends on ``a4``, so the env computes ``D`` and the balanced
-    step in one transition (:meth:`DataCenterMicrogridEnv.step_with_dg_autobalance`); the result is
-    the reference's preview-then-replay, which the tests check against two separate env steps. With a
-    minimum stable load (``dg_p_min_norm > 0``) a small ``D`` may switch the diesel off or up to
-    that load, as in the env.
+    Shaped reward: `r − (w_sla·sla + w_overtemp·overtemp + w_deficit·deficit +
+    w_spill·spill + w_tracking·tracking)` with `sla, overtemp, deficit` the env's cost
+    channels, `spill = power_spill / max(P_load, 1e-6)` (surplus thrown away, normalised
+    like the deficit) and `tracking = |clip(a4, 0, 1) − a4_auto|`, the gap between the
+    agent's diesel request and the balanced set-point (0 without auto-balance). Tracking
+    is what lets a policy trained here act on the plain env: it learns to request the
+    balanced set-point itself. [`DCMicrogridTask`][powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask]
+    trains on this wrapper and evaluates on the plain env.
 
-    Shaped reward (weights fixed by the benchmark): ``r − (50·sla + 30·overtemp + 200·deficit
-    + 100·spill + 40·tracking)`` with ``sla, overtemp, deficit`` the env's cost channels,
-    ``spill = power_spill / max(P_load, 1e-6)`` (surplus thrown away, normalised like the
-    deficit) and ``tracking = |clip(a4, 0, 1) − a4_auto|``, the distance between the agent's
-    diesel request and the balanced set-point (0 without auto-balance).
+    Observation, action, costs, termination and auto-reset are the inner env's; `info`
+    adds `env_reward` (unshaped), `shaping_penalty`, `spill_fraction`,
+    `dg_tracking_error` and `dg_autobalance_norm`. The stored last action (observation
+    17–21) is the applied one.
 
-    Where these come from: the reference ("a benchmark-only wrapper adds fixed shaping (sla 50,
-    overtemp 30, deficit 200, spill 100, dispatch tracking 40) and ``dg_autobalance``") and the DCMG
-    row of ("training shaping sla 50, overtemp 30, deficit 200, spill 100,
-    tracking 40; DG auto-balances"; the reference's task file has tracking weight 40 in ``task.yaml``, 80 in the
-    docs: 40 here). Neither says what "spill" and "(dispatch) tracking" measure; this package reads
-    spill as the env's ``power_spill`` (``spill = max(r', 0)`` after the grid import) normalised like
-    the deficit cost, and tracking as the gap between the policy's diesel request and the
-    auto-balanced set-point, the only dispatch target the step defines. Tracking is what lets a
-    policy trained here act on the plain env: it learns to request the balanced set-point itself.
-    :class:`~powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask` uses this wrapper as its training
-    env (``make_train_env``) and the plain env for evaluation and baselines, whose metric
-    (``episode_reward``) is the unshaped env reward.
+    **Arguments:**
 
-    Observation, action, costs, termination and auto-reset are the inner env's; ``info`` adds
-    ``env_reward`` (unshaped), ``shaping_penalty``, ``spill_fraction``, ``dg_tracking_error``
-    and ``dg_autobalance_norm``. The stored last action (observation 17–21) is the applied one.
+    - `env`: the inner env.
+    - `dg_autobalance`: balance the diesel set-point (static).
+    - `w_sla`, `w_overtemp`, `w_deficit`, `w_spill`, `w_tracking`: shaping weights, fixed
+      by the benchmark at 50, 30, 200, 100 and 40 (static).
     """
     env: DataCenterMicrogridEnv = DataCenterMicrogridEnv()
     dg_autobalance: bool = eqx.field(static=True, default=True)

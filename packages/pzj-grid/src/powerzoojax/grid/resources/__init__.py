@@ -1,5 +1,5 @@
 """Distributed energy resources: standalone device envs and the bundles a grid env attaches
-through ``params.resources`` (protocol: :class:`ResourceBundle`)."""
+through `params.resources` (protocol: [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle])."""
 
 from powerzoojax.grid.resources._battery import (
     BatteryBundle,

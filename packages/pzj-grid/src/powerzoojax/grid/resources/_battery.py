@@ -1,4 +1,4 @@
-"""Batteries: the standalone :class:`BatteryEnv` and the grid-attached :class:`BatteryBundle`"""
+"""Batteries: the standalone [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv] and the grid-attached [`BatteryBundle`][powerzoojax.grid.resources.BatteryBundle]"""
 
 from typing import Any
 
@@ -31,10 +31,33 @@ from powerzoojax.physics.devices import (
 
 
 class BatteryState(DeviceState):
+    """State of [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: last output [MW, MVAr], positive when discharging.
+    - `soc`: state of charge [fraction].
+    """
     soc: Float[Array, ""]
 
 
 class BatteryParams(DeviceParams):
+    """Params of [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv]; build with
+    [`make_battery_params`][powerzoojax.grid.resources.make_battery_params].
+
+    **Arguments:**
+
+    - `energy_mwh`: capacity [MWh].
+    - `power_mw`: power rating [MW].
+    - `eta_c`, `eta_d`: one-way efficiencies.
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `initial_soc`: SOC at reset [fraction].
+    - `cycle_cost`: throughput cost [$/MWh].
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `bus_id`: bus number, `-1` when standalone (static).
+    - `steps_per_day`: steps in one day (static).
+    """
     energy_mwh: Float[Array, ""]
     power_mw: Float[Array, ""]
     eta_c: Float[Array, ""]
@@ -60,8 +83,27 @@ def make_battery_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> BatteryParams:
-    """Params of :class:`BatteryEnv` [MWh, MW, fractions, $/MWh, hours]. A missing one-way
-    efficiency is ``√eta_roundtrip`` (0.95 when neither is given)."""
+    """Params of [`BatteryEnv`][powerzoojax.grid.resources.BatteryEnv].
+
+    **Arguments:**
+
+    - `energy_mwh`: capacity [MWh].
+    - `power_mw`: power rating [MW].
+    - `eta_c`, `eta_d`: one-way efficiencies; a missing one is `√eta_roundtrip` (0.95 when
+      neither is given).
+    - `eta_roundtrip`: round-trip efficiency.
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `initial_soc`: SOC at reset [fraction].
+    - `cycle_cost`: throughput cost [$/MWh].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `max_steps`: episode length [steps].
+    - `bus_id`: bus number, `-1` when standalone.
+
+    **Returns:**
+
+    [`BatteryParams`][powerzoojax.grid.resources.BatteryParams].
+    """
     c = "make_battery_params"
     eta_c, eta_d = one_way_efficiencies(eta_c, eta_d, eta_roundtrip)
     vals = {
@@ -92,12 +134,12 @@ def make_battery_params(
 class BatteryEnv(Environment):
     """Single battery.
 
-    . Physics: :mod:`powerzoojax.physics.devices` (``battery_step``).
+    . Physics: [`powerzoojax.physics.devices`][powerzoojax.physics.devices] (`battery_step`).
 
-    ``BatteryEnv`` — obs ``(6,)``: ``[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
-    sin, cos]`` (limits for the next step); action ``(1,)`` in [-1, 1] → ``P_des`` on
-    ``[−P_rated, P_rated]`` MW (positive = discharge); reward 0; costs
-    ``(cycle_cost·|P|·Δt,)`` named ``cycle_throughput``; ``done`` at ``max_steps``.
+    `BatteryEnv` — obs `(6,)`: `[soc, P/P_rated, P_dis_max/P_rated, P_chg_max/P_rated,
+    sin, cos]` (limits for the next step); action `(1,)` in [-1, 1] → `P_des` on
+    `[−P_rated, P_rated]` MW (positive = discharge); reward 0; costs
+    `(cycle_cost·|P|·Δt,)` named `cycle_throughput`; `done` at `max_steps`.
     """
     def default_params(self) -> BatteryParams:
         return make_battery_params()
@@ -157,15 +199,40 @@ class BatteryEnv(Environment):
 
 
 class BatteryBundleState(eqx.Module):
+    """State of a [`BatteryBundle`][powerzoojax.grid.resources.BatteryBundle].
+
+    **Arguments:**
+
+    - `soc`: `(n_devices,)` states of charge [fraction].
+    """
     soc: Float[Array, " n_devices"]
 
 
 class BatteryBundle(ResourceBundle):
-    """N batteries on a grid. Action per device ``[P]`` or ``[P, Q]`` in [-1, 1]:
-    ``P_des = a·power_max`` (clipped to SOC feasibility), ``Q_des = q·s_rated`` clipped into
-    ``P² + Q² ≤ s_rated²`` (free of SOC). Obs per device ``[soc, P/P_max(, Q/s_rated)]``,
-    but :meth:`observe` reports zeros for P and Q (a quirk of the reference).
-    cost_info: ``cost_soc_clip`` (Σ normalised clipping), ``cost_cycle``, ``cost_sum``."""
+    """N batteries on a grid; build with [`make_battery_bundle`][powerzoojax.grid.resources.make_battery_bundle].
+
+    Action per device `[P]` or `[P, Q]` in [-1, 1]: `P_des = a·power_max` (clipped to SOC
+    feasibility), `Q_des = q·s_rated` clipped into `P² + Q² ≤ s_rated²` (free of SOC). Obs
+    per device `[soc, P/P_max(, Q/s_rated)]`, but
+    [`observe`][powerzoojax.grid.resources.BatteryBundle.observe] reports zeros for P and Q
+    (a quirk of the reference). cost_info: `cost_soc_clip` (Σ normalised clipping),
+    `cost_cycle`, `cost_sum`.
+
+    **Arguments:**
+
+    - `bus_idx`: `(n,)` internal bus of each battery.
+    - `power_max`: `(n,)` power rating [MW].
+    - `energy_mwh`: `(n,)` capacity [MWh].
+    - `s_rated`: `(n,)` inverter rating [MVA].
+    - `eta_c`, `eta_d`: `(n,)` one-way efficiencies.
+    - `soc_min`, `soc_max`: `(n,)` SOC window [fraction].
+    - `initial_soc`: `(n,)` SOC at reset [fraction].
+    - `cycle_cost`: `(n,)` throughput cost [$/MWh].
+    - `n_devices`, `per_device_action_dim`, `per_device_obs_dim`: sizes (static).
+    - `dt_hours`: step length [hours] (static).
+    - `enable_q_control`: the action has a Q entry (static).
+    - `randomize_initial_soc`: draw the initial SOC on reset (static).
+    """
 
     bus_idx: Int[Array, " n_devices"]
     power_max: Float[Array, " n_devices"]
@@ -234,8 +301,30 @@ def make_battery_bundle(
     enable_q_control: bool = False,
     randomize_initial_soc: bool = False,
 ) -> BatteryBundle:
-    """Bundle of batteries at external ``bus_ids`` of ``case`` (or busless, ``arange(n)``).
-    Scalars broadcast; ``s_rated_mva`` defaults to ``power_mw``."""
+    """Bundle of batteries at external `bus_ids` of `case` (or busless, `arange(n)`).
+
+    Scalars broadcast over the devices.
+
+    **Arguments:**
+
+    - `case`: the grid; `None` for a busless bundle.
+    - `bus_ids`: bus numbers of the batteries.
+    - `n_devices`: number of batteries when `bus_ids` is `None`.
+    - `power_mw`: power rating [MW].
+    - `energy_mwh`: capacity [MWh].
+    - `s_rated_mva`: inverter rating [MVA]; `None` takes `power_mw`.
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `eta_c`, `eta_d`: one-way efficiencies.
+    - `initial_soc`: SOC at reset [fraction].
+    - `cycle_cost`: throughput cost [$/MWh].
+    - `dt_hours`: step length [hours].
+    - `enable_q_control`: add a Q entry to each device's action.
+    - `randomize_initial_soc`: draw the initial SOC on reset.
+
+    **Returns:**
+
+    A [`BatteryBundle`][powerzoojax.grid.resources.BatteryBundle].
+    """
     c = "make_battery_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

@@ -1,26 +1,26 @@
 """The resource-bundle protocol and the helpers a parent env uses to drive a
 tuple of bundles without knowing their device types.
 
-A bundle is an immutable struct-of-arrays for ``n_devices`` devices of one kind: static
-``n_devices, per_device_action_dim, per_device_obs_dim, dt_hours``; traced ``bus_idx``
-(int32, internal bus positions) and per-device arrays. It is an ``eqx.Module`` pytree, so a
+A bundle is an immutable struct-of-arrays for `n_devices` devices of one kind: static
+`n_devices, per_device_action_dim, per_device_obs_dim, dt_hours`; traced `bus_idx`
+(int32, internal bus positions) and per-device arrays. It is an `eqx.Module` pytree, so a
 params object holding a tuple of bundles stays vmappable over its array leaves.
 
-Methods::
+Methods:
 
     bstate = bundle.reset(key)
     bstate, p_inject_mw, q_inject_mvar, obs_slice, cost_info = bundle.step(bstate, action_slice, ctx)
     obs_slice = bundle.observe(bstate, ctx)
 
-``p/q_inject`` are per device (n_devices,), positive = injection into the bus. Obs slices
-are device-major, ``(n_devices · per_device_obs_dim,)``; action slices likewise.
-``cost_info`` always holds a scalar ``cost_sum`` (≥ 0, what the parent's ``resource``
-channel adds up) and may hold the flex-load statistics ``curtailed_mw``,
-``shift_out_mw``, ``shift_in_mw`` (scalars, summed over devices).
+`p/q_inject` are per device (n_devices,), positive = injection into the bus. Obs slices
+are device-major, `(n_devices · per_device_obs_dim,)`; action slices likewise.
+`cost_info` always holds a scalar `cost_sum` (≥ 0, what the parent's `resource`
+channel adds up) and may hold the flex-load statistics `curtailed_mw`,
+`shift_out_mw`, `shift_in_mw` (scalars, summed over devices).
 
-``ctx`` is a dict of what devices may read from the parent: ``time_step`` (int32 scalar,
-always given) and, when the parent has them, ``v_mag`` (bus voltages, p.u., the
-pre-step network state) and ``lmp`` (bus prices, $/MWh). Bundles must not require more.
+`ctx` is a dict of what devices may read from the parent: `time_step` (int32 scalar,
+always given) and, when the parent has them, `v_mag` (bus voltages, p.u., the
+pre-step network state) and `lmp` (bus prices, $/MWh). Bundles must not require more.
 """
 
 import abc
@@ -41,7 +41,7 @@ FLEX_STAT_KEYS = ("curtailed_mw", "shift_out_mw", "shift_in_mw")
 
 
 class ResourceBundle(eqx.Module):
-    """Abstract bundle; subclasses declare ``bus_idx`` and the four static fields."""
+    """Abstract bundle; subclasses declare `bus_idx` and the four static fields."""
 
     bus_idx: eqx.AbstractVar[Int[Array, " n_devices"]]
     n_devices: eqx.AbstractVar[int]
@@ -51,29 +51,75 @@ class ResourceBundle(eqx.Module):
 
     @property
     def action_dim(self) -> int:
+        """Length of the bundle's slice of the parent's action, `n_devices · per_device_action_dim`.
+        """
         return self.n_devices * self.per_device_action_dim
 
     @property
     def obs_dim(self) -> int:
+        """Length of the bundle's slice of the parent's observation, `n_devices · per_device_obs_dim`.
+        """
         return self.n_devices * self.per_device_obs_dim
 
     @abc.abstractmethod
     def reset(self, key: Key) -> Any:
-        """Initial bundle state."""
+        """Initial bundle state.
+
+        **Arguments:**
+
+        - `key`: PRNG key (used by bundles with a random initial state).
+
+        **Returns:**
+
+        The bundle state.
+        """
 
     @abc.abstractmethod
     def step(
         self, bstate: Any, action: Float[Array, " action_dim"], ctx: BundleCtx
     ) -> tuple[Any, Float[Array, " n_devices"], Float[Array, " n_devices"], Float[Array, " obs_dim"], dict]:
-        """``(bstate', p_inject_mw, q_inject_mvar, obs_slice, cost_info)``."""
+        """Advance every device of the bundle one step.
+
+        **Arguments:**
+
+        - `bstate`: the bundle state.
+        - `action`: `(action_dim,)` the bundle's slice of the action, device-major.
+        - `ctx`: what the parent env tells its bundles, e.g. `{"time_step", "v_mag"}`
+          (pre-step voltages [p.u.]).
+
+        **Returns:**
+
+        `(bstate', p_inject_mw (n_devices,), q_inject_mvar (n_devices,), obs_slice (obs_dim,),
+        cost_info)`: injections [MW, MVAr] into the devices' buses and a dict of costs.
+        """
 
     @abc.abstractmethod
     def observe(self, bstate: Any, ctx: BundleCtx) -> Float[Array, " obs_dim"]:
-        """Observation slice of ``bstate`` (device-major)."""
+        """Observation slice of `bstate` (device-major).
+
+        **Arguments:**
+
+        - `bstate`: the bundle state.
+        - `ctx`: the parent's context, as for `step`.
+
+        **Returns:**
+
+        An `(obs_dim,)` array.
+        """
 
 
 class BundlesStep(NamedTuple):
-    """Result of :func:`step_bundles`: everything a parent needs, summed over bundles."""
+    """Result of [`step_bundles`][powerzoojax.grid.resources.step_bundles]: everything a parent
+    needs, summed over bundles.
+
+    **Arguments:**
+
+    - `states`: the new bundle states, in bundle order.
+    - `p_bus_mw`, `q_bus_mvar`: `(n_bus,)` injections per bus [MW, MVAr].
+    - `obs`: the bundles' observation slices, concatenated.
+    - `cost_sum`: the bundles' `cost_sum`, summed.
+    - `stats`: summed statistics (`curtailed_mw`, `shift_out_mw`, `shift_in_mw`, ...).
+    """
 
     states: tuple
     p_bus_mw: Float[Array, " n_bus"]
@@ -84,15 +130,45 @@ class BundlesStep(NamedTuple):
 
 
 def bundles_action_dim(bundles: tuple) -> int:
+    """Total action length of `bundles`.
+
+    **Arguments:**
+
+    - `bundles`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
+
+    **Returns:**
+
+    An int.
+    """
     return sum(b.action_dim for b in bundles)
 
 
 def bundles_obs_dim(bundles: tuple) -> int:
+    """Total observation length of `bundles`.
+
+    **Arguments:**
+
+    - `bundles`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
+
+    **Returns:**
+
+    An int.
+    """
     return sum(b.obs_dim for b in bundles)
 
 
 def reset_bundles(bundles: tuple, key: Key) -> tuple:
-    """Reset every bundle with its own key split off ``key``."""
+    """Reset every bundle with its own key split off `key`.
+
+    **Arguments:**
+
+    - `bundles`: tuple of bundles.
+    - `key`: PRNG key.
+
+    **Returns:**
+
+    The tuple of bundle states.
+    """
     if not bundles:
         return ()
     keys = jr.split(key, len(bundles))
@@ -100,6 +176,18 @@ def reset_bundles(bundles: tuple, key: Key) -> tuple:
 
 
 def observe_bundles(bundles: tuple, states: tuple, ctx: BundleCtx) -> Float[Array, " bundle_obs"]:
+    """The bundles' observation slices, concatenated in bundle order.
+
+    **Arguments:**
+
+    - `bundles`: tuple of bundles.
+    - `states`: their states.
+    - `ctx`: the parent's context.
+
+    **Returns:**
+
+    A 1-D array (`(0,)` without bundles).
+    """
     if not bundles:
         return jnp.zeros((0,), jnp.float32)
     return jnp.concatenate([b.observe(s, ctx) for b, s in zip(bundles, states)])
@@ -108,8 +196,21 @@ def observe_bundles(bundles: tuple, states: tuple, ctx: BundleCtx) -> Float[Arra
 def step_bundles(
     bundles: tuple, states: tuple, action: Float[Array, " bundle_act"], ctx: BundleCtx, n_bus: int
 ) -> BundlesStep:
-    """Step every bundle on its slice of ``action`` (in bundle order) and add the
-    injections onto ``n_bus`` buses [MW, MVAr]."""
+    """Step every bundle on its slice of `action` (in bundle order) and add the injections
+    onto `n_bus` buses.
+
+    **Arguments:**
+
+    - `bundles`: tuple of bundles.
+    - `states`: their states.
+    - `action`: the bundles' concatenated actions.
+    - `ctx`: the parent's context.
+    - `n_bus`: number of buses.
+
+    **Returns:**
+
+    A [`BundlesStep`][powerzoojax.grid.resources.BundlesStep].
+    """
     cost_sum = jnp.zeros((), jnp.float32)
     stats = {k: jnp.zeros((), jnp.float32) for k in FLEX_STAT_KEYS}
     new_states, obs, p_dev, q_dev, bus_idx = [], [], [], [], []
@@ -144,8 +245,19 @@ def step_bundles(
 
 
 def resolve_bus_ids(caller: str, node_ids: Any, bus_ids: Any, n_devices: int) -> np.ndarray:
-    """External bus ids → internal int32 positions through ``node_ids`` (the case's bus
-    numbers). ``bus_ids=None`` (busless) gives ``arange(n_devices)``."""
+    """External bus ids → internal positions through `node_ids` (the case's bus numbers).
+
+    **Arguments:**
+
+    - `caller`: name used in error messages.
+    - `node_ids`: `(n_nodes,)` the case's bus numbers.
+    - `bus_ids`: bus numbers of the devices; `None` (busless) gives `arange(n_devices)`.
+    - `n_devices`: number of devices.
+
+    **Returns:**
+
+    An `(n_devices,)` int32 NumPy array. Raises `ValueError` for an unknown bus number.
+    """
     if bus_ids is None:
         return np.arange(n_devices, dtype=np.int32)
     ids = np.atleast_1d(np.asarray(bus_ids))
@@ -169,7 +281,7 @@ def resolve_bus_ids(caller: str, node_ids: Any, bus_ids: Any, n_devices: int) ->
 def device_array(
     caller: str, name: str, value: Any, n_devices: int, *, positive: bool = False, non_negative: bool = False
 ) -> Float[Array, " n_devices"]:
-    """A scalar or length-``n_devices`` argument as a finite float32 ``(n_devices,)`` array."""
+    """A scalar or length-`n_devices` argument as a finite float32 `(n_devices,)` array."""
     arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
     if arr is None or arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n_devices):
         raise ValueError(
@@ -186,7 +298,7 @@ def device_array(
 
 
 def n_devices_of(caller: str, n_devices: Any, bus_ids: Any) -> int:
-    """Device count from ``n_devices`` or the length of ``bus_ids`` (which must agree)."""
+    """Device count from `n_devices` or the length of `bus_ids` (which must agree)."""
     if bus_ids is not None:
         n = int(np.atleast_1d(np.asarray(bus_ids)).shape[0])
         if n_devices is not None and int(n_devices) != n:

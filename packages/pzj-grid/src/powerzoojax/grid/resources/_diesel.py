@@ -1,4 +1,4 @@
-"""Diesel generators as a grid bundle. Physics: ``compute_dg_power`` and friends."""
+"""Diesel generators as a grid bundle. Physics: `compute_dg_power` and friends."""
 
 from typing import Any
 
@@ -20,10 +20,15 @@ from powerzoojax.physics.devices import compute_dg_emissions, compute_dg_fuel_co
 
 
 class DieselParams(eqx.Module):
-    """One diesel generator's constants (all static: compile-time under ``jit``):
-    nameplate ``p_dg_max_mw`` [MW], ``fuel_cost_per_mwh`` [$/MWh], ``emission_factor``
-    [kg CO₂/kWh]; the inputs of ``compute_dg_power`` / ``compute_dg_fuel_cost`` /
-    ``compute_dg_emissions``."""
+    """One diesel generator's constants (all static: compile-time under `jit`); the inputs of
+    `compute_dg_power` / `compute_dg_fuel_cost` / `compute_dg_emissions`.
+
+    **Arguments:**
+
+    - `p_dg_max_mw`: nameplate [MW].
+    - `fuel_cost_per_mwh`: [$/MWh].
+    - `emission_factor`: [kg CO₂/kWh].
+    """
 
     p_dg_max_mw: float = eqx.field(static=True, default=0.6)
     fuel_cost_per_mwh: float = eqx.field(static=True, default=300.0)
@@ -31,15 +36,31 @@ class DieselParams(eqx.Module):
 
 
 class DieselBundleState(eqx.Module):
+    """State of a [`DieselBundle`][powerzoojax.grid.resources.DieselBundle].
+
+    **Arguments:**
+
+    - `p_dg_mw`: `(n_devices,)` last output [MW].
+    """
     p_dg_mw: Float[Array, " n_devices"]
 
 
 class DieselBundle(ResourceBundle):
-    """N diesel generators.
+    """N diesel generators; build with [`make_diesel_bundle`][powerzoojax.grid.resources.make_diesel_bundle].
 
-    Action per device ``[a]`` in [0, 1] (clipped); obs per device ``[P/p_max, 1 − P/p_max]``;
-    Q = 0; cost_info ``cost_sum = cost = 0`` (fuel is an economic quantity, reported as
-    ``fuel_cost`` [$] and ``carbon_kg``).
+    Action per device `[a]` in [0, 1] (clipped); obs per device `[P/p_max, 1 − P/p_max]`;
+    Q = 0; cost_info `cost_sum = cost = 0` (fuel is an economic quantity, reported as
+    `fuel_cost` [$] and `carbon_kg`).
+
+    **Arguments:**
+
+    - `bus_idx`: `(n,)` internal bus of each generator.
+    - `p_max_mw`: `(n,)` rating [MW].
+    - `p_min_norm`: `(n,)` minimum stable load [fraction of `p_max`].
+    - `fuel_cost`: `(n,)` [$/MWh].
+    - `emission_factor`: `(n,)` [kg CO₂/kWh].
+    - `n_devices`, `per_device_action_dim`, `per_device_obs_dim`: sizes (static).
+    - `dt_hours`: step length [hours] (static).
     """
     bus_idx: Int[Array, " n_devices"]
     p_max_mw: Float[Array, " n_devices"]
@@ -78,7 +99,23 @@ def make_diesel_bundle(
     emission_factor: Any = 0.80,
     dt_hours: float = 0.5,
 ) -> DieselBundle:
-    """Bundle of diesel generators [MW, fraction, $/MWh, kg/kWh, hours]."""
+    """Bundle of diesel generators.
+
+    **Arguments:**
+
+    - `case`: the grid; `None` for a busless bundle.
+    - `bus_ids`: bus numbers of the generators.
+    - `n_devices`: number of generators when `bus_ids` is `None`.
+    - `p_max_mw`: rating [MW].
+    - `p_min_norm`: minimum stable load [fraction of `p_max`].
+    - `fuel_cost`: [$/MWh].
+    - `emission_factor`: [kg CO₂/kWh].
+    - `dt_hours`: step length [hours].
+
+    **Returns:**
+
+    A [`DieselBundle`][powerzoojax.grid.resources.DieselBundle].
+    """
     c = "make_diesel_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

@@ -1,4 +1,4 @@
-"""Flexible loads: standalone :class:`FlexLoadEnv` and the grid-attached :class:`FlexLoadBundle`"""
+"""Flexible loads: standalone [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv] and the grid-attached [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle]"""
 
 from typing import Any
 
@@ -39,6 +39,17 @@ def _flex_obs(curtail, shift_out, shift_in, size, buffer, cap_c, cap_s, horizon)
 
 
 class FlexLoadState(DeviceState):
+    """State of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: last net injection [MW, MVAr].
+    - `curtailed_mw`, `shift_out_mw`, `shift_in_mw`: last step's flows [MW].
+    - `deferred_buffer`: `(slots,)` deferred load per future step [MW].
+    - `buffer_head`, `buffer_size`: ring-buffer head and occupied length.
+    - `lmp`: current price [$/MWh].
+    """
     curtailed_mw: Float[Array, ""]
     shift_out_mw: Float[Array, ""]
     shift_in_mw: Float[Array, ""]
@@ -49,6 +60,21 @@ class FlexLoadState(DeviceState):
 
 
 class FlexLoadParams(DeviceParams):
+    """Params of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv]; build with
+    [`make_flexload_params`][powerzoojax.grid.resources.make_flexload_params].
+
+    **Arguments:**
+
+    - `cap_curtail_mw`, `cap_shift_mw`: capacities [MW].
+    - `horizon`: steps a shifted load is spread over.
+    - `curtail_cost`: [$/MWh].
+    - `holding_cost`: cost of deferred energy [$/MWh].
+    - `simultaneity_penalty`: [$/MW].
+    - `price_ref`: reference price [$/MWh].
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `bus_id`: bus number, `-1` when standalone (static).
+    - `steps_per_day`: steps in one day (static).
+    """
     cap_curtail_mw: Float[Array, ""]
     cap_shift_mw: Float[Array, ""]
     horizon: Int[Array, ""]
@@ -71,7 +97,25 @@ def make_flexload_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> FlexLoadParams:
-    """Params of :class:`FlexLoadEnv` [MW, steps, $/MWh, $/MW, $/MWh, hours]."""
+    """Params of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv].
+
+    **Arguments:**
+
+    - `cap_curtail_mw`, `cap_shift_mw`: capacities [MW].
+    - `horizon`: steps a shifted load is spread over.
+    - `curtail_cost`: [$/MWh].
+    - `holding_cost`: cost of deferred energy [$/MWh].
+    - `simultaneity_penalty`: cost of curtailing and shifting at once [$/MW].
+    - `price_ref`: reference price [$/MWh].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `max_steps`: episode length [steps].
+    - `bus_id`: bus number, `-1` when standalone.
+
+    **Returns:**
+
+    [`FlexLoadParams`][powerzoojax.grid.resources.FlexLoadParams].
+    """
     c = "make_flexload_params"
     h = positive_int(c, "horizon", horizon)
     if h > FLEX_BUFFER_SLOTS:
@@ -95,16 +139,16 @@ def make_flexload_params(
 class FlexLoadEnv(Environment):
     """Single flexible load.
 
-    . Physics: ``flexload_step`` (ring buffer; shifted load comes back spread over
+    . Physics: `flexload_step` (ring buffer; shifted load comes back spread over
     the next H steps). The standalone env keeps the reference's 64 slots; a bundle's ring has
-    ``buffer_slots = max(horizon)`` slots, which gives the same pops and buffer energies (see
-    :mod:`powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
+    `buffer_slots = max(horizon)` slots, which gives the same pops and buffer energies (see
+    `powerzoojax.physics.devices._flexload`) at a fraction of the per-step work.
 
-    ``FlexLoadEnv`` — obs ``(8,)``: ``[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
-    buffer_energy/(cap_s·H)]`` (each clipped to [0, 1]) ``+ [sin, cos, clip(lmp/price_ref, −1, 2)]``;
-    action ``Box([0, 1]²)`` = ``[curtail, shift_out]`` fractions; reward 0; costs
-    ``(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)`` [$] named
-    ``("curtailment", "shift_discomfort", "simultaneous_activation")``. ``step(..., lmp=0)``.
+    `FlexLoadEnv` — obs `(8,)`: `[curtail/cap_c, shift_out/cap_s, shift_in/cap_s, size/H,
+    buffer_energy/(cap_s·H)]` (each clipped to [0, 1]) `+ [sin, cos, clip(lmp/price_ref, −1, 2)]`;
+    action `Box([0, 1]²)` = `[curtail, shift_out]` fractions; reward 0; costs
+    `(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)` [$] named
+    `("curtailment", "shift_discomfort", "simultaneous_activation")`. `step(..., lmp=0)`.
     """
     def default_params(self) -> FlexLoadParams:
         return make_flexload_params()
@@ -166,6 +210,14 @@ class FlexLoadEnv(Environment):
 
 
 class FlexLoadBundleState(eqx.Module):
+    """State of a [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle].
+
+    **Arguments:**
+
+    - `curtailed_mw`, `shift_out_mw`, `shift_in_mw`: `(n_devices,)` last step's flows [MW].
+    - `deferred_buffer`: `(n_devices, slots)` deferred load [MW].
+    - `buffer_head`, `buffer_size`: `(n_devices,)` ring-buffer head and length.
+    """
     curtailed_mw: Float[Array, " n_devices"]
     shift_out_mw: Float[Array, " n_devices"]
     shift_in_mw: Float[Array, " n_devices"]
@@ -175,12 +227,26 @@ class FlexLoadBundleState(eqx.Module):
 
 
 class FlexLoadBundle(ResourceBundle):
-    """N flexible loads. Action per device ``[curtail, shift_out]`` (negatives clipped to 0);
-    obs per device the first five channels of :class:`FlexLoadEnv`; injection
-    ``curtail + shift_out − shift_in`` [MW], Q = 0. cost_info ``cost_curtailment``,
-    ``cost_shift_discomfort`` (per device), ``cost_sum`` (total, no simultaneity term),
-    ``cost``, and the summed ``curtailed_mw, shift_out_mw, shift_in_mw``. The state's
-    ``deferred_buffer`` is ``(n_devices, buffer_slots)`` with ``buffer_slots = max(horizon)``."""
+    """N flexible loads; build with [`make_flexload_bundle`][powerzoojax.grid.resources.make_flexload_bundle].
+
+    Action per device `[curtail, shift_out]` (negatives clipped to 0); obs per device the
+    first five channels of [`FlexLoadEnv`][powerzoojax.grid.resources.FlexLoadEnv];
+    injection `curtail + shift_out − shift_in` [MW], Q = 0. cost_info `cost_curtailment`,
+    `cost_shift_discomfort` (per device), `cost_sum` (total, no simultaneity term), `cost`,
+    and the summed `curtailed_mw, shift_out_mw, shift_in_mw`.
+
+    **Arguments:**
+
+    - `bus_idx`: `(n,)` internal bus of each load.
+    - `cap_curtail_mw`, `cap_shift_mw`: `(n,)` capacities [MW].
+    - `horizon`: `(n,)` steps a shifted load is spread over.
+    - `curtail_cost`: `(n,)` [$/MWh].
+    - `holding_cost`: `(n,)` cost of deferred energy [$/MWh].
+    - `n_devices`, `per_device_action_dim`, `per_device_obs_dim`: sizes (static).
+    - `dt_hours`: step length [hours] (static).
+    - `buffer_slots`: length of the deferral ring, `>= max(horizon)` (static).
+    - `uniform_horizon`: every horizon equals `buffer_slots` (static).
+    """
 
     bus_idx: Int[Array, " n_devices"]
     cap_curtail_mw: Float[Array, " n_devices"]
@@ -235,7 +301,24 @@ def make_flexload_bundle(
     holding_cost: Any = 10.0,
     dt_hours: float = 0.5,
 ) -> FlexLoadBundle:
-    """Bundle of flexible loads; ``cap_shift_mw`` defaults to ``cap_curtail_mw``."""
+    """Bundle of flexible loads.
+
+    **Arguments:**
+
+    - `case`: the grid; `None` for a busless bundle.
+    - `bus_ids`: bus numbers of the loads.
+    - `n_devices`: number of loads when `bus_ids` is `None`.
+    - `cap_curtail_mw`: curtailment capacity [MW].
+    - `cap_shift_mw`: shift capacity [MW]; `None` takes `cap_curtail_mw`.
+    - `horizon`: steps a shifted load is spread over.
+    - `curtail_cost`: [$/MWh].
+    - `holding_cost`: cost of deferred energy [$/MWh].
+    - `dt_hours`: step length [hours].
+
+    **Returns:**
+
+    A [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle].
+    """
     c = "make_flexload_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

@@ -1,4 +1,4 @@
-"""Renewables: standalone :class:`RenewableEnv` (:class:`SolarEnv`, :class:`WindEnv`) and the"""
+"""Renewables: standalone [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] ([`SolarEnv`][powerzoojax.grid.resources.SolarEnv], [`WindEnv`][powerzoojax.grid.resources.WindEnv]) and the"""
 
 from typing import Any
 
@@ -38,10 +38,30 @@ def _cf_vector(caller: str, cf: ArrayLike) -> np.ndarray:
 
 
 class RenewableState(DeviceState):
+    """State of [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: last output [MW, MVAr].
+    """
     pass
 
 
 class RenewableParams(DeviceParams):
+    """Params of [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv]; build with
+    [`make_renewable_params`][powerzoojax.grid.resources.make_renewable_params].
+
+    **Arguments:**
+
+    - `capacity_mw`: installed capacity [MW].
+    - `s_rated_mva`: inverter rating [MVA].
+    - `cf_profile`: `(T,)` capacity factors [fraction].
+    - `enable_q_control`: the action has a Q entry (static).
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `bus_id`: bus number, `-1` when standalone (static).
+    - `steps_per_day`: steps in one day (static).
+    """
     capacity_mw: Float[Array, ""]
     s_rated_mva: Float[Array, ""]
     cf_profile: Float[Array, " n_profile_steps"]
@@ -58,7 +78,23 @@ def make_renewable_params(
     max_steps: int = 48,
     bus_id: int = -1,
 ) -> RenewableParams:
-    """Params of :class:`RenewableEnv`: default flat CF 0.5 over 48 steps, ``s_rated = cap``."""
+    """Params of [`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv].
+
+    **Arguments:**
+
+    - `capacity_mw`: installed capacity [MW].
+    - `cf_profile`: `(T,)` capacity factors; `None` takes a flat 0.5 over 48 steps.
+    - `s_rated_mva`: inverter rating [MVA]; `None` takes `capacity_mw`.
+    - `enable_q_control`: add a Q entry to the action.
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `max_steps`: episode length [steps].
+    - `bus_id`: bus number, `-1` when standalone.
+
+    **Returns:**
+
+    [`RenewableParams`][powerzoojax.grid.resources.RenewableParams].
+    """
     c = "make_renewable_params"
     cap = finite_scalar(c, "capacity_mw", capacity_mw, positive=True)
     cf = np.full(48, 0.5) if cf_profile is None else _cf_vector(c, cf_profile)
@@ -78,11 +114,11 @@ def make_renewable_params(
 class RenewableEnv(Environment):
     """Single curtailable renewable plant.
 
-    grid-attached :class:`RenewableBundle`. Physics: ``renewable_step``.
+    grid-attached [`RenewableBundle`][powerzoojax.grid.resources.RenewableBundle]. Physics: `renewable_step`.
 
-    ``RenewableEnv`` — obs ``[CF, P/cap, (Q/s_rated), sin, cos]`` (CF of the next step);
-    action ``[a_curtail(, a_q)]`` in [-1, 1] with curtailment ``c = (1 − a)/2``; reward 0;
-    costs ``(cap·CF·c, |q·s_rated − Q|/s_rated)`` named ``("curtailment", "q_clip")`` [MW, –].
+    `RenewableEnv` — obs `[CF, P/cap, (Q/s_rated), sin, cos]` (CF of the next step);
+    action `[a_curtail(, a_q)]` in [-1, 1] with curtailment `c = (1 − a)/2`; reward 0;
+    costs `(cap·CF·c, |q·s_rated − Q|/s_rated)` named `("curtailment", "q_clip")` [MW, –].
     """
     def default_params(self) -> RenewableParams:
         return make_renewable_params()
@@ -133,14 +169,14 @@ class RenewableEnv(Environment):
 
 
 class SolarEnv(RenewableEnv):
-    """:class:`RenewableEnv` with the solar bell CF ``clip(sin(π(h − 6)/12), 0, 1)``."""
+    """[`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] with the solar bell CF `clip(sin(π(h − 6)/12), 0, 1)`."""
 
     def default_params(self) -> RenewableParams:
         return make_renewable_params(cf_profile=np.asarray(solar_bell_cf(_hours(48))))
 
 
 class WindEnv(RenewableEnv):
-    """:class:`RenewableEnv` with the synthetic wind CF of the reference"""
+    """[`RenewableEnv`][powerzoojax.grid.resources.RenewableEnv] with the synthetic wind CF of the reference"""
 
     def default_params(self) -> RenewableParams:
         return make_renewable_params(cf_profile=np.asarray(wind_synthetic_cf(_hours(48))))
@@ -150,6 +186,15 @@ class WindEnv(RenewableEnv):
 
 
 class RenewableBundleState(eqx.Module):
+    """State of a [`RenewableBundle`][powerzoojax.grid.resources.RenewableBundle].
+
+    **Arguments:**
+
+    - `t`: step counter (row of the CF profile).
+    - `cf`: `(n_devices,)` current capacity factors.
+    - `p_mw`, `q_mvar`: `(n_devices,)` last output [MW, MVAr].
+    - `curtail_frac`: `(n_devices,)` last curtailed fraction.
+    """
     t: Int[Array, ""]
     cf: Float[Array, " n_devices"]
     p_mw: Float[Array, " n_devices"]
@@ -158,10 +203,25 @@ class RenewableBundleState(eqx.Module):
 
 
 class RenewableBundle(ResourceBundle):
-    """N renewables. Action per device ``[curtail?, q?]`` (hard flags); obs per device
-    ``[cf, p/cap, q/s_rated?, curtail_frac?]`` (``[cf]`` without controls); CF rows
-    ``t mod T`` of ``cf_profiles (T, N)`` by an internal counter. cost_info
-    ``cost_curtailment = Σ(cap·CF − P)·Δt·curtail_cost``, ``cost_q_clip``, ``cost_sum``, ``cost``."""
+    """N renewables; build with [`make_renewable_bundle`][powerzoojax.grid.resources.make_renewable_bundle].
+
+    Action per device `[curtail?, q?]` (hard flags); obs per device
+    `[cf, p/cap, q/s_rated?, curtail_frac?]` (`[cf]` without controls); CF rows `t mod T`
+    of `cf_profiles` by an internal counter. cost_info
+    `cost_curtailment = Σ(cap·CF − P)·Δt·curtail_cost`, `cost_q_clip`, `cost_sum`, `cost`.
+
+    **Arguments:**
+
+    - `bus_idx`: `(n,)` internal bus of each unit.
+    - `capacity_mw`: `(n,)` installed capacity [MW].
+    - `s_rated`: `(n,)` inverter rating [MVA].
+    - `cf_profiles`: `(T, n)` capacity factors [fraction].
+    - `curtail_cost`: `(n,)` cost of curtailed energy [$/MWh].
+    - `allow_curtailment`: `(n,)` where curtailment is allowed.
+    - `n_devices`, `per_device_action_dim`, `per_device_obs_dim`: sizes (static).
+    - `dt_hours`: step length [hours] (static).
+    - `enable_curtailment`, `enable_q_control`: which action entries exist (static).
+    """
 
     bus_idx: Int[Array, " n_devices"]
     capacity_mw: Float[Array, " n_devices"]
@@ -219,9 +279,27 @@ def make_renewable_bundle(
     dt_hours: float = 0.5,
     max_steps: int = 48,
 ) -> RenewableBundle:
-    """Bundle of renewables. ``cf_profiles``: ``(T,)`` (shared) or ``(T, N)``, in [0, 1];
-    default the solar bell over ``max_steps`` steps of one day. ``s_rated`` defaults to
-    ``1.1·capacity``."""
+    """Bundle of renewables.
+
+    **Arguments:**
+
+    - `case`: the grid; `None` for a busless bundle.
+    - `bus_ids`: bus numbers of the units.
+    - `n_devices`: number of units when `bus_ids` is `None`.
+    - `capacity_mw`: installed capacity [MW].
+    - `s_rated_mva`: inverter rating [MVA]; `None` takes `1.1·capacity`.
+    - `cf_profiles`: `(T,)` (shared) or `(T, N)` capacity factors in [0, 1]; `None` takes
+      the solar bell over `max_steps` steps of one day.
+    - `curtail_cost`: cost of curtailed energy [$/MWh].
+    - `allow_curtailment`: whether curtailment is allowed.
+    - `enable_curtailment`, `enable_q_control`: which action entries exist.
+    - `dt_hours`: step length [hours].
+    - `max_steps`: steps of the default profile.
+
+    **Returns:**
+
+    A [`RenewableBundle`][powerzoojax.grid.resources.RenewableBundle].
+    """
     c = "make_renewable_bundle"
     n = n_devices_of(c, n_devices, bus_ids)
     bus_idx = resolve_bus_ids(c, None if case is None else case.node_ids, bus_ids, n)

@@ -1,6 +1,6 @@
 """Shared base of the standalone single-device envs: state
-``(current_p_mw, current_q_mvar, time_step)``, params ``(bus_id=−1, Δt, steps_per_day,
-max_steps)``, reward 0."""
+`(current_p_mw, current_q_mvar, time_step)`, params `(bus_id=−1, Δt, steps_per_day,
+max_steps)`, reward 0."""
 
 import equinox as eqx
 from jaxtyping import Array, Float

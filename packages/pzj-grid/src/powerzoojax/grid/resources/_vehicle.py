@@ -14,12 +14,40 @@ MAX_TRIPS = 8
 
 
 class VehicleState(DeviceState):
+    """State of [`VehicleEnv`][powerzoojax.grid.resources.VehicleEnv].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `current_p_mw`, `current_q_mvar`: last output [MW, MVAr], positive when discharging.
+    - `soc`: state of charge [fraction].
+    - `is_home`: whether the vehicle is plugged in.
+    - `time_of_day`: hour of day.
+    """
     soc: Float[Array, ""]
     is_home: Bool[Array, ""]
     time_of_day: Float[Array, ""]
 
 
 class VehicleParams(DeviceParams):
+    """Params of [`VehicleEnv`][powerzoojax.grid.resources.VehicleEnv]; build with
+    [`make_vehicle_params`][powerzoojax.grid.resources.make_vehicle_params].
+
+    **Arguments:**
+
+    - `energy_mwh`: battery capacity [MWh].
+    - `initial_soc`: SOC at reset [fraction].
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `soc_departure_min`: SOC wanted at departure [fraction].
+    - `p_charge_mw`, `p_discharge_mw`: charger ratings [MW].
+    - `eta_c`, `eta_d`: one-way efficiencies.
+    - `departure_h`, `arrival_h`: `(max_trips,)` trip times [hours].
+    - `trip_mwh`: `(max_trips,)` energy of each trip [MWh].
+    - `initial_time_of_day`: hour of day at reset.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `bus_id`: bus number, `-1` when standalone (static).
+    - `steps_per_day`: steps in one day (static).
+    """
     energy_mwh: Float[Array, ""]
     initial_soc: Float[Array, ""]
     soc_min: Float[Array, ""]
@@ -52,9 +80,29 @@ def make_vehicle_params(
     initial_time_of_day: float = 0.0,
     bus_id: int = -1,
 ) -> VehicleParams:
-    """Params of :class:`VehicleEnv`: ``trips`` = up to 8 ``(departure_h, arrival_h, MWh)``.
+    """Params of [`VehicleEnv`][powerzoojax.grid.resources.VehicleEnv].
+
     Defaults: 60 kWh, 7 kW both ways, one 08:00→18:00 trip of 15 kWh, Δt 15 min and
-    ``steps_per_day = max_steps = 24/Δt`` (96)."""
+    `steps_per_day = max_steps = 24/Δt` (96).
+
+    **Arguments:**
+
+    - `energy_mwh`: battery capacity [MWh].
+    - `initial_soc`: SOC at reset [fraction].
+    - `soc_min`, `soc_max`: SOC window [fraction].
+    - `soc_departure_min`: SOC wanted at departure [fraction].
+    - `p_charge_mw`, `p_discharge_mw`: charger ratings [MW].
+    - `eta_c`, `eta_d`: one-way efficiencies.
+    - `trips`: up to 8 `(departure_h, arrival_h, MWh)`.
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`, `max_steps`: `None` takes `24/Δt`.
+    - `initial_time_of_day`: hour of day at reset.
+    - `bus_id`: bus number, `-1` when standalone.
+
+    **Returns:**
+
+    [`VehicleParams`][powerzoojax.grid.resources.VehicleParams].
+    """
     c = "make_vehicle_params"
     dt = finite_scalar(c, "delta_t_hours", delta_t_hours, positive=True)
     per_day = int(round(24.0 / dt))
@@ -104,12 +152,12 @@ def _hours_until(tod: Float[Array, ""], events: Float[Array, " max_trips"]) -> F
 class VehicleEnv(Environment):
     """One EV with a home charger.
 
-    ``vehicle_commute`` then ``vehicle_charge``.
+    `vehicle_commute` then `vehicle_charge`.
 
-    Obs ``(9,)``: ``[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
-    min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]``;
-    action ``(1,)`` in [-1, 1] (≥ 0 discharge share of ``P_dis_max``, < 0 charge share of
-    ``P_chg_max``); reward 0; costs ``(departure shortfall,)`` named ``departure_soc`` [SOC].
+    Obs `(9,)`: `[soc, clip(P/max(P_chg, P_dis), ±1), is_home, soc ≥ soc_dep_min,
+    min(t_to_departure/24, 1), min(t_to_arrival/24, 1) (0 at home), sin, cos, soc_dep_min]`;
+    action `(1,)` in [-1, 1] (≥ 0 discharge share of `P_dis_max`, < 0 charge share of
+    `P_chg_max`); reward 0; costs `(departure shortfall,)` named `departure_soc` [SOC].
     """
     def default_params(self) -> VehicleParams:
         return make_vehicle_params()

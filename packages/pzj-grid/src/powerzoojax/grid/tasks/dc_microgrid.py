@@ -2,23 +2,21 @@
 
 Frozen case: DG 1.2 MW, PV 0.8 MW, grid import cap 1.5 MW (price ref 150 $/MWh,
 0.18 kgCO2/kWh), battery SOC [0.15, 0.90] from 0.55 with terminal target 0.55 and penalty
-2e4, reward weights ``w_cost 0.2``, ``w_carbon 0.1``; one episode = one day of 288 five-minute
+2e4, reward weights `w_cost 0.2`, `w_carbon 0.1`; one episode = one day of 288 five-minute
 steps. Data: Google 2019 workload (days 0–20 train, 21–27 iid), solar and price of the same
-day of the year (see :func:`powerzoojax.data.load_dc_profiles`), the deterministic temperature.
-Splits: ``train``, ``iid`` and the OOD splits (iid windows under
-:func:`powerzoojax.grid.apply_ood_transform`): ``cooling_stress``, ``renewable_drought``
-(main) and ``workload_swap``, ``workload_shock``, ``dg_derating``, ``sla_tighten`` (appendix).
-Baselines ``no_control`` (reference), ``max_renewable``, ``rule_based``. Primary metric
-``episode_reward`` ↑; gate ``sla_deficit_rate = 0``.
+day of the year (see [`powerzoojax.data.load_dc_profiles`][powerzoojax.data.load_dc_profiles]), the deterministic temperature.
+Splits: `train`, `iid` and the OOD splits (iid windows under
+[`powerzoojax.grid.apply_ood_transform`][powerzoojax.grid.apply_ood_transform]): `cooling_stress`, `renewable_drought`
+(main) and `workload_swap`, `workload_shock`, `dg_derating`, `sla_tighten` (appendix).
+Baselines `no_control` (reference), `max_renewable`, `rule_based`. Primary metric
+`episode_reward` ↑; gate `sla_deficit_rate = 0`.
 
-Training vs evaluation env. The DCMG row of gives the reward
-``r_energy + 0.2·r_cost + 0.1·r_carbon`` and, separately, "training shaping sla 50, overtemp 30,
-deficit 200, spill 100, tracking 40; DG auto-balances"; the reference's physics notes call the same thing "a
-benchmark-only wrapper". So :meth:`DCMicrogridTask.make_train_env` returns
-:class:`~powerzoojax.grid.DCMicrogridShapingWrapper` (auto-balance on, those weights; see its
-module docstring for the spill and tracking terms), for trainers, while :meth:`make_env` returns
-the plain env, on which baselines and evaluation rollouts run and ``episode_reward`` (the
-unshaped reward the primary metric names) is measured.
+Training vs evaluation env. [`DCMicrogridTask.make_train_env`][powerzoojax.grid.tasks.dc_microgrid.DCMicrogridTask.make_train_env]
+returns [`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper]
+(diesel auto-balance on, the benchmark's fixed shaping weights: sla 50, overtemp 30,
+deficit 200, spill 100, tracking 40), for trainers, while `make_env` returns the plain
+env, on which baselines and evaluation rollouts run and `episode_reward` (the unshaped
+reward `r_energy + 0.2·r_cost + 0.1·r_carbon` the primary metric names) is measured.
 """
 
 from collections.abc import Callable
@@ -65,24 +63,56 @@ SOLAR_START, SOLAR_END, EVENING_START, NIGHT_START = 72, 144, 240, 240
 
 
 def max_renewable_policy(obs, state: DCMicrogridState, key) -> jnp.ndarray:
-    """``[0.5, 0.5, 0.5, b, 0]``: charge (b = −1) over steps 72–143, discharge (+1) from 240 and
-    before 72, idle otherwise."""
+    """`[0.5, 0.5, 0.5, b, 0]`: charge (b = −1) over steps 72–143, discharge (+1) from 240 and
+    before 72, idle otherwise.
+
+    **Arguments:**
+
+    - `obs`: observation (unused).
+    - `state`: the env state (its step count).
+    - `key`: PRNG key (unused).
+
+    **Returns:**
+
+    A `(5,)` float32 action.
+    """
     t = state.time_step % DC_STEPS_PER_DAY
     b = jnp.where((t >= SOLAR_START) & (t < SOLAR_END), -1.0, jnp.where((t >= EVENING_START) | (t < SOLAR_START), 1.0, 0.0))
     return jnp.stack([0.5, 0.5, 0.5, b, 0.0]).astype(jnp.float32)
 
 
 def previous_deficit_fraction(state: DCMicrogridState, grid_cap_mw) -> jnp.ndarray:
-    """Last step's unserved load as a fraction of the load, rebuilt from the state."""
+    """Last step's unserved load as a fraction of the load, rebuilt from the state.
+
+    **Arguments:**
+
+    - `state`: the env state.
+    - `grid_cap_mw`: grid import capacity [MW].
+
+    **Returns:**
+
+    A float scalar [fraction].
+    """
     raw = state.p_batt_mw + state.p_pv_mw + state.p_dg_mw - state.p_load_mw
     grid = jnp.minimum(jnp.maximum(-raw, 0.0), grid_cap_mw)
     return jnp.maximum(-(raw + grid), 0.0) / jnp.maximum(state.p_load_mw, 1e-6)
 
 
 def make_rule_based_policy(params: DCMicrogridParams) -> Callable:
-    """Solar window 72–143: train 1, fine-tune 0.5, battery 0; otherwise no batch work and the
+    """The rule-based baseline.
+
+    Solar window 72–143: train 1, fine-tune 0.5, battery 0; otherwise no batch work and the
     battery at −1 before 72, +0.5 for 144–239, −1 from 240; cooling 0; diesel 1 when the
-    previous step left more than 5 % of the load unserved."""
+    previous step left more than 5 % of the load unserved.
+
+    **Arguments:**
+
+    - `params`: the episode's params.
+
+    **Returns:**
+
+    `policy(obs, state, key) -> action (5,)`.
+    """
 
     def policy(obs, state: DCMicrogridState, key) -> jnp.ndarray:
         t = state.time_step % DC_STEPS_PER_DAY
@@ -97,11 +127,28 @@ def make_rule_based_policy(params: DCMicrogridParams) -> Callable:
 
 
 def no_control_policy(obs, state, key) -> jnp.ndarray:
+    """The no-control baseline: the zero action.
+
+    **Arguments:**
+
+    - `obs`, `state`, `key`: unused.
+
+    **Returns:**
+
+    A `(5,)` float32 array of zeros.
+    """
     return jnp.zeros((5,), jnp.float32)
 
 
 class DCMicrogridTask:
-    """The frozen DCMG task; implements :class:`powerzoojax.core.TaskSpec`."""
+    """The frozen DCMG task; implements [`TaskSpec`][powerzoojax.core.TaskSpec].
+
+    **Arguments:**
+
+    - `source`: workload trace (`"google"`, `"azure"`, `"alibaba"`).
+    - `require_real_data`: raise instead of falling back to synthetic profiles.
+    - `**overrides`: entries of `TASK_CONFIG` to change.
+    """
 
     task_name = "dc_microgrid"
     default_splits = MAIN_SPLITS
@@ -120,7 +167,18 @@ class DCMicrogridTask:
         return TRAIN_DAYS if split == "train" else IID_DAYS
 
     def make_params(self, split: str = "train", day: int | None = None, *, max_steps: int = DC_STEPS_PER_DAY) -> DCMicrogridParams:
-        """Params of one episode: workload day ``day`` (default: the split's first day)."""
+        """Params of one episode.
+
+        **Arguments:**
+
+        - `split`: data split (an OOD split applies its scenario).
+        - `day`: workload day; `None` takes the split's first day.
+        - `max_steps`: episode length [5-minute steps].
+
+        **Returns:**
+
+        [`DCMicrogridParams`][powerzoojax.grid.microgrid.DCMicrogridParams].
+        """
         days = self._days(split)
         day = days[0] if day is None else int(day)
         start = day * DC_STEPS_PER_DAY
@@ -132,12 +190,21 @@ class DCMicrogridTask:
         return apply_ood_transform(params, split, episode_start_step=start, require_real_data=self.require_real_data)
 
     def make_env(self, split: str = "train") -> DataCenterMicrogridEnv:
-        """The plain env: evaluation, baselines and ``episode_reward``."""
+        """The plain env: evaluation, baselines and `episode_reward`."""
         self._days(split)
         return DataCenterMicrogridEnv()
 
     def make_train_env(self, split: str = "train") -> DCMicrogridShapingWrapper:
-        """The training env: fixed shaping and diesel auto-balance (see the module docstring)."""
+        """The training env: fixed shaping and diesel auto-balance.
+
+        **Arguments:**
+
+        - `split`: data split (unused: the env holds no data).
+
+        **Returns:**
+
+        A [`DCMicrogridShapingWrapper`][powerzoojax.grid.microgrid.DCMicrogridShapingWrapper].
+        """
         self._days(split)
         return DCMicrogridShapingWrapper(dg_autobalance=True)
 
@@ -151,8 +218,8 @@ class DCMicrogridTask:
         strategy: str = "uniform",
         seed: int = 0,
     ) -> DCMicrogridParams:
-        """``uniform``: the split's days spread evenly over ``n_episodes`` (evaluation);
-        ``seeded``: one day drawn from ``default_rng(seed·997 + salt)`` (training)."""
+        """`uniform`: the split's days spread evenly over `n_episodes` (evaluation);
+        `seeded`: one day drawn from `default_rng(seed·997 + salt)` (training)."""
         days = self._days(split)
         if strategy == "uniform":
             if n_episodes < 1 or not 0 <= episode_idx < n_episodes:
@@ -175,6 +242,17 @@ class DCMicrogridTask:
         return ("no_control", "max_renewable", "rule_based")
 
     def baseline_policy(self, name: str, params: DCMicrogridParams) -> Callable:
+        """The policy of a named baseline.
+
+        **Arguments:**
+
+        - `name`: one of `baseline_names()`.
+        - `params`: the episode's params.
+
+        **Returns:**
+
+        `policy(obs, state, key) -> action (5,)`.
+        """
         if name == "no_control":
             return no_control_policy
         if name == "max_renewable":
@@ -201,14 +279,35 @@ class DCMicrogridTask:
 
 
 def norm_score(score: float, floor: float, ceiling: float) -> float:
-    """``(score − floor)/(ceiling − floor)``; NaN when the baselines tie."""
+    """`(score − floor)/(ceiling − floor)`; NaN when the baselines tie.
+
+    **Arguments:**
+
+    - `score`: the agent's score.
+    - `floor`, `ceiling`: scores of the weak and the strong baseline.
+
+    **Returns:**
+
+    A float.
+    """
     span = ceiling - floor
     return float("nan") if abs(span) < 1e-12 else (score - floor) / span
 
 
 def dcmg_metrics(trace: EpisodeTrace, *, dt_hours: float = 5.0 / 60.0, battery_e_mwh: float = 2.0) -> dict[str, float]:
     """Episode metrics, averaged over any leading episode axes (time is the last axis of the
-    reward)."""
+    reward).
+
+    **Arguments:**
+
+    - `trace`: an `EpisodeTrace`.
+    - `dt_hours`: step length [hours].
+    - `battery_e_mwh`: battery capacity [MWh].
+
+    **Returns:**
+
+    A dict of metric name to float.
+    """
     info = {k: np.asarray(v) for k, v in trace.info.items()}
     reward = np.asarray(trace.reward)
     costs = np.asarray(trace.costs)  # (..., T, 3)
@@ -242,8 +341,8 @@ def dcmg_metrics(trace: EpisodeTrace, *, dt_hours: float = 5.0 / 60.0, battery_e
 
 
 def _info_columns(info_history: Any) -> dict[str, np.ndarray]:
-    """Per-step records → ``{key: (T,) float64}``: a list of per-step info dicts, a dict of
-    stacked arrays, or an ``EpisodeTrace`` (its info and reward)."""
+    """Per-step records → `{key: (T,) float64}`: a list of per-step info dicts, a dict of
+    stacked arrays, or an `EpisodeTrace` (its info and reward)."""
     if isinstance(info_history, EpisodeTrace):
         info_history = {**dict(info_history.info), "reward": info_history.reward}
     if isinstance(info_history, dict):
@@ -253,9 +352,21 @@ def _info_columns(info_history: Any) -> dict[str, np.ndarray]:
 
 
 def rollout_dcmicrogrid(env: DataCenterMicrogridEnv, params: DCMicrogridParams, key, policy_fn) -> list[dict[str, float]]:
-    """One episode (``max_steps`` steps, one ``lax.scan``) with ``policy_fn(obs, state, key)``
-    as the list of per-step info dicts (Python floats, scalar entries only, plus ``reward``)
-    that :func:`compute_dcmicrogrid_metrics` takes."""
+    """One episode (`max_steps` steps, one `lax.scan`) as per-step info dicts.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key.
+    - `policy_fn`: `policy(obs, state, key) -> action`.
+
+    **Returns:**
+
+    A list of per-step dicts (Python floats, scalar entries only, plus `reward`), as
+    [`compute_dcmicrogrid_metrics`][powerzoojax.grid.tasks.dc_microgrid.compute_dcmicrogrid_metrics]
+    takes.
+    """
     trace = episode_rollout(env, params, key, policy_fn)
     columns = {k: np.asarray(v) for k, v in trace.info.items() if np.ndim(v) == 1}
     columns["reward"] = np.asarray(trace.reward)
@@ -266,13 +377,27 @@ def rollout_dcmicrogrid(env: DataCenterMicrogridEnv, params: DCMicrogridParams, 
 def compute_dcmicrogrid_metrics(
     info_history: Any, *, dt_hours: float = 5.0 / 60.0, battery_e_mwh: float = 2.0, soc_range: tuple[float, float] = (0.15, 0.90)
 ) -> dict[str, float]:
-    """Episode metrics of a microgrid rollout (the list of :func:`rollout_dcmicrogrid`, a dict
-    of per-step arrays or an ``EpisodeTrace``): energy [MWh of data-centre demand], fuel,
-    grid and terminal costs [$], carbon [kg] (diesel, grid, total), grid import [MWh], mean
-    price, rates of SLA / over-temperature / deficit / spill steps, ``feasibility_rate``
-    (steps with ``cost_sum == 0``), PV utilisation (mean ``P_pv / max P_pv``), battery
-    throughput [MWh] and full cycles over the usable window ``battery_e_mwh·(soc_max −
-    soc_min)``, SOC statistics, ``episode_reward``. Empty input gives ``{}``."""
+    """Episode metrics of a microgrid rollout.
+
+    Energy [MWh of data-centre demand], fuel, grid and terminal costs [$], carbon [kg]
+    (diesel, grid, total), grid import [MWh], mean price, rates of SLA / over-temperature /
+    deficit / spill steps, `feasibility_rate` (steps with `cost_sum == 0`), PV utilisation
+    (mean `P_pv / max P_pv`), battery throughput [MWh] and full cycles over the usable
+    window `battery_e_mwh·(soc_max − soc_min)`, SOC statistics, `episode_reward`.
+
+    **Arguments:**
+
+    - `info_history`: the list of
+      [`rollout_dcmicrogrid`][powerzoojax.grid.tasks.dc_microgrid.rollout_dcmicrogrid], a
+      dict of per-step arrays or an `EpisodeTrace`.
+    - `dt_hours`: step length [hours].
+    - `battery_e_mwh`: battery capacity [MWh].
+    - `soc_range`: `(soc_min, soc_max)` usable window [fraction].
+
+    **Returns:**
+
+    A dict of metric name to float; `{}` for an empty input.
+    """
     if len(info_history) == 0:
         return {}
     c = _info_columns(info_history)

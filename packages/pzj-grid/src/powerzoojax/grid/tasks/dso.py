@@ -1,21 +1,21 @@
 """DSO task: voltage support on case33bw with six
 flexible loads.
 
-Env: :class:`~powerzoojax.grid.DistGridEnv` with ``include_der=False`` and one 6-device
-:class:`~powerzoojax.grid.FlexLoadBundle` at buses 6, 14, 18, 22, 28, 33 → action
-``Box(12)`` = 6 × ``[curtail, shift_out]``, obs 3·33 + 2·32 + 2 + 30 = 195. Band
+Env: [`DistGridEnv`][powerzoojax.grid.DistGridEnv] with `include_der=False` and one 6-device
+[`FlexLoadBundle`][powerzoojax.grid.FlexLoadBundle] at buses 6, 14, 18, 22, 28, 33 → action
+`Box(12)` = 6 × `[curtail, shift_out]`, obs 3·33 + 2·32 + 2 + 30 = 195. Band
 [0.94, 1.06], loss weight 0.1, 48 half-hour steps. Canonical config = the reference's
-frozen YAML: caps 0.165/0.110/0.110/0.088/0.132/0.110 MW, ``v_slack`` 1.045,
-``load_scale`` 0.83, end-of-feeder bus multipliers with feeder totals preserved.
+frozen YAML: caps 0.165/0.110/0.110/0.088/0.132/0.110 MW, `v_slack` 1.045,
+`load_scale` 0.83, end-of-feeder bus multipliers with feeder totals preserved.
 
 Data substitution: the reference uses mean Ausgrid substation load per feeder; Ausgrid is
 not shipped (and not reachable offline). We use the shipped SimBench 2016 aggregated
-feeder profiles (``powerzoojax.data``, dataset ``simbench_feeders_2016``): feeder A
-(buses 2–18) ← ``mv_semiurb``, B (19–22) ← ``mv_comm``, C (23–33) ← ``mv_urban``, each
-normalised to mean 1 over its split. Splits: ``train`` (Jan–Sep 2016), ``iid`` (Oct–Nov),
-``summer_ood`` (December — the Australian summer months the reference holds out; here the
-data's ``stress`` window), ``zone_holdout`` (iid window, feeders read from the low-voltage
-grids ``lv_semiurb4`` / ``lv_semiurb5`` / ``lv_urban6`` instead). ``synthetic=True`` uses
+feeder profiles (`powerzoojax.data`, dataset `simbench_feeders_2016`): feeder A
+(buses 2–18) ← `mv_semiurb`, B (19–22) ← `mv_comm`, C (23–33) ← `mv_urban`, each
+normalised to mean 1 over its split. Splits: `train` (Jan–Sep 2016), `iid` (Oct–Nov),
+`summer_ood` (December — the Australian summer months the reference holds out; here the
+data's `stress` window), `zone_holdout` (iid window, feeders read from the low-voltage
+grids `lv_semiurb4` / `lv_semiurb5` / `lv_urban6` instead). `synthetic=True` uses
 the reference's analytic feeder shapes instead.
 """
 
@@ -52,10 +52,21 @@ _SPLIT_DATA = {
 def dso_base_loads(
     case: CaseData, load_scale: float = 1.0, bus_multipliers: dict | None = None, preserve_feeder_totals: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Static bus loads ``(p, q)`` [p.u.]: the case's ``Pd, Qd`` × ``load_scale``, then each
-    bus of ``bus_multipliers`` ({bus number: factor > 0}) scaled; with
-    ``preserve_feeder_totals`` each feeder is rescaled back to its total before the
-    multipliers (the multipliers then move load along the feeder, not in or out of it)."""
+    """Static bus loads: the case's `Pd, Qd` × `load_scale`, then each bus of
+    `bus_multipliers` scaled.
+
+    **Arguments:**
+
+    - `case`: the feeder.
+    - `load_scale`: multiplier of every load.
+    - `bus_multipliers`: `{bus number: factor > 0}`, or `None`.
+    - `preserve_feeder_totals`: rescale each feeder back to its total before the
+      multipliers (which then move load along the feeder, not in or out of it).
+
+    **Returns:**
+
+    `(p, q)`, `(N,)` NumPy arrays [p.u.].
+    """
     if not float(load_scale) > 0:
         raise ValueError(f"load_scale must be > 0, got {load_scale!r}")
     multipliers = {int(b): float(v) for b, v in (bus_multipliers or {}).items()}
@@ -79,8 +90,17 @@ def dso_base_loads(
 
 
 def feeder_to_bus_shapes(case: CaseData, shapes: np.ndarray) -> np.ndarray:
-    """Feeder shapes ``(T, 3)`` (A, B, C) → per-bus shapes ``(T, N)`` (other buses, e.g. the
-    slack: 1)."""
+    """Feeder shapes (A, B, C) → per-bus shapes (other buses, e.g. the slack: 1).
+
+    **Arguments:**
+
+    - `case`: the feeder.
+    - `shapes`: `(T, 3)` feeder shapes.
+
+    **Returns:**
+
+    A `(T, N)` NumPy array.
+    """
     ids = np.asarray(case.node_ids)
     out = np.ones((shapes.shape[0], ids.size))
     for k, buses in enumerate(DSO_FEEDERS.values()):
@@ -89,7 +109,16 @@ def feeder_to_bus_shapes(case: CaseData, shapes: np.ndarray) -> np.ndarray:
 
 
 def synthetic_feeder_shapes(n_steps: int = 48) -> np.ndarray:
-    """The reference's analytic dev shapes ``(n_steps, 3)`` for feeders A, B, C (mean 1)."""
+    """The reference's analytic development shapes for feeders A, B, C (mean 1).
+
+    **Arguments:**
+
+    - `n_steps`: rows.
+
+    **Returns:**
+
+    A `(n_steps, 3)` NumPy array.
+    """
     h = 24.0 * np.arange(n_steps) / n_steps
     g = lambda mu, s: np.exp(-0.5 * ((h - mu) / s) ** 2)  # noqa: E731
     shapes = np.stack([1 + 0.5 * g(18.5, 2), 1 + 0.3 * g(10, 3), 1 + 0.4 * g(12, 2) + 0.5 * g(19, 1.5)], axis=1)
@@ -98,7 +127,16 @@ def synthetic_feeder_shapes(n_steps: int = 48) -> np.ndarray:
 
 @functools.lru_cache(maxsize=8)
 def feeder_shapes(split: str) -> np.ndarray:
-    """Real feeder shapes ``(T, 3)`` of a split (mean 1 per feeder), from SimBench."""
+    """Real feeder shapes of a split (mean 1 per feeder), from SimBench.
+
+    **Arguments:**
+
+    - `split`: data split.
+
+    **Returns:**
+
+    A `(T, 3)` NumPy array (feeders A, B, C).
+    """
     from powerzoojax.data import DataLoader
 
     if split not in _SPLIT_DATA:
@@ -112,7 +150,19 @@ def feeder_shapes(split: str) -> np.ndarray:
 
 
 class DSOTask:
-    """Frozen DSO benchmark."""
+    """Frozen DSO benchmark (implements [`TaskSpec`][powerzoojax.core.TaskSpec]).
+
+    **Arguments:**
+
+    - `caps_mw`: curtailment and shift capacity of each of the six flexible loads [MW].
+    - `v_slack`: substation voltage [p.u.].
+    - `load_scale`: multiplier of the case's static loads.
+    - `bus_multipliers`: `{bus number: factor}` moving load along the feeders.
+    - `renormalise_feeders`: rescale each feeder to its total before the multipliers.
+    - `synthetic`: use the synthetic feeder shapes instead of data.
+    - `max_steps`: episode length [steps].
+    - `v_min`, `v_max`: voltage band [p.u.].
+    """
 
     task_name = "dso"
     default_splits = ("train", "iid", "summer_ood", "zone_holdout")
@@ -150,8 +200,19 @@ class DSOTask:
         return feeder_to_bus_shapes(self.case, shapes)
 
     def make_params(self, split: str = "train", start: int = 0, *, max_steps: int | None = None) -> DistGridParams:
-        """Env params whose load rows are the ``max_steps`` rows of ``split`` from ``start``
-        (wrapping around the split)."""
+        """Env params whose load rows are the `max_steps` rows of `split` from `start` (wrapping
+        around the split).
+
+        **Arguments:**
+
+        - `split`: data split.
+        - `start`: first row.
+        - `max_steps`: episode length [steps]; `None` takes the task's.
+
+        **Returns:**
+
+        [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+        """
         n = self.max_steps if max_steps is None else int(max_steps)
         shapes = self._shapes(split)
         rows = (int(start) + np.arange(n)) % shapes.shape[0]
@@ -182,7 +243,12 @@ class DSOTask:
         return self.make_params(split, start, max_steps=max_steps)
 
     def train_params_bank(self) -> list[DistGridParams]:
-        """The eight frozen training windows (``train_window_starts``)."""
+        """The eight frozen training windows (`train_window_starts`).
+
+        **Returns:**
+
+        A list of eight [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+        """
         return [self.make_params("train", s) for s in DSO_TRAIN_WINDOW_STARTS]
 
     def rollout(self, env, params, key, policy_fn) -> EpisodeTrace:
@@ -192,7 +258,17 @@ class DSOTask:
         return ("no_control", "tou", "droop")
 
     def baseline_policy(self, name: str, params: DistGridParams):
-        """``policy(obs, state, key) -> action (12,)`` of a named baseline."""
+        """The policy of a named baseline.
+
+        **Arguments:**
+
+        - `name`: one of `baseline_names()`.
+        - `params`: the episode's params.
+
+        **Returns:**
+
+        `policy(obs, state, key) -> action (12,)`.
+        """
         n_dev = params.resources[0].n_devices
         bus_idx = params.resources[0].bus_idx
         spd = params.steps_per_day
@@ -224,7 +300,19 @@ class DSOTask:
 
 
 def dso_metrics(trace: EpisodeTrace, baseline: EpisodeTrace | None = None, dt_hours: float = 0.5) -> dict[str, float]:
-    """Episode metrics (leading time axis; extra leading axes are averaged)."""
+    """Episode metrics of an `EpisodeTrace` (leading time axis; extra leading axes are
+    averaged).
+
+    **Arguments:**
+
+    - `trace`: the agent's trace.
+    - `baseline`: a baseline trace, or `None`.
+    - `dt_hours`: step length [hours].
+
+    **Returns:**
+
+    A dict of metric name to float.
+    """
     info = jax.tree.map(np.asarray, trace.info)
     loss = info["p_loss_MW"]
     out = {
@@ -278,7 +366,7 @@ def _dso_case(case: CaseData | None) -> CaseData:
 
 
 def _feeder_array(feeder_shapes: dict[str, Any]) -> np.ndarray:
-    """``{"feeder_A": (T,), ...}`` → ``(T, 3)``; a missing feeder keeps shape 1."""
+    """`{"feeder_A": (T,), ...}` → `(T, 3)`; a missing feeder keeps shape 1."""
     unknown = set(feeder_shapes) - set(DSO_FEEDER_BUS_MAP)
     if unknown:
         raise ValueError(f"unknown feeders {sorted(unknown)}; valid: {list(DSO_FEEDER_BUS_MAP)}")
@@ -299,13 +387,25 @@ def make_synthetic_feeder_shapes(
     peak_hour_end: int = 21,
     steps_per_day: int = 48,
 ) -> dict[str, np.ndarray]:
-    """Synthetic diurnal feeder shapes ``{"feeder_A", "feeder_B", "feeder_C"}``, each
-    ``(max_steps,)`` with mean 1 (hour of day h = 24·(t mod steps_per_day)/steps_per_day,
-    so longer shapes repeat daily): A residential evening peak
-    ``1 + (peak_ratio − 1)·e^{−½((h−18.5)/2)²}``, B flat with a morning bump
-    ``1 + 0.3 e^{−½((h−10)/3)²}``, C twin peaks ``1 + 0.4 e^{−½((h−12)/2)²} + 0.5
-    e^{−½((h−19)/1.5)²}``. ``peak_hour_start``/``peak_hour_end`` are accepted for the
-    reference's signature; the evening peak is fixed at 18.5 h."""
+    """Synthetic diurnal feeder shapes, each with mean 1.
+
+    Hour of day `h = 24·(t mod steps_per_day)/steps_per_day`, so longer shapes repeat
+    daily: A residential evening peak `1 + (peak_ratio − 1)·e^{−½((h−18.5)/2)²}`, B flat
+    with a morning bump `1 + 0.3 e^{−½((h−10)/3)²}`, C twin peaks
+    `1 + 0.4 e^{−½((h−12)/2)²} + 0.5 e^{−½((h−19)/1.5)²}`.
+
+    **Arguments:**
+
+    - `max_steps`: length of each shape.
+    - `peak_ratio`: evening peak of feeder A over its base.
+    - `peak_hour_start`, `peak_hour_end`: accepted for the reference's signature; the
+      evening peak is fixed at 18.5 h.
+    - `steps_per_day`: steps in one day.
+
+    **Returns:**
+
+    `{"feeder_A", "feeder_B", "feeder_C"}` → `(max_steps,)` float32 arrays.
+    """
     del peak_hour_start, peak_hour_end
     if int(max_steps) < 1 or int(steps_per_day) < 1:
         raise ValueError(f"max_steps and steps_per_day must be >= 1, got {max_steps!r}, {steps_per_day!r}")
@@ -326,14 +426,24 @@ def _data_dir_of(data_loader: Any) -> Any:
 
 
 def load_feeder_shape(data_loader: Any, feeder: str, role: str = "train", *, resample: str = "30min") -> np.ndarray:
-    """Mean Ausgrid load of a feeder's substations (``powerzoojax.data.ausgrid_utils``) over
-    the window and days of ``role``, resampled, normalised to mean 1 → ``(T,)`` float32.
+    """Mean Ausgrid load of a feeder's substations over the window and days of `role`,
+    resampled and normalised to mean 1.
 
-    ``data_loader``: a ``DataLoader(data_dir=...)`` or the folder holding the Ausgrid file.
+    **Arguments:**
+
+    - `data_loader`: a `DataLoader(data_dir=...)` or the folder holding the Ausgrid file.
+    - `feeder`: `feeder_A`, `feeder_B` or `feeder_C`.
+    - `role`: split role (see `powerzoojax.data.ausgrid_utils`).
+    - `resample`: output step.
+
+    **Returns:**
+
+    A `(T,)` float32 NumPy array.
 
     Raises:
         FileNotFoundError: naming the file, when it is not in that folder (the Ausgrid data
-            are not shipped; :func:`load_dso_feeder_shapes` has the shipped substitute).
+            are not shipped; [`load_dso_feeder_shapes`][powerzoojax.grid.tasks.dso.load_dso_feeder_shapes]
+            has the shipped substitute).
     """
     from powerzoojax.data.ausgrid_utils import get_feeder_substations, load_substation_profiles
 
@@ -346,13 +456,21 @@ def load_feeder_shape(data_loader: Any, feeder: str, role: str = "train", *, res
 def load_dso_feeder_shapes(
     data_loader: Any = None, role: str = "train", *, resample: str = "30min", source: str | None = None
 ) -> dict[str, np.ndarray]:
-    """The three feeder shapes of a split role (``train``, ``iid``, ``summer_ood``,
-    ``zone_holdout``), each mean 1.
+    """The three feeder shapes of a split role, each mean 1.
 
-    ``source="ausgrid"``: :func:`load_feeder_shape` per feeder (the Ausgrid file is then
-    required); ``"simbench"``: the shipped SimBench 2016 feeder profiles that
-    :class:`DSOTask` uses in its place (see the module docstring); ``None``: Ausgrid when
-    the loader's folder holds the file, else SimBench.
+    **Arguments:**
+
+    - `data_loader`: a `DataLoader(data_dir=...)` or a folder; `None` for the shipped data.
+    - `role`: `train`, `iid`, `summer_ood` or `zone_holdout`.
+    - `resample`: output step.
+    - `source`: `"ausgrid"` ([`load_feeder_shape`][powerzoojax.grid.tasks.dso.load_feeder_shape]
+      per feeder; the file is then required), `"simbench"` (the shipped SimBench 2016
+      feeder profiles [`DSOTask`][powerzoojax.grid.tasks.dso.DSOTask] uses in its place) or
+      `None` (Ausgrid when the loader's folder holds the file, else SimBench).
+
+    **Returns:**
+
+    `{"feeder_A", "feeder_B", "feeder_C"}` → `(T,)` float32 arrays.
     """
     from powerzoojax.data.ausgrid_utils import find_ausgrid_file, get_ausgrid_split
 
@@ -376,8 +494,19 @@ def load_dso_feeder_shapes(
 def concat_dso_feeder_windows(
     feeder_shapes: dict[str, Any], window_starts: list[int], *, window_len: int = 48
 ) -> dict[str, np.ndarray]:
-    """Each feeder's windows ``[s, s + window_len)`` (wrapping) for ``s`` in
-    ``window_starts``, concatenated: a training bank of chosen days."""
+    """Each feeder's windows `[s, s + window_len)` (wrapping) for `s` in `window_starts`,
+    concatenated: a training bank of chosen days.
+
+    **Arguments:**
+
+    - `feeder_shapes`: `{feeder name: (T,) shape}`.
+    - `window_starts`: first rows of the windows.
+    - `window_len`: rows per window.
+
+    **Returns:**
+
+    `{feeder name: (len(window_starts)·window_len,) array}`.
+    """
     if int(window_len) < 1 or not window_starts:
         raise ValueError("window_len must be >= 1 and window_starts non-empty")
     out = {}
@@ -400,9 +529,23 @@ def make_dso_load_profiles(
     bus_load_scale_overrides: dict | None = None,
     preserve_feeder_totals: bool = False,
 ) -> tuple[Float[Array, "T N"], Float[Array, "T N"]]:
-    """Per-bus load profiles ``(p, q)``, each ``(max_steps, N)`` [p.u.]: bus load =
-    static base load (:func:`dso_base_loads`) × its feeder's shape at ``(episode_start + t)
-    mod T``; buses outside the three feeders (the slack) keep their base load."""
+    """Per-bus load profiles: static base load ([`dso_base_loads`][powerzoojax.grid.tasks.dso.dso_base_loads])
+    × its feeder's shape at `(episode_start + t) mod T`; buses outside the three feeders
+    (the slack) keep their base load.
+
+    **Arguments:**
+
+    - `case`: the feeder.
+    - `feeder_shapes`: `{feeder name: (T,) shape}`.
+    - `max_steps`: rows of the profile.
+    - `episode_start`: first row of the shapes.
+    - `load_scale`, `bus_load_scale_overrides`, `preserve_feeder_totals`: as for
+      `dso_base_loads` (`bus_multipliers`).
+
+    **Returns:**
+
+    `(p, q)`, each `(max_steps, N)` [p.u.].
+    """
     if int(max_steps) < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
     shapes = _feeder_array(feeder_shapes)
@@ -415,8 +558,17 @@ def make_dso_load_profiles(
 def resolve_dso_flexload_config(
     *, flexload_config: list[dict] | None = None, flexload_bus_ids: list[int] | None = None
 ) -> list[dict]:
-    """The flexible-load layout: ``flexload_config`` (full per-device dicts) if given, else
-    ``DSO_FLEXLOAD_CONFIG`` with its buses replaced by ``flexload_bus_ids`` (same count)."""
+    """The flexible-load layout.
+
+    **Arguments:**
+
+    - `flexload_config`: full per-device dicts; used as given when not `None`.
+    - `flexload_bus_ids`: buses replacing those of `DSO_FLEXLOAD_CONFIG` (same count).
+
+    **Returns:**
+
+    A list of per-device dicts.
+    """
     if flexload_config is not None:
         config = [dict(c) for c in flexload_config]
         for c in config:
@@ -442,8 +594,22 @@ def make_dso_flexload_bundle(
     dt_hours: float = 0.5,
     flexload_config: list[dict] | None = None,
 ) -> FlexLoadBundle:
-    """The DSO's flexible loads (default ``DSO_FLEXLOAD_CONFIG``: six devices, action 12,
-    obs 30) on ``case`` (bus numbers resolved through ``case.node_ids``)."""
+    """The DSO's flexible loads on `case` (bus numbers resolved through `case.node_ids`).
+
+    **Arguments:**
+
+    - `case`: the feeder.
+    - `shift_horizon`: steps a shifted load is spread over.
+    - `curtail_cost_per_mwh`, `shift_cost_per_mwh`: costs of curtailed and shifted
+      energy [$/MWh].
+    - `dt_hours`: step length [hours].
+    - `flexload_config`: per-device dicts; `None` takes `DSO_FLEXLOAD_CONFIG` (six devices,
+      action 12, obs 30).
+
+    **Returns:**
+
+    A [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle].
+    """
     config = resolve_dso_flexload_config(flexload_config=flexload_config)
     return make_flexload_bundle(
         case, [c["bus_id"] for c in config], cap_curtail_mw=[c["curtail_cap_mw"] for c in config],
@@ -474,11 +640,34 @@ def make_dso_params(
     preserve_feeder_totals: bool = False,
     cost_mode: str = "voltage_only",
 ) -> DistGridParams:
-    """DSO env params in one call: ``case`` (default case33bw) with the flexible loads of
-    ``flexload_config`` / ``flexload_bus_ids`` (default ``DSO_FLEXLOAD_CONFIG``), no
-    per-bus DER actions, band ``[v_min, v_max]``, and load profiles from ``feeder_shapes``
-    (:func:`make_dso_load_profiles`; default the synthetic shapes, for development, not
-    the benchmark). ``cost_mode`` is accepted for old configs and has no effect."""
+    """DSO env params in one call.
+
+    `case` with the flexible loads of `flexload_config` / `flexload_bus_ids`, no per-bus
+    DER actions, band `[v_min, v_max]`, and load profiles from `feeder_shapes`.
+
+    **Arguments:**
+
+    - `case`: the feeder; `None` takes case33bw.
+    - `feeder_shapes`: see [`make_dso_load_profiles`][powerzoojax.grid.tasks.dso.make_dso_load_profiles];
+      `None` takes the synthetic shapes (for development, not the benchmark).
+    - `max_steps`: episode length [steps].
+    - `steps_per_day`: steps in one day.
+    - `episode_start`: first row of the shapes.
+    - `load_scale`: multiplier of the static loads.
+    - `v_slack`: substation voltage [p.u.].
+    - `v_min`, `v_max`: voltage band [p.u.].
+    - `loss_penalty_weight`: weight of the network losses in the reward.
+    - `shift_horizon`, `curtail_cost_per_mwh`, `shift_cost_per_mwh`, `dt_hours`: as for
+      `make_dso_flexload_bundle`.
+    - `flexload_config`: per-device dicts; `None` takes `DSO_FLEXLOAD_CONFIG`.
+    - `flexload_bus_ids`: buses replacing those of `DSO_FLEXLOAD_CONFIG` (same count).
+    - `bus_load_scale_overrides`, `preserve_feeder_totals`: as for `dso_base_loads`.
+    - `cost_mode`: accepted for old configs; no effect.
+
+    **Returns:**
+
+    [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+    """
     if cost_mode not in _COST_MODES:
         raise ValueError(f"unknown cost_mode {cost_mode!r}; valid (inert): {_COST_MODES}")
     case = _dso_case(case)
@@ -502,8 +691,22 @@ def make_dso_params(
 def make_dso_params_from_split(
     case: CaseData | None = None, *, role: str = "train", data_loader: Any = None, resample: str = "30min", **kwargs: Any
 ) -> DistGridParams:
-    """:func:`make_dso_params` on the feeder shapes of a split role
-    (:func:`load_dso_feeder_shapes`: Ausgrid when available, else the shipped substitute)."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] on the feeder shapes of a
+    split role.
+
+    **Arguments:**
+
+    - `case`: the feeder; `None` takes case33bw.
+    - `role`: split role.
+    - `data_loader`: see [`load_dso_feeder_shapes`][powerzoojax.grid.tasks.dso.load_dso_feeder_shapes]
+      (Ausgrid when available, else the shipped substitute).
+    - `resample`: step of the shapes.
+    - `**kwargs`: further keywords of `make_dso_params`.
+
+    **Returns:**
+
+    [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+    """
     shapes = load_dso_feeder_shapes(data_loader, role, resample=resample)
     return make_dso_params(case, feeder_shapes=shapes, **kwargs)
 
@@ -511,7 +714,20 @@ def make_dso_params_from_split(
 def make_dso_1flex_params(
     case: CaseData | None = None, *, bus_id: int = 18, curtail_cap_mw: float = 0.1, shift_cap_mw: float = 0.1, **kwargs: Any
 ) -> DistGridParams:
-    """:func:`make_dso_params` with one flexible load at ``bus_id`` (action 2)."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] with one flexible load
+    (action 2).
+
+    **Arguments:**
+
+    - `case`: the feeder; `None` takes case33bw.
+    - `bus_id`: bus number of the flexible load.
+    - `curtail_cap_mw`, `shift_cap_mw`: its capacities [MW].
+    - `**kwargs`: further keywords of `make_dso_params`.
+
+    **Returns:**
+
+    [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+    """
     config = [{"bus_id": int(bus_id), "curtail_cap_mw": float(curtail_cap_mw), "shift_cap_mw": float(shift_cap_mw)}]
     return make_dso_params(case, flexload_config=config, **kwargs)
 
@@ -529,11 +745,26 @@ def make_dso_params_nonstationary(
     max_steps: int = 48,
     **kwargs: Any,
 ) -> DistGridParams:
-    """:func:`make_dso_params` for episode ``episode_idx`` of a non-stationary schedule
-    (:class:`powerzoojax.data.NonstationarySampler`): its window start and load drift
-    (both P and Q × ``drift_factor``). ``feeder_shapes`` must span the whole training
-    window; default synthetic shapes of ``max(2·total_episodes, 10·max_steps)`` steps.
-    ``key`` defaults to ``PRNGKey(episode_idx)``."""
+    """[`make_dso_params`][powerzoojax.grid.tasks.dso.make_dso_params] for one episode of a
+    non-stationary schedule ([`NonstationarySampler`][powerzoojax.data.NonstationarySampler]):
+    its window start and load drift (P and Q × `drift_factor`).
+
+    **Arguments:**
+
+    - `case`: the feeder; `None` takes case33bw.
+    - `feeder_shapes`: shapes spanning the whole training window; `None` takes synthetic
+      shapes of `max(2·total_episodes, 10·max_steps)` steps.
+    - `episode_idx`: index of the episode.
+    - `total_episodes`, `drift_rate`, `rolling_sigma_steps`: as for the sampler.
+    - `key`: PRNG key of the draw; `None` takes `PRNGKey(episode_idx)`.
+    - `mode`: sampler mode.
+    - `max_steps`: episode length [steps].
+    - `**kwargs`: further keywords of `make_dso_params`.
+
+    **Returns:**
+
+    [`DistGridParams`][powerzoojax.grid.distribution.DistGridParams].
+    """
     from powerzoojax.data import NonstationarySampler, apply_drift
 
     if feeder_shapes is None:
@@ -550,9 +781,21 @@ def make_dso_params_nonstationary(
 
 
 def rollout_dso(env: DistGridEnv, params: DistGridParams, key, policy_fn, max_steps: int | None = None) -> dict[str, Array]:
-    """One episode (one ``lax.scan``) as ``{"rewards", "losses", "violations",
-    "voltage_violations", "thermal_violations", "curtailed", "shifted", "shift_in"}``,
-    each ``(max_steps,)`` (default ``params.max_steps``); ``policy_fn(obs, state, key)``."""
+    """One episode (one `lax.scan`) of `policy_fn`.
+
+    **Arguments:**
+
+    - `env`: the env.
+    - `params`: its params.
+    - `key`: PRNG key.
+    - `policy_fn`: `policy(obs, state, key) -> action`.
+    - `max_steps`: episode length; `None` takes `params.max_steps`.
+
+    **Returns:**
+
+    `{"rewards", "losses", "violations", "voltage_violations", "thermal_violations",
+    "curtailed", "shifted", "shift_in"}`, each `(max_steps,)`.
+    """
     trace = episode_rollout(env, params, key, policy_fn, n_steps=max_steps)
     return {"rewards": trace.reward, **{k: trace.info[v] for k, v in _DSO_RECORD.items()}}
 
@@ -569,13 +812,22 @@ def _dso_action_dim(params: DistGridParams) -> int:
 
 
 def dso_no_control_rollout(env: DistGridEnv, params: DistGridParams, key) -> dict[str, Array]:
-    """Baseline: zero action every step."""
+    """Baseline: zero action every step.
+
+    **Arguments:**
+
+    - `env`, `params`, `key`: as for `rollout_dso`.
+
+    **Returns:**
+
+    The [`rollout_dso`][powerzoojax.grid.tasks.dso.rollout_dso] record.
+    """
     zeros = jnp.zeros((_dso_action_dim(params),), jnp.float32)
     return rollout_dso(env, params, key, lambda obs, state, k: zeros)
 
 
 def _flex_action(params: DistGridParams, flex_action: Array) -> Array:
-    """Place the flexible loads' ``(2·n_dev,)`` action in the env's full action vector."""
+    """Place the flexible loads' `(2·n_dev,)` action in the env's full action vector."""
     out = jnp.zeros((_dso_action_dim(params),), jnp.float32)
     start = (params.network.n_nodes - 1) * int(params.include_der)
     for bundle in params.resources:
@@ -587,7 +839,17 @@ def _flex_action(params: DistGridParams, flex_action: Array) -> Array:
 
 def dso_tou_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, peak_start: int = 16, peak_end: int = 21) -> dict[str, Array]:
     """Time-of-use rule: every device curtails 80 % and shifts out 50 % on day steps
-    ``[peak_start, peak_end)``, nothing otherwise."""
+    `[peak_start, peak_end)`, nothing otherwise.
+
+    **Arguments:**
+
+    - `env`, `params`, `key`: as for `rollout_dso`.
+    - `peak_start`, `peak_end`: peak window [steps of the day].
+
+    **Returns:**
+
+    The [`rollout_dso`][powerzoojax.grid.tasks.dso.rollout_dso] record.
+    """
     n_dev = _flex_bundle(params).n_devices
     spd = params.steps_per_day
 
@@ -600,9 +862,21 @@ def dso_tou_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, pe
 
 
 def dso_droop_rule_based_rollout(env: DistGridEnv, params: DistGridParams, key, v_low: float = 0.96, v_high: float = 1.04) -> dict[str, Array]:
-    """Voltage-droop rule per device from its bus voltage: curtail
-    ``clip((v_low − v)/0.04, 0, 1)``, shift out ``clip((v_low − v)/0.06, 0, 0.5)``; at
-    ``v ≥ v_low`` (up to and above ``v_high``) no action, so deferred load is released."""
+    """Voltage-droop rule per device from its bus voltage.
+
+    Curtail `clip((v_low − v)/0.04, 0, 1)`, shift out `clip((v_low − v)/0.06, 0, 0.5)`; at
+    `v ≥ v_low` no action, so deferred load is released.
+
+    **Arguments:**
+
+    - `env`, `params`, `key`: as for `rollout_dso`.
+    - `v_low`: voltage below which devices act [p.u.].
+    - `v_high`: upper band edge [p.u.] (no action above `v_low`).
+
+    **Returns:**
+
+    The [`rollout_dso`][powerzoojax.grid.tasks.dso.rollout_dso] record.
+    """
     del v_high  # above the band the rule already does nothing
     bus_idx = _flex_bundle(params).bus_idx
 
@@ -620,11 +894,23 @@ dso_droop_heuristic_rollout = dso_droop_rule_based_rollout
 
 
 def compute_dso_metrics(rollout_results: dict, baseline_results: dict | None = None, dt_hours: float = 0.5) -> dict[str, float | None]:
-    """Episode metrics of a :func:`rollout_dso` record: rewards, losses [MWh, MW], violation
-    counts (totals and per step), curtailed / shifted / released energy [MWh],
-    ``served_flex_ratio`` (released / shifted out; 0 without shifting); with
-    ``baseline_results`` (no-control), ``network_loss_reduction_pct`` and
-    ``peak_shaving_pct`` (of the peak loss), else None."""
+    """Episode metrics of a [`rollout_dso`][powerzoojax.grid.tasks.dso.rollout_dso] record.
+
+    Rewards, losses [MWh, MW], violation counts (totals and per step), curtailed /
+    shifted / released energy [MWh], `served_flex_ratio` (released / shifted out; 0
+    without shifting); with a baseline, `network_loss_reduction_pct` and
+    `peak_shaving_pct` (of the peak loss), else `None`.
+
+    **Arguments:**
+
+    - `rollout_results`: the agent's record.
+    - `baseline_results`: the no-control record, or `None`.
+    - `dt_hours`: step length [hours].
+
+    **Returns:**
+
+    A dict of metric name to float (or `None`).
+    """
     r = {k: np.asarray(v, np.float64) for k, v in rollout_results.items()}
     losses, shifted, shift_in = r["losses"], r["shifted"], r["shift_in"]
     volt = r["voltage_violations"]

@@ -1,7 +1,7 @@
-"""Transmission networks: :class:`TransGridEnv` (units dispatched by the agent or an OPF over a
-DC or AC network) with its network models, one per physics mode (``DCPowerFlowModel``,
-``DCOPFModel``, ``ACPowerFlowModel``, ``ACOPFModel``; the protocol ``NetworkModel`` for a
-model of your own), and :class:`UnitCommitmentEnv` (commitment plus DC-OPF dispatch)."""
+"""Transmission networks: [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] (units dispatched by the agent or an OPF over a
+DC or AC network) with its network models, one per physics mode (`DCPowerFlowModel`,
+`DCOPFModel`, `ACPowerFlowModel`, `ACOPFModel`; the protocol `NetworkModel` for a
+model of your own), and [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv] (commitment plus DC-OPF dispatch)."""
 
 from powerzoojax.grid.transmission._network_models import (
     ACOPFModel,

@@ -26,7 +26,7 @@ def _unit_limit_excess(traj: Trajectory, params, applies: np.ndarray) -> np.ndar
 
 
 def _outage_case(params):
-    """The case as the params see it: with the lines of ``with_line_outages`` opened, rebuilt
+    """The case as the params see it: with the lines of `with_line_outages` opened, rebuilt
     on the host (an independent route to the PTDF the env corrects in-graph); None when
     the outage islands buses (the flows are then not physical)."""
     out = np.asarray(getattr(params, "line_out", np.zeros(0, bool)), bool)
@@ -40,7 +40,7 @@ def _outage_case(params):
 
 def dc_laws(params, *, balanced_when_optimal: bool = False) -> tuple[Invariant, ...]:
     """DC power flow: injections balance and flows are PTDF times injections (of the case
-    with any line outages of the params). After a DC-OPF (``balanced_when_optimal``) the
+    with any line outages of the params). After a DC-OPF (`balanced_when_optimal`) the
     balance holds on OPTIMAL steps only: an infeasible load is reported unserved."""
     case = _outage_case(params)
     if case is None:
@@ -150,7 +150,7 @@ def unit_commitment_laws(params) -> tuple[Invariant, ...]:
 
 
 def trans_grid_laws(params) -> tuple[Invariant, ...]:
-    """The laws of a :class:`TransGridEnv` step under ``params`` (none for a custom model or
+    """The laws of a [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] step under `params` (none for a custom model or
     with resource bundles, whose injections the recorded state does not separate)."""
     from powerzoojax.grid.transmission._network_models import (
         ACPowerFlowModel,

@@ -1,67 +1,66 @@
-"""Network models of :class:`~powerzoojax.grid.TransGridEnv`: one small module per physics mode.
+"""Network models of [`TransGridEnv`][powerzoojax.grid.TransGridEnv]: one small module per physics mode.
 
 A network model turns one step's loads, set-points and bundle injections into unit
-outputs, flows, voltages and the violation measures the env prices. ``make_trans_params``
-picks one from ``physics`` / ``solver_mode`` and stores it in the params
-(``params.network_model``); ``TransGridEnv.reset`` / ``step`` call it without knowing the
+outputs, flows, voltages and the violation measures the env prices. `make_trans_params`
+picks one from `physics` / `solver_mode` and stores it in the params
+(`params.network_model`); `TransGridEnv.reset` / `step` call it without knowing the
 mode:
 
-==========================================  ===========  ===========================
-model                                       (physics,    dispatch
-                                            solver_mode)
-==========================================  ===========  ===========================
-:class:`DCPowerFlowModel`                   (0, 0)       agent set-points, DC slack
-:class:`DCOPFModel`                         (0, 1)       DC-OPF
-``ACPowerFlowModel(DCPowerFlowModel())``    (1, 0)       agent set-points, DC slack
-``ACPowerFlowModel(DCOPFModel(...))``       (1, 1)       DC-OPF, then AC power flow
-:class:`ACOPFModel`                         (any, 2)     AC-OPF
-==========================================  ===========  ===========================
+| model | (`physics`, `solver_mode`) | dispatch |
+|---|---|---|
+| [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel] | (0, 0) | agent set-points, DC slack |
+| [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] | (0, 1) | DC-OPF |
+| `ACPowerFlowModel(DCPowerFlowModel())` | (1, 0) | agent set-points, DC slack |
+| `ACPowerFlowModel(DCOPFModel(...))` | (1, 1) | DC-OPF, then AC power flow |
+| [`ACOPFModel`][powerzoojax.grid.transmission.ACOPFModel] | (any, 2) | AC-OPF |
 
 The model lives in the params, not in the env, because it holds arrays (OPF setups, the
 AC network): as params leaves they can be vmapped (e.g. over line ratings) and a new
 params of the same mode reuses the compiled step. Its iteration caps, tolerances and
 method are static fields, so they are part of the compiled program, like the mode itself.
 
-Protocol. A model is an ``eqx.Module`` subclassing :class:`NetworkModel` with
+Protocol. A model is an `eqx.Module` subclassing [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel] with
 
-- ``solve(params, inputs) -> NetworkSolution``: the step's network solve;
-  ``inputs`` (:class:`NetworkInputs`) carries the profile row's loads [MW per load], the
+- `solve(params, inputs) -> NetworkSolution`: the step's network solve;
+  `inputs` ([`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs]) carries the profile row's loads [MW per load], the
   row index, the set-points [MW] (the agent's, or proportional to the load when the
   action has no unit entries; OPF models ignore them), the bundles' bus injections [MW]
   (None without bundles) and the state before the step (None at reset);
-- ``solve_reset(params, inputs)`` (optional): the solve behind ``reset``; defaults to
-  ``solve``;
-- ``is_ac`` (class variable): whether the observation carries bus voltages (the AC
-  layout, ``L + N + D + G + 2``) and ``make_trans_params`` builds the reactive loads and
-  voltage limits (``params.load_q_mvar``, ``node_v_min``, ``node_v_max``).
+- `solve_reset(params, inputs)` (optional): the solve behind `reset`; defaults to
+  `solve`;
+- `is_ac` (class variable): whether the observation carries bus voltages (the AC
+  layout, `L + N + D + G + 2`) and `make_trans_params` builds the reactive loads and
+  voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`).
 
-Every array of the :class:`NetworkSolution` must be finite; ``thermal``, ``voltage`` and
-``unserved_mw`` are the non-negative amounts the ``thermal_overload``, ``voltage_violation``
-and ``power_balance`` costs charge; ``info`` entries are added to the step's info (the
+Every array of the [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution] must be finite; `thermal`, `voltage` and
+`unserved_mw` are the non-negative amounts the `thermal_overload`, `voltage_violation`
+and `power_balance` costs charge; `info` entries are added to the step's info (the
 same keys on every step). A model of your own goes in with
-``make_trans_params(case, network_model=...)``. Example: a DC power flow whose slack units
+`make_trans_params(case, network_model=...)`. Example: a DC power flow whose slack units
 also cover losses of a fixed fraction of the load (the fraction an array leaf, so params
-can be vmapped over it)::
+can be vmapped over it):
 
-    import dataclasses
+```python
+import dataclasses
 
-    import jax.numpy as jnp
-    from jaxtyping import Array, Float
+import jax.numpy as jnp
+from jaxtyping import Array, Float
 
-    from powerzoojax.case import load_case
-    from powerzoojax.grid import TransGridEnv, make_trans_params
-    from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
+from powerzoojax.case import load_case
+from powerzoojax.grid import TransGridEnv, make_trans_params
+from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
 
-    class LossyDCModel(NetworkModel):
-        loss_fraction: Float[Array, ""]
+class LossyDCModel(NetworkModel):
+    loss_fraction: Float[Array, ""]
 
-        def solve(self, params, inputs):
-            lossless = DCPowerFlowModel().solve(params, inputs)
-            losses = self.loss_fraction * jnp.sum(inputs.load_mw)
-            units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
-            return dataclasses.replace(lossless, unit_power_mw=units)
+    def solve(self, params, inputs):
+        lossless = DCPowerFlowModel().solve(params, inputs)
+        losses = self.loss_fraction * jnp.sum(inputs.load_mw)
+        units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
+        return dataclasses.replace(lossless, unit_power_mw=units)
 
-    params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+```
 """
 
 import abc
@@ -83,7 +82,17 @@ __all__ = [
 
 
 class NetworkInputs(eqx.Module):
-    """What a network model solves for on one step (see the module docstring)."""
+    """What a network model solves for on one step.
+
+    **Arguments:**
+
+    - `load_mw`: `(n_loads,)` the profile row's loads [MW].
+    - `row`: index of that profile row.
+    - `dispatch_mw`: `(n_units,)` set-points [MW] (the agent's, or proportional to the
+      load when the action has no unit entries; OPF models ignore them).
+    - `p_bus_mw`: `(n_nodes,)` the bundles' bus injections [MW], `None` without bundles.
+    - `previous`: the state before the step, `None` at reset.
+    """
 
     load_mw: Float[Array, " n_loads"]
     row: Int[Array, ""]
@@ -93,9 +102,24 @@ class NetworkInputs(eqx.Module):
 
 
 class NetworkSolution(eqx.Module):
-    """What one network solve produced, in every mode. AC-only fields are flat (``vm`` 1,
-    ``va`` 0, reactive quantities 0) in the DC models; ``n_voltage_violations`` includes a
-    failed AC solve."""
+    """What one network solve produced, in every mode.
+
+    AC-only fields are flat (`vm` 1, `va` 0, reactive quantities 0) in the DC models.
+
+    **Arguments:**
+
+    - `unit_power_mw`: `(n_units,)` realised output [MW].
+    - `line_flow_mw`, `line_flow_q_mvar`: `(n_lines,)` flows [MW, MVAr].
+    - `node_injection_mw`: `(n_nodes,)` net injections [MW].
+    - `vm`, `va`: `(n_nodes,)` voltages [p.u., rad].
+    - `q_gen`: `(n_units,)` reactive output [MVAr].
+    - `thermal`: overload the `thermal_overload` cost charges (≥ 0).
+    - `n_line_violations`: number of overloaded lines.
+    - `voltage`: voltage violation the `voltage_violation` cost charges (≥ 0).
+    - `n_voltage_violations`: buses outside their limits, including a failed AC solve.
+    - `unserved_mw`: load not served, charged on `power_balance` [MW].
+    - `info`: entries added to the step's info (the same keys on every step).
+    """
 
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -113,16 +137,43 @@ class NetworkSolution(eqx.Module):
 
 
 class NetworkModel(eqx.Module):
-    """Base of the network models; subclasses implement :meth:`solve` (module docstring)."""
+    """Base of the network models.
+
+    Subclasses implement [`solve`][powerzoojax.grid.transmission.NetworkModel.solve] and may
+    override `solve_reset`; the class variable `is_ac` says whether the observation carries
+    bus voltages and whether `make_trans_params` builds the reactive loads and voltage
+    limits. A model of your own goes in with `make_trans_params(case, network_model=...)`.
+    """
 
     is_ac: ClassVar[bool] = False
 
     @abc.abstractmethod
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The step's network solve."""
+        """The step's network solve.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution] whose arrays are
+        all finite.
+        """
 
     def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The solve behind ``reset`` (the step's solve unless a model says otherwise)."""
+        """The solve behind `reset` (the step's solve unless a model says otherwise).
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the reset's inputs (`previous` is `None`).
+
+        **Returns:**
+
+        A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution].
+        """
         return self.solve(params, inputs)
 
 
@@ -160,9 +211,20 @@ def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Ar
 
 class DCPowerFlowModel(NetworkModel):
     """DC power flow of the set-points; the slack units take up the imbalance (and give up
-    the bundles' injections). Thermal metric: MW beyond ``[line_floor, line_cap]``."""
+    the bundles' injections). Thermal metric: MW beyond `[line_floor, line_cap]`."""
 
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        """The DC stage: a DC power flow of the set-points.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        The unit outputs with DC flows, zero unserved load and no info.
+        """
         net = params.network
         flow = dc_power_flow(net, inputs.dispatch_mw, inputs.load_mw, params.load_line_flow_mw[inputs.row])
         p_bus = inputs.p_bus_mw
@@ -185,14 +247,34 @@ class DCPowerFlowModel(NetworkModel):
 
 
 class DCOPFModel(NetworkModel):
-    """DC-OPF dispatch (interior point with LMPs) and its flows; the set-points are ignored.
-    Info: ``opf_status``, ``opf_converged``, ``opf_objective``, ``opf_lambda``, ``opf_ok``."""
+    """DC-OPF dispatch (with LMPs) and its flows; the set-points are ignored.
+
+    Info: `opf_status`, `opf_converged`, `opf_objective`, `opf_lambda`, `opf_ok`.
+
+    **Arguments:**
+
+    - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `max_iter`: iteration cap (static).
+    - `tol`: tolerance (static).
+    """
 
     setup: DCOPFSetup
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-4)
 
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+        """The DC stage: the OPF dispatch with its DC flows.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
+
+        **Returns:**
+
+        The unit outputs with DC flows, the load the OPF could not serve [MW] and the OPF's
+        info.
+        """
         net = params.network
         node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
         if inputs.p_bus_mw is not None:
@@ -219,15 +301,28 @@ class DCOPFModel(NetworkModel):
 
 
 class ACPowerFlowModel(NetworkModel):
-    """AC power flow (fast-decoupled with a Newton fallback by default, see
-    ``ac_power_flow``'s ``method``; PV->PQ switching at the Q limits) on the
-    unit outputs of a DC stage: :class:`DCPowerFlowModel` (the agent's set-points, slack
-    balanced in DC) or :class:`DCOPFModel` (the OPF dispatch; its info is kept). Thermal
-    metric ``max(|S_from|, |S_to|)`` beyond the rating; a solve that does not converge
-    costs ``params.pf_failure_cost`` on ``power_balance`` and counts as a voltage
-    violation. Generator Q schedules and bundle Q are not modelled. ``warm_start``: start
-    from the previous state's voltages and PV->PQ switches (see :meth:`warm_start_from`).
-    Info: ``pf_converged``, ``pf_n_iter``, ``pf_max_mismatch``."""
+    """AC power flow (PV→PQ switching at the Q limits) on the unit outputs of a DC stage.
+
+    The DC stage is [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel]
+    (the agent's set-points, slack balanced in DC) or
+    [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] (the OPF dispatch; its info is
+    kept). Thermal metric `max(|S_from|, |S_to|)` beyond the rating; a solve that does not
+    converge costs `params.pf_failure_cost` on `power_balance` and counts as a voltage
+    violation. Generator Q schedules and bundle Q are not modelled. Info: `pf_converged`,
+    `pf_n_iter`, `pf_max_mismatch`.
+
+    **Arguments:**
+
+    - `network`: the [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `dispatch_model`: the DC stage.
+    - `max_iter`: iteration cap (static).
+    - `tol`: mismatch tolerance [p.u.] (static).
+    - `method`: `"fdlf"`, `"fdlf_only"` or `"newton"`, as in
+      [`ac_power_flow`][powerzoojax.physics.ac_power_flow] (static).
+    - `warm_start`: start from the previous state's voltages and PV→PQ switches (see
+      [`warm_start_from`][powerzoojax.grid.transmission.ACPowerFlowModel.warm_start_from])
+      (static).
+    """
 
     network: ACNetwork
     dispatch_model: DCPowerFlowModel | DCOPFModel
@@ -238,12 +333,24 @@ class ACPowerFlowModel(NetworkModel):
     is_ac: ClassVar[bool] = True
 
     def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
-        """Initial voltages and PV->PQ switches from the previous step's state. The state
-        holds no switch flags: a PV bus is switched iff its voltage left the set point
-        (unswitched PV voltages are pinned to it exactly), at the limit its generated Q is
-        nearer to (Q from ``q_gen``). A state with voltages outside [0.8, 1.2] p.u. (a
-        failed solve) starts flat instead. With Q limits the result may then differ from
-        the cold solve (a bus at a limit near its switching point)."""
+        """Initial voltages and PV→PQ switches from the previous step's state.
+
+        The state holds no switch flags: a PV bus is switched iff its voltage left the set
+        point (unswitched PV voltages are pinned to it exactly), at the limit its generated Q
+        is nearer to. A state with voltages outside [0.8, 1.2] p.u. (a failed solve) starts
+        flat instead. With Q limits the result may then differ from the cold solve (a bus at a
+        limit near its switching point).
+
+        **Arguments:**
+
+        - `params`: the env's params.
+        - `state`: the previous step's [`GridState`][powerzoojax.grid.transmission.GridState].
+
+        **Returns:**
+
+        `(vm, va, pv_limit)`: `(n_nodes,)` magnitudes [p.u.], angles [rad] and the int switch
+        side (+1 / -1 / 0).
+        """
         net = self.network
         sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
         switched = net.is_pv & (state.vm != net.v_set) & sane
@@ -315,12 +422,21 @@ class ACPowerFlowModel(NetworkModel):
 
 class ACOPFModel(NetworkModel):
     """AC-OPF (in-graph primal–dual interior point in float32) setting dispatch, voltages and
-    flows; the set-points are ignored; reactive loads are the case's Qd. Thermal metric
-    ``|S_from|`` beyond the rating. ``reset`` starts from proportional dispatch, a DC power
-    flow and flat voltages instead (:meth:`solve_reset`). Info: ``opf_converged``,
-    ``opf_status`` (0 optimal, 1 not converged), ``opf_objective`` [$/h],
-    ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own power-flow solution),
-    ``line_viol_mva`` (Σ MVA beyond the rating at either end)."""
+    flows; the set-points are ignored; reactive loads are the case's Qd.
+
+    Thermal metric `|S_from|` beyond the rating. `reset` starts from proportional
+    dispatch, a DC power flow and flat voltages instead
+    ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info:
+    `opf_converged`, `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
+    `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
+    `line_viol_mva` (Σ MVA beyond the rating at either end).
+
+    **Arguments:**
+
+    - `setup`: the [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    - `max_iter`: iteration cap (static).
+    - `tol`: tolerance on the scaled KKT error (static).
+    """
 
     setup: ACOPFSetup
     max_iter: int = eqx.field(static=True, default=50)

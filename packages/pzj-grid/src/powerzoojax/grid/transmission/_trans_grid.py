@@ -30,7 +30,23 @@ CONSTRAINT_NAMES = ("thermal_overload", "voltage_violation", "power_balance", "r
 
 
 class GridState(EnvState):
-    """Transmission state; every field exists in every physics mode (mode-invariant pytree)."""
+    """Transmission state; every field exists in every physics mode (mode-invariant pytree).
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `unit_power_mw`: `(n_units,)` realised unit output [MW].
+    - `line_flow_mw`: `(n_lines,)` active flows [MW], from → to positive.
+    - `node_injection_mw`: `(n_nodes,)` net injections [MW].
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: number of violated limits on the last step.
+    - `total_cost`: generation cost of the last step [$].
+    - `vm`, `va`: `(n_nodes,)` voltage magnitude [p.u.] and angle [rad] (1 and 0 in the DC
+      modes).
+    - `q_gen`: `(n_units,)` reactive output [MVAr] (0 in the DC modes).
+    - `line_flow_q_mw`: `(n_lines,)` reactive flows [MVAr] (0 in the DC modes).
+    - `resource_states`: the states of the params' resource bundles.
+    """
 
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
@@ -48,58 +64,77 @@ class GridState(EnvState):
 class TransGridEnv(Environment):
     """Transmission grid dispatch env (every physics mode, one network model each).
 
-    Modes (``physics`` / ``solver_mode`` in :func:`make_trans_params`), each a network model
-    (:mod:`powerzoojax.grid.transmission._network_models`, chosen once in ``make_trans_params``
-    and kept in ``params.network_model``; ``reset`` and ``step`` call it without branching on
+    Modes (`physics` / `solver_mode` in [`make_trans_params`][powerzoojax.grid.transmission.make_trans_params]), each a network model
+    (`powerzoojax.grid.transmission._network_models`, chosen once in `make_trans_params`
+    and kept in `params.network_model`; `reset` and `step` call it without branching on
     the mode, and a model of your own can take its place):
 
-    ==========  ===========  ======================  ========================  =====================
-    physics     solver_mode  dispatch                network result            thermal metric
-    ==========  ===========  ======================  ========================  =====================
-    0           0            agent                   DC PTDF                   MW vs [floor, cap]
-    1           0            agent (DC slack-adj.)   AC PF (fdlf / Newton)     max(|S_from|, |S_to|)
-    0           1            DC-OPF                  DC-OPF flows              MW
-    1           1            DC-OPF                  AC PF on the OPF dispatch max(|S_from|, |S_to|)
-    any         2            AC-OPF                  AC-OPF voltages and flows |S_from|
-    ==========  ===========  ======================  ========================  =====================
+    | `physics` | `solver_mode` | dispatch | network result | thermal metric |
+    |---|---|---|---|---|
+    | 0 | 0 | agent | DC PTDF | MW vs [floor, cap] |
+    | 1 | 0 | agent (DC slack-adj.) | AC PF (fdlf / Newton) | larger of the end magnitudes `abs(S_from)`, `abs(S_to)` |
+    | 0 | 1 | DC-OPF | DC-OPF flows | MW |
+    | 1 | 1 | DC-OPF | AC PF on the OPF dispatch | larger of the end magnitudes `abs(S_from)`, `abs(S_to)` |
+    | any | 2 | AC-OPF | AC-OPF voltages and flows | `abs(S_from)` |
 
-    AC-OPF mode: the in-graph primal–dual interior point of :mod:`powerzoojax.physics._ac_opf`
+    AC-OPF mode: the in-graph primal–dual interior point of `powerzoojax.physics._ac_opf`
       runs in float32 (as the env) with a barrier floor and best-iterate tracking that make
-      it converge there (see ``make_trans_params``' ``acopf_tol``); reactive loads are the
-      case's Qd; info adds ``opf_converged``, ``opf_status`` (0 optimal, 1 not converged),
-      ``opf_objective`` [$/h], ``opf_max_mismatch`` [p.u.], ``pf_converged`` (the OPF's own
-      power-flow solution: same as ``opf_converged``) and ``line_viol_mva`` (Σ MVA beyond
-      the rating at either end). No iteration count: see ``ACOPFModel.solve``. The reset
+      it converge there (see `make_trans_params`' `acopf_tol`); reactive loads are the
+      case's Qd; info adds `opf_converged`, `opf_status` (0 optimal, 1 not converged),
+      `opf_objective` [$/h], `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own
+      power-flow solution: same as `opf_converged`) and `line_viol_mva` (Σ MVA beyond
+      the rating at either end). No iteration count: see `ACOPFModel.solve`. The reset
       state is proportional dispatch on a DC power flow with flat voltages.
 
-    Observation float32, unbounded, ``L (+N in AC) + D + G + 2 + Σ bundle obs``:
-      line loading ``/ max(|cap|, 1)`` (DC: signed MW; AC: ``√(P²+Q²)`` at the from end) ·
-      ``vm`` (AC only) · ``load_mw / max(Σ p_max, 1)`` (D, the load the next action will
-      meet) · ``unit_power_mw / max(p_max, 1)`` (G) · ``sin φ, cos φ`` of the time of day ·
+    Observation float32, unbounded, `L (+N in AC) + D + G + 2 + Σ bundle obs`:
+      line loading `/ max(|cap|, 1)` (DC: signed MW; AC: `√(P²+Q²)` at the from end) ·
+      `vm` (AC only) · `load_mw / max(Σ p_max, 1)` (D, the load the next action will
+      meet) · `unit_power_mw / max(p_max, 1)` (G) · `sin φ, cos φ` of the time of day ·
       each resource bundle's observation.
-    Action in [-1, 1]: ``[unit set-points (G, if include_unit_dispatch) | bundle slices]``;
-      unit set-points map onto ``[p_min, p_max]`` and the slack-bus units take up the
+    Action in [-1, 1]: `[unit set-points (G, if include_unit_dispatch) | bundle slices]`;
+      unit set-points map onto `[p_min, p_max]` and the slack-bus units take up the
       imbalance; in OPF modes the unit entries are ignored.
-    Reward ``−reward_scale · TC(p)`` with ``TC`` the generation cost [$/h].
-    Costs (non-negative, in this order): ``thermal_overload`` (Σ MW / MVA beyond line limits ×
-      ``cost_thermal_weight``), ``voltage_violation`` (Σ p.u. outside ``[v_min, v_max]``; 0 in
-      DC), ``power_balance`` (Σ MW of realised output outside unit limits, plus load the OPF
-      could not serve, plus ``pf_failure_cost`` on a step whose AC power flow did not
-      converge, plus ``islanding_cost`` and the cut-off load while line outages island buses),
-      ``resource`` (Σ of the bundles' ``cost_sum``).
-    Line outages: ``params.with_line_outages(mask)`` (DC modes, traceable, vmappable);
-      ``info["islanded"]`` flags an outage set that cuts buses off the slack (``is_safe`` is
+    Reward `−reward_scale · TC(p)` with `TC` the generation cost [$/h].
+    Costs (non-negative, in this order): `thermal_overload` (Σ MW / MVA beyond line limits ×
+      `cost_thermal_weight`), `voltage_violation` (Σ p.u. outside `[v_min, v_max]`; 0 in
+      DC), `power_balance` (Σ MW of realised output outside unit limits, plus load the OPF
+      could not serve, plus `pf_failure_cost` on a step whose AC power flow did not
+      converge, plus `islanding_cost` and the cut-off load while line outages island buses),
+      `resource` (Σ of the bundles' `cost_sum`).
+    Line outages: `params.with_line_outages(mask)` (DC modes, traceable, vmappable);
+      `info["islanded"]` flags an outage set that cuts buses off the slack (`is_safe` is
       then False).
-    Numerical failure never yields NaN: ``info["pf_converged"]``/``info["opf_status"]`` flag
+    Numerical failure never yields NaN: `info["pf_converged"]`/`info["opf_status"]` flag
       it and the cost above prices it.
-    Termination: ``done`` when ``time_step + 1 >= max_steps``; the env auto-resets inside
-      ``step``. Loads come from ``load_profiles[t mod T]`` [MW per load].
+    Termination: `done` when `time_step + 1 >= max_steps`; the env auto-resets inside
+      `step`. Loads come from `load_profiles[t mod T]` [MW per load].
     """
     def action_dim(self, params: TransGridParams) -> int:
+        """Length of the action vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `n_units` (when the params include unit dispatch) plus the bundles' action length.
+        """
         units = params.case.n_units if params.include_unit_dispatch else 0
         return units + bundles_action_dim(params.resources)
 
     def obs_dim(self, params: TransGridParams) -> int:
+        """Length of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `n_lines + n_loads + n_units + 2` (plus `n_nodes` bus voltages in the AC layout) plus
+        the bundles' observation length.
+        """
         case = params.case
         ac = case.n_nodes if params.network_model.is_ac else 0
         return case.n_lines + ac + case.n_loads + case.n_units + 2 + bundles_obs_dim(params.resources)

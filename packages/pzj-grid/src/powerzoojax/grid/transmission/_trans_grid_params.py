@@ -1,4 +1,4 @@
-"""Params of :class:`TransGridEnv` and their host-side factory ``make_trans_params``."""
+"""Params of [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] and their host-side factory `make_trans_params`."""
 
 from typing import Any
 
@@ -46,14 +46,45 @@ MODE_NAMES = {
 
 
 class TransGridParams(EnvParams):
-    """Params of :class:`TransGridEnv`; build with :func:`make_trans_params`.
+    """Params of [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv]; build with
+    [`make_trans_params`][powerzoojax.grid.transmission.make_trans_params].
 
-    ``network_model`` is the mode's network model (see
-    :mod:`powerzoojax.grid.transmission._network_models`): it holds the mode's setup (DC-OPF,
-    AC network, AC-OPF) and solver options; ``acpf`` / ``dcopf`` / ``acopf`` read those
-    setups back (None where the mode has none: the AC-OPF result replaces any power flow,
-    so mode 2 neither builds nor runs one). ``physics`` / ``solver_mode`` name the mode
-    the model was chosen from.
+    `network_model` is the mode's network model: it holds the mode's setup (DC-OPF, AC
+    network, AC-OPF) and solver options; `acpf` / `dcopf` / `acopf` read those setups back
+    (`None` where the mode has none: the AC-OPF result replaces any power flow, so mode 2
+    neither builds nor runs one).
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `network`: its [`DCNetwork`][powerzoojax.physics.DCNetwork].
+    - `load_profiles`: `(T, n_loads)` loads [MW]; row `t mod T` is used at step `t`.
+    - `load_line_flow_mw`: `(T, n_lines)` line flows caused by each profile row's loads
+      [MW], derived from `load_profiles` (swap profiles with `with_load_profiles` so the two
+      stay consistent).
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `reward_scale`: multiplier of the reward.
+    - `inv_line_scale`, `inv_unit_scale`, `inv_total_capacity`: observation normalisers
+      [1/MW].
+    - `network_model`: the [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel].
+    - `line_out`: `(n_lines,)` outage mask applied with `with_line_outages` (all False as
+      built).
+    - `islanded`: the outages cut buses off the slack.
+    - `node_islanded`: `(n_nodes,)` the buses cut off.
+    - `islanding_cost`: flat cost charged on `power_balance` while islanded [MW].
+    - `load_q_mvar`: `(n_loads,)` reactive loads [MVAr] (AC models only, else `None`).
+    - `node_v_min`, `node_v_max`: `(n_nodes,)` voltage limits [p.u.] (AC models only).
+    - `pf_failure_cost`: cost charged on `power_balance` when an AC solve does not
+      converge.
+    - `ptdf_nodes_t`: `(n_nodes, n_lines)` transposed PTDF, built only when bundles inject
+      at arbitrary buses.
+    - `invalid_load_profiles`: set by `with_load_profiles` when non-finite values given
+      inside `jit` were replaced by 0.
+    - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
+    - `physics`, `solver_mode`: the mode the network model was chosen from (static).
+    - `include_unit_dispatch`: the action has one set-point per unit (static).
     """
 
     case: CaseData
@@ -115,10 +146,18 @@ class TransGridParams(EnvParams):
         return model.setup if isinstance(model, ACOPFModel) else None
 
     def with_load_profiles(self, load_profiles: ArrayLike) -> "TransGridParams":
-        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``).
+        """These params with new load profiles (usable inside `jit`/`vmap`).
 
-        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
-        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        **Arguments:**
+
+        - `load_profiles`: `(T', n_loads)` loads [MW].
+
+        **Returns:**
+
+        New [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams]. A wrong shape
+        raises `ValueError`; non-finite values raise outside `jit` and are replaced by 0 inside
+        it, flagged as `info["invalid_load_profiles"]` on every step.
+        """
         profiles, invalid = checked_profiles(
             "TransGridParams.with_load_profiles", "load_profiles", load_profiles, self.load_profiles.shape[1]
         )
@@ -130,27 +169,35 @@ class TransGridParams(EnvParams):
         )
 
     def with_line_outages(self, line_out: Shaped[Array | np.ndarray, " n_lines"]) -> "TransGridParams":
-        """These params with the lines where ``line_out`` is True out of service.
+        """These params with the lines where `line_out` is True out of service.
 
-        Usable inside ``jit`` / ``vmap`` (``line_out`` may be traced, so N−1 screening is one
-        ``vmap`` over masks): the case's PTDF is corrected by line-outage distribution
-        factors on the whole outage set (:func:`powerzoojax.physics.line_outage_ptdf`), and
-        every operator derived from it is rebuilt: the DC network's unit and load columns,
-        the tabulated profile flows, the bundles' nodal PTDF and, in DC-OPF mode, the OPF's
-        PTDF rows (the opened lines' limits are dropped). An opened line carries 0 MW.
+        Usable inside `jit` / `vmap` (`line_out` may be traced, so N−1 screening is one `vmap`
+        over masks): the case's PTDF is corrected by line-outage distribution factors on the
+        whole outage set ([`line_outage_ptdf`][powerzoojax.physics.line_outage_ptdf]), and every
+        operator derived from it is rebuilt: the DC network's unit and load columns, the
+        tabulated profile flows, the bundles' nodal PTDF and, in DC-OPF mode, the OPF's PTDF
+        rows (the opened lines' limits are dropped). An opened line carries 0 MW.
 
         The mask replaces any earlier one (outages do not accumulate across calls); lines
-        already out of service in the case stay out. An outage that cuts buses off the
-        slack sets ``islanded`` (``info["islanded"]`` on every step) and charges
-        ``islanding_cost`` plus the load of the cut-off buses on ``power_balance``; the
-        flows are then those of the case with the opened lines' flows zeroed (finite, not
-        physical). The DC power-flow and DC-OPF modes (and models of your own that read
-        ``params.network``) honour outages; the AC modes raise.
+        already out of service in the case stay out. An outage that cuts buses off the slack
+        sets `islanded` (`info["islanded"]` on every step) and charges `islanding_cost` plus
+        the load of the cut-off buses on `power_balance`; the flows are then those of the case
+        with the opened lines' flows zeroed (finite, not physical). The DC power-flow and
+        DC-OPF modes (and models of your own that read `params.network`) honour outages; the
+        AC modes raise.
+
+        **Arguments:**
+
+        - `line_out`: `(n_lines,)` bool outage mask.
+
+        **Returns:**
+
+        New [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams].
 
         Raises:
-            ValueError: for a mask not of shape ``(n_lines,)`` or not boolean, or in an AC
-                mode (the AC network is built on the host: rebuild the case with
-                ``case.with_line_status`` and ``make_trans_params`` instead).
+            ValueError: for a mask not of shape `(n_lines,)` or not boolean, or in an AC mode
+                (the AC network is built on the host: rebuild the case with
+                `case.with_line_status` and `make_trans_params` instead).
         """
         n_lines = self.case.n_lines
         if jnp.shape(line_out) != (n_lines,) or jnp.result_type(line_out) != jnp.bool_:
@@ -162,15 +209,25 @@ class TransGridParams(EnvParams):
         return self._with_outage(line_outage_ptdf(self.case, jnp.asarray(line_out)))
 
     def with_line_outages_at(self, lines: Shaped[Array | np.ndarray, "..."]) -> "TransGridParams":
-        """:meth:`with_line_outages` for the lines at 0-based indices ``lines`` (``-1`` pads,
-        repeats count once). Same result; the in-graph solve is ``(k × k)`` instead of
-        ``(n_lines × n_lines)``, so N−1 screening of a large case is
-        ``vmap(lambda k: params.with_line_outages_at(k[None]))(jnp.arange(n_lines))``.
-        Indices must lie in ``[-1, n_lines)`` (checked on the host for concrete input).
+        """[`with_line_outages`][powerzoojax.grid.transmission.TransGridParams.with_line_outages]
+        for the lines at given indices.
+
+        Same result; the in-graph solve is `(k × k)` instead of `(n_lines × n_lines)`, so N−1
+        screening of a large case is
+        `vmap(lambda k: params.with_line_outages_at(k[None]))(jnp.arange(n_lines))`.
+
+        **Arguments:**
+
+        - `lines`: `(k,)` 0-based line indices in `[-1, n_lines)`; `-1` pads, repeats count
+          once (checked on the host for concrete input).
+
+        **Returns:**
+
+        New [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams].
 
         Raises:
-            ValueError: for ``lines`` not a 1-D integer array, concrete indices out of
-                range, or an AC mode.
+            ValueError: for `lines` not a 1-D integer array, concrete indices out of range, or
+                an AC mode.
         """
         n_lines = self.case.n_lines
         if jnp.ndim(lines) != 1 or not jnp.issubdtype(jnp.result_type(lines), jnp.integer):
@@ -198,7 +255,7 @@ class TransGridParams(EnvParams):
             )
 
     def _with_outage(self, outage: LineOutagePTDF) -> "TransGridParams":
-        """These params with every PTDF-derived operator rebuilt from ``outage``."""
+        """These params with every PTDF-derived operator rebuilt from `outage`."""
         case, model = self.case, self.network_model
         ptdf_units_t = (outage.ptdf @ case.nodes_units_map).T
         ptdf_loads_t = (outage.ptdf @ case.nodes_loads_map).T
@@ -230,8 +287,17 @@ class TransGridParams(EnvParams):
         return params
 
     def islanding_penalty(self, load_mw: Float[Array, " n_loads"]) -> Float[Array, ""]:
-        """MW charged on ``power_balance`` for one step: 0 on a connected network, else
-        ``islanding_cost`` plus the load [MW] on the buses cut off the slack."""
+        """MW charged on `power_balance` for one step.
+
+        **Arguments:**
+
+        - `load_mw`: `(n_loads,)` the step's loads [MW].
+
+        **Returns:**
+
+        0 on a connected network, else `islanding_cost` plus the load [MW] on the buses cut
+        off the slack.
+        """
         load_cut = short_sum(jnp.where(self.node_islanded[self.case.load_node_idx], jnp.abs(load_mw), 0.0))
         return jnp.where(self.islanded, self.islanding_cost + load_cut, 0.0)
 
@@ -270,37 +336,49 @@ def make_trans_params(
     acopf_tol: float = 1e-4,
     network_model: NetworkModel | None = None,
 ) -> TransGridParams:
-    """Validate inputs on the host and build :class:`TransGridParams`.
+    """Validate inputs on the host and build [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams].
 
-    ``load_profiles``: ``(T, n_loads)`` MW per load, row ``t mod T`` used at step ``t``;
-    default: the case's nominal ``(d_max + d_min) / 2`` tiled over ``max_steps`` rows.
-    ``physics`` 0 (DC) / 1 (AC Newton–Raphson power flow); ``solver_mode`` 0 (agent
-    dispatch) / 1 (DC-OPF dispatch) / 2 (AC-OPF). ``resources``: a tuple of
-    :class:`~powerzoojax.grid.resources.ResourceBundle` built against the same case.
-    ``pf_*``/``opf_*``/``acopf_*``: iteration cap and tolerance of the AC power flow /
-    DC-OPF / AC-OPF (the AC-OPF interior point runs in float32 like the env: its
-    tolerance is on PIPS' scaled KKT error, and 1e-4 gives objectives within ~1e-5 of a
-    float64 solve on case 5); ``opf_objective``: what the DC-OPF dispatch (``solver_mode=1``)
-    minimises: ``"linear"`` (default) ``mc_c · p``, or ``"polynomial"``, the case's full cost
-    polynomial (the benchmark tables' is not convex; see
-    :func:`~powerzoojax.physics.make_dc_opf_setup`); the reward's generation cost is the full
-    polynomial either way. ``pf_method``: ``"fdlf"`` (default: fast-decoupled, with a Newton
-    re-solve of the instances it leaves unconverged, so every point Newton solves within
-    ``pf_max_iter`` is solved), ``"fdlf_only"`` (no fallback: fastest, may miss stressed
-    points) or ``"newton"``. ``pf_failure_cost``: cost added to ``power_balance`` on a
-    step whose AC power flow or AC-OPF does not converge. ``islanding_cost``: cost added to
-    ``power_balance`` (with the load cut off) on every step of params whose line outages
-    (:meth:`TransGridParams.with_line_outages`) island buses. ``pf_warm_start`` (AC PF modes):
-    start each step's power flow from the previous state's voltages and PV->PQ switches
-    instead of a flat start; off by default because with Q limits the result may then
-    differ from the cold solve (a bus at a limit near its switching point; see
-    ``ACPowerFlowModel.warm_start_from``). ``network_model``: a model of your own in place
-    of the mode's (protocol and example in
-    :mod:`powerzoojax.grid.transmission._network_models`; the solver options above then
-    do not apply); its ``is_ac`` decides the observation layout and whether the reactive
-    loads and voltage limits are built.
-    Raises ``ValueError`` naming a bad value, ``TypeError`` for an argument of the wrong
-    type.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW], row `t mod T` used at step `t`; `None`
+      takes the case's nominal `(d_max + d_min) / 2` tiled over `max_steps` rows.
+    - `max_steps`: episode length [steps].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `reward_scale`: multiplier of the reward.
+    - `physics`: 0 (DC) or 1 (AC power flow).
+    - `solver_mode`: 0 (agent dispatch), 1 (DC-OPF dispatch) or 2 (AC-OPF).
+    - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle]
+      built against the same case.
+    - `include_unit_dispatch`: the action has one set-point per unit.
+    - `pf_max_iter`, `pf_tol`: AC power-flow iteration cap and tolerance [p.u.].
+    - `pf_method`: `"fdlf"` (fast-decoupled, with a Newton re-solve of the instances it
+      leaves unconverged), `"fdlf_only"` (no fallback: fastest, may miss stressed points)
+      or `"newton"`.
+    - `pf_warm_start`: start each step's AC power flow from the previous state's voltages
+      and PV→PQ switches; off by default because with Q limits the result may then differ
+      from the cold solve (see `ACPowerFlowModel.warm_start_from`).
+    - `opf_max_iter`, `opf_tol`: DC-OPF iteration cap and tolerance.
+    - `opf_objective`: what the DC-OPF dispatch minimises: `"linear"` `mc_c · p`, or
+      `"polynomial"`, the case's full cost polynomial (see
+      [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup]); the reward's generation
+      cost is the full polynomial either way.
+    - `pf_failure_cost`: cost added to `power_balance` on a step whose AC power flow or
+      AC-OPF does not converge.
+    - `islanding_cost`: cost added to `power_balance` (with the load cut off) on every
+      step of params whose line outages island buses.
+    - `acopf_max_iter`, `acopf_tol`: AC-OPF iteration cap and tolerance (on PIPS' scaled
+      KKT error; it runs in float32 like the env).
+    - `network_model`: a model of your own in place of the mode's (the solver options
+      above then do not apply); its `is_ac` decides the observation layout and whether the
+      reactive loads and voltage limits are built.
+
+    **Returns:**
+
+    [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams]. Raises `ValueError`
+    naming a bad value, `TypeError` for an argument of the wrong type.
     """
     if not isinstance(case, CaseData):
         raise TypeError(
@@ -429,7 +507,7 @@ def _mode_model(
     acopf_max_iter: int,
     acopf_tol: float,
 ) -> NetworkModel:
-    """The network model of a ``(physics, solver_mode)`` mode (table in the models' module)."""
+    """The network model of a `(physics, solver_mode)` mode (table in the models' module)."""
     if solver_mode == 2:
         return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
     dc: DCPowerFlowModel | DCOPFModel = (

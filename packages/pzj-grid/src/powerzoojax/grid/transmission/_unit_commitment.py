@@ -44,6 +44,22 @@ _LINE_COUNT_TOL_MW = 1e-2
 
 
 class UCState(EnvState):
+    """State of [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv].
+
+    **Arguments:**
+
+    - `time_step`, `done`: as [`EnvState`][powerzoojax.core.EnvState].
+    - `unit_power_mw`: `(n_units,)` realised output [MW].
+    - `line_flow_mw`: `(n_lines,)` flows [MW].
+    - `unit_status`: `(n_units,)` 1 on, 0 off.
+    - `time_in_state`: `(n_units,)` steps in the current status.
+    - `last_dispatch`: `(n_units,)` last output [MW] (the ramp reference).
+    - `startup_cost_accum`: start-up cost of the episode so far [$].
+    - `episode_start_idx`: first profile row of the episode.
+    - `is_safe`: no limit violated on the last step.
+    - `n_violations`: violated limits on the last step.
+    - `total_cost`: operating cost of the last step [$].
+    """
     unit_power_mw: Float[Array, " n_units"]
     line_flow_mw: Float[Array, " n_lines"]
     unit_status: Int[Array, " n_units"]
@@ -57,7 +73,43 @@ class UCState(EnvState):
 
 
 class UCParams(EnvParams):
-    """Params of :class:`UnitCommitmentEnv`; build with :func:`make_uc_params`."""
+    """Params of [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv]; build
+    with [`make_uc_params`][powerzoojax.grid.transmission.make_uc_params].
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `network`: its [`DCNetwork`][powerzoojax.physics.DCNetwork].
+    - `dcopf`: its [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `load_profiles`: `(T, n_loads)` loads [MW].
+    - `load_line_flow_mw`: `(T, n_lines)` flows caused by each row's loads [MW].
+    - `total_load_mw`: `(T,)` total load per row [MW].
+    - `ramp_up_mw`, `ramp_down_mw`: `(n_units,)` ramp limits per step [MW].
+    - `min_up_steps`, `min_down_steps`: `(n_units,)` minimum up and down times [steps].
+    - `startup_cost`: `(n_units,)` [$].
+    - `no_load_cost_per_step`: `(n_units,)` [$ per step].
+    - `init_status`: `(n_units,)` 1 on, 0 off at reset.
+    - `init_time_in_state`: `(n_units,)` steps already spent in that state.
+    - `init_dispatch`: `(n_units,)` output at reset [MW].
+    - `fixed_episode_start_idx`: first profile row of an episode.
+    - `reserve_margin_frac`: reserve requirement [fraction of load].
+    - `reward_scale`: multiplier of the reward.
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `dispatch_preference_weight`: weight of the agent's dispatch preference in the OPF.
+    - `inv_line_scale`, `inv_unit_scale`, `inv_total_capacity`: observation normalisers
+      [1/MW].
+    - `cost_obs`: `(n_units,)` normalised marginal cost at half output.
+    - `invalid_load_profiles`: set by `with_load_profiles` when non-finite values given
+      inside `jit` were replaced by 0.
+    - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
+    - `steps_per_day`: steps in one day (static).
+    - `forecast_horizon_steps`: steps of load preview in the observation (static).
+    - `enable_uc`: the agent commits units (static).
+    - `enable_reserve`: the reserve requirement is charged (static).
+    - `solver_mode`: 0 agent dispatch, 1 DC-OPF dispatch (static).
+    - `sample_start_on_reset`: draw the start row on reset (static).
+    - `dcopf_max_iter`, `dcopf_tol`: DC-OPF iteration cap and tolerance (static).
+    """
 
     case: CaseData
     network: DCNetwork
@@ -98,11 +150,18 @@ class UCParams(EnvParams):
     dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
 
     def with_load_profiles(self, load_profiles: ArrayLike) -> "UCParams":
-        """These params with new ``(T', n_loads)`` profiles [MW] (usable inside ``jit``/``vmap``;
-        keep ``T' >= start + max_steps``).
+        """These params with new load profiles (usable inside `jit`/`vmap`).
 
-        A wrong shape raises ``ValueError``; non-finite values raise outside ``jit`` and are
-        replaced by 0 inside it, flagged as ``info["invalid_load_profiles"]`` on every step."""
+        **Arguments:**
+
+        - `load_profiles`: `(T', n_loads)` loads [MW]; keep `T' >= start + max_steps`.
+
+        **Returns:**
+
+        New [`UCParams`][powerzoojax.grid.transmission.UCParams]. A wrong shape raises
+        `ValueError`; non-finite values raise outside `jit` and are replaced by 0 inside it,
+        flagged as `info["invalid_load_profiles"]` on every step.
+        """
         profiles, invalid = checked_profiles(
             "UCParams.with_load_profiles", "load_profiles", load_profiles, self.load_profiles.shape[1]
         )
@@ -162,21 +221,48 @@ def make_uc_params(
     keep_time: Any = None,
     init_power: Any = None,
 ) -> UCParams:
-    """Validate inputs on the host and build :class:`UCParams`.
+    """Validate inputs on the host and build [`UCParams`][powerzoojax.grid.transmission.UCParams].
 
-    Unit-commitment data come from the case's own columns (``unit_ramp_up``,
-    ``unit_min_up_time``, ``unit_startup_cost``, ... : the benchmark tables of cases 14, 29gb
+    Unit-commitment data come from the case's own columns (`unit_ramp_up`,
+    `unit_min_up_time`, `unit_startup_cost`, ...: the benchmark tables of cases 14, 29gb
     and 118 carry them); an argument given here overrides the case's column, and a column
-    the case lacks takes the default named below. Scalars broadcast to every unit:
-    ``ramp_up_frac/ramp_down_frac`` fraction of ``p_max`` per hour (absent: unlimited), ``min_up_steps/min_down_steps`` (absent: 1),
-    ``startup_cost`` [$] (absent: 0), ``no_load_cost`` [$/h] (absent: 0), ``init_state``
-    1/0 (absent: all on), ``keep_time`` signed steps already spent in that state
-    (absent: 200), ``init_power`` [MW] (absent: ``p_min·status``). ``enable_uc=False``
-    ignores them: no start-up/no-load cost, min up/down 1, all on, dispatch ``p_min``.
-    ``opf_objective``: what the DC-OPF dispatch minimises, ``"linear"`` (default)
-    ``mc_c · p`` or ``"polynomial"`` (see :func:`~powerzoojax.physics.make_dc_opf_setup`).
-    ``load_profiles``: ``(T, n_loads)`` MW; default the nominal ``(d_max + d_min)/2``
-    tiled over ``fixed_episode_start_idx + max_steps`` rows.
+    the case lacks takes the default named below. Scalars broadcast to every unit.
+    `enable_uc=False` ignores them: no start-up/no-load cost, min up/down 1, all on,
+    dispatch `p_min`.
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW]; `None` takes the nominal
+      `(d_max + d_min)/2` tiled over `fixed_episode_start_idx + max_steps` rows.
+    - `max_steps`: episode length [steps].
+    - `delta_t_hours`: step length [hours].
+    - `steps_per_day`: steps in one day.
+    - `reserve_margin_frac`: reserve requirement [fraction of load].
+    - `enable_uc`: the agent commits units.
+    - `enable_reserve`: the reserve requirement is charged.
+    - `forecast_horizon_steps`: steps of load preview in the observation.
+    - `reward_scale`: multiplier of the reward.
+    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `solver_mode`: 0 agent dispatch, 1 DC-OPF dispatch.
+    - `dcopf_max_iter`, `dcopf_tol`: DC-OPF iteration cap and tolerance.
+    - `sample_start_on_reset`: draw the start row on reset.
+    - `fixed_episode_start_idx`: first profile row when not drawn.
+    - `dispatch_preference_weight`: weight of the agent's dispatch preference in the OPF.
+    - `opf_objective`: `"linear"` `mc_c · p` or `"polynomial"` (see
+      [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup]).
+    - `ramp_up_frac`, `ramp_down_frac`: ramp limits [fraction of `p_max` per hour]
+      (absent: unlimited).
+    - `min_up_steps`, `min_down_steps`: [steps] (absent: 1).
+    - `startup_cost`: [$] (absent: 0).
+    - `no_load_cost`: [$/h] (absent: 0).
+    - `init_state`: 1/0 at reset (absent: all on).
+    - `keep_time`: signed steps already spent in that state (absent: 200).
+    - `init_power`: output at reset [MW] (absent: `p_min·status`).
+
+    **Returns:**
+
+    [`UCParams`][powerzoojax.grid.transmission.UCParams].
     """
     fn = "make_uc_params"
     if not isinstance(case, CaseData):
@@ -325,35 +411,55 @@ class _Dispatch(eqx.Module):
 class UnitCommitmentEnv(Environment):
     """Unit commitment + economic dispatch over a DC network.
 
-    Action ``(2G,)`` in [-1, 1]: ``[commit_intent | dispatch_preference]``. A unit is asked
+    Action `(2G,)` in [-1, 1]: `[commit_intent | dispatch_preference]`. A unit is asked
     ON when its intent is > 0; minimum up/down times override the request (a unit that has
-    not been ON for ``min_up`` steps stays ON, OFF for ``min_down`` stays OFF). Dispatch lies
-    in the ramp window ``[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]`` of the
-    committed units: in ``solver_mode=1`` a DC-OPF picks it, its linear cost tilted by
-    ``−α · denorm(preference, lo, hi)`` (α = ``dispatch_preference_weight``); in
-    ``solver_mode=0`` the preference is the set-point and a DC power flow balances it at
+    not been ON for `min_up` steps stays ON, OFF for `min_down` stays OFF). Dispatch lies
+    in the ramp window `[max(p_min, last − ramp_down), min(p_max, last + ramp_up)]` of the
+    committed units: in `solver_mode=1` a DC-OPF picks it, its linear cost tilted by
+    `−α · denorm(preference, lo, hi)` (α = `dispatch_preference_weight`); in
+    `solver_mode=0` the preference is the set-point and a DC power flow balances it at
     the slack units.
-    Observation ``(4G + L + 4 + H,)``: unit status · time in state / 200 · last dispatch /
-    ``max(p_max, 1)`` · marginal cost at half output ``/ max(max MC, 1)`` · line flows / ``max(|cap|, 1)`` ·
-    total load / ``max(Σp_max, 1)`` · reserve ratio ``(Σ p_max·status − load)/max(load, 1)``
-    · sin, cos of the time of day · ``H`` future total loads (perfect forecast).
-    Reward ``−reward_scale · (TC(p) + start-up + no-load)`` [$ per step].
-    Costs ``(thermal_overload, reserve_shortfall, min_updown)``: MW beyond line limits ×
-    weight; ``max(0, load·(1 + margin) − Σ p_max·commit)`` [MW]; ``min_updown`` is always 0
+    Observation `(4G + L + 4 + H,)`: unit status · time in state / 200 · last dispatch /
+    `max(p_max, 1)` · marginal cost at half output `/ max(max MC, 1)` · line flows / `max(|cap|, 1)` ·
+    total load / `max(Σp_max, 1)` · reserve ratio `(Σ p_max·status − load)/max(load, 1)`
+    · sin, cos of the time of day · `H` future total loads (perfect forecast).
+    Reward `−reward_scale · (TC(p) + start-up + no-load)` [$ per step].
+    Costs `(thermal_overload, reserve_shortfall, min_updown)`: MW beyond line limits ×
+    weight; `max(0, load·(1 + margin) − Σ p_max·commit)` [MW]; `min_updown` is always 0
     (the rule is enforced, not penalised; kept for the reference's channel layout).
-    Info ``opf_converged`` is the solver's flag (met its tolerance, also on a best-effort
-    answer to an infeasible step); ``opf_status`` says whether the step was feasible
-    (``DCOPF_INFEASIBLE``: load outside the committed ramp windows — random commitments
-    often are — or line limits unmeetable; the dispatch is then best-effort, ``unserved_mw``
+    Info `opf_converged` is the solver's flag (met its tolerance, also on a best-effort
+    answer to an infeasible step); `opf_status` says whether the step was feasible
+    (`DCOPF_INFEASIBLE`: load outside the committed ramp windows — random commitments
+    often are — or line limits unmeetable; the dispatch is then best-effort, `unserved_mw`
     and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
     steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
-    Load rows are ``episode_start_idx + t`` (not wrapped): the profile must hold
-    ``start + max_steps`` rows (checked on the host).
+    Load rows are `episode_start_idx + t` (not wrapped): the profile must hold
+    `start + max_steps` rows (checked on the host).
     """
     def action_dim(self, params: UCParams) -> int:
+        """Length of the action vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `2 · n_units`: commitment signals then dispatch preferences.
+        """
         return 2 * params.case.n_units
 
     def obs_dim(self, params: UCParams) -> int:
+        """Length of the observation vector.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `4 · n_units + n_lines + 4 + forecast_horizon_steps`.
+        """
         return 4 * params.case.n_units + params.case.n_lines + 4 + params.forecast_horizon_steps
 
     def observation_space(self, params: UCParams) -> Box:

@@ -4,21 +4,21 @@
 limits from the case's unit-commitment columns, and metrics that also report the dispatch
 share of each fuel type (``dispatch_share_gas`` ...). The shapes below are case 5's.
 
-Env: the MarketMARL core (:mod:`powerzoojax.market._market_marl`) seen jointly by
-:class:`GenCosJointEnv` so it runs on the one rollout kernel: observation ``(5, 12)``
-(one row per agent), action ``(15,)`` = 5 agents × 3 segment markups in
+Env: the MarketMARL core (`powerzoojax.market._market_marl`) seen jointly by
+[`GenCosJointEnv`][powerzoojax.market.tasks.gencos.GenCosJointEnv] so it runs on the one rollout kernel: observation `(5, 12)`
+(one row per agent), action `(15,)` = 5 agents × 3 segment markups in
 [-1, 1], reward the market's total realised profit [$] (per-agent profits in
-``info["unit_profit"]``), cost ``thermal_overload`` (diagnostic). The dict-per-agent
-``MarketMARLEnv`` of ``powerzoojax.rl`` wraps the same params.
+`info["unit_profit"]`), cost `thermal_overload` (diagnostic). The dict-per-agent
+`MarketMARLEnv` of `powerzoojax.rl` wraps the same params.
 
-Data (:func:`load_gencos_profiles`): a measured demand series ``x`` → min-max over the
-window → per-load affine map onto ``[d_min, d_max]`` → OOD factor → every row's total
-projected into ``[Σp_min + 1, Σp_max − 1]`` keeping the spatial mix. Source: the GB
+Data ([`load_gencos_profiles`][powerzoojax.market.tasks.gencos.load_gencos_profiles]): a measured demand series `x` → min-max over the
+window → per-load affine map onto `[d_min, d_max]` → OOD factor → every row's total
+projected into `[Σp_min + 1, Σp_max − 1]` keeping the spatial mix. Source: the GB
 Elexon demand (the reference's windows: train 2025-04..12, iid 2026-01..03) when the loader has GB
-files (``DataLoader(data_dir=...)``), else the shipped measured England & Wales demand
-(2000, its own train / iid windows). Splits: ``train``, ``iid``, ``demand_shift`` (iid
-× 1.10) and ``renewable_shock`` (iid × 1.05, the reference's net-load proxy); ``high_demand`` /
-``low_renewable`` are aliases of the last two.
+files (`DataLoader(data_dir=...)`), else the shipped measured England & Wales demand
+(2000, its own train / iid windows). Splits: `train`, `iid`, `demand_shift` (iid
+× 1.10) and `renewable_shock` (iid × 1.05, the reference's net-load proxy); `high_demand` /
+`low_renewable` are aliases of the last two.
 """
 
 import functools
@@ -90,11 +90,21 @@ def load_gencos_profiles(
     loader: DataLoader | None = None,
     source: str | None = None,
 ) -> Float[np.ndarray, "T n_loads"]:
-    """``(T, n_loads)`` MW load profiles of a GenCos split (host NumPy, float64).
+    """Load profiles of a GenCos split (host NumPy, float64).
 
-    ``ood_axis`` (``demand_shift`` / ``renewable_shock`` or an alias) applies that OOD
-    factor; an OOD ``split`` implies its own axis on the iid window. ``source`` defaults to
-    ``"gb"`` when ``loader`` knows GB files, else the shipped England & Wales demand.
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `split`: data split; an OOD split implies its own axis on the iid window.
+    - `ood_axis`: `demand_shift` / `renewable_shock` (or an alias) applies that OOD factor.
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `source`: `None` takes `"gb"` when `loader` knows GB files, else the shipped England
+      & Wales demand.
+
+    **Returns:**
+
+    A `(T, n_loads)` array [MW].
     """
     split = _canonical_split(split)
     axis = split if split in OOD_FACTORS else None
@@ -124,7 +134,12 @@ def load_gencos_profiles(
 
 
 class GenCosJointEnv(Environment):
-    """The GenCos market as one env with a joint action (see the module docstring)."""
+    """The GenCos market as one env with a joint action, so it runs on the one rollout kernel.
+
+    Observation `(n_units, 8 + lmp_history_len)` (one row per agent), action
+    `(n_units · n_segments,)` markups in [-1, 1], reward the market's total realised profit
+    [$] (per-agent profits in `info["unit_profit"]`), cost `thermal_overload` (diagnostic).
+    """
 
     def observation_space(self, params: MarketMARLParams) -> Box:
         shape = (params.offer_sced_setup.n_units, 8 + params.lmp_history_len)
@@ -151,7 +166,15 @@ class GenCosJointEnv(Environment):
 
 
 class GenCosTask:
-    """The GenCos task: ``make_env(split)`` → ``(GenCosJointEnv(), params)``."""
+    """The GenCos task: `make_env(split)` → `(GenCosJointEnv(), params)`.
+
+    **Arguments:**
+
+    - `loader`: the [`DataLoader`][powerzoojax.data.DataLoader]; `None` uses the shipped
+      data.
+    - `source`: dataset of the load profiles; `None` picks GB when the loader has it.
+    - `max_steps`: episode length [steps].
+    """
 
     task_name = "gencos"
     default_splits = SPLITS
@@ -169,7 +192,16 @@ class GenCosTask:
         self._params: dict[str, MarketMARLParams] = {}
 
     def params(self, split: str = "train") -> MarketMARLParams:
-        """The split's (cached) :class:`MarketMARLParams`."""
+        """The split's (cached) [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+
+        **Arguments:**
+
+        - `split`: data split.
+
+        **Returns:**
+
+        [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+        """
         split = _canonical_split(split)
         if split not in self._params:
             profiles = load_gencos_profiles(self.case, split, loader=self.loader, source=self.source)
@@ -188,7 +220,7 @@ class GenCosTask:
         return self.params(split)
 
     def rollout(self, env: GenCosJointEnv, params: MarketMARLParams, key: Key, policy_fn: Callable[..., Any]) -> EpisodeTrace:
-        """One episode; ``policy_fn(obs (U, obs_dim), state, key) -> action (U·K,)`` or ``(U, K)``."""
+        """One episode; `policy_fn(obs (U, obs_dim), state, key) -> action (U·K,)` or `(U, K)`."""
 
         def policy(obs: Any, state: Any, k: Key) -> Any:
             return jnp.reshape(policy_fn(obs, state, k), (-1,))
@@ -196,7 +228,7 @@ class GenCosTask:
         return _episode(env, params, key, policy)
 
     def baseline_rollout(self, env: GenCosJointEnv, params: MarketMARLParams, key: Key, name: str) -> EpisodeTrace:
-        """``truthful`` (−1, also ``no_control``), ``uniform_mid`` (0), ``max_markup`` (+1) as fixed actions."""
+        """`truthful` (−1, also `no_control`), `uniform_mid` (0), `max_markup` (+1) as fixed actions."""
         name = "truthful" if name == "no_control" else name
         if name not in BASELINE_ACTIONS:
             raise ValueError(f"Unknown GenCos baseline {name!r}; valid: {', '.join(self.baseline_names())}, no_control")
@@ -206,7 +238,7 @@ class GenCosTask:
         return tuple(BASELINE_ACTIONS)
 
     def compute_metrics(self, agent_rollout: EpisodeTrace, baseline_rollout: EpisodeTrace | None = None) -> dict[str, float]:
-        """Per-episode sums averaged over any leading episode axes (T on the last axis of ``reward``)."""
+        """Per-episode sums averaged over any leading episode axes (T on the last axis of `reward`)."""
         info = agent_rollout.info
         profit = np.asarray(info["unit_profit"], np.float64)  # (..., T, U)
         lmp = np.asarray(info["lmp"], np.float64)  # (..., T, N)
@@ -242,7 +274,7 @@ def _episode(env: GenCosJointEnv, params: MarketMARLParams, key: Key, policy: Ca
 
 @functools.partial(jax.jit, static_argnums=0)
 def _baseline_episode(env: GenCosJointEnv, params: MarketMARLParams, key: Key, value: Float[Array, ""]) -> EpisodeTrace:
-    """A constant action ``value`` for every segment of every agent (one compile for all baselines)."""
+    """A constant action `value` for every segment of every agent (one compile for all baselines)."""
     n_actions = params.offer_sced_setup.n_units * params.offer_sced_setup.n_segments
     return episode_rollout(env, params, key, lambda obs, state, k: jnp.full((n_actions,), value, jnp.float32))
 
@@ -257,10 +289,21 @@ GencosTask = GenCosTask
 def make_gencos_params(
     case: CaseData, load_profiles: Any, n_segments: int = 3, max_markup: float = 2.0, max_steps: int = 48
 ) -> MarketMARLParams:
-    """:func:`~powerzoojax.market.make_market_marl_params` with the GenCos defaults named:
-    ``n_segments`` offer segments per unit, markups up to ``max_markup`` × the truthful
-    price, ``max_steps`` half-hour rounds; ``load_profiles`` ``(T, n_loads)`` MW (every row
-    a possible episode start)."""
+    """[`make_market_marl_params`][powerzoojax.market.make_market_marl_params] with the GenCos
+    defaults named.
+
+    **Arguments:**
+
+    - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+    - `load_profiles`: `(T, n_loads)` loads [MW] (every row a possible episode start).
+    - `n_segments`: offer segments per unit.
+    - `max_markup`: largest markup [multiple of the truthful price].
+    - `max_steps`: half-hour rounds per episode.
+
+    **Returns:**
+
+    [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+    """
     return make_market_marl_params(case, load_profiles, n_segments=n_segments, max_markup=max_markup, max_steps=max_steps)
 
 
@@ -272,8 +315,18 @@ def _market_marl_env_class() -> Any:
 def make_gencos_env(
     case: CaseData, load_profiles: Any, n_segments: int = 3, max_markup: float = 2.0, max_steps: int = 48
 ) -> tuple[Any, MarketMARLParams]:
-    """``(MarketMARLEnv(params), params)`` of :func:`make_gencos_params`: one agent per unit
-    (``genco_i``), ready for IPPO or :func:`rollout_gencos`."""
+    """The GenCos env: one agent per unit (`genco_i`), ready for IPPO or
+    [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos].
+
+    **Arguments:**
+
+    - `case`, `load_profiles`, `n_segments`, `max_markup`, `max_steps`: as for
+      [`make_gencos_params`][powerzoojax.market.tasks.gencos.make_gencos_params].
+
+    **Returns:**
+
+    `(MarketMARLEnv(params), params)`.
+    """
     params = make_gencos_params(case, load_profiles, n_segments, max_markup, max_steps)
     return _market_marl_env_class()(params), params
 
@@ -282,10 +335,20 @@ _BASELINE_ALIASES = {"zero_markup": "truthful", "uniform_markup": "uniform_mid"}
 
 
 def rollout_gencos(env_marl: Any, key: Key, policy_fn: Callable[[dict[str, Array]], Any]) -> dict[str, Any]:
-    """One episode of a ``MarketMARLEnv`` (its bound params) with ``policy_fn(obs_dict) ->
-    actions`` (a dict by agent or the stacked ``(U, K)`` array; traced, so JAX ops only), as
-    ``{"profits": {agent: (T,)}, "gen_cost" (T,), "lmp" (T, N), "unit_power" (T, U),
-    "sced_converged" (T,), "ramp_binding_rate" (T,)}`` NumPy arrays."""
+    """One episode of a `MarketMARLEnv` (its bound params).
+
+    **Arguments:**
+
+    - `env_marl`: the multi-agent env.
+    - `key`: PRNG key.
+    - `policy_fn`: `policy(obs_dict) -> actions` (a dict by agent or the stacked `(U, K)`
+      array; traced, so JAX ops only).
+
+    **Returns:**
+
+    `{"profits": {agent: (T,)}, "gen_cost" (T,), "lmp" (T, N), "unit_power" (T, U),
+    "sced_converged" (T,), "ramp_binding_rate" (T,)}` as NumPy arrays.
+    """
     from powerzoojax.core import rollout
 
     agents = env_marl.agent_names
@@ -313,9 +376,20 @@ def rollout_gencos(env_marl: Any, key: Key, policy_fn: Callable[[dict[str, Array
 
 
 def rollout_gencos_baseline(env_marl: Any, key: Key, strategy: str = "truthful") -> dict[str, Any]:
-    """:func:`rollout_gencos` with every agent bidding a fixed markup: ``truthful`` (true
-    segment costs), ``uniform_mid`` (mid markup), ``max_markup``; ``zero_markup`` /
-    ``uniform_markup`` are accepted aliases of the first two."""
+    """[`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] with every agent
+    bidding a fixed markup.
+
+    **Arguments:**
+
+    - `env_marl`: the multi-agent env.
+    - `key`: PRNG key.
+    - `strategy`: `truthful` (true segment costs), `uniform_mid` (mid markup) or
+      `max_markup`; `zero_markup` / `uniform_markup` are aliases of the first two.
+
+    **Returns:**
+
+    The [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos] record.
+    """
     name = _BASELINE_ALIASES.get(strategy, strategy)
     if name not in BASELINE_ACTIONS:
         raise ValueError(f"unknown GenCos strategy {strategy!r}; valid: {', '.join(BASELINE_ACTIONS)}")
@@ -324,10 +398,20 @@ def rollout_gencos_baseline(env_marl: Any, key: Key, strategy: str = "truthful")
 
 
 def compute_gencos_metrics(rollout: dict[str, Any], agent_names: list[str]) -> dict[str, float]:
-    """Market metrics of one :func:`rollout_gencos` record: ``total_profit`` [$] (over
-    ``agent_names``), ``mean_profit_per_agent``, ``total_gen_cost``, ``mean_lmp``,
-    ``price_volatility`` (coefficient of variation of the mean-LMP series), ``hhi`` (mean
-    Σ dispatch share²), ``sced_convergence_rate``, ``ramp_binding_rate``."""
+    """Market metrics of one [`rollout_gencos`][powerzoojax.market.tasks.gencos.rollout_gencos]
+    record.
+
+    **Arguments:**
+
+    - `rollout`: the record.
+    - `agent_names`: the agents whose profit is summed.
+
+    **Returns:**
+
+    `{"total_profit" [$], "mean_profit_per_agent", "total_gen_cost", "mean_lmp",
+    "price_volatility" (coefficient of variation of the mean-LMP series), "hhi" (mean
+    Σ dispatch share²), "sced_convergence_rate", "ramp_binding_rate"}`.
+    """
     profits = rollout["profits"]
     total = float(sum(float(np.sum(profits[a])) for a in agent_names))
     lmp = np.asarray(rollout["lmp"], np.float64)

@@ -1,7 +1,7 @@
-"""Trainers (Equinox + Optax; data collected through ``powerzoojax.core.rollout``): PPO
+"""Trainers (Equinox + Optax; data collected through `powerzoojax.core.rollout`): PPO
 (Gaussian or Beta actor) and PPO-Lagrangian sharing one loss, SAC, IPPO / typed IPPO /
 typed IPPO-Lagrangian on the multi-agent adapters, their networks and the update loop
-they share; ``TrainConfig`` (every knob of the trainers) and ``TrainResult`` (what a
+they share; `TrainConfig` (every knob of the trainers) and `TrainResult` (what a
 trainer returns) live here because the trainers take and give them."""
 
 from powerzoojax.rl.algos._config import TrainConfig, load_config, save_config

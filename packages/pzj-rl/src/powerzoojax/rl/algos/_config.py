@@ -1,6 +1,6 @@
-"""``TrainConfig``: every knob of the trainers, as one frozen, hashable dataclass.
+"""`TrainConfig`: every knob of the trainers, as one frozen, hashable dataclass.
 
-``load_config`` / ``save_config`` read and write it as YAML (or take a dict). Fields a
+`load_config` / `save_config` read and write it as YAML (or take a dict). Fields a
 given algorithm does not use are ignored by it; the reference's table lists
 them by group.
 """
@@ -24,18 +24,50 @@ _ALIASES = {"lr": "learning_rate"}
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Training configuration (frozen: derive variants with ``replace``).
+    """Training configuration (frozen: derive variants with `replace`).
 
-    Beyond the reference's table: ``log_std_init`` (initial Gaussian log std),
-    ``minibatch_shuffle`` (``"blocks"`` or ``"full"``, see ``PPOTrainer._shuffle``),
-    ``shared_torso`` (one tanh torso for actor and critic heads).
+    **Arguments:**
 
-    Evaluation: every ``eval_freq`` env steps (and after the last update) the mean
-    action is run on ``eval_num_episodes`` parallel episodes, for every algorithm
-    (PPO-Lagrangian included); ``eval_freq=0`` turns it off. ``record_eval_wall_time``
-    adds ``eval_wall_time_s`` (see :func:`powerzoojax.rl.run_training`). Accepted but not
-    used: ``eval_episodes`` (use ``eval_num_episodes``), ``n_eval_envs`` (PPO-Lagrangian
-    evaluates on the same schedule as everyone), ``wall_time_warmup_timesteps``.
+    - `algo`: one of `ALGOS` (`"ppo"`, `"sac"`, `"ppo_lagrangian"`, `"saute_ppo"`,
+      `"ippo"`, `"ippo_typed"`, `"ippo_typed_lagrangian"`, ...).
+    - `total_timesteps`: env steps of the run.
+    - `num_envs`: parallel envs.
+    - `seed`: seed of the run.
+    - `learning_rate`: Adam step size.
+    - `gamma`: discount.
+    - `max_grad_norm`: gradient clipping norm.
+    - `eval_freq`: env steps between evaluations (and one after the last update); 0 turns
+      evaluation off.
+    - `eval_episodes`: accepted, not used (use `eval_num_episodes`).
+    - `n_steps`: steps per env per update.
+    - `n_epochs`: passes over each batch.
+    - `n_minibatches`: minibatches per epoch.
+    - `clip_eps`: PPO clip range.
+    - `ent_coef`, `vf_coef`: weights of the entropy bonus and the value loss.
+    - `gae_lambda`: GAE λ.
+    - `log_std_init`: initial Gaussian log standard deviation.
+    - `minibatch_shuffle`: `"blocks"` or `"full"`.
+    - `cost_threshold`, `cost_thresholds`: per-episode cost budgets (PPO-Lagrangian);
+      `()` and 0 use the wrapper's.
+    - `lambda_lr`: dual step size, one number or one per constraint.
+    - `cost_gamma`: discount of the cost returns.
+    - `cost_scale`: divisor of costs and thresholds, one number or one per constraint.
+    - `log_lambda_max`: bound of `|log λ|`.
+    - `n_checkpoints`: policies kept during the run.
+    - `n_eval_envs`: accepted, not used (PPO-Lagrangian evaluates on the common schedule).
+    - `saute_horizon`, `saute_unsafe_reward`, `saute_use_reward_shaping`: the
+      [`SauteWrapper`][powerzoojax.rl.wrappers.SauteWrapper] options of `"saute_ppo"`.
+    - `hidden_dims`: hidden widths of the networks.
+    - `shared_torso`: one tanh torso for actor and critic heads.
+    - `continuous_action_dist`: `"gaussian"` or `"beta"`.
+    - `normalize_observations`, `normalize_rewards`: running normalisation.
+    - `sac_num_epochs`: SAC gradient steps per update; `None` takes `n_steps`.
+    - `sac_target_entropy_ratio`: SAC target entropy as a fraction of `-action_dim`.
+    - `eval_num_episodes`: parallel episodes per evaluation.
+    - `record_eval_wall_time`: add `eval_wall_time_s` (see
+      [`run_training`][powerzoojax.rl.run_training]).
+    - `wall_time_warmup`: compile the chunk program ahead of time when timing.
+    - `wall_time_warmup_timesteps`: accepted, not used.
     """
 
     # common
@@ -126,23 +158,39 @@ class TrainConfig:
     # -- derived values ----------------------------------------------------------------
     @property
     def steps_per_update(self) -> int:
+        """Env steps per update, `num_envs · n_steps`."""
         return self.num_envs * self.n_steps
 
     @property
     def n_updates(self) -> int:
-        """PPO updates in a run: ``max(1, total_timesteps // (num_envs · n_steps))``."""
+        """PPO updates in a run: `max(1, total_timesteps // (num_envs · n_steps))`."""
         return max(1, self.total_timesteps // self.steps_per_update)
 
     def replace(self, **changes: Any) -> "TrainConfig":
-        """A copy with ``changes`` applied (values coerced to the field types, e.g. 1 → 1.0)."""
+        """A copy with `changes` applied (values coerced to the field types, e.g. 1 → 1.0).
+
+        **Arguments:**
+
+        - `**changes`: field values.
+
+        **Returns:**
+
+        A new [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+        """
         return dataclasses.replace(self, **_coerce(changes))
 
     def to_rejax_kwargs(self) -> dict[str, Any]:
-        """The fields under the keyword names of the reference's backend (Rejax):
-        ``n_steps → num_steps``, ``n_epochs → num_epochs``, ``n_minibatches →
-        num_minibatches``, ``hidden_dims → hidden_layer_sizes``; for ``sac`` also
-        ``num_epochs`` (``sac_num_epochs``) and ``target_entropy_ratio`` when set. Only a
-        name map: the trainers here take the ``TrainConfig`` itself."""
+        """The fields under the keyword names of the reference's backend (Rejax).
+
+        `n_steps → num_steps`, `n_epochs → num_epochs`, `n_minibatches → num_minibatches`,
+        `hidden_dims → hidden_layer_sizes`; for `sac` also `num_epochs` (`sac_num_epochs`)
+        and `target_entropy_ratio` when set. Only a name map: the trainers here take the
+        `TrainConfig` itself.
+
+        **Returns:**
+
+        A dict of keyword arguments.
+        """
         kw: dict[str, Any] = {
             "total_timesteps": self.total_timesteps, "num_envs": self.num_envs, "learning_rate": self.learning_rate,
             "gamma": self.gamma, "max_grad_norm": self.max_grad_norm, "eval_freq": self.eval_freq,
@@ -172,8 +220,17 @@ class TrainConfig:
         return tuple(float(v) for v in values)
 
     def resolved_cost_thresholds(self, k: int) -> tuple[float, ...] | None:
-        """Thresholds from the config broadcast to ``k``, or None when the config sets none
-        (``cost_thresholds=()`` and ``cost_threshold == 0``: use the wrapper's)."""
+        """Thresholds from the config broadcast to `k`.
+
+        **Arguments:**
+
+        - `k`: number of selected constraints.
+
+        **Returns:**
+
+        A tuple of `k` floats, or `None` when the config sets none (`cost_thresholds=()` and
+        `cost_threshold == 0`: use the wrapper's).
+        """
         if self.cost_thresholds:
             return self._resolve("cost_thresholds", self.cost_thresholds, k)
         if self.cost_threshold != 0.0:
@@ -181,9 +238,29 @@ class TrainConfig:
         return None
 
     def resolved_lambda_lr(self, k: int) -> tuple[float, ...]:
+        """`lambda_lr` broadcast to `k` constraints.
+
+        **Arguments:**
+
+        - `k`: number of selected constraints.
+
+        **Returns:**
+
+        A tuple of `k` floats. Raises `ValueError` for a tuple of another length.
+        """
         return self._resolve("lambda_lr", self.lambda_lr, k)
 
     def resolved_cost_scale(self, k: int) -> tuple[float, ...]:
+        """`cost_scale` broadcast to `k` constraints.
+
+        **Arguments:**
+
+        - `k`: number of selected constraints.
+
+        **Returns:**
+
+        A tuple of `k` floats. Raises `ValueError` for a tuple of another length.
+        """
         return self._resolve("cost_scale", self.cost_scale, k)
 
 
@@ -227,7 +304,7 @@ def _coerce(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ConfigFileError(ValueError):
-    """A config file that cannot be read as a complete, valid ``TrainConfig``."""
+    """A config file that cannot be read as a complete, valid `TrainConfig`."""
 
 
 def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
@@ -253,14 +330,21 @@ def load_config(
 ) -> TrainConfig:
     """A config from a YAML file path or a dict.
 
-    Lists become tuples, numbers are coerced to the field types, ``lr`` is read as
-    ``learning_rate``. Unknown keys are dropped with a ``UserWarning`` naming them.
+    Lists become tuples, numbers are coerced to the field types, `lr` is read as
+    `learning_rate`. Unknown keys are dropped with a `UserWarning` naming them.
 
-    ``complete=True`` (what the command line uses, where the file replaces a preset's
-    config): every field must be present and no key may be unknown, so a file cut short
-    or mistyped is a :class:`ConfigFileError` naming the file and the missing or bad
-    keys instead of a run that silently trains with defaults. Values that do not fit
-    their field are reported the same way in both modes when reading a file.
+    **Arguments:**
+
+    - `source`: a YAML file path or a mapping.
+    - `config_cls`: the config class to build.
+    - `complete`: every field must be present and no key may be unknown (what the command
+      line uses, where the file replaces a preset's config), so a file cut short or
+      mistyped is a `ConfigFileError` naming the file and the missing or bad keys. Values
+      that do not fit their field are reported the same way in both modes.
+
+    **Returns:**
+
+    The config.
     """
     where = "config" if isinstance(source, Mapping) else f"config file {os.fspath(source)}"
     data = dict(source) if isinstance(source, Mapping) else _read_yaml(source)
@@ -295,13 +379,19 @@ def load_config(
 
 
 def config_yaml(config: TrainConfig) -> str:
-    """``config`` as YAML text (fields in declaration order)."""
+    """`config` as YAML text (fields in declaration order)."""
     import yaml
 
     return yaml.safe_dump(config._asdict(), sort_keys=False)
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:
-    """Write ``config`` as YAML (fields in declaration order)."""
+    """Write `config` as YAML (fields in declaration order).
+
+    **Arguments:**
+
+    - `config`: the config.
+    - `path`: the file to write.
+    """
     with open(path, "w") as f:
         f.write(config_yaml(config))

@@ -2,7 +2,7 @@
 
 A run may be stopped at any instant (Ctrl-C, a job scheduler's SIGTERM, a full disk);
 every file is therefore written to a temporary name in its own folder and moved into
-place with ``os.replace``, so a reader sees the old file or the new one, never half of
+place with `os.replace`, so a reader sees the old file or the new one, never half of
 one.
 """
 
@@ -16,7 +16,7 @@ class OutputDirError(ValueError):
 
 
 def atomic_write(path: str, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    """Write `data` to `path` through a temporary file in the same folder and `os.replace`."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
@@ -44,9 +44,9 @@ def sha256_file(path: str) -> str:
 
 
 def check_output_dir(output_dir: str) -> None:
-    """Create ``output_dir`` and its ``checkpoints`` folder and prove both writable.
+    """Create `output_dir` and its `checkpoints` folder and prove both writable.
 
-    Raises :class:`OutputDirError` with a one-line message naming the path when a file
+    Raises `OutputDirError` with a one-line message naming the path when a file
     stands where a folder must be or a folder cannot be written, so the problem shows up
     before any training time is spent.
     """

@@ -1,4 +1,4 @@
-"""IPPO on the multi-agent adapters: full parameter sharing (``ippo``), one network per"""
+"""IPPO on the multi-agent adapters: full parameter sharing (`ippo`), one network per"""
 
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +36,25 @@ _MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate", "gen_cost", "load_mw")
 
 
 class IPPOState(eqx.Module):
-    """Everything an IPPO run carries between updates (and what a checkpoint holds)."""
+    """Everything an IPPO run carries between updates (and what a checkpoint holds).
+
+    **Arguments:**
+
+    - `policy`: `{agent type or "shared": ActorCritic}`.
+    - `opt_state`: the optimiser state.
+    - `env_state`: the batched env states.
+    - `obs`: `(n_envs, n_agents, obs_dim)` current observations.
+    - `key`: PRNG key.
+    - `update`: index of the next update.
+    - `obs_stats`, `return_stats`: running statistics.
+    - `discounted_return`: `(n_envs, n_agents)` running discounted returns.
+    - `episode_return`: `(n_envs,)` running team return.
+    - `log_lambda`: `(k,)` the team's Lagrange multipliers' logs (empty without
+      constraints).
+    - `cum_profit`: `(n_agents,)` market mode only: raw profit per agent summed over the
+      run (mean over envs); `None` otherwise.
+    - `snapshot`: market mode only: the policy's arrays after the 80 % update.
+    """
 
     policy: dict[str, ActorCritic]
     opt_state: PyTree
@@ -62,56 +80,39 @@ def params_distance(a: PyTree, b: PyTree) -> Float[Array, ""]:
 
 
 class IPPOTrainer(UpdateLoop):
-    """IPPO (``typed=False``) or typed IPPO on a ``MultiAgentEnvironment``.
+    """IPPO (`typed=False`) or typed IPPO on a `MultiAgentEnvironment`, in Equinox + Optax.
 
-    agent type (``ippo_typed``) and typed IPPO-Lagrangian (``ippo_typed_lagrangian``), in
-    Equinox + Optax.
+    Agents are stacked on a leading axis everywhere (agent order = `env.agents`). One
+    update collects `n_steps` × `num_envs` env steps through the rollout kernel (every
+    agent acts from its own observation), computes per-agent GAE with the done mask
+    (`done` = the env's `"__all__"`), then runs `n_epochs` × `n_minibatches`
+    clipped-surrogate steps. Typed: agents are grouped by type (name prefix before the
+    first `_`, sorted); each type has its own `ActorCritic`, its own shuffle and
+    advantage normalisation, and the loss is the mean of the per-type PPO losses.
 
-    Agents are stacked on a leading axis everywhere (``env.reset_arrays`` /
-    ``env.step_arrays``, agent order = ``env.agents``). One update:
+    Typed IPPO-Lagrangian: each type's network also has one cost-value head per selected
+    constraint (`info["constraint_costs"]`, the team's costs); one shared team `λ`; per
+    agent the advantage is `A_R − λᵀ A_C`, normalised per type; the dual step is that of
+    `make_cmdp_train`.
 
-    1. collect ``n_steps`` × ``num_envs`` env steps through the rollout kernel
-       (``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy): every agent
-       acts from its own observation; the Gaussian sample is stored unclipped (its log-prob
-       is exact) and the env gets it clipped to [-1, 1];
-    2. per-agent GAE with the done mask (``done`` = the env's ``"__all__"``);
-    3. ``n_epochs`` × ``n_minibatches`` clipped-surrogate steps (``zero_nans →
-       clip_by_global_norm → adam``), minibatches cut by PPO's
-       :func:`~powerzoojax.rl.algos._ppo.shuffled_minibatches` (time steps × (env, agent) pairs). Typed: agents are grouped by type (name prefix before
-       the first ``_``, sorted); each type has its own ``ActorCritic``, its own shuffle and
-       its own advantage normalisation, and the loss is the mean of the per-type losses
-       (each one :func:`powerzoojax.rl.algos._ppo.ppo_loss`, the single-agent PPO loss).
+    Market mode (the env has `compute_market_metrics`, e.g. `MarketMARLEnv`): each update
+    also logs the env's market diagnostics, `market/mean_profit_<agent>`,
+    `market/cumulative_profit_<agent>`, `market/cum_profit_mean` and, on the last update,
+    `market/convergence_stability` (the L2 distance between the policy after 80 % of the
+    updates and the final one).
 
-    Typed IPPO-Lagrangian (``make_ippo_typed_lagrangian_train``): each type's network also
-    has one cost-value head per selected constraint (``info["constraint_costs"]``, the team's
-    costs, seen by every agent); one shared team ``λ`` (``log λ`` starts at 0); per agent the
-    advantage is ``A_R − λᵀ A_C`` (cost GAE with ``cost_gamma``), normalised per type; after
-    the epochs ``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with ``Ĵ_C`` =
-    mean scaled cost per step × ``max_steps`` and ``d`` = ``config.cost_thresholds`` (required)
-    ÷ ``cost_scale`` — the same dual step and metrics as ``make_cmdp_train``.
+    A whole run is one `lax.scan` over updates inside one `jax.jit`, so
+    `jax.vmap(trainer.train)(keys)` trains several seeds at once; `init` / `run_chunk` /
+    `result` are as in `PPOTrainer`.
 
-    Market mode (the env has ``compute_market_metrics``, e.g. ``MarketMARLEnv``): the
-    rollout also keeps ``info``'s ``lmp``, ``unit_power``, ``ramp_binding_rate``,
-    ``gen_cost`` and ``load_mw`` (the pre-step nodal load), and each update logs the env's
-    market diagnostics over the collected batch, ``market/mean_profit_<agent>`` (raw reward
-    per step), ``market/cumulative_profit_<agent>`` (raw rewards summed over every step of
-    the run so far, averaged over the parallel envs: what one env's copy of the agent has
-    earned since training began), ``market/cum_profit_mean`` (its mean over agents) and, on
-    the last update only (NaN before), ``market/convergence_stability``: the L2 distance
-    between the policy parameters after update ``max(1, int(0.8 · n_updates))`` and the final
-    ones (every array leaf of the policy, ``log_std`` included). The 80 % snapshot is taken
-    inside the compiled loop (it is part of the carried state, so checkpoints keep it).
+    **Arguments:**
 
-    A whole run is one ``lax.scan`` over updates inside one ``jax.jit``: it compiles once
-    and ``jax.vmap(trainer.train)(keys)`` trains several seeds at once. The trainer has the
-    same ``init`` / ``run_chunk`` / ``result`` interface as ``PPOTrainer``, so ``train()``
-    and the host driver (progress, checkpoints) work unchanged.
-
-    Deliberate differences from the reference:
-    advantages are normalised per type and batch, minibatches are used as configured, the
-    log-prob is taken on the unclipped sample, and observation normalisation uses running
-    statistics (``normalize_observations``) shared by all agents. ``agent_ids=True``
-    appends a one-hot agent index to every observation.
+    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `typed`: one network per agent type.
+    - `agent_ids`: append a one-hot agent index to every observation.
+    - `lagrangian`: typed IPPO-Lagrangian (`config.cost_thresholds` required).
+    - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
     """
     def __init__(
         self,
@@ -215,7 +216,18 @@ class IPPOTrainer(UpdateLoop):
     def deterministic_actions(
         self, policy: dict[str, ActorCritic], obs_stats: RunningStats | None, obs: Float[Array, "n_agents obs_dim"]
     ) -> Float[Array, "n_agents act"]:
-        """Every agent's clipped mean action (stacked obs ``(A, obs_dim)``)."""
+        """Every agent's clipped mean action.
+
+        **Arguments:**
+
+        - `policy`: the networks.
+        - `obs_stats`: the running observation statistics, or `None`.
+        - `obs`: `(A, obs_dim)` stacked observations.
+
+        **Returns:**
+
+        `(A, action_dim)` actions in [-1, 1].
+        """
         if obs_stats is None:
             obs_stats = init_stats((self.obs_dim,))
         mean, _, _ = self._forward(policy, self._prep(obs_stats, obs))
@@ -289,8 +301,19 @@ class IPPOTrainer(UpdateLoop):
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: dict[str, ActorCritic], obs_stats: RunningStats, key: Key) -> dict[str, Array]:
-        """Deterministic episodes from reset, ``eval_num_episodes`` in parallel: the episode
-        return (per-step mean over agents, summed over the episode) and each agent's own."""
+        """Deterministic episodes from reset, `eval_num_episodes` in parallel.
+
+        **Arguments:**
+
+        - `policy`: the networks.
+        - `obs_stats`: the running observation statistics.
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        The episode return (per-step mean over agents, summed over the episode) and each
+        agent's own, as a dict.
+        """
         act = lambda o: self.deterministic_actions(policy, obs_stats, o)  # noqa: E731
         outs = self.eval_episodes(self.env.reset_arrays, self.env.step_arrays, act, key)
         per_agent = jnp.mean(jnp.sum(outs[1], axis=1), axis=0)  # (A,)
@@ -301,7 +324,7 @@ class IPPOTrainer(UpdateLoop):
     # -- minibatches -----------------------------------------------------------------
     def _minibatches(self, key: Key, batch: dict[str, Array]) -> dict[str, dict[str, Array]]:
         """Per type: gather its agents, normalise its advantages, shuffle and cut into
-        ``n_minibatches`` (leading axis of every leaf) with the PPO shuffle, rows = time
+        `n_minibatches` (leading axis of every leaf) with the PPO shuffle, rows = time
         steps, columns = (env, agent of the type) pairs."""
         cfg = self.config
         out = {}
@@ -420,6 +443,18 @@ class IPPOTrainer(UpdateLoop):
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
     def result(self, state: IPPOState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
+
+        **Arguments:**
+
+        - `state`: the final [`IPPOState`][powerzoojax.rl.algos.IPPOState].
+        - `metrics`: per-update metrics.
+        - `checkpoints`: checkpoints kept during the run, or `None`.
+
+        **Returns:**
+
+        A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
         params = state.policy if self.typed else state.policy[SHARED]
         if self.lagrangian:
             # Typed-Lagrangian params are {"actor": per-type nets (reward and cost heads), "cost": λ}.
@@ -439,16 +474,38 @@ class IPPOTrainer(UpdateLoop):
 
 
 def make_ippo_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
-    """IPPO with full parameter sharing (``config.algo="ippo"``), one network per agent
-    type (``"ippo_typed"``) or typed IPPO-Lagrangian over every constraint channel
-    (``"ippo_typed_lagrangian"``); ``trainer(key) -> TrainResult``."""
+    """IPPO with full parameter sharing (`config.algo="ippo"`), one network per agent type
+    (`"ippo_typed"`) or typed IPPO-Lagrangian over every constraint channel
+    (`"ippo_typed_lagrangian"`).
+
+    **Arguments:**
+
+    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `agent_ids`: append a one-hot agent index to every observation.
+
+    **Returns:**
+
+    An [`IPPOTrainer`][powerzoojax.rl.algos.IPPOTrainer]; `trainer(key) -> TrainResult`.
+    """
     if config.algo == "ippo_typed_lagrangian":
         return make_ippo_typed_lagrangian_train(env, config, agent_ids=agent_ids)
     return IPPOTrainer(env, config, typed=config.algo == "ippo_typed", agent_ids=agent_ids)
 
 
 def make_ippo_typed_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
-    """Typed IPPO (one ``ActorCritic`` per agent type); ``result.params`` is keyed by type."""
+    """Typed IPPO (one `ActorCritic` per agent type); `result.params` is keyed by type.
+
+    **Arguments:**
+
+    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `agent_ids`: append a one-hot agent index to every observation.
+
+    **Returns:**
+
+    An [`IPPOTrainer`][powerzoojax.rl.algos.IPPOTrainer].
+    """
     return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids)
 
 
@@ -456,9 +513,22 @@ def make_ippo_typed_lagrangian_train(
     env: MultiAgentEnvironment, config: TrainConfig, *, selected_names: tuple[str, ...] | None = None,
     agent_ids: bool = False,
 ) -> IPPOTrainer:
-    """Typed IPPO-Lagrangian: per-type actor-critics with cost heads, one team ``λ`` over
-    ``selected_names`` of ``env.constraint_names()`` (default all); ``config.cost_thresholds``
-    is required. ``result.params = {"actor": {type: net}, "cost": {"log_lambda": (k,)}}``."""
+    """Typed IPPO-Lagrangian: per-type actor-critics with cost heads and one team `λ`.
+
+    `result.params = {"actor": {type: net}, "cost": {"log_lambda": (k,)}}`.
+
+    **Arguments:**
+
+    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig];
+      `config.cost_thresholds` is required.
+    - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
+    - `agent_ids`: append a one-hot agent index to every observation.
+
+    **Returns:**
+
+    An [`IPPOTrainer`][powerzoojax.rl.algos.IPPOTrainer].
+    """
     return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids, lagrangian=True, selected_names=selected_names)
 
 
@@ -470,10 +540,17 @@ def _in_size(net: ActorCritic) -> int:
 def make_ippo_act(result: TrainResult, env: MultiAgentEnvironment | None = None) -> Callable[[Any], Any]:
     """Deterministic (clipped mean) actions of a trained IPPO / typed IPPO policy, jitted.
 
-    Without ``env`` (shared params only): ``act(obs)`` for one agent's observation
-    ``(obs_dim,)`` (or a batch ``(..., obs_dim)``) → its action. With ``env``:
-    ``act(obs)`` takes the env's obs dict (or the stacked ``(A, obs_dim)`` array) and
-    returns actions in the same form; needed for typed params and ``agent_ids``.
+    **Arguments:**
+
+    - `result`: the [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+    - `env`: the env; needed for typed params and `agent_ids`. Without it (shared params
+      only) `act` takes one agent's observation `(obs_dim,)` or a batch
+      `(..., obs_dim)`.
+
+    **Returns:**
+
+    `act(obs) -> actions`; with `env`, `obs` is the env's obs dict (or the stacked
+    `(A, obs_dim)` array) and the actions come back in the same form.
     """
     params, stats = result.params, result.obs_stats
     if isinstance(params, dict) and "actor" in params and "cost" in params:

@@ -1,4 +1,4 @@
-"""Equinox policies: a Gaussian or Beta actor and a critic with one reward and ``k`` cost heads."""
+"""Equinox policies: a Gaussian or Beta actor and a critic with one reward and `k` cost heads."""
 
 import math
 
@@ -14,7 +14,18 @@ _ACTIVATIONS = {"tanh": jnp.tanh, "swish": jax.nn.swish}
 
 
 class MLP(eqx.Module):
-    """MLP (tanh or swish hidden activations) with arbitrary hidden widths and a linear output layer."""
+    """MLP (tanh or swish hidden activations) with arbitrary hidden widths and a linear output
+    layer.
+
+    **Arguments:**
+
+    - `in_size`, `out_size`: input and output widths.
+    - `hidden_dims`: hidden widths.
+    - `key`: PRNG key of the initialisation.
+    - `out_scale`: scale of the output layer's initial weights.
+    - `final_activation`: also apply the activation to the output.
+    - `activation`: `"tanh"` or `"swish"`.
+    """
 
     layers: tuple[eqx.nn.Linear, ...]
     final_activation: bool = eqx.field(static=True)
@@ -49,12 +60,20 @@ class MLP(eqx.Module):
 
 
 class ActorCritic(eqx.Module):
-    """Gaussian policy (state-independent ``log_std``) and a critic of ``1 + n_costs`` values.
+    """Gaussian policy (state-independent `log_std`) and a critic of `1 + n_costs` values.
 
-    ``shared=True`` (the default): one tanh torso feeds a linear mean head and a linear
-    value head, which halves the cost of every forward/backward pass (the update
-    dominates training time on CPU). ``shared=False``: separate actor and critic MLPs.
-    ``values[0]`` estimates the reward return, ``values[1:]`` the cost returns.
+    `values[0]` estimates the reward return, `values[1:]` the cost returns.
+
+    **Arguments:**
+
+    - `obs_dim`, `action_dim`: observation and action widths.
+    - `hidden_dims`: hidden widths.
+    - `key`: PRNG key of the initialisation.
+    - `n_costs`: cost-value heads.
+    - `log_std_init`: initial log standard deviation.
+    - `shared`: one tanh torso feeds a linear mean head and a linear value head, which
+      halves the cost of every forward/backward pass; `False` builds separate actor and
+      critic MLPs.
     """
 
     torso: MLP | None
@@ -84,12 +103,42 @@ class ActorCritic(eqx.Module):
         self.log_std = jnp.full((action_dim,), log_std_init, jnp.float32)
 
     def features(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " n_features"]:
+        """The torso's features of `obs` (the observation itself without a shared torso).
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        A `(n_features,)` array.
+        """
         return obs if self.torso is None else self.torso(obs)
 
     def mean_action(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " action_dim"]:
+        """The Gaussian's mean.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        An `(action_dim,)` array (unclipped).
+        """
         return self.actor(self.features(obs))
 
     def value(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " n_values"]:
+        """The critic's values.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        `(1 + n_costs,)`: reward value, then one value per cost.
+        """
         return self.critic(self.features(obs))
 
     def __call__(
@@ -103,11 +152,19 @@ BETA_MAX = 20.0
 
 
 class BetaActorCritic(eqx.Module):
-    """Beta policy for bounded actions: a swish torso, ``α, β = 1 + softplus(·)``
-    clipped to ``BETA_MAX``, so the density is unimodal on ``[0, 1]``; the sample ``x`` maps
-    affinely onto the action box (``u = 2x − 1`` in ``[-1, 1]``, then the box). Same critic
-    heads as :class:`ActorCritic`. ``mean_action`` is the mode ``(α − 1)/(α + β − 2)`` (the
-    mean where the mode is undefined, ``α = β = 1``), as ``u``.
+    """Beta policy for bounded actions.
+
+    A swish torso, `α, β = 1 + softplus(·)` clipped to `BETA_MAX`, so the density is
+    unimodal on `[0, 1]`; the sample `x` maps affinely onto the action box (`u = 2x − 1`
+    in `[-1, 1]`, then the box). Same critic heads as
+    [`ActorCritic`][powerzoojax.rl.algos.ActorCritic].
+
+    **Arguments:**
+
+    - `obs_dim`, `action_dim`: observation and action widths.
+    - `hidden_dims`: hidden widths.
+    - `key`: PRNG key of the initialisation.
+    - `n_costs`: cost-value heads.
     """
 
     torso: MLP
@@ -122,22 +179,53 @@ class BetaActorCritic(eqx.Module):
         self.critic = _linear(hidden_dims[-1], 1 + n_costs, k_critic, scale=1.0)
 
     def concentrations(self, x: Float[Array, " n_features"]) -> tuple[Float[Array, " action_dim"], Float[Array, " action_dim"]]:
+        """The Beta concentrations of torso features.
+
+        **Arguments:**
+
+        - `x`: `(n_features,)` torso features.
+
+        **Returns:**
+
+        `(alpha, beta)`, each `(action_dim,)`.
+        """
         raw = self.actor(x)
         ab = jnp.minimum(1.0 + jax.nn.softplus(raw), BETA_MAX)
         half = raw.shape[0] // 2
         return ab[:half], ab[half:]
 
     def mean_action(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " action_dim"]:
+        """The mode `(α − 1)/(α + β − 2)` (the mean where the mode is undefined, `α = β = 1`),
+        as `u = 2x − 1`.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        An `(action_dim,)` array in [-1, 1].
+        """
         alpha, beta = self.concentrations(self.torso(obs))
         return 2.0 * beta_mode(alpha, beta) - 1.0
 
     def value(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " n_values"]:
+        """The critic's values.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        `(1 + n_costs,)`: reward value, then one value per cost.
+        """
         return self.critic(self.torso(obs))
 
     def __call__(
         self, obs: Float[Array, " obs_dim"]
     ) -> tuple[Float[Array, " action_dim"], Float[Array, " action_dim"], Float[Array, " n_values"]]:
-        """``(α, β, values)``."""
+        """`(α, β, values)`."""
         x = self.torso(obs)
         alpha, beta = self.concentrations(x)
         return alpha, beta, self.critic(x)
@@ -154,7 +242,7 @@ def beta_sample(key: Key, alpha: Float[Array, "*batch"], beta: Float[Array, "*ba
 def beta_log_prob(
     x: Float[Array, "*batch action_dim"], alpha: Float[Array, "*batch action_dim"], beta: Float[Array, "*batch action_dim"]
 ) -> Float[Array, "*batch"]:
-    """Log-density of independent Betas on ``[0, 1]``, summed over the action dimensions."""
+    """Log-density of independent Betas on `[0, 1]`, summed over the action dimensions."""
     x = jnp.clip(x, _BETA_EPS, 1.0 - _BETA_EPS)
     logp = (alpha - 1.0) * jnp.log(x) + (beta - 1.0) * jnp.log1p(-x) - jax.scipy.special.betaln(alpha, beta)
     return jnp.sum(logp, axis=-1)

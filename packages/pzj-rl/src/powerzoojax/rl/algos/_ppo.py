@@ -1,28 +1,28 @@
 """PPO and PPO-Lagrangian on bound single-agent wrappers, in Equinox + Optax.
 
-One update = collect ``n_steps`` × ``num_envs`` transitions through the rollout kernel
-(``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the policy), GAE with the
-done mask, ``n_epochs`` × ``n_minibatches`` shuffled clipped-surrogate steps
-(``zero_nans → clip_by_global_norm → adam``), and for PPO-Lagrangian a dual step on
-``log λ``. A whole run is one ``lax.scan`` over updates inside one ``jax.jit``, so it
-compiles once and ``jax.vmap`` over seeds works (``jax.vmap(trainer)(keys)``).
+One update = collect `n_steps` × `num_envs` transitions through the rollout kernel
+(`jax.vmap` over envs of `powerzoojax.core.rollout` with the policy), GAE with the
+done mask, `n_epochs` × `n_minibatches` shuffled clipped-surrogate steps
+(`zero_nans → clip_by_global_norm → adam`), and for PPO-Lagrangian a dual step on
+`log λ`. A whole run is one `lax.scan` over updates inside one `jax.jit`, so it
+compiles once and `jax.vmap` over seeds works (`jax.vmap(trainer)(keys)`).
 
-PPO-Lagrangian (``make_cmdp_train``, needs a ``SafeRLWrapper``): the critic has one
+PPO-Lagrangian (`make_cmdp_train`, needs a `SafeRLWrapper`): the critic has one
 reward head and one head per selected cost channel; costs (and thresholds) are divided
-by ``cost_scale``; the advantages are combined as ``A = A_R − Σ_i λ_i A_C,i`` and the
-sum is normalised over the batch. (The reference normalises ``A_R`` and each ``A_C,i``
-separately first; that turns the critic noise of a channel whose cost is almost always
-zero into unit-variance noise multiplied by λ, and on case 5 it learnt markedly worse.)
+by `cost_scale`; the advantages are combined as `A = A_R − Σ_i λ_i A_C,i` and the
+sum is normalised over the batch: normalising each `A_C,i` separately would turn the
+critic noise of a channel whose cost is almost always zero into unit-variance noise
+multiplied by λ.
 After the policy epochs
-``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` with
-``Ĵ_C = mean scaled cost per step × episode length`` (``max_steps``) and ``λ = 1`` at
+`log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)` with
+`Ĵ_C = mean scaled cost per step × episode length` (`max_steps`) and `λ = 1` at
 the start.
 
 The Gaussian policy's sample is stored unclipped (its log-prob is exact); the env gets
-it clipped to [-1, 1] and mapped affinely onto the action ``Box``.
-``continuous_action_dist="beta"``: a :class:`~powerzoojax.rl.algos._networks.BetaActorCritic`
-(swish torso, ``α, β = 1 + softplus`` ≤ 20); its sample ``x ∈ (0, 1)`` is stored, the env
-gets ``x`` mapped affinely onto the ``Box``, and the deterministic action is the mode.
+it clipped to [-1, 1] and mapped affinely onto the action `Box`.
+`continuous_action_dist="beta"`: a [`BetaActorCritic`][powerzoojax.rl.algos._networks.BetaActorCritic]
+(swish torso, `α, β = 1 + softplus` ≤ 20); its sample `x ∈ (0, 1)` is stored, the env
+gets `x` mapped affinely onto the `Box`, and the deterministic action is the mode.
 """
 
 from collections.abc import Callable
@@ -84,7 +84,20 @@ def normalize(stats: RunningStats, x: Float[Array, "*batch"]) -> Float[Array, "*
 
 
 class TrainState(eqx.Module):
-    """Everything a run carries from one update to the next (and what a checkpoint holds)."""
+    """Everything a run carries from one update to the next (and what a checkpoint holds).
+
+    **Arguments:**
+
+    - `policy`: the network.
+    - `opt_state`: the optimiser state.
+    - `env_state`: the batched env states.
+    - `obs`: `(n_envs, obs_dim)` current observations.
+    - `key`: PRNG key.
+    - `update`: index of the next update.
+    - `obs_stats`, `return_stats`: running statistics of observations and returns.
+    - `discounted_return`: `(n_envs,)` running discounted return (reward normalisation).
+    - `log_lambda`: `(k,)` Lagrange multipliers' logs (PPO-Lagrangian; empty otherwise).
+    """
 
     policy: ActorCritic | BetaActorCritic
     opt_state: PyTree
@@ -106,10 +119,23 @@ def gae(
     gamma: float,
     gae_lambda: float,
 ) -> tuple[Float[Array, "T N"], Float[Array, "T N"]]:
-    """Generalised advantage estimation with the done mask; returns ``(advantages, returns)``.
+    """Generalised advantage estimation with the done mask.
 
-    ``dones[t]`` marks the transition that ended an episode: nothing is bootstrapped
-    across it (the next observation already belongs to the next episode).
+    `dones[t]` marks the transition that ended an episode: nothing is bootstrapped across
+    it (the next observation already belongs to the next episode).
+
+    **Arguments:**
+
+    - `rewards`: `(T, N)` rewards.
+    - `dones`: `(T, N)` episode-end flags.
+    - `values`: `(T, N)` value estimates.
+    - `last_value`: `(N,)` value of the observation after the batch.
+    - `gamma`: discount.
+    - `gae_lambda`: GAE λ.
+
+    **Returns:**
+
+    `(advantages, returns)`, each `(T, N)`.
     """
     not_done = 1.0 - dones.astype(jnp.float32)
     next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
@@ -127,7 +153,7 @@ def gae(
 def _discounted_returns(
     rewards: Float[Array, "T N"], dones: Bool[Array, "T N"], carry: Float[Array, " N"], gamma: float
 ) -> Float[Array, "T N"]:
-    """``G_t = γ G_{t−1} + r_t`` restarted after each done, from ``carry`` (an associative scan, not a time loop)."""
+    """`G_t = γ G_{t−1} + r_t` restarted after each done, from `carry` (an associative scan, not a time loop)."""
     prev_done = jnp.concatenate([jnp.zeros_like(dones[:1]), dones[:-1]], axis=0)
     decay = gamma * (1.0 - prev_done.astype(jnp.float32))
 
@@ -141,15 +167,15 @@ def _discounted_returns(
 
 
 def shuffled_minibatches(key: Key, batch: PyTree, n_rows: int, n_cols: int, m: int, mode: str = "blocks") -> PyTree:
-    """Split a flat batch (every leaf ``(n_rows · n_cols, ...)``, row-major: time steps ×
-    envs, or × env-agents) into ``m`` random minibatches (leading axis ``m``); every sample
+    """Split a flat batch (every leaf `(n_rows · n_cols, ...)`, row-major: time steps ×
+    envs, or × env-agents) into `m` random minibatches (leading axis `m`); every sample
     is used once. PPO and IPPO both cut their minibatches here.
 
-    ``mode="blocks"`` (when ``m`` divides both ``n_rows`` and ``n_cols``): rows and columns
-    are permuted separately and cut into ``m`` groups each; minibatch ``k`` takes the (row
-    group ``g``, column group ``(k − g) mod m``) blocks, a random Latin square, so every
-    minibatch spans all row groups and all column groups. ``"full"`` (or when ``m`` does
-    not divide both): one ``jax.random.permutation`` of all samples. The full shuffle
+    `mode="blocks"` (when `m` divides both `n_rows` and `n_cols`): rows and columns
+    are permuted separately and cut into `m` groups each; minibatch `k` takes the (row
+    group `g`, column group `(k − g) mod m`) blocks, a random Latin square, so every
+    minibatch spans all row groups and all column groups. `"full"` (or when `m` does
+    not divide both): one `jax.random.permutation` of all samples. The full shuffle
     sorts the whole batch, which on a CPU cost as much as the gradient steps themselves.
     """
     size = n_rows * n_cols
@@ -176,11 +202,21 @@ def ppo_loss(
 ) -> tuple[Array, dict[str, Array]]:
     """The PPO loss on one minibatch (every PPO-family trainer uses this one function).
 
-    ``mb``: ``obs``, ``action`` (the unclipped sample), ``log_prob`` (at collection),
-    ``advantage`` (already combined / normalised), ``return`` and, with ``n_costs``,
-    ``cost_return`` ``(B, n_costs)``. Clipped surrogate (log-ratio clipped to ±20) +
-    ``vf_coef`` · value loss − ``ent_coef`` · entropy; with cost heads the value loss is
-    ``0.5 · (MSE_R + MSE_C)``.
+    Clipped surrogate (log-ratio clipped to ±20) + `vf_coef` · value loss − `ent_coef` ·
+    entropy; with cost heads the value loss is `0.5 · (MSE_R + MSE_C)`.
+
+    **Arguments:**
+
+    - `policy`: the network.
+    - `mb`: `obs`, `action` (the unclipped sample), `log_prob` (at collection),
+      `advantage` (already combined / normalised), `return` and, with `n_costs`,
+      `cost_return` `(B, n_costs)`.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `n_costs`: cost-value heads.
+
+    **Returns:**
+
+    `(loss, stats)`, a scalar and a dict of scalar diagnostics.
     """
     if isinstance(policy, BetaActorCritic):
         alpha, beta, values = jax.vmap(policy)(mb["obs"])
@@ -214,7 +250,7 @@ def dual_step(
     log_lambda: Float[Array, " k"], episode_cost_est: Float[Array, " k"], thresholds: Float[Array, " k"],
     lambda_lr: Float[Array, " k"], log_lambda_max: float,
 ) -> Float[Array, " k"]:
-    """``log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)`` (costs and ``d`` scaled alike)."""
+    """`log λ ← clip(log λ + lambda_lr · (Ĵ_C − d), ±log_lambda_max)` (costs and `d` scaled alike)."""
     return jnp.clip(log_lambda + lambda_lr * (episode_cost_est - thresholds), -log_lambda_max, log_lambda_max)
 
 
@@ -222,7 +258,7 @@ def cost_metrics(
     names: tuple[str, ...], costs: Float[Array, "*batch k"], cost_scale: Float[Array, " k"], max_steps: int,
     log_lambda: Float[Array, " k"],
 ) -> dict[str, Array]:
-    """The constrained trainers' per-channel metrics from raw (unscaled) per-step ``costs``."""
+    """The constrained trainers' per-channel metrics from raw (unscaled) per-step `costs`."""
     axes = tuple(range(costs.ndim - 1))
     mean_raw = jnp.mean(costs, axis=axes)
     mean_scaled = mean_raw / cost_scale
@@ -241,11 +277,20 @@ def cost_metrics(
 
 
 class PPOTrainer(UpdateLoop):
-    """PPO (``lagrangian=False``) or PPO-Lagrangian on a bound wrapper; see the module docstring.
+    """PPO (`lagrangian=False`) or PPO-Lagrangian on a bound wrapper.
 
-    ``trainer(key) -> TrainResult`` runs a whole training in one compiled call.
-    ``init`` / ``run_chunk`` are the pieces the host driver (progress, checkpoints)
-    uses; both compile once per trainer.
+    One update collects `n_steps` × `num_envs` transitions through the rollout kernel,
+    computes GAE with the done mask, runs `n_epochs` × `n_minibatches` clipped-surrogate
+    steps and, for PPO-Lagrangian, a dual step on `log λ`. `trainer(key) -> TrainResult`
+    runs a whole training in one compiled call; `init` / `run_chunk` are the pieces the
+    host driver (progress, checkpoints) uses; both compile once per trainer.
+
+    **Arguments:**
+
+    - `env`: the bound wrapper (`LogWrapper`, `SafeRLWrapper`, `SauteWrapper` or a
+      `RewardWrapper` over one).
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `lagrangian`: PPO-Lagrangian (needs a `SafeRLWrapper`).
     """
 
     def __init__(self, env: Any, config: TrainConfig, *, lagrangian: bool = False):
@@ -304,13 +349,34 @@ class PPOTrainer(UpdateLoop):
 
     # -- policy helpers --------------------------------------------------------------
     def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:
+        """Map policy actions in [-1, 1] (clipped) onto the env's action box.
+
+        **Arguments:**
+
+        - `action`: `(..., action_dim)` policy actions.
+
+        **Returns:**
+
+        Actions of the same shape in the env's units.
+        """
         return self._act_centre + self._act_half * jnp.clip(action, -1.0, 1.0)
 
     def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
         return normalize(stats, obs) if self.config.normalize_observations else obs
 
     def deterministic_action(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats | None, obs: Array) -> Array:
-        """The policy's mean action, mapped into the env's action space (unbatched ``obs``)."""
+        """The policy's mean action, mapped into the env's action space (unbatched `obs`).
+
+        **Arguments:**
+
+        - `policy`: the trained network.
+        - `obs_stats`: the running observation statistics, or `None` without normalisation.
+        - `obs`: `(obs_dim,)` raw observation.
+
+        **Returns:**
+
+        An `(action_dim,)` action.
+        """
         if obs_stats is not None and self.config.normalize_observations:
             obs = normalize(obs_stats, obs)
         return self.to_env_action(policy.mean_action(obs))
@@ -386,9 +452,19 @@ class PPOTrainer(UpdateLoop):
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
-        """Deterministic (mean-action) episodes from reset, ``eval_num_episodes`` in parallel:
-        ``eval_returns`` and the costs of :func:`~powerzoojax.rl.algos._update_loop.eval_cost_metrics`
-        (``eval_cost_<name>`` per constrained channel for PPO-Lagrangian)."""
+        """Deterministic (mean-action) episodes from reset, `eval_num_episodes` in parallel.
+
+        **Arguments:**
+
+        - `policy`: the network.
+        - `obs_stats`: the running observation statistics.
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `{"eval_returns", ...}` plus the cost metrics (`eval_cost_<name>` per constrained
+        channel for PPO-Lagrangian).
+        """
         act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
         rewards, info = outs[1], outs[-2]
@@ -499,6 +575,18 @@ class PPOTrainer(UpdateLoop):
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
     def result(self, state: TrainState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
+
+        **Arguments:**
+
+        - `state`: the final [`TrainState`][powerzoojax.rl.algos.TrainState].
+        - `metrics`: per-update metrics.
+        - `checkpoints`: `((env_steps, params), ...)` kept during the run, or `None`.
+
+        **Returns:**
+
+        A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
         return TrainResult(
             params=state.policy,
             metrics=metrics,
@@ -513,19 +601,48 @@ class PPOTrainer(UpdateLoop):
         return self.result(state, metrics)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
-        """Jitted deterministic ``act(obs) -> action`` of a result (unbatched obs; vmap for batches)."""
+        """Jitted deterministic `act(obs) -> action` of a result (unbatched obs; vmap for batches).
+
+        **Arguments:**
+
+        - `result`: a [`TrainResult`][powerzoojax.rl.algos.TrainResult] of this trainer.
+
+        **Returns:**
+
+        `act(obs) -> action`.
+        """
         policy, stats = result.params, result.obs_stats
         return jax.jit(lambda obs: self.deterministic_action(policy, stats, obs))
 
 
 def make_ppo_train(env: Any, config: TrainConfig) -> PPOTrainer:
-    """PPO on a bound wrapper (``LogWrapper``, ``SafeRLWrapper`` — costs only logged —,
-    ``SauteWrapper`` or a ``RewardWrapper``); ``trainer(key) -> TrainResult``."""
+    """PPO on a bound wrapper (`LogWrapper`, `SafeRLWrapper` — costs only logged —,
+    `SauteWrapper` or a `RewardWrapper`).
+
+    **Arguments:**
+
+    - `env`: the wrapper.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+
+    **Returns:**
+
+    A [`PPOTrainer`][powerzoojax.rl.algos.PPOTrainer]; `trainer(key) -> TrainResult`.
+    """
     return PPOTrainer(env, config, lagrangian=False)
 
 
 def make_cmdp_train(env: Any, config: TrainConfig) -> PPOTrainer:
-    """PPO-Lagrangian on a ``SafeRLWrapper`` (or a ``RewardWrapper`` over one)."""
+    """PPO-Lagrangian on a `SafeRLWrapper` (or a `RewardWrapper` over one).
+
+    **Arguments:**
+
+    - `env`: the wrapper.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+
+    **Returns:**
+
+    A [`PPOTrainer`][powerzoojax.rl.algos.PPOTrainer]; `trainer(key) -> TrainResult`.
+    """
     if not getattr(env, "emits_costs", False):
         raise TypeError(
             "make_cmdp_train needs a SafeRLWrapper (6-tuple step with the selected costs), got "

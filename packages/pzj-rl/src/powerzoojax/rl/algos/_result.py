@@ -1,4 +1,4 @@
-"""``TrainResult``: what a training run returns (a pytree, so runs can be vmapped over seeds)."""
+"""`TrainResult`: what a training run returns (a pytree, so runs can be vmapped over seeds)."""
 
 import io
 import json
@@ -21,14 +21,20 @@ _HEALTH_METRICS = ("loss", "actor_loss", "critic_loss", "grad_norm")
 class TrainResult(eqx.Module):
     """Policy, per-update metrics and the config of one run.
 
-    ``params`` is the trained policy (an ``ActorCritic``); ``obs_stats`` the running
-    observation statistics the policy expects its inputs normalised with (None when
-    ``normalize_observations`` is off); ``metrics`` maps names to arrays with one entry
-    per update (NaN where a metric was not measured, e.g. between evaluations);
-    ``checkpoints`` is ``((env_steps, params), ...)`` when the run kept any;
-    ``cost_units`` pairs each reported cost channel with its unit (set by the runner).
-    A run vmapped over seeds returns one ``TrainResult`` whose arrays have a leading
-    seed axis.
+    A run vmapped over seeds returns one `TrainResult` whose arrays have a leading seed
+    axis.
+
+    **Arguments:**
+
+    - `params`: the trained policy (an `ActorCritic`, or a dict of them).
+    - `metrics`: metric name → array with one entry per update (NaN where a metric was
+      not measured, e.g. between evaluations).
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig] (static).
+    - `env_name`: name of the env or preset (static).
+    - `obs_stats`: the running observation statistics the policy expects its inputs
+      normalised with (`None` when `normalize_observations` is off).
+    - `checkpoints`: `((env_steps, params), ...)` when the run kept any.
+    - `cost_units`: each reported cost channel with its unit (set by the runner; static).
     """
 
     params: PyTree
@@ -40,7 +46,17 @@ class TrainResult(eqx.Module):
     cost_units: tuple[tuple[str, str], ...] = eqx.field(static=True, default=())
 
     def with_run_info(self, *, env_name: str | None = None, cost_units: dict[str, str] | None = None) -> "TrainResult":
-        """A copy naming the env (e.g. the preset) and the units of the cost channels."""
+        """A copy naming the env (e.g. the preset) and the units of the cost channels.
+
+        **Arguments:**
+
+        - `env_name`: the name; `None` keeps it.
+        - `cost_units`: `{channel: unit}`; `None` keeps them.
+
+        **Returns:**
+
+        A new [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
         return TrainResult(
             params=self.params, metrics=self.metrics, config=self.config,
             env_name=self.env_name if env_name is None else env_name, obs_stats=self.obs_stats,
@@ -50,7 +66,7 @@ class TrainResult(eqx.Module):
 
     # -- reading the metrics -------------------------------------------------------------
     def _column(self, name: str) -> np.ndarray | None:
-        """``name`` per update, averaged over any leading (seed) axes."""
+        """`name` per update, averaged over any leading (seed) axes."""
         if name not in self.metrics:
             return None
         values = np.asarray(self.metrics[name], np.float64)
@@ -110,12 +126,12 @@ class TrainResult(eqx.Module):
     def summary(self) -> dict[str, Any]:
         """Headline numbers, each with its source.
 
-        ``final_reward`` and ``final_cost`` come from one and the same measurement, named
-        in ``final_source``: the deterministic evaluation after the last update when the
-        run evaluates, else the training episodes that ended last (``final_env_steps``
-        says when). ``initial_*`` likewise for the untrained policy. ``final_costs``:
+        `final_reward` and `final_cost` come from one and the same measurement, named
+        in `final_source`: the deterministic evaluation after the last update when the
+        run evaluates, else the training episodes that ended last (`final_env_steps`
+        says when). `initial_*` likewise for the untrained policy. `final_costs`:
         that measurement per cost channel, with units when known. A run whose loss went
-        non-finite has ``status="diverged"`` and no final figures (never an older value
+        non-finite has `status="diverged"` and no final figures (never an older value
         shown as final).
         """
         final, initial = self._figures(-1, initial=False), self._figures(0, initial=True)
@@ -145,10 +161,18 @@ class TrainResult(eqx.Module):
 
     # -- files -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, *, preset: str | None = None, cost_units: dict[str, str] | None = None) -> None:
-        """Write ``{"summary", "config", "weights", ...}`` as JSON to ``path`` and the weights
-        (``params`` and ``obs_stats``, ``eqx.tree_serialise_leaves``) next to it as
-        ``<stem>.eqx``; both files are replaced atomically. ``weights_sha256`` is the
-        checksum of the weights file."""
+        """Write the run as JSON and its weights next to it; both files are replaced atomically.
+
+        The JSON holds `{"summary", "config", "weights", ...}`; the weights (`params` and
+        `obs_stats`, `eqx.tree_serialise_leaves`) go to `<stem>.eqx`, and `weights_sha256` is
+        their checksum.
+
+        **Arguments:**
+
+        - `path`: the JSON file.
+        - `preset`: name of the preset the run used.
+        - `cost_units`: `{channel: unit}` of the reported costs.
+        """
         from powerzoojax.rl.algos._files import atomic_write, sha256_bytes
 
         path = os.fspath(path)

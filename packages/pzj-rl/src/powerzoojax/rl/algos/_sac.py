@@ -1,20 +1,20 @@
-"""SAC on bound single-agent wrappers (continuous ``Box`` actions), in Equinox + Optax.
+"""SAC on bound single-agent wrappers (continuous `Box` actions), in Equinox + Optax.
 
 Tanh-squashed Gaussian actor, twin Q critics with Polyak-averaged targets, learned
-temperature ``α`` (target entropy ``−ratio · action_dim``, ``ratio =
-sac_target_entropy_ratio or 1``). The replay buffer is a fixed-size ring of arrays in
+temperature `α` (target entropy `−ratio · action_dim`, `ratio =
+sac_target_entropy_ratio or 1`). The replay buffer is a fixed-size ring of arrays in
 the training state (in the graph: no host round trips).
 
-One update = collect ``n_steps`` × ``num_envs`` transitions through the rollout kernel
-(``jax.vmap`` over envs of ``powerzoojax.core.rollout`` with the stochastic actor;
-uniform random actions during the first ``learning_starts`` env steps), write them into
-the ring, then ``sac_num_epochs`` gradient steps (default ``n_steps``) on uniform
-minibatches of ``batch_size``. ``done`` (time-limit ends included: the envs' next
+One update = collect `n_steps` × `num_envs` transitions through the rollout kernel
+(`jax.vmap` over envs of `powerzoojax.core.rollout` with the stochastic actor;
+uniform random actions during the first `learning_starts` env steps), write them into
+the ring, then `sac_num_epochs` gradient steps (default `n_steps`) on uniform
+minibatches of `batch_size`. `done` (time-limit ends included: the envs' next
 observation on a terminal step already belongs to the next episode) stops the
-bootstrap. With ``normalize_rewards`` the sampled rewards are divided by the running
-std of the rewards seen. A whole run is one ``lax.scan`` in one ``jax.jit`` (vmappable
-over seeds); ``init`` / ``run_chunk`` / ``result`` match ``PPOTrainer`` so ``train()``
-and the host driver work unchanged. ``result.params`` is the actor (``SACActor``).
+bootstrap. With `normalize_rewards` the sampled rewards are divided by the running
+std of the rewards seen. A whole run is one `lax.scan` in one `jax.jit` (vmappable
+over seeds); `init` / `run_chunk` / `result` match `PPOTrainer` so `train()`
+and the host driver work unchanged. `result.params` is the actor (`SACActor`).
 """
 
 import math
@@ -40,7 +40,14 @@ _LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
 
 
 class SACActor(eqx.Module):
-    """Tanh-squashed diagonal Gaussian policy; actions in [-1, 1]."""
+    """Tanh-squashed diagonal Gaussian policy; actions in [-1, 1].
+
+    **Arguments:**
+
+    - `obs_dim`, `action_dim`: observation and action widths.
+    - `hidden_dims`: hidden widths.
+    - `key`: PRNG key of the initialisation.
+    """
 
     net: MLP
 
@@ -48,12 +55,32 @@ class SACActor(eqx.Module):
         self.net = MLP(obs_dim, 2 * action_dim, hidden_dims, key, out_scale=0.01)
 
     def dist(self, obs: Float[Array, " obs_dim"]) -> tuple[Float[Array, " a"], Float[Array, " a"]]:
+        """Mean and log standard deviation of the pre-squash Gaussian.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        `(mean, log_std)`, each `(action_dim,)` (`log_std` clipped).
+        """
         out = self.net(obs)
         mean, log_std = jnp.split(out, 2)
         return mean, jnp.clip(log_std, _LOG_STD_MIN, _LOG_STD_MAX)
 
     def sample(self, key: Key, obs: Float[Array, " obs_dim"]) -> tuple[Float[Array, " a"], Float[Array, ""]]:
-        """A squashed sample and its log-density (change-of-variables corrected)."""
+        """A squashed sample and its log-density (change-of-variables corrected).
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        `(action (action_dim,), log_prob)`.
+        """
         mean, log_std = self.dist(obs)
         u = mean + jnp.exp(log_std) * jr.normal(key, mean.shape)
         a = jnp.tanh(u)
@@ -63,6 +90,16 @@ class SACActor(eqx.Module):
         return a, logp
 
     def mean_action(self, obs: Float[Array, " obs_dim"]) -> Float[Array, " a"]:
+        """`tanh` of the Gaussian's mean.
+
+        **Arguments:**
+
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        An `(action_dim,)` action in [-1, 1].
+        """
         return jnp.tanh(self.dist(obs)[0])
 
 
@@ -81,6 +118,23 @@ class TwinQ(eqx.Module):
 
 
 class SACState(eqx.Module):
+    """Everything a SAC run carries between updates.
+
+    **Arguments:**
+
+    - `policy`: the [`SACActor`][powerzoojax.rl.algos.SACActor].
+    - `critic`, `target`: twin Q networks and their Polyak-averaged copy.
+    - `log_alpha`: log of the entropy temperature.
+    - `actor_opt`, `critic_opt`, `alpha_opt`: optimiser states.
+    - `buffer`: the replay ring (`obs`, `action`, `reward`, `next_obs`, `done`).
+    - `buffer_pos`, `buffer_fill`: write position and filled length of the ring.
+    - `env_state`: the batched env states.
+    - `obs`: `(n_envs, obs_dim)` current observations.
+    - `key`: PRNG key.
+    - `update`: index of the next update.
+    - `reward_stats`: running reward statistics.
+    - `episode_return`: `(n_envs,)` running returns.
+    """
     policy: SACActor
     critic: TwinQ
     target: TwinQ
@@ -100,7 +154,17 @@ class SACState(eqx.Module):
 
 
 class SACTrainer(UpdateLoop):
-    """SAC on a bound wrapper; ``trainer(key) -> TrainResult`` (see the module docstring)."""
+    """SAC on a bound wrapper; `trainer(key) -> TrainResult`.
+
+    **Arguments:**
+
+    - `env`: the bound single-agent wrapper.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `buffer_size`: replay capacity [transitions].
+    - `batch_size`: transitions per gradient step.
+    - `tau`: Polyak rate of the target critics.
+    - `learning_starts`: env steps before the first gradient step.
+    """
 
     def __init__(
         self,
@@ -146,9 +210,30 @@ class SACTrainer(UpdateLoop):
         self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
 
     def to_env_action(self, a: Float[Array, "*b a"]) -> Float[Array, "*b a"]:
+        """Map policy actions in [-1, 1] (clipped) onto the env's action box.
+
+        **Arguments:**
+
+        - `a`: `(..., action_dim)` policy actions.
+
+        **Returns:**
+
+        Actions of the same shape in the env's units.
+        """
         return self._act_centre + self._act_half * jnp.clip(a, -1.0, 1.0)
 
     def deterministic_action(self, actor: SACActor, obs: Array) -> Array:
+        """The actor's mean action in the env's units.
+
+        **Arguments:**
+
+        - `actor`: the [`SACActor`][powerzoojax.rl.algos.SACActor].
+        - `obs`: `(obs_dim,)` observation.
+
+        **Returns:**
+
+        An `(action_dim,)` action.
+        """
         return self.to_env_action(actor.mean_action(obs))
 
     def init(self, key: Key) -> SACState:
@@ -239,6 +324,17 @@ class SACTrainer(UpdateLoop):
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, actor: SACActor, key: Key) -> dict[str, Array]:
+        """Deterministic episodes from reset, `eval_num_episodes` in parallel.
+
+        **Arguments:**
+
+        - `actor`: the [`SACActor`][powerzoojax.rl.algos.SACActor].
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `{"eval_returns", ...}` plus the cost metrics.
+        """
         outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, lambda o: self.deterministic_action(actor, o), key)
         return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1)), **eval_cost_metrics(outs[-2], self.env.max_steps)}
 
@@ -282,6 +378,18 @@ class SACTrainer(UpdateLoop):
 
     # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
     def result(self, state: SACState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
+
+        **Arguments:**
+
+        - `state`: the final [`SACState`][powerzoojax.rl.algos.SACState].
+        - `metrics`: per-update metrics.
+        - `checkpoints`: checkpoints kept during the run, or `None`.
+
+        **Returns:**
+
+        A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
         return TrainResult(params=state.policy, metrics=metrics, config=self.config, env_name=self.env.name, checkpoints=checkpoints)
 
     def __call__(self, key: Key) -> TrainResult:
@@ -289,11 +397,32 @@ class SACTrainer(UpdateLoop):
         return self.result(state, metrics)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
+        """Jitted deterministic `act(obs) -> action` of a result.
+
+        **Arguments:**
+
+        - `result`: a [`TrainResult`][powerzoojax.rl.algos.TrainResult] of this trainer.
+
+        **Returns:**
+
+        `act(obs) -> action`.
+        """
         actor = result.params
         return jax.jit(lambda obs: self.deterministic_action(actor, obs))
 
 
 def make_sac_train(env: Any, config: TrainConfig, **kwargs: Any) -> SACTrainer:
-    """SAC on a bound single-agent wrapper; ``kwargs``: ``buffer_size``, ``batch_size``,
-    ``tau``, ``learning_starts``. ``trainer(key) -> TrainResult``."""
+    """SAC on a bound single-agent wrapper.
+
+    **Arguments:**
+
+    - `env`: the wrapper.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `**kwargs`: `buffer_size`, `batch_size`, `tau`, `learning_starts` of
+      [`SACTrainer`][powerzoojax.rl.algos.SACTrainer].
+
+    **Returns:**
+
+    A [`SACTrainer`][powerzoojax.rl.algos.SACTrainer]; `trainer(key) -> TrainResult`.
+    """
     return SACTrainer(env, config, **kwargs)

@@ -1,8 +1,8 @@
 """The outer training loop every trainer shares: periodic evaluation inside the compiled
 update, chunked runs for checkpointing, and whole runs as one scan over updates.
 
-A trainer provides ``init(key)``, ``update(state) -> (state, metrics)``, ``n_updates``
-and ``eval_every``; its data always comes through the one rollout kernel.
+A trainer provides `init(key)`, `update(state) -> (state, metrics)`, `n_updates`
+and `eval_every`; its data always comes through the one rollout kernel.
 """
 
 from collections.abc import Callable
@@ -23,7 +23,7 @@ def nan_like(tree: PyTree) -> PyTree:
 
 
 def _nan_of_shape(fn: Callable[..., Any], *args: Any) -> PyTree:
-    """NaNs shaped like ``fn(*args)``'s output, without running it."""
+    """NaNs shaped like `fn(*args)`'s output, without running it."""
     return nan_like(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args)))
 
 
@@ -32,14 +32,14 @@ EVAL_COST_KEYS = ("cost_voltage_violation", "reserve_shortfall", "cost_thermal_o
 
 
 def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tuple[str, ...] = ()) -> dict[str, Array]:
-    """Cost metrics of deterministic evaluation episodes (``info`` leaves ``(episodes, steps, ...)``).
+    """Cost metrics of deterministic evaluation episodes (`info` leaves `(episodes, steps, ...)`).
 
-    ``eval_total_cost`` (= ``eval_cost``): mean episode sum of ``info["cost_sum"]``;
-    ``eval_cost_per_step`` = that / ``max_steps``; for each of ``EVAL_COST_KEYS`` in
-    ``info``: ``eval_<key>_total`` (mean episode sum) and ``eval_<key>_rate`` (fraction of
-    steps with a positive value); with ``selected_names`` (the channels of
-    ``info["constraint_costs"]`` in that order: a ``SafeRLWrapper``'s selected ones, or
-    every channel of the env): ``eval_cost_<name>``, the mean episode sum of each.
+    `eval_total_cost` (= `eval_cost`): mean episode sum of `info["cost_sum"]`;
+    `eval_cost_per_step` = that / `max_steps`; for each of `EVAL_COST_KEYS` in
+    `info`: `eval_<key>_total` (mean episode sum) and `eval_<key>_rate` (fraction of
+    steps with a positive value); with `selected_names` (the channels of
+    `info["constraint_costs"]` in that order: a `SafeRLWrapper`'s selected ones, or
+    every channel of the env): `eval_cost_<name>`, the mean episode sum of each.
     """
     total = jnp.mean(jnp.sum(info["cost_sum"], axis=1))
     out = {"eval_cost": total, "eval_total_cost": total, "eval_cost_per_step": total / max_steps}
@@ -59,18 +59,38 @@ class UpdateLoop:
     eval_every: int
 
     def init(self, key: Key) -> Any:
+        """The state of a run before its first update.
+
+        **Arguments:**
+
+        - `key`: PRNG key of the run.
+
+        **Returns:**
+
+        The trainer's state (policy, optimiser, env states, ...).
+        """
         raise NotImplementedError
 
     def update(self, state: Any) -> tuple[Any, dict[str, Array]]:
+        """One update: collect a batch, then the optimisation steps.
+
+        **Arguments:**
+
+        - `state`: the trainer's state.
+
+        **Returns:**
+
+        `(state, metrics)`, a dict of scalar metrics of the update.
+        """
         raise NotImplementedError
 
     def maybe_evaluate(
         self, update_index: Array, evaluate: Callable[..., dict[str, Array]], *args: Any, initial: tuple | None = None
     ) -> dict[str, Array]:
-        """``evaluate(*args)`` every ``eval_every`` updates and after the last; NaN metrics
+        """`evaluate(*args)` every `eval_every` updates and after the last; NaN metrics
         otherwise, so the metrics pytree has one shape on every update.
 
-        ``initial``: the same arguments before this update (the policy the update started
+        `initial`: the same arguments before this update (the policy the update started
         from). On the first update of a run the evaluation scores those instead, so the
         first row's evaluation is the untrained policy (the reference: "eval at start").
         """
@@ -87,7 +107,7 @@ class UpdateLoop:
     def eval_episodes(
         self, reset: Callable[[Key], Any], step: Callable[..., Any], act: Callable[[Any], Any], key: Key
     ) -> tuple[Any, ...]:
-        """``config.eval_num_episodes`` deterministic episodes from reset, in parallel, on
+        """`config.eval_num_episodes` deterministic episodes from reset, in parallel, on
         the one rollout kernel; returns the rollout's stacked outputs (episode axis first)."""
         n = self.config.eval_num_episodes
         k_reset, k_roll = jr.split(key)
@@ -102,7 +122,7 @@ class UpdateLoop:
         return jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
 
     def run_chunk(self, state: Any, n_updates: int) -> tuple[Any, dict[str, Array]]:
-        """``n_updates`` updates in one scan; updates past the run's total are skipped (NaN metrics)."""
+        """`n_updates` updates in one scan; updates past the run's total are skipped (NaN metrics)."""
 
         def guarded(s, _):
             return jax.lax.cond(
@@ -112,6 +132,6 @@ class UpdateLoop:
         return jax.lax.scan(guarded, state, None, length=n_updates)
 
     def train(self, key: Key) -> tuple[Any, dict[str, Array]]:
-        """A whole run from ``key``: one scan over all updates (pure; jit and vmap it freely)."""
+        """A whole run from `key`: one scan over all updates (pure; jit and vmap it freely)."""
         state = self.init(key)
         return jax.lax.scan(lambda s, _: self.update(s), state, None, length=self.n_updates)

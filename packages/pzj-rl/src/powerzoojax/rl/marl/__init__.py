@@ -1,8 +1,8 @@
 """Multi-agent adapters (params bound, dict and stacked APIs): the contract
-``MultiAgentEnvironment`` / ``MARLState``, ``GridMARLEnv`` (units and bundle devices of a
-``TransGridEnv`` as agents), ``DistGridMARLEnv`` / ``make_ders_marl_env`` (DERs and bundle
-devices of a ``DistGridEnv``; global or K-hop local observations; ``DistGrid3PhaseMARLEnv``
-for the three-phase feeder) and ``MarketMARLEnv``
+`MultiAgentEnvironment` / `MARLState`, `GridMARLEnv` (units and bundle devices of a
+`TransGridEnv` as agents), `DistGridMARLEnv` / `make_ders_marl_env` (DERs and bundle
+devices of a `DistGridEnv`; global or K-hop local observations; `DistGrid3PhaseMARLEnv`
+for the three-phase feeder) and `MarketMARLEnv`
 (GenCos offering into the SCED). The grid and market envs are imported lazily, so this
 package needs only core."""
 

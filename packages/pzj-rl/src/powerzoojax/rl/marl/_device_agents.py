@@ -2,12 +2,12 @@
 DERs) followed by one per device of each resource bundle, and the index arrays that map
 between the env's flat observation / action vectors and the agents' stacked ones.
 
-Both ``TransGridEnv`` and ``DistGridEnv`` lay out their action as ``[one entry per
-fixed agent | bundle slices in bundle order, device-major]`` and their observation as
-``[core | bundle observations in bundle order, device-major]``, so one layout serves both.
+Both `TransGridEnv` and `DistGridEnv` lay out their action as `[one entry per
+fixed agent | bundle slices in bundle order, device-major]` and their observation as
+`[core | bundle observations in bundle order, device-major]`, so one layout serves both.
 
-Bundle agents are named ``<BundleClass minus "Bundle", lowercased>_<index within that
-type>``: two ``BatteryBundle``\\ s of 2 devices each give ``battery_0 … battery_3``.
+Bundle agents are named `<BundleClass minus "Bundle", lowercased>_<index within that
+type>`: two `BatteryBundle`s of 2 devices each give `battery_0 … battery_3`.
 """
 
 from typing import Any
@@ -21,13 +21,14 @@ from powerzoojax.rl.marl._multi_agent import MARLState, MultiAgentEnvironment
 
 
 def bundle_type_name(bundle: Any) -> str:
-    """``BatteryBundle`` → ``battery``, ``FlexLoadBundle`` → ``flexload``."""
+    """`BatteryBundle` → `battery`, `FlexLoadBundle` → `flexload`."""
     name = type(bundle).__name__
     return (name[: -len("Bundle")] if name.endswith("Bundle") else name).lower()
 
 
 class DeviceLayout(eqx.Module):
-    """Host-built layout of the agents (see the module docstring)."""
+    """Host-built layout of the agents: which entries of the env's observation form each
+    agent's own slice and where each agent's actions go in the env's action vector."""
 
     names: tuple[str, ...] = eqx.field(static=True)
     own_obs_idx: Int[Array, "n_agents own_dim"]  # entries of the env obs that form each agent's own slice
@@ -38,9 +39,9 @@ class DeviceLayout(eqx.Module):
 
 
 def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, bundle_obs_start: int) -> DeviceLayout:
-    """Layout for ``len(fixed_obs_idx)`` fixed agents ``<prefix>_i`` (one action entry each,
-    own observation ``obs[fixed_obs_idx[i]]``) followed by every bundle device; bundle
-    observations start at ``bundle_obs_start`` of the env observation."""
+    """Layout for `len(fixed_obs_idx)` fixed agents `<prefix>_i` (one action entry each,
+    own observation `obs[fixed_obs_idx[i]]`) followed by every bundle device; bundle
+    observations start at `bundle_obs_start` of the env observation."""
     names = [f"{prefix}_{i}" for i in range(len(fixed_obs_idx))]
     own = [list(ix) for ix in fixed_obs_idx]
     act_dims = [1] * len(fixed_obs_idx)
@@ -83,12 +84,12 @@ def pack_actions(actions: Float[Array, "n_agents action_dim"], src: Int[Array, "
 
 
 class DeviceAgentsEnv(MultiAgentEnvironment):
-    """What ``GridMARLEnv`` and ``DistGridMARLEnv`` share: a parent env (``env``, its
-    ``params`` bound) split into the agents of one :class:`DeviceLayout`.
+    """What `GridMARLEnv` and `DistGridMARLEnv` share: a parent env (`env`, its
+    `params` bound) split into the agents of one `DeviceLayout`.
 
-    Subclasses set ``env``, ``params``, ``core_dim`` and ``layout`` (through
-    :meth:`_set_layout`) and implement ``step_arrays`` with :meth:`_env_step`.
-    ``own_obs_idx``, ``own_obs_mask``, ``action_src``, ``own_dim`` and ``action_dim``
+    Subclasses set `env`, `params`, `core_dim` and `layout` (through
+    `_set_layout`) and implement `step_arrays` with `_env_step`.
+    `own_obs_idx`, `own_obs_mask`, `action_src`, `own_dim` and `action_dim`
     read the layout.
     """
 
@@ -134,8 +135,8 @@ class DeviceAgentsEnv(MultiAgentEnvironment):
         return self._agent_obs(obs), MARLState(state)
 
     def _env_step(self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any) -> tuple:
-        """The parent env's 6-tuple for the packed agent actions, ``info`` plus
-        ``constraint_costs`` (the env's cost vector) and ``cost`` (= ``cost_sum``)."""
+        """The parent env's 6-tuple for the packed agent actions, `info` plus
+        `constraint_costs` (the env's cost vector) and `cost` (= `cost_sum`)."""
         obs, env_state, reward, costs, done, info = self.env.step(
             key, state.env_state, pack_actions(actions, self.action_src), self._p(params)
         )

@@ -1,33 +1,4 @@
-"""``DistGridMARLEnv``: ``DistGridEnv`` with one agent per controllable device.
-
-Agents, in this fixed order: ``der_0 … der_{N−2}`` (one per non-slack bus, in
-``params.der_bus_idx`` order; only with ``include_der=True``), then one agent per device of
-each bundle in ``params.resources``, in bundle order, named ``<BundleClass minus
-"Bundle", lowercased>_<index within that type>``. The DERs task (4 batteries, 4 PV, 4 flex
-loads, ``include_der=False``) gives ``battery_0..3, renewable_0..3, flexload_0..3``.
-Actions: ``Box[-1, 1] (action_dim,)`` per agent, ``action_dim`` = the largest per-device
-action size (1 for DERs, 2 in the DERs task), packed DERs first, then the bundle slices.
-
-Each agent's device observation: for a DER the load at its bus (``p_load / p_load_ref``,
-``q_load / q_load_ref`` of the row the next action meets); for a bundle device its slice
-of the bundle observation; zero-padded to the largest.
-
-Observation modes:
-
-- ``"global"``: the env's core observation ``[v (N) | pf (B) | qf (B) | pl (N) | ql (N) |
-  sin | cos]`` (3N + 2B + 2, voltages as ``(v − 1)/0.1``) + the device observation.
-- ``"local"`` (Dec-POMDP): ``[own v | K = 4 neighbour v | min, max, mean v | sin, cos |
-  device observation]`` (1 + 4 + 3 + 2 + device: 12 with DERs, 15 in the DERs task),
-  built by :func:`powerzoojax.grid.tasks.ders.local_observations`. Neighbours are the
-  first K buses of a breadth-first search from the device's bus over the undirected feeder
-  (:func:`powerzoojax.grid.tasks.ders.bfs_neighbours`, computed once on the host; own bus
-  excluded, ties by bus index, padded with the own bus on short feeders).
-
-Reward (shared): ``r − voltage_penalty · cost_continuous − soc_penalty ·
-soc_terminal_sq`` (``cost_continuous`` = Σ voltage excursions beyond the band + Σ
-branch MVA overload; ``soc_terminal_sq`` nonzero on terminal steps with batteries).
-``info``: the env's plus ``constraint_costs``, ``cost`` and ``env_reward`` (the unshaped reward).
-"""
+"""`DistGridMARLEnv`: `DistGridEnv` with one agent per controllable device."""
 
 from typing import Any
 
@@ -43,7 +14,45 @@ N_NEIGHBOURS = 4
 
 
 class DistGridMARLEnv(DeviceAgentsEnv):
-    """Distribution feeder as a team of device agents (see the module docstring)."""
+    """Distribution feeder as a team of device agents.
+
+    Agents, in this fixed order: `der_0 … der_{N−2}` (one per non-slack bus, in
+    `params.der_bus_idx` order; only with `include_der=True`), then one agent per device of
+    each bundle in `params.resources`, in bundle order, named `<BundleClass minus
+    "Bundle", lowercased>_<index within that type>`. The DERs task (4 batteries, 4 PV, 4 flex
+    loads, `include_der=False`) gives `battery_0..3, renewable_0..3, flexload_0..3`.
+    Actions: `Box[-1, 1] (action_dim,)` per agent, `action_dim` = the largest per-device
+    action size (1 for DERs, 2 in the DERs task), packed DERs first, then the bundle slices.
+
+    Each agent's device observation: for a DER the load at its bus (`p_load / p_load_ref`,
+    `q_load / q_load_ref` of the row the next action meets); for a bundle device its slice
+    of the bundle observation; zero-padded to the largest.
+
+    Observation modes:
+
+    - `"global"`: the env's core observation `[v (N) | pf (B) | qf (B) | pl (N) | ql (N) |
+      sin | cos]` (3N + 2B + 2, voltages as `(v − 1)/0.1`) + the device observation.
+    - `"local"` (Dec-POMDP): `[own v | K = 4 neighbour v | min, max, mean v | sin, cos |
+      device observation]` (1 + 4 + 3 + 2 + device: 12 with DERs, 15 in the DERs task),
+      built by [`powerzoojax.grid.tasks.ders.local_observations`][powerzoojax.grid.tasks.ders.local_observations]. Neighbours are the
+      first K buses of a breadth-first search from the device's bus over the undirected feeder
+      ([`powerzoojax.grid.tasks.ders.bfs_neighbours`][powerzoojax.grid.tasks.ders.bfs_neighbours], computed once on the host; own bus
+      excluded, ties by bus index, padded with the own bus on short feeders).
+
+    Reward (shared): `r − voltage_penalty · cost_continuous − soc_penalty ·
+    soc_terminal_sq` (`cost_continuous` = Σ voltage excursions beyond the band + Σ
+    branch MVA overload; `soc_terminal_sq` nonzero on terminal steps with batteries).
+    `info`: the env's plus `constraint_costs`, `cost` and `env_reward` (the unshaped reward).
+
+    **Arguments:**
+
+    - `env`: the `DistGridEnv`.
+    - `params`: its params; `None` takes `env.default_params()`.
+    - `voltage_penalty`: weight of `cost_continuous` in the shared reward.
+    - `soc_penalty`: weight of `soc_terminal_sq` in the shared reward.
+    - `reward_mode`: `"shared"`.
+    - `observation_mode`: `"global"` or `"local"`.
+    """
 
     voltage_penalty: float
     soc_penalty: float
@@ -107,10 +116,12 @@ class DistGridMARLEnv(DeviceAgentsEnv):
 
     @property
     def device_bus(self) -> Int[Array, " n_agents"]:
+        """`(n_agents,)` bus of each agent's device."""
         return self.local_layout.own_bus
 
     @property
     def neighbours(self) -> Int[Array, "n_agents k"]:
+        """`(n_agents, k)` nearest buses of each agent's device."""
         return self.local_layout.neighbours
 
     @property
@@ -140,8 +151,24 @@ def make_ders_marl_env(
     split: str = "train", *, voltage_penalty: float = 4.0, soc_penalty: float = 0.0, observation_mode: str = "local",
     max_steps: int = 48, start: int = 0,
 ) -> DistGridMARLEnv:
-    """The DERs task (case141, 12 device agents) as a ``DistGridMARLEnv``: local observations
-    of 15 entries per agent and 2 actions each by default (``DERsTask.make_params(split, start)``)."""
+    """The DERs task (case141, 12 device agents) as a `DistGridMARLEnv`.
+
+    Local observations of 15 entries per agent and 2 actions each by default, on
+    `DERsTask.make_params(split, start)`.
+
+    **Arguments:**
+
+    - `split`: data split.
+    - `voltage_penalty`: weight of `cost_continuous` in the shared reward.
+    - `soc_penalty`: weight of `soc_terminal_sq` in the shared reward.
+    - `observation_mode`: `"local"` or `"global"`.
+    - `max_steps`: episode length [steps].
+    - `start`: first profile row.
+
+    **Returns:**
+
+    A [`DistGridMARLEnv`][powerzoojax.rl.marl.DistGridMARLEnv].
+    """
     from powerzoojax.grid import DistGridEnv
     from powerzoojax.grid.tasks.ders import DERsTask
 

@@ -1,15 +1,5 @@
-"""``DistGrid3PhaseMARLEnv``: the three-phase feeder (``DistGrid3PhaseEnv``) with one agent
+"""`DistGrid3PhaseMARLEnv`: the three-phase feeder (`DistGrid3PhaseEnv`) with one agent
 per device of its resource bundles, observing like the single-phase DERs agents.
-
-Agents are named as in ``DistGridMARLEnv`` (``battery_0 …``), one per bundle device in
-bundle order; the per-bus-phase DER actions are not agents (build the params with
-``include_der=False``). Each agent sees the local Dec-POMDP observation of the balanced
-adapter on *phase-averaged* voltages ``(v_A + v_B + v_C)/3`` (normalised ``(v − 1)/0.1``):
-``[own bus | K = 4 neighbour buses | min, max, mean | sin, cos | own device obs]``, so a
-policy trained on the single-phase feeder can be run here unchanged; ``min_obs_dim``
-zero-pads the observation to that policy's width (15 for the DERs task). Reward (shared):
-``r − voltage_penalty · cost_continuous``; ``info`` adds ``constraint_costs``, ``cost`` and
-``env_reward``.
 """
 
 from typing import Any
@@ -25,7 +15,26 @@ N_NEIGHBOURS = 4
 
 
 class DistGrid3PhaseMARLEnv(DeviceAgentsEnv):
-    """Three-phase feeder as a team of device agents (see the module docstring)."""
+    """Three-phase feeder as a team of device agents.
+
+    Agents are named as in `DistGridMARLEnv` (`battery_0 …`), one per bundle device in
+    bundle order; the per-bus-phase DER actions are not agents (build the params with
+    `include_der=False`). Each agent sees the local Dec-POMDP observation of the balanced
+    adapter on *phase-averaged* voltages `(v_A + v_B + v_C)/3` (normalised `(v − 1)/0.1`):
+    `[own bus | K = 4 neighbour buses | min, max, mean | sin, cos | own device obs]`, so a
+    policy trained on the single-phase feeder can be run here unchanged; `min_obs_dim`
+    zero-pads the observation to that policy's width (15 for the DERs task). Reward (shared):
+    `r − voltage_penalty · cost_continuous`; `info` adds `constraint_costs`, `cost` and
+    `env_reward`.
+
+    **Arguments:**
+
+    - `env`: the `DistGrid3PhaseEnv`.
+    - `params`: its params (built with `include_der=False`); `None` takes
+      `env.default_params()`.
+    - `voltage_penalty`: weight of `cost_continuous` in the shared reward.
+    - `min_obs_dim`: width the observations are zero-padded to (15 for the DERs task).
+    """
 
     voltage_penalty: float
     min_obs_dim: int
@@ -67,6 +76,7 @@ class DistGrid3PhaseMARLEnv(DeviceAgentsEnv):
 
     @property
     def natural_obs_dim(self) -> int:
+        """Observation width before padding, `1 + K + 3 + 2 + own_dim`."""
         return 1 + N_NEIGHBOURS + 3 + 2 + self.own_dim
 
     @property

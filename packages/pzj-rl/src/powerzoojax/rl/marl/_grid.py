@@ -1,22 +1,5 @@
-"""``GridMARLEnv``: ``TransGridEnv`` with one agent per generating unit and one per
+"""`GridMARLEnv`: `TransGridEnv` with one agent per generating unit and one per
 resource-bundle device.
-
-Agents, in this fixed order: ``unit_0 … unit_{U−1}`` (the case's unit order; only when
-the params dispatch the units, ``include_unit_dispatch=True``), then one agent per device
-of each bundle in ``params.resources``, in bundle order, named ``<BundleClass minus
-"Bundle", lowercased>_<index within that type>`` (``battery_0``, ``battery_1``, …).
-Actions: ``Box[-1, 1] (action_dim,)`` per agent with ``action_dim`` = the largest
-per-device action size (1 for units and P-only batteries); agents with a shorter own
-action ignore the padding entries. They are packed units first, then the bundle slices,
-into the env's action vector.
-
-Observation per agent: the grid core — the env's observation without the bundle part,
-``[flow (L) | vm (N, AC only) | load (n_loads) | unit_norm (U) | sin | cos]`` — followed by
-the agent's own slice zero-padded to the largest one: ``unit_norm[i]`` for a unit, the
-device's observation (``per_device_obs_dim`` entries of its bundle's observation) for a
-device. Reward: the env's reward, shared by every agent. ``info``: the env's, plus
-``constraint_costs`` (the env's cost vector, order ``constraint_names``) and ``cost``
-(= ``cost_sum``).
 """
 
 from typing import Any
@@ -31,7 +14,31 @@ REWARD_MODES = ("shared",)
 
 
 class GridMARLEnv(DeviceAgentsEnv):
-    """Transmission dispatch as a team of unit and device agents (see the module docstring)."""
+    """Transmission dispatch as a team of unit and device agents.
+
+    Agents, in this fixed order: `unit_0 … unit_{U−1}` (the case's unit order; only when
+    the params dispatch the units, `include_unit_dispatch=True`), then one agent per device
+    of each bundle in `params.resources`, in bundle order, named `<BundleClass minus
+    "Bundle", lowercased>_<index within that type>` (`battery_0`, `battery_1`, …).
+    Actions: `Box[-1, 1] (action_dim,)` per agent with `action_dim` = the largest
+    per-device action size (1 for units and P-only batteries); agents with a shorter own
+    action ignore the padding entries. They are packed units first, then the bundle slices,
+    into the env's action vector.
+
+    Observation per agent: the grid core — the env's observation without the bundle part,
+    `[flow (L) | vm (N, AC only) | load (n_loads) | unit_norm (U) | sin | cos]` — followed by
+    the agent's own slice zero-padded to the largest one: `unit_norm[i]` for a unit, the
+    device's observation (`per_device_obs_dim` entries of its bundle's observation) for a
+    device. Reward: the env's reward, shared by every agent. `info`: the env's, plus
+    `constraint_costs` (the env's cost vector, order `constraint_names`) and `cost`
+    (= `cost_sum`).
+
+    **Arguments:**
+
+    - `env`: the `TransGridEnv`.
+    - `params`: its params; `None` takes `env.default_params()`.
+    - `reward_mode`: `"shared"` (the only mode).
+    """
 
     reward_mode: str
 

@@ -1,14 +1,4 @@
-"""``MarketMARLEnv``: the GenCos market core as one agent per generating unit.
-
-Agents ``genco_0 … genco_{U−1}`` (unit order of the case). Each agent's action is a
-``Box[-1, 1] (n_segments,)`` of markups (sorted and mapped onto
-``truthful · (1 + m · max_markup)`` by the core); actions are concatenated in agent
-order. Observation ``(8 + lmp_history_len,)`` per agent (12 by default), from
-:func:`powerzoojax.market.market_marl_observations`. Reward: each unit's realised
-profit [$] this round. ``info`` is the core's (``lmp``, ``unit_power``, ``gen_cost``,
-``cost_thermal_overload``, ``sced_converged`` …) plus ``load_mw``: the nodal load [MW] the
-round cleared (the pre-step row).
-"""
+"""`MarketMARLEnv`: the GenCos market core as one agent per generating unit."""
 
 from typing import Any
 
@@ -24,7 +14,21 @@ PLANNER_SAMPLES = 512
 
 
 class MarketMARLEnv(MultiAgentEnvironment):
-    """GenCos bidding market with params bound (see the module docstring)."""
+    """GenCos bidding market with params bound.
+
+    Agents `genco_0 … genco_{U−1}` (unit order of the case). Each agent's action is a
+    `Box[-1, 1] (n_segments,)` of markups (sorted and mapped onto
+    `truthful · (1 + m · max_markup)` by the core); actions are concatenated in agent
+    order. Observation `(8 + lmp_history_len,)` per agent (12 by default), from
+    [`powerzoojax.market.market_marl_observations`][powerzoojax.market.market_marl_observations]. Reward: each unit's realised
+    profit [$] this round. `info` is the core's (`lmp`, `unit_power`, `gen_cost`,
+    `cost_thermal_overload`, `sced_converged` …) plus `load_mw`: the nodal load [MW] the
+    round cleared (the pre-step row).
+
+    **Arguments:**
+
+    - `params`: the [`MarketMARLParams`][powerzoojax.market.MarketMARLParams].
+    """
 
     def __init__(self, params: Any):
         from powerzoojax.market import MarketMARLParams
@@ -66,16 +70,24 @@ class MarketMARLEnv(MultiAgentEnvironment):
         return market_marl_observations(final_state, p), MARLState(final_state), profit, done, info
 
     def compute_market_metrics(self, info: dict[str, Array]) -> dict[str, Array]:
-        """Market diagnostics from a rollout's info, leaves shaped ``(S, E, ...)`` (steps, envs).
+        """Market diagnostics from a rollout's info.
 
-        ``market/price_volatility``: mean over envs of the coefficient of variation of the
-        mean-LMP series; ``market/HHI``: mean of Σ share² (shares of dispatched MW);
-        ``market/market_share_std``: mean std of the shares across agents;
-        ``market/ramp_binding_rate`` (when given); ``market/dispatch_share_<agent>``;
-        with ``load_mw`` (S, E, N) and ``gen_cost`` (S, E) given, ``market/planner_cost_ratio``:
-        the true generation cost of a truthful, ramp-free ``offer_sced`` clearing of the same
-        loads over the agents' ``gen_cost``, summed over ``PLANNER_SAMPLES`` strided samples
-        (a cost ratio, not welfare: below 1 when the agents' offers raised the cost).
+        `market/price_volatility`: mean over envs of the coefficient of variation of the
+        mean-LMP series; `market/HHI`: mean of Σ share² (shares of dispatched MW);
+        `market/market_share_std`: mean std of the shares across agents;
+        `market/ramp_binding_rate` (when given); `market/dispatch_share_<agent>`; with
+        `load_mw` (S, E, N) and `gen_cost` (S, E) given, `market/planner_cost_ratio`: the true
+        generation cost of a truthful, ramp-free `offer_sced` clearing of the same loads over
+        the agents' `gen_cost`, summed over `PLANNER_SAMPLES` strided samples (a cost ratio,
+        not welfare: below 1 when the agents' offers raised the cost).
+
+        **Arguments:**
+
+        - `info`: the rollout's info, leaves shaped `(S, E, ...)` (steps, envs).
+
+        **Returns:**
+
+        A dict of scalar metrics.
         """
         mean_lmp = jnp.mean(info["lmp"], axis=-1)  # (S, E)
         cv = jnp.std(mean_lmp, axis=0) / (jnp.abs(jnp.mean(mean_lmp, axis=0)) + 1e-6)

@@ -1,35 +1,35 @@
 """The multi-agent contract (JaxMARL style, params bound) shared by the MARL adapters.
 
-Dict API (agent order = ``env.agents``, fixed at construction)::
+Dict API (agent order = `env.agents`, fixed at construction):
 
     obs, state = env.reset(key)                      # obs: {agent: (obs_dim,)}
     obs, state, rewards, dones, info = env.step(key, state, actions)
     # actions: {agent: (action_dim,)} or the stacked array (num_agents, action_dim)
     # rewards: {agent: ()}, dones: {agent: (), "__all__": ()}
 
-The agent order is ``env.agents``, never the iteration order of a dict: dicts that
-come back from ``jax.jit`` / ``vmap`` / ``scan`` have their keys sorted (a JAX pytree
-rule; ``der_10`` sorts before ``der_2``). Use ``env.stack`` / ``env.unstack`` to go
+The agent order is `env.agents`, never the iteration order of a dict: dicts that
+come back from `jax.jit` / `vmap` / `scan` have their keys sorted (a JAX pytree
+rule; `der_10` sorts before `der_2`). Use `env.stack` / `env.unstack` to go
 between dicts and agent-major arrays.
 
-``params`` may be passed as the last argument of ``reset`` / ``step`` (the seed
-documents ``reset(key, params)``); by default the bound ``env.params`` is used.
+`params` may be passed as the last argument of `reset` / `step` (the seed
+documents `reset(key, params)`); by default the bound `env.params` is used.
 
-Stacked API (what trainers use: agents on a leading axis, no dicts in the hot path)::
+Stacked API (what trainers use: agents on a leading axis, no dicts in the hot path):
 
     obs, state = env.reset_arrays(key)               # obs (A, obs_dim)
     obs, state, rewards, done, info = env.step_arrays(key, state, actions)  # rewards (A,), done ()
 
-``step_arrays`` has the rollout kernel's ``step_fn`` form, so
-``powerzoojax.core.rollout(env.step_arrays, key, state, actions)`` runs an episode.
-Observations and actions are zero-padded to uniform sizes (``obs_dim``,
-``action_dim``); agents whose own action is shorter ignore the padding entries.
+`step_arrays` has the rollout kernel's `step_fn` form, so
+`powerzoojax.core.rollout(env.step_arrays, key, state, actions)` runs an episode.
+Observations and actions are zero-padded to uniform sizes (`obs_dim`,
+`action_dim`); agents whose own action is shorter ignore the padding entries.
 Every step auto-resets like the single-agent envs (the returned state / obs on a
 terminal step belong to the next episode).
 
-Bad input follows the single-agent contract (``powerzoojax.core.Environment``): a
-non-finite action entry is replaced by 0 (the neutral value of ``Box[-1, 1]``) and
-reported as ``info["invalid_action"]`` (and ``is_safe`` False where reported); wrong
+Bad input follows the single-agent contract (`powerzoojax.core.Environment`): a
+non-finite action entry is replaced by 0 (the neutral value of `Box[-1, 1]`) and
+reported as `info["invalid_action"]` (and `is_safe` False where reported); wrong
 shapes, unknown agents and params of the wrong class raise one-line errors naming the
 agent or value and what was expected.
 """
@@ -56,25 +56,33 @@ from powerzoojax.core._types import Info, Key
 
 
 class MARLState(eqx.Module):
-    """State of a multi-agent adapter: the wrapped env's state (``grid_state`` in the reference)."""
+    """State of a multi-agent adapter.
+
+    **Arguments:**
+
+    - `env_state`: the wrapped env's state.
+    """
 
     env_state: PyTree
 
     @property
     def grid_state(self) -> PyTree:
+        """The wrapped env's state (the reference's name)."""
         return self.env_state
 
     @property
     def time_step(self) -> Array:
+        """The wrapped env's step count."""
         return self.env_state.time_step
 
     @property
     def done(self) -> Array:
+        """The wrapped env's episode-end flag."""
         return self.env_state.done
 
 
 def agent_type(name: str) -> str:
-    """An agent's type: its name up to the first ``_`` (``battery_2`` → ``battery``)."""
+    """An agent's type: its name up to the first `_` (`battery_2` → `battery`)."""
     return name.split("_", 1)[0]
 
 
@@ -112,10 +120,16 @@ def _guard_step_arrays(step_arrays: Any) -> Any:
 
 
 class MultiAgentEnvironment(eqx.Module):
-    """Base of the dict-per-agent adapters. Subclasses set ``params`` and the static
-    ``agents`` tuple and implement ``reset_arrays`` / ``step_arrays`` / ``obs_dim`` /
-    ``action_dim``; their ``reset_arrays`` / ``step_arrays`` are guarded once, when the
-    class is created (see the module docstring)."""
+    """Base of the dict-per-agent adapters.
+
+    Subclasses implement `reset_arrays` / `step_arrays` / `obs_dim` / `action_dim`; their
+    `reset_arrays` / `step_arrays` are guarded once, when the class is created.
+
+    **Arguments:**
+
+    - `params`: the wrapped env's params.
+    - `agents`: the agent names, in stacking order (static).
+    """
 
     params: EnvParams
     agents: tuple[str, ...] = eqx.field(static=True)
@@ -134,23 +148,27 @@ class MultiAgentEnvironment(eqx.Module):
     # -- static description ------------------------------------------------------------
     @property
     def name(self) -> str:
+        """The adapter's class name."""
         return type(self).__name__
 
     @property
     def agent_names(self) -> list[str]:
+        """The agent names, as a list."""
         return list(self.agents)
 
     @property
     def num_agents(self) -> int:
+        """Number of agents."""
         return len(self.agents)
 
     @property
     def agent_types(self) -> tuple[str, ...]:
-        """Type of each agent, in agent order (name prefix before the first ``_``)."""
+        """Type of each agent, in agent order (name prefix before the first `_`)."""
         return tuple(agent_type(a) for a in self.agents)
 
     @property
     def max_steps(self) -> int:
+        """Episode length [steps]."""
         return int(self.params.max_steps)
 
     @property
@@ -164,10 +182,30 @@ class MultiAgentEnvironment(eqx.Module):
         """Uniform per-agent action size (zero-padded)."""
 
     def observation_space(self, agent: str | None = None) -> Box:
+        """Observation space of one agent.
+
+        **Arguments:**
+
+        - `agent`: agent name (every agent has the same space).
+
+        **Returns:**
+
+        A `(obs_dim,)` unbounded [`Box`][powerzoojax.core.Box].
+        """
         self._check_agent(agent)
         return make_box(-np.inf, np.inf, (self.obs_dim,))
 
     def action_space(self, agent: str | None = None) -> Box:
+        """Action space of one agent.
+
+        **Arguments:**
+
+        - `agent`: agent name (every agent has the same space).
+
+        **Returns:**
+
+        A `(action_dim,)` [`Box`][powerzoojax.core.Box] in [-1, 1].
+        """
         self._check_agent(agent)
         return make_box(-1.0, 1.0, (self.action_dim,))
 
@@ -178,18 +216,48 @@ class MultiAgentEnvironment(eqx.Module):
     # -- stacked API (subclasses) ------------------------------------------------------
     @abc.abstractmethod
     def reset_arrays(self, key: Key, params: EnvParams | None = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        """``(obs (A, obs_dim), state)``."""
+        """Start an episode, agents stacked on axis 0.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `params`: the env's params; `None` takes `self.params`.
+
+        **Returns:**
+
+        `(obs (A, obs_dim), state)`.
+        """
 
     @abc.abstractmethod
     def step_arrays(
         self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: EnvParams | None = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
-        """``(obs (A, obs_dim), state, rewards (A,), done (), info)``; auto-resets."""
+        """One transition, agents stacked on axis 0; auto-resets.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`MARLState`][powerzoojax.rl.marl.MARLState].
+        - `actions`: `(A, action_dim)` actions.
+        - `params`: the env's params; `None` takes `self.params`.
+
+        **Returns:**
+
+        `(obs (A, obs_dim), state, rewards (A,), done (), info)`.
+        """
 
     # -- dict <-> stacked ---------------------------------------------------------------
     def stack(self, per_agent: dict[str, Array] | Array) -> Array:
-        """Dict keyed by agent (observations, actions, ...) → array with agents on axis 0 (in
-        ``agents`` order); arrays pass through."""
+        """Dict keyed by agent (observations, actions, ...) → array with agents on axis 0.
+
+        **Arguments:**
+
+        - `per_agent`: dict keyed by agent, or an array (passed through).
+
+        **Returns:**
+
+        An array with agents on axis 0, in `agents` order.
+        """
         if isinstance(per_agent, dict):
             self._check_agent_keys(per_agent, "entries")
             return jnp.stack([jnp.asarray(per_agent[a]) for a in self.agents])
@@ -204,7 +272,7 @@ class MultiAgentEnvironment(eqx.Module):
             raise KeyError(f"{self.name}: {what} for unknown agent(s) {unknown}; agents are {list(self.agents)}")
 
     def _stack_actions(self, actions: dict[str, Array] | Array) -> Array:
-        """The actions dict as a float32 ``(A, action_dim)`` array, each agent's action checked
+        """The actions dict as a float32 `(A, action_dim)` array, each agent's action checked
         (its shape, named by agent); a stacked array passes through."""
         if not isinstance(actions, dict):
             return actions
@@ -213,19 +281,53 @@ class MultiAgentEnvironment(eqx.Module):
         return jnp.stack([row.astype(jnp.float32) for row in rows])
 
     def unstack(self, stacked: Array) -> dict[str, Array]:
-        """Array with agents on axis 0 → dict keyed by agent."""
+        """Array with agents on axis 0 → dict keyed by agent.
+
+        **Arguments:**
+
+        - `stacked`: array with agents on axis 0.
+
+        **Returns:**
+
+        A dict keyed by agent.
+        """
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     # -- dict API -----------------------------------------------------------------------
     # ``params: Any`` on the public methods: the guarded stacked methods check them and
     # name the expected class.
     def reset(self, key: Key, params: Any = None) -> tuple[dict[str, Array], MARLState]:
+        """Start an episode, one observation per agent.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `params`: the env's params; `None` takes `self.params`.
+
+        **Returns:**
+
+        `(obs, state)`, `obs` a dict keyed by agent.
+        """
         obs, state = self.reset_arrays(key, params)
         return self.unstack(obs), state
 
     def step(
         self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
+        """One transition with dicts keyed by agent; auto-resets.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`MARLState`][powerzoojax.rl.marl.MARLState].
+        - `actions`: dict keyed by agent, or a stacked `(A, action_dim)` array.
+        - `params`: the env's params; `None` takes `self.params`.
+
+        **Returns:**
+
+        `(obs, state, rewards, dones, info)`; `obs`, `rewards` and `dones` keyed by agent
+        (`dones` also has `"__all__"`).
+        """
         actions = self._stack_actions(actions)
         obs, state, rewards, done, info = self.step_arrays(key, state, actions, params)
         dones = {a: done for a in self.agents}
@@ -235,7 +337,16 @@ class MultiAgentEnvironment(eqx.Module):
     def step_auto_reset(
         self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[dict[str, Array], MARLState, dict[str, Array], dict[str, Array], Info]:
-        """``step`` with ``stop_gradient`` on the returned obs and state."""
+        """`step` with `stop_gradient` on the returned obs and state.
+
+        **Arguments:**
+
+        - `key`, `state`, `actions`, `params`: as for `step`.
+
+        **Returns:**
+
+        The 5-tuple of `step`.
+        """
         obs, state, rewards, dones, info = self.step(key, state, actions, params)
         return jax.lax.stop_gradient(obs), jax.lax.stop_gradient(state), rewards, dones, info
 
@@ -244,7 +355,7 @@ class MultiAgentEnvironment(eqx.Module):
 
 
 def pad_last(x: Float[Array, "*batch n"], size: int) -> Float[Array, "*batch size"]:
-    """Zero-pad the last axis of ``x`` to ``size``."""
+    """Zero-pad the last axis of `x` to `size`."""
     extra = size - x.shape[-1]
     if extra == 0:
         return x

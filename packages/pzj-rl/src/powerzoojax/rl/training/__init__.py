@@ -1,11 +1,11 @@
-"""Running training: ``make_train`` (dispatch on ``TrainConfig.algo``), ``train`` (a preset
+"""Running training: `make_train` (dispatch on `TrainConfig.algo`), `train` (a preset
 or an env in one call), evaluation helpers, the presets, the host-side runner
 (progress, checkpoints, metrics files, learning curve, divergence and signal stops),
-reloading and evaluating a run (``load_policy``, ``evaluate_run``), the evaluation protocol's
-bookkeeping and statistics, and the command line (``python -m powerzoojax``).
-``TrainConfig`` / ``TrainResult`` are re-exported from :mod:`powerzoojax.rl.algos`.
+reloading and evaluating a run (`load_policy`, `evaluate_run`), the evaluation protocol's
+bookkeeping and statistics, and the command line (`python -m powerzoojax`).
+`TrainConfig` / `TrainResult` are re-exported from [`powerzoojax.rl.algos`][powerzoojax.rl.algos].
 
-(Named ``training`` rather than ``train``: ``powerzoojax.rl.train`` is the ``train()``
+(Named `training` rather than `train`: `powerzoojax.rl.train` is the `train()`
 function, and a subpackage of that name would be shadowed by it.)"""
 
 from powerzoojax.rl.algos._config import TrainConfig, load_config, save_config

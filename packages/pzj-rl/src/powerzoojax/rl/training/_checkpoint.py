@@ -1,11 +1,11 @@
 """Checkpoints of a training run: the whole training state plus a JSON sidecar.
 
-``checkpoints/update_NNNNNN.eqx`` holds ``eqx.tree_serialise_leaves`` of the training
+`checkpoints/update_NNNNNN.eqx` holds `eqx.tree_serialise_leaves` of the training
 state — policy, optimiser state, env states, PRNG key, normalisation statistics,
 Lagrange multipliers — so a resumed run continues bit for bit. The sidecar
-``update_NNNNNN.json`` holds the format version, the config, the preset (when the run
+`update_NNNNNN.json` holds the format version, the config, the preset (when the run
 came from one), the update and env-step counts, the metric rows so far and the SHA-256
-of the ``.eqx`` bytes; both files are written atomically, the sidecar last, so a
+of the `.eqx` bytes; both files are written atomically, the sidecar last, so a
 checkpoint without a sidecar is an unfinished write and is ignored.
 """
 
@@ -37,7 +37,16 @@ def sidecar_path(path: str) -> str:
 def save_checkpoint(
     path: str, trainer: Any, state: Any, rows: list[dict[str, Any]], *, preset: str | None = None
 ) -> None:
-    """Write ``path`` (the training state) and its sidecar, each atomically."""
+    """Write `path` (the training state) and its sidecar, each atomically.
+
+    **Arguments:**
+
+    - `path`: the checkpoint file.
+    - `trainer`: the trainer (its config is recorded).
+    - `state`: the training state.
+    - `rows`: the metric rows so far.
+    - `preset`: name of the preset, recorded so `load_policy` can rebuild the env.
+    """
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     buffer = io.BytesIO()
     eqx.tree_serialise_leaves(buffer, state)
@@ -60,7 +69,7 @@ def save_checkpoint(
 
 
 def read_sidecar(path: str) -> dict[str, Any]:
-    """The sidecar of checkpoint ``path``, after checking that the checkpoint's bytes match its checksum."""
+    """The sidecar of checkpoint `path`, after checking that the checkpoint's bytes match its checksum."""
     side = sidecar_path(path)
     if not os.path.isfile(path) or not os.path.isfile(side):
         missing = path if not os.path.isfile(path) else side
@@ -83,7 +92,7 @@ def read_sidecar(path: str) -> dict[str, Any]:
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Fields whose values differ between two ``TrainConfig._asdict()`` dicts, sorted."""
+    """Fields whose values differ between two `TrainConfig._asdict()` dicts, sorted."""
     return sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
 
 
@@ -96,7 +105,7 @@ def _finite_leaves(tree: Any) -> jax.Array:
 def learned_state_is_finite(state: Any) -> bool:
     """Whether every float of what training learns (the policy and the optimiser state) is finite.
 
-    Env states are left out: an env may carry ``inf`` on purpose (an unlimited line).
+    Env states are left out: an env may carry `inf` on purpose (an unlimited line).
     """
     learned = {name: getattr(state, name) for name in ("policy", "opt_state", "critic", "target", "log_alpha", "log_lambda")
                if hasattr(state, name)}
@@ -104,12 +113,24 @@ def learned_state_is_finite(state: Any) -> bool:
 
 
 def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tuple[Any, list[dict[str, Any]]]:
-    """Training state and metric rows of a checkpoint written by :func:`save_checkpoint`.
+    """Training state and metric rows of a checkpoint written by
+    [`save_checkpoint`][powerzoojax.rl.training.save_checkpoint].
 
-    Raises :class:`CheckpointError` (a ``ValueError``) when the files are missing or their
-    checksum does not match, when the checkpoint was written under another config (the
-    message lists the differing fields; only ``total_timesteps`` may grow), or when the
-    saved policy or optimiser state holds a NaN or an infinity.
+    **Arguments:**
+
+    - `path`: the checkpoint file.
+    - `trainer`: the trainer whose state structure it holds.
+    - `key`: PRNG key for the skeleton state; `None` uses a fixed key.
+
+    **Returns:**
+
+    `(state, rows)`: the training state and the metric rows so far.
+
+    Raises [`CheckpointError`][powerzoojax.rl.training.CheckpointError] (a `ValueError`)
+    when the files are missing or their checksum does not match, when the checkpoint was
+    written under another config (the message lists the differing fields; only
+    `total_timesteps` may grow), or when the saved policy or optimiser state holds a NaN
+    or an infinity.
     """
     path = os.fspath(path)
     sidecar = read_sidecar(path)
@@ -140,7 +161,7 @@ def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tu
 
 
 def list_checkpoints(output_dir: str) -> list[str]:
-    """Complete checkpoints (``.eqx`` with a sidecar) in ``output_dir/checkpoints``, oldest first."""
+    """Complete checkpoints (`.eqx` with a sidecar) in `output_dir/checkpoints`, oldest first."""
     folder = os.path.join(os.fspath(output_dir), "checkpoints")
     if not os.path.isdir(folder):
         return []
@@ -150,7 +171,16 @@ def list_checkpoints(output_dir: str) -> list[str]:
 
 
 def latest_checkpoint(output_dir: str) -> str | None:
-    """The newest complete checkpoint of a run folder, or None."""
+    """The newest complete checkpoint of a run folder.
+
+    **Arguments:**
+
+    - `output_dir`: the run folder.
+
+    **Returns:**
+
+    Its path, or `None`.
+    """
     found = list_checkpoints(output_dir)
     return found[-1] if found else None
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m powerzoojax`` / ``powerzoojax-train``.
+"""Command line: `python -m powerzoojax` / `powerzoojax-train`.
 
     powerzoojax-train --list-presets
     powerzoojax-train --preset case5-economic-dispatch --seed 0 --output runs/ed
@@ -6,14 +6,14 @@
     powerzoojax-train --resume runs/ed --total_timesteps 400000
     powerzoojax-train eval runs/ed --episodes 64 --split iid --trace runs/ed/episode.npz
 
-Every ``TrainConfig`` field is a flag of the same name (``--learning_rate`` or
-``--learning-rate``; ``--lr`` as in the YAML files); ``--help`` lists them with their
-types and defaults. ``--config PATH`` (a complete YAML config) replaces the preset's
-config; the flags override single fields of either. ``--output PATH``: a folder that
-receives ``result.json`` (+ the weights ``result.eqx``), ``metrics.csv``/``.jsonl``,
-``learning_curve.png``, ``config.yaml`` and ``checkpoints/``; a path ending in ``.json``
-names the result file and the rest goes next to it. ``--resume`` takes a checkpoint or
-a run folder, continues that run (same preset and config; only ``--total_timesteps``
+Every `TrainConfig` field is a flag of the same name (`--learning_rate` or
+`--learning-rate`; `--lr` as in the YAML files); `--help` lists them with their
+types and defaults. `--config PATH` (a complete YAML config) replaces the preset's
+config; the flags override single fields of either. `--output PATH`: a folder that
+receives `result.json` (+ the weights `result.eqx`), `metrics.csv`/`.jsonl`,
+`learning_curve.png`, `config.yaml` and `checkpoints/`; a path ending in `.json`
+names the result file and the rest goes next to it. `--resume` takes a checkpoint or
+a run folder, continues that run (same preset and config; only `--total_timesteps`
 may grow) and writes into the same folder. Prints the result summary as JSON.
 
 Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad config, output
@@ -58,7 +58,7 @@ def _sequence(cast: Callable[[str], Any]) -> Callable[[str], list[Any]]:
 
 
 def _converter(annotation: Any) -> tuple[Callable[[str], Any], str]:
-    """``(parse, type name)`` for a ``TrainConfig`` field annotation."""
+    """`(parse, type name)` for a `TrainConfig` field annotation."""
     args = typing.get_args(annotation)
     origin = typing.get_origin(annotation)
     if annotation is bool:
@@ -95,7 +95,7 @@ def _flag_names(name: str) -> list[str]:
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per ``TrainConfig`` field (bar ``seed``), with its type and default in the help."""
+    """One flag per `TrainConfig` field (bar `seed`), with its type and default in the help."""
     from powerzoojax.rl.algos._config import TrainConfig
 
     group = parser.add_argument_group(
@@ -115,7 +115,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(extra: list[str]) -> dict[str, Any]:
-    """Config overrides from ``--key value`` flags (``--seed`` is not one: it has its own flag)."""
+    """Config overrides from `--key value` flags (`--seed` is not one: it has its own flag)."""
     parser = argparse.ArgumentParser(prog="powerzoojax-train", add_help=False)
     parser.add_argument("--seed", type=int)
     add_config_flags(parser)
@@ -257,7 +257,7 @@ def _json_ready(value: Any) -> Any:
 
 
 def eval_main(argv: list[str]) -> int:
-    """``powerzoojax-train eval RUN_DIR``: evaluate a run's newest checkpoint, print and write ``eval.json``."""
+    """`powerzoojax-train eval RUN_DIR`: evaluate a run's newest checkpoint, print and write `eval.json`."""
     from powerzoojax.rl.training._policy import SPLITS
 
     parser = argparse.ArgumentParser(

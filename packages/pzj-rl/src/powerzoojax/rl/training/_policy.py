@@ -1,11 +1,11 @@
 """Reloading a trained policy in one call, and evaluating a run folder.
 
-``load_policy(path)`` reads a checkpoint (or a run folder: its newest checkpoint),
+`load_policy(path)` reads a checkpoint (or a run folder: its newest checkpoint),
 verifies its checksum, rebuilds the env it was trained on (from the preset recorded in
-the sidecar, or the ``env`` given) and returns the policy as ``policy(obs, key) ->
-action``. ``evaluate_run(run_dir)`` runs that policy on fresh episodes and writes
-``eval.json`` (return, each cost channel with its unit, the task's metrics where the
-preset belongs to a task) and optionally an episode trace (``.npz``) for plotting.
+the sidecar, or the `env` given) and returns the policy as `policy(obs, key) ->
+action`. `evaluate_run(run_dir)` runs that policy on fresh episodes and writes
+`eval.json` (return, each cost channel with its unit, the task's metrics where the
+preset belongs to a task) and optionally an episode trace (`.npz`) for plotting.
 """
 
 import json
@@ -36,10 +36,14 @@ _EVAL_SEED_OFFSET = 1_000_003
 class LoadedPolicy(NamedTuple):
     """A trained policy and what it was trained on.
 
-    ``policy(obs, key) -> action`` (jitted; unbatched ``obs`` of ``wrapped``); ``env`` and
-    ``params``: the physical env and its params; ``wrapped``: the bound wrapper the
-    policy saw during training; ``config``, ``preset`` (None for a run from an env) and
-    ``checkpoint`` (the file read).
+    **Arguments:**
+
+    - `policy`: `policy(obs, key) -> action` (jitted; unbatched `obs` of `wrapped`).
+    - `env`, `params`: the physical env and its params.
+    - `wrapped`: the bound wrapper the policy saw during training.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `preset`: the preset name, `None` for a run from an env.
+    - `checkpoint`: the file read.
     """
 
     policy: Callable[[jax.Array, jax.Array], jax.Array]
@@ -52,7 +56,7 @@ class LoadedPolicy(NamedTuple):
 
 
 def _physical(wrapped: Any) -> tuple[Any, Any]:
-    """``(env, params)`` under a stack of bound wrappers."""
+    """`(env, params)` under a stack of bound wrappers."""
     inner = wrapped
     while not hasattr(inner, "params") and hasattr(inner, "wrapped"):
         inner = inner.wrapped
@@ -93,10 +97,19 @@ def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool
     """The policy of a checkpoint (or of a run folder's newest checkpoint) and its env.
 
     The sidecar's checksum is verified and a checkpoint holding NaN is refused
-    (:class:`~._checkpoint.CheckpointError`). The env is rebuilt from the preset the run
-    was trained on; a run started from an env object needs that env passed as ``env``
-    (a bare ``Environment`` or the bound wrapper used for training).
-    ``deterministic=False`` samples from the policy's distribution with the given key.
+    (`CheckpointError`). The env is rebuilt from the preset the run was trained on.
+
+    **Arguments:**
+
+    - `path`: checkpoint file or run folder.
+    - `env`: the env of a run started from an env object (a bare `Environment` or the
+      bound wrapper used for training).
+    - `deterministic`: act with the mean action; `False` samples from the policy's
+      distribution with the given key.
+
+    **Returns:**
+
+    A [`LoadedPolicy`][powerzoojax.rl.training.LoadedPolicy].
     """
     from powerzoojax.rl.training._train import build_trainer
 
@@ -117,7 +130,7 @@ def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool
 
 
 def _split_env(loaded: LoadedPolicy, split: str) -> tuple[Any, Any]:
-    """The wrapper to evaluate on for ``split`` and the task that defines it (or None)."""
+    """The wrapper to evaluate on for `split` and the task that defines it (or None)."""
     import importlib
 
     import equinox as eqx
@@ -178,16 +191,27 @@ def evaluate_run(
     run: str | os.PathLike, *, episodes: int = 32, split: str = "iid", seed: int | None = None,
     trace_path: str | os.PathLike | None = None, write: bool = True,
 ) -> dict[str, Any]:
-    """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the deterministic policy.
+    """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the
+    deterministic policy, and write the report to `eval.json` in the run folder.
 
-    ``split``: for a preset that belongs to a benchmark task (``dso-nflex``,
-    ``dso-nflex-safe``), that task's ``iid`` or out-of-distribution split; for any other
-    run ``"iid"`` is the training distribution on fresh episodes (seeds disjoint from
-    training) and ``"ood"`` is refused, as no such split is defined. Returns and writes to ``eval.json`` in the run
-    folder: the episode return (mean, std, min, max over ``episodes``), the summed cost
+    **Arguments:**
+
+    - `run`: run folder or checkpoint file.
+    - `episodes`: evaluation episodes.
+    - `split`: for a preset that belongs to a benchmark task (`dso-nflex`,
+      `dso-nflex-safe`), that task's `iid` or out-of-distribution split; for any other run
+      `"iid"` is the training distribution on fresh episodes (seeds disjoint from
+      training) and `"ood"` is refused.
+    - `seed`: evaluation seed; `None` picks one disjoint from training.
+    - `trace_path`: also save one episode (observations, actions, rewards, costs) as
+      `.npz`.
+    - `write`: write `eval.json`.
+
+    **Returns:**
+
+    The report: the episode return (mean, std, min, max over `episodes`), the summed cost
     and each cost channel (mean episode sum, with its unit, and the fraction of steps it
     was positive) and, for task presets, the task's metrics on one episode.
-    ``trace_path``: also save one episode (observations, actions, rewards, costs) as ``.npz``.
     """
     from powerzoojax.rl.training._train import evaluate
 

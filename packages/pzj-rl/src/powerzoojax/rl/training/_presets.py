@@ -1,22 +1,22 @@
-"""Named, ready-to-train setups: ``list_presets()``, ``get_preset(name)``, ``train(name)``.
+"""Named, ready-to-train setups: `list_presets()`, `get_preset(name)`, `train(name)`.
 
-All sixteen names of the reference exist and build their env (``preset.env_factory()``).
-The IPPO presets add ``normalize_rewards=True`` (profits are in $, thousands per step) to
-the reference configs. Data: ``dso-nflex*`` use the DSO task's synthetic feeder shapes,
-``dc-microgrid*`` the env's synthetic default profiles, ``ders-medium*`` and ``tso-*`` the
-shipped SimBench profiles of their tasks, ``gencos-case5-ippo`` the GenCos task's GB
-training profiles (``gencos-case5-ippo-dev``: a flat mid-load day, no data).
-``case5-ippo-battery``: ``GridMARLEnv`` with 5 unit agents and 2 battery agents
-(``battery_0`` at bus 1, ``battery_1`` at bus 3; 20 MW / 50 MWh each).
-``ders-medium``: ``make_ders_marl_env(voltage_penalty=8.0)`` (12 typed agents, local obs 15).
+All sixteen names of the reference exist and build their env (`preset.env_factory()`).
+The IPPO presets add `normalize_rewards=True` (profits are in $, thousands per step) to
+the reference configs. Data: `dso-nflex*` use the DSO task's synthetic feeder shapes,
+`dc-microgrid*` the env's synthetic default profiles, `ders-medium*` and `tso-*` the
+shipped SimBench profiles of their tasks, `gencos-case5-ippo` the GenCos task's GB
+training profiles (`gencos-case5-ippo-dev`: a flat mid-load day, no data).
+`case5-ippo-battery`: `GridMARLEnv` with 5 unit agents and 2 battery agents
+(`battery_0` at bus 1, `battery_1` at bus 3; 20 MW / 50 MWh each).
+`ders-medium`: `make_ders_marl_env(voltage_penalty=8.0)` (12 typed agents, local obs 15).
 
-``case5-economic-dispatch``: ``LogWrapper(TransGridEnv)`` on case 5 with the nominal
-load ``0.5 · d_max`` (750 MW in all), 48 half-hour steps; reward ``−0.01 · generation
-cost``. Cheapest dispatch pushes the 600 MW / 10 $/MWh unit at bus 5, which overloads
+`case5-economic-dispatch`: `LogWrapper(TransGridEnv)` on case 5 with the nominal
+load `0.5 · d_max` (750 MW in all), 48 half-hour steps; reward `−0.01 · generation
+cost`. Cheapest dispatch pushes the 600 MW / 10 $/MWh unit at bus 5, which overloads
 the 240 MW line 4–5 by about 19 MW (random actions almost never overload a line).
 
-``case5-safe-dispatch``: the same env under ``SafeRLWrapper`` with the
-``thermal_overload`` channel (MW above line limits, summed over lines, per step) and a
+`case5-safe-dispatch`: the same env under `SafeRLWrapper` with the
+`thermal_overload` channel (MW above line limits, summed over lines, per step) and a
 per-episode threshold of 0 MW: no overload is allowed, so the policy must keep the
 bus-5 unit below the line limit at a slightly higher generation cost (≈ 90 vs 82
 reward units per step at the optimum).
@@ -29,7 +29,15 @@ from powerzoojax.rl.algos._config import TrainConfig
 
 
 class PresetDef(NamedTuple):
-    """A preset: description, env factory (no arguments), optional reward function, config."""
+    """A preset: description, env factory, optional reward function, config.
+
+    **Arguments:**
+
+    - `description`: one line.
+    - `env_factory`: `() -> env` (a bound wrapper or multi-agent adapter).
+    - `reward_fn`: reward function of a `RewardWrapper`, or `None`.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    """
 
     description: str
     env_factory: Callable[[], Any]
@@ -257,7 +265,12 @@ PRESETS: dict[str, PresetDef] = {
 
 
 def list_presets() -> list[dict[str, Any]]:
-    """``[{name, description, algo, total_timesteps}]`` for every preset, in a fixed order."""
+    """`[{name, description, algo, total_timesteps}]` for every preset, in a fixed order.
+
+    **Returns:**
+
+    A list of dicts, one per preset.
+    """
     return [
         {"name": name, "description": p.description, "algo": p.config.algo, "total_timesteps": p.config.total_timesteps}
         for name, p in PRESETS.items()
@@ -265,7 +278,17 @@ def list_presets() -> list[dict[str, Any]]:
 
 
 def get_preset(name: str) -> PresetDef:
-    """The preset ``name``; ``KeyError`` listing the valid names otherwise."""
+    """The preset `name`.
+
+    **Arguments:**
+
+    - `name`: preset name.
+
+    **Returns:**
+
+    The [`PresetDef`][powerzoojax.rl.training.PresetDef]; `KeyError` listing the valid
+    names otherwise.
+    """
     try:
         return PRESETS[name]
     except KeyError:

@@ -1,13 +1,13 @@
 """The evaluation protocol's bookkeeping and statistics, host-side NumPy only.
 
-A finished evaluation is a :class:`RunRecord` ``{task, algo, seed, run_id, status, split,
-metrics, walltime_s, throughput_sps, timestamp}``; :func:`write_manifest` merges records
-into ``<results>/manifest.json`` (keyed by ``run_id`` and split) and :func:`summarize`
-turns a manifest into ``<summary>/latest.json``: per task, algorithm and split the mean,
+A finished evaluation is a [`RunRecord`][powerzoojax.rl.training.RunRecord] `{task, algo, seed, run_id, status, split,
+metrics, walltime_s, throughput_sps, timestamp}`; [`write_manifest`][powerzoojax.rl.training.write_manifest] merges records
+into `<results>/manifest.json` (keyed by `run_id` and split) and [`summarize`][powerzoojax.rl.training.summarize]
+turns a manifest into `<summary>/latest.json`: per task, algorithm and split the mean,
 std, IQM and a bootstrap 95 % CI of a metric across seeds, the NormScore against the
-task's baselines (diagnostic: ``norm_score_status``), and whether the rows are
-leaderboard-eligible (only ``status == "ok"`` rows are; unsafe or failed rows are
-reported but not eligible). :func:`paired_sign_flip_test` compares two algorithms
+task's baselines (diagnostic: `norm_score_status`), and whether the rows are
+leaderboard-eligible (only `status == "ok"` rows are; unsafe or failed rows are
+reported but not eligible). [`paired_sign_flip_test`][powerzoojax.rl.training.paired_sign_flip_test] compares two algorithms
 seed by seed on the primary split.
 """
 
@@ -28,8 +28,22 @@ Sample = Sequence[float] | np.ndarray  # one value per seed
 
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
-    """One (task, algorithm, seed, split) evaluation. ``status``: ``ok``, ``unsafe`` (a
-    safety gate failed: reported, not leaderboard-eligible) or ``failed``."""
+    """One (task, algorithm, seed, split) evaluation.
+
+    **Arguments:**
+
+    - `task`: task name.
+    - `algo`: algorithm name.
+    - `seed`: training seed.
+    - `run_id`: identifier of the run.
+    - `status`: `ok`, `unsafe` (a safety gate failed: reported, not
+      leaderboard-eligible) or `failed`.
+    - `split`: evaluation split.
+    - `metrics`: metric name → value.
+    - `walltime_s`: training wall time [s].
+    - `throughput_sps`: env steps per second, or `None`.
+    - `timestamp`: ISO time of the record.
+    """
 
     task: str
     algo: str
@@ -50,12 +64,28 @@ class RunRecord:
             object.__setattr__(self, "timestamp", stamp)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict.
+
+        **Returns:**
+
+        A dict of the fields.
+        """
         d = dataclasses.asdict(self)
         d["metrics"] = {k: _finite_or_none(v) for k, v in self.metrics.items()}
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunRecord":
+        """A record from a dict written by `to_dict`.
+
+        **Arguments:**
+
+        - `d`: the dict.
+
+        **Returns:**
+
+        The [`RunRecord`][powerzoojax.rl.training.RunRecord].
+        """
         fields = {f.name for f in dataclasses.fields(cls)}
         data = {k: v for k, v in d.items() if k in fields}
         data["metrics"] = {k: (math.nan if v is None else float(v)) for k, v in d.get("metrics", {}).items()}
@@ -68,8 +98,18 @@ def _finite_or_none(v: Any) -> float | None:
 
 
 def write_manifest(records: Iterable[RunRecord], results_dir: str | os.PathLike) -> str:
-    """Merge ``records`` into ``<results_dir>/manifest.json`` (a record replaces an earlier
-    one with the same ``run_id`` and ``split``); returns the path."""
+    """Merge `records` into `<results_dir>/manifest.json` (a record replaces an earlier one
+    with the same `run_id` and `split`).
+
+    **Arguments:**
+
+    - `records`: the run records.
+    - `results_dir`: the results folder.
+
+    **Returns:**
+
+    The manifest's path.
+    """
     path = os.path.join(os.fspath(results_dir), "manifest.json")
     runs = {(r.run_id, r.split): r for r in load_manifest(results_dir)} if os.path.exists(path) else {}
     for r in records:
@@ -81,6 +121,16 @@ def write_manifest(records: Iterable[RunRecord], results_dir: str | os.PathLike)
 
 
 def load_manifest(results_dir: str | os.PathLike) -> list[RunRecord]:
+    """The records of `<results_dir>/manifest.json`.
+
+    **Arguments:**
+
+    - `results_dir`: the results folder.
+
+    **Returns:**
+
+    A list of [`RunRecord`][powerzoojax.rl.training.RunRecord].
+    """
     with open(os.path.join(os.fspath(results_dir), "manifest.json")) as f:
         return [RunRecord.from_dict(d) for d in json.load(f)["runs"]]
 
@@ -90,7 +140,16 @@ def load_manifest(results_dir: str | os.PathLike) -> list[RunRecord]:
 
 def iqm(x: Sample) -> float:
     """Interquartile mean: the mean of the middle 50 % (25 % trimmed from each end, as
-    ``scipy.stats.trim_mean(x, 0.25)``)."""
+    `scipy.stats.trim_mean(x, 0.25)`).
+
+    **Arguments:**
+
+    - `x`: one value per seed.
+
+    **Returns:**
+
+    A float.
+    """
     x = np.sort(np.asarray(x, np.float64))
     n = x.size
     if n == 0:
@@ -103,7 +162,20 @@ def bootstrap_ci(
     x: Sample, statistic: Callable[[np.ndarray], float] = np.mean, *, confidence: float = 0.95,
     n_resamples: int = 10_000, seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic`` over the seeds ``x``."""
+    """Percentile bootstrap confidence interval of `statistic` over the seeds `x`.
+
+    **Arguments:**
+
+    - `x`: one value per seed.
+    - `statistic`: the statistic, `np.mean` by default.
+    - `confidence`: coverage of the interval.
+    - `n_resamples`: bootstrap resamples.
+    - `seed`: seed of the resampling.
+
+    **Returns:**
+
+    `(low, high)`.
+    """
     x = np.asarray(x, np.float64)
     if x.size == 0:
         raise ValueError("bootstrap_ci of an empty sample")
@@ -118,9 +190,21 @@ def bootstrap_ci(
 def paired_sign_flip_test(
     a: Sample, b: Sample, *, n_resamples: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value that paired samples ``a`` and ``b`` (same seeds) have the same
-    mean: the mean difference against its distribution under random sign flips of the
-    per-seed differences (all ``2^n`` flips when ``n ≤ 16``, else ``n_resamples`` random ones)."""
+    """Two-sided p-value that paired samples `a` and `b` (same seeds) have the same mean.
+
+    The mean difference is compared with its distribution under random sign flips of the
+    per-seed differences (all `2^n` flips when `n ≤ 16`, else `n_resamples` random ones).
+
+    **Arguments:**
+
+    - `a`, `b`: one value per seed each, paired.
+    - `n_resamples`: random flips when `n > 16`.
+    - `seed`: seed of the flips.
+
+    **Returns:**
+
+    The p-value.
+    """
     d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
     if d.ndim != 1 or d.size == 0:
         raise ValueError(f"paired_sign_flip_test: a and b must be equal-length 1-D samples, got {np.shape(a)}, {np.shape(b)}")
@@ -135,7 +219,17 @@ def paired_sign_flip_test(
 
 
 def norm_score(value: float, floor: float, ceiling: float) -> float:
-    """``(value − floor) / (ceiling − floor)``: 0 at the floor baseline, 1 at the ceiling one."""
+    """`(value − floor) / (ceiling − floor)`: 0 at the floor baseline, 1 at the ceiling one.
+
+    **Arguments:**
+
+    - `value`: the score.
+    - `floor`, `ceiling`: scores of the weak and strong baselines.
+
+    **Returns:**
+
+    A float.
+    """
     if ceiling == floor:
         raise ValueError(f"norm_score: floor and ceiling baselines are equal ({floor})")
     return float((value - floor) / (ceiling - floor))
@@ -145,12 +239,26 @@ def summarize(
     records: Iterable[RunRecord], metric: str, *, baselines: Mapping[str, tuple[float, float]] | None = None,
     summary_dir: str | os.PathLike | None = None, n_resamples: int = 10_000, seed: int = 0,
 ) -> dict[str, Any]:
-    """Per ``task → algo → split``: ``n_seeds``, ``mean``, ``std`` (ddof 1), ``iqm``,
-    ``ci95`` (bootstrap of the mean), ``leaderboard_eligible`` (every row ``ok``),
-    ``n_unsafe`` and, when ``baselines[task] = (floor, ceiling)`` is given, ``norm_score``
-    (of the IQM) with ``norm_score_status = "ok"``. Rows without a finite ``metric`` are
-    counted in ``n_missing`` and left out. With ``summary_dir`` the summary is also
-    written to ``<summary_dir>/latest.json``."""
+    """Per `task → algo → split` summary of `metric` over seeds.
+
+    Each entry has `n_seeds`, `mean`, `std` (ddof 1), `iqm`, `ci95` (bootstrap of the
+    mean), `leaderboard_eligible` (every row `ok`), `n_unsafe` and, with a baseline,
+    `norm_score` (of the IQM) with `norm_score_status = "ok"`. Rows without a finite
+    `metric` are counted in `n_missing` and left out.
+
+    **Arguments:**
+
+    - `records`: the run records.
+    - `metric`: the metric name.
+    - `baselines`: `{task: (floor, ceiling)}` for the normalised score.
+    - `summary_dir`: also write the summary to `<summary_dir>/latest.json`.
+    - `n_resamples`: bootstrap resamples.
+    - `seed`: seed of the bootstrap.
+
+    **Returns:**
+
+    The nested summary dict.
+    """
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for r in records:
         groups.setdefault((r.task, r.algo, r.split), []).append(r)

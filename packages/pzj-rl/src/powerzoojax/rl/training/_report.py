@@ -30,7 +30,7 @@ def metric_rows(metrics: dict[str, np.ndarray]) -> list[dict[str, float | None]]
 
 
 def write_metrics(rows: list[dict[str, Any]], output_dir: str) -> None:
-    """``metrics.csv`` and ``metrics.jsonl`` (None → empty cell / null), each replaced atomically.
+    """`metrics.csv` and `metrics.jsonl` (None → empty cell / null), each replaced atomically.
 
     The files always hold every row of the run so far, so a resumed run writing into the
     same folder continues them from the checkpoint's rows on.
@@ -48,7 +48,7 @@ def write_metrics(rows: list[dict[str, Any]], output_dir: str) -> None:
 
 
 def _cost_series(rows: list[dict[str, Any]], cost_units: dict[str, str]) -> list[tuple[str, str]]:
-    """``(metric name, legend label)`` of every cost curve present in ``rows``."""
+    """`(metric name, legend label)` of every cost curve present in `rows`."""
     present = {n for r in rows for n, v in r.items() if v is not None}
     out = []
     for channel, unit in cost_units.items():
@@ -69,10 +69,16 @@ def _cost_series(rows: list[dict[str, Any]], cost_units: dict[str, str]) -> list
 def plot_learning_curve(
     rows: list[dict[str, Any]], path: str, title: str = "", cost_units: dict[str, str] | None = None
 ) -> None:
-    """Episode return (training and deterministic evaluation) and costs against env steps, as a PNG.
+    """Episode return (training and deterministic evaluation) and costs against env steps, as
+    a PNG.
 
-    ``cost_units`` maps each cost channel to its unit; every cost curve is labelled with
-    its channel, unit and source (evaluation or training estimate).
+    **Arguments:**
+
+    - `rows`: the run's metric rows.
+    - `path`: the PNG file.
+    - `title`: figure title.
+    - `cost_units`: each cost channel's unit; every cost curve is labelled with its
+      channel, unit and source (evaluation or training estimate).
     """
     # A bare Figure renders with Agg without touching pyplot's global backend (a
     # notebook calling train() keeps its own).
@@ -116,7 +122,7 @@ class Progress:
     """Status of a running training: steps, throughput (compile excluded), recent returns.
 
     On a terminal one self-overwriting line; otherwise (a log file) plain lines, at most
-    one every ``interval`` seconds, and always the last one.
+    one every `interval` seconds, and always the last one.
     """
 
     def __init__(self, total_updates: int, steps_per_update: int, stream: Any, interval: float = PLAIN_PROGRESS_INTERVAL_S):

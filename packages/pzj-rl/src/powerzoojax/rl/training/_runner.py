@@ -1,19 +1,19 @@
 """The host side of a training run: progress, checkpoints, metrics files, plot, stops.
 
 The compiled loop never calls back to the host. The run is cut into equal chunks of
-updates (one compiled ``lax.scan`` per chunk, the same program for every chunk) and the
+updates (one compiled `lax.scan` per chunk, the same program for every chunk) and the
 host reports, writes, checks and checkpoints between chunks. With no output folder, no
 progress line and nothing to keep, the run is a single compiled call.
 
-Files in ``output_dir``: ``metrics.csv`` and ``metrics.jsonl`` (one row per update),
-``learning_curve.png``, ``config.yaml``, ``result.json`` and
-``checkpoints/update_NNNNNN.eqx`` + ``.json`` (see :mod:`._checkpoint`), a checkpoint
-every ``checkpoint_every`` updates and at the end. Every file is replaced atomically.
+Files in `output_dir`: `metrics.csv` and `metrics.jsonl` (one row per update),
+`learning_curve.png`, `config.yaml`, `result.json` and
+`checkpoints/update_NNNNNN.eqx` + `.json` (see `._checkpoint`), a checkpoint
+every `checkpoint_every` updates and at the end. Every file is replaced atomically.
 
 Between chunks the host also checks the run's health: a non-finite loss, gradient norm
-or policy parameter stops training with :class:`TrainingDiverged` (the last good
+or policy parameter stops training with [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] (the last good
 checkpoint stays on disk); SIGINT / SIGTERM stop it after the current chunk with
-:class:`TrainingInterrupted`, once the checkpoint, metrics and plot so far are written.
+[`TrainingInterrupted`][powerzoojax.rl.training.TrainingInterrupted], once the checkpoint, metrics and plot so far are written.
 """
 
 import contextlib
@@ -36,7 +36,14 @@ from powerzoojax.rl.training._units import channel_units
 
 
 class TrainingDiverged(FloatingPointError):
-    """Training produced a NaN or an infinity; ``checkpoint`` is the last good one (or None)."""
+    """Training produced a NaN or an infinity.
+
+    **Arguments:**
+
+    - `message`: the error message.
+    - `update`: the update at which it happened.
+    - `checkpoint`: the last good checkpoint, or `None`.
+    """
 
     def __init__(self, message: str, update: int, checkpoint: str | None):
         super().__init__(message)
@@ -45,7 +52,14 @@ class TrainingDiverged(FloatingPointError):
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped training; ``checkpoint`` holds the state it stopped at."""
+    """SIGINT or SIGTERM stopped training.
+
+    **Arguments:**
+
+    - `message`: the message.
+    - `signum`: the signal number.
+    - `checkpoint`: the checkpoint holding the state it stopped at, or `None`.
+    """
 
     def __init__(self, message: str, signum: int, checkpoint: str | None):
         super().__init__(message)
@@ -54,12 +68,12 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 def chunk_size(n_updates: int, n_reports: int) -> int:
-    """Updates per compiled chunk for about ``n_reports`` reports over the run."""
+    """Updates per compiled chunk for about `n_reports` reports over the run."""
     return max(1, math.ceil(n_updates / max(1, n_reports)))
 
 
 def divergence(new_rows: list[dict[str, Any]], metric_names: list[str], first_update: int) -> str | None:
-    """What went non-finite in ``new_rows`` (the losses and gradient norms), or None.
+    """What went non-finite in `new_rows` (the losses and gradient norms), or None.
 
     The rows hold None for NaN/inf; a loss is measured on every update, so None there is a
     non-finite value, not a missing one.
@@ -112,28 +126,40 @@ def run_training(
     checkpoint_every: int | None = None,
     preset: str | None = None,
 ) -> TrainResult:
-    """Run ``trainer`` from ``key`` (or from the checkpoint ``resume_from``).
+    """Run `trainer` from `key` (or from the checkpoint `resume_from`).
 
-    ``progress=None``: a self-overwriting status line when ``stream`` (stdout) is a
-    terminal, plain lines every few seconds otherwise; ``False``: none. ``output_dir``
-    turns on the metrics files, the plot and checkpoints on disk: every
-    ``checkpoint_every`` updates (default: every chunk, about ``n_reports`` over the
-    run), at the ``n_checkpoints`` evenly spaced marks and at the end. The folder is
-    checked before training starts (:class:`~._files.OutputDirError`). With
-    ``n_checkpoints > 1`` the result's ``checkpoints`` holds ``(env_steps, policy)`` at
-    the end of the chunk that reached each mark, with or without ``output_dir``.
-    ``preset``: recorded in checkpoints and results, so ``load_policy`` can rebuild the env.
+    Resuming continues bit for bit under the same config; `total_timesteps` may grow. With
+    `n_checkpoints > 1` the result's `checkpoints` holds `(env_steps, policy)` at the end
+    of the chunk that reached each mark, with or without `output_dir`. With
+    `config.record_eval_wall_time` the run is cut into chunks that end on the evaluation
+    updates and every row with an evaluation gets `eval_wall_time_s`, the host wall-clock
+    seconds of training up to the end of that chunk (evaluations included); with
+    `wall_time_warmup` the chunk program is compiled ahead of time, so compilation is not
+    counted.
 
-    Resuming continues bit for bit under the same config; ``total_timesteps`` may grow.
+    **Arguments:**
 
-    ``config.record_eval_wall_time``: the run is cut into chunks that end on the
-    evaluation updates and every row with an evaluation gets ``eval_wall_time_s``, the
-    host wall-clock seconds of training up to the end of that chunk (evaluations
-    included); with ``wall_time_warmup`` the chunk program is compiled ahead of time,
-    so compilation is not counted (no update is spent on a warm-up).
+    - `trainer`: the trainer.
+    - `key`: PRNG key of the run.
+    - `output_dir`: turns on the metrics files, the plot and checkpoints on disk (checked
+      before training starts, `OutputDirError`).
+    - `progress`: `None` shows a self-overwriting status line when `stream` is a
+      terminal, plain lines every few seconds otherwise; `False` shows none.
+    - `resume_from`: a checkpoint to continue from.
+    - `n_reports`: progress reports (and default chunks) over the run.
+    - `stream`: where progress goes; `None` is stdout.
+    - `checkpoint_every`: updates between checkpoints; `None` writes one per chunk, at
+      the `n_checkpoints` evenly spaced marks and at the end.
+    - `preset`: recorded in checkpoints and results, so `load_policy` can rebuild the env.
 
-    Raises :class:`TrainingDiverged` on a NaN / infinite loss, gradient or parameter and
-    :class:`TrainingInterrupted` on SIGINT / SIGTERM (after writing what the run has).
+    **Returns:**
+
+    The [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+
+    Raises [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] on a NaN /
+    infinite loss, gradient or parameter and
+    [`TrainingInterrupted`][powerzoojax.rl.training.TrainingInterrupted] on SIGINT /
+    SIGTERM (after writing what the run has).
     """
     stream = sys.stdout if stream is None else stream
     show = progress is not False

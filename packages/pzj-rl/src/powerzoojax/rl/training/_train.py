@@ -1,4 +1,4 @@
-"""``make_train`` (algorithm dispatch), ``train`` (one line from a preset or env) and evaluation helpers."""
+"""`make_train` (algorithm dispatch), `train` (one line from a preset or env) and evaluation helpers."""
 
 import os
 from collections.abc import Callable
@@ -31,16 +31,24 @@ _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
 
 
 def make_train(env: Any, config: TrainConfig) -> Any:
-    """The trainer for ``config.algo`` on a bound wrapper: ``trainer(key) -> TrainResult``.
+    """The trainer for `config.algo` on a bound wrapper: `trainer(key) -> TrainResult`.
 
-    ``ppo`` takes any single-agent wrapper; ``saute_ppo`` needs a ``SauteWrapper``
-    (the caller applies it: ``train()`` does so from the config's ``saute_*`` fields);
-    ``ppo_lagrangian`` needs a ``SafeRLWrapper`` (``TypeError`` otherwise); ``sac`` takes
-    a single-agent wrapper; ``ippo`` / ``ippo_typed`` / ``ippo_typed_lagrangian`` take a
-    multi-agent adapter (``GridMARLEnv``, ``DistGridMARLEnv``, ``MarketMARLEnv``; the
-    Lagrangian one constrains every channel of ``env.constraint_names()`` with
-    ``config.cost_thresholds``). Algorithms not
-    implemented yet raise ``NotImplementedError`` saying what is missing.
+    `ppo` takes any single-agent wrapper; `saute_ppo` needs a `SauteWrapper` (the caller
+    applies it: `train()` does so from the config's `saute_*` fields); `ppo_lagrangian`
+    needs a `SafeRLWrapper` (`TypeError` otherwise); `sac` takes a single-agent wrapper;
+    `ippo` / `ippo_typed` / `ippo_typed_lagrangian` take a multi-agent adapter
+    (`GridMARLEnv`, `DistGridMARLEnv`, `MarketMARLEnv`; the Lagrangian one constrains
+    every channel of `env.constraint_names()` with `config.cost_thresholds`). Algorithms
+    not implemented yet raise `NotImplementedError` saying what is missing.
+
+    **Arguments:**
+
+    - `env`: the bound wrapper or multi-agent adapter.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+
+    **Returns:**
+
+    The trainer.
     """
     from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
@@ -108,7 +116,7 @@ def build_trainer(
     preset_or_env: str | Any, config: TrainConfig | None = None, reward_fn: Callable | None = None, seed: int = 42,
     **overrides: Any,
 ) -> tuple[Any, str | None]:
-    """The trainer ``train`` runs, and the preset name (None for an env): see :func:`train`."""
+    """The trainer `train` runs, and the preset name (None for an env): see [`train`][powerzoojax.rl.training.train]."""
     if isinstance(preset_or_env, str):
         from powerzoojax.rl.training._presets import get_preset
 
@@ -150,14 +158,27 @@ def train(
     """Train from a preset name or an env in one call.
 
     A preset name brings its env, config and reward function (each replaced by the
-    arguments when given). A bare ``Environment`` is bound with its default params
-    (``safe=True`` for ``ppo_lagrangian``). ``seed`` and ``overrides`` are applied with
-    ``config.replace(seed=seed, **overrides)``; ``algo="saute_ppo"`` wraps the env in a
-    ``SauteWrapper`` built from the ``saute_*`` fields; a ``reward_fn`` adds a
-    ``RewardWrapper``. ``output_dir``, ``progress``, ``resume_from`` (a checkpoint or a
-    run folder: its newest checkpoint) and ``checkpoint_every`` are passed to the host
-    driver :func:`~powerzoojax.rl.run_training` (metrics files, plot, checkpoints,
-    status line, divergence and signal handling).
+    arguments when given). A bare `Environment` is bound with its default params
+    (`safe=True` for `ppo_lagrangian`). `algo="saute_ppo"` wraps the env in a
+    `SauteWrapper` built from the `saute_*` fields; a `reward_fn` adds a `RewardWrapper`.
+
+    **Arguments:**
+
+    - `preset_or_env`: a preset name (see `list_presets`), an `Environment` or a bound
+      wrapper.
+    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig]; `None` takes the
+      preset's (or the defaults).
+    - `reward_fn`: reward function of a `RewardWrapper`, or `None`.
+    - `seed`: seed of the run.
+    - `output_dir`, `progress`, `resume_from` (a checkpoint or a run folder: its newest
+      checkpoint), `checkpoint_every`: passed to the host driver
+      [`run_training`][powerzoojax.rl.run_training] (metrics files, plot, checkpoints,
+      status line, divergence and signal handling).
+    - `**overrides`: config fields, applied with `config.replace(seed=seed, **overrides)`.
+
+    **Returns:**
+
+    The [`TrainResult`][powerzoojax.rl.algos.TrainResult].
     """
     from powerzoojax.rl.training._checkpoint import resolve_checkpoint
 
@@ -174,9 +195,18 @@ def train(
 
 
 def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
-    """Deterministic ``act(key, obs) -> action`` of a trained policy on ``env`` (key unused).
+    """Deterministic `act(key, obs) -> action` of a trained policy on `env` (key unused).
 
-    PPO-family and SAC results on single-agent wrappers; for IPPO use ``make_ippo_act``.
+    PPO-family and SAC results on single-agent wrappers; for IPPO use `make_ippo_act`.
+
+    **Arguments:**
+
+    - `result`: the [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+    - `env`: the bound wrapper it was trained on.
+
+    **Returns:**
+
+    `act(key, obs) -> action`.
     """
     if result.config.algo == "sac":
         from powerzoojax.rl.algos._sac import SACTrainer
@@ -193,19 +223,37 @@ def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
 
 
 def random_act(env: Any) -> Callable[[Key, Array], Array]:
-    """Uniform random actions from ``env.action_space()``."""
+    """Uniform random actions from `env.action_space()`.
+
+    **Arguments:**
+
+    - `env`: a bound wrapper.
+
+    **Returns:**
+
+    `act(key, obs) -> action` (`obs` unused).
+    """
     space = env.action_space()
     return lambda key, obs: space.sample(key)
 
 
 def evaluate(env: Any, act: Callable[[Key, Array], Array], key: Key, n_episodes: int = 32) -> dict[str, np.ndarray]:
-    """Run ``n_episodes`` full episodes from reset in parallel (through the rollout kernel).
+    """Run `n_episodes` full episodes from reset in parallel (through the rollout kernel).
 
-    Returns per-episode arrays: ``return`` (sum of the wrapper's rewards),
-    ``env_return`` (sum of ``info["env_reward"]`` when a reward-changing wrapper is
-    present, else ``return``), ``cost_sum`` (sum of ``info["cost_sum"]``),
-    ``constraint_costs`` ``(n, k)`` per-channel sums of ``info["constraint_costs"]`` and
-    ``violation_steps`` ``(n, k)`` steps with a positive cost per channel.
+    **Arguments:**
+
+    - `env`: a bound wrapper.
+    - `act`: `act(key, obs) -> action`.
+    - `key`: PRNG key.
+    - `n_episodes`: episodes.
+
+    **Returns:**
+
+    Per-episode arrays: `return` (sum of the wrapper's rewards), `env_return` (sum of
+    `info["env_reward"]` when a reward-changing wrapper is present, else `return`),
+    `cost_sum` (sum of `info["cost_sum"]`), `constraint_costs` `(n, k)` per-channel sums
+    of `info["constraint_costs"]` and `violation_steps` `(n, k)` steps with a positive
+    cost per channel.
     """
     horizon = env.max_steps
     k_reset, k_roll = jr.split(key)

@@ -2,7 +2,7 @@
 
 The envs document their cost channels in their docstrings; this table carries those
 units (per step) so that a reported episode cost says what it counts. An episode cost is
-the sum of the per-step values over the episode, hence the ``·step`` suffix.
+the sum of the per-step values over the episode, hence the `·step` suffix.
 """
 
 from typing import Any
@@ -44,12 +44,12 @@ def base_env_name(env: Any) -> str:
 
 
 def cost_unit(env_name: str, channel: str) -> str:
-    """Per-step unit of ``channel`` on the env class ``env_name`` (``"env units"`` when undocumented)."""
+    """Per-step unit of `channel` on the env class `env_name` (`"env units"` when undocumented)."""
     return _UNITS.get((env_name, channel)) or _UNITS.get((None, channel)) or UNDECLARED
 
 
 def reported_channels(env: Any) -> tuple[str, ...]:
-    """The cost channels a trainer reports on ``env``: the selected ones of a safe wrapper, else all."""
+    """The cost channels a trainer reports on `env`: the selected ones of a safe wrapper, else all."""
     names = getattr(env, "selected_constraint_names", None)
     if names:
         return tuple(names)
@@ -60,6 +60,6 @@ def reported_channels(env: Any) -> tuple[str, ...]:
 
 
 def channel_units(env: Any) -> dict[str, str]:
-    """``{channel: per-step unit · step}`` for the reported channels of ``env`` (episode sums)."""
+    """`{channel: per-step unit · step}` for the reported channels of `env` (episode sums)."""
     name = base_env_name(env)
     return {c: f"{cost_unit(name, c)}·step" for c in reported_channels(env)}

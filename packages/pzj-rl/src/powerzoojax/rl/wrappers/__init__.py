@@ -1,9 +1,9 @@
-"""Single-agent wrappers: they bind ``params`` and keep the jit / vmap / rollout-kernel
-contract. ``LogWrapper`` (5-tuple step, episode statistics), ``SafeRLWrapper`` (6-tuple
-with the selected costs), ``SauteWrapper`` (remaining budget in the observation),
-``RewardWrapper`` (a user reward over one of those), ``bind`` (the one-line choice between
-Log and Safe), ``PenaltyRewardWrapper`` (an ``Environment``: costs folded into the reward,
-goes inside ``LogWrapper``), and the wrappers' conformance kit."""
+"""Single-agent wrappers: they bind `params` and keep the jit / vmap / rollout-kernel
+contract. `LogWrapper` (5-tuple step, episode statistics), `SafeRLWrapper` (6-tuple
+with the selected costs), `SauteWrapper` (remaining budget in the observation),
+`RewardWrapper` (a user reward over one of those), `bind` (the one-line choice between
+Log and Safe), `PenaltyRewardWrapper` (an `Environment`: costs folded into the reward,
+goes inside `LogWrapper`), and the wrappers' conformance kit."""
 
 from powerzoojax.rl.wrappers._base import BoundWrapper
 from powerzoojax.rl.wrappers._bind import bind

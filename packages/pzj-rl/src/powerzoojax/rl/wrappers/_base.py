@@ -1,8 +1,8 @@
 """What every single-agent wrapper shares: bound params, forwarded spaces, episode sums.
 
-A wrapper binds ``params`` at construction, so its ``reset(key)`` / ``step(key, state,
-action)`` are the trainer-facing API and plug straight into
-``powerzoojax.core.rollout`` as its ``step_fn``.
+A wrapper binds `params` at construction, so its `reset(key)` / `step(key, state,
+action)` are the trainer-facing API and plug straight into
+`powerzoojax.core.rollout` as its `step_fn`.
 """
 
 import math
@@ -16,10 +16,16 @@ from powerzoojax.core._guard import replace_non_finite, structural_hash
 
 
 class BoundWrapper(eqx.Module):
-    """Base of the wrappers that hold an env and its params (``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper``).
+    """Base of the wrappers that hold an env and its params (`LogWrapper`, `SafeRLWrapper`,
+    `SauteWrapper`).
 
-    ``emits_costs`` tells trainers the step arity: False → ``(obs, state, reward, done,
-    info)``, True → ``(obs, state, reward, costs, done, info)``.
+    `emits_costs` tells trainers the step arity: False → `(obs, state, reward, done,
+    info)`, True → `(obs, state, reward, costs, done, info)`.
+
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params.
     """
 
     env: Environment
@@ -32,6 +38,7 @@ class BoundWrapper(eqx.Module):
 
     @property
     def name(self) -> str:
+        """The env's name."""
         return self.env.name
 
     @property
@@ -40,25 +47,45 @@ class BoundWrapper(eqx.Module):
         return int(self.params.max_steps)
 
     def observation_space(self) -> Space:
+        """Observation space of the env under the bound params.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.env.observation_space(self.params)
 
     def action_space(self) -> Space:
+        """Action space of the env under the bound params.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.env.action_space(self.params)
 
     @property
     def obs_size(self) -> int:
+        """Length of the (flat) observation."""
         return int(self.observation_space().shape[0])
 
     @property
     def num_actions(self) -> int:
+        """Number of discrete actions, or the length of a continuous action."""
         return _num_actions(self.action_space())
 
     @property
     def action_size(self) -> int:
+        """Alias of `num_actions`."""
         return self.num_actions
 
     def constraint_names(self) -> tuple[str, ...]:
-        """All of the env's cost channels, in the env's order."""
+        """All of the env's cost channels, in the env's order.
+
+        **Returns:**
+
+        A tuple of cost-channel names.
+        """
         return self.env.constraint_names(self.params)
 
 
@@ -73,10 +100,10 @@ def accumulate(
     increment: Shaped[Array, "*shape"],
     done: Bool[Array, ""],
 ) -> tuple[Shaped[Array, "*shape"], Shaped[Array, "*shape"]]:
-    """Add ``increment`` to an episode sum; on ``done`` latch the total and restart from zero.
+    """Add `increment` to an episode sum; on `done` latch the total and restart from zero.
 
     A non-finite increment (a NaN reward from a user's reward function, say) counts as
-    zero, so a latched episode statistic is never NaN. Returns ``(new_running, new_latched)``.
+    zero, so a latched episode statistic is never NaN. Returns `(new_running, new_latched)`.
     """
     increment, _ = replace_non_finite(increment, 0)
     total = running + increment
@@ -84,8 +111,8 @@ def accumulate(
 
 
 def legacy_threshold(cost_threshold: Any, cost_thresholds: Any, owner: str) -> Any:
-    """The thresholds to use when a wrapper also got the reference's ``cost_threshold``
-    (a number or tuple): ``cost_thresholds`` wins; giving both different is an error."""
+    """The thresholds to use when a wrapper also got the reference's `cost_threshold`
+    (a number or tuple): `cost_thresholds` wins; giving both different is an error."""
     if cost_threshold is None:
         return cost_thresholds
     if cost_thresholds is not None:
@@ -94,8 +121,8 @@ def legacy_threshold(cost_threshold: Any, cost_thresholds: Any, owner: str) -> A
 
 
 class ThresholdsMixin:
-    """``num_constraints`` and the reference's single-budget ``cost_threshold`` attribute
-    (for wrappers with ``selected_constraint_names`` and ``cost_thresholds``)."""
+    """`num_constraints` and the reference's single-budget `cost_threshold` attribute
+    (for wrappers with `selected_constraint_names` and `cost_thresholds`)."""
 
     @property
     def num_constraints(self) -> int:
@@ -104,7 +131,7 @@ class ThresholdsMixin:
     @property
     def cost_threshold(self) -> float | tuple[float, ...]:
         """The per-episode budget: one number when every selected channel has the same
-        one (0.0 with no channel), else the tuple ``cost_thresholds``."""
+        one (0.0 with no channel), else the tuple `cost_thresholds`."""
         if len(set(self.cost_thresholds)) <= 1:
             return self.cost_thresholds[0] if self.cost_thresholds else 0.0
         return self.cost_thresholds
@@ -119,9 +146,9 @@ def resolve_constraints(
 ) -> tuple[tuple[str, ...], tuple[int, ...], tuple[float, ...]]:
     """Host-side selection of cost channels and their thresholds.
 
-    ``selected_names=None`` selects every channel; ``cost_thresholds=None`` means a
-    budget of zero per selected channel; a scalar broadcasts. Returns ``(names,
-    indices into the env's cost vector, thresholds)``.
+    `selected_names=None` selects every channel; `cost_thresholds=None` means a
+    budget of zero per selected channel; a scalar broadcasts. Returns `(names,
+    indices into the env's cost vector, thresholds)`.
     """
     all_names = tuple(env.constraint_names(params))
     if selected_names is None:

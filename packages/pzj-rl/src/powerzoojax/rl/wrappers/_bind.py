@@ -1,4 +1,4 @@
-"""``bind``: the one-line way to get a trainer-ready single-agent env."""
+"""`bind`: the one-line way to get a trainer-ready single-agent env."""
 
 from collections.abc import Sequence
 
@@ -16,11 +16,24 @@ def bind(
     selected_names: Sequence[str] | str | None = None,
     cost_thresholds: Sequence[float | int] | float | int | None = None,
 ) -> LogWrapper | SafeRLWrapper:
-    """``SafeRLWrapper(env, params, ...)`` if ``safe`` else ``LogWrapper(env, params)``.
+    """`SafeRLWrapper(env, params, ...)` if `safe` else `LogWrapper(env, params)`.
 
-    ``cost_threshold`` (the reference's name) / ``cost_thresholds``, ``selected_names``
-    only apply with ``safe=True`` (passing them without it is an error, not silently
-    ignored); thresholds default to zero.
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params; `None` takes `env.default_params()`.
+    - `safe`: build a [`SafeRLWrapper`][powerzoojax.rl.wrappers.SafeRLWrapper].
+    - `cost_threshold`, `cost_thresholds`: per-episode budgets (the reference's name and
+      ours); zero by default.
+    - `selected_names`: the constrained channels.
+
+    The last three only apply with `safe=True`; passing them without it is an error, not
+    silently ignored.
+
+    **Returns:**
+
+    A [`LogWrapper`][powerzoojax.rl.wrappers.LogWrapper] or
+    [`SafeRLWrapper`][powerzoojax.rl.wrappers.SafeRLWrapper].
     """
     if safe:
         return SafeRLWrapper(

@@ -1,10 +1,10 @@
 """Conformance kit for bound single-agent wrappers (5- and 6-tuple steps).
 
-The wrapper counterpart of ``powerzoojax.testing.check_env_api``: jit = eager,
-vmap = loop of single steps, a run through ``powerzoojax.core.rollout`` ends its
-episode exactly at ``max_steps`` with a fresh reset observation and latched episode
+The wrapper counterpart of `powerzoojax.testing.check_env_api`: jit = eager,
+vmap = loop of single steps, a run through `powerzoojax.core.rollout` ends its
+episode exactly at `max_steps` with a fresh reset observation and latched episode
 statistics, and one key gives one trajectory. As there, the wrapped env's
-``iteration_count_keys`` are left out of the comparisons between different compiled
+`iteration_count_keys` are left out of the comparisons between different compiled
 programs (their values follow round-off), not of the one-key-one-trajectory check.
 """
 
@@ -56,10 +56,16 @@ def check_wrapper_api(
     n_batch: int = 3,
     check_eager: bool = True,
 ) -> None:
-    """Assert that a bound wrapper honours the trainer-facing contract; raises ``AssertionError``.
+    """Assert that a bound wrapper honours the trainer-facing contract; raises `AssertionError`.
 
-    ``check_eager=False`` skips the op-by-op (``jax.disable_jit``) comparison, the
-    slowest part of the kit (every primitive is compiled on its own).
+    **Arguments:**
+
+    - `wrapped`: the bound wrapper.
+    - `key`: PRNG key; `None` uses a fixed key.
+    - `stochastic`: also assert that different keys give different trajectories.
+    - `n_batch`: batch size of the `vmap` checks.
+    - `check_eager`: compare with an op-by-op (`jax.disable_jit`) run, the slowest part of
+      the kit (every primitive is compiled on its own).
     """
     key = jr.PRNGKey(0) if key is None else key
     k_reset, k_act, k_step, k_roll, k_other = jax.jit(lambda k: tuple(jr.split(k, 5)))(key)
@@ -136,7 +142,18 @@ def check_wrapper_api(
 
 
 def check_wrapper_no_retrace(wrapped: Any, *, n_calls: int = 3, n_envs: int = 4) -> int:
-    """Assert that a vmapped rollout of ``wrapped`` traces once across new keys; returns the trace count."""
+    """Assert that a vmapped rollout of `wrapped` traces once across new keys.
+
+    **Arguments:**
+
+    - `wrapped`: the bound wrapper.
+    - `n_calls`: calls with new keys.
+    - `n_envs`: batch size.
+
+    **Returns:**
+
+    The trace count.
+    """
     count = {"n": 0}
     act_space = wrapped.action_space()
     horizon = wrapped.max_steps

@@ -1,8 +1,8 @@
-"""``LogWrapper``: binds params and adds episode statistics to ``info``.
+"""`LogWrapper`: binds params and adds episode statistics to `info`.
 
-Step returns the 5-tuple ``(obs, state, reward, done, info)``; the env's cost vector
-moves to ``info["constraint_costs"]``. ``returned_episode_*`` latch the last finished
-episode's return and length, ``returned_episode`` flags the step that finished one.
+Step returns the 5-tuple `(obs, state, reward, done, info)`; the env's cost vector
+moves to `info["constraint_costs"]`. `returned_episode_*` latch the last finished
+episode's return and length, `returned_episode` flags the step that finished one.
 """
 
 from typing import Any
@@ -17,7 +17,16 @@ from powerzoojax.rl.wrappers._base import BoundWrapper, accumulate
 
 
 class LogEnvState(eqx.Module):
-    """Inner env state plus running and latched episode statistics."""
+    """Inner env state plus running and latched episode statistics.
+
+    **Arguments:**
+
+    - `env_state`: the env's state.
+    - `episode_returns`, `episode_lengths`: running return and length of the current
+      episode.
+    - `returned_episode_returns`, `returned_episode_lengths`: those of the last finished
+      episode (latched until the next one finishes).
+    """
 
     env_state: Any
     episode_returns: Float[Array, ""]
@@ -30,7 +39,7 @@ LogStepResult = tuple[Float[Array, "..."], LogEnvState, Float[Array, ""], Bool[A
 
 
 def record_episode(state: Any, reward: Float[Array, ""], done: Bool[Array, ""]) -> dict[str, Array]:
-    """The four episode-statistics fields after one step (``state``: any state with those fields)."""
+    """The four episode-statistics fields after one step (`state`: any state with those fields)."""
     returns, returned = accumulate(state.episode_returns, state.returned_episode_returns, reward, done)
     lengths, returned_len = accumulate(
         state.episode_lengths, state.returned_episode_lengths, jnp.ones((), jnp.int32), done
@@ -63,13 +72,30 @@ def zero_episode_fields() -> dict[str, Array]:
 
 
 class LogWrapper(BoundWrapper):
-    """Single-agent wrapper with params bound at construction (default ``env.default_params()``)."""
+    """Single-agent wrapper with params bound at construction; steps return
+    `(obs, state, reward, done, info)` with episode statistics in `info`.
+
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params; `None` takes `env.default_params()`.
+    """
 
     def __init__(self, env: Environment, params: EnvParams | None = None):
         self.env = env
         self.params = env.default_params() if params is None else params
 
     def reset(self, key: Key) -> tuple[Float[Array, "..."], LogEnvState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` with a [`LogEnvState`][powerzoojax.rl.wrappers.LogEnvState].
+        """
         obs, env_state = self.env.reset(key, self.params)
         return obs, LogEnvState(env_state=env_state, **zero_episode_fields())
 
@@ -88,10 +114,32 @@ class LogWrapper(BoundWrapper):
         return obs, new_state, reward, done, info
 
     def step(self, key: Key, state: LogEnvState, action: ArrayLike) -> LogStepResult:
+        """One transition of the env with auto-reset, recording episode statistics.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`LogEnvState`][powerzoojax.rl.wrappers.LogEnvState].
+        - `action`: the env's action.
+
+        **Returns:**
+
+        `(obs, state, reward, done, info)`; `info` adds `returned_episode_returns`,
+        `returned_episode_lengths` and `returned_episode`.
+        """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: LogEnvState, action: ArrayLike) -> LogStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs and state.
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        `(obs, state, reward, done, info)`.
+        """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )

@@ -1,11 +1,11 @@
-"""``PenaltyRewardWrapper``: fold the costs into the reward with a fixed multiplier
-(the penalty baselines of the TSO ablation, the reference's ``ppo_penalty_l{10,100,1000}``).
+"""`PenaltyRewardWrapper`: fold the costs into the reward with a fixed multiplier
+(the penalty baselines of the TSO ablation, the reference's `ppo_penalty_l{10,100,1000}`).
 
-It is an ``Environment`` (the 4-argument API: params are not bound), so it goes *inside*
-``LogWrapper`` — ``LogWrapper(PenaltyRewardWrapper(env, λ, 1e-4), params)`` — and passes
-the env contract. Reward ``r − λ · reward_scale · Σ costs``; ``costs``, ``done``, the
-observation and auto-reset are the inner env's; ``info`` adds ``unpenalized_reward``
-(the env's reward) and ``penalty`` (what was subtracted).
+It is an `Environment` (the 4-argument API: params are not bound), so it goes *inside*
+`LogWrapper` — `LogWrapper(PenaltyRewardWrapper(env, λ, 1e-4), params)` — and passes
+the env contract. Reward `r − λ · reward_scale · Σ costs`; `costs`, `done`, the
+observation and auto-reset are the inner env's; `info` adds `unpenalized_reward`
+(the env's reward) and `penalty` (what was subtracted).
 """
 
 import math
@@ -19,9 +19,15 @@ from powerzoojax.core._types import Key
 
 
 class PenaltyRewardWrapper(Environment):
-    """``r − penalty_lambda · reward_scale · Σ costs`` around ``env`` (see the module docstring).
+    """`r − penalty_lambda · reward_scale · Σ costs` around `env`.
 
-    ``ValueError`` for a negative or non-finite ``penalty_lambda`` / ``reward_scale``.
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `penalty_lambda`: penalty per unit of cost, finite and `>= 0` (static).
+    - `reward_scale`: scale of the penalty, finite and `>= 0` (static).
+
+    Raises `ValueError` for a negative or non-finite `penalty_lambda` / `reward_scale`.
     """
 
     env: Environment

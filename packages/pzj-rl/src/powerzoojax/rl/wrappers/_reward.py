@@ -1,4 +1,4 @@
-"""``RewardWrapper``: replace the reward of a Log, Safe (or Sauté) wrapper by a user function."""
+"""`RewardWrapper`: replace the reward of a Log, Safe (or Sauté) wrapper by a user function."""
 
 import inspect
 from collections.abc import Callable
@@ -22,7 +22,17 @@ from powerzoojax.rl.wrappers._saute import SauteWrapper
 
 
 class RewardEnvState(eqx.Module):
-    """Inner wrapper state, the observation the next action is taken on, and episode sums of the new reward."""
+    """Inner wrapper state, the observation the next action is taken on, and episode sums of
+    the new reward.
+
+    **Arguments:**
+
+    - `inner_state`: the wrapped wrapper's state.
+    - `prev_obs`: the observation the next action is taken on.
+    - `episode_returns`, `episode_lengths`: running return (of the new reward) and length.
+    - `returned_episode_returns`, `returned_episode_lengths`: those of the last finished
+      episode.
+    """
 
     inner_state: Any
     prev_obs: Float[Array, "..."]
@@ -46,19 +56,23 @@ def _takes_costs(reward_fn: Callable) -> bool:
 
 
 class RewardWrapper(eqx.Module):
-    """Reward shaping over a ``LogWrapper`` or ``SafeRLWrapper``.
+    """Reward shaping over a `LogWrapper`, `SafeRLWrapper` or `SauteWrapper`.
 
-    ``reward_fn(obs, action, next_obs, reward, info)`` returns the new scalar reward; a
-    function with six or more positional parameters (or ``*args``) is called as
-    ``reward_fn(obs, action, next_obs, reward, costs, info)`` instead, where ``costs`` is
-    the full cost vector under a ``LogWrapper`` and the selected one under a
-    ``SafeRLWrapper``. ``obs`` is the observation the action was taken on; on the terminal
-    step ``next_obs`` is already the next episode's first observation (auto-reset).
+    `obs` is the observation the action was taken on; on the terminal step `next_obs` is
+    already the next episode's first observation (auto-reset). The output arity is the
+    inner wrapper's (5-tuple over Log, 6-tuple over Safe). `info["env_reward"]` holds the
+    original reward; the `returned_episode_*` entries are recomputed from the new reward,
+    and the inner wrapper's latched return moves to `info["returned_episode_env_returns"]`.
+    The other attributes read through to the wrapped wrapper.
 
-    The output arity is the inner wrapper's (5-tuple over Log, 6-tuple over Safe).
-    ``info["env_reward"]`` holds the original reward; the ``returned_episode_*`` entries
-    are recomputed from the new reward, and the inner wrapper's latched return moves to
-    ``info["returned_episode_env_returns"]``.
+    **Arguments:**
+
+    - `wrapped`: the bound wrapper to shape.
+    - `reward_fn`: `reward_fn(obs, action, next_obs, reward, info)` returning the new
+      scalar reward; a function with six or more positional parameters (or `*args`) is
+      called as `reward_fn(obs, action, next_obs, reward, costs, info)` instead, where
+      `costs` is the full cost vector under a `LogWrapper` and the selected one under a
+      `SafeRLWrapper`.
     """
     wrapped: LogWrapper | SafeRLWrapper | SauteWrapper
     reward_fn: Callable = eqx.field(static=True)
@@ -83,63 +97,103 @@ class RewardWrapper(eqx.Module):
     # -- forwarded, explicitly -------------------------------------------------------
     @property
     def emits_costs(self) -> bool:
+        """Whether steps return costs (the wrapped wrapper's arity)."""
         return self.wrapped.emits_costs
 
     @property
     def env(self) -> Any:
+        """The wrapped env."""
         return self.wrapped.env
 
     @property
     def params(self) -> Any:
+        """The bound params."""
         return self.wrapped.params
 
     @property
     def name(self) -> str:
+        """The env's name."""
         return self.wrapped.name
 
     @property
     def max_steps(self) -> int:
+        """Episode length [steps]."""
         return self.wrapped.max_steps
 
     def observation_space(self) -> Space:
+        """Observation space of the wrapped wrapper.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.wrapped.observation_space()
 
     def action_space(self) -> Space:
+        """Action space of the wrapped wrapper.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.wrapped.action_space()
 
     @property
     def obs_size(self) -> int:
+        """Length of the observation."""
         return self.wrapped.obs_size
 
     @property
     def num_actions(self) -> int:
+        """Number of discrete actions, or the length of a continuous action."""
         return self.wrapped.num_actions
 
     @property
     def action_size(self) -> int:
+        """Alias of `num_actions`."""
         return self.wrapped.action_size
 
     def constraint_names(self) -> tuple[str, ...]:
+        """All of the env's cost channels, in the env's order.
+
+        **Returns:**
+
+        A tuple of names.
+        """
         return self.wrapped.constraint_names()
 
     @property
     def selected_constraint_names(self) -> tuple[str, ...]:
+        """The selected cost channels (safe wrappers only)."""
         return self.wrapped.selected_constraint_names
 
     @property
     def cost_thresholds(self) -> tuple[float, ...]:
+        """Per-episode budget of each selected channel (safe wrappers only)."""
         return self.wrapped.cost_thresholds
 
     @property
     def num_constraints(self) -> int:
+        """Number of selected channels (safe wrappers only)."""
         return self.wrapped.num_constraints
 
     @property
     def cost_threshold(self) -> float | tuple[float, ...]:
+        """The common budget, or the tuple when the channels differ (safe wrappers only)."""
         return self.wrapped.cost_threshold
 
     # -- contract --------------------------------------------------------------------
     def reset(self, key: Key) -> tuple[Float[Array, "..."], RewardEnvState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` with a [`RewardEnvState`][powerzoojax.rl.wrappers.RewardEnvState].
+        """
         obs, inner = self.wrapped.reset(key)
         return obs, RewardEnvState(inner_state=inner, prev_obs=obs, **zero_episode_fields())
 
@@ -169,9 +223,30 @@ class RewardWrapper(eqx.Module):
         return next_obs, new_state, reward, done, info
 
     def step(self, key: Key, state: RewardEnvState, action: ArrayLike) -> tuple:
+        """One transition with the shaped reward.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`RewardEnvState`][powerzoojax.rl.wrappers.RewardEnvState].
+        - `action`: the env's action.
+
+        **Returns:**
+
+        The wrapped wrapper's step tuple with the new reward.
+        """
         return self._reshape(state, action, self.wrapped.step(key, state.inner_state, action))
 
     def step_auto_reset(self, key: Key, state: RewardEnvState, action: ArrayLike) -> tuple:
-        """``step`` with ``stop_gradient`` on obs, state and costs (as the inner wrapper)."""
+        """`step` with `stop_gradient` on obs, state and costs (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        The step tuple.
+        """
         out = self._reshape(state, action, self.wrapped.step_auto_reset(key, state.inner_state, action))
         return (out[0], jax.lax.stop_gradient(out[1]), *out[2:])

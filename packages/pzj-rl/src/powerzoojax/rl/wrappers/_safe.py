@@ -1,15 +1,15 @@
-"""``SafeRLWrapper``: the constrained-MDP view of an env, consumed by ``make_cmdp_train``.
+"""`SafeRLWrapper`: the constrained-MDP view of an env, consumed by `make_cmdp_train`.
 
-Step returns the 6-tuple ``(obs, state, reward, selected_costs, done, info)``, where
-``selected_costs`` (float32, shape ``(k,)``) are the chosen cost channels in the order
-of ``selected_constraint_names``.
+Step returns the 6-tuple `(obs, state, reward, selected_costs, done, info)`, where
+`selected_costs` (float32, shape `(k,)`) are the chosen cost channels in the order
+of `selected_constraint_names`.
 
-Thresholds are never guessed: ``cost_thresholds=None`` means a budget of **zero** per
+Thresholds are never guessed: `cost_thresholds=None` means a budget of **zero** per
 selected channel (every unit of cost counts against the policy). Pass
-``cost_thresholds`` (a number, broadcast, or one number per selected channel) to allow
+`cost_thresholds` (a number, broadcast, or one number per selected channel) to allow
 a per-episode budget. Thresholds are per-episode sums of the env's cost channel. The
-reference's positional ``cost_threshold`` (third argument) is accepted as the same thing
-(it defaults to 25.0 there; here it has no default budget); the ``cost_threshold``
+reference's positional `cost_threshold` (third argument) is accepted as the same thing
+(it defaults to 25.0 there; here it has no default budget); the `cost_threshold`
 attribute reads back the common budget (the tuple when the channels differ).
 """
 
@@ -32,7 +32,15 @@ from powerzoojax.rl.wrappers._log import (
 
 
 class SafeRLState(LogEnvState):
-    """``LogEnvState`` plus running and latched per-episode sums of the selected costs."""
+    """`LogEnvState` plus running and latched per-episode sums of the selected costs.
+
+    **Arguments:**
+
+    - `env_state`, `episode_returns`, `episode_lengths`, `returned_episode_returns`,
+      `returned_episode_lengths`: as [`LogEnvState`][powerzoojax.rl.wrappers.LogEnvState].
+    - `episode_costs`: `(k,)` running sums of the selected costs.
+    - `returned_episode_costs`: `(k,)` those of the last finished episode.
+    """
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
@@ -44,10 +52,26 @@ SafeStepResult = tuple[
 
 
 class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
-    """Constrained single-agent wrapper (6-tuple step). See the module docstring.
+    """Constrained single-agent wrapper: the constrained-MDP view of an env, consumed by
+    `make_cmdp_train`.
 
-    Raises ``ValueError`` for an unknown or duplicated constraint name (listing the
-    env's names) and for a threshold vector whose length does not match the selection.
+    Step returns the 6-tuple `(obs, state, reward, selected_costs, done, info)`, where
+    `selected_costs` (float32, `(k,)`) are the chosen cost channels in the order of
+    `selected_constraint_names`. Thresholds are per-episode sums of the env's cost
+    channel and are never guessed: no threshold means a budget of zero per selected
+    channel.
+
+    **Arguments:**
+
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params; `None` takes `env.default_params()`.
+    - `cost_threshold`: the reference's positional name of `cost_thresholds`.
+    - `selected_names`: the constrained channels; `None` selects all.
+    - `cost_thresholds`: a number (broadcast) or one number per selected channel; `None`
+      means zero.
+
+    Raises `ValueError` for an unknown or duplicated constraint name (listing the env's
+    names) and for a threshold vector whose length does not match the selection.
     """
 
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
@@ -73,6 +97,16 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
         self.cost_thresholds = thresholds
 
     def reset(self, key: Key) -> tuple[Float[Array, "..."], SafeRLState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` with a [`SafeRLState`][powerzoojax.rl.wrappers.SafeRLState].
+        """
         obs, env_state = self.env.reset(key, self.params)
         zeros = jnp.zeros((self.num_constraints,), jnp.float32)
         return obs, SafeRLState(
@@ -80,7 +114,16 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
         )
 
     def select(self, costs: Float[Array, " n_costs"]) -> Float[Array, " k"]:
-        """The selected channels of a full cost vector."""
+        """The selected channels of a full cost vector.
+
+        **Arguments:**
+
+        - `costs`: `(n_costs,)` the env's cost vector.
+
+        **Returns:**
+
+        A `(k,)` array.
+        """
         return costs[jnp.asarray(self.selected_indices, jnp.int32)] if self.selected_indices else costs[:0]
 
     def _record(self, state: SafeRLState, out: tuple) -> SafeStepResult:
@@ -105,10 +148,31 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
         return obs, new_state, reward, selected, done, info
 
     def step(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
+        """One transition with auto-reset, recording episode returns and costs.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`SafeRLState`][powerzoojax.rl.wrappers.SafeRLState].
+        - `action`: the env's action.
+
+        **Returns:**
+
+        `(obs, state, reward, selected_costs (k,), done, info)`.
+        """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs, state and costs.
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        The 6-tuple of `step`.
+        """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
@@ -119,5 +183,5 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
 
 
 def describe_thresholds(wrapper: Any) -> dict[str, float]:
-    """``{name: threshold}`` of a Safe/Sauté wrapper, for logs and summaries."""
+    """`{name: threshold}` of a Safe/Sauté wrapper, for logs and summaries."""
     return dict(zip(wrapper.selected_constraint_names, wrapper.cost_thresholds))

@@ -1,4 +1,4 @@
-"""``SauteWrapper``: Sauté RL, a safety budget folded into the state (5-tuple step)."""
+"""`SauteWrapper`: Sauté RL, a safety budget folded into the state (5-tuple step)."""
 
 from collections.abc import Sequence
 from typing import ClassVar
@@ -20,7 +20,15 @@ from powerzoojax.rl.wrappers._log import (
 
 
 class SauteState(LogEnvState):
-    """``LogEnvState`` plus running and latched per-episode sums of the selected costs."""
+    """`LogEnvState` plus running and latched per-episode sums of the selected costs.
+
+    **Arguments:**
+
+    - `env_state`, `episode_returns`, `episode_lengths`, `returned_episode_returns`,
+      `returned_episode_lengths`: as [`LogEnvState`][powerzoojax.rl.wrappers.LogEnvState].
+    - `episode_costs`: `(k,)` running sums of the selected costs.
+    - `returned_episode_costs`: `(k,)` those of the last finished episode.
+    """
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
@@ -33,23 +41,27 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
     """Safety-budget-augmented wrapper.
 
     The observation gains one entry per selected cost channel, the remaining budget
-    ``z_i = (d_i − episode cost_i) / horizon`` (``z_i = d_i / horizon`` at reset). While
-    ``use_reward_shaping`` is on, a step after which some budget is overspent (``z_i < 0``)
-    earns ``unsafe_reward`` instead of the env's reward. Plain PPO on this wrapper is
-    Sauté-PPO (``algo="saute_ppo"``); the caller applies the wrapper, ``make_train`` does
-    not.
+    `z_i = (d_i − episode cost_i) / horizon` (`z_i = d_i / horizon` at reset). While
+    `use_reward_shaping` is on, a step after which some budget is overspent (`z_i < 0`)
+    earns `unsafe_reward` instead of the env's reward. Plain PPO on this wrapper is
+    Sauté-PPO (`algo="saute_ppo"`); the caller applies the wrapper, `make_train` does not.
 
-    Two choices differ from the reference, on purpose:
+    A step is unsafe when the budget is *overspent* (`z_i < 0`), not exhausted
+    (`z_i <= 0`): with the usual zero budgets the latter would mark every step unsafe and
+    erase the reward signal. `unsafe_reward` is only a penalty for envs whose rewards are
+    positive; for cost-like (negative) rewards such as the grid envs' `−generation cost`,
+    pass one below the worst per-step reward.
 
-    * a step is unsafe when the budget is *overspent* (``z_i < 0``), not exhausted
-      (``z_i <= 0``): with the usual zero budgets the latter would mark every step unsafe
-      and erase the reward signal;
-    * ``unsafe_reward`` defaults to 0.0 as in the reference, which is only a penalty for
-      envs whose rewards are positive. For cost-like (negative) rewards such as the grid
-      envs' ``−generation cost``, pass an ``unsafe_reward`` below the worst per-step reward.
+    **Arguments:**
 
-    ``cost_thresholds=None`` means a budget of zero per selected channel; the reference's
-    positional ``cost_threshold`` is accepted as the same thing (as in ``SafeRLWrapper``).
+    - `env`: the [`Environment`][powerzoojax.core.Environment].
+    - `params`: its params; `None` takes `env.default_params()`.
+    - `cost_threshold`: the reference's positional name of `cost_thresholds`.
+    - `selected_names`: the constrained channels; `None` selects all.
+    - `cost_thresholds`: per-episode budgets `d_i`; `None` means zero.
+    - `horizon`: normaliser of the budget; `None` takes the episode length.
+    - `unsafe_reward`: reward of an overspent step (0.0, as in the reference).
+    - `use_reward_shaping`: replace the reward of overspent steps.
     """
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
     selected_indices: tuple[int, ...] = eqx.field(static=True)
@@ -86,6 +98,12 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         self.use_reward_shaping = bool(use_reward_shaping)
 
     def observation_space(self) -> Box:
+        """The env's observation space with one budget entry per selected channel appended.
+
+        **Returns:**
+
+        A [`Box`][powerzoojax.core.Box].
+        """
         base = self.env.observation_space(self.params)
         budget_high = np.asarray(self.cost_thresholds, np.float64) / self.horizon
         low = np.concatenate([np.broadcast_to(np.asarray(base.low), base.shape), np.full(self.num_constraints, -np.inf)])
@@ -99,6 +117,17 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         return costs[jnp.asarray(self.selected_indices, jnp.int32)] if self.selected_indices else costs[:0]
 
     def reset(self, key: Key) -> tuple[Float[Array, " obs_dim"], SauteState]:
+        """Start an episode with the full budget.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)`: the augmented observation and a
+        [`SauteState`][powerzoojax.rl.wrappers.SauteState].
+        """
         obs, env_state = self.env.reset(key, self.params)
         zeros = jnp.zeros((self.num_constraints,), jnp.float32)
         state = SauteState(
@@ -136,10 +165,31 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         return jnp.concatenate([obs, self._budget(episode_costs)]), new_state, reward, done, info
 
     def step(self, key: Key, state: SauteState, action: ArrayLike) -> SauteStepResult:
+        """One transition with auto-reset and the budget update.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`SauteState`][powerzoojax.rl.wrappers.SauteState].
+        - `action`: the env's action.
+
+        **Returns:**
+
+        `(obs, state, reward, done, info)` with the augmented observation.
+        """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
     def step_auto_reset(self, key: Key, state: SauteState, action: ArrayLike) -> SauteStepResult:
-        """``step`` with ``stop_gradient`` on obs, state and costs."""
+        """`step` with `stop_gradient` on obs, state and costs.
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        The 5-tuple of `step`.
+        """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
