@@ -75,6 +75,9 @@ class DispatchQPSolution(eqx.Module):
     - `converged`: bool scalar.
     - `n_iter`: int scalar.
     - `residual`: largest scaled KKT residual at the end.
+    - `certified`: bool scalar, an exact KKT point of the problem (the interior point's
+      active-set polish, or an exact method); `False` leaves only the relative-gap
+      guarantee of `converged`.
     """
 
     x: Float[Array, " n"]
@@ -85,8 +88,6 @@ class DispatchQPSolution(eqx.Module):
     converged: Bool[Array, ""]
     n_iter: Int[Array, ""]
     residual: Float[Array, ""]
-    # An exact KKT point of the problem (the interior point's active-set polish, or an
-    # exact method); False leaves only the relative-gap guarantee of ``converged``.
     certified: Bool[Array, ""]
 
 

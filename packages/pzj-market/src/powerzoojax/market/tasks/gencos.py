@@ -58,11 +58,11 @@ FUEL_NAMES: dict[int, str] = {0: "other", 1: "nuclear", 2: "coal", 3: "gas", 4: 
 
 
 def fuel_dispatch_shares(case: CaseData, unit_power: Any) -> dict[str, float]:
-    """Mean share of dispatched energy by fuel, ``{"dispatch_share_<fuel>": share}``.
+    """Mean share of dispatched energy by fuel, `{"dispatch_share_<fuel>": share}`.
 
     **Arguments:**
 
-    - `case`: the market's case; one with no `unit_fuel_type` column gives `{}`.
+    - `case`: the market's case; one with no `unit_fuel_type` column gives an empty dict.
     - `unit_power`: `(..., T, n_units)` dispatch [MW] over episodes.
 
     **Returns:** one entry per fuel present in the case, shares of total energy (they sum to 1).
@@ -174,6 +174,8 @@ class GenCosTask:
       data.
     - `source`: dataset of the load profiles; `None` picks GB when the loader has it.
     - `max_steps`: episode length [steps].
+    - `case_id`: `"5"` (the reference's five-unit market) or `"29gb"` (66 units with fuel
+      types and unit-commitment ramps).
     """
 
     task_name = "gencos"
