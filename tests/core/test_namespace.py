@@ -12,7 +12,7 @@ import pytest
 CORE_PACKAGES = [
     "powerzoojax.core", "powerzoojax.case", "powerzoojax.physics", "powerzoojax.envs",
     "powerzoojax.utils", "powerzoojax.utils.jax_utils", "powerzoojax.testing", "powerzoojax.data",
-    "powerzoojax.tasks",
+    "powerzoojax.tasks", "powerzoojax.viz",
 ]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

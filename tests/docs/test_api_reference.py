@@ -18,6 +18,7 @@ API_PAGES = {
     "powerzoojax.physics.devices": "api/physics-devices.md",
     "powerzoojax.utils.jax_utils": "api/jax-utils.md",
     "powerzoojax.testing": "api/testing.md",
+    "powerzoojax.viz": "api/viz.md",
     "powerzoojax.grid.transmission": "api/grid/transmission.md",
     "powerzoojax.grid.distribution": "api/grid/distribution.md",
     "powerzoojax.grid.resources": "api/grid/resources.md",

@@ -259,3 +259,29 @@ def test_eval_of_a_task_preset_reports_the_task_metrics(tmp_path):
     # The evaluation ran on the task's summer split, not on the synthetic training shapes.
     summer = DSOTask().make_params("summer_ood")
     assert report["episode_steps"] == int(summer.max_steps)
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
+    from PIL import Image
+
+    from powerzoojax.rl.training._cli import main
+    from powerzoojax.viz import episode_series
+
+    out, _ = run
+    trace_path, plots = tmp_path / "episode.npz", tmp_path / "plots"
+    assert main(["eval", str(out), "--episodes", "2", "--trace", str(trace_path), "--plots", str(plots)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["plots"] == [str(plots / "episode.png"), str(plots / "network.png"), str(plots / "episode.gif")]
+    # The trace carries what the pictures need: the env's states, its info and the step length.
+    series = episode_series(trace_path)
+    assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
+    assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
+    trace = np.load(trace_path)
+    assert "info/gen_cost" in trace.files and trace["info/gen_cost"].shape == (48,)
+    for name in ("episode.png", "network.png"):
+        with Image.open(plots / name) as image:
+            pixels = np.asarray(image.convert("RGB"), np.int16)
+        assert pixels.shape[0] > 300 and np.mean(np.any(pixels < 245, axis=2)) > 0.02
+    with Image.open(plots / "episode.gif") as gif:
+        assert gif.n_frames == 48

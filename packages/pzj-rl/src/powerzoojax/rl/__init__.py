@@ -7,6 +7,8 @@ One room per concern, each importing only the rooms above it in this list (and c
   (6-tuple with the selected costs), `SauteWrapper` (budget in the observation),
   `RewardWrapper` (user reward), `bind`; `PenaltyRewardWrapper` (an
   `Environment`: costs folded into the reward, goes inside `LogWrapper`);
+  `NormalizeObservation`, `ClipObservation`, `FrameStack`, `ClipAction`,
+  `RescaleAction`, `TimeLimit`;
 - [`powerzoojax.rl.marl`][powerzoojax.rl.marl]: the multi-agent adapters `GridMARLEnv`,
   `DistGridMARLEnv`, `make_ders_marl_env`, `MarketMARLEnv` (the grid and market
   envs are imported lazily: rl itself needs only core);
@@ -27,6 +29,13 @@ This package re-exports their public names.
 
 from powerzoojax.rl.wrappers import (
     BoundWrapper,
+    ClipAction,
+    ClipObservation,
+    FrameStack,
+    NormalizeObservation,
+    RescaleAction,
+    RunningStats,
+    TimeLimit,
     LogEnvState,
     LogWrapper,
     PenaltyRewardWrapper,
@@ -117,5 +126,6 @@ __all__ = [
     "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",
     "RunRecord", "bootstrap_ci", "iqm", "load_manifest", "norm_score", "paired_sign_flip_test", "summarize",
     "write_manifest", "CheckpointError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run",
-    "load_policy",
+    "load_policy", "ClipAction", "ClipObservation", "FrameStack", "NormalizeObservation", "RescaleAction",
+    "RunningStats", "TimeLimit",
 ]

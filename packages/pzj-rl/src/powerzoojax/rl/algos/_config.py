@@ -20,6 +20,13 @@ ALGOS = (
 _PER_CONSTRAINT = ("lambda_lr", "cost_scale")
 _TUPLE_FIELDS = ("hidden_dims", "cost_thresholds", "lambda_lr", "cost_scale")
 _ALIASES = {"lr": "learning_rate"}
+# Metric sinks beyond metrics.csv / metrics.jsonl, and the progress displays.
+LOGGERS = ("tensorboard", "wandb")
+PROGRESS_BARS = ("line", "tqdm")
+WANDB_MODES = ("offline", "online", "disabled")
+# Fields that change only what the host shows and writes, never a trained number: a
+# resumed run may change them, and a complete config file may leave them out.
+HOST_ONLY_FIELDS = ("loggers", "wandb_project", "wandb_mode", "progress_bar")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +75,13 @@ class TrainConfig:
       [`run_training`][powerzoojax.rl.run_training]).
     - `wall_time_warmup`: compile the chunk program ahead of time when timing.
     - `wall_time_warmup_timesteps`: accepted, not used.
+    - `loggers`: extra metric sinks besides `metrics.csv` / `metrics.jsonl` (host side
+      only, see `HOST_ONLY_FIELDS`; they need an output folder): `"tensorboard"` (event
+      files in `<output>/tensorboard`, `pip install 'pzj-rl[tensorboard]'`) and `"wandb"`
+      (Weights & Biases, files under `<output>/wandb`, `pip install 'pzj-rl[wandb]'`).
+    - `wandb_project`, `wandb_mode`: the W&B project and mode (offline by default).
+    - `progress_bar`: `"line"` (the built-in status line) or `"tqdm"` (tqdm's terminal or
+      notebook bar, `pip install 'pzj-rl[progress]'`).
     """
 
     # common
@@ -119,6 +133,11 @@ class TrainConfig:
     record_eval_wall_time: bool = False
     wall_time_warmup: bool = True
     wall_time_warmup_timesteps: int | None = None
+    # logging (host side)
+    loggers: tuple[str, ...] = ()
+    wandb_project: str = "powerzoojax"
+    wandb_mode: str = "offline"
+    progress_bar: str = "line"
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -154,6 +173,15 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig: {name} must be positive (a number or one per constraint), got {getattr(self, name)!r}")
         if any(not math.isfinite(t) or t < 0 for t in self.cost_thresholds):
             raise ValueError(f"TrainConfig: cost_thresholds must be finite and >= 0, got {self.cost_thresholds!r}")
+        unknown = [name for name in self.loggers if name not in LOGGERS]
+        if unknown or len(set(self.loggers)) != len(self.loggers):
+            raise ValueError(f"TrainConfig: loggers must be distinct names from {list(LOGGERS)}, got {list(self.loggers)!r}")
+        if self.progress_bar not in PROGRESS_BARS:
+            raise ValueError(f"TrainConfig: progress_bar must be one of {list(PROGRESS_BARS)}, got {self.progress_bar!r}")
+        if self.wandb_mode not in WANDB_MODES:
+            raise ValueError(f"TrainConfig: wandb_mode must be one of {list(WANDB_MODES)}, got {self.wandb_mode!r}")
+        if not self.wandb_project:
+            raise ValueError("TrainConfig: wandb_project must be a non-empty name")
 
     # -- derived values ----------------------------------------------------------------
     @property
@@ -269,6 +297,10 @@ _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 
 def _coerce_value(name: str, value: Any) -> Any:
     default = _FIELDS[name].default
+    if name == "loggers":
+        # A YAML list, a tuple, or one comma-separated string ("tensorboard,wandb").
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(str(v).strip() for v in items if str(v).strip()) if isinstance(items, (list, tuple)) else value
     if name in _TUPLE_FIELDS and isinstance(value, (list, tuple)):
         cast = int if name == "hidden_dims" else float
         return tuple(cast(v) for v in value)
@@ -337,7 +369,8 @@ def load_config(
 
     - `source`: a YAML file path or a mapping.
     - `config_cls`: the config class to build.
-    - `complete`: every field must be present and no key may be unknown (what the command
+    - `complete`: every field must be present (bar the logging fields of
+      `HOST_ONLY_FIELDS`) and no key may be unknown (what the command
       line uses, where the file replaces a preset's config), so a file cut short or
       mistyped is a `ConfigFileError` naming the file and the missing or bad keys. Values
       that do not fit their field are reported the same way in both modes.
@@ -352,7 +385,7 @@ def load_config(
     known = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(k for k in data if k not in known)
     if complete:
-        missing = [k for k in known if k not in data]
+        missing = [k for k in known if k not in data and k not in HOST_ONLY_FIELDS]
         if missing or unknown:
             parts = ([f"missing key(s) {missing}"] if missing else []) + ([f"unknown key(s) {unknown}"] if unknown else [])
             raise ConfigFileError(f"{where} is incomplete or malformed: {'; '.join(parts)}")

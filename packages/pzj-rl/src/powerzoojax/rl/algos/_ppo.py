@@ -49,38 +49,11 @@ from powerzoojax.rl.algos._networks import (
 )
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
+# The running statistics live with the wrappers (NormalizeObservation shares them); the
+# trainers import them from here.
+from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats  # noqa: F401
 
-_OBS_CLIP = 10.0
 _REWARD_CLIP = 10.0
-
-
-class RunningStats(eqx.Module):
-    """Running mean / variance (parallel Welford merge of whole batches)."""
-
-    mean: Float[Array, "*shape"]
-    var: Float[Array, "*shape"]
-    count: Float[Array, ""]
-
-
-def init_stats(shape: tuple[int, ...]) -> RunningStats:
-    # A tiny prior count keeps the first merge well defined.
-    return RunningStats(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32))
-
-
-def update_stats(stats: RunningStats, batch: Float[Array, "n *shape"]) -> RunningStats:
-    """Merge a batch (leading axis = samples) into the running statistics."""
-    n = jnp.asarray(batch.shape[0], jnp.float32)
-    batch_mean = jnp.mean(batch, axis=0)
-    batch_var = jnp.var(batch, axis=0)
-    total = stats.count + n
-    delta = batch_mean - stats.mean
-    mean = stats.mean + delta * n / total
-    m2 = stats.var * stats.count + batch_var * n + delta**2 * stats.count * n / total
-    return RunningStats(mean, m2 / total, total)
-
-
-def normalize(stats: RunningStats, x: Float[Array, "*batch"]) -> Float[Array, "*batch"]:
-    return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + 1e-8), -_OBS_CLIP, _OBS_CLIP)
 
 
 class TrainState(eqx.Module):

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from powerzoojax.rl.algos._config import HOST_ONLY_FIELDS
 from powerzoojax.rl.algos._files import atomic_write, sha256_bytes, sha256_file
 
 CHECKPOINT_FORMAT = 2
@@ -92,8 +93,9 @@ def read_sidecar(path: str) -> dict[str, Any]:
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Fields whose values differ between two `TrainConfig._asdict()` dicts, sorted."""
-    return sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+    """Fields whose values differ between two `TrainConfig._asdict()` dicts, sorted; the
+    logging fields (`HOST_ONLY_FIELDS`) are left out: a resumed run may log differently."""
+    return sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k) and k not in HOST_ONLY_FIELDS)
 
 
 @jax.jit

@@ -4,7 +4,7 @@
     powerzoojax-train --preset case5-economic-dispatch --seed 0 --output runs/ed
     powerzoojax-train --preset case5-safe-dispatch --total_timesteps 50000 --lambda_lr 0.1
     powerzoojax-train --resume runs/ed --total_timesteps 400000
-    powerzoojax-train eval runs/ed --episodes 64 --split iid --trace runs/ed/episode.npz
+    powerzoojax-train eval runs/ed --episodes 64 --split iid --trace runs/ed/episode.npz --plots runs/ed/plots
 
 Every `TrainConfig` field is a flag of the same name (`--learning_rate` or
 `--learning-rate`; `--lr` as in the YAML files); `--help` lists them with their
@@ -271,14 +271,19 @@ def eval_main(argv: list[str]) -> int:
                         help="iid (default): the training distribution on fresh episodes, or a task preset's iid split; "
                         "ood: a task preset's out-of-distribution split")
     parser.add_argument("--seed", type=int, default=None, help="evaluation seed (default: derived from the run's seed)")
-    parser.add_argument("--trace", metavar="PATH", default=None, help="also save one episode (observations, actions, rewards, costs) as .npz")
+    parser.add_argument("--trace", metavar="PATH", default=None,
+                        help="also save one episode (observations, actions, rewards, costs, info, env states) as .npz")
+    parser.add_argument("--plots", metavar="DIR", default=None,
+                        help="also draw that episode into DIR: episode.png (load, dispatch, prices, reward, costs) and, "
+                        "for an env on a case, network.png and episode.gif (needs matplotlib)")
     args = parser.parse_args(argv)
 
     from powerzoojax.rl.training._checkpoint import CheckpointError
     from powerzoojax.rl.training._policy import evaluate_run
 
     try:
-        report = evaluate_run(args.run, episodes=args.episodes, split=args.split, seed=args.seed, trace_path=args.trace)
+        report = evaluate_run(args.run, episodes=args.episodes, split=args.split, seed=args.seed, trace_path=args.trace,
+                              plots_dir=args.plots)
     except NotImplementedError as err:
         return _fail(EXIT_NOT_IMPLEMENTED, str(err))
     except (CheckpointError, KeyError, TypeError, ValueError) as err:

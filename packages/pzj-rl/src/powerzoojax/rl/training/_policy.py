@@ -8,6 +8,7 @@ action`. `evaluate_run(run_dir)` runs that policy on fresh episodes and writes
 preset belongs to a task) and optionally an episode trace (`.npz`) for plotting.
 """
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -167,8 +168,17 @@ def _stats(x: np.ndarray) -> dict[str, float]:
 
 
 def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]:
-    """One episode from reset: observations, actions, rewards, costs, done flags."""
+    """One episode from reset: observations, actions, rewards, costs, done flags, every info
+    entry (``info/<key>``), the float fields of the env state each step returned
+    (``state/<field>``; NaN on the terminal step, whose returned state is already the next
+    episode's) and the step length, the keys :func:`powerzoojax.viz.episode_series` reads."""
+    from powerzoojax.viz._network import _env_state
+
     k_reset, k_roll = jr.split(key)
+
+    def step(k, s, a):
+        # Also emit the state the step started from: the env's states over the episode.
+        return (*wrapped.step_auto_reset(k, s, a), s)
 
     @jax.jit
     def run(k_reset, k_roll):
@@ -178,18 +188,56 @@ def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]
             a = act(o, k)
             return a, (o, a)
 
-        _, _, outs = rollout(wrapped.step_auto_reset, k_roll, state, length=wrapped.max_steps, policy=policy, init_obs=obs)
-        info = outs[-2]
+        _, _, outs = rollout(step, k_roll, state, length=wrapped.max_steps, policy=policy, init_obs=obs)
+        info, before = outs[-3], _env_state(outs[-2])
         obs_seen, actions = outs[-1]
+        fields = {f.name: getattr(before, f.name) for f in dataclasses.fields(before)} if dataclasses.is_dataclass(before) else {}
+        states = {k: v for k, v in fields.items() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)}
         return {"obs": obs_seen, "action": actions, "reward": outs[1], "constraint_costs": info["constraint_costs"],
-                "cost_sum": info["cost_sum"], "done": outs[-3]}
+                "cost_sum": info["cost_sum"], "done": outs[-4], "info": info, "before": states}
 
-    return {k: np.asarray(v) for k, v in run(k_reset, k_roll).items()}
+    out = jax.tree.map(np.asarray, run(k_reset, k_roll))
+    trace = {k: v for k, v in out.items() if k not in ("info", "before")}
+    trace.update({f"info/{k}": v for k, v in out["info"].items()})
+    for name, before in out["before"].items():
+        after = np.concatenate([before[1:], np.full_like(before[:1], np.nan)]) if before.ndim else before
+        trace[f"state/{name}"] = after
+    _, params = _physical(wrapped)
+    if params is not None:
+        trace["delta_t_hours"] = np.asarray(float(params.delta_t_hours))
+    return trace
+
+
+def _save_figure(fig: Any, path: str) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=100, format="png")
+    atomic_write(path, buffer.getvalue())
+
+
+def write_episode_plots(trace: dict[str, np.ndarray], case: Any, folder: str, title: str) -> list[str]:
+    """``episode.png`` (:func:`~powerzoojax.viz.plot_episode`) and, for an env on a case,
+    ``network.png`` (:func:`~powerzoojax.viz.plot_network` at the episode's busiest step)
+    and ``episode.gif`` (:func:`~powerzoojax.viz.animate_episode`) in ``folder``; returns the paths."""
+    from powerzoojax.viz import animate_episode, episode_series, plot_episode, plot_network
+
+    os.makedirs(folder, exist_ok=True)
+    paths = [os.path.join(folder, "episode.png")]
+    _save_figure(plot_episode(trace, title=title), paths[0])
+    series = episode_series(trace)
+    if case is not None and series.states:
+        busiest = int(np.nanargmax(np.nansum(series.dispatch, axis=1))) if series.dispatch is not None else series.n_steps // 2
+        path = os.path.join(folder, "network.png")
+        _save_figure(plot_network(case, series.state_at(busiest), title=f"{title}: after step {busiest}"), path)
+        paths.append(path)
+        paths.append(animate_episode(trace, os.path.join(folder, "episode.gif"), case=case))
+    return paths
 
 
 def evaluate_run(
     run: str | os.PathLike, *, episodes: int = 32, split: str = "iid", seed: int | None = None,
-    trace_path: str | os.PathLike | None = None, write: bool = True,
+    trace_path: str | os.PathLike | None = None, write: bool = True, plots_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the
     deterministic policy, and write the report to `eval.json` in the run folder.
@@ -203,9 +251,11 @@ def evaluate_run(
       `"iid"` is the training distribution on fresh episodes (seeds disjoint from
       training) and `"ood"` is refused.
     - `seed`: evaluation seed; `None` picks one disjoint from training.
-    - `trace_path`: also save one episode (observations, actions, rewards, costs) as
-      `.npz`.
+    - `trace_path`: also save one episode (observations, actions, rewards, costs, info and
+      env states) as `.npz`, the file [`powerzoojax.viz`][powerzoojax.viz] plots.
     - `write`: write `eval.json`.
+    - `plots_dir`: also draw that episode there (see `write_episode_plots`; the report
+      lists the files).
 
     **Returns:**
 
@@ -255,16 +305,21 @@ def evaluate_run(
         agent = task.rollout(env, params, k_task, lambda obs, state, k: loaded.policy(obs, k))
         baseline = task.baseline_rollout(env, params, k_task, task.baseline_names()[0])
         report["task_metrics"] = {k: float(v) for k, v in task.compute_metrics(agent, baseline).items()}
-    if trace_path is not None:
+    if trace_path is not None or plots_dir is not None:
         trace = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
         trace["cost_names"] = np.asarray(names, dtype=str)
         trace["cost_units"] = np.asarray([units[n] for n in names], dtype=str)
+    if trace_path is not None:
         import io
 
         buffer = io.BytesIO()
         np.savez(buffer, **trace)
         atomic_write(os.fspath(trace_path), buffer.getvalue())
         report["trace"] = os.fspath(trace_path)
+    if plots_dir is not None:
+        _, params = _physical(wrapped)
+        title = f"{loaded.config.algo} on {loaded.preset or wrapped.name}, {split} split"
+        report["plots"] = write_episode_plots(trace, getattr(params, "case", None), os.fspath(plots_dir), title)
     if write and os.path.isdir(run):
         atomic_write(os.path.join(run, "eval.json"), json.dumps(report, indent=2))
     return report

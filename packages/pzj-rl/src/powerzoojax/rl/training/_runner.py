@@ -5,8 +5,9 @@ updates (one compiled `lax.scan` per chunk, the same program for every chunk) an
 host reports, writes, checks and checkpoints between chunks. With no output folder, no
 progress line and nothing to keep, the run is a single compiled call.
 
-Files in `output_dir`: `metrics.csv` and `metrics.jsonl` (one row per update),
-`learning_curve.png`, `config.yaml`, `result.json` and
+Files in `output_dir`: `metrics.csv` and `metrics.jsonl` (one row per update; the
+rows also go to TensorBoard / Weights & Biases with `config.loggers`, see
+`._loggers`), `learning_curve.png`, `config.yaml`, `result.json` and
 `checkpoints/update_NNNNNN.eqx` + `.json` (see `._checkpoint`), a checkpoint
 every `checkpoint_every` updates and at the end. Every file is replaced atomically.
 
@@ -31,7 +32,8 @@ from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.training._checkpoint import learned_state_is_finite, load_checkpoint, save_checkpoint
 from powerzoojax.rl.algos._files import atomic_write, check_output_dir
-from powerzoojax.rl.training._report import Progress, metric_rows, plot_learning_curve, write_metrics
+from powerzoojax.rl.training._loggers import check_logger_folder, make_progress, open_loggers
+from powerzoojax.rl.training._report import metric_rows, plot_learning_curve, write_metrics
 from powerzoojax.rl.training._units import channel_units
 
 
@@ -172,6 +174,7 @@ def run_training(
     chunked = show or output_dir is not None or resume_from is not None or record or cfg.n_checkpoints > 1
     if output_dir is not None:
         check_output_dir(output_dir)
+    check_logger_folder(cfg, output_dir)
     if not chunked:
         result = trainer(key)
         problem = divergence(metric_rows({k: np.asarray(v) for k, v in result.metrics.items()}), list(result.metrics), 0)
@@ -199,8 +202,17 @@ def run_training(
     marks = sorted({max(1, round(i * n_updates / cfg.n_checkpoints)) for i in range(1, cfg.n_checkpoints + 1)})
     last_kept = last_saved = int(state.update)
     last_path = None
-    bar = Progress(n_updates, trainer.batch_size, stream) if show else None
+    bar = make_progress(cfg, n_updates, trainer.batch_size, int(state.update), stream) if show else None
     checkpoints = []
+    sinks = open_loggers(cfg, output_dir, first_step=(int(state.update) + 1) * trainer.batch_size, run_name=preset)
+    logged = [len(rows)]  # rows restored from a checkpoint were logged by the run that wrote them
+
+    def log_rows() -> None:
+        if len(rows) == logged[0]:
+            return
+        for sink in sinks.loggers:
+            sink.log(rows, logged[0])
+        logged[0] = len(rows)
 
     def checkpoint_path(update: int) -> str:
         return os.path.join(output_dir, "checkpoints", f"update_{update:06d}.eqx")
@@ -208,11 +220,12 @@ def run_training(
     def write_outputs() -> None:
         if output_dir is None or not rows:
             return
+        log_rows()
         write_metrics(rows, output_dir)
         plot_learning_curve(rows, os.path.join(output_dir, "learning_curve.png"),
                             title=f"{cfg.algo} on {preset or trainer.env.name}", cost_units=units)
 
-    with _stop_signals() as received:
+    with _stop_signals() as received, sinks:
         while int(state.update) < n_updates:
             before = int(state.update)
             # Always the same chunk length, so one compiled program; a short tail is padded
@@ -257,8 +270,7 @@ def run_training(
                 raise TrainingInterrupted(
                     f"training stopped by {name} after update {done} of {n_updates}; {where}", received[0], last_path
                 )
-            if output_dir is not None:
-                write_metrics(rows, output_dir)
+            log_rows()
     if bar is not None:
         bar.close()
     result = trainer.result(state, _result_metrics(rows), tuple(checkpoints) if checkpoints else None)

@@ -3,19 +3,37 @@ contract. `LogWrapper` (5-tuple step, episode statistics), `SafeRLWrapper` (6-tu
 with the selected costs), `SauteWrapper` (remaining budget in the observation),
 `RewardWrapper` (a user reward over one of those), `bind` (the one-line choice between
 Log and Safe), `PenaltyRewardWrapper` (an `Environment`: costs folded into the reward,
-goes inside `LogWrapper`), and the wrappers' conformance kit."""
+goes inside `LogWrapper`), and the wrappers' conformance kit.
 
+Over any of those (and over each other, see `OuterWrapper`): `NormalizeObservation`
+(running or fixed statistics, shared with PPO: `RunningStats`), `ClipObservation`,
+`FrameStack`, `ClipAction`, `RescaleAction` (the agent acts in [-1, 1]) and
+`TimeLimit` (shorter episodes)."""
+
+from powerzoojax.rl.wrappers._action import ClipAction, RescaleAction
 from powerzoojax.rl.wrappers._base import BoundWrapper
 from powerzoojax.rl.wrappers._bind import bind
 from powerzoojax.rl.wrappers._conformance import check_wrapper_api, check_wrapper_no_retrace
 from powerzoojax.rl.wrappers._log import LogEnvState, LogWrapper
+from powerzoojax.rl.wrappers._observation import (
+    ClipObservation,
+    FrameStack,
+    FrameStackState,
+    NormalizeObservation,
+    NormalizeObservationState,
+)
+from powerzoojax.rl.wrappers._outer import InnerState, OuterWrapper
 from powerzoojax.rl.wrappers._penalty import PenaltyRewardWrapper
 from powerzoojax.rl.wrappers._reward import RewardEnvState, RewardWrapper
 from powerzoojax.rl.wrappers._safe import SafeRLState, SafeRLWrapper
+from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats
 from powerzoojax.rl.wrappers._saute import SauteState, SauteWrapper
+from powerzoojax.rl.wrappers._time_limit import TimeLimit, TimeLimitState
 
 __all__ = [
     "BoundWrapper", "LogEnvState", "LogWrapper", "PenaltyRewardWrapper", "RewardEnvState", "RewardWrapper",
     "SafeRLState", "SafeRLWrapper", "SauteState", "SauteWrapper", "bind", "check_wrapper_api",
-    "check_wrapper_no_retrace",
+    "check_wrapper_no_retrace", "ClipAction", "ClipObservation", "FrameStack", "FrameStackState", "InnerState",
+    "NormalizeObservation", "NormalizeObservationState", "OuterWrapper", "RescaleAction", "RunningStats",
+    "TimeLimit", "TimeLimitState", "init_stats", "normalize", "update_stats",
 ]

@@ -8,8 +8,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
-from powerzoojax.core import Space
-from powerzoojax.core._guard import structural_hash
 from powerzoojax.core._types import Key
 from powerzoojax.rl.wrappers._log import (
     LogWrapper,
@@ -17,6 +15,7 @@ from powerzoojax.rl.wrappers._log import (
     record_episode,
     zero_episode_fields,
 )
+from powerzoojax.rl.wrappers._outer import OuterWrapper
 from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 from powerzoojax.rl.wrappers._saute import SauteWrapper
 
@@ -55,7 +54,7 @@ def _takes_costs(reward_fn: Callable) -> bool:
     return has_var or len(positional) >= 6
 
 
-class RewardWrapper(eqx.Module):
+class RewardWrapper(OuterWrapper):
     """Reward shaping over a `LogWrapper`, `SafeRLWrapper` or `SauteWrapper`.
 
     `obs` is the observation the action was taken on; on the terminal step `next_obs` is
@@ -78,10 +77,6 @@ class RewardWrapper(eqx.Module):
     reward_fn: Callable = eqx.field(static=True)
     passes_costs: bool = eqx.field(static=True)
 
-    def __hash__(self) -> int:
-        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
-        return structural_hash(self)
-
     def __init__(self, wrapped: Any, reward_fn: Callable):
         if not isinstance(wrapped, (LogWrapper, SafeRLWrapper, SauteWrapper)):
             raise TypeError(
@@ -93,94 +88,6 @@ class RewardWrapper(eqx.Module):
         self.wrapped = wrapped
         self.reward_fn = reward_fn
         self.passes_costs = _takes_costs(reward_fn)
-
-    # -- forwarded, explicitly -------------------------------------------------------
-    @property
-    def emits_costs(self) -> bool:
-        """Whether steps return costs (the wrapped wrapper's arity)."""
-        return self.wrapped.emits_costs
-
-    @property
-    def env(self) -> Any:
-        """The wrapped env."""
-        return self.wrapped.env
-
-    @property
-    def params(self) -> Any:
-        """The bound params."""
-        return self.wrapped.params
-
-    @property
-    def name(self) -> str:
-        """The env's name."""
-        return self.wrapped.name
-
-    @property
-    def max_steps(self) -> int:
-        """Episode length [steps]."""
-        return self.wrapped.max_steps
-
-    def observation_space(self) -> Space:
-        """Observation space of the wrapped wrapper.
-
-        **Returns:**
-
-        A [`Space`][powerzoojax.core.Space].
-        """
-        return self.wrapped.observation_space()
-
-    def action_space(self) -> Space:
-        """Action space of the wrapped wrapper.
-
-        **Returns:**
-
-        A [`Space`][powerzoojax.core.Space].
-        """
-        return self.wrapped.action_space()
-
-    @property
-    def obs_size(self) -> int:
-        """Length of the observation."""
-        return self.wrapped.obs_size
-
-    @property
-    def num_actions(self) -> int:
-        """Number of discrete actions, or the length of a continuous action."""
-        return self.wrapped.num_actions
-
-    @property
-    def action_size(self) -> int:
-        """Alias of `num_actions`."""
-        return self.wrapped.action_size
-
-    def constraint_names(self) -> tuple[str, ...]:
-        """All of the env's cost channels, in the env's order.
-
-        **Returns:**
-
-        A tuple of names.
-        """
-        return self.wrapped.constraint_names()
-
-    @property
-    def selected_constraint_names(self) -> tuple[str, ...]:
-        """The selected cost channels (safe wrappers only)."""
-        return self.wrapped.selected_constraint_names
-
-    @property
-    def cost_thresholds(self) -> tuple[float, ...]:
-        """Per-episode budget of each selected channel (safe wrappers only)."""
-        return self.wrapped.cost_thresholds
-
-    @property
-    def num_constraints(self) -> int:
-        """Number of selected channels (safe wrappers only)."""
-        return self.wrapped.num_constraints
-
-    @property
-    def cost_threshold(self) -> float | tuple[float, ...]:
-        """The common budget, or the tuple when the channels differ (safe wrappers only)."""
-        return self.wrapped.cost_threshold
 
     # -- contract --------------------------------------------------------------------
     def reset(self, key: Key) -> tuple[Float[Array, "..."], RewardEnvState]:

@@ -1,0 +1,268 @@
+"""``plot_network``: a case's buses and lines, coloured by one env state.
+
+The state is read by field name, so any env state (or a wrapper's state holding one, or
+a dict of arrays) works: ``line_flow_mw`` with ``line_flow_q_mw`` / ``line_flow_q_mvar``
+(transmission, markets, unit commitment), ``p_branch`` / ``q_branch`` in p.u. on the case
+base over the radial tree's branches (distribution), ``vm`` / ``v_mag`` (one value per bus,
+or per bus and phase), ``unit_power_mw`` / ``unit_power``.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from powerzoojax.case import CaseData
+from powerzoojax.case._builder import UNLIMITED_CAP_MW
+from powerzoojax.physics._radial import radial_tree_order
+from powerzoojax.viz._layout import has_coordinates, network_layout
+from powerzoojax.viz._mpl import new_figure
+
+_WRAPPER_FIELDS = ("env_state", "inner_state")
+_VOLTAGE_FIELDS = ("vm", "v_mag")
+_UNIT_FIELDS = ("unit_power_mw", "unit_power")
+_Q_FIELDS = ("line_flow_q_mw", "line_flow_q_mvar")
+_LINE_COLOURS = "RdYlGn_r"
+_BUS_COLOURS = "coolwarm"
+# Bus voltages within this of 1 p.u. everywhere are a DC state's flat profile, not an AC solution.
+_FLAT_VOLTAGE_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class NetworkQuantities:
+    """What one state says about the network, on the host: per line ``flow`` (|S| in MVA,
+    or |P| in MW for a DC state) and ``loading`` (flow / rating, NaN for unrated lines),
+    per bus ``vm`` [p.u.] (None for a DC state), per unit ``unit_power`` [MW]."""
+
+    flow: np.ndarray | None
+    loading: np.ndarray | None
+    vm: np.ndarray | None
+    unit_power: np.ndarray | None
+    ac: bool
+
+
+def _host(x: Any) -> np.ndarray:
+    return np.asarray(jax.device_get(x), np.float64)
+
+
+def _field(state: Any, names: tuple[str, ...]) -> tuple[str, np.ndarray] | tuple[None, None]:
+    for name in names:
+        value = state.get(name) if isinstance(state, Mapping) else getattr(state, name, None)
+        if value is not None:
+            return name, _host(value)
+    return None, None
+
+
+def _known(state: Any) -> bool:
+    names = ("line_flow_mw", "p_branch", *_VOLTAGE_FIELDS, *_UNIT_FIELDS)
+    return any((name in state) if isinstance(state, Mapping) else hasattr(state, name) for name in names)
+
+
+def _env_state(state: Any) -> Any:
+    """The physical env state inside wrapper states (``env_state`` / ``inner_state`` chains)."""
+    for _ in range(16):
+        if state is None or _known(state):
+            return state
+        inner = next((getattr(state, f) for f in _WRAPPER_FIELDS if hasattr(state, f)), None)
+        if inner is None:
+            return state
+        state = inner
+    return state
+
+
+def _vector(name: str, value: np.ndarray, size: int, what: str) -> np.ndarray:
+    if value.ndim != 1:
+        raise ValueError(
+            f"plot_network draws one state: {name} has shape {value.shape}, expected ({size},) {what}; "
+            "index a batch first, e.g. jax.tree.map(lambda x: x[0], state)"
+        )
+    if value.shape[0] != size:
+        raise ValueError(f"plot_network: {name} has shape {value.shape}, expected ({size},) {what} of this case")
+    return value
+
+
+def _branch_lines(case: CaseData) -> np.ndarray:
+    lines, _, _ = radial_tree_order(
+        case.n_nodes, np.asarray(case.line_from_idx, np.int64), np.asarray(case.line_to_idx, np.int64),
+        np.asarray(case.line_status) > 0, int(case.slack_bus_idx), np.asarray(case.node_ids),
+    )
+    return np.asarray(lines)
+
+
+def network_quantities(case: CaseData, state: Any) -> NetworkQuantities:
+    """Line flows and loadings, bus voltages and unit outputs of ``state`` on ``case``.
+
+    **Arguments:**
+
+    - `case`: the network the state belongs to.
+    - `state`: an env state, a wrapper state holding one, a mapping of arrays, or None.
+
+    **Returns:** a :class:`NetworkQuantities` (fields None where the state has no such values).
+    """
+    state = _env_state(state)
+    if state is None:
+        return NetworkQuantities(None, None, None, None, False)
+    n_lines, n_nodes = case.n_lines, case.n_nodes
+    flow = q = None
+    name, p = _field(state, ("line_flow_mw",))
+    if p is not None:
+        p = _vector(name, p, n_lines, "line flows [MW]")
+        q_name, q = _field(state, _Q_FIELDS)
+        q = None if q is None else _vector(q_name, q, n_lines, "reactive line flows [MVAr]")
+        flow = np.abs(p) if q is None else np.hypot(p, q)
+    else:
+        name, p_branch = _field(state, ("p_branch",))
+        if p_branch is not None:
+            lines = _branch_lines(case)
+            p_branch = _vector(name, p_branch, lines.size, "branch flows [p.u.] of the radial tree")
+            q_name, q_branch = _field(state, ("q_branch",))
+            q_branch = np.zeros_like(p_branch) if q_branch is None else _vector(q_name, q_branch, lines.size, "branch flows [p.u.]")
+            flow = np.zeros(n_lines)
+            flow[lines] = float(case.base_mva) * np.hypot(p_branch, q_branch)
+            q = q_branch
+    loading = None
+    if flow is not None:
+        cap = np.abs(_host(case.line_cap))
+        rated = (cap > 0) & (cap < UNLIMITED_CAP_MW)
+        loading = np.where(rated, flow / np.where(rated, cap, 1.0), np.nan)
+    name, vm = _field(state, _VOLTAGE_FIELDS)
+    if vm is not None:
+        if vm.ndim == 1 and vm.size % n_nodes == 0 and vm.size > n_nodes:
+            # One value per bus and phase, phase-major: show each bus's phase furthest from 1 p.u.
+            phases = vm.reshape(vm.size // n_nodes, n_nodes)
+            vm = phases[np.abs(phases - 1.0).argmax(axis=0), np.arange(n_nodes)]
+        vm = _vector(name, vm, n_nodes, "bus voltages [p.u.]")
+    ac = (vm is not None and not np.allclose(vm, 1.0, atol=_FLAT_VOLTAGE_TOL, rtol=0.0)) or (
+        q is not None and bool(np.any(q != 0.0))
+    )
+    name, units = _field(state, _UNIT_FIELDS)
+    if units is not None:
+        units = _vector(name, units, case.n_units, "unit outputs [MW]")
+    return NetworkQuantities(flow, loading, vm if ac else None, units, bool(ac))
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Colour scales shared by the frames of an animation: line loading and bus voltage."""
+
+    loading_max: float
+    v_low: float
+    v_high: float
+
+
+def default_scales(case: CaseData, quantities: list[NetworkQuantities]) -> Scales:
+    """Scales that cover the case's voltage band and every given state."""
+    loads = [np.nanmax(q.loading) for q in quantities if q.loading is not None and np.any(np.isfinite(q.loading))]
+    v_low, v_high = float(np.min(_host(case.node_v_min))), float(np.max(_host(case.node_v_max)))
+    for q in quantities:
+        if q.vm is not None:
+            v_low, v_high = min(v_low, float(q.vm.min())), max(v_high, float(q.vm.max()))
+    # The band must straddle 1 p.u. for the diverging colour scale centred there.
+    return Scales(max([1.0, *loads]), min(v_low, 0.999), max(v_high, 1.001))
+
+
+def draw_network(
+    ax: Any, case: CaseData, pos: np.ndarray, q: NetworkQuantities, scales: Scales, *, labels: bool,
+    equal_aspect: bool,
+) -> dict[str, Any]:
+    """Draw lines, buses and units on ``ax``; returns the colour mappables (for colour bars)."""
+    import matplotlib.colors as mcolors
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.collections import LineCollection
+
+    f = np.asarray(jax.device_get(case.line_from_idx))
+    t = np.asarray(jax.device_get(case.line_to_idx))
+    status = _host(case.line_status) > 0
+    segments = np.stack([pos[f], pos[t]], axis=1)
+    line_norm = mcolors.Normalize(0.0, scales.loading_max)
+    line_cmap = colormaps[_LINE_COLOURS]
+    colours = np.tile(mcolors.to_rgba("#8c8c8c"), (case.n_lines, 1))
+    widths = np.full(case.n_lines, 1.5)
+    if q.flow is not None:
+        rated = np.isfinite(q.loading)
+        colours[rated] = line_cmap(line_norm(q.loading[rated]))
+        top = float(q.flow.max())
+        if top > 0:
+            widths = 1.0 + 3.5 * q.flow / top
+    colours[~status] = mcolors.to_rgba("#c8c8c8")
+    ax.add_collection(LineCollection(
+        segments, colors=colours, linewidths=np.where(status, widths, 1.0),
+        linestyles=[("solid" if s else (0, (3, 3))) for s in status], zorder=1,
+    ))
+    v_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=scales.v_low, vmax=scales.v_high)
+    bus_size = float(np.clip(3000.0 / max(case.n_nodes, 1), 8.0, 120.0))
+    if q.vm is not None:
+        ax.scatter(*pos.T, s=bus_size, c=q.vm, cmap=_BUS_COLOURS, norm=v_norm, edgecolors="#333333", linewidths=0.5, zorder=3)
+    else:
+        ax.scatter(*pos.T, s=bus_size, c="#4a6fa5", edgecolors="#333333", linewidths=0.5, zorder=3)
+    slack = case.slack_bus_idx
+    ax.scatter(*pos[[slack]].T, s=bus_size * 2.2, marker="s", facecolors="none", edgecolors="#333333", linewidths=1.2, zorder=4)
+    unit_nodes = np.asarray(jax.device_get(case.unit_node_idx))
+    p_max = np.maximum(_host(case.unit_p_max), 0.0)
+    output = p_max if q.unit_power is None else np.maximum(q.unit_power, 0.0)
+    per_bus = np.bincount(unit_nodes, weights=output, minlength=case.n_nodes)
+    has_unit = np.bincount(unit_nodes, minlength=case.n_nodes) > 0
+    scale = max(float(np.bincount(unit_nodes, weights=p_max, minlength=case.n_nodes).max()), 1e-9)
+    sizes = bus_size * (1.5 + 8.0 * per_bus[has_unit] / scale)
+    ax.scatter(*pos[has_unit].T, s=sizes, marker="o", facecolors="none", edgecolors="#e08a00", linewidths=1.6, zorder=2)
+    if labels:
+        ids = np.asarray(jax.device_get(case.node_ids))
+        for k, (x, y) in enumerate(pos):
+            ax.annotate(str(int(ids[k])), (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7, zorder=5)
+    ax.autoscale_view()
+    if equal_aspect:  # true coordinates keep their proportions; computed layouts fill the axes
+        ax.set_aspect("equal", adjustable="datalim")
+    ax.set_axis_off()
+    mappables = {"line": ScalarMappable(norm=line_norm, cmap=line_cmap)} if q.flow is not None else {}
+    if q.vm is not None:
+        mappables["bus"] = ScalarMappable(norm=v_norm, cmap=colormaps[_BUS_COLOURS])
+    return mappables
+
+
+def add_colorbars(fig: Any, ax: Any, mappables: dict[str, Any], ac: bool) -> None:
+    if "line" in mappables:
+        fig.colorbar(mappables["line"], ax=ax, shrink=0.7, label=("|S|" if ac else "|P|") + " / rating (rated lines)")
+    if "bus" in mappables:
+        fig.colorbar(mappables["bus"], ax=ax, shrink=0.7, label="|V| [p.u.]")
+
+
+def plot_network(case: CaseData, state: Any = None, *, ax: Any = None, layout: str = "auto", title: str | None = None) -> Any:
+    """Draw a case's network, coloured by one env state (host-side matplotlib, never inside ``jit``).
+
+    Lines are coloured by their loading against the rating (green to red; grey where the
+    line is unrated or no state is given, dashed where out of service) and drawn thicker
+    the more power they carry; in AC states buses are coloured by voltage magnitude
+    (blue below, red above 1 p.u.); rings around unit buses grow with the units' output
+    (with no state, their capacity); the slack bus is boxed.
+
+    **Arguments:**
+
+    - `case`: the network (``params.case`` of a grid or market env).
+    - `state`: an env state of that case, a wrapper state holding one, or a dict of
+      arrays (see the module docstring for the fields read); None draws the topology.
+      One state, not a batch.
+    - `ax`: matplotlib axes to draw into (default: a new figure).
+    - `layout`: bus positions, see :func:`network_layout` (default: the case's coordinates
+      where it has them, else a tree for radial feeders, else a spring layout).
+    - `title`: the axes title (default: sizes of the case and the kind of state).
+
+    **Returns:** the matplotlib ``Figure`` drawn into.
+    """
+    if not isinstance(case, CaseData):
+        raise TypeError(f"plot_network: case must be a CaseData (e.g. params.case), got {type(case).__name__}")
+    q = network_quantities(case, state)
+    if ax is None:
+        fig = new_figure("plot_network", (7.0, 5.6))
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    pos = network_layout(case, layout)
+    equal = layout in ("auto", "coords") and has_coordinates(case)
+    mappables = draw_network(ax, case, pos, q, default_scales(case, [q]), labels=case.n_nodes <= 40, equal_aspect=equal)
+    add_colorbars(fig, ax, mappables, q.ac)
+    kind = "no state" if state is None else ("AC state" if q.ac else "DC state")
+    ax.set_title(title if title is not None else f"{case.n_nodes} buses, {case.n_lines} lines, {case.n_units} units ({kind})")
+    return fig

@@ -1,0 +1,178 @@
+"""Observation wrappers: ``NormalizeObservation`` (running or fixed statistics),
+``ClipObservation`` and ``FrameStack`` (the last k observations side by side)."""
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+from powerzoojax.core import Box, make_box
+from powerzoojax.core._types import Key
+from powerzoojax.rl.wrappers._outer import InnerState, OuterWrapper, Step, box_bounds, stop_state_gradient
+from powerzoojax.rl.wrappers._running_stats import OBS_CLIP, RunningStats, init_stats, normalize, update_stats
+
+
+def _flat_obs_shape(wrapped: Any, owner: str) -> tuple[int]:
+    shape = tuple(wrapped.observation_space().shape)
+    if len(shape) != 1:
+        raise ValueError(f"{owner}: needs a 1-D observation, {wrapped.name} has shape {shape}")
+    return shape
+
+
+class NormalizeObservationState(InnerState):
+    """The inner state and the statistics the observations are normalised by."""
+
+    stats: RunningStats
+
+
+class NormalizeObservation(OuterWrapper):
+    """Observations normalised to ``(obs − mean) / std``, clipped to ``±clip``.
+
+    With no ``stats`` the statistics are running ones, kept in the wrapper's state and
+    merged with every observation seen (reset included); they carry over from episode to
+    episode, and each env of a vmapped batch keeps its own. With ``stats`` (e.g. a PPO
+    result's ``obs_stats``) they are fixed: a trained policy sees its training's scaling.
+    ``update=True`` with ``stats`` continues from them. The statistics are the same
+    :class:`~powerzoojax.rl.wrappers.RunningStats` PPO keeps (``normalize_observations``).
+
+    The observation on a terminal step is the next episode's first one, normalised by the
+    carried statistics, so it differs from a fresh ``reset`` (whose statistics start
+    over): run the conformance kit with ``fresh_terminal_obs=False`` for the running mode.
+    """
+
+    stats: RunningStats | None
+    update: bool = eqx.field(static=True)
+    clip: float = eqx.field(static=True)
+
+    def __init__(self, wrapped: Any, *, stats: RunningStats | None = None, update: bool | None = None,
+                 clip: float | int = OBS_CLIP):
+        shape = _flat_obs_shape(wrapped, "NormalizeObservation")
+        if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not math.isfinite(clip) or clip <= 0:
+            raise ValueError(f"NormalizeObservation: clip must be a positive number, got {clip!r}")
+        if stats is not None:
+            if not isinstance(stats, RunningStats):
+                raise TypeError(f"NormalizeObservation: stats must be RunningStats (e.g. result.obs_stats), got {type(stats).__name__}")
+            if tuple(stats.mean.shape) != shape:
+                raise ValueError(f"NormalizeObservation: stats are for observations of shape {tuple(stats.mean.shape)}, "
+                                 f"{wrapped.name} observes shape {shape}")
+        self.wrapped = wrapped
+        self.stats = stats
+        self.update = stats is None if update is None else bool(update)
+        self.clip = float(clip)
+
+    def observation_space(self) -> Box:
+        return make_box(-self.clip, self.clip, _flat_obs_shape(self.wrapped, "NormalizeObservation"))
+
+    def _seen(self, stats: RunningStats, obs: Array) -> tuple[Array, RunningStats]:
+        if self.update:
+            stats = update_stats(stats, obs[None])
+        return normalize(stats, obs, self.clip), stats
+
+    def reset(self, key: Key) -> tuple[Float[Array, " obs_dim"], NormalizeObservationState]:
+        obs, inner = self.wrapped.reset(key)
+        start = init_stats(obs.shape) if self.stats is None else self.stats
+        obs, stats = self._seen(start, obs)
+        return obs, NormalizeObservationState(inner_state=inner, stats=stats)
+
+    def _apply(self, state: NormalizeObservationState, out: tuple) -> tuple:
+        s = Step.of(out)
+        obs, stats = self._seen(state.stats, s.obs)
+        return s._replace(obs=obs, state=NormalizeObservationState(inner_state=s.state, stats=stats)).tuple()
+
+    def step(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
+        return self._apply(state, self.wrapped.step(key, state.inner_state, action))
+
+    def step_auto_reset(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
+        return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
+
+
+class ClipObservation(OuterWrapper):
+    """Observations clipped into ``[low, high]`` (scalars or one bound per entry); the
+    observation space is the inner one intersected with that box. State is the inner one's."""
+
+    low: Float[Array, " obs_dim"]
+    high: Float[Array, " obs_dim"]
+
+    def __init__(self, wrapped: Any, low: ArrayLike | Sequence[float | int], high: ArrayLike | Sequence[float | int]):
+        shape = _flat_obs_shape(wrapped, "ClipObservation")
+        inner_low, inner_high = box_bounds(wrapped.observation_space(), "ClipObservation", "observation")
+        try:
+            low_np = np.broadcast_to(np.asarray(low, np.float64), shape)
+            high_np = np.broadcast_to(np.asarray(high, np.float64), shape)
+        except ValueError:
+            raise ValueError(f"ClipObservation: low and high must be scalars or of shape {shape}, "
+                             f"got shapes {np.shape(low)} and {np.shape(high)}") from None
+        if np.any(np.isnan(low_np)) or np.any(np.isnan(high_np)) or np.any(low_np > high_np):
+            raise ValueError(f"ClipObservation: need low <= high everywhere, got low={low!r}, high={high!r}")
+        self.wrapped = wrapped
+        self.low = jnp.asarray(np.maximum(low_np, inner_low), jnp.float32)
+        self.high = jnp.asarray(np.minimum(high_np, inner_high), jnp.float32)
+        if bool(jnp.any(self.low > self.high)):
+            raise ValueError(f"ClipObservation: [low, high] does not meet {wrapped.name}'s observation space")
+
+    def observation_space(self) -> Box:
+        return make_box(np.asarray(self.low), np.asarray(self.high))
+
+    def reset(self, key: Key) -> tuple[Float[Array, " obs_dim"], Any]:
+        obs, state = self.wrapped.reset(key)
+        return jnp.clip(obs, self.low, self.high), state
+
+    def _apply(self, out: tuple) -> tuple:
+        s = Step.of(out)
+        return s._replace(obs=jnp.clip(s.obs, self.low, self.high)).tuple()
+
+    def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        return self._apply(self.wrapped.step(key, state, action))
+
+    def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        return self._apply(self.wrapped.step_auto_reset(key, state, action))
+
+
+class FrameStackState(InnerState):
+    """The inner state and the last ``num_frames`` observations, oldest first."""
+
+    frames: Float[Array, "num_frames obs_dim"]
+
+
+class FrameStack(OuterWrapper):
+    """The observation is the last ``num_frames`` inner observations, oldest first, flattened
+    to ``(num_frames · obs_dim,)``.
+
+    An episode starts with its first observation repeated ``num_frames`` times, on reset
+    and on the auto-reset of a terminal step, so frames never cross an episode boundary.
+    """
+
+    num_frames: int = eqx.field(static=True)
+
+    def __init__(self, wrapped: Any, num_frames: int):
+        _flat_obs_shape(wrapped, "FrameStack")
+        if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
+            raise ValueError(f"FrameStack: num_frames must be a positive integer, got {num_frames!r}")
+        self.wrapped = wrapped
+        self.num_frames = num_frames
+
+    def observation_space(self) -> Box:
+        low, high = box_bounds(self.wrapped.observation_space(), "FrameStack", "observation")
+        return make_box(np.tile(low, self.num_frames), np.tile(high, self.num_frames))
+
+    def reset(self, key: Key) -> tuple[Float[Array, " stacked_dim"], FrameStackState]:
+        obs, inner = self.wrapped.reset(key)
+        frames = jnp.tile(obs[None], (self.num_frames, 1))
+        return frames.reshape(-1), FrameStackState(inner_state=inner, frames=frames)
+
+    def _apply(self, state: FrameStackState, out: tuple) -> tuple:
+        s = Step.of(out)
+        rolled = jnp.concatenate([state.frames[1:], s.obs[None]], axis=0)
+        fresh = jnp.tile(s.obs[None], (self.num_frames, 1))
+        frames = jax.lax.select(jnp.broadcast_to(s.done, rolled.shape), fresh, rolled)
+        return s._replace(obs=frames.reshape(-1), state=FrameStackState(inner_state=s.state, frames=frames)).tuple()
+
+    def step(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
+        return self._apply(state, self.wrapped.step(key, state.inner_state, action))
+
+    def step_auto_reset(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
+        return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))

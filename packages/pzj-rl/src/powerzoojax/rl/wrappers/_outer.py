@@ -1,0 +1,141 @@
+"""What every wrapper over a bound wrapper shares: the forwarded API and the step's two arities.
+
+A bound wrapper (``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper``) holds an env and its
+params; the wrappers built on :class:`OuterWrapper` (``RewardWrapper``, the observation,
+action and time-limit wrappers) hold one of those, or another outer wrapper, and stack
+freely: ``FrameStack(NormalizeObservation(bind(env, params)), 4)``. Trainers and the
+wrappers' conformance kit see the same API on every layer.
+"""
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import numpy as np
+from jaxtyping import Array
+from powerzoojax.core import Box, Space
+from powerzoojax.core._guard import structural_hash
+
+
+class OuterWrapper(eqx.Module):
+    """Base of the wrappers around a bound wrapper: everything not overridden is the inner one's.
+
+    ``wrapped``: a ``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper`` or another outer
+    wrapper. ``obs_size`` and ``num_actions`` follow this wrapper's own spaces.
+    """
+
+    wrapped: Any
+
+    def __hash__(self) -> int:
+        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
+        return structural_hash(self)
+
+    @property
+    def emits_costs(self) -> bool:
+        return self.wrapped.emits_costs
+
+    @property
+    def env(self) -> Any:
+        return self.wrapped.env
+
+    @property
+    def params(self) -> Any:
+        return self.wrapped.params
+
+    @property
+    def name(self) -> str:
+        return self.wrapped.name
+
+    @property
+    def max_steps(self) -> int:
+        return self.wrapped.max_steps
+
+    def observation_space(self) -> Space:
+        return self.wrapped.observation_space()
+
+    def action_space(self) -> Space:
+        return self.wrapped.action_space()
+
+    @property
+    def obs_size(self) -> int:
+        return int(self.observation_space().shape[0])
+
+    @property
+    def num_actions(self) -> int:
+        space = self.action_space()
+        return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])
+
+    @property
+    def action_size(self) -> int:
+        return self.num_actions
+
+    def constraint_names(self) -> tuple[str, ...]:
+        return self.wrapped.constraint_names()
+
+    @property
+    def selected_constraint_names(self) -> tuple[str, ...]:
+        return self.wrapped.selected_constraint_names
+
+    @property
+    def cost_thresholds(self) -> tuple[float, ...]:
+        return self.wrapped.cost_thresholds
+
+    @property
+    def num_constraints(self) -> int:
+        return self.wrapped.num_constraints
+
+    @property
+    def cost_threshold(self) -> float | tuple[float, ...]:
+        return self.wrapped.cost_threshold
+
+
+class InnerState(eqx.Module):
+    """Base of an outer wrapper's state: the inner wrapper's state, whose episode sums it shows."""
+
+    inner_state: Any
+
+    @property
+    def episode_returns(self) -> Array:
+        return self.inner_state.episode_returns
+
+    @property
+    def episode_lengths(self) -> Array:
+        return self.inner_state.episode_lengths
+
+
+class Step(NamedTuple):
+    """A wrapper step's outputs under one name, whatever its arity (``costs`` None in a 5-tuple)."""
+
+    obs: Any
+    state: Any
+    reward: Any
+    costs: Any
+    done: Any
+    info: dict
+
+    @classmethod
+    def of(cls, out: tuple) -> "Step":
+        if len(out) == 6:
+            return cls(*out)
+        obs, state, reward, done, info = out
+        return cls(obs, state, reward, None, done, info)
+
+    def tuple(self) -> tuple:
+        """The outputs in the arity they came in."""
+        if self.costs is None:
+            return self.obs, self.state, self.reward, self.done, self.info
+        return tuple(self)
+
+
+def stop_state_gradient(out: tuple) -> tuple:
+    """``out`` with ``stop_gradient`` on the observation and the state (``step_auto_reset``)."""
+    return (jax.lax.stop_gradient(out[0]), jax.lax.stop_gradient(out[1]), *out[2:])
+
+
+def box_bounds(space: Space, owner: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` of a ``Box``, broadcast to its shape; ``TypeError`` for another space."""
+    if not isinstance(space, Box):
+        raise TypeError(f"{owner} needs a Box {what} space, got {type(space).__name__}")
+    low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
+    high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
+    return low, high

@@ -1,0 +1,103 @@
+"""``TimeLimit``: episodes cut shorter than the bound params' ``max_steps``."""
+
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import jax.random as jr
+from jaxtyping import Array, ArrayLike, Float, Int
+from powerzoojax.core import select_tree
+from powerzoojax.core._types import Key
+from powerzoojax.rl.wrappers._base import accumulate
+from powerzoojax.rl.wrappers._log import episode_info, record_episode, zero_episode_fields
+from powerzoojax.rl.wrappers._outer import OuterWrapper, Step, stop_state_gradient
+
+
+class TimeLimitState(eqx.Module):
+    """The inner state, steps taken in this episode, and this wrapper's episode sums."""
+
+    inner_state: Any
+    elapsed: Int[Array, ""]
+    episode_returns: Float[Array, ""]
+    episode_lengths: Int[Array, ""]
+    returned_episode_returns: Float[Array, ""]
+    returned_episode_lengths: Int[Array, ""]
+    episode_costs: Float[Array, " k"]
+    returned_episode_costs: Float[Array, " k"]
+
+
+def _cost_width(wrapped: Any) -> int:
+    """Entries of the step's cost vector: the selected channels of a Safe / Sauté wrapper, else all."""
+    try:
+        return len(wrapped.selected_constraint_names)
+    except AttributeError:
+        return len(wrapped.constraint_names())
+
+
+class TimeLimit(OuterWrapper):
+    """Episodes of at most ``max_steps`` steps (at most the bound params' ``max_steps``).
+
+    After ``max_steps`` steps the episode ends: ``done`` is True, ``info["truncated"]``
+    says the limit (not the env) ended it, and the inner wrapper is reset with the key
+    the env's own auto-reset would use (``split(key)[1]``), so the returned observation
+    and state start the next episode. The episode statistics (``returned_episode_*``,
+    and ``returned_episode_costs`` / ``returned_episode_cost_sum`` where the inner wrapper
+    reports them) are this wrapper's, latched at its episode ends. A longer episode needs
+    params built with a longer horizon (``make_*_params(max_steps=...)``): the env's own
+    state (its time of day, its profiles) ends with them.
+    """
+
+    limit: int = eqx.field(static=True)
+    cost_width: int = eqx.field(static=True)
+
+    def __init__(self, wrapped: Any, max_steps: int):
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"TimeLimit: max_steps must be a positive integer, got {max_steps!r}")
+        if max_steps > wrapped.max_steps:
+            raise ValueError(
+                f"TimeLimit: max_steps={max_steps} exceeds the bound params' episode of {wrapped.max_steps} steps; "
+                "build the params with a longer max_steps instead"
+            )
+        self.wrapped = wrapped
+        self.limit = max_steps
+        self.cost_width = _cost_width(wrapped)
+
+    @property
+    def max_steps(self) -> int:
+        return self.limit
+
+    def reset(self, key: Key) -> tuple[Any, TimeLimitState]:
+        obs, inner = self.wrapped.reset(key)
+        zeros = jnp.zeros((self.cost_width,), jnp.float32)
+        return obs, TimeLimitState(
+            inner_state=inner, elapsed=jnp.asarray(0, jnp.int32), **zero_episode_fields(),
+            episode_costs=zeros, returned_episode_costs=zeros,
+        )
+
+    def _apply(self, key: Key, state: TimeLimitState, out: tuple) -> tuple:
+        s = Step.of(out)
+        elapsed = state.elapsed + 1
+        truncated = (elapsed >= self.limit) & ~s.done
+        reset_obs, reset_inner = self.wrapped.reset(jr.split(key)[1])
+        obs = jnp.where(truncated, reset_obs, s.obs)
+        inner = select_tree(truncated, reset_inner, s.state)
+        done = s.done | truncated
+        fields = record_episode(state, s.reward, done)
+        costs = s.info["constraint_costs"] if s.costs is None else s.costs
+        episode_costs, returned_costs = accumulate(state.episode_costs, state.returned_episode_costs, costs, done)
+        new_state = TimeLimitState(
+            inner_state=inner, elapsed=jnp.where(done, 0, elapsed), **fields,
+            episode_costs=episode_costs, returned_episode_costs=returned_costs,
+        )
+        info = {**s.info, **episode_info(fields, done), "truncated": truncated}
+        if "returned_episode_costs" in info:
+            info["returned_episode_costs"] = returned_costs
+        if "returned_episode_cost_sum" in info:
+            info["returned_episode_cost_sum"] = jnp.sum(returned_costs)
+        return s._replace(obs=obs, state=new_state, done=done, info=info).tuple()
+
+    def step(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
+        return self._apply(key, state, self.wrapped.step(key, state.inner_state, action))
+
+    def step_auto_reset(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
+        return stop_state_gradient(self._apply(key, state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
