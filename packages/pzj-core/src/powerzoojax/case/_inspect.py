@@ -47,7 +47,7 @@ class CaseTable:
     def df(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame(self.data, columns=self.columns)
+        return pd.DataFrame(self.data, columns=pd.Index(self.columns))
 
     def __len__(self) -> int:
         return self.data.shape[0]

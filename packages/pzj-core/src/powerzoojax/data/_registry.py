@@ -129,7 +129,7 @@ def _manifest_from_entry(entry: dict) -> DatasetManifest:
 @functools.cache
 def shipped_manifest() -> dict:
     """The parsed ``profiles/manifest.json`` (provenance, licences, per-column statistics)."""
-    resource = importlib.resources.files(__package__) / "profiles" / "manifest.json"
+    resource = importlib.resources.files("powerzoojax.data") / "profiles" / "manifest.json"
     return json.loads(resource.read_text())
 
 

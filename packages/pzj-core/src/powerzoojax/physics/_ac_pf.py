@@ -94,6 +94,8 @@ own are ~6x slower; in the iteration 15-25 % of an env step, benchmarks/results/
 2026-12-01).
 """
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -238,8 +240,8 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         n_loads=int(case.n_loads),
         base_mva=float(case.base_mva),
         slack_idx=slack,
-        g=cast(y_bus.real),
-        b=cast(y_bus.imag),
+        g=cast(np.real(y_bus)),
+        b=cast(np.imag(y_bus)),
         va_ref=cast(np.deg2rad(va_ref_deg)),
         pvpq_idx=i32(np.flatnonzero(np.arange(n) != slack)),
         is_pv=jnp.asarray(is_pv),
@@ -251,9 +253,9 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         load_bus=i32(case.load_node_idx),
         line_from=i32(case.line_from_idx),
         line_to=i32(case.line_to_idx),
-        branch_g=cast(y_branch.real),
-        branch_b=cast(y_branch.imag),
-        y_real_t=cast(np.block([[y_bus.real.T, y_bus.imag.T], [-y_bus.imag.T, y_bus.real.T]])),
+        branch_g=cast(np.real(y_branch)),
+        branch_b=cast(np.imag(y_branch)),
+        y_real_t=cast(np.block([[np.real(y_bus).T, np.imag(y_bus).T], [-np.imag(y_bus).T, np.real(y_bus).T]])),
         y_row_abs=cast(np.abs(y_bus).sum(axis=1)),
         **_fdlf_operators(case, slack, is_pv, cast),
     )
@@ -272,8 +274,8 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
          jnp.ones_like(case.line_ratio), zeros(case.line_angle)),
     )
     case_pp = eqx.tree_at(lambda c: c.line_angle, case, zeros(case.line_angle))
-    bp = -build_ybus(case_p).imag[np.ix_(keep, keep)]
-    bpp_full = -build_ybus(case_pp).imag[np.ix_(keep, keep)]
+    bp = -np.imag(build_ybus(case_p))[np.ix_(keep, keep)]
+    bpp_full = -np.imag(build_ybus(case_pp))[np.ix_(keep, keep)]
     bpp = bpp_full.copy()
     pv = is_pv[keep]
     bpp[pv, :] = 0.0
@@ -761,7 +763,7 @@ def ac_power_flow(
         sin_va=sin_va0,
         inherited=inherited0,
     )
-    opts = dict(dtype=dtype, enforce_q_limits=enforce_q_limits, max_step=max_step)
+    opts: dict[str, Any] = dict(dtype=dtype, enforce_q_limits=enforce_q_limits, max_step=max_step)
     c = _solve(net, lane, init, method="newton" if method == "newton" else "fdlf", **opts)
     if method == "fdlf":
         c = _newton_fallback(net, lane, init, c, **opts)
