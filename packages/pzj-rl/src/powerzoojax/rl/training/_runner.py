@@ -177,6 +177,7 @@ def run_training(
     checkpoints = []
 
     def checkpoint_path(update: int) -> str:
+        assert output_dir is not None  # only called with an output_dir
         return os.path.join(output_dir, "checkpoints", f"update_{update:06d}.eqx")
 
     def write_outputs() -> None:

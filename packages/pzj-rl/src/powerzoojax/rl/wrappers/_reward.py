@@ -124,19 +124,19 @@ class RewardWrapper(eqx.Module):
 
     @property
     def selected_constraint_names(self) -> tuple[str, ...]:
-        return self.wrapped.selected_constraint_names
+        return self.wrapped.selected_constraint_names  # pyright: ignore[reportAttributeAccessIssue]
 
     @property
     def cost_thresholds(self) -> tuple[float, ...]:
-        return self.wrapped.cost_thresholds
+        return self.wrapped.cost_thresholds  # pyright: ignore[reportAttributeAccessIssue]
 
     @property
     def num_constraints(self) -> int:
-        return self.wrapped.num_constraints
+        return self.wrapped.num_constraints  # pyright: ignore[reportAttributeAccessIssue]
 
     @property
     def cost_threshold(self) -> float | tuple[float, ...]:
-        return self.wrapped.cost_threshold
+        return self.wrapped.cost_threshold  # pyright: ignore[reportAttributeAccessIssue]
 
     # -- contract --------------------------------------------------------------------
     def reset(self, key: Key) -> tuple[Float[Array, "..."], RewardEnvState]:
