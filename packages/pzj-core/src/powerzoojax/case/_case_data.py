@@ -342,7 +342,7 @@ def validate_case_data(case: CaseData) -> None:
         if value is None and name in _OPTIONAL_FIELD_DIMS:
             continue
         expected = tuple(dims[d] for d in dim_names)
-        shape = tuple(jnp.shape(value))
+        shape = () if value is None else tuple(jnp.shape(value))
         if shape != expected:
             raise ValueError(
                 f"CaseData.{name} has shape {shape}, expected {expected} "

@@ -21,7 +21,7 @@ limits, loads and coordinates replace the MATPOWER defaults.
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax.numpy as jnp
 import numpy as np
@@ -71,7 +71,7 @@ class _Table:
 def _demand(nodes: _Table, total: str, phases: tuple[str, ...]) -> np.ndarray:
     """Bus demand: the `total` column, else the sum of the per-phase columns, else 0."""
     if total not in nodes.columns and all(c in nodes.columns for c in phases):
-        return sum(nodes.get(c) for c in phases)
+        return cast(np.ndarray, sum(nodes.get(c) for c in phases))
     return nodes.get(total, default=0.0)
 
 

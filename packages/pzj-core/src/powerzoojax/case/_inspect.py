@@ -54,7 +54,7 @@ class CaseTable:
         """The table as a pandas DataFrame (needs pandas)."""
         import pandas as pd
 
-        return pd.DataFrame(self.data, columns=self.columns)
+        return pd.DataFrame(self.data, columns=pd.Index(self.columns))
 
     def __len__(self) -> int:
         return self.data.shape[0]

@@ -433,7 +433,7 @@ def load_case(
 
 
 def _data_file(source: str, case_id: str):
-    return importlib.resources.files(__package__) / "data" / source / f"case{case_id}.npz"
+    return importlib.resources.files("powerzoojax.case") / "data" / source / f"case{case_id}.npz"
 
 
 @functools.cache

@@ -9,6 +9,7 @@ that are out, so the caller sees which switching state caused it.
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Int

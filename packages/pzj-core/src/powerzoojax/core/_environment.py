@@ -16,7 +16,7 @@ them.
 
 import abc
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import equinox as eqx
 import jax
@@ -88,9 +88,13 @@ def select_tree(pred: BoolScalar, on_true: PyTree, on_false: PyTree) -> PyTree:
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
+# auto_reset returns the state class it was given (each env's own), not the base.
+_State = TypeVar("_State", bound=EnvState)
+
+
 def auto_reset(
-    env: "Environment", key: Key, new_state: EnvState, params: EnvParams
-) -> EnvState:
+    env: "Environment", key: Key, new_state: _State, params: EnvParams
+) -> _State:
     """Replace `new_state` by a fresh reset when its episode has ended.
 
     The reset key is split off the transition key, never the key itself. When the

@@ -21,6 +21,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Shaped
@@ -167,14 +168,14 @@ def check_profile_table(
     traced = isinstance(values, jax.core.Tracer)
     # Host values through NumPy: it also names dtypes JAX has none for (strings, objects).
     host = None if traced else np.asarray(values)
-    shape = tuple(jnp.shape(values) if traced else host.shape)
-    dtype = jnp.result_type(values) if traced else host.dtype
+    shape = tuple(jnp.shape(values) if host is None else host.shape)
+    dtype = jnp.result_type(values) if host is None else host.dtype
     if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
         raise ValueError(f"{owner}: {name} must be {dtype_word}, got dtype {dtype}")
     if len(shape) != 2 or shape[1] != n_columns or shape[0] < 1:
         expected = f"(T, {columns}) = (T, {n_columns})" if columns else f"(T, {n_columns})"
         raise ValueError(f"{owner}: {name} must have shape {expected} with T >= 1, got shape {shape}")
-    if not traced:
+    if host is not None:
         bad = ~np.isfinite(host)
         if bad.any():
             row, col = (int(i) for i in np.argwhere(bad)[0])

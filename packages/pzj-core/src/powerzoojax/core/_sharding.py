@@ -18,7 +18,7 @@ from powerzoojax.core._rollout import scan_rollout
 ENV_AXIS = "envs"
 
 
-def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = ENV_AXIS) -> Mesh:
+def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = ENV_AXIS) -> Mesh:  # pyright: ignore[reportInvalidTypeForm]
     """A 1-D mesh over `devices` named `axis_name`.
 
     **Arguments:**

@@ -21,6 +21,8 @@ from powerzoojax.core._types import Key
 class Space(eqx.Module):
     """Abstract space: `sample(key)` draws a point, `contains(x)` tests membership."""
 
+    shape: eqx.AbstractVar[tuple[int, ...]]
+
     @abc.abstractmethod
     def sample(self, key: Key) -> Shaped[Array, "..."]:
         """Draw one point of the space.

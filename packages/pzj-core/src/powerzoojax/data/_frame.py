@@ -232,7 +232,7 @@ def resample(
         return (
             timestamps[:rows:k],
             values[:rows].reshape(shape).mean(axis=1),
-            filled[:rows].reshape(shape).any(axis=1),
+            np.any(filled[:rows].reshape(shape), axis=1),
         )
     if native_minutes % target_minutes == 0:
         k = native_minutes // target_minutes

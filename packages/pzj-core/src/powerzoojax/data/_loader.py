@@ -50,7 +50,7 @@ from ._splits import get_window
 @functools.cache
 def _decode_shipped(file: str) -> tuple[np.ndarray, np.ndarray]:
     """(timestamps, values) of a shipped `.npz`; cached, read-only."""
-    resource = importlib.resources.files(__package__) / "profiles" / file
+    resource = importlib.resources.files("powerzoojax.data") / "profiles" / file
     with resource.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
         values = archive["offset"] + archive["scale"] * archive["values"].astype(np.float64)
         stamps = regular_timestamps(
@@ -438,6 +438,7 @@ class DataLoader:
             order[r.dataset.name] += 1
             values.append(columns[r.dataset.name][:, idx])
             mask.append(filled[r.dataset.name][:, idx])
+        assert grid is not None  # _check_signals: at least one signal, so one block
         return SignalFrame(
             timestamps=grid,
             values=np.stack(values, axis=1),

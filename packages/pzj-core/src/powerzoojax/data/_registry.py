@@ -180,7 +180,7 @@ def shipped_manifest() -> dict:
 
     The manifest as a dict.
     """
-    resource = importlib.resources.files(__package__) / "profiles" / "manifest.json"
+    resource = importlib.resources.files("powerzoojax.data") / "profiles" / "manifest.json"
     return json.loads(resource.read_text())
 
 

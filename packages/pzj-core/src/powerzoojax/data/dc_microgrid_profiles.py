@@ -304,7 +304,7 @@ def load_workload_profiles(
         _fallback(f"workload {source!r}", f"the trace is not available ({error})",
                   require_real_data=require_real_data, error=error)
         cpu = cycle_profile(make_synthetic_cpu_profile(DC_STEPS_PER_DAY), episode_len, start_step)
-    kwargs = dict(episode_len=episode_len, start_step=start_step, data_dir=data_dir, strict=strict,
+    kwargs: dict[str, Any] = dict(episode_len=episode_len, start_step=start_step, data_dir=data_dir, strict=strict,
                   require_real_data=require_real_data)
     return {
         "cpu_profile": cpu,

@@ -92,6 +92,8 @@ float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are
 not vectorised). Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -271,8 +273,8 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         n_loads=int(case.n_loads),
         base_mva=float(case.base_mva),
         slack_idx=slack,
-        g=cast(y_bus.real),
-        b=cast(y_bus.imag),
+        g=cast(np.real(y_bus)),
+        b=cast(np.imag(y_bus)),
         va_ref=cast(np.deg2rad(va_ref_deg)),
         pvpq_idx=i32(np.flatnonzero(np.arange(n) != slack)),
         is_pv=jnp.asarray(is_pv),
@@ -284,9 +286,9 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         load_bus=i32(case.load_node_idx),
         line_from=i32(case.line_from_idx),
         line_to=i32(case.line_to_idx),
-        branch_g=cast(y_branch.real),
-        branch_b=cast(y_branch.imag),
-        y_real_t=cast(np.block([[y_bus.real.T, y_bus.imag.T], [-y_bus.imag.T, y_bus.real.T]])),
+        branch_g=cast(np.real(y_branch)),
+        branch_b=cast(np.imag(y_branch)),
+        y_real_t=cast(np.block([[np.real(y_bus).T, np.imag(y_bus).T], [-np.imag(y_bus).T, np.real(y_bus).T]])),
         y_row_abs=cast(np.abs(y_bus).sum(axis=1)),
         **_fdlf_operators(case, slack, is_pv, cast),
     )
@@ -305,8 +307,8 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
          jnp.ones_like(case.line_ratio), zeros(case.line_angle)),
     )
     case_pp = eqx.tree_at(lambda c: c.line_angle, case, zeros(case.line_angle))
-    bp = -build_ybus(case_p).imag[np.ix_(keep, keep)]
-    bpp_full = -build_ybus(case_pp).imag[np.ix_(keep, keep)]
+    bp = -np.imag(build_ybus(case_p))[np.ix_(keep, keep)]
+    bpp_full = -np.imag(build_ybus(case_pp))[np.ix_(keep, keep)]
     bpp = bpp_full.copy()
     pv = is_pv[keep]
     bpp[pv, :] = 0.0
@@ -846,7 +848,7 @@ def ac_power_flow(
         sin_va=sin_va0,
         inherited=inherited0,
     )
-    opts = dict(dtype=dtype, enforce_q_limits=enforce_q_limits, max_step=max_step)
+    opts: dict[str, Any] = dict(dtype=dtype, enforce_q_limits=enforce_q_limits, max_step=max_step)
     c = _solve(net, lane, init, method="newton" if method == "newton" else "fdlf", **opts)
     if method == "fdlf":
         c = _newton_fallback(net, lane, init, c, **opts)

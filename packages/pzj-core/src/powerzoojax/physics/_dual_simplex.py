@@ -20,6 +20,7 @@ primal infeasible (a violated row no column can repair) or the budget is spent; 
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int

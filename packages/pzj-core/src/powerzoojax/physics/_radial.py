@@ -26,6 +26,7 @@ are per unit on the case base, loads positive.
 """
 
 from collections import deque
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -386,7 +387,7 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
         mixed = jnp.clip(g - gamma[:, None] * (g - g_prev), 0.0, _CURRENT_SQ_BOUND)
         new = (n_iter + 1, mixed, v_new, residual, g, f)
         act = _active(carry, tol, max_iter)
-        return tuple(jnp.where(act.reshape((-1,) + (1,) * (x.ndim - 1)), x, old) for x, old in zip(new, carry))
+        return cast(_Carry, tuple(jnp.where(act.reshape((-1,) + (1,) * (x.ndim - 1)), x, old) for x, old in zip(new, carry)))
 
     return body
 
@@ -455,7 +456,7 @@ def _iterate(
             axes = (jax.tree.map(lambda x: 0 if x else None, net_b), *(0 if b else None for b in lanes_b))
             return jax.vmap(one, in_axes=axes)(network, *lanes), out_b
         rows = [x if batched else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, batched in zip(lanes, lanes_b)]
-        carry = _loop(network, *rows, max_iter, compaction_caps(axis_size, _MIN_COMPACT))
+        carry = _loop(network, *rows, max_iter=max_iter, caps=compaction_caps(axis_size, _MIN_COMPACT))
         n_iter, current_sq, v_recv, residual, _, _ = carry
         return (n_iter, current_sq, v_recv, residual), out_b
 

@@ -269,7 +269,7 @@ def env_property_test(
     def decorate(test_fn: Callable) -> Callable:
         takes_args = len(inspect.signature(test_fn).parameters) > 0
 
-        @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+        @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)  # pyright: ignore[reportArgumentType]
         @given(data=st.data())
         def property_test(data):
             env, params = build()
@@ -279,9 +279,9 @@ def env_property_test(
             drawn = params
             case = getattr(params, "case", None)
             if vary_load_profiles and hasattr(params, "with_load_profiles") and getattr(params, "load_profiles", None) is not None and case is not None:
-                rows = int(np.asarray(params.load_profiles).shape[0])
+                rows = int(np.asarray(params.load_profiles).shape[0])  # pyright: ignore[reportAttributeAccessIssue]
                 profiles = data.draw(pst.load_profiles(case, rows, shape="random"), label="load_profiles")
-                drawn = params.with_load_profiles(jnp.asarray(profiles))
+                drawn = params.with_load_profiles(jnp.asarray(profiles))  # pyright: ignore[reportAttributeAccessIssue]
             traj, k_roll = record_trajectory(env, drawn, key, jnp.asarray(acts))  # one rollout for both
             _raise_if_any(env, _violations(env, drawn, traj, k_roll, physics=True))
             if takes_args:

@@ -215,7 +215,8 @@ def _truthful_clearings(setup: OfferSCEDSetup, node_loads_t: np.ndarray, max_ite
     n_rows = loads.shape[0]
     padded = np.concatenate([loads, np.repeat(loads[-1:], (-n_rows) % _RESET_CHUNK, axis=0)])
     parts = [_clear_rows(setup, jnp.asarray(padded[i : i + _RESET_CHUNK]), max_iter) for i in range(0, padded.shape[0], _RESET_CHUNK)]
-    return tuple(jnp.concatenate([part[j] for part in parts])[:n_rows] for j in range(3))
+    lmp, unit_power, line_flow = (jnp.concatenate([part[j] for part in parts])[:n_rows] for j in range(3))
+    return lmp, unit_power, line_flow
 
 
 def _node_load(row: Int[Array, ""], params: MarketMARLParams) -> Float[Array, " n_nodes"]:

@@ -231,7 +231,7 @@ def make_dist_params(
             f"p_load_profiles={'None' if p_load_profiles is None else 'an array'}, "
             f"q_load_profiles={'None' if q_load_profiles is None else 'an array'}"
         )
-    if p_load_profiles is None:
+    if p_load_profiles is None or q_load_profiles is None:
         p_rows, q_rows = np.tile(static_p, (opts.max_steps, 1)), np.tile(static_q, (opts.max_steps, 1))
     else:
         p_rows = _profiles("p_load_profiles", p_load_profiles, n)

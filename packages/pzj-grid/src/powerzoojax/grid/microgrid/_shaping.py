@@ -89,7 +89,7 @@ class DCMicrogridShapingWrapper(Environment):
         obs, next_state, reward, costs, done, info = self.env.step_with_dg_autobalance(
             key, state, action, params, autobalance=autobalance
         )
-        if autobalance:
+        if autobalance and requested is not None:
             dg_auto = info["dg_autobalance_norm"]
             tracking = jnp.abs(requested - dg_auto)
         else:

@@ -20,7 +20,7 @@ reward `r_energy + 0.2·r_cost + 0.1·r_carbon` the primary metric names) is mea
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax.numpy as jnp
 import numpy as np
@@ -182,9 +182,10 @@ class DCMicrogridTask:
         days = self._days(split)
         day = days[0] if day is None else int(day)
         start = day * DC_STEPS_PER_DAY
-        params = make_dcmicrogrid_params_with_profiles(
+        # Without return_sources the call returns the params alone.
+        params = cast(DCMicrogridParams, make_dcmicrogrid_params_with_profiles(
             self.source, start, require_real_data=self.require_real_data, max_steps=max_steps, **self.config
-        )
+        ))
         if split in ("train", "iid"):
             return params
         return apply_ood_transform(params, split, episode_start_step=start, require_real_data=self.require_real_data)

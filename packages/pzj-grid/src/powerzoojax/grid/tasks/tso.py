@@ -899,7 +899,7 @@ class TSOTask:
         self.case_id = str(case_id)
         self.max_steps = int(max_steps)
         self.synthetic = bool(synthetic)
-        self._kwargs = dict(
+        self._kwargs: dict[str, Any] = dict(
             forecast_horizon_steps=forecast_horizon_steps, reserve_margin_frac=reserve_margin_frac,
             dcopf_max_iter=dcopf_max_iter, dcopf_tol=dcopf_tol, source=source, data_loader=data_loader,
         )

@@ -75,6 +75,10 @@ from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow,
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
 
+# The models read TransGridParams and GridState fields, but are annotated with the core base
+# classes: both classes are defined in modules that import this one.
+# pyright: reportAttributeAccessIssue=false
+
 __all__ = [
     "ACOPFModel", "ACPowerFlowModel", "DCOPFModel", "DCPowerFlowModel", "NetworkInputs", "NetworkModel",
     "NetworkSolution",

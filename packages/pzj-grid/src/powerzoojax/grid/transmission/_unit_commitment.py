@@ -1,6 +1,6 @@
 """Security-constrained unit commitment env: the agent commits and biases dispatch."""
 
-from typing import Any
+from typing import Any, overload
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -171,6 +171,14 @@ class UCParams(EnvParams):
             (profiles, load_line_flows(self.network, profiles), short_sum(profiles, axis=-1), invalid),
             is_leaf=lambda x: x is None,
         )
+
+
+@overload
+def _unit_array(name: str, value: Any, n_units: int, default: np.ndarray, *, integer: bool = False) -> np.ndarray: ...
+
+
+@overload
+def _unit_array(name: str, value: Any, n_units: int, default: None, *, integer: bool = False) -> np.ndarray | None: ...
 
 
 def _unit_array(name: str, value: Any, n_units: int, default: np.ndarray | None, *, integer: bool = False) -> np.ndarray | None:

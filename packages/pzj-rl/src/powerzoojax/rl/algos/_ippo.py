@@ -1,7 +1,7 @@
 """IPPO on the multi-agent adapters: full parameter sharing (`ippo`), one network per"""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -156,7 +156,7 @@ class IPPOTrainer(UpdateLoop):
         if lagrangian:
             if not hasattr(env, "constraint_names"):
                 raise TypeError(f"IPPO-Lagrangian needs an adapter with constraint costs; {env.name} has none")
-            names = tuple(env.constraint_names())
+            names = tuple(env.constraint_names())  # pyright: ignore[reportAttributeAccessIssue]
             selected = names if selected_names is None else tuple(selected_names)
             unknown = [n for n in selected if n not in names]
             if unknown or not selected:
@@ -297,7 +297,7 @@ class IPPOTrainer(UpdateLoop):
             losses.append(loss)
             stats.append(s)
         n = float(len(self.types))
-        return sum(losses) / n, jax.tree.map(lambda *xs: sum(xs) / n, *stats)
+        return cast(Array, sum(losses)) / n, jax.tree.map(lambda *xs: sum(xs) / n, *stats)
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate_policy(self, policy: dict[str, ActorCritic], obs_stats: RunningStats, key: Key) -> dict[str, Array]:
@@ -416,7 +416,8 @@ class IPPOTrainer(UpdateLoop):
             metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
         cum_profit, snapshot = state.cum_profit, state.snapshot
         if self.market:
-            metrics.update(self.env.compute_market_metrics(traj["market_info"]))
+            assert cum_profit is not None  # set at init when self.market
+            metrics.update(self.env.compute_market_metrics(traj["market_info"]))  # pyright: ignore[reportAttributeAccessIssue]
             per_agent = jnp.mean(traj["reward"], axis=(0, 1))
             cum_profit = cum_profit + jnp.sum(jnp.mean(traj["reward"], axis=1), axis=0)
             metrics.update({f"market/mean_profit_{a}": per_agent[i] for i, a in enumerate(self.env.agents)})
@@ -533,7 +534,7 @@ def make_ippo_typed_lagrangian_train(
 
 
 def _in_size(net: ActorCritic) -> int:
-    first = net.torso.layers[0] if net.torso is not None else net.actor.layers[0]
+    first = net.torso.layers[0] if net.torso is not None else net.actor.layers[0]  # pyright: ignore[reportAttributeAccessIssue]
     return int(first.in_features)
 
 

@@ -266,7 +266,7 @@ def beta_mode(alpha: Float[Array, "*batch"], beta: Float[Array, "*batch"]) -> Fl
 
 def _linear(in_size: int, out_size: int, key: Key, scale: float) -> eqx.nn.Linear:
     layer = eqx.nn.Linear(in_size, out_size, key=key)
-    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (layer.weight * scale, jnp.zeros_like(layer.bias)))
+    return eqx.tree_at(lambda l: (l.weight, l.bias), layer, (layer.weight * scale, jnp.zeros_like(layer.bias)))  # pyright: ignore[reportArgumentType]
 
 
 def gaussian_log_prob(

@@ -19,7 +19,7 @@ and the host driver work unchanged. `result.params` is the actor (`SACActor`).
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -315,7 +315,7 @@ class SACTrainer(UpdateLoop):
         actor = eqx.apply_updates(actor, updates)
         al_grad = -(jax.lax.stop_gradient(logp) + self.target_entropy)  # d/dlogα of −logα·(logp + H̄)
         updates, al_opt = self.alpha_optim.update(al_grad, al_opt, log_alpha)
-        log_alpha = optax.apply_updates(log_alpha, updates)
+        log_alpha = cast(Array, optax.apply_updates(log_alpha, updates))
         target = jax.tree.map(
             lambda t, c: (1.0 - self.tau) * t + self.tau * c if eqx.is_inexact_array(t) else t, target, critic
         )

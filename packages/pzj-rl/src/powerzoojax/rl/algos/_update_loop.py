@@ -16,6 +16,7 @@ from jaxtyping import Array, PyTree
 import jax.random as jr
 
 from powerzoojax.core import Key, rollout
+from powerzoojax.rl.algos._config import TrainConfig
 
 
 def nan_like(tree: PyTree) -> PyTree:
@@ -55,6 +56,8 @@ def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tu
 
 
 class UpdateLoop:
+    env: Any
+    config: TrainConfig
     n_updates: int
     eval_every: int
 

@@ -43,16 +43,16 @@ class MarketMARLEnv(MultiAgentEnvironment):
 
     @property
     def obs_dim(self) -> int:
-        return 8 + int(self.params.lmp_history_len)
+        return 8 + int(self.params.lmp_history_len)  # pyright: ignore[reportAttributeAccessIssue]
 
     @property
     def action_dim(self) -> int:
-        return int(self.params.offer_sced_setup.n_segments)
+        return int(self.params.offer_sced_setup.n_segments)  # pyright: ignore[reportAttributeAccessIssue]
 
     def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
         from powerzoojax.market import market_marl_observations, market_marl_reset
 
-        p = self._p(params)
+        p: Any = self._p(params)  # MarketMARLParams (pzj-market, an optional distribution)
         state = market_marl_reset(key, p)
         return market_marl_observations(state, p), MARLState(state)
 
@@ -61,7 +61,7 @@ class MarketMARLEnv(MultiAgentEnvironment):
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         from powerzoojax.market import market_marl_observations, market_marl_step
 
-        p = self._p(params)
+        p: Any = self._p(params)  # MarketMARLParams (pzj-market, an optional distribution)
         s = state.env_state
         row = (s.episode_start_idx + s.time_step) % p.load_profiles.shape[0]
         load_mw = p.nodes_loads_map @ p.load_profiles[row]
@@ -109,7 +109,7 @@ class MarketMARLEnv(MultiAgentEnvironment):
     def _planner_cost_ratio(self, load_mw: Float[Array, "S E n_nodes"], gen_cost: Float[Array, "S E"]) -> Float[Array, ""]:
         from powerzoojax.market import offer_sced
 
-        p = self.params
+        p: Any = self.params
         loads = load_mw.reshape((-1, load_mw.shape[-1]))
         n = loads.shape[0]
         idx = (np.arange(min(PLANNER_SAMPLES, n)) * n) // min(PLANNER_SAMPLES, n)

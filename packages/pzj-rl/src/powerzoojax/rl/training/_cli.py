@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(EXIT_BAD_INPUT, str(err))
     except (TypeError, ValueError) as err:
         return _fail(EXIT_BAD_INPUT, str(err))
-    if result_path is not None and result_path != os.path.join(output_dir, "result.json"):
+    if result_path is not None and output_dir is not None and result_path != os.path.join(output_dir, "result.json"):
         result.save(result_path, preset=preset)
     print(json.dumps(_json_ready(result.summary), indent=2))
     return 0

@@ -306,7 +306,7 @@ def evaluate_run(
         baseline = task.baseline_rollout(env, params, k_task, task.baseline_names()[0])
         report["task_metrics"] = {k: float(v) for k, v in task.compute_metrics(agent, baseline).items()}
     if trace_path is not None or plots_dir is not None:
-        trace = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
+        trace: dict[str, Any] = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
         trace["cost_names"] = np.asarray(names, dtype=str)
         trace["cost_units"] = np.asarray([units[n] for n in names], dtype=str)
     if trace_path is not None:

@@ -168,7 +168,7 @@ _CASE5 = TrainConfig(
     eval_freq=10_000,
     eval_num_episodes=32,
 )
-_LARGE = dict(hidden_dims=(128, 128), gamma=0.995, normalize_observations=True)
+_LARGE: dict[str, Any] = dict(hidden_dims=(128, 128), gamma=0.995, normalize_observations=True)
 
 PRESETS: dict[str, PresetDef] = {
     "battery-soc-tracking": PresetDef(

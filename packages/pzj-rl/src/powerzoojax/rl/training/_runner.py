@@ -215,6 +215,7 @@ def run_training(
         logged[0] = len(rows)
 
     def checkpoint_path(update: int) -> str:
+        assert output_dir is not None  # only called with an output_dir
         return os.path.join(output_dir, "checkpoints", f"update_{update:06d}.eqx")
 
     def write_outputs() -> None:

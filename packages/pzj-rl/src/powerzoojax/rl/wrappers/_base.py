@@ -91,7 +91,7 @@ class BoundWrapper(eqx.Module):
 
 def _num_actions(space: Space) -> int:
     # Discrete spaces have shape () and count their choices in ``n``.
-    return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])
+    return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def accumulate(
@@ -123,6 +123,9 @@ def legacy_threshold(cost_threshold: Any, cost_thresholds: Any, owner: str) -> A
 class ThresholdsMixin:
     """`num_constraints` and the reference's single-budget `cost_threshold` attribute
     (for wrappers with `selected_constraint_names` and `cost_thresholds`)."""
+
+    selected_constraint_names: tuple[str, ...]
+    cost_thresholds: tuple[float, ...]
 
     @property
     def num_constraints(self) -> int:

@@ -106,8 +106,8 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         """
         base = self.env.observation_space(self.params)
         budget_high = np.asarray(self.cost_thresholds, np.float64) / self.horizon
-        low = np.concatenate([np.broadcast_to(np.asarray(base.low), base.shape), np.full(self.num_constraints, -np.inf)])
-        high = np.concatenate([np.broadcast_to(np.asarray(base.high), base.shape), budget_high])
+        low = np.concatenate([np.broadcast_to(np.asarray(base.low), base.shape), np.full(self.num_constraints, -np.inf)])  # pyright: ignore[reportAttributeAccessIssue]
+        high = np.concatenate([np.broadcast_to(np.asarray(base.high), base.shape), budget_high])  # pyright: ignore[reportAttributeAccessIssue]
         return make_box(low, high)
 
     def _budget(self, episode_costs: Float[Array, " k"]) -> Float[Array, " k"]:
