@@ -2,7 +2,10 @@
 
 Nothing here changes the maths: ``batch_rollout(..., mesh=m)`` equals the unsharded
 call; XLA partitions the ``vmap`` axis across the mesh's devices and keeps params
-replicated.
+replicated. The mesh may span several processes (after
+:func:`~powerzoojax.core.init_distributed`): the same jitted call then runs in every
+process, each stepping the envs of its own devices, with global arrays in and out
+(:func:`~powerzoojax.core.put_global`, :func:`~powerzoojax.core.gather_to_host`).
 """
 
 from collections.abc import Sequence
@@ -19,8 +22,19 @@ ENV_AXIS = "envs"
 
 
 def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = ENV_AXIS) -> Mesh:
-    """A 1-D mesh over ``devices`` (default: all local devices) named ``axis_name``."""
-    devs = list(jax.local_devices() if devices is None else devices)
+    """A 1-D mesh named ``axis_name`` over ``devices``.
+
+    **Arguments:**
+
+    - `devices`: the mesh's devices; default ``jax.devices()``, every device of every
+      process (in a single-process run, its local devices), ordered by process.
+    - `axis_name`: the name of the env axis.
+
+    **Returns:**
+
+    A ``jax.sharding.Mesh`` of shape ``(len(devices),)``.
+    """
+    devs = list(jax.devices() if devices is None else devices)
     if not devs:
         raise ValueError("make_env_mesh: no devices given")
     return Mesh(np.asarray(devs), (axis_name,))
