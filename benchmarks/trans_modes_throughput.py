@@ -39,6 +39,7 @@ import statistics
 import time
 
 import _host_devices  # sets the host-device count before JAX starts
+from _record import record
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -182,6 +183,10 @@ def main():
                 ):
                     sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario, mesh, warm)
                     print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
+                    name = {"dcopf": "TransGridEnv DC-OPF", "uc": "UnitCommitmentEnv", "acpf": "TransGridEnv AC PF",
+                            "acopf": "TransGridEnv AC-OPF"}[kind]
+                    record(name, f"case {case_id}, N={n}" + (f", {scenario}" if kind == "acpf" else ""), sps,
+                           "env-steps/s", compile_s=first)
 
 
 if __name__ == "__main__":
