@@ -2,7 +2,8 @@
 
 ``python multiprocess_worker.py train PORT NPROC RANK OUT ALGO...``: joins the run,
 trains each algorithm on a toy env, data-parallel over every device of every process,
-and saves what it got to ``OUT/<algo>.rank<RANK>.npz``. For ``ppo_lagrangian`` the run
+and saves what it got to ``OUT/<algo>.rank<RANK>.npz`` (``rollout``: a ``batch_rollout``
+on the mesh of all processes, gathered to every host). For ``ppo_lagrangian`` the run
 writes an output folder with a checkpoint per update and is then resumed, on every
 process, from the checkpoint half-way. ``python multiprocess_worker.py hold ...``: trains
 until killed (the test kills one process). The single-process reference calls
@@ -77,6 +78,25 @@ def setup(algo: str):
     return LogWrapper(env, params), config
 
 
+def toy_rollout(mesh=None):
+    """``batch_rollout`` of 8 toy envs × 10 steps from fixed keys, jitted, optionally on ``mesh``."""
+    import jax
+    import jax.random as jr
+    from toy_env import ToyEnv, make_toy_params
+
+    from powerzoojax.utils.jax_utils import batch_reset, batch_rollout
+
+    env, params = ToyEnv(), make_toy_params(max_steps=4)
+
+    def run():
+        keys = jr.split(jr.PRNGKey(1), 8)
+        _, states = batch_reset(env, keys, params)
+        actions = jr.uniform(jr.PRNGKey(2), (8, 10, 1), minval=-1.0, maxval=1.0)
+        return batch_rollout(env, jr.split(jr.PRNGKey(3), 8), states, params, actions, mesh=mesh)
+
+    return jax.jit(run)()
+
+
 def flat_params(result) -> dict:
     """The result's parameter leaves and its metric columns, as a flat dict of arrays."""
     import jax
@@ -101,7 +121,7 @@ def _record_file_writes() -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    mode, port, nproc, rank, out, *algos = argv
+    mode, port, nproc, rank, out_dir, *algos = argv
     rank, nproc = int(rank), int(nproc)
     written = _record_file_writes()
     from powerzoojax.core import init_distributed
@@ -121,21 +141,30 @@ def main(argv: list[str]) -> None:
         # The programs of the "train" mode's first run (cached), over and over.
         trainer = make_train(*setup("ppo_lagrangian"), mesh=mesh)
         while True:
-            run_training(trainer, jr.PRNGKey(0), output_dir=os.path.join(out, "run"), progress=False, checkpoint_every=1)
+            run_training(trainer, jr.PRNGKey(0), output_dir=os.path.join(out_dir, "run"), progress=False, checkpoint_every=1)
     for algo in algos:
+        if algo == "rollout":
+            from powerzoojax.core import gather_to_host
+
+            out = toy_rollout(mesh)
+            rewards = out[2]
+            assert len(rewards.sharding.device_set) == 4 and not rewards.is_fully_addressable
+            np.savez(os.path.join(out_dir, f"rollout.rank{rank}.npz"),
+                     **{f"leaf_{i}": x for i, x in enumerate(jax.tree.leaves(gather_to_host(out)))})
+            continue
         env, config = setup(algo)
         trainer = make_train(env, config, mesh=mesh)
         if algo == "ppo_lagrangian":
-            run_dir = os.path.join(out, "run")
+            run_dir = os.path.join(out_dir, "run")
             result = run_training(trainer, jr.PRNGKey(0), output_dir=run_dir, progress=False, checkpoint_every=1)
             half = os.path.join(run_dir, "checkpoints", f"update_{UPDATES // 2:06d}.eqx")
-            resumed = run_training(trainer, jr.PRNGKey(7), resume_from=half, output_dir=os.path.join(out, "resumed"),
+            resumed = run_training(trainer, jr.PRNGKey(7), resume_from=half, output_dir=os.path.join(out_dir, "resumed"),
                                    progress=False)
-            np.savez(os.path.join(out, f"resumed.rank{rank}.npz"), **flat_params(resumed))
+            np.savez(os.path.join(out_dir, f"resumed.rank{rank}.npz"), **flat_params(resumed))
         else:
             result = trainer(jr.PRNGKey(0))
-        np.savez(os.path.join(out, f"{algo}.rank{rank}.npz"), **flat_params(result))
-    with open(os.path.join(out, f"writes.rank{rank}.json"), "w") as f:
+        np.savez(os.path.join(out_dir, f"{algo}.rank{rank}.npz"), **flat_params(result))
+    with open(os.path.join(out_dir, f"writes.rank{rank}.json"), "w") as f:
         json.dump(written, f)
 
 

@@ -1,5 +1,6 @@
 """Training across processes: two processes on 127.0.0.1 (gloo CPU collectives), two host
-devices each, train as one process does with the same global batch, write one set of files
+devices each, roll out (``batch_rollout``) and train as one process does with the same
+global batch, write one set of files
 (process 0), resume from the shared checkpoint, and stop within a bounded time when one of
 them is killed; the command line starts such a run.
 
@@ -70,13 +71,16 @@ def worker(mode: str, port: int, out, *algos: str):
 
 def reference(algo: str) -> dict[str, np.ndarray]:
     """The same run in this process, on one device, without a mesh."""
+    import jax
     import jax.random as jr
 
     sys.path.insert(0, HERE)
-    from multiprocess_worker import flat_params, setup
+    from multiprocess_worker import flat_params, setup, toy_rollout
 
     from powerzoojax.rl import make_train
 
+    if algo == "rollout":
+        return {f"leaf_{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(toy_rollout()))}
     env, config = setup(algo)
     return flat_params(make_train(env, config)(jr.PRNGKey(0)))
 
@@ -102,8 +106,8 @@ def run_two_processes(tmp_path, algos: tuple[str, ...], timeout: float) -> list[
     return logs
 
 
-def test_two_processes_train_as_one_write_once_and_resume(tmp_path):
-    run_two_processes(tmp_path, ("ppo_lagrangian",), timeout=240)
+def test_two_processes_roll_out_and_train_as_one_write_once_and_resume(tmp_path):
+    run_two_processes(tmp_path, ("rollout", "ppo_lagrangian"), timeout=240)
     from multiprocess_worker import UPDATES
 
     # Process 0 wrote the run's files, process 1 none.
