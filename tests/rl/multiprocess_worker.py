@@ -137,6 +137,13 @@ def main(argv: list[str]) -> None:
 
     mesh = make_env_mesh()
     print(f"rank {rank}: {jax.process_count()} processes, {len(jax.devices())} devices", flush=True)
+    env, config = setup("ppo_lagrangian")
+    try:
+        make_train(env, config.replace(num_envs=6), mesh=mesh)
+    except ValueError as err:
+        assert "num_envs = 6 must be divisible by the 4 devices" in str(err), err
+    else:
+        raise AssertionError("a batch the devices cannot share evenly was accepted")
     if mode == "hold":
         # The programs of the "train" mode's first run (cached), over and over.
         trainer = make_train(*setup("ppo_lagrangian"), mesh=mesh)

@@ -125,7 +125,7 @@ def test_two_processes_roll_out_and_train_as_one_write_once_and_resume(tmp_path)
             np.testing.assert_array_equal(resumed[name], full[name], err_msg=f"resumed rank {rank}: {name}")
 
 
-@pytest.mark.slow  # three more trainers compiled in three processes: about 3 minutes on 2 cores
+@pytest.mark.slow  # two more trainers compiled in three processes: 236 s on 2 busy cores (2026-12-02)
 def test_two_processes_train_sac_and_ippo_as_one(tmp_path):
     run_two_processes(tmp_path, ("sac", "ippo_typed"), timeout=480)
 
@@ -172,3 +172,23 @@ def test_the_command_line_starts_a_two_process_run(tmp_path):
     assert (out / "checkpoints" / "update_000002.eqx").exists() and (out / "checkpoints" / "update_000002.json").exists()
     # Process 0 prints the summary; process 1 trained the same run silently.
     assert '"env_steps": 32' in logs[0] and '"env_steps"' not in logs[1]
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--coordinator", "127.0.0.1:1", "--process-id", "0"], "missing ['num_processes']"),
+        (["--coordinator", "localhost", "--num-processes", "2", "--process-id", "0"], "must be 'host:port', got 'localhost'"),
+        (["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "2"], "process_id must be in [0, 1], got 2"),
+        (["--distributed", "--process-id", "0"], "do not also give --coordinator"),
+        (["--heartbeat-timeout", "10"], "--heartbeat-timeout needs a multi-process run"),
+        (["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "0", "--heartbeat-timeout", "0"],
+         "heartbeat_timeout_s must be a positive number of seconds, got 0"),
+    ],
+)
+def test_bad_multi_process_flags_are_one_line_errors(flags, expected, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    assert main(["--preset", "case5-economic-dispatch", *flags]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1, err

@@ -15,7 +15,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import PyTree
 
 # A process that stops sending heartbeats for this long is declared dead, and the
@@ -97,7 +96,16 @@ def init_distributed(
 
 
 def is_writer() -> bool:
-    """Whether this process writes the run's files (process 0; the only process when alone)."""
+    """Whether this process writes the run's files.
+
+    **Arguments:**
+
+    None.
+
+    **Returns:**
+
+    True on process 0, which is the only process of a single-process run.
+    """
     return jax.process_index() == 0
 
 
@@ -120,11 +128,6 @@ def any_process(flag: bool) -> bool:
     from jax.experimental import multihost_utils
 
     return bool(np.any(multihost_utils.process_allgather(np.asarray(bool(flag)))))
-
-
-def replicated(mesh: Mesh) -> NamedSharding:
-    """The sharding that holds a whole copy of an array on every device of ``mesh``."""
-    return NamedSharding(mesh, PartitionSpec())
 
 
 def put_global(tree: PyTree, shardings: Any) -> PyTree:
