@@ -118,7 +118,7 @@ def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario
 
 
 def ppc_of(case_id):
-    path = os.path.join(os.path.dirname(load_case.__code__.co_filename), "data", f"case{case_id}.npz")
+    path = os.path.join(os.path.dirname(load_case.__code__.co_filename), "data", "matpower", f"case{case_id}.npz")
     d = np.load(path, allow_pickle=True)
     ppc = {"version": "2", "baseMVA": float(d["base_mva"]), "bus": d["bus"].astype(float), "gen": d["gen"].astype(float),
            "branch": d["branch"].astype(float), "gencost": d["gencost"].astype(float)}
