@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _record import record
 from powerzoojax.case import load_case
 from powerzoojax.physics import ac_power_flow, make_ac_network
 
@@ -128,6 +129,8 @@ def main() -> None:
                 if args.quick and method == "newton" and n > 64 and case_id != "5":
                     continue
                 r = bench_jax(case_id, method, n, args.repeats)
+                record("AC power flow", f"case {case_id}, {method}, N={n}", r["solves_per_s"], "solves/s",
+                       compile_s=r["compile_s"])
                 line = (
                     f"| {case_id} | {method} | {n} | {r['compile_s']:.1f} | "
                     f"{r['solves_per_s']:,.0f} | {r['converged']:.3f} | {r['iters']:.1f} | "

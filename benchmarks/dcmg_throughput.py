@@ -52,6 +52,7 @@ if "--no-task-split" in sys.argv:
     _xla_env.add_xla_flags(NO_TASK_SPLIT_FLAG)
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
+from _record import record  # noqa: E402
 import jax  # noqa: E402
 import jax.random as jr  # noqa: E402
 import numpy as np  # noqa: E402
@@ -315,6 +316,8 @@ def main() -> None:
     for n, pre in [(n, pre) for n in n_envs for pre in ((False, True) if args.pre_drawn else (False,))]:
         res = time_jax(env, params, n, repeats, pre, mesh)
         rows.append(res)
+        record("DC microgrid", f"N={n}{', pre-drawn actions' if pre else ''}", res["steps_per_s"], "env-steps/s",
+               compile_s=res["first_call_s"])
         print(f"N={n:5d}{' env only' if pre else ''}  first call {res['first_call_s']:6.1f} s  median {res['median_s'] * 1e3:8.1f} ms  "
               f"{res['steps_per_s']:12,.0f} env-steps/s  ({res['steps_per_s'] / np_sps:,.0f}x NumPy)  "
               f"{res['steps_per_cpu_s']:12,.0f} env-steps per CPU-second ({res['steps_per_cpu_s'] / np_cpu:,.0f}x)")

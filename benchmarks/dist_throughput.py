@@ -86,6 +86,7 @@ if "--no-ynn" in sys.argv:  # must precede the first JAX import
     _xla_env.add_xla_flags(NO_YNN_FLAG)
 
 import _host_devices  # noqa: E402  (sets the host-device count before JAX starts)
+from _record import record  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
@@ -265,6 +266,7 @@ def main():
         for harness in harnesses:
             compile_s, rate = measure(env, params, n, repeats, harness, mesh)
             rows.append((name, n, harness, compile_s, rate, rate / pp_rate))
+            record("distribution", f"{name}, N={n}, {harness} harness", rate, "env-steps/s", compile_s=compile_s)
             print(f"{name:26s} N={n:5d}  {harness:6s}  first call {compile_s:7.1f} s  {rate:12.0f} env-steps/s  "
                   f"{rate / pp_rate:9.1f}x pandapower", flush=True)
     if args.markdown:

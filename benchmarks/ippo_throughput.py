@@ -47,6 +47,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _xla_env  # noqa: E402
+from _record import record  # noqa: E402
 from train_throughput import machine_info  # noqa: E402
 
 
@@ -149,6 +150,7 @@ def main() -> None:
     print("| N | env steps / update | compile s | first call s | env-steps/s (rollout + update) | rollout-only env-steps/s |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        record("IPPO training", f"{args.env}, N={r['n_envs']}", r["env_steps_per_s"], "env-steps/s", compile_s=r["compile_s"])
         rollout = f"{r['rollout_env_steps_per_s']:,.0f}" if r["rollout_env_steps_per_s"] else "–"
         print(f"| {r['n_envs']} | {r['steps_per_update']} | {r['compile_s']:.1f} | {r['first_call_s']:.2f} | "
               f"{r['env_steps_per_s']:,.0f} | {rollout} |")

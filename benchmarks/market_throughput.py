@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linprog
 
+from _record import record
 from powerzoojax.case import load_case
 from powerzoojax.core import rollout
 from powerzoojax.market import OPTIMAL, offer_sced, prepare_offer_sced
@@ -111,6 +112,7 @@ def main() -> None:
             rate = n / statistics.median(times)
             optimal = float(np.mean(np.asarray(out.status) == OPTIMAL))
             print(f"| {method} | {n} | {rate:,.0f} | {rate / highs_rate:.1f}× | {optimal:.0%} | {first:.1f} |")
+            record("market SCED", f"case {args.case}, {method}, N={n}", rate, "solves/s", compile_s=first)
         outs[method] = out
 
     # Accuracy of the last (largest) batch against HiGHS.
@@ -156,6 +158,7 @@ def gencos_throughput(n_envs: list[int], n_steps: int, repeats: int) -> None:
             jax.block_until_ready(batched(keys, actions))
             times.append(time.perf_counter() - t0)
         print(f"| {n} | {n * n_steps / statistics.median(times):,.0f} | {first:.1f} |")
+        record("market GenCos env", f"N={n}", n * n_steps / statistics.median(times), "env-steps/s", compile_s=first)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 
+from _record import record  # noqa: E402
 from powerzoojax.case import load_case  # noqa: E402
 from powerzoojax.physics import DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup  # noqa: E402
 
@@ -133,6 +134,8 @@ def main():
                         gaps.append(abs(float(out.objective[i]) - ref.fun) / abs(ref.fun))
                 opt = float(np.mean(np.asarray(out.status) == DCOPF_OPTIMAL))
                 print(f"| {case_id} | {'rated 150 MW' if rated else 'case'} | {n_mon} | {n} | {t_compile:.2f} | {med * 1e3:.3f} | {n / med:,.0f} | {opt:.2f} | {max(gaps):.1e} |", flush=True)
+                record("DC-OPF", f"case {case_id}, {'rated 150 MW' if rated else 'case'} limits, N={n}", n / med,
+                       "solves/s", compile_s=t_compile)
             loads_np = _instances(case, n_ref, seed=1)
             t0 = time.perf_counter()
             for i in range(n_ref):
@@ -181,6 +184,7 @@ def _ac_opf_section(n_envs, repeats):
             med = statistics.median(times)
             conv = float(np.mean(np.asarray(out.converged)))
             print(f"| jax | {n} | {t_compile:.2f} ({c_compile:.2f}) | {med * 1e3:.2f} | {n / med:,.0f} | {conv:.2f} |", flush=True)
+            record("AC-OPF", f"case 5, N={n}", n / med, "solves/s", compile_s=t_compile)
     frames = CaseFrames("case5")
     ppc = {"version": "2", "baseMVA": float(frames.baseMVA), "bus": np.asarray(frames.bus.values, float),
            "gen": np.asarray(frames.gen.values, float), "branch": np.asarray(frames.branch.values, float),

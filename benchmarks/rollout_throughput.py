@@ -591,6 +591,10 @@ def main(argv=None) -> None:
             if "error" in r:
                 log(f"case {case_id} N={n}: {r['error']}")
             else:
+                from _record import record
+
+                record("seed rollout", f"case {case_id}, N={n}", r["env_steps_per_s"], "env-steps/s",
+                       compile_s=r["compile_s"])
                 log(
                     f"case {case_id} N={n}: {fmt_rate(r['env_steps_per_s'])} env-steps/s, "
                     f"compile {r['compile_s']:.2f} s, first call {r['first_call_s']:.2f} s, "

@@ -140,7 +140,10 @@ def main() -> None:
           f"{args.updates} updates per call\n")
     print("| N envs | env steps / update | first compile s | training env-steps/s | rollout-only env-steps/s |")
     print("|---:|---:|---:|---:|---:|")
+    from _record import record
+
     for r in rows:
+        record("PPO training", f"case 5, N={r['n_envs']}", r["env_steps_per_s"], "env-steps/s", compile_s=r["compile_s"])
         print(f"| {r['n_envs']} | {r['steps_per_update']:,} | {r['compile_s']:.1f} | {r['env_steps_per_s']:,.0f} | {r['rollout_env_steps_per_s']:,.0f} |")
     if args.json:
         with open(args.json, "w") as f:

@@ -39,6 +39,7 @@ import statistics
 import time
 
 import _host_devices  # sets the host-device count before JAX starts
+from _record import record
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,7 +118,7 @@ def time_jax(kind, case_id, n_envs, horizon, repeats, pf_method="fdlf", scenario
 
 
 def ppc_of(case_id):
-    path = os.path.join(os.path.dirname(load_case.__code__.co_filename), "data", f"case{case_id}.npz")
+    path = os.path.join(os.path.dirname(load_case.__code__.co_filename), "data", "matpower", f"case{case_id}.npz")
     d = np.load(path, allow_pickle=True)
     ppc = {"version": "2", "baseMVA": float(d["base_mva"]), "bus": d["bus"].astype(float), "gen": d["gen"].astype(float),
            "branch": d["branch"].astype(float), "gencost": d["gencost"].astype(float)}
@@ -182,6 +183,10 @@ def main():
                 ):
                     sps, first, extra = time_jax(kind, case_id, n, args.horizon, args.repeats, args.pf_method, scenario, mesh, warm)
                     print(f"| {kind} | {case_id} | {n} | {sps:,.0f} | {first:.1f} | {base:,.0f} | {sps / base:,.1f}x | {extra} |", flush=True)
+                    name = {"dcopf": "TransGridEnv DC-OPF", "uc": "UnitCommitmentEnv", "acpf": "TransGridEnv AC PF",
+                            "acopf": "TransGridEnv AC-OPF"}[kind]
+                    record(name, f"case {case_id}, N={n}" + (f", {scenario}" if kind == "acpf" else ""), sps,
+                           "env-steps/s", compile_s=first)
 
 
 if __name__ == "__main__":

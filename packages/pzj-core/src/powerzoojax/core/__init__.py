@@ -13,6 +13,7 @@ if _os.environ.get("POWERZOOJAX_TYPECHECK", "") not in ("", "0"):
     # Installed for the life of the process: later imports (grid, rl, ...) are checked too.
     _install_import_hook(["powerzoojax"], "beartype.beartype")
 
+from powerzoojax.core._distributed import any_process, gather_to_host, init_distributed, is_writer, put_global
 from powerzoojax.core._environment import (
     Environment,
     EnvParams,
@@ -58,6 +59,7 @@ from powerzoojax.core._types import BoolScalar, FloatScalar, Info, IntScalar, Ke
 __all__ = [
     "Invariant", "Trajectory", "not_terminal",
     "ConstraintSpec", "EpisodeTrace", "TaskPolicy", "TaskSpec", "episode_rollout",
+    "any_process", "gather_to_host", "init_distributed", "is_writer", "put_global",
     "ENV_AXIS", "Box", "BoolScalar", "Discrete", "EnvParams", "EnvState", "Environment",
     "FloatScalar", "Info", "IntScalar", "Key", "MultiBinary", "MultiDiscrete", "Space",
     "StepResult", "auto_reset", "batch_reset", "batch_rollout", "batch_step", "bind_step",

@@ -3,6 +3,10 @@
 Nothing here changes the maths: `batch_rollout(..., mesh=m)` equals the unsharded
 call; XLA partitions the `vmap` axis across the mesh's devices and keeps params
 replicated.
+The mesh may span several processes (after
+`powerzoojax.core.init_distributed`): the same jitted call then runs in every
+process, each stepping the envs of its own devices, with global arrays in and out
+(`powerzoojax.core.put_global`, `powerzoojax.core.gather_to_host`).
 """
 
 from collections.abc import Sequence
@@ -19,18 +23,19 @@ ENV_AXIS = "envs"
 
 
 def make_env_mesh(devices: Sequence[jax.Device] | None = None, axis_name: str = ENV_AXIS) -> Mesh:  # pyright: ignore[reportInvalidTypeForm]
-    """A 1-D mesh over `devices` named `axis_name`.
+    """A 1-D mesh named `axis_name` over `devices`.
 
     **Arguments:**
 
-    - `devices`: devices of the mesh; `None` takes all local devices.
-    - `axis_name`: name of the mesh axis.
+    - `devices`: the mesh's devices; default `jax.devices()`, every device of every
+      process (in a single-process run, its local devices), ordered by process.
+    - `axis_name`: the name of the env axis.
 
     **Returns:**
 
-    A `jax.sharding.Mesh`.
+    A `jax.sharding.Mesh` of shape `(len(devices),)`.
     """
-    devs = list(jax.local_devices() if devices is None else devices)
+    devs = list(jax.devices() if devices is None else devices)
     if not devs:
         raise ValueError("make_env_mesh: no devices given")
     return Mesh(np.asarray(devs), (axis_name,))

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import optax
+from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import rollout
 from powerzoojax.core._types import Key
@@ -113,6 +114,7 @@ class IPPOTrainer(UpdateLoop):
     - `agent_ids`: append a one-hot agent index to every observation.
     - `lagrangian`: typed IPPO-Lagrangian (`config.cost_thresholds` required).
     - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
     """
     def __init__(
         self,
@@ -123,6 +125,7 @@ class IPPOTrainer(UpdateLoop):
         agent_ids: bool = False,
         lagrangian: bool = False,
         selected_names: tuple[str, ...] | None = None,
+        mesh: Mesh | None = None,
     ):
         if not isinstance(env, MultiAgentEnvironment):
             raise TypeError(
@@ -187,9 +190,7 @@ class IPPOTrainer(UpdateLoop):
             optax.clip_by_global_norm(config.max_grad_norm),
             optax.adam(config.learning_rate, eps=1e-5),
         )
-        self._jit_train = jax.jit(self.train)
-        self._jit_init = jax.jit(self.init)
-        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+        self._setup_jits(mesh)
 
     # -- policy helpers --------------------------------------------------------------
     def _prep(self, stats: RunningStats, obs: Float[Array, "n_agents obs_dim"]) -> Float[Array, "n_agents in_dim"]:
@@ -265,18 +266,22 @@ class IPPOTrainer(UpdateLoop):
 
     # -- rollout ---------------------------------------------------------------------
     def _collect(self, state: IPPOState, key: Key) -> tuple[dict[str, Array], Any, Array]:
-        policy, obs_stats = state.policy, state.obs_stats
+        def envs(shared, batched):
+            policy, obs_stats = shared
 
-        def act(k, obs, _):
-            x = self._prep(obs_stats, obs)
-            mean, log_std, value = self._forward(policy, x)
-            raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
-            return jnp.clip(raw, -1.0, 1.0), (obs, x, raw, gaussian_log_prob(raw, mean, log_std), value)
+            def act(k, obs, _):
+                x = self._prep(obs_stats, obs)
+                mean, log_std, value = self._forward(policy, x)
+                raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
+                return jnp.clip(raw, -1.0, 1.0), (obs, x, raw, gaussian_log_prob(raw, mean, log_std), value)
 
-        def one_env(k, env_state, obs):
-            return rollout(self.env.step_arrays, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs)
+            def one_env(k, env_state, obs):
+                return rollout(self.env.step_arrays, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs)
 
-        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+            return jax.vmap(one_env)(*batched)
+
+        batched = (jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        env_state, last_obs, outs = self.per_env_shard(envs, (state.policy, state.obs_stats), batched)
         _, rewards, dones, _info, (raw_obs, x, raw, logp, values) = outs
         traj = {"raw_obs": raw_obs, "obs": x, "action": raw, "log_prob": logp, "value": values, "reward": rewards, "done": dones}
         if self.market:
@@ -336,7 +341,9 @@ class IPPOTrainer(UpdateLoop):
             adv = part["advantage"]
             part["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
             cols = cfg.num_envs * len(idx)
-            out[name] = shuffled_minibatches(k, part, cfg.n_steps, cols, cfg.n_minibatches, cfg.minibatch_shuffle)
+            out[name] = self.split_samples(
+                shuffled_minibatches(k, part, cfg.n_steps, cols, cfg.n_minibatches, cfg.minibatch_shuffle), axis=1
+            )
         return out
 
     # -- one update ------------------------------------------------------------------
@@ -470,11 +477,13 @@ class IPPOTrainer(UpdateLoop):
         )
 
     def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(key)
+        state, metrics = self._jit_train(self.place_key(key))
         return self.result(state, metrics)
 
 
-def make_ippo_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
+def make_ippo_train(
+    env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False, mesh: Mesh | None = None
+) -> IPPOTrainer:
     """IPPO with full parameter sharing (`config.algo="ippo"`), one network per agent type
     (`"ippo_typed"`) or typed IPPO-Lagrangian over every constraint channel
     (`"ippo_typed_lagrangian"`).
@@ -484,14 +493,15 @@ def make_ippo_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_id
     - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
     - `agent_ids`: append a one-hot agent index to every observation.
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
 
     **Returns:**
 
     An [`IPPOTrainer`][powerzoojax.rl.algos.IPPOTrainer]; `trainer(key) -> TrainResult`.
     """
     if config.algo == "ippo_typed_lagrangian":
-        return make_ippo_typed_lagrangian_train(env, config, agent_ids=agent_ids)
-    return IPPOTrainer(env, config, typed=config.algo == "ippo_typed", agent_ids=agent_ids)
+        return make_ippo_typed_lagrangian_train(env, config, agent_ids=agent_ids, mesh=mesh)
+    return IPPOTrainer(env, config, typed=config.algo == "ippo_typed", agent_ids=agent_ids, mesh=mesh)
 
 
 def make_ippo_typed_train(env: MultiAgentEnvironment, config: TrainConfig, *, agent_ids: bool = False) -> IPPOTrainer:
@@ -512,7 +522,7 @@ def make_ippo_typed_train(env: MultiAgentEnvironment, config: TrainConfig, *, ag
 
 def make_ippo_typed_lagrangian_train(
     env: MultiAgentEnvironment, config: TrainConfig, *, selected_names: tuple[str, ...] | None = None,
-    agent_ids: bool = False,
+    agent_ids: bool = False, mesh: Mesh | None = None,
 ) -> IPPOTrainer:
     """Typed IPPO-Lagrangian: per-type actor-critics with cost heads and one team `λ`.
 
@@ -525,12 +535,15 @@ def make_ippo_typed_lagrangian_train(
       `config.cost_thresholds` is required.
     - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
     - `agent_ids`: append a one-hot agent index to every observation.
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
 
     **Returns:**
 
     An [`IPPOTrainer`][powerzoojax.rl.algos.IPPOTrainer].
     """
-    return IPPOTrainer(env, config, typed=True, agent_ids=agent_ids, lagrangian=True, selected_names=selected_names)
+    return IPPOTrainer(
+        env, config, typed=True, agent_ids=agent_ids, lagrangian=True, selected_names=selected_names, mesh=mesh
+    )
 
 
 def _in_size(net: ActorCritic) -> int:

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import optax
+from jax.sharding import Mesh
 from jaxtyping import Array, Bool, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
@@ -264,9 +265,10 @@ class PPOTrainer(UpdateLoop):
       `RewardWrapper` over one).
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
     - `lagrangian`: PPO-Lagrangian (needs a `SafeRLWrapper`).
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
     """
 
-    def __init__(self, env: Any, config: TrainConfig, *, lagrangian: bool = False):
+    def __init__(self, env: Any, config: TrainConfig, *, lagrangian: bool = False, mesh: Mesh | None = None):
         space = env.action_space()
         if not isinstance(space, Box) or len(space.shape) != 1:
             raise NotImplementedError(
@@ -316,9 +318,7 @@ class PPOTrainer(UpdateLoop):
             optax.clip_by_global_norm(config.max_grad_norm),
             optax.adam(config.learning_rate, eps=1e-5),
         )
-        self._jit_train = jax.jit(self.train)
-        self._jit_init = jax.jit(self.init)
-        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+        self._setup_jits(mesh)
 
     # -- policy helpers --------------------------------------------------------------
     def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:
@@ -383,25 +383,34 @@ class PPOTrainer(UpdateLoop):
         )
 
     # -- rollout ---------------------------------------------------------------------
+    def _sample_action(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, k: Key, obs: Array) -> tuple[Array, tuple]:
+        """A stochastic env action and what the update keeps of it: raw and normalised obs,
+        the stored sample, its log-prob and the critic's values."""
+        nobs = self._norm_obs(obs_stats, obs)
+        if isinstance(policy, BetaActorCritic):
+            alpha, beta, values = policy(nobs)
+            x = beta_sample(k, alpha, beta)  # in (0, 1); stored as sampled
+            return self.to_env_action(2.0 * x - 1.0), (obs, nobs, x, beta_log_prob(x, alpha, beta), values)
+        mean, log_std, values = policy(nobs)
+        raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
+        return self.to_env_action(raw), (obs, nobs, raw, gaussian_log_prob(raw, mean, log_std), values)
+
     def _collect(self, state: TrainState, key: Key) -> tuple[dict[str, Array], Any, Array]:
-        policy, obs_stats = state.policy, state.obs_stats
+        def envs(shared, batched):
+            policy, obs_stats = shared
 
-        def act(k, obs, _):
-            nobs = self._norm_obs(obs_stats, obs)
-            if isinstance(policy, BetaActorCritic):
-                alpha, beta, values = policy(nobs)
-                x = beta_sample(k, alpha, beta)  # in (0, 1); stored as sampled
-                return self.to_env_action(2.0 * x - 1.0), (obs, nobs, x, beta_log_prob(x, alpha, beta), values)
-            mean, log_std, values = policy(nobs)
-            raw = mean + jnp.exp(log_std) * jr.normal(k, mean.shape)
-            return self.to_env_action(raw), (obs, nobs, raw, gaussian_log_prob(raw, mean, log_std), values)
+            def act(k, obs, _):
+                return self._sample_action(policy, obs_stats, k, obs)
 
-        def one_env(k, env_state, obs):
-            return rollout(
-                self.env.step_auto_reset, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs
-            )
+            def one_env(k, env_state, obs):
+                return rollout(
+                    self.env.step_auto_reset, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs
+                )
 
-        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+            return jax.vmap(one_env)(*batched)
+
+        batched = (jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        env_state, last_obs, outs = self.per_env_shard(envs, (state.policy, state.obs_stats), batched)
         if self.env.emits_costs:
             _, rewards, costs, dones, info, aux = outs
         else:
@@ -496,7 +505,7 @@ class PPOTrainer(UpdateLoop):
             return (eqx.apply_updates(policy, updates), opt_state), stats
 
         def epoch(carry, k):
-            return jax.lax.scan(minibatch_step, carry, self._shuffle(k, batch))
+            return jax.lax.scan(minibatch_step, carry, self.split_samples(self._shuffle(k, batch), axis=1))
 
         (policy, opt_state), loss_stats = jax.lax.scan(
             epoch, (state.policy, state.opt_state), jr.split(k_epochs, cfg.n_epochs)
@@ -570,7 +579,7 @@ class PPOTrainer(UpdateLoop):
         )
 
     def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(key)
+        state, metrics = self._jit_train(self.place_key(key))
         return self.result(state, metrics)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
@@ -588,7 +597,7 @@ class PPOTrainer(UpdateLoop):
         return jax.jit(lambda obs: self.deterministic_action(policy, stats, obs))
 
 
-def make_ppo_train(env: Any, config: TrainConfig) -> PPOTrainer:
+def make_ppo_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> PPOTrainer:
     """PPO on a bound wrapper (`LogWrapper`, `SafeRLWrapper` — costs only logged —,
     `SauteWrapper` or a `RewardWrapper`).
 
@@ -596,21 +605,23 @@ def make_ppo_train(env: Any, config: TrainConfig) -> PPOTrainer:
 
     - `env`: the wrapper.
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
 
     **Returns:**
 
     A [`PPOTrainer`][powerzoojax.rl.algos.PPOTrainer]; `trainer(key) -> TrainResult`.
     """
-    return PPOTrainer(env, config, lagrangian=False)
+    return PPOTrainer(env, config, lagrangian=False, mesh=mesh)
 
 
-def make_cmdp_train(env: Any, config: TrainConfig) -> PPOTrainer:
+def make_cmdp_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> PPOTrainer:
     """PPO-Lagrangian on a `SafeRLWrapper` (or a `RewardWrapper` over one).
 
     **Arguments:**
 
     - `env`: the wrapper.
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
 
     **Returns:**
 
@@ -621,4 +632,4 @@ def make_cmdp_train(env: Any, config: TrainConfig) -> PPOTrainer:
             "make_cmdp_train needs a SafeRLWrapper (6-tuple step with the selected costs), got "
             f"{type(env).__name__}; wrap the env with SafeRLWrapper(env, params, selected_names=..., cost_thresholds=...)"
         )
-    return PPOTrainer(env, config, lagrangian=True)
+    return PPOTrainer(env, config, lagrangian=True, mesh=mesh)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import optax
+from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
@@ -164,6 +165,7 @@ class SACTrainer(UpdateLoop):
     - `batch_size`: transitions per gradient step.
     - `tau`: Polyak rate of the target critics.
     - `learning_starts`: env steps before the first gradient step.
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
     """
 
     def __init__(
@@ -175,6 +177,7 @@ class SACTrainer(UpdateLoop):
         batch_size: int = 256,
         tau: float = 0.005,
         learning_starts: int = 0,
+        mesh: Mesh | None = None,
     ):
         space = env.action_space()
         if not isinstance(space, Box) or len(space.shape) != 1:
@@ -205,9 +208,7 @@ class SACTrainer(UpdateLoop):
             return optax.chain(optax.zero_nans(), optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
         self.actor_optim, self.critic_optim, self.alpha_optim = opt(), opt(), optax.adam(config.learning_rate)
-        self._jit_train = jax.jit(self.train)
-        self._jit_init = jax.jit(self.init)
-        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+        self._setup_jits(mesh)
 
     def to_env_action(self, a: Float[Array, "*b a"]) -> Float[Array, "*b a"]:
         """Map policy actions in [-1, 1] (clipped) onto the env's action box.
@@ -265,19 +266,23 @@ class SACTrainer(UpdateLoop):
 
     # -- rollout ---------------------------------------------------------------------
     def _collect(self, state: SACState, key: Key) -> tuple[dict[str, Array], Any, Array]:
-        actor = state.policy
+        def envs(shared, batched):
+            actor, random_phase = shared
+
+            def act(k, obs, _):
+                k_pol, k_rand = jr.split(k)
+                a, _ = actor.sample(k_pol, obs)
+                a = jnp.where(random_phase, jr.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0), a)
+                return self.to_env_action(a), (obs, a)
+
+            def one_env(k, s, o):
+                return rollout(self.env.step_auto_reset, k, s, length=self.config.n_steps, policy=act, init_obs=o)
+
+            return jax.vmap(one_env)(*batched)
+
         random_phase = state.update * self.batch_size < self.learning_starts
-
-        def act(k, obs, _):
-            k_pol, k_rand = jr.split(k)
-            a, _ = actor.sample(k_pol, obs)
-            a = jnp.where(random_phase, jr.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0), a)
-            return self.to_env_action(a), (obs, a)
-
-        def one_env(k, s, o):
-            return rollout(self.env.step_auto_reset, k, s, length=self.config.n_steps, policy=act, init_obs=o)
-
-        env_state, last_obs, outs = jax.vmap(one_env)(jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        batched = (jr.split(key, self.config.num_envs), state.env_state, state.obs)
+        env_state, last_obs, outs = self.per_env_shard(envs, (state.policy, random_phase), batched)
         if self.env.emits_costs:
             next_obs, rewards, _, dones, _, (obs, actions) = outs
         else:
@@ -304,7 +309,7 @@ class SACTrainer(UpdateLoop):
         actor, critic, target, log_alpha, a_opt, c_opt, al_opt, buffer, fill, scale = carry
         k_idx, k_c, k_a = jr.split(key, 3)
         idx = jr.randint(k_idx, (self.sample_size,), 0, jnp.maximum(fill, 1))
-        mb = jax.tree.map(lambda x: x[idx], buffer)
+        mb = self.split_samples(jax.tree.map(lambda x: x[idx], buffer))
         mb["reward"] = mb["reward"] * scale
         alpha = jnp.exp(log_alpha)
         c_loss, c_grads = eqx.filter_value_and_grad(self._critic_loss)(critic, actor, target, alpha, mb, k_c)
@@ -393,7 +398,7 @@ class SACTrainer(UpdateLoop):
         return TrainResult(params=state.policy, metrics=metrics, config=self.config, env_name=self.env.name, checkpoints=checkpoints)
 
     def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(key)
+        state, metrics = self._jit_train(self.place_key(key))
         return self.result(state, metrics)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
@@ -418,7 +423,7 @@ def make_sac_train(env: Any, config: TrainConfig, **kwargs: Any) -> SACTrainer:
 
     - `env`: the wrapper.
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
-    - `**kwargs`: `buffer_size`, `batch_size`, `tau`, `learning_starts` of
+    - `**kwargs`: `buffer_size`, `batch_size`, `tau`, `learning_starts`, `mesh` of
       [`SACTrainer`][powerzoojax.rl.algos.SACTrainer].
 
     **Returns:**

@@ -1,8 +1,20 @@
 """The outer training loop every trainer shares: periodic evaluation inside the compiled
-update, chunked runs for checkpointing, and whole runs as one scan over updates.
+update, chunked runs for checkpointing, whole runs as one scan over updates, and the
+placement of a run on a device mesh.
 
 A trainer provides `init(key)`, `update(state) -> (state, metrics)`, `n_updates`
 and `eval_every`; its data always comes through the one rollout kernel.
+
+Data parallelism (`mesh=`, a 1-D mesh over the devices of one or many processes): the
+training state's per-env fields (`ENV_FIELDS`) are split over the mesh along the
+env axis and everything else (policy, optimiser state, statistics, replay buffer, key)
+is replicated; the compiled chunk is one program over these global arrays. The rollout
+runs per device on its own envs (`shard_map`: no communication inside an env step, so
+a batched solver's loop stops on its own envs' test); the learning step is left to
+XLA's partitioner (sharded `jit`), which splits the minibatches over the devices and
+inserts the all-reduces of the gradients, the batch statistics and the metrics. The
+maths is the single-device trainer's: the same keys give the same run on any number of
+devices and processes, up to the order of floating-point reductions.
 """
 
 from collections.abc import Callable
@@ -14,9 +26,15 @@ import jax.numpy as jnp
 from jaxtyping import Array, PyTree
 
 import jax.random as jr
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from powerzoojax.core import Key, rollout
 from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.core._distributed import put_global
+
+# Fields of a training state whose leaves have the env axis first (split over the mesh).
+ENV_FIELDS = ("env_state", "obs", "discounted_return", "episode_return")
 
 
 def nan_like(tree: PyTree) -> PyTree:
@@ -60,6 +78,91 @@ class UpdateLoop:
     config: TrainConfig
     n_updates: int
     eval_every: int
+    mesh: Mesh | None = None
+
+    # -- placement on a mesh -------------------------------------------------------------
+    def _setup_jits(self, mesh: Mesh | None) -> None:
+        """Compile-on-first-call functions of the run: plain ``jit`` without a mesh, sharded
+        ``jit`` (env fields split, the rest replicated) with one."""
+        if mesh is not None:
+            if not isinstance(mesh, Mesh) or len(mesh.axis_names) != 1:
+                raise ValueError(f"trainer mesh must be a 1-D jax.sharding.Mesh (make_env_mesh()), got {mesh!r}")
+            n_dev = mesh.devices.size
+            if self.config.num_envs % n_dev:
+                raise ValueError(
+                    f"num_envs = {self.config.num_envs} must be divisible by the {n_dev} devices of the mesh "
+                    "(every device steps the same number of envs)"
+                )
+        self.mesh = mesh
+        if mesh is None:
+            self._jit_train = jax.jit(self.train)
+            self._jit_init = jax.jit(self.init)
+            self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+            return
+        rep = NamedSharding(mesh, PartitionSpec())
+        state = self.state_shardings()
+        self._jit_init = jax.jit(self.init, in_shardings=(rep,), out_shardings=state)
+        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1, in_shardings=(state,), out_shardings=(state, rep))
+        self._jit_train = jax.jit(self.train, in_shardings=(rep,), out_shardings=(state, rep))
+
+    def state_shardings(self) -> Any:
+        """The sharding of every leaf of the training state: :data:`ENV_FIELDS` split along
+        their leading (env) axis over the mesh, every other leaf replicated."""
+        if self.mesh is None:
+            raise ValueError("state_shardings: this trainer has no mesh")
+        cached = getattr(self, "_state_shardings", None)
+        if cached is not None:
+            return cached
+        split = NamedSharding(self.mesh, PartitionSpec(self.mesh.axis_names[0]))
+        rep = NamedSharding(self.mesh, PartitionSpec())
+        abstract = jax.eval_shape(self.init, jax.ShapeDtypeStruct((2,), jnp.uint32))
+
+        def sharding(path, _):
+            return split if getattr(path[0], "name", None) in ENV_FIELDS else rep
+
+        self._state_shardings = jax.tree_util.tree_map_with_path(sharding, abstract)
+        return self._state_shardings
+
+    def place_key(self, key: Key) -> Key:
+        """``key`` as the compiled functions take it (replicated over the mesh when there is one)."""
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jr.key_data(key)
+        if self.mesh is None:
+            return key
+        return put_global(np.asarray(key), NamedSharding(self.mesh, PartitionSpec()))
+
+    def place_state(self, state: Any) -> Any:
+        """A training state held on the host (a loaded checkpoint) laid out as the compiled
+        chunk takes it: on the mesh with :meth:`state_shardings` when there is one."""
+        if self.mesh is None:
+            return state
+        return put_global(state, self.state_shardings())
+
+    def per_env_shard(self, fn: Callable[[Any, Any], Any], shared: Any, batched: Any) -> Any:
+        """``fn(shared, batched)`` where every leaf of ``batched`` and of the output has the env
+        axis first. With a mesh, each device runs ``fn`` on its own slice of the envs
+        (``shared`` replicated); nothing crosses devices inside."""
+        if self.mesh is None:
+            return fn(shared, batched)
+        spec = PartitionSpec(self.mesh.axis_names[0])
+        # check_vma=False: the envs' loops start from constants, which shard_map's
+        # varying-axis check rejects although each device computes its own slice only.
+        return jax.shard_map(fn, mesh=self.mesh, in_specs=(PartitionSpec(), spec), out_specs=spec, check_vma=False)(
+            shared, batched
+        )
+
+    def split_samples(self, tree: Any, axis: int = 0) -> Any:
+        """Ask XLA to split ``axis`` (a sample axis) of every leaf over the mesh, so each device
+        computes the loss and gradient of its share of a minibatch (XLA then all-reduces the
+        gradient). A no-op without a mesh or when the axis does not divide evenly."""
+        if self.mesh is None:
+            return tree
+        n_dev = self.mesh.devices.size
+        leaves = jax.tree.leaves(tree)
+        if not leaves or any(x.ndim <= axis or x.shape[axis] % n_dev for x in leaves):
+            return tree
+        spec = PartitionSpec(*([None] * axis), self.mesh.axis_names[0])
+        return jax.lax.with_sharding_constraint(tree, NamedSharding(self.mesh, spec))
 
     def init(self, key: Key) -> Any:
         """The state of a run before its first update.
@@ -114,15 +217,21 @@ class UpdateLoop:
         the one rollout kernel; returns the rollout's stacked outputs (episode axis first)."""
         n = self.config.eval_num_episodes
         k_reset, k_roll = jr.split(key)
-        obs, env_state = jax.vmap(reset)(jr.split(k_reset, n))
 
         def policy(k, o, _):
             return act(o), ()
 
-        def one_env(k, s, o):
+        def one_env(k_reset, k):
+            o, s = reset(k_reset)
             return rollout(step, k, s, length=self.env.max_steps, policy=policy, init_obs=o)[2]
 
-        return jax.vmap(one_env)(jr.split(k_roll, n), env_state, obs)
+        def episodes(_, keys):
+            return jax.vmap(one_env)(*keys)
+
+        keys = (jr.split(k_reset, n), jr.split(k_roll, n))
+        if self.mesh is not None and n % self.mesh.devices.size == 0:
+            return self.per_env_shard(episodes, None, keys)
+        return episodes(None, keys)
 
     def run_chunk(self, state: Any, n_updates: int) -> tuple[Any, dict[str, Array]]:
         """`n_updates` updates in one scan; updates past the run's total are skipped (NaN metrics)."""

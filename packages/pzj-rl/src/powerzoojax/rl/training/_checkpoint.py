@@ -7,6 +7,10 @@ Lagrange multipliers — so a resumed run continues bit for bit. The sidecar
 came from one), the update and env-step counts, the metric rows so far and the SHA-256
 of the `.eqx` bytes; both files are written atomically, the sidecar last, so a
 checkpoint without a sidecar is an unfinished write and is ignored.
+
+A checkpoint holds the global state whatever the run's device layout: a state split over
+the devices of several processes is gathered first, and process 0 writes it. Any number
+of processes and devices can resume from it.
 """
 
 import io
@@ -20,6 +24,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 from powerzoojax.rl.algos._config import HOST_ONLY_FIELDS
+from powerzoojax.core._distributed import gather_to_host, is_writer
 from powerzoojax.rl.algos._files import atomic_write, sha256_bytes, sha256_file
 
 CHECKPOINT_FORMAT = 2
@@ -47,7 +52,13 @@ def save_checkpoint(
     - `state`: the training state.
     - `rows`: the metric rows so far.
     - `preset`: name of the preset, recorded so `load_policy` can rebuild the env.
+
+    In a multi-process run every process calls it (the state's env-split leaves are
+    gathered from all of them) and process 0 writes.
     """
+    state = gather_to_host(state)
+    if not is_writer():
+        return
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     buffer = io.BytesIO()
     eqx.tree_serialise_leaves(buffer, state)

@@ -16,6 +16,13 @@ names the result file and the rest goes next to it. `--resume` takes a checkpoin
 a run folder, continues that run (same preset and config; only `--total_timesteps`
 may grow) and writes into the same folder. Prints the result summary as JSON.
 
+Several processes (one per host, or per GPU): start the same command in each with
+``--coordinator HOST:PORT --num-processes P --process-id I`` (or ``--distributed`` under
+SLURM / Open MPI, where JAX reads them from the environment). The env batch
+(``--num_envs``, the global batch) is split over every device of every process, process
+0 writes the output folder, and every process can ``--resume`` from it. ``--mesh`` splits
+the batch over the devices of a single process.
+
 Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad config, output
 folder problem, unusable checkpoint), 3 not implemented, 4 training diverged, 128 +
 the signal number when SIGINT / SIGTERM stopped training (after checkpointing).
@@ -155,8 +162,42 @@ def _train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--progress", dest="progress", action="store_true", default=None,
                         help="force the progress line (default: live line on a terminal, plain lines every few seconds otherwise)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line")
+    group = parser.add_argument_group(
+        "several devices and processes",
+        "train data-parallel: the env batch split over every device of every process (jax.distributed)",
+    )
+    group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0's coordinator (with "
+                       "--num-processes and --process-id)")
+    group.add_argument("--num-processes", type=int, metavar="P", help="processes in the run")
+    group.add_argument("--process-id", type=int, metavar="I", help="this process's rank, 0 .. P-1")
+    group.add_argument("--distributed", action="store_true", help="join a multi-process run whose coordinator, "
+                       "size and rank JAX detects from the cluster (SLURM, Open MPI)")
+    group.add_argument("--heartbeat-timeout", type=int, metavar="SECONDS", default=None,
+                       help="seconds before a silent process counts as dead and the others stop (default: 30)")
+    group.add_argument("--mesh", action="store_true", help="split the env batch over this process's devices "
+                       "(implied in a multi-process run)")
     add_config_flags(parser)
     return parser
+
+
+def _start_distributed(args: argparse.Namespace) -> tuple[bool, str | None]:
+    """Join the multi-process run the flags describe, before anything computes with JAX;
+    ``(whether a mesh is wanted, error message)``."""
+    explicit = [args.coordinator, args.num_processes, args.process_id]
+    if all(v is None for v in explicit) and not args.distributed:
+        if args.heartbeat_timeout is not None:
+            return False, "--heartbeat-timeout needs a multi-process run (--coordinator ... or --distributed)"
+        return bool(args.mesh), None
+    if args.distributed and any(v is not None for v in explicit):
+        return False, "--distributed detects the coordinator, size and rank; do not also give --coordinator/--num-processes/--process-id"
+    from powerzoojax.core._distributed import DEFAULT_HEARTBEAT_TIMEOUT_S, init_distributed
+
+    timeout = DEFAULT_HEARTBEAT_TIMEOUT_S if args.heartbeat_timeout is None else args.heartbeat_timeout
+    try:
+        init_distributed(args.coordinator, args.num_processes, args.process_id, heartbeat_timeout_s=timeout)
+    except ValueError as err:
+        return False, str(err)
+    return True, None
 
 
 def _fail(code: int, message: str) -> int:
@@ -185,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         _print_presets(sys.stdout)
         return 0
+    want_mesh, problem = _start_distributed(args)
+    if problem is not None:
+        return _fail(EXIT_BAD_INPUT, problem)
 
     from powerzoojax.rl.algos._config import ConfigFileError, load_config
     from powerzoojax.rl.algos._files import OutputDirError
@@ -226,10 +270,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             output_dir = output
             result_path = os.path.join(output_dir, "result.json")
+    mesh = None
+    if want_mesh:
+        from powerzoojax.core import make_env_mesh
+
+        mesh = make_env_mesh()
     try:
         result = train(
             preset, config=config, seed=seed, output_dir=output_dir, progress=args.progress, resume_from=resume,
-            checkpoint_every=args.checkpoint_every, **overrides,
+            checkpoint_every=args.checkpoint_every, mesh=mesh, **overrides,
         )
     except NotImplementedError as err:
         return _fail(EXIT_NOT_IMPLEMENTED, str(err))
@@ -241,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(EXIT_BAD_INPUT, str(err))
     except (TypeError, ValueError) as err:
         return _fail(EXIT_BAD_INPUT, str(err))
+    from powerzoojax.core._distributed import is_writer
+
+    if not is_writer():
+        return 0
     if result_path is not None and output_dir is not None and result_path != os.path.join(output_dir, "result.json"):
         result.save(result_path, preset=preset)
     print(json.dumps(_json_ready(result.summary), indent=2))

@@ -15,6 +15,13 @@ Between chunks the host also checks the run's health: a non-finite loss, gradien
 or policy parameter stops training with [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] (the last good
 checkpoint stays on disk); SIGINT / SIGTERM stop it after the current chunk with
 [`TrainingInterrupted`][powerzoojax.rl.training.TrainingInterrupted], once the checkpoint, metrics and plot so far are written.
+Several processes (a trainer built with a mesh over their devices, after
+`powerzoojax.core.init_distributed`): every process runs this same driver with the
+same arguments. The metrics are replicated, so every process takes the same decisions;
+decisions one process can reach alone (a signal, an unwritable output folder) are
+or-ed over the processes first. Process 0 alone writes files and prints progress;
+checkpoints gather the env-split state from all processes before it writes them, and
+every process reads the checkpoint it resumes from.
 """
 
 import contextlib
@@ -28,10 +35,11 @@ from typing import Any
 
 import jax
 import numpy as np
+from powerzoojax.core._distributed import any_process, is_writer
 from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._files import OutputDirError, atomic_write, check_output_dir
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.training._checkpoint import learned_state_is_finite, load_checkpoint, save_checkpoint
-from powerzoojax.rl.algos._files import atomic_write, check_output_dir
 from powerzoojax.rl.training._loggers import check_logger_folder, make_progress, open_loggers
 from powerzoojax.rl.training._report import metric_rows, plot_learning_curve, write_metrics
 from powerzoojax.rl.training._units import channel_units
@@ -172,9 +180,12 @@ def run_training(
                                          or checkpoint_every < 1):
         raise ValueError(f"run_training: checkpoint_every must be a positive number of updates, got {checkpoint_every!r}")
     chunked = show or output_dir is not None or resume_from is not None or record or cfg.n_checkpoints > 1
+    writer = is_writer()
+    show = show and writer
     if output_dir is not None:
-        check_output_dir(output_dir)
-    check_logger_folder(cfg, output_dir)
+        _check_output_dir_everywhere(output_dir, writer)
+    if writer:
+        check_logger_folder(cfg, output_dir)
     if not chunked:
         result = trainer(key)
         problem = divergence(metric_rows({k: np.asarray(v) for k, v in result.metrics.items()}), list(result.metrics), 0)
@@ -183,14 +194,15 @@ def run_training(
         return result
 
     units = channel_units(trainer.env)
-    if output_dir is not None:
+    if output_dir is not None and writer:
         from powerzoojax.rl.algos._config import config_yaml
 
         atomic_write(os.path.join(output_dir, "config.yaml"), config_yaml(cfg))
     if resume_from is not None:
         state, rows = load_checkpoint(resume_from, trainer, key)
+        state = trainer.place_state(state)
     else:
-        state, rows = trainer._jit_init(key), []
+        state, rows = trainer._jit_init(trainer.place_key(key)), []
     size = trainer.eval_every if record else chunk_size(n_updates, n_reports)
     every = size if checkpoint_every is None else checkpoint_every
     size = size if record else min(size, every)
@@ -204,7 +216,8 @@ def run_training(
     last_path = None
     bar = make_progress(cfg, n_updates, trainer.batch_size, int(state.update), stream) if show else None
     checkpoints = []
-    sinks = open_loggers(cfg, output_dir, first_step=(int(state.update) + 1) * trainer.batch_size, run_name=preset)
+    # Process 0 alone writes: the other processes open no sink.
+    sinks = open_loggers(cfg, output_dir if writer else None, first_step=(int(state.update) + 1) * trainer.batch_size, run_name=preset)
     logged = [len(rows)]  # rows restored from a checkpoint were logged by the run that wrote them
 
     def log_rows() -> None:
@@ -219,7 +232,7 @@ def run_training(
         return os.path.join(output_dir, "checkpoints", f"update_{update:06d}.eqx")
 
     def write_outputs() -> None:
-        if output_dir is None or not rows:
+        if output_dir is None or not rows or not writer:
             return
         log_rows()
         write_metrics(rows, output_dir)
@@ -254,7 +267,8 @@ def run_training(
             if bar is not None:
                 bar.chunk_done(done, done - before, rows)
             due_mark = [m for m in marks if last_kept < m <= done]
-            due = (done // every > last_saved // every) or done >= n_updates or bool(due_mark) or bool(received)
+            stop = any_process(bool(received))
+            due = (done // every > last_saved // every) or done >= n_updates or bool(due_mark) or stop
             if output_dir is not None and due:
                 last_path = checkpoint_path(done)
                 save_checkpoint(last_path, trainer, state, rows, preset=preset)
@@ -262,21 +276,37 @@ def run_training(
             if due_mark and (output_dir is not None or cfg.n_checkpoints > 1):
                 checkpoints.append((done * trainer.batch_size, state.policy))
                 last_kept = done
-            if received:
+            if stop:
                 write_outputs()
                 if bar is not None:
                     bar.close()
-                name = signal.Signals(received[0]).name
+                signum = received[0] if received else signal.SIGTERM
+                name = signal.Signals(signum).name if received else "a signal to another process"
                 where = f"checkpoint {last_path}" if last_path else "no checkpoint (no output folder)"
                 raise TrainingInterrupted(
-                    f"training stopped by {name} after update {done} of {n_updates}; {where}", received[0], last_path
+                    f"training stopped by {name} after update {done} of {n_updates}; {where}", signum, last_path
                 )
             log_rows()
     if bar is not None:
         bar.close()
     result = trainer.result(state, _result_metrics(rows), tuple(checkpoints) if checkpoints else None)
     result = result.with_run_info(env_name=preset, cost_units=units)
-    if output_dir is not None and rows:
+    if output_dir is not None and rows and writer:
         write_outputs()
         result.save(os.path.join(output_dir, "result.json"), preset=preset)
     return result
+
+
+def _check_output_dir_everywhere(output_dir: str, writer: bool) -> None:
+    """Process 0 checks the folder it will write; every process learns the outcome, so no
+    process starts training (and waits in a collective) for a run that cannot be kept."""
+    problem = None
+    if writer:
+        try:
+            check_output_dir(output_dir)
+        except OutputDirError as err:
+            problem = err
+    if any_process(problem is not None):
+        raise problem if problem is not None else OutputDirError(
+            f"output folder problem: process 0 cannot write to {output_dir}"
+        )

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from jax.sharding import Mesh
 from jaxtyping import Array
 from powerzoojax.core import Environment, rollout
 from powerzoojax.core._types import Key
@@ -30,7 +31,7 @@ AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_ty
 _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
 
 
-def make_train(env: Any, config: TrainConfig) -> Any:
+def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> Any:
     """The trainer for `config.algo` on a bound wrapper: `trainer(key) -> TrainResult`.
 
     `ppo` takes any single-agent wrapper; `saute_ppo` needs a `SauteWrapper` (the caller
@@ -45,6 +46,7 @@ def make_train(env: Any, config: TrainConfig) -> Any:
 
     - `env`: the bound wrapper or multi-agent adapter.
     - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
 
     **Returns:**
 
@@ -69,15 +71,15 @@ def make_train(env: Any, config: TrainConfig) -> Any:
     if algo in _NOT_YET:
         raise NotImplementedError(f"algo={algo!r}: {_NOT_YET[algo]}. Available now: {list(AVAILABLE_ALGOS)}")
     if algo == "ppo":
-        return make_ppo_train(env, config)
+        return make_ppo_train(env, config, mesh=mesh)
     if algo == "sac":
         from powerzoojax.rl.algos._sac import make_sac_train
 
-        return make_sac_train(env, config)
+        return make_sac_train(env, config, mesh=mesh)
     if algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
         from powerzoojax.rl.algos._ippo import make_ippo_train
 
-        return make_ippo_train(env, config)
+        return make_ippo_train(env, config, mesh=mesh)
     if algo == "saute_ppo":
         inner = env.wrapped if isinstance(env, RewardWrapper) else env
         if not isinstance(inner, SauteWrapper):
@@ -85,9 +87,9 @@ def make_train(env: Any, config: TrainConfig) -> Any:
                 "algo='saute_ppo' trains PPO on a SauteWrapper; wrap the env first, e.g. "
                 "SauteWrapper(env, params, selected_names=..., cost_thresholds=..., unsafe_reward=...)"
             )
-        return make_ppo_train(env, config)
+        return make_ppo_train(env, config, mesh=mesh)
     if algo == "ppo_lagrangian":
-        return make_cmdp_train(env, config)
+        return make_cmdp_train(env, config, mesh=mesh)
     raise ValueError(f"unknown algo {algo!r}")  # pragma: no cover - TrainConfig validates algo
 
 
@@ -114,7 +116,7 @@ def _as_saute(env: Any, config: TrainConfig) -> SauteWrapper:
 
 def build_trainer(
     preset_or_env: str | Any, config: TrainConfig | None = None, reward_fn: Callable | None = None, seed: int = 42,
-    **overrides: Any,
+    *, mesh: Mesh | None = None, **overrides: Any,
 ) -> tuple[Any, str | None]:
     """The trainer `train` runs, and the preset name (None for an env): see [`train`][powerzoojax.rl.training.train]."""
     if isinstance(preset_or_env, str):
@@ -140,7 +142,7 @@ def build_trainer(
         env = _as_saute(env, config)
     if reward_fn is not None:
         env = RewardWrapper(env, reward_fn)
-    return make_train(env, config), preset_name
+    return make_train(env, config, mesh=mesh), preset_name
 
 
 def train(
@@ -153,6 +155,7 @@ def train(
     progress: bool | None = None,
     resume_from: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
+    mesh: Mesh | None = None,
     **overrides: Any,
 ) -> TrainResult:
     """Train from a preset name or an env in one call.
@@ -174,6 +177,8 @@ def train(
       checkpoint), `checkpoint_every`: passed to the host driver
       [`run_training`][powerzoojax.rl.run_training] (metrics files, plot, checkpoints,
       status line, divergence and signal handling).
+    - `mesh`: train data-parallel over its devices (see `make_train`); in a multi-process
+      run every process calls `train` with the same arguments and process 0 writes the files.
     - `**overrides`: config fields, applied with `config.replace(seed=seed, **overrides)`.
 
     **Returns:**
@@ -182,7 +187,7 @@ def train(
     """
     from powerzoojax.rl.training._checkpoint import resolve_checkpoint
 
-    trainer, preset_name = build_trainer(preset_or_env, config, reward_fn, seed, **overrides)
+    trainer, preset_name = build_trainer(preset_or_env, config, reward_fn, seed, mesh=mesh, **overrides)
     return run_training(
         trainer,
         jr.PRNGKey(seed),
