@@ -187,6 +187,7 @@ class TaskSpec(Protocol):
 
         A dict of metric name to float.
         """
+        ...
 
     def baseline_names(self) -> tuple[str, ...]:
         """Names of the task's baseline policies.
@@ -195,6 +196,7 @@ class TaskSpec(Protocol):
 
         A tuple of names accepted by `baseline_rollout`.
         """
+        ...
 
     def constraint_spec(self) -> ConstraintSpec:
         """The cost channels the task constrains.
@@ -203,3 +205,4 @@ class TaskSpec(Protocol):
 
         A [`ConstraintSpec`][powerzoojax.core.ConstraintSpec].
         """
+        ...

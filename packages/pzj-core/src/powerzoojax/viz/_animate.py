@@ -75,20 +75,24 @@ def animate_episode(
         draw_panel(ax, name, s)
     series_axes[-1].set_xlabel(s.time_label)
     cursors = [ax.axvline(s.time[0], color="#d62728", lw=1.2) for ax in series_axes]
-    if network:
+    frame_network = None
+    if network and case is not None:
         net_ax = fig.add_subplot(grid[:, 0])
         pos = network_layout(case)
         equal = has_coordinates(case)
         quantities = [network_quantities(case, s.state_at(int(t))) for t in steps]
         scales = default_scales(case, quantities)
+        frame_network = (case, net_ax, pos, equal, quantities, scales)
     from matplotlib.animation import PillowWriter
 
-    writer = PillowWriter(fps=fps)
+    # The stub says int; the writer takes any positive rate (frame duration 1000 / fps ms).
+    writer = PillowWriter(fps=fps)  # pyright: ignore[reportArgumentType]
     with writer.saving(fig, path, dpi):
         for i, t in enumerate(steps):
             for cursor in cursors:
                 cursor.set_xdata([s.time[t], s.time[t]])
-            if network:
+            if frame_network is not None:
+                case, net_ax, pos, equal, quantities, scales = frame_network
                 net_ax.clear()
                 mappables = draw_network(net_ax, case, pos, quantities[i], scales, labels=case.n_nodes <= 40, equal_aspect=equal)
                 if i == 0:

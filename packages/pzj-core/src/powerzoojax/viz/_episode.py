@@ -52,11 +52,13 @@ def draw_panel(ax: Any, name: str, s: EpisodeSeries) -> None:
             ax.plot(x, s.dispatch.sum(axis=1), color="#e08a00", lw=1.4, ls="--", label="generation")
         ax.set_ylabel("power [MW]")
     elif name == "dispatch":
+        assert s.dispatch is not None  # panels() lists only the panels with data
         bands, labels = _dispatch_bands(s.dispatch)
         ax.stackplot(x, *bands, labels=labels, alpha=0.85)
         ax.set_ylabel("dispatch [MW]")
     elif name == "prices":
         p = s.prices
+        assert p is not None  # panels() lists only the panels with data
         if p.shape[1] == 1:
             ax.plot(x, p[:, 0], color="#2c7fb8", lw=1.6, label="price")
         else:
@@ -64,9 +66,11 @@ def draw_panel(ax: Any, name: str, s: EpisodeSeries) -> None:
             ax.plot(x, np.nanmean(p, axis=1), color="#2c7fb8", lw=1.6, label="bus mean")
         ax.set_ylabel("price [$/MWh]")
     elif name == "reward":
+        assert s.reward is not None  # episode_series always sets one
         ax.plot(x, s.reward, color="#31a354", lw=1.6, label=f"reward (episode sum {np.nansum(s.reward):.4g})")
         ax.set_ylabel("reward per step")
     elif name == "costs":
+        assert s.costs is not None  # panels() lists only the panels with data
         for i, (channel, unit) in enumerate(zip(s.cost_names, s.cost_units)):
             ax.plot(x, s.costs[:, i], lw=1.4, label=f"{channel} [{unit}] (sum {np.nansum(s.costs[:, i]):.4g})")
         ax.set_ylabel("cost per step")

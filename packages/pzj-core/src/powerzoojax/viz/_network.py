@@ -47,12 +47,12 @@ def _host(x: Any) -> np.ndarray:
     return np.asarray(jax.device_get(x), np.float64)
 
 
-def _field(state: Any, names: tuple[str, ...]) -> tuple[str, np.ndarray] | tuple[None, None]:
+def _field(state: Any, names: tuple[str, ...]) -> tuple[str, np.ndarray | None]:
     for name in names:
         value = state.get(name) if isinstance(state, Mapping) else getattr(state, name, None)
         if value is not None:
             return name, _host(value)
-    return None, None
+    return "", None
 
 
 def _known(state: Any) -> bool:
@@ -181,7 +181,7 @@ def draw_network(
     line_cmap = colormaps[_LINE_COLOURS]
     colours = np.tile(mcolors.to_rgba("#8c8c8c"), (case.n_lines, 1))
     widths = np.full(case.n_lines, 1.5)
-    if q.flow is not None:
+    if q.flow is not None and q.loading is not None:  # network_quantities sets both or neither
         rated = np.isfinite(q.loading)
         colours[rated] = line_cmap(line_norm(q.loading[rated]))
         top = float(q.flow.max())
@@ -189,7 +189,9 @@ def draw_network(
             widths = 1.0 + 3.5 * q.flow / top
     colours[~status] = mcolors.to_rgba("#c8c8c8")
     ax.add_collection(LineCollection(
-        segments, colors=colours, linewidths=np.where(status, widths, 1.0),
+        # An (N, 2, 2) array is a sequence of N segments; the stub asks for a Sequence.
+        segments,  # pyright: ignore[reportArgumentType]
+        colors=colours, linewidths=np.where(status, widths, 1.0),
         linestyles=[("solid" if s else (0, (3, 3))) for s in status], zorder=1,
     ))
     v_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=scales.v_low, vmax=scales.v_high)

@@ -127,7 +127,8 @@ def _flatten(trace: Any) -> dict[str, Any]:
     if isinstance(trace, Trajectory):
         return _from_trajectory(trace)
     if isinstance(trace, Mapping) or hasattr(trace, "files"):
-        keys = trace.files if hasattr(trace, "files") else list(trace)
+        # An NpzFile lists its arrays in `files`; a Mapping is narrowed here, hence the ignore.
+        keys = trace.files if hasattr(trace, "files") else list(trace)  # pyright: ignore[reportAttributeAccessIssue]
         flat = {}
         for k in keys:
             v = trace[k]
