@@ -305,8 +305,9 @@ def evaluate_run(
         agent = task.rollout(env, params, k_task, lambda obs, state, k: loaded.policy(obs, k))
         baseline = task.baseline_rollout(env, params, k_task, task.baseline_names()[0])
         report["task_metrics"] = {k: float(v) for k, v in task.compute_metrics(agent, baseline).items()}
+    trace: dict[str, Any] = {}
     if trace_path is not None or plots_dir is not None:
-        trace: dict[str, Any] = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
+        trace = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
         trace["cost_names"] = np.asarray(names, dtype=str)
         trace["cost_units"] = np.asarray([units[n] for n in names], dtype=str)
     if trace_path is not None:

@@ -63,7 +63,9 @@ class OuterWrapper(eqx.Module):
     @property
     def num_actions(self) -> int:
         space = self.action_space()
-        return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])
+        if hasattr(space, "n") and not space.shape:  # a Discrete, or a space duck-typed as one
+            return int(space.n)  # pyright: ignore[reportAttributeAccessIssue]
+        return int(space.shape[0])
 
     @property
     def action_size(self) -> int:
