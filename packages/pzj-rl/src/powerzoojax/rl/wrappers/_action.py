@@ -1,5 +1,5 @@
-"""Action wrappers: ``ClipAction`` (any action is clipped into the space) and
-``RescaleAction`` (the agent acts in ``[low, high]``, the env gets its own bounds)."""
+"""Action wrappers: `ClipAction` (any action is clipped into the space) and
+`RescaleAction` (the agent acts in `[low, high]`, the env gets its own bounds)."""
 
 import math
 from typing import Any
@@ -14,11 +14,15 @@ from powerzoojax.rl.wrappers._outer import OuterWrapper, box_bounds
 
 
 class ClipAction(OuterWrapper):
-    """Clip every action into the inner wrapper's ``Box`` before stepping.
+    """Clip every action into the inner wrapper's `Box` before stepping.
 
     The action space is unchanged (agents still sample from it); an action outside it,
     e.g. a Gaussian policy's unclipped sample, reaches the env as the nearest point of the
     box. State and outputs are the inner wrapper's.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper with a `Box` action space (`TypeError` otherwise).
     """
 
     low: Float[Array, " action_dim"]
@@ -31,25 +35,62 @@ class ClipAction(OuterWrapper):
         self.high = jnp.asarray(high, jnp.float32)
 
     def reset(self, key: Key) -> tuple[Any, Any]:
+        """Start an episode: the inner wrapper's reset.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` of the inner wrapper.
+        """
         return self.wrapped.reset(key)
 
     def _clip(self, action: ArrayLike) -> Array:
         return jnp.clip(jnp.asarray(action, jnp.float32), self.low, self.high)
 
     def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper with the action clipped into the box.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the inner wrapper's state.
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs, 5- or 6-tuple.
+        """
         return self.wrapped.step(key, state, self._clip(action))
 
     def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        The inner wrapper's step outputs, 5- or 6-tuple.
+        """
         return self.wrapped.step_auto_reset(key, state, self._clip(action))
 
 
 class RescaleAction(OuterWrapper):
-    """The agent acts in ``[low, high]`` (default ``[-1, 1]``); the env gets the action mapped
-    affinely onto its own ``Box``.
+    """The agent acts in `[low, high]` (default `[-1, 1]`); the env gets the action mapped
+    affinely onto its own `Box`.
 
-    Actions are clipped to ``[low, high]`` first, so the env always receives a point of its
-    space. ``ValueError`` when the inner space has an infinite bound (nothing to map onto)
-    or ``low >= high``.
+    Actions are clipped to `[low, high]` first, so the env always receives a point of its
+    space. `ValueError` when the inner space has an infinite bound (nothing to map onto)
+    or `low >= high`.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper with a finite `Box` action space.
+    - `low`, `high`: bounds of the agent's action, the same for every entry (finite).
     """
 
     low: float = eqx.field(static=True)
@@ -78,16 +119,57 @@ class RescaleAction(OuterWrapper):
         return make_box(self.low, self.high, tuple(self.env_low.shape))
 
     def to_env_action(self, action: ArrayLike) -> Float[Array, " action_dim"]:
-        """The env's action for an agent action in ``[low, high]`` (clipped into it first)."""
+        """The env's action for an agent action in `[low, high]` (clipped into it first).
+
+        **Arguments:**
+
+        - `action`: the agent's action, shape `(action_dim,)`.
+
+        **Returns:**
+
+        The env's action, shape `(action_dim,)`, inside the env's `Box`.
+        """
         a = jnp.clip(jnp.asarray(action, jnp.float32), self.low, self.high)
         fraction = (a - self.low) / (self.high - self.low)
         return self.env_low + fraction * (self.env_high - self.env_low)
 
     def reset(self, key: Key) -> tuple[Any, Any]:
+        """Start an episode: the inner wrapper's reset.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` of the inner wrapper.
+        """
         return self.wrapped.reset(key)
 
     def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper with the action mapped by `to_env_action`.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the inner wrapper's state.
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs, 5- or 6-tuple.
+        """
         return self.wrapped.step(key, state, self.to_env_action(action))
 
     def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        The inner wrapper's step outputs, 5- or 6-tuple.
+        """
         return self.wrapped.step_auto_reset(key, state, self.to_env_action(action))

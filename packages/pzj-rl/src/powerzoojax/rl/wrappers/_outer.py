@@ -1,9 +1,9 @@
 """What every wrapper over a bound wrapper shares: the forwarded API and the step's two arities.
 
-A bound wrapper (``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper``) holds an env and its
-params; the wrappers built on :class:`OuterWrapper` (``RewardWrapper``, the observation,
+A bound wrapper (`LogWrapper`, `SafeRLWrapper`, `SauteWrapper`) holds an env and its
+params; the wrappers built on `OuterWrapper` (`RewardWrapper`, the observation,
 action and time-limit wrappers) hold one of those, or another outer wrapper, and stack
-freely: ``FrameStack(NormalizeObservation(bind(env, params)), 4)``. Trainers and the
+freely: `FrameStack(NormalizeObservation(bind(env, params)), 4)`. Trainers and the
 wrappers' conformance kit see the same API on every layer.
 """
 
@@ -20,8 +20,11 @@ from powerzoojax.core._guard import structural_hash
 class OuterWrapper(eqx.Module):
     """Base of the wrappers around a bound wrapper: everything not overridden is the inner one's.
 
-    ``wrapped``: a ``LogWrapper``, ``SafeRLWrapper``, ``SauteWrapper`` or another outer
-    wrapper. ``obs_size`` and ``num_actions`` follow this wrapper's own spaces.
+    `obs_size` and `num_actions` follow this wrapper's own spaces.
+
+    **Arguments:**
+
+    - `wrapped`: a `LogWrapper`, `SafeRLWrapper`, `SauteWrapper` or another outer wrapper.
     """
 
     wrapped: Any
@@ -32,36 +35,55 @@ class OuterWrapper(eqx.Module):
 
     @property
     def emits_costs(self) -> bool:
+        """The step arity: True for the 6-tuple with costs, False for the 5-tuple."""
         return self.wrapped.emits_costs
 
     @property
     def env(self) -> Any:
+        """The innermost [`Environment`][powerzoojax.core.Environment]."""
         return self.wrapped.env
 
     @property
     def params(self) -> Any:
+        """The params bound by the innermost wrapper."""
         return self.wrapped.params
 
     @property
     def name(self) -> str:
+        """The env's name."""
         return self.wrapped.name
 
     @property
     def max_steps(self) -> int:
+        """Episode length [steps] (static)."""
         return self.wrapped.max_steps
 
     def observation_space(self) -> Space:
+        """Observation space of this wrapper.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.wrapped.observation_space()
 
     def action_space(self) -> Space:
+        """Action space of this wrapper.
+
+        **Returns:**
+
+        A [`Space`][powerzoojax.core.Space].
+        """
         return self.wrapped.action_space()
 
     @property
     def obs_size(self) -> int:
+        """Length of the (flat) observation."""
         return int(self.observation_space().shape[0])
 
     @property
     def num_actions(self) -> int:
+        """Number of discrete actions, or the length of a continuous action."""
         space = self.action_space()
         if hasattr(space, "n") and not space.shape:  # a Discrete, or a space duck-typed as one
             return int(space.n)  # pyright: ignore[reportAttributeAccessIssue]
@@ -69,39 +91,57 @@ class OuterWrapper(eqx.Module):
 
     @property
     def action_size(self) -> int:
+        """Alias of `num_actions`."""
         return self.num_actions
 
     def constraint_names(self) -> tuple[str, ...]:
+        """All of the env's cost channels, in the env's order.
+
+        **Returns:**
+
+        A tuple of cost-channel names.
+        """
         return self.wrapped.constraint_names()
 
     @property
     def selected_constraint_names(self) -> tuple[str, ...]:
+        """The cost channels the inner Safe / Sauté wrapper reports."""
         return self.wrapped.selected_constraint_names
 
     @property
     def cost_thresholds(self) -> tuple[float, ...]:
+        """Per-episode budget of each selected channel."""
         return self.wrapped.cost_thresholds
 
     @property
     def num_constraints(self) -> int:
+        """Number of selected cost channels."""
         return self.wrapped.num_constraints
 
     @property
     def cost_threshold(self) -> float | tuple[float, ...]:
+        """The single per-episode budget, or the tuple `cost_thresholds` when they differ."""
         return self.wrapped.cost_threshold
 
 
 class InnerState(eqx.Module):
-    """Base of an outer wrapper's state: the inner wrapper's state, whose episode sums it shows."""
+    """Base of an outer wrapper's state: the inner wrapper's state, whose episode sums it shows.
+
+    **Arguments:**
+
+    - `inner_state`: the inner wrapper's state.
+    """
 
     inner_state: Any
 
     @property
     def episode_returns(self) -> Array:
+        """Running return of the current episode (the inner wrapper's)."""
         return self.inner_state.episode_returns
 
     @property
     def episode_lengths(self) -> Array:
+        """Running length [steps] of the current episode (the inner wrapper's)."""
         return self.inner_state.episode_lengths
 
 
