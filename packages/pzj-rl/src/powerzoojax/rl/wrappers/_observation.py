@@ -1,5 +1,5 @@
-"""Observation wrappers: ``NormalizeObservation`` (running or fixed statistics),
-``ClipObservation`` and ``FrameStack`` (the last k observations side by side)."""
+"""Observation wrappers: `NormalizeObservation` (running or fixed statistics),
+`ClipObservation` and `FrameStack` (the last k observations side by side)."""
 
 import math
 from collections.abc import Sequence
@@ -24,24 +24,38 @@ def _flat_obs_shape(wrapped: Any, owner: str) -> tuple[int]:
 
 
 class NormalizeObservationState(InnerState):
-    """The inner state and the statistics the observations are normalised by."""
+    """The inner state and the statistics the observations are normalised by.
+
+    **Arguments:**
+
+    - `inner_state`: the inner wrapper's state.
+    - `stats`: the [`RunningStats`][powerzoojax.rl.wrappers.RunningStats], shape `(obs_dim,)`.
+    """
 
     stats: RunningStats
 
 
 class NormalizeObservation(OuterWrapper):
-    """Observations normalised to ``(obs − mean) / std``, clipped to ``±clip``.
+    """Observations normalised to `(obs − mean) / std`, clipped to `±clip`.
 
-    With no ``stats`` the statistics are running ones, kept in the wrapper's state and
+    With no `stats` the statistics are running ones, kept in the wrapper's state and
     merged with every observation seen (reset included); they carry over from episode to
-    episode, and each env of a vmapped batch keeps its own. With ``stats`` (e.g. a PPO
-    result's ``obs_stats``) they are fixed: a trained policy sees its training's scaling.
-    ``update=True`` with ``stats`` continues from them. The statistics are the same
-    :class:`~powerzoojax.rl.wrappers.RunningStats` PPO keeps (``normalize_observations``).
+    episode, and each env of a vmapped batch keeps its own. With `stats` (e.g. a PPO
+    result's `obs_stats`) they are fixed: a trained policy sees its training's scaling.
+    `update=True` with `stats` continues from them. The statistics are the same
+    [`RunningStats`][powerzoojax.rl.wrappers.RunningStats] PPO keeps (`normalize_observations`).
 
     The observation on a terminal step is the next episode's first one, normalised by the
-    carried statistics, so it differs from a fresh ``reset`` (whose statistics start
-    over): run the conformance kit with ``fresh_terminal_obs=False`` for the running mode.
+    carried statistics, so it differs from a fresh `reset` (whose statistics start
+    over): run the conformance kit with `fresh_terminal_obs=False` for the running mode.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper with a 1-D observation.
+    - `stats`: fixed statistics, shape `(obs_dim,)`; `None` keeps running ones.
+    - `update`: whether observations update the statistics; `None` means "only when
+      `stats` is `None`".
+    - `clip`: bound of the normalised observation [standard deviations], positive.
     """
 
     stats: RunningStats | None
@@ -73,6 +87,16 @@ class NormalizeObservation(OuterWrapper):
         return normalize(stats, obs, self.clip), stats
 
     def reset(self, key: Key) -> tuple[Float[Array, " obs_dim"], NormalizeObservationState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)`: the normalised observation; a [`NormalizeObservationState`][powerzoojax.rl.wrappers.NormalizeObservationState].
+        """
         obs, inner = self.wrapped.reset(key)
         start = init_stats(obs.shape) if self.stats is None else self.stats
         obs, stats = self._seen(start, obs)
@@ -84,15 +108,44 @@ class NormalizeObservation(OuterWrapper):
         return s._replace(obs=obs, state=NormalizeObservationState(inner_state=s.state, stats=stats)).tuple()
 
     def step(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper, its observation normalised.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`NormalizeObservationState`][powerzoojax.rl.wrappers.NormalizeObservationState].
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        """
         return self._apply(state, self.wrapped.step(key, state.inner_state, action))
 
     def step_auto_reset(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        As for `step`.
+        """
         return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
 
 
 class ClipObservation(OuterWrapper):
-    """Observations clipped into ``[low, high]`` (scalars or one bound per entry); the
-    observation space is the inner one intersected with that box. State is the inner one's."""
+    """Observations clipped into `[low, high]` (scalars or one bound per entry); the
+    observation space is the inner one intersected with that box. State is the inner one's.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper with a 1-D `Box` observation space.
+    - `low`, `high`: the bounds, scalars or shape `(obs_dim,)`, `low <= high`, meeting the
+      inner space.
+    """
 
     low: Float[Array, " obs_dim"]
     high: Float[Array, " obs_dim"]
@@ -118,6 +171,16 @@ class ClipObservation(OuterWrapper):
         return make_box(np.asarray(self.low), np.asarray(self.high))
 
     def reset(self, key: Key) -> tuple[Float[Array, " obs_dim"], Any]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)`: the clipped observation; the inner wrapper's state.
+        """
         obs, state = self.wrapped.reset(key)
         return jnp.clip(obs, self.low, self.high), state
 
@@ -126,24 +189,57 @@ class ClipObservation(OuterWrapper):
         return s._replace(obs=jnp.clip(s.obs, self.low, self.high)).tuple()
 
     def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper, its observation clipped.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the inner wrapper's state.
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        """
         return self._apply(self.wrapped.step(key, state, action))
 
     def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        As for `step`.
+        """
         return self._apply(self.wrapped.step_auto_reset(key, state, action))
 
 
 class FrameStackState(InnerState):
-    """The inner state and the last ``num_frames`` observations, oldest first."""
+    """The inner state and the last `num_frames` observations, oldest first.
+
+    **Arguments:**
+
+    - `inner_state`: the inner wrapper's state.
+    - `frames`: the observations, shape `(num_frames, obs_dim)`.
+    """
 
     frames: Float[Array, "num_frames obs_dim"]
 
 
 class FrameStack(OuterWrapper):
-    """The observation is the last ``num_frames`` inner observations, oldest first, flattened
-    to ``(num_frames · obs_dim,)``.
+    """The observation is the last `num_frames` inner observations, oldest first, flattened
+    to `(num_frames · obs_dim,)`.
 
-    An episode starts with its first observation repeated ``num_frames`` times, on reset
+    An episode starts with its first observation repeated `num_frames` times, on reset
     and on the auto-reset of a terminal step, so frames never cross an episode boundary.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper with a 1-D observation.
+    - `num_frames`: how many observations to stack, a positive integer.
     """
 
     num_frames: int = eqx.field(static=True)
@@ -160,6 +256,16 @@ class FrameStack(OuterWrapper):
         return make_box(np.tile(low, self.num_frames), np.tile(high, self.num_frames))
 
     def reset(self, key: Key) -> tuple[Float[Array, " stacked_dim"], FrameStackState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)`: the first observation repeated `num_frames` times, flattened; a [`FrameStackState`][powerzoojax.rl.wrappers.FrameStackState].
+        """
         obs, inner = self.wrapped.reset(key)
         frames = jnp.tile(obs[None], (self.num_frames, 1))
         return frames.reshape(-1), FrameStackState(inner_state=inner, frames=frames)
@@ -172,7 +278,29 @@ class FrameStack(OuterWrapper):
         return s._replace(obs=frames.reshape(-1), state=FrameStackState(inner_state=s.state, frames=frames)).tuple()
 
     def step(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper, its observation appended to the stack.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`FrameStackState`][powerzoojax.rl.wrappers.FrameStackState].
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        """
         return self._apply(state, self.wrapped.step(key, state.inner_state, action))
 
     def step_auto_reset(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        As for `step`.
+        """
         return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
