@@ -1,8 +1,7 @@
 """Running mean and variance of a stream of batches, and normalisation by them.
 
 One implementation for every user: PPO's and IPPO's observation and return scaling,
-SAC's reward scaling and the :class:`~powerzoojax.rl.wrappers.NormalizeObservation`
-wrapper.
+SAC's reward scaling and the `NormalizeObservation` wrapper.
 """
 
 import equinox as eqx
@@ -16,8 +15,10 @@ OBS_CLIP = 10.0
 class RunningStats(eqx.Module):
     """Running mean / variance (parallel Welford merge of whole batches).
 
-    ``mean`` and ``var`` have the shape of one sample; ``count`` is the number of samples
-    merged so far (plus a tiny prior).
+    **Arguments:**
+
+    - `mean`, `var`: running mean and variance, the shape of one sample.
+    - `count`: number of samples merged so far (plus a tiny prior), a scalar.
     """
 
     mean: Float[Array, "*shape"]
@@ -32,8 +33,10 @@ def init_stats(shape: tuple[int, ...]) -> RunningStats:
 
     - `shape`: the shape of one sample.
 
-    **Returns:** a :class:`RunningStats` with a prior count of ``1e-4`` (it keeps the first
-    merge well defined and is outweighed by it).
+    **Returns:**
+
+    A [`RunningStats`][powerzoojax.rl.wrappers.RunningStats] with a prior count of `1e-4`
+    (it keeps the first merge well defined and is outweighed by it).
     """
     return RunningStats(jnp.zeros(shape, jnp.float32), jnp.ones(shape, jnp.float32), jnp.asarray(1e-4, jnp.float32))
 
@@ -44,7 +47,7 @@ def update_stats(stats: RunningStats, batch: Float[Array, "n *shape"]) -> Runnin
     **Arguments:**
 
     - `stats`: the statistics so far.
-    - `batch`: samples, leading axis = samples ``(n, *shape)``.
+    - `batch`: samples, leading axis = samples, shape `(n, *shape)`.
 
     **Returns:** the statistics of everything merged so far, the batch included.
     """
@@ -59,7 +62,7 @@ def update_stats(stats: RunningStats, batch: Float[Array, "n *shape"]) -> Runnin
 
 
 def normalize(stats: RunningStats, x: Float[Array, "*batch"], clip: float = OBS_CLIP) -> Float[Array, "*batch"]:
-    """``(x − mean) / √(var + 1e-8)``, clipped to ``[−clip, clip]``.
+    """`(x − mean) / √(var + 1e-8)`, clipped to `[−clip, clip]`.
 
     **Arguments:**
 
@@ -67,6 +70,6 @@ def normalize(stats: RunningStats, x: Float[Array, "*batch"], clip: float = OBS_
     - `x`: values, trailing axes the shape of one sample.
     - `clip`: bound of the result, in standard deviations.
 
-    **Returns:** the normalised values, the shape of ``x``.
+    **Returns:** the normalised values, the shape of `x`.
     """
     return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)

@@ -1,4 +1,4 @@
-"""``TimeLimit``: episodes cut shorter than the bound params' ``max_steps``."""
+"""`TimeLimit`: episodes cut shorter than the bound params' `max_steps`."""
 
 from typing import Any
 
@@ -14,7 +14,19 @@ from powerzoojax.rl.wrappers._outer import OuterWrapper, Step, stop_state_gradie
 
 
 class TimeLimitState(eqx.Module):
-    """The inner state, steps taken in this episode, and this wrapper's episode sums."""
+    """The inner state, steps taken in this episode, and this wrapper's episode sums.
+
+    **Arguments:**
+
+    - `inner_state`: the inner wrapper's state.
+    - `elapsed`: steps taken in the current episode.
+    - `episode_returns`, `episode_lengths`: running return and length [steps] of the
+      current episode.
+    - `returned_episode_returns`, `returned_episode_lengths`: those of the last finished
+      episode (latched until the next one finishes).
+    - `episode_costs`, `returned_episode_costs`: running and latched cost sums, shape `(k,)`
+      (one per reported cost channel).
+    """
 
     inner_state: Any
     elapsed: Int[Array, ""]
@@ -35,16 +47,22 @@ def _cost_width(wrapped: Any) -> int:
 
 
 class TimeLimit(OuterWrapper):
-    """Episodes of at most ``max_steps`` steps (at most the bound params' ``max_steps``).
+    """Episodes of at most `max_steps` steps (at most the bound params' `max_steps`).
 
-    After ``max_steps`` steps the episode ends: ``done`` is True, ``info["truncated"]``
+    After `max_steps` steps the episode ends: `done` is True, `info["truncated"]`
     says the limit (not the env) ended it, and the inner wrapper is reset with the key
-    the env's own auto-reset would use (``split(key)[1]``), so the returned observation
-    and state start the next episode. The episode statistics (``returned_episode_*``,
-    and ``returned_episode_costs`` / ``returned_episode_cost_sum`` where the inner wrapper
+    the env's own auto-reset would use (`split(key)[1]`), so the returned observation
+    and state start the next episode. The episode statistics (`returned_episode_*`,
+    and `returned_episode_costs` / `returned_episode_cost_sum` where the inner wrapper
     reports them) are this wrapper's, latched at its episode ends. A longer episode needs
-    params built with a longer horizon (``make_*_params(max_steps=...)``): the env's own
+    params built with a longer horizon (`make_*_params(max_steps=...)`): the env's own
     state (its time of day, its profiles) ends with them.
+
+    **Arguments:**
+
+    - `wrapped`: a bound or outer wrapper.
+    - `max_steps`: episode length [steps], a positive integer no longer than
+      `wrapped.max_steps`.
     """
 
     limit: int = eqx.field(static=True)
@@ -67,6 +85,16 @@ class TimeLimit(OuterWrapper):
         return self.limit
 
     def reset(self, key: Key) -> tuple[Any, TimeLimitState]:
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)` with a [`TimeLimitState`][powerzoojax.rl.wrappers.TimeLimitState].
+        """
         obs, inner = self.wrapped.reset(key)
         zeros = jnp.zeros((self.cost_width,), jnp.float32)
         return obs, TimeLimitState(
@@ -97,7 +125,30 @@ class TimeLimit(OuterWrapper):
         return s._replace(obs=obs, state=new_state, done=done, info=info).tuple()
 
     def step(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
+        """One transition of the inner wrapper, ending the episode at the limit.
+
+        **Arguments:**
+
+        - `key`: PRNG key (also the reset key at the limit).
+        - `state`: the [`TimeLimitState`][powerzoojax.rl.wrappers.TimeLimitState].
+        - `action`: the agent's action.
+
+        **Returns:**
+
+        The inner wrapper's step outputs (5- or 6-tuple); `info` adds `truncated` and this
+        wrapper's episode statistics.
+        """
         return self._apply(key, state, self.wrapped.step(key, state.inner_state, action))
 
     def step_auto_reset(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
+        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+
+        **Arguments:**
+
+        - `key`, `state`, `action`: as for `step`.
+
+        **Returns:**
+
+        As for `step`.
+        """
         return stop_state_gradient(self._apply(key, state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
