@@ -1,8 +1,8 @@
-"""Several processes running one program: ``jax.distributed`` set-up and the moves of
+"""Several processes running one program: `jax.distributed` set-up and the moves of
 pytrees between each process's host memory and arrays on a mesh that spans processes.
 
 JAX's multi-controller model does the work: every process runs the same Python program,
-``jax.devices()`` lists the devices of all processes, and a ``jax.jit`` over arrays
+`jax.devices()` lists the devices of all processes, and a `jax.jit` over arrays
 sharded on a mesh of those devices is one program that XLA partitions and links with
 collectives. What is here only starts that system with settings that suit the library
 (CPU collectives, bounded failure detection) and converts data at its edges: host values
@@ -34,34 +34,34 @@ def init_distributed(
     initialization_timeout_s: int = DEFAULT_INIT_TIMEOUT_S,
     cpu_collectives: str = "gloo",
 ) -> None:
-    """Join this process to a multi-process JAX run (``jax.distributed.initialize``).
+    """Join this process to a multi-process JAX run (`jax.distributed.initialize`).
 
     Call it first, before anything computes with JAX. With no address, count or rank,
     JAX detects them from the cluster environment (SLURM, Open MPI, Cloud TPU); give all
-    three for a run started by hand. Afterwards ``jax.devices()`` lists every device of
-    every process and :func:`~powerzoojax.core.make_env_mesh` spans them.
+    three for a run started by hand. Afterwards `jax.devices()` lists every device of
+    every process and [`make_env_mesh`][powerzoojax.core.make_env_mesh] spans them.
 
-    CPU devices exchange data through ``cpu_collectives`` (``"gloo"``; JAX's CPU client
+    CPU devices exchange data through `cpu_collectives` (`"gloo"`; JAX's CPU client
     has no cross-process collectives unless one is chosen); GPU and TPU use their own.
 
     If a process dies, the others stop (abort with the coordination service's message
-    "another task died") within about ``heartbeat_timeout_s`` seconds instead of waiting
+    "another task died") within about `heartbeat_timeout_s` seconds instead of waiting
     in a collective forever; if not all processes arrive, start-up fails after
-    ``initialization_timeout_s``.
+    `initialization_timeout_s`.
 
     **Arguments:**
 
-    - `coordinator_address`: ``"host:port"`` of process 0 (every process passes the same).
+    - `coordinator_address`: `"host:port"` of process 0 (every process passes the same).
     - `num_processes`: processes in the run.
-    - `process_id`: this process's rank, ``0 … num_processes − 1``.
+    - `process_id`: this process's rank, `0 … num_processes − 1`.
     - `local_device_ids`: the local devices this process uses (default: all).
     - `heartbeat_timeout_s`: seconds without a heartbeat before a process counts as dead.
     - `initialization_timeout_s`: seconds to wait for all processes at start-up.
-    - `cpu_collectives`: ``jax_cpu_collectives_implementation`` (``"gloo"`` or ``"mpi"``).
+    - `cpu_collectives`: `jax_cpu_collectives_implementation` (`"gloo"` or `"mpi"`).
 
     **Returns:**
 
-    Nothing; raises ``ValueError`` naming the bad argument, or when no argument is given
+    Nothing; raises `ValueError` naming the bad argument, or when no argument is given
     and no cluster environment is detected.
     """
     given = {"coordinator_address": coordinator_address, "num_processes": num_processes, "process_id": process_id}
@@ -110,7 +110,7 @@ def is_writer() -> bool:
 
 
 def any_process(flag: bool) -> bool:
-    """``flag`` or-ed over all processes (a collective: every process must call it).
+    """`flag` or-ed over all processes (a collective: every process must call it).
 
     Host-side decisions that one process can reach alone (a signal, a full disk) must be
     shared before the next compiled call, or the others would wait in its collectives.
@@ -131,19 +131,19 @@ def any_process(flag: bool) -> bool:
 
 
 def put_global(tree: PyTree, shardings: Any) -> PyTree:
-    """Host values that every process holds alike, as global arrays laid out by ``shardings``.
+    """Host values that every process holds alike, as global arrays laid out by `shardings`.
 
     Each process copies only the slices its own devices hold. Works with one process too,
-    where it is ``jax.device_put``.
+    where it is `jax.device_put`.
 
     **Arguments:**
 
     - `tree`: a pytree of arrays (NumPy or JAX), the same in every process.
-    - `shardings`: one ``jax.sharding.Sharding``, or a pytree of them matching ``tree``.
+    - `shardings`: one `jax.sharding.Sharding`, or a pytree of them matching `tree`.
 
     **Returns:**
 
-    ``tree`` with every leaf a ``jax.Array`` of the same global shape.
+    `tree` with every leaf a `jax.Array` of the same global shape.
     """
     if isinstance(shardings, jax.sharding.Sharding):
         shardings = jax.tree.map(lambda _: shardings, tree)
@@ -163,7 +163,7 @@ def gather_to_host(tree: PyTree) -> PyTree:
 
     **Arguments:**
 
-    - `tree`: a pytree of ``jax.Array`` (global or local) and NumPy arrays.
+    - `tree`: a pytree of `jax.Array` (global or local) and NumPy arrays.
 
     **Returns:**
 
