@@ -132,6 +132,31 @@ def test_env_property_test_fails_a_faulty_env():
         test_faulty()
 
 
+def test_env_property_test_draws_params_and_finds_the_ones_that_break_a_law():
+    """``vary_params`` draws the params each example runs on: the body sees them, and a
+    capacity small enough for a step to overshoot the band is found by the unclipped env."""
+    seen = []
+
+    def capacities(params):
+        return st.floats(0.2, 4.0).map(lambda c: eqx.tree_at(lambda p: p.capacity_mwh, params, jnp.asarray(c, jnp.float32)))
+
+    @env_property_test(lambda: (ToyBattery(), PARAMS), vary_params=capacities, max_examples=6)
+    def test_drawn(env, params, trajectory):
+        seen.append(float(params.capacity_mwh))
+
+    test_drawn()
+    assert len(set(seen)) > 1 and all(0.2 <= c <= 4.0 for c in seen)
+
+    # At 4 MWh a half-hour at 1 MW moves the SOC by 0.125: an episode's three steps before
+    # the reset stay inside the band from 0.5, so only smaller drawn capacities break it.
+    @env_property_test(lambda: (ToyBattery(clip=False), PARAMS), vary_params=capacities, max_examples=40)
+    def test_faulty():
+        pass
+
+    with pytest.raises(AssertionError, match="soc_bounds"):
+        test_faulty()
+
+
 def test_property_tests_reuse_one_compiled_program():
     from powerzoojax.testing._checks import _programs
 

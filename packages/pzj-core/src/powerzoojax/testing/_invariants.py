@@ -228,6 +228,7 @@ def env_property_test(
     n_steps: int | None = None,
     invalid_actions: bool = False,
     vary_load_profiles: bool = True,
+    vary_params: Callable[[Any], Any] | None = None,
     max_examples: int = 10,
 ) -> Callable[[Callable], Callable]:
     """Turn a test function into a hypothesis property test of an env's invariants.
@@ -236,10 +237,11 @@ def env_property_test(
     action sequence of `n_steps` — with entries outside the action space when
     `invalid_actions` — and, when the params have `with_load_profiles` and
     `load_profiles` and `vary_load_profiles` is set, new load profiles of the same shape
-    within the case's load ranges; it then asserts
-    [`check_invariants`][powerzoojax.testing.check_invariants]. The decorated function
-    runs afterwards and may take `(env, params, trajectory)` for checks of its own. Drawn
-    values never change the compiled program, so every example reuses one.
+    within the case's load ranges; then, with `vary_params`, the params the example runs
+    on. It rolls the env out once and asserts
+    [`check_invariants`][powerzoojax.testing.check_invariants] on that rollout. The
+    decorated function runs afterwards and may take `(env, params, trajectory)` for checks
+    of its own. Drawn values never change the compiled program, so every example reuses one.
 
     >>> @env_property_test(lambda: (TransGridEnv(), make_trans_params(load_case("5"), max_steps=4)))
     ... def test_case5_dc(env, params, trajectory):
@@ -252,6 +254,9 @@ def env_property_test(
       auto-reset is crossed.
     - `invalid_actions`: also draw non-finite and out-of-bounds action entries.
     - `vary_load_profiles`: draw new load profiles where the params carry them.
+    - `vary_params`: `params -> strategy of params` to run each example on (after the
+      load profiles are drawn); it should draw new values of array fields (ratings,
+      capacities, profiles of the same shape), not of static ones, which would recompile.
     - `max_examples`: hypothesis examples per test.
 
     **Returns:**
@@ -282,6 +287,8 @@ def env_property_test(
                 rows = int(np.asarray(params.load_profiles).shape[0])  # pyright: ignore[reportAttributeAccessIssue]
                 profiles = data.draw(pst.load_profiles(case, rows, shape="random"), label="load_profiles")
                 drawn = params.with_load_profiles(jnp.asarray(profiles))  # pyright: ignore[reportAttributeAccessIssue]
+            if vary_params is not None:
+                drawn = data.draw(vary_params(drawn), label="params")
             traj, k_roll = record_trajectory(env, drawn, key, jnp.asarray(acts))  # one rollout for both
             _raise_if_any(env, _violations(env, drawn, traj, k_roll, physics=True))
             if takes_args:
