@@ -32,6 +32,7 @@ from powerzoojax.grid.resources._flexload import (
     make_flexload_bundle,
     make_flexload_params,
 )
+from powerzoojax.grid.resources._invariants import bundle_laws
 from powerzoojax.grid.resources._renewable import (
     RenewableBundle,
     RenewableBundleState,
@@ -50,7 +51,7 @@ __all__ = [
     "BundleCtx", "BundlesStep", "DieselBundle", "DieselBundleState", "DieselParams", "FlexLoadBundle", "FlexLoadBundleState",
     "FlexLoadEnv", "FlexLoadParams", "FlexLoadState", "RenewableBundle", "RenewableBundleState", "RenewableEnv",
     "RenewableParams", "RenewableState", "ResourceBundle", "SolarEnv", "VehicleEnv", "VehicleParams",
-    "VehicleState", "WindEnv", "bundles_action_dim", "bundles_obs_dim", "make_battery_bundle",
+    "VehicleState", "WindEnv", "bundle_laws", "bundles_action_dim", "bundles_obs_dim", "make_battery_bundle",
     "make_battery_params", "make_diesel_bundle", "make_flexload_bundle", "make_flexload_params",
     "make_renewable_bundle", "make_renewable_params", "make_vehicle_params", "observe_bundles",
     "reset_bundles", "resolve_bus_ids", "step_bundles",

@@ -8,7 +8,7 @@ import jax.random as jr
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, auto_reset, denormalize_action, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, auto_reset, denormalize_action, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -18,6 +18,7 @@ from powerzoojax.grid.resources._bundle import (
     n_devices_of,
     resolve_bus_ids,
 )
+from powerzoojax.grid.resources._invariants import battery_bundle_laws, battery_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
 from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import (
@@ -153,6 +154,10 @@ class BatteryEnv(Environment):
     def constraint_names(self, params: BatteryParams) -> tuple[str, ...]:
         return ("cycle_throughput",)
 
+    def physics_invariants(self, params: BatteryParams) -> tuple[Invariant, ...]:
+        # SOC band, SOC change = energy moved by the delivered power, power within the rating.
+        return battery_env_laws()
+
     def _obs(self, state: BatteryState, params: BatteryParams) -> Float[Array, "6"]:
         p_dis, p_chg = battery_limits(
             state.soc, params.energy_mwh, params.power_mw, params.eta_c, params.eta_d,
@@ -250,6 +255,10 @@ class BatteryBundle(ResourceBundle):
     dt_hours: float = eqx.field(static=True)
     enable_q_control: bool = eqx.field(static=True)
     randomize_initial_soc: bool = eqx.field(static=True)
+
+    def physics_invariants(self) -> tuple[Invariant, ...]:
+        # SOC band; SOC change within what the rated power moves in one step.
+        return battery_bundle_laws()
 
     def reset(self, key: Key) -> BatteryBundleState:
         if self.randomize_initial_soc:

@@ -32,6 +32,7 @@ import jax.random as jr
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from powerzoojax.core import Invariant
 from powerzoojax.core._types import Key
 
 BundleCtx = dict[str, Any]
@@ -106,6 +107,18 @@ class ResourceBundle(eqx.Module):
 
         An `(obs_dim,)` array.
         """
+
+    def physics_invariants(self) -> tuple[Invariant, ...]:
+        """The laws this bundle's transitions obey (``()``: none declared).
+
+        Each law's residual is called as ``residual(trajectory, bundle)`` on a
+        :class:`~powerzoojax.core.Trajectory` whose ``state`` and ``next_state`` are this
+        bundle's states (leading time axis, then the device axis) and whose ``done`` and
+        ``info`` are the parent's, so :func:`~powerzoojax.core.not_terminal` applies. A grid
+        env that attaches the bundle checks these laws beside its own, named
+        ``resources[k].<law>``.
+        """
+        return ()
 
 
 class BundlesStep(NamedTuple):

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.case import CaseData
+from powerzoojax.core import Invariant
 from powerzoojax.core._types import Key
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.resources._bundle import (
@@ -16,6 +17,7 @@ from powerzoojax.grid.resources._bundle import (
     n_devices_of,
     resolve_bus_ids,
 )
+from powerzoojax.grid.resources._invariants import diesel_bundle_laws
 from powerzoojax.physics.devices import compute_dg_emissions, compute_dg_fuel_cost, compute_dg_power
 
 
@@ -71,6 +73,10 @@ class DieselBundle(ResourceBundle):
     per_device_action_dim: int = eqx.field(static=True)
     per_device_obs_dim: int = eqx.field(static=True)
     dt_hours: float = eqx.field(static=True)
+
+    def physics_invariants(self) -> tuple[Invariant, ...]:
+        # Each generator off or between its minimum stable load and its rating.
+        return diesel_bundle_laws()
 
     def reset(self, key: Key) -> DieselBundleState:
         return DieselBundleState(jnp.zeros((self.n_devices,), jnp.float32))

@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -18,6 +18,7 @@ from powerzoojax.grid.resources._bundle import (
     n_devices_of,
     resolve_bus_ids,
 )
+from powerzoojax.grid.resources._invariants import flexload_bundle_laws, flexload_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
 from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import FLEX_BUFFER_SLOTS, flexload_buffer_energy, flexload_step
@@ -162,6 +163,10 @@ class FlexLoadEnv(Environment):
     def constraint_names(self, params: FlexLoadParams) -> tuple[str, ...]:
         return ("curtailment", "shift_discomfort", "simultaneous_activation")
 
+    def physics_invariants(self, params: FlexLoadParams) -> tuple[Invariant, ...]:
+        # Shifted load owed until it returns (no loss, no gain); actions within the caps.
+        return flexload_env_laws()
+
     def _obs(self, s: FlexLoadState, params: FlexLoadParams) -> Float[Array, "8"]:
         dev = _flex_obs(s.curtailed_mw, s.shift_out_mw, s.shift_in_mw, s.buffer_size, s.deferred_buffer,
                         params.cap_curtail_mw, params.cap_shift_mw, params.horizon)
@@ -262,6 +267,10 @@ class FlexLoadBundle(ResourceBundle):
     buffer_slots: int = eqx.field(static=True, default=FLEX_BUFFER_SLOTS)
     # Every device's horizon equals buffer_slots: the step skips the shift-window test.
     uniform_horizon: bool = eqx.field(static=True, default=False)
+
+    def physics_invariants(self) -> tuple[Invariant, ...]:
+        # Shifted load owed until it returns (no loss, no gain); actions within the caps.
+        return flexload_bundle_laws()
 
     def reset(self, key: Key) -> FlexLoadBundleState:
         zero = jnp.zeros((self.n_devices,), jnp.float32)

@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -18,6 +18,7 @@ from powerzoojax.grid.resources._bundle import (
     n_devices_of,
     resolve_bus_ids,
 )
+from powerzoojax.grid.resources._invariants import renewable_bundle_laws, renewable_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
 from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import renewable_step, solar_bell_cf, wind_synthetic_cf
@@ -135,6 +136,10 @@ class RenewableEnv(Environment):
     def constraint_names(self, params: RenewableParams) -> tuple[str, ...]:
         return ("curtailment", "q_clip")
 
+    def physics_invariants(self, params: RenewableParams) -> tuple[Invariant, ...]:
+        # Output within the available cap·CF and inside the inverter circle.
+        return renewable_env_laws()
+
     def _cf(self, time_step: Int[Array, ""], params: RenewableParams) -> Float[Array, ""]:
         return params.cf_profile[time_step % params.cf_profile.shape[0]]
 
@@ -235,6 +240,10 @@ class RenewableBundle(ResourceBundle):
     dt_hours: float = eqx.field(static=True)
     enable_curtailment: bool = eqx.field(static=True)
     enable_q_control: bool = eqx.field(static=True)
+
+    def physics_invariants(self) -> tuple[Invariant, ...]:
+        # Output within the available cap·CF of its profile row and inside the inverter circle.
+        return renewable_bundle_laws()
 
     def reset(self, key: Key) -> RenewableBundleState:
         zero = jnp.zeros((self.n_devices,), jnp.float32)

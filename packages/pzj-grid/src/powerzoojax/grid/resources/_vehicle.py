@@ -4,9 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from powerzoojax.core import Box, Environment, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
+from powerzoojax.grid.resources._invariants import vehicle_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
 from powerzoojax.physics.devices import vehicle_charge, vehicle_commute
 
@@ -123,6 +124,10 @@ def make_vehicle_params(
     lo, hi = finite_scalar(c, "soc_min", soc_min), finite_scalar(c, "soc_max", soc_max)
     if not 0 <= lo < hi <= 1:
         raise ValueError(f"{c}: need 0 <= soc_min < soc_max <= 1, got {soc_min}, {soc_max}")
+    # The charger's limits and the SOC update assume a SOC inside the band: one above it
+    # would be clipped away on the first step, energy lost with no power flowing.
+    if not lo <= finite_scalar(c, "initial_soc", initial_soc) <= hi:
+        raise ValueError(f"{c}: initial_soc={initial_soc} must lie in [soc_min, soc_max] = [{soc_min}, {soc_max}]")
     return VehicleParams(
         energy_mwh=f("energy_mwh", energy_mwh, positive=True),
         initial_soc=f("initial_soc", initial_soc, non_negative=True),
@@ -170,6 +175,10 @@ class VehicleEnv(Environment):
 
     def constraint_names(self, params: VehicleParams) -> tuple[str, ...]:
         return ("departure_soc",)
+
+    def physics_invariants(self, params: VehicleParams) -> tuple[Invariant, ...]:
+        # SOC band, charger idle away and within its ratings, energy moved = SOC change.
+        return vehicle_env_laws()
 
     def _obs(self, s: VehicleState, params: VehicleParams) -> Float[Array, "9"]:
         p_norm = jnp.clip(s.current_p_mw / jnp.maximum(params.p_charge_mw, params.p_discharge_mw), -1.0, 1.0)

@@ -10,6 +10,7 @@ import numpy as np
 
 from powerzoojax.case import build_ybus
 from powerzoojax.core import Invariant, Trajectory, not_terminal
+from powerzoojax.grid.resources._invariants import bundle_laws
 from powerzoojax.physics import DCOPF_OPTIMAL
 
 # A line whose rating is this large or more is unlimited (the case data's convention).
@@ -150,8 +151,14 @@ def unit_commitment_laws(params) -> tuple[Invariant, ...]:
 
 
 def trans_grid_laws(params) -> tuple[Invariant, ...]:
-    """The laws of a [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] step under `params` (none for a custom model or
-    with resource bundles, whose injections the recorded state does not separate)."""
+    """The laws of a [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] step under
+    `params`: those of its network model (none for a custom model, and none with resource
+    bundles, whose injections the recorded state does not separate from the units'), and
+    each bundle's own laws."""
+    return _network_laws(params) + bundle_laws(params.resources)
+
+
+def _network_laws(params) -> tuple[Invariant, ...]:
     from powerzoojax.grid.transmission._network_models import (
         ACPowerFlowModel,
         DCOPFModel,
