@@ -6,9 +6,9 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 import pytest
+
+from powerzoojax.testing import env_property_test
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,19 +46,41 @@ def test_dims_and_conformance():
     assert check_no_retrace(env, params, n_episodes=1) == {"reset": 1, "step": 1, "rollout": 1}
 
 
-@settings(max_examples=8, deadline=None)
-@given(st.lists(st.floats(-1.0, 1.0), min_size=11, max_size=11))
-def test_losses_nonnegative_and_head_balances(action):
-    """Root-branch flow = Σ net load + Σ losses, with the bundle injections in the net load."""
-    _, env, params, plain, step = _setup()
-    _, s = env.reset(jr.PRNGKey(0), params)
-    obs, s2, r, costs, done, info = step(jr.PRNGKey(1), s, jnp.asarray(action, jnp.float32), params)
-    assert float(info["p_loss_MW"]) >= 0 and bool(info["bfs_converged"])
+@env_property_test(lambda: _setup()[1:3], max_examples=8)
+def test_losses_nonnegative_and_head_balances(env, params, trajectory):
+    """Drawn bundle actions over an episode and its reset: the feeder's DistFlow law and
+    every bundle's own laws hold (checked by the kit), losses are non-negative, every sweep
+    converges, and the root-branch flow is the reported head power (Σ net load + Σ losses,
+    with the bundle injections in the net load)."""
+    info = trajectory.info
+    assert np.all(np.asarray(info["p_loss_MW"]) >= 0) and np.all(info["bfs_converged"])
     net = params.network
     root = np.asarray(net.send_idx) == net.slack_bus_idx
-    p_root_mw = float(np.asarray(s2.p_branch)[root].sum()) * 100.0
-    assert np.isclose(p_root_mw, float(info["p_head_MW"]), atol=1e-3)
-    assert float(costs[2]) >= 0
+    p_root_mw = np.asarray(trajectory.next_state.p_branch)[:, root].sum(axis=1) * 100.0
+    live = ~trajectory.done  # a terminal step returns the next episode's reset state
+    np.testing.assert_allclose(p_root_mw[live], np.asarray(info["p_head_MW"])[live], atol=1e-3)
+    laws = [law.name for law in env.physics_invariants(params)]
+    assert "resources[1].battery_soc_bounds" in laws and "resources[3].diesel_output_range" in laws
+
+
+def test_bundle_laws_read_their_own_slice_of_the_state():
+    """Each bundle's laws see its own states: a battery pushed out of its band and a
+    flexible load that loses deferred energy are caught under their bundle's name."""
+    import equinox as eqx
+
+    from powerzoojax.testing import record_trajectory
+
+    _, env, params, _, _ = _setup()
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), jnp.full((5, 11), 0.5, jnp.float32))
+    laws = {law.name: law for law in env.physics_invariants(params)}
+    assert all(not law.violations(traj, params) for law in laws.values())
+    soc = np.asarray(traj.next_state.resource_states[1].soc)
+    high = traj._replace(next_state=eqx.tree_at(lambda s: s.resource_states[1].soc, traj.next_state, soc + 0.6))
+    assert laws["resources[1].battery_soc_bounds"].violations(high, params)
+    assert not laws["resources[0].flexload_within_caps"].violations(high, params)
+    buffer = np.asarray(traj.next_state.resource_states[0].deferred_buffer)
+    lost = traj._replace(next_state=eqx.tree_at(lambda s: s.resource_states[0].deferred_buffer, traj.next_state, 0.0 * buffer))
+    assert laws["resources[0].flexload_deferred_energy"].violations(lost, params)
 
 
 def test_bundles_equal_load_reduction():

@@ -1,6 +1,8 @@
 """Our own envs pass the shipped property tests: hypothesis-drawn keys, actions and load
 profiles, the shared contract and each env's declared physics laws."""
 
+import functools
+
 import numpy as np
 
 from powerzoojax.case import load_case
@@ -87,3 +89,59 @@ def test_trans_dc_case14_under_drawn_line_outages():
         assert_invariants(env, params.with_line_outages(jnp.asarray(mask)), key, jnp.asarray(acts))
 
     prop()
+
+
+@functools.lru_cache(maxsize=None)
+def _three_phase():
+    """A five-bus unbalanced feeder with mutual coupling, a single-phase lateral (phase A
+    only) at its end and unequal per-phase loads."""
+    from powerzoojax.envs import DistGrid3PhaseEnv, make_dist_3phase_params
+
+    z = (0.01 + 0.02j) * (np.eye(3) + 0.3 * (np.ones((3, 3)) - np.eye(3)))
+    lateral = np.zeros((3, 3), complex)
+    lateral[0, 0] = 0.02 + 0.03j
+    z3 = np.stack([z, 1.5 * z, 2.0 * z, lateral])
+    load = np.tile([0.03, 0.01, 0.02], 4)[None, :] * np.array([[1.0], [1.4], [0.6]])
+    params = make_dist_3phase_params(5, np.array([0, 1, 2, 2]), np.array([1, 2, 3, 4]), z3, load, 0.4 * load, max_steps=3)
+    return DistGrid3PhaseEnv(), params
+
+
+@env_property_test(_three_phase, invalid_actions=True, max_examples=8)
+def test_dist_three_phase(env, params, trajectory):
+    assert [law.name for law in env.physics_invariants(params)] == ["three_phase_kvl", "three_phase_kcl"]
+    assert np.asarray(trajectory.info["bfs_converged"]).any()  # the laws were exercised
+
+
+def test_three_phase_laws_catch_a_wrong_drop_and_a_lost_load():
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from powerzoojax.testing import record_trajectory
+
+    env, params = _three_phase()
+    traj, _ = record_trajectory(env, params, jax.random.PRNGKey(0), jnp.full((4, 12), 0.5, jnp.float32))
+    kvl, kcl = env.physics_invariants(params)
+    assert kvl.violations(traj, params) == [] and kcl.violations(traj, params) == []
+    # Phase B of bus 2 a little higher: its branches' drops no longer match Z·I.
+    v_imag = np.asarray(traj.next_state.V_imag).copy()
+    v_imag[:, 4] += 1e-3
+    moved = traj._replace(next_state=eqx.tree_at(lambda s: s.V_imag, traj.next_state, v_imag))
+    assert [t for t, _ in kvl.violations(moved, params)] == [0, 1, 3]  # step 2 is terminal
+    # A load the flows do not carry: phase C of bus 3 draws 0.02 p.u. more than the sweep saw.
+    p = np.asarray(params.p_load_profiles).copy()
+    p[:, 3, 2] += 0.02
+    more = eqx.tree_at(lambda q: q.p_load_profiles, params, jnp.asarray(p))
+    assert [t for t, _ in kcl.violations(traj, more)] == [0, 1, 3]
+
+
+def test_trans_grid_with_bundles_checks_the_bundles_laws():
+    """With resource bundles the network's laws are not checkable from the state, but each
+    bundle's are, on its own slice."""
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.grid import make_battery_bundle
+
+    case = load_case("5")
+    params = make_trans_params(case, max_steps=3, resources=(make_battery_bundle(case, [2]),))
+    names = [law.name for law in TransGridEnv().physics_invariants(params)]
+    assert names == ["resources[0].battery_soc_bounds", "resources[0].battery_soc_rate"]

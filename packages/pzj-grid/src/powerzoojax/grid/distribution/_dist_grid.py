@@ -15,6 +15,7 @@ from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._invariants import distflow_laws
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.resources._bundle import FLEX_STAT_KEYS, observe_bundles, reset_bundles
+from powerzoojax.grid.resources._invariants import bundle_laws
 from powerzoojax.physics import RadialFlow, RadialNetwork, make_radial_network, radial_power_flow
 from powerzoojax.physics._pin import materialise
 
@@ -304,8 +305,8 @@ class DistGridEnv(RadialFeederEnv):
     DER_LAYOUT = "n_nodes - 1"
 
     def physics_invariants(self, params: DistGridParams) -> tuple[Invariant, ...]:
-        # The DistFlow branch equation at every converged sweep.
-        return distflow_laws(params)
+        # The DistFlow branch equation at every converged sweep; each bundle's own laws.
+        return distflow_laws(params) + bundle_laws(params.resources)
 
     def _n_der(self, params: DistGridParams) -> int:
         return params.network.n_nodes - 1 if params.include_der else 0

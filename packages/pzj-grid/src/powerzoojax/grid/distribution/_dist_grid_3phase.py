@@ -7,11 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from powerzoojax.core import EnvParams, EnvState, auto_reset, stack_costs, time_features
+from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
+from powerzoojax.grid.distribution._invariants import three_phase_laws
 from powerzoojax.grid.resources._bundle import observe_bundles, reset_bundles
+from powerzoojax.grid.resources._invariants import bundle_laws
 from powerzoojax.physics import (
     Radial3PhaseFlow,
     Radial3PhaseNetwork,
@@ -274,6 +276,10 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
     """
     CONSTRAINT_NAMES = DIST_3PHASE_CONSTRAINT_NAMES
     DER_LAYOUT = "3 (n_nodes - 1)"
+
+    def physics_invariants(self, params: DistGrid3PhaseParams) -> tuple[Invariant, ...]:
+        # Kirchhoff's laws per phase at every converged sweep; each bundle's own laws.
+        return three_phase_laws(params) + bundle_laws(params.resources)
 
     def _n_der(self, params: DistGrid3PhaseParams) -> int:
         return 3 * (params.network.n_nodes - 1) if params.include_der else 0
