@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from powerzoojax.testing import env_property_test
+
 
 def _params(**kw):
     from powerzoojax.grid import make_datacenter_params
@@ -82,25 +84,20 @@ _STRESS = dict(
 )
 
 
-@settings(max_examples=8, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), train=st.floats(0, 1), ft=st.floats(0, 1))
-def test_task_bookkeeping_never_loses_tasks(seed, train, ft):
-    params = _params(**_STRESS)
-    actions = jnp.tile(jnp.array([train, ft, 0.5], jnp.float32), (150, 1))
-    states, costs, info = _run(150)(jr.PRNGKey(seed), params, actions)
-    status = np.asarray(states.task_status)
-    waiting = (status == 1).sum(axis=1)
-    running = (status == 2).sum(axis=1)
-    arrived = np.asarray(states.n_arrived)
-    accounted = waiting + running + np.asarray(states.n_finished) + np.asarray(states.sla_violations) + np.asarray(states.n_dropped)
-    np.testing.assert_array_equal(arrived, accounted)
-    assert arrived[-1] > 64  # the buffer was really exercised
+@env_property_test(lambda: (_env(), _params(**_STRESS)), n_steps=150, max_examples=8)
+def test_task_bookkeeping_never_loses_tasks(env, params, trajectory):
+    """The kit checks the data centre's laws on every step, ``task_bookkeeping`` among them
+    (arrived = waiting + running + finished + expired + dropped). Here: the buffer really
+    filled up, and the counters and costs agree with the steps' reports."""
+    states, info = trajectory.next_state, trajectory.info
+    assert "task_bookkeeping" in [law.name for law in env.physics_invariants(params)]
+    assert int(np.asarray(states.n_arrived)[-1]) > 64  # the buffer was really exercised
     assert int(np.asarray(states.n_dropped)[-1]) == int(np.asarray(info["n_dropped"]).sum())
     # Active GPUs never exceed the fleet (running jobs are not pre-empted when inference grows,
     # so the cap is on the active count).
     assert np.all(np.asarray(states.gpus_active) <= 300)
     # SLA cost is expired tasks / n_gpus.
-    np.testing.assert_allclose(np.asarray(costs[:, 0]), np.asarray(info["n_expired"]) / 300.0, rtol=1e-6)
+    np.testing.assert_allclose(trajectory.costs[:, 0], np.asarray(info["n_expired"]) / 300.0, rtol=1e-6)
 
 
 def _reference_schedule(gpus, deadline, duration, ttype, status, remaining, t, n, infer, r_train, r_ft):

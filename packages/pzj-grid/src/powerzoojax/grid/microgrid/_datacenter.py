@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.microgrid._rng import step_uniforms
@@ -501,6 +501,13 @@ class DataCenterEnv(Environment):
 
     def constraint_names(self, params: DataCenterParams) -> tuple[str, ...]:
         return DATACENTER_CONSTRAINT_NAMES
+
+    def physics_invariants(self, params: DataCenterParams) -> tuple[Invariant, ...]:
+        # Zone band and heat balance, the chiller's COP, the site's power, no task lost.
+        # Imported on use: the laws read this module's zone band.
+        from powerzoojax.grid.microgrid._invariants import datacenter_laws
+
+        return datacenter_laws()
 
     def default_params(self) -> DataCenterParams:
         return make_datacenter_params()

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.microgrid._datacenter import (
@@ -21,6 +21,7 @@ from powerzoojax.grid.microgrid._datacenter import (
     make_datacenter_params,
     queue_features,
 )
+from powerzoojax.grid.microgrid._invariants import dc_microgrid_laws
 from powerzoojax.physics.devices import (
     battery_limits,
     battery_step,
@@ -372,6 +373,10 @@ class DataCenterMicrogridEnv(Environment):
 
     def constraint_names(self, params: DCMicrogridParams) -> tuple[str, ...]:
         return DCMG_CONSTRAINT_NAMES
+
+    def physics_invariants(self, params: DCMicrogridParams) -> tuple[Invariant, ...]:
+        # The data centre's laws, the battery's, and balance and dispatch order at the PCC.
+        return dc_microgrid_laws()
 
     def default_params(self) -> DCMicrogridParams:
         return make_dcmicrogrid_params()

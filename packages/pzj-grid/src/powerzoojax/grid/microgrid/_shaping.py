@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from powerzoojax.core import Box, Environment
+from powerzoojax.core import Box, Environment, Invariant
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.grid.microgrid._dc_microgrid import DataCenterMicrogridEnv, DCMicrogridParams, DCMicrogridState
 
@@ -71,6 +71,10 @@ class DCMicrogridShapingWrapper(Environment):
 
     def iteration_count_keys(self, params: DCMicrogridParams) -> tuple[str, ...]:
         return self.env.iteration_count_keys(params)
+
+    def physics_invariants(self, params: DCMicrogridParams) -> tuple[Invariant, ...]:
+        # The wrapper reshapes the reward only: the transitions are the inner env's.
+        return self.env.physics_invariants(params)
 
     def default_params(self) -> DCMicrogridParams:
         return self.env.default_params()
