@@ -100,6 +100,27 @@ def test_task_bookkeeping_never_loses_tasks(env, params, trajectory):
     np.testing.assert_allclose(trajectory.costs[:, 0], np.asarray(info["n_expired"]) / 300.0, rtol=1e-6)
 
 
+def test_datacenter_laws_catch_a_lost_task_and_a_wrong_zone_temperature():
+    from powerzoojax.testing import record_trajectory
+
+    env, params = _env(), _params(**_STRESS)
+    actions = jnp.tile(jnp.array([0.5, 0.5, 0.5], jnp.float32), (150, 1))
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), actions)
+    laws = {law.name: law for law in env.physics_invariants(params)}
+    assert all(law.violations(traj, params) == [] for law in laws.values())
+
+    def tampered(where, value):
+        return traj._replace(next_state=eqx.tree_at(where, traj.next_state, value))
+
+    lost = tampered(lambda s: s.n_finished, np.asarray(traj.next_state.n_finished) - 1)
+    assert len(laws["task_bookkeeping"].violations(lost, params)) == 150
+    warmer = tampered(lambda s: s.t_zone, np.asarray(traj.next_state.t_zone) + 0.1)
+    assert laws["zone_heat_balance"].violations(warmer, params)
+    assert laws["zone_temperature_bounds"].violations(tampered(lambda s: s.t_zone, np.full(150, 46.0, np.float32)), params)
+    free_cooling = tampered(lambda s: s.p_cool_mw, 0.5 * np.asarray(traj.next_state.p_cool_mw))
+    assert laws["chiller_cop"].violations(free_cooling, params) and laws["site_power"].violations(free_cooling, params)
+
+
 def _reference_schedule(gpus, deadline, duration, ttype, status, remaining, t, n, infer, r_train, r_ft):
     """The §4.7 admission rule written as a plain loop over Python lists."""
     status = list(status)

@@ -98,6 +98,26 @@ def test_energy_balance_every_step(env, params, trajectory):
     assert {"pcc_power_balance", "pcc_dispatch_order", "battery_soc_bounds"} <= {law.name for law in env.physics_invariants(params)}
 
 
+def test_microgrid_laws_catch_an_unbalanced_pcc_and_a_battery_out_of_step():
+    from powerzoojax.testing import record_trajectory
+
+    env, params = _env(), _params(max_steps=96, grid_import_p_max_mw=0.3)
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), _random_actions(0, 97))
+    laws = {law.name: law for law in env.physics_invariants(params)}
+    assert all(law.violations(traj, params) == [] for law in laws.values())
+    info = traj.info
+    hidden = traj._replace(info={**info, "power_deficit": np.asarray(info["power_deficit"]) + 0.01})
+    assert len(laws["pcc_power_balance"].violations(hidden, params)) == 97
+    # Importing while spilling: the grid never feeds a surplus.
+    spill = np.asarray(info["power_spill"]) > 0
+    assert spill.any()
+    feeding = traj._replace(info={**info, "p_grid_import_mw": np.where(spill, 0.1, info["p_grid_import_mw"]).astype(np.float32)})
+    assert laws["pcc_dispatch_order"].violations(feeding, params)
+    soc = np.asarray(traj.next_state.soc) + 0.01
+    drifted = traj._replace(next_state=eqx.tree_at(lambda s: s.soc, traj.next_state, soc))
+    assert laws["battery_stored_energy"].violations(drifted, params)
+
+
 def test_reward_terms_match_numpy():
     price = np.where(np.arange(288) < 144, 60.0, 240.0)
     params = _params(max_steps=96, grid_import_p_max_mw=0.8, terminal_soc_penalty=1000.0, price_profile=price)

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from powerzoojax.testing import env_property_test
+
 
 def _params(**kw):
     from powerzoojax.grid import make_dcmicrogrid_params
@@ -45,6 +47,14 @@ def test_conformance_kit():
     params = _params(max_steps=4, grid_import_p_max_mw=0.2)
     check_env_api(_wrapper(), params, stochastic=True)
     assert check_no_retrace(_wrapper(), params, n_episodes=2) == {"reset": 1, "step": 1, "rollout": 1}
+
+
+@env_property_test(lambda: (_wrapper(), _params(max_steps=4, grid_import_p_max_mw=0.2)), max_examples=6)
+def test_the_wrapper_keeps_the_microgrid_laws(env, params, trajectory):
+    """Auto-balanced diesel set-points keep the microgrid's laws (the PCC balance and
+    dispatch order, the battery's, the data centre's): the wrapper declares the inner env's."""
+    assert [law.name for law in env.physics_invariants(params)] == [law.name for law in env.env.physics_invariants(params)]
+    assert "pcc_dispatch_order" in [law.name for law in env.physics_invariants(params)]
 
 
 def _shaping(costs, info, requested, dg_auto):
