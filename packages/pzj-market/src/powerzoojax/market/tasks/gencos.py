@@ -31,11 +31,12 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from powerzoojax.case import CaseData, load_case
-from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, episode_rollout, make_box
+from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, Invariant, episode_rollout, make_box
 from powerzoojax.core._types import Info, Key
 from powerzoojax.core._provider import import_provider
 from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
 from powerzoojax.physics._dual_simplex import sum_small
+from powerzoojax.market._invariants import gencos_laws
 from powerzoojax.market._market_marl import (
     BASELINE_ACTIONS,
     MarketMARLParams,
@@ -151,6 +152,10 @@ class GenCosJointEnv(Environment):
 
     def constraint_names(self, params: MarketMARLParams) -> tuple[str, ...]:
         return ("thermal_overload",)
+
+    def physics_invariants(self, params: MarketMARLParams) -> tuple[Invariant, ...]:
+        # OPTIMAL rounds: supply = demand, units inside their ramp windows, one price uncongested.
+        return gencos_laws(params)
 
     def reset(self, key: Key, params: MarketMARLParams) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState]:
         state = market_marl_reset(key, params)
