@@ -51,7 +51,7 @@ def _uc():
 
 @env_property_test(_uc, max_examples=4)
 def test_unit_commitment_case5(env, params, trajectory):
-    assert [law.name for law in env.physics_invariants(params)] == ["uc_off_units_idle", "uc_committed_unit_limits"]
+    assert [law.name for law in env.physics_invariants(params)] == ["uc_off_units_idle", "uc_committed_unit_limits", "uc_min_up_down"]
 
 
 def test_a_broken_law_is_reported_on_a_real_env():

@@ -1,5 +1,8 @@
 """UnitCommitmentEnv: env contract, min up/down times, reserve, ramping, start-up costs."""
 
+import functools
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.random as jr
@@ -89,24 +92,76 @@ def _status_run(case, actions, solver_mode=0):
     return params, trace, status, time_in
 
 
+@functools.lru_cache(maxsize=None)
+def _commitment_env():
+    from powerzoojax.case import load_case
+    from powerzoojax.grid import UnitCommitmentEnv
+
+    return UnitCommitmentEnv(), _params(load_case("5"), max_steps=13, solver_mode=0, keep_time=[5, 1, 2, 5, 1])
+
+
 @settings(max_examples=10, deadline=None)
 @given(st.lists(st.lists(st.sampled_from([-1.0, 1.0]), min_size=5, max_size=5), min_size=12, max_size=12))
-def test_min_up_down_respected(case5, intents):
+def test_min_up_down_respected(intents):
+    """The kit checks that no unit switches before its minimum up / down time
+    (``uc_min_up_down``) beside the contract; here: every request that is free to be
+    followed is, the time-in-state counters and the switch count."""
+    from powerzoojax.testing import check_invariants, record_trajectory
+
+    env, params = _commitment_env()
     intents = np.asarray(intents, np.float32)
-    actions = np.concatenate([intents, np.zeros_like(intents)], axis=1)
-    _, trace, status, time_in = _status_run(case5, actions)
-    for t in range(status.shape[0] - 1):
-        changed = status[t + 1] != status[t]
-        was_on = status[t] == 1
-        # A switch happens only when the unit has spent its minimum time in the state...
-        assert np.all(time_in[t][changed & was_on] >= UC_DATA["min_up_steps"])
-        assert np.all(time_in[t][changed & ~was_on] >= UC_DATA["min_down_steps"])
-        # ...and otherwise the request is followed.
-        wants_on = intents[t] > 0
-        free = np.where(was_on, time_in[t] >= UC_DATA["min_up_steps"], time_in[t] >= UC_DATA["min_down_steps"])
-        np.testing.assert_array_equal(status[t + 1][free], wants_on[free].astype(int))
-        np.testing.assert_array_equal(time_in[t + 1], np.where(changed, 1, time_in[t] + 1))
-    assert np.asarray(trace.info["commitment_switches"])[:-1].sum() == (status[1:] != status[:-1]).sum()
+    actions = jnp.asarray(np.concatenate([intents, np.zeros_like(intents)], axis=1))
+    assert "uc_min_up_down" in [law.name for law in env.physics_invariants(params)]
+    assert check_invariants(env, params, jr.PRNGKey(0), actions) == []
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), actions)
+    g = params.case.n_units
+    status, status_next = np.asarray(traj.state.unit_status), np.asarray(traj.next_state.unit_status)
+    time_in, time_in_next = np.asarray(traj.state.time_in_state), np.asarray(traj.next_state.time_in_state)
+    np.testing.assert_array_equal(traj.obs[:, :g].round().astype(int), status_next)  # the observed status
+    was_on = status == 1
+    changed = status_next != status
+    free = np.where(was_on, time_in >= UC_DATA["min_up_steps"], time_in >= UC_DATA["min_down_steps"])
+    np.testing.assert_array_equal(status_next[free], (intents > 0)[free].astype(int))
+    np.testing.assert_array_equal(time_in_next, np.where(changed, 1, time_in + 1))
+    np.testing.assert_array_equal(np.asarray(traj.info["commitment_switches"]), changed.sum(axis=1))
+
+
+def test_uc_min_up_down_law_catches_an_early_switch():
+    from powerzoojax.testing import record_trajectory
+
+    env, params = _commitment_env()
+    actions = jnp.asarray(np.concatenate([np.ones((12, 5)), np.zeros((12, 5))], axis=1), jnp.float32)
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), actions)
+    law = {law.name: law for law in env.physics_invariants(params)}["uc_min_up_down"]
+    assert law.violations(traj, params) == []
+    # Unit 1 (held 1 step at the start) switched off at once: before its 3-step minimum.
+    status = np.asarray(traj.next_state.unit_status).copy()
+    status[0, 1] = 0
+    early = traj._replace(next_state=eqx.tree_at(lambda s: s.unit_status, traj.next_state, status))
+    assert [t for t, _ in law.violations(early, params)] == [0]
+
+
+def test_unit_limits_under_proportional_dispatch_spare_only_the_slack_units():
+    """Under the proportional dispatch (``solver_mode=0``) the slack-bus units take up the
+    imbalance beyond their limits by design: with every unit asked off, those held on by
+    their minimum up time cannot meet the load and the slack unit overshoots its p_max.
+    The limits law spares exactly those units and still catches any other."""
+    from powerzoojax.testing import record_trajectory
+
+    env, params = _commitment_env()
+    actions = jnp.asarray(np.concatenate([-np.ones((12, 5)), np.zeros((12, 5))], axis=1), jnp.float32)
+    traj, _ = record_trajectory(env, params, jr.PRNGKey(0), actions)
+    law = {law.name: law for law in env.physics_invariants(params)}["uc_committed_unit_limits"]
+    slack = np.asarray(params.network.slack_unit_weights) > 0
+    p = np.asarray(traj.next_state.unit_power_mw)
+    assert (p[:, slack] > np.asarray(params.case.unit_p_max)[slack] + 1.0).any()
+    assert law.violations(traj, params) == []
+    on_other = (np.asarray(traj.next_state.unit_status) > 0) & ~slack
+    t, unit = np.argwhere(on_other)[0]
+    beyond = p.copy()
+    beyond[t, unit] = float(params.case.unit_p_max[unit]) + 10.0
+    pushed = traj._replace(next_state=eqx.tree_at(lambda s: s.unit_power_mw, traj.next_state, beyond))
+    assert [step for step, _ in law.violations(pushed, params)] == [t]
 
 
 def test_startup_and_no_load_costs(case5):

@@ -124,11 +124,17 @@ def ac_laws(params) -> tuple[Invariant, ...]:
 
 
 def unit_commitment_laws(params) -> tuple[Invariant, ...]:
-    """A decommitted unit produces nothing; an OPTIMAL dispatch keeps every committed unit
-    within [p_min, p_max]."""
+    """A decommitted unit produces nothing; committed units stay within [p_min, p_max]
+    (with the DC-OPF on OPTIMAL steps; with the proportional dispatch, ``solver_mode=0``,
+    every unit but the slack-bus units, which take up the imbalance unclamped); with
+    commitment on, no unit switches off before its minimum up time or on before its
+    minimum down time."""
     case = params.case
     p_min = np.asarray(case.unit_p_min, np.float64)
     p_max = np.asarray(case.unit_p_max, np.float64)
+    # Units whose limits the dispatch enforces: all under the DC-OPF; under the proportional
+    # dispatch the slack-bus units balance the network beyond theirs.
+    enforced = np.ones(p_min.shape, bool) if params.solver_mode == 1 else np.asarray(params.network.slack_unit_weights) == 0
 
     def off_units(traj: Trajectory, params) -> np.ndarray:
         s = traj.next_state
@@ -140,14 +146,27 @@ def unit_commitment_laws(params) -> tuple[Invariant, ...]:
         s = traj.next_state
         p = np.asarray(s.unit_power_mw, np.float64)
         on = np.asarray(s.unit_status) > 0
-        excess = np.where(on, np.maximum(np.maximum(p_min - p, p - p_max), 0.0) / np.maximum(1.0, p_max), 0.0)
-        optimal = np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL
-        return not_terminal(traj, np.where(optimal, excess.max(axis=1), np.nan))
+        excess = np.where(on & enforced, np.maximum(np.maximum(p_min - p, p - p_max), 0.0) / np.maximum(1.0, p_max), 0.0)
+        applies = np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL if params.solver_mode == 1 else True
+        return not_terminal(traj, np.where(applies, excess.max(axis=1), np.nan))
 
-    return (
+    min_up = np.asarray(params.min_up_steps)
+    min_down = np.asarray(params.min_down_steps)
+
+    def min_times(traj: Trajectory, params) -> np.ndarray:
+        was_on = np.asarray(traj.state.unit_status) > 0
+        now_on = np.asarray(traj.next_state.unit_status) > 0
+        spent = np.asarray(traj.state.time_in_state)
+        early = (was_on & ~now_on & (spent < min_up)) | (~was_on & now_on & (spent < min_down))
+        return not_terminal(traj, early.sum(axis=1).astype(np.float64))
+
+    laws = [
         Invariant("uc_off_units_idle", off_units, 1e-5, "decommitted units at 0 MW (fraction of the largest p_max)"),
-        Invariant("uc_committed_unit_limits", committed_limits, 1e-3, "OPTIMAL: committed units within [p_min, p_max]"),
-    )
+        Invariant("uc_committed_unit_limits", committed_limits, 1e-3, "committed units within [p_min, p_max] (DC-OPF: OPTIMAL steps; else not the slack units)"),
+    ]
+    if params.enable_uc:
+        laws.append(Invariant("uc_min_up_down", min_times, 0.5, "units switched before their minimum up / down time [units]"))
+    return tuple(laws)
 
 
 def trans_grid_laws(params) -> tuple[Invariant, ...]:
