@@ -15,7 +15,7 @@ from powerzoojax.testing import env_property_test, record_trajectory
 
 
 def _bites(env, params, traj, law_name, tampered):
-    """``law_name`` holds on ``traj`` and is broken on ``tampered`` (a changed copy)."""
+    """`law_name` holds on `traj` and is broken on `tampered` (a changed copy)."""
     law = {law.name: law for law in env.physics_invariants(params)}[law_name]
     assert law.violations(traj, params) == [], law_name
     assert law.violations(tampered, params), f"{law_name} missed the tampered trajectory"

@@ -32,8 +32,8 @@ def distflow_laws(params) -> tuple[Invariant, ...]:
 
 
 def _phasors(traj: Trajectory, params) -> tuple[np.ndarray, np.ndarray]:
-    """Bus voltages ``(T, N, 3)`` (the reference bus at its balanced phasors) and the
-    branch currents ``(T, B, 3)`` in BFS branch order, ``I = conj(S_recv / V_recv)`` from the
+    """Bus voltages `(T, N, 3)` (the reference bus at its balanced phasors) and the
+    branch currents `(T, B, 3)` in BFS branch order, `I = conj(S_recv / V_recv)` from the
     recorded receiving-end powers (0 on absent phases)."""
     net = params.network
     s = traj.next_state
@@ -52,9 +52,9 @@ def _phasors(traj: Trajectory, params) -> tuple[np.ndarray, np.ndarray]:
 
 def three_phase_laws(params) -> tuple[Invariant, ...]:
     """A converged unbalanced sweep satisfies, per phase, Kirchhoff's voltage law on every
-    branch, ``V_send − V_recv = Z_b I_b`` with the 3 × 3 series impedance, and (without
+    branch, `V_send − V_recv = Z_b I_b` with the 3 × 3 series impedance, and (without
     resource bundles, whose injections the state does not record) Kirchhoff's current law
-    at every bus: a branch carries the net load current ``conj(S_net / V)`` of its receiving
+    at every bus: a branch carries the net load current `conj(S_net / V)` of its receiving
     bus plus the currents of the branches leaving it [p.u.]."""
     net = params.network
     send = np.asarray(net.send_idx)

@@ -2,7 +2,7 @@
 rollouts (float64).
 
 The data centre's laws read its state through an accessor, so the microgrid, which
-carries the data centre as ``state.dc`` with params ``params.dc``, is held to the same
+carries the data centre as `state.dc` with params `params.dc`, is held to the same
 ones as the standalone env.
 """
 
@@ -36,7 +36,7 @@ def _identity(x: Any) -> Any:
 
 
 def _cop(t_outdoor: np.ndarray, p: Any) -> np.ndarray:
-    """The chiller's COP at ``t_outdoor``: ``cop_ref · clip(1 − decay·max(T_out − t_ref, 0), 0.4, 1.2)``."""
+    """The chiller's COP at `t_outdoor`: `cop_ref · clip(1 − decay·max(T_out − t_ref, 0), 0.4, 1.2)`."""
     derate = np.clip(1.0 - _f64(p.cop_decay) * np.maximum(t_outdoor - _f64(p.t_ref), 0.0), 0.4, 1.2)
     return _f64(p.cop_ref) * derate
 
@@ -44,13 +44,13 @@ def _cop(t_outdoor: np.ndarray, p: Any) -> np.ndarray:
 def datacenter_laws(
     dc_state: Callable[[Any], Any] = _identity, dc_params: Callable[[Any], Any] = _identity
 ) -> tuple[Invariant, ...]:
-    """The data centre's laws; ``dc_state`` / ``dc_params`` pick its state and params out of
-    the env's (the identity for :class:`~powerzoojax.grid.DataCenterEnv`).
+    """The data centre's laws; `dc_state` / `dc_params` pick its state and params out of
+    the env's (the identity for [`DataCenterEnv`][powerzoojax.grid.DataCenterEnv]).
 
     * the zone stays inside the model's band [15, 45] °C;
-    * the chiller removes ``Q = ua · max(T_zone − T_set, 0)`` [kW] and draws ``Q / COP(T_out)``;
-    * the zone's heat balance ``T' = clip(T + Δt (1000 P_it − Q + h_wall (T_out − T)) / C)``;
-    * the site draws ``P_it (1 + p_aux) + P_cool``;
+    * the chiller removes `Q = ua · max(T_zone − T_set, 0)` [kW] and draws `Q / COP(T_out)`;
+    * the zone's heat balance `T' = clip(T + Δt (1000 P_it − Q + h_wall (T_out − T)) / C)`;
+    * the site draws `P_it (1 + p_aux) + P_cool`;
     * no task is lost: arrived = waiting + running + finished + expired + dropped.
     """
 
@@ -102,12 +102,12 @@ def datacenter_laws(
 
 
 def dc_microgrid_laws() -> tuple[Invariant, ...]:
-    """:class:`~powerzoojax.grid.DataCenterMicrogridEnv`'s laws: the data centre's, then
+    """[`DataCenterMicrogridEnv`][powerzoojax.grid.DataCenterMicrogridEnv]'s laws: the data centre's, then
 
     * battery SOC inside its band, its change equal to the energy the battery moved, and
       the battery within its rating;
-    * power balance at the point of common coupling, ``P_pv + P_dg + P_batt + P_grid +
-      deficit = P_load + spill``;
+    * power balance at the point of common coupling, `P_pv + P_dg + P_batt + P_grid +
+      deficit = P_load + spill`;
     * the dispatch order there: import only to cover a shortfall and up to its cap, load
       shed only with the import at its cap, surplus spilled only with no import, never
       both shed and spilled;

@@ -109,14 +109,17 @@ class ResourceBundle(eqx.Module):
         """
 
     def physics_invariants(self) -> tuple[Invariant, ...]:
-        """The laws this bundle's transitions obey (``()``: none declared).
+        """The laws this bundle's transitions obey.
 
-        Each law's residual is called as ``residual(trajectory, bundle)`` on a
-        :class:`~powerzoojax.core.Trajectory` whose ``state`` and ``next_state`` are this
-        bundle's states (leading time axis, then the device axis) and whose ``done`` and
-        ``info`` are the parent's, so :func:`~powerzoojax.core.not_terminal` applies. A grid
-        env that attaches the bundle checks these laws beside its own, named
-        ``resources[k].<law>``.
+        A grid env that attaches the bundle checks these laws beside its own, named
+        `resources[k].<law>`. Each law's residual is called as `residual(trajectory, bundle)`
+        on a [`Trajectory`][powerzoojax.core.Trajectory] whose `state` and `next_state` are
+        this bundle's states (leading time axis, then the device axis) and whose `done` and
+        `info` are the parent's, so [`not_terminal`][powerzoojax.core.not_terminal] applies.
+
+        **Returns:**
+
+        A tuple of [`Invariant`][powerzoojax.core.Invariant]; `()` (the default) declares none.
         """
         return ()
 

@@ -2,7 +2,7 @@
 
 Each device kind states its laws once, as residual functions of arrays with a leading
 time axis and optional trailing device axes; the standalone envs apply them to their
-own state and a bundle to its slice of the parent's state (:func:`bundle_laws`), so a
+own state and a bundle to its slice of the parent's state (`bundle_laws`), so a
 battery is held to the same state-of-charge band whether it runs alone, on a feeder or
 behind a data centre. Residuals are reduced to one value per step: the worst device.
 """
@@ -26,13 +26,13 @@ def _f64(x: Any) -> np.ndarray:
 
 
 def per_step(x: Any) -> np.ndarray:
-    """``(T, ...)`` → ``(T,)``: the largest entry of each step (devices, phases)."""
+    """`(T, ...)` → `(T,)`: the largest entry of each step (devices, phases)."""
     arr = _f64(x)
     return arr.reshape(arr.shape[0], -1).max(axis=1, initial=0.0)
 
 
 def outside(x: Any, low: Any, high: Any) -> np.ndarray:
-    """How far each entry of ``x`` lies outside ``[low, high]`` (0 inside)."""
+    """How far each entry of `x` lies outside `[low, high]` (0 inside)."""
     x = _f64(x)
     return np.maximum(np.maximum(_f64(low) - x, x - _f64(high)), 0.0)
 
@@ -46,7 +46,7 @@ def stored_energy_error(
     soc_before: Any, soc_after: Any, p_mw: Any, e_mwh: Any, eta_c: Any, eta_d: Any, dt_hours: Any
 ) -> np.ndarray:
     """Per step, the worst gap between the SOC change and the energy the power moved
-    [fraction of capacity]: ``ΔSOC·E = −PΔt/η_d`` discharging (P ≥ 0), ``−PΔt·η_c`` charging."""
+    [fraction of capacity]: `ΔSOC·E = −PΔt/η_d` discharging (P ≥ 0), `−PΔt·η_c` charging."""
     p = _f64(p_mw)
     moved = np.where(p >= 0.0, -p * _f64(dt_hours) / _f64(eta_d), -p * _f64(dt_hours) * _f64(eta_c))
     return per_step(np.abs((_f64(soc_after) - _f64(soc_before)) - moved / _f64(e_mwh)))
@@ -56,7 +56,7 @@ def soc_rate_excess(
     soc_before: Any, soc_after: Any, p_max_mw: Any, e_mwh: Any, eta_c: Any, eta_d: Any, dt_hours: Any
 ) -> np.ndarray:
     """Per step, how far the worst SOC change exceeds what the rated power can move in one
-    step [fraction of capacity]: a drop of ``P_max Δt/(η_d E)``, a rise of ``P_max Δt η_c/E``."""
+    step [fraction of capacity]: a drop of `P_max Δt/(η_d E)`, a rise of `P_max Δt η_c/E`."""
     delta = _f64(soc_after) - _f64(soc_before)
     max_drop = _f64(p_max_mw) * _f64(dt_hours) / (_f64(eta_d) * _f64(e_mwh))
     max_rise = _f64(p_max_mw) * _f64(dt_hours) * _f64(eta_c) / _f64(e_mwh)
@@ -72,7 +72,7 @@ def deferred_energy_error(buffer_before: Any, buffer_after: Any, shift_out: Any,
 
 
 def flexload_range_excess(curtail: Any, shift_out: Any, shift_in: Any, cap_curtail: Any, cap_shift: Any) -> np.ndarray:
-    """Per step, how far curtailment and shifting leave ``[0, cap]`` (and returns go
+    """Per step, how far curtailment and shifting leave `[0, cap]` (and returns go
     negative), relative to the device's caps."""
     return np.maximum.reduce([
         per_step(outside(curtail, 0.0, cap_curtail) / _f64(cap_curtail)),
@@ -82,19 +82,19 @@ def flexload_range_excess(curtail: Any, shift_out: Any, shift_in: Any, cap_curta
 
 
 def available_power_excess(p_mw: Any, available_mw: Any, capacity_mw: Any) -> np.ndarray:
-    """Per step, how far renewable output leaves ``[0, cap·CF]`` (fraction of capacity)."""
+    """Per step, how far renewable output leaves `[0, cap·CF]` (fraction of capacity)."""
     return per_step(outside(p_mw, 0.0, available_mw) / _f64(capacity_mw))
 
 
 def inverter_excess(p_mw: Any, q_mvar: Any, s_rated_mva: Any) -> np.ndarray:
-    """Per step, how far the worst inverter operates beyond its circle ``P² + Q² ≤ S²``
+    """Per step, how far the worst inverter operates beyond its circle `P² + Q² ≤ S²`
     (fraction of its rating)."""
     s = np.hypot(_f64(p_mw), _f64(q_mvar))
     return per_step(np.maximum(s - _f64(s_rated_mva), 0.0) / _f64(s_rated_mva))
 
 
 def diesel_range_excess(p_mw: Any, p_max_mw: Any, p_min_norm: Any) -> np.ndarray:
-    """Per step, how far a generator's output leaves ``{0} ∪ [p_min_norm·p_max, p_max]``
+    """Per step, how far a generator's output leaves `{0} ∪ [p_min_norm·p_max, p_max]`
     (fraction of its rating): off, or at or above its minimum stable load."""
     p = _f64(p_mw)
     p_max = _f64(p_max_mw)
@@ -107,7 +107,7 @@ def diesel_range_excess(p_mw: Any, p_max_mw: Any, p_min_norm: Any) -> np.ndarray
 
 
 def battery_bundle_laws() -> tuple[Invariant, ...]:
-    """A :class:`~powerzoojax.grid.resources.BatteryBundle`'s laws: every SOC inside its band
+    """A [`BatteryBundle`][powerzoojax.grid.resources.BatteryBundle]'s laws: every SOC inside its band
     and no SOC change beyond what the rated power moves in one step."""
 
     def band(traj: Trajectory, b: Any) -> np.ndarray:
@@ -124,8 +124,8 @@ def battery_bundle_laws() -> tuple[Invariant, ...]:
 
 
 def renewable_bundle_laws() -> tuple[Invariant, ...]:
-    """A :class:`~powerzoojax.grid.resources.RenewableBundle`'s laws: output within the
-    available ``cap·CF`` of the profile row it stepped on, and inside the inverter circle."""
+    """A [`RenewableBundle`][powerzoojax.grid.resources.RenewableBundle]'s laws: output within the
+    available `cap·CF` of the profile row it stepped on, and inside the inverter circle."""
 
     def available(traj: Trajectory, b: Any) -> np.ndarray:
         cf = _f64(b.cf_profiles)
@@ -143,7 +143,7 @@ def renewable_bundle_laws() -> tuple[Invariant, ...]:
 
 
 def flexload_bundle_laws() -> tuple[Invariant, ...]:
-    """A :class:`~powerzoojax.grid.resources.FlexLoadBundle`'s laws: shifted load is owed
+    """A [`FlexLoadBundle`][powerzoojax.grid.resources.FlexLoadBundle]'s laws: shifted load is owed
     until it comes back (no loss, no gain), and actions stay within the caps."""
 
     def ledger(traj: Trajectory, b: Any) -> np.ndarray:
@@ -162,7 +162,7 @@ def flexload_bundle_laws() -> tuple[Invariant, ...]:
 
 
 def diesel_bundle_laws() -> tuple[Invariant, ...]:
-    """A :class:`~powerzoojax.grid.resources.DieselBundle`'s law: each generator off or
+    """A [`DieselBundle`][powerzoojax.grid.resources.DieselBundle]'s law: each generator off or
     between its minimum stable load and its rating."""
 
     def output(traj: Trajectory, b: Any) -> np.ndarray:
@@ -178,15 +178,17 @@ def _on_bundle(law: Invariant, k: int, traj: Trajectory, params: Any) -> np.ndar
 
 def bundle_laws(resources: Sequence[Any]) -> tuple[Invariant, ...]:
     """The laws every attached bundle declares, each checked on its own slice of the
-    parent's state (``state.resource_states[k]``, the bundle ``params.resources[k]`` as its
-    params) and named ``resources[k].<law>``.
+    parent's state (`state.resource_states[k]`, the bundle `params.resources[k]` as its
+    params) and named `resources[k].<law>`.
 
     **Arguments:**
 
-    - `resources`: the parent's ``params.resources``, a tuple of
-      :class:`~powerzoojax.grid.resources.ResourceBundle`.
+    - `resources`: the parent's `params.resources`, a tuple of
+      [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
 
-    **Returns:** the bundles' :meth:`~powerzoojax.grid.resources.ResourceBundle.physics_invariants`
+    **Returns:**
+
+    The bundles' [`physics_invariants`][powerzoojax.grid.resources.ResourceBundle.physics_invariants]
     as laws of the parent env's trajectories, in bundle order.
     """
     laws = []
@@ -201,7 +203,7 @@ def bundle_laws(resources: Sequence[Any]) -> tuple[Invariant, ...]:
 
 
 def battery_env_laws() -> tuple[Invariant, ...]:
-    """:class:`~powerzoojax.grid.BatteryEnv`: SOC in its band, the SOC change equal to the
+    """[`BatteryEnv`][powerzoojax.grid.BatteryEnv]: SOC in its band, the SOC change equal to the
     energy the delivered power moved, and the power within the rating."""
 
     def band(traj: Trajectory, p: Any) -> np.ndarray:
@@ -223,7 +225,7 @@ def battery_env_laws() -> tuple[Invariant, ...]:
 
 
 def vehicle_env_laws() -> tuple[Invariant, ...]:
-    """:class:`~powerzoojax.grid.VehicleEnv`: SOC in its band; the charger idle while the car
+    """[`VehicleEnv`][powerzoojax.grid.VehicleEnv]: SOC in its band; the charger idle while the car
     is away and within its ratings at home; on steps without a departure the SOC change
     equals the energy the charger moved (a departure takes the trip's energy instead)."""
 
@@ -252,7 +254,7 @@ def vehicle_env_laws() -> tuple[Invariant, ...]:
 
 
 def flexload_env_laws() -> tuple[Invariant, ...]:
-    """:class:`~powerzoojax.grid.FlexLoadEnv`: the deferred-load ledger and the caps (the
+    """[`FlexLoadEnv`][powerzoojax.grid.FlexLoadEnv]: the deferred-load ledger and the caps (the
     bundle's laws on the standalone state)."""
 
     def ledger(traj: Trajectory, p: Any) -> np.ndarray:
@@ -271,7 +273,7 @@ def flexload_env_laws() -> tuple[Invariant, ...]:
 
 
 def renewable_env_laws() -> tuple[Invariant, ...]:
-    """:class:`~powerzoojax.grid.RenewableEnv`: output within ``cap·CF`` of the step's profile
+    """[`RenewableEnv`][powerzoojax.grid.RenewableEnv]: output within `cap·CF` of the step's profile
     row and inside the inverter circle."""
 
     def available(traj: Trajectory, p: Any) -> np.ndarray:

@@ -125,7 +125,7 @@ def ac_laws(params) -> tuple[Invariant, ...]:
 
 def unit_commitment_laws(params) -> tuple[Invariant, ...]:
     """A decommitted unit produces nothing; committed units stay within [p_min, p_max]
-    (with the DC-OPF on OPTIMAL steps; with the proportional dispatch, ``solver_mode=0``,
+    (with the DC-OPF on OPTIMAL steps; with the proportional dispatch, `solver_mode=0`,
     every unit but the slack-bus units, which take up the imbalance unclamped); with
     commitment on, no unit switches off before its minimum up time or on before its
     minimum down time."""
