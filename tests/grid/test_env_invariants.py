@@ -145,3 +145,18 @@ def test_trans_grid_with_bundles_checks_the_bundles_laws():
     params = make_trans_params(case, max_steps=3, resources=(make_battery_bundle(case, [2]),))
     names = [law.name for law in TransGridEnv().physics_invariants(params)]
     assert names == ["resources[0].battery_soc_bounds", "resources[0].battery_soc_rate"]
+
+
+def test_three_phase_with_bundles_keeps_kvl_and_adds_the_bundles_laws():
+    """Bundle injections are not in the recorded state, so Kirchhoff's current law (which
+    needs every bus's net load) gives way to the bundles' own laws; the voltage law stays."""
+    from powerzoojax.envs import DistGrid3PhaseEnv, make_dist_3phase_params
+    from powerzoojax.grid import make_flexload_bundle
+
+    _, plain = _three_phase()
+    flex = make_flexload_bundle(n_devices=1, cap_curtail_mw=0.1)
+    z3 = np.stack([(0.01 + 0.02j) * np.eye(3)] * 2)
+    params = make_dist_3phase_params(3, np.array([0, 1]), np.array([1, 2]), z3, np.full((1, 6), 0.01), np.full((1, 6), 0.004), resources=(flex,))
+    names = [law.name for law in DistGrid3PhaseEnv().physics_invariants(params)]
+    assert names == ["three_phase_kvl", "resources[0].flexload_deferred_energy", "resources[0].flexload_within_caps"]
+    assert "three_phase_kcl" in [law.name for law in DistGrid3PhaseEnv().physics_invariants(plain)]
