@@ -86,8 +86,11 @@ the still-active instances into batches of 1/4 and 1/16 of the size (not below 1
 of iterating every instance until the slowest one is done; each instance takes exactly the
 iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
 flows have a `custom_vmap` rule too, computing bus-major (batch last), which XLA:CPU
-runs faster than the (batch, L) layout `vmap` gives. Neither rule supports
-reverse-mode autodiff (the while loop does not either). The flows' and the iteration's
+runs faster than the (batch, L) layout `vmap` gives. Derivatives (`jax.grad`/`jax.jvp`
+w.r.t. the unit set-points, loads and voltage set points) do not differentiate the loop:
+it runs with its inputs' tangents stopped and the solution is differentiated implicitly at
+the final PV->PQ switches (`powerzoojax.physics._ac_pf_grad`); the flows' rule is
+differentiated as the plain bus-first computation. The flows' and the iteration's
 float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are
 not vectorised). Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
@@ -102,7 +105,9 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
+from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
+from powerzoojax.physics._implicit import fast_with_reference_derivative
 from powerzoojax.physics._trig import sincos
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
@@ -617,6 +622,8 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, *, skip_when_done: bool 
     `skip_when_done`: the batched rule skips its compaction stages (gathers, scatters)
     under a `lax.cond` when no lane is active after the full-batch stage (the Newton
     fallback, whose lanes are mostly done before it starts)."""
+    # No tangents into the loop: derivatives come from the solution (`_ac_pf_grad`).
+    net, lane, init = jax.lax.stop_gradient((net, lane, init))
 
     def loop(net, lane, init):
         return jax.lax.while_loop(lambda c: _active(c, lane), _make_body(net, lane, **opts), init)
@@ -870,6 +877,9 @@ def ac_power_flow(
     q = jnp.where(ok, q, q_sched)
     err = jnp.where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype))
     converged = converged & ok
+    vm, va, p, q = ac_pf_solution_derivatives(
+        net, vm, va, p, q, c.is_pv, c.q_target, p_sched, q_sched, q_lo, q_hi, vs, converged
+    )
 
     p_inj = p * base
     q_inj = q * base
@@ -887,7 +897,7 @@ def ac_power_flow(
     bus_share = bus_q_gen / jnp.maximum(units_per_bus, 1.0)
     unit_q = jnp.where(regulating > 0, bus_share[net.unit_bus], q_gen)
 
-    pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
+    pf, qf, pt, qt, s_from, s_to = fast_with_reference_derivative(_line_flows, _flows_bus_major, net, vm, va)
     switched = net.is_pv & ~c.is_pv
     return ACPFResult(
         vm=vm,

@@ -104,3 +104,28 @@ def lu_solve(factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Arr
         return x.at[i].set((x[i] - jnp.where(idx > i, lu[i], 0.0) @ x) / jnp.where(pivot == 0, 1.0, pivot))
 
     return lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b[perm]))
+
+
+def lu_solve_transposed(
+    factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Array, " n"]
+) -> Float[Array, " n"]:
+    """``y`` with ``aᵀ y = b`` from :func:`lu_factor`'s ``(lu, perm)`` of ``a``.
+
+    ``a[perm] = L U`` gives ``aᵀ = Uᵀ Lᵀ P``: a forward substitution with ``Uᵀ``, a
+    backward one with ``Lᵀ`` (unit diagonal), then the rows un-permuted. The reverse-mode
+    derivative of a solve with ``a`` is a solve with ``aᵀ``, so one factorisation serves both.
+    """
+    lu, perm = factors
+    n = lu.shape[-1]
+    idx = jnp.arange(n)
+
+    def forward(i, z):
+        pivot = lu[i, i]
+        return z.at[i].set((z[i] - jnp.where(idx < i, lu[:, i], 0.0) @ z) / jnp.where(pivot == 0, 1.0, pivot))
+
+    def backward(k, w):
+        i = n - 1 - k
+        return w.at[i].set(w[i] - jnp.where(idx > i, lu[:, i], 0.0) @ w)
+
+    w = lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b))
+    return jnp.zeros_like(w).at[perm].set(w)

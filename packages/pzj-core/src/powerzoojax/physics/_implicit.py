@@ -1,0 +1,157 @@
+"""Derivatives of iterative solvers at their solution, by the implicit function theorem.
+
+The solvers (AC power flow, radial sweeps, dispatch LP/QP) are ``while_loop``s, which
+JAX cannot reverse-differentiate, and unrolling their iterations would differentiate
+the algorithm rather than the solution. Instead the loop runs on inputs with their
+tangents stopped, and its answer ``x*`` is passed through :func:`implicit_outputs`: an
+identity in the forward pass (the compiled program is the solver's own, unchanged) whose
+``custom_jvp`` rule linearises the solver's defining equations ``F(x, θ) = 0`` at
+``x*``::
+
+    dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ
+
+The rule is linear in ``dθ`` (a Jacobian–vector product, then a linear solve through
+``lax.custom_linear_solve``), so JAX transposes it for reverse mode: ``jax.jvp``,
+``jax.grad``/``jax.vjp`` and their ``vmap``s all work. ``∂F/∂x`` is formed densely by
+``jax.jacfwd`` and factored by the plain-XLA LU of :mod:`._small_linalg` (no batched
+LAPACK call under ``vmap``; see that module); the factorisation depends on primal values
+only, so a reverse pass factors once and solves with the transpose.
+
+Where the solver did not converge (``ok`` false) or ``∂F/∂x`` is numerically singular,
+the derivative is zero: finite, and the solver's own flag tells the caller.
+"""
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, Bool, Float, PyTree
+
+from powerzoojax.physics._small_linalg import lu_factor, lu_solve, lu_solve_transposed
+
+# A pivot below this fraction of the largest one marks ∂F/∂x as singular (its derivative
+# is then reported as zero).
+_SINGULAR_PIVOT = {4: 1e-6, 8: 1e-12}
+
+
+def _float_tree(tree):
+    """``tree`` with its non-float leaves replaced by ``None`` (they carry no tangent)."""
+    return jax.tree.map(lambda v: v if jnp.issubdtype(jnp.asarray(v).dtype, jnp.inexact) else None, tree)
+
+
+def _linear_solve(jac: Float[Array, "n n"], rhs: Float[Array, " n"]) -> tuple[Array, Array]:
+    """``jac⁻¹ rhs`` as a ``custom_linear_solve`` (transposable), and whether ``jac`` looked regular."""
+    factors = lu_factor(jac)
+    pivots = jnp.abs(jnp.diagonal(factors[0]))
+    tol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize] * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
+    regular = jnp.all(pivots > tol) & jnp.all(jnp.isfinite(factors[0]))
+    x = lax.custom_linear_solve(
+        lambda v: jac @ v,
+        rhs,
+        solve=lambda _, b: lu_solve(factors, b),
+        transpose_solve=lambda _, b: lu_solve_transposed(factors, b),
+    )
+    return x, regular
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _implicit_outputs(residual, outputs, values, x, theta, aux, ok):
+    del residual, outputs, x, theta, aux, ok
+    return values
+
+
+@_implicit_outputs.defjvp
+def _implicit_outputs_jvp(residual, outputs, primals, tangents):
+    values, x, theta, aux, ok = primals
+    d_theta = tangents[2]
+    x = lax.stop_gradient(x)
+    jac = jax.jacfwd(residual, argnums=0)(x, theta, aux)
+    theta_f = _float_tree(theta)
+    d_theta_f = jax.tree.map(lambda v, t: None if v is None else t, theta_f, d_theta, is_leaf=lambda v: v is None)
+
+    def f_of_theta(th):
+        full = jax.tree.map(lambda v, orig: orig if v is None else v, th, theta, is_leaf=lambda v: v is None)
+        return residual(x, full, aux)
+
+    _, f_dot = jax.jvp(f_of_theta, (theta_f,), (d_theta_f,))
+    dx, regular = _linear_solve(jac, -f_dot)
+    good = ok & regular
+    dx = jnp.where(good, dx, 0.0)
+
+    def out_of(xx, th):
+        full = jax.tree.map(lambda v, orig: orig if v is None else v, th, theta, is_leaf=lambda v: v is None)
+        return outputs(xx, full, aux)
+
+    _, out_dot = jax.jvp(out_of, (x, theta_f), (dx, d_theta_f))
+    out_dot = jax.tree.map(lambda v, t: jnp.where(good, t, 0.0).astype(jnp.asarray(v).dtype), values, out_dot)
+    return values, out_dot
+
+
+def implicit_outputs(
+    residual: Callable[[Array, PyTree, PyTree], Array],
+    outputs: Callable[[Array, PyTree, PyTree], PyTree],
+    values: PyTree,
+    x: Float[Array, " n"],
+    theta: PyTree,
+    aux: PyTree,
+    ok: Bool[Array, ""],
+) -> PyTree:
+    """``values`` unchanged, differentiable as the solution of ``residual(x, θ, aux) = 0``.
+
+    **Arguments:**
+
+    - `residual`: `F(x, θ, aux) -> (n,)`, the equations the solver solved, with any
+      discrete choice (PV->PQ switches, an active set) fixed through `aux`. A module-level
+      function (it is a static argument).
+    - `outputs`: `(x, θ, aux) -> values`-shaped pytree: how the returned values follow
+      from the unknowns (their derivative is this function's, at `x*`).
+    - `values`: the solver's answers as computed on the forward path (returned as is).
+    - `x`: `(n,)` the unknowns at the solution (`F(x, θ, aux) ≈ 0`).
+    - `theta`: the differentiable inputs of `F` (float leaves carry tangents).
+    - `aux`: data `F` needs that is not differentiated (masks, indices, constants).
+    - `ok`: scalar bool; where false the derivative of `values` is zero.
+
+    **Returns:** `values`; under `jax.jvp`/`jax.grad` their derivative w.r.t. `θ` is
+    `(∂outputs/∂x) dx + (∂outputs/∂θ) dθ` with `dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ`.
+    """
+    x, aux, ok = lax.stop_gradient((x, aux, ok))
+    values = lax.stop_gradient(values)
+    return _implicit_outputs(residual, outputs, values, x, theta, aux, ok)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _value_with_derivative_of(reference, value, args):
+    del reference, args
+    return value
+
+
+@_value_with_derivative_of.defjvp
+def _value_with_derivative_of_jvp(reference, primals, tangents):
+    value, args = primals
+    _, d_args = tangents
+    args_f = _float_tree(args)
+    d_args_f = jax.tree.map(lambda v, t: None if v is None else t, args_f, d_args, is_leaf=lambda v: v is None)
+
+    def of(a):
+        full = jax.tree.map(lambda v, orig: orig if v is None else v, a, args, is_leaf=lambda v: v is None)
+        return reference(*full)
+
+    _, out_dot = jax.jvp(of, (args_f,), (d_args_f,))
+    return value, jax.tree.map(lambda v, t: t.astype(jnp.asarray(v).dtype), value, out_dot)
+
+
+def fast_with_reference_derivative(fast: Callable, reference: Callable, *args) -> PyTree:
+    """``fast(*args)`` in the forward pass, differentiated as ``reference(*args)``.
+
+    For a function with a hand-written batching rule (``custom_vmap``), which JAX can
+    forward- but not reverse-differentiate: ``fast`` runs on the arguments with their
+    tangents stopped, and the derivative is that of ``reference``, the same mathematics
+    in plain JAX. ``reference`` must be a module-level function (a static argument).
+    """
+    value = fast(*lax.stop_gradient(args))
+    return _value_with_derivative_of(reference, value, args)
+
+
+__all__ = ["fast_with_reference_derivative", "implicit_outputs"]
