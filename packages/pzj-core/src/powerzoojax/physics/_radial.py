@@ -38,6 +38,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._implicit import implicit_outputs
 
 # Bounds on v² in both sweeps (0.5 <= |v| <= 2 p.u.): keep the current finite when a
 # heavily overloaded feeder collapses. No operating point lies on them (the nose of a
@@ -359,7 +360,7 @@ def _start(v_recv: Float[Array, "feeders n_branches"], current_sq: Float[Array, 
     rows = current_sq.shape[0]
     zeros = jnp.zeros_like(current_sq)
     return (
-        jnp.zeros((rows,), jnp.int32), current_sq, v_recv, jnp.full((rows,), jnp.inf, jnp.float32), zeros, zeros
+        jnp.zeros((rows,), jnp.int32), current_sq, v_recv, jnp.full((rows,), jnp.inf, current_sq.dtype), zeros, zeros
     )
 
 
@@ -484,7 +485,10 @@ def _sweep(
     # solution's correction is taken against them.
     v_lin, current_lin = _lin_dist_flow(network, base)
     current_start = jnp.clip(current_lin + warm, 0.0, _CURRENT_SQ_BOUND)
-    n_iter, current_sq, v_recv, residual = _iterate(network, base, tol, v_lin, current_start, max_iter)
+    # The loop sees no tangents: the solution is differentiated implicitly (below).
+    lanes = lax.stop_gradient((network, base, tol, v_lin, current_start))
+    n_iter, current_sq, v_recv, residual = _iterate(*lanes, max_iter)
+    current_sq, v_recv = _solution_derivatives(network, base, current_sq, v_recv, residual < tol)
     # The flows of the final currents (slack supply = Σ loads + Σ losses to rounding);
     # only the flow columns of the product.
     flows = jnp.clip(
@@ -496,6 +500,34 @@ def _sweep(
     slack = network.slack_bus_idx
     v_sq = jnp.concatenate([v_recv[:slack], v_slack_sq[None], v_recv[slack:]])
     return v_sq, p_branch, q_branch, current_sq, n_iter, residual, current_lin
+
+
+def _fixed_point_residual(current_sq, base, matrices):
+    """``ℓ' − ℓ`` of one sweep: zero at the solution (the quasi-Newton step and the
+    mixing only change how the iteration gets there)."""
+    loss_matrix, lower, upper = matrices
+    _, current_new = _sweep_terms(jnp.clip(base + current_sq @ loss_matrix, lower, upper), current_sq.shape[0])
+    return current_new - current_sq
+
+
+def _fixed_point_outputs(current_sq, base, matrices):
+    loss_matrix, lower, upper = matrices
+    v_recv, _ = _sweep_terms(jnp.clip(base + current_sq @ loss_matrix, lower, upper), current_sq.shape[0])
+    return current_sq, v_recv
+
+
+def _solution_derivatives(network: RadialNetwork, base: Array, current_sq: Array, v_recv: Array, settled: Array):
+    """``(ℓ, v²_recv)`` unchanged, differentiable w.r.t. ``base`` (the loads and slack
+    voltage) by the implicit function theorem on the sweep's fixed point. Zero derivative
+    where the sweep did not settle or the solution sits on a safety bound (there the
+    clipped equations are not the physics)."""
+    lower, upper = _sweep_bounds(network.n_branches)
+    y = base + lax.stop_gradient(current_sq) @ network.sweep_loss_matrix
+    inside = jnp.all((y > lower) & (y < upper))
+    matrices = (network.sweep_loss_matrix.astype(base.dtype), lower.astype(base.dtype), upper.astype(base.dtype))
+    return implicit_outputs(
+        _fixed_point_residual, _fixed_point_outputs, (current_sq, v_recv), current_sq, base, matrices, settled & inside
+    )
 
 
 @_solver_entry(static_argnames=("max_iter",))
@@ -530,15 +562,18 @@ def radial_power_flow(
 
     A [`RadialFlow`][powerzoojax.physics.RadialFlow].
     """
-    p_load = jnp.asarray(p_load_pu, jnp.float32)
-    q_load = jnp.asarray(q_load_pu, jnp.float32)
-    v_slack_sq = jnp.square(jnp.asarray(v_slack, jnp.float32))
-    tol = jnp.asarray(tol, jnp.float32)
+    # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
+    # derivative checks against finite differences.
+    dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
+    p_load = jnp.asarray(p_load_pu, dtype)
+    q_load = jnp.asarray(q_load_pu, dtype)
+    v_slack_sq = jnp.square(jnp.asarray(v_slack, dtype))
+    tol = jnp.asarray(tol, dtype)
     b = network.n_branches
     if warm_start is None:
-        warm = jnp.zeros((b,), jnp.float32)
+        warm = jnp.zeros((b,), dtype)
     else:
-        warm = jnp.asarray(warm_start, jnp.float32)
+        warm = jnp.asarray(warm_start, dtype)
         if warm.shape != (b,):
             raise ValueError(
                 f"radial_power_flow: warm_start must have shape (n_branches,) = ({b},), got {warm.shape}"

@@ -24,6 +24,7 @@ from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 
 from powerzoojax.physics._radial import radial_path_matrix, radial_tree_order
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._implicit import implicit_outputs
 
 # |V|² floor in the current injection: collapse gives finite values and converged=False.
 _V_SQ_FLOOR = 0.25
@@ -193,6 +194,36 @@ def voltage_unbalance_percent(v: Complex[Array, "*batch 3"]) -> Float[Array, " *
     return jnp.where(safe, 100.0 * jnp.abs(negative) / jnp.where(safe, pos_mag, 1.0), 0.0)
 
 
+def _sweep(network: Radial3PhaseNetwork, s_load: Array, v: Array) -> tuple[Array, Array]:
+    """One backward/forward sweep from voltages ``v``: ``(new voltages, branch currents)``."""
+    ctype = v.dtype
+    v_sq = jnp.maximum(jnp.real(v) ** 2 + jnp.imag(v) ** 2, _V_SQ_FLOOR)
+    # conj(S / V) = conj(S) V / |V|²
+    i_load = jnp.conj(s_load) * v / v_sq
+    i_branch = network.downstream_matrix.astype(ctype) @ i_load
+    drop = jnp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
+    v_new = network.v_ref.astype(ctype) - network.path_matrix.astype(ctype) @ drop
+    return jnp.where(network.phase_mask, v_new, 0.0), i_branch
+
+
+def _complex_of(x: Array, shape: tuple[int, ...]) -> Array:
+    half = x.shape[0] // 2
+    return (x[:half] + 1j * x[half:]).reshape(shape)
+
+
+def _fixed_point_residual(x, load, network):
+    """``V − sweep(V)`` as real numbers (real parts, then imaginary): zero at the solution."""
+    p, q = load
+    v = _complex_of(x, p.shape)
+    s_load = jnp.where(network.phase_mask, p + 1j * q, 0.0).at[network.ref_bus].set(0.0)
+    r = (v - _sweep(network, s_load, v)[0]).ravel()
+    return jnp.concatenate([jnp.real(r), jnp.imag(r)])
+
+
+def _fixed_point_outputs(x, load, network):
+    return _complex_of(x, load[0].shape)
+
+
 @_solver_entry(static_argnames=("max_iter",))
 def radial_3phase_power_flow(
     network: Radial3PhaseNetwork,
@@ -219,22 +250,19 @@ def radial_3phase_power_flow(
     A [`Radial3PhaseFlow`][powerzoojax.physics.Radial3PhaseFlow].
     """
     mask = network.phase_mask
-    s_load = jnp.where(
-        mask,
-        jnp.asarray(p_load_pu, jnp.float32) + 1j * jnp.asarray(q_load_pu, jnp.float32),
-        0.0,
-    ).astype(jnp.complex64)
+    # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
+    # derivative checks against finite differences.
+    dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
+    ctype = jnp.result_type(dtype, jnp.complex64)
+    p_load, q_load = jnp.asarray(p_load_pu, dtype), jnp.asarray(q_load_pu, dtype)
+    s_load = jnp.where(mask, p_load + 1j * q_load, 0.0).astype(ctype)
     s_load = s_load.at[network.ref_bus].set(0.0)
-    tol = jnp.asarray(tol, jnp.float32)
+    tol = jnp.asarray(tol, dtype)
+    # The loop sees no tangents: the solution is differentiated implicitly (below).
+    net_fixed, s_fixed = lax.stop_gradient((network, s_load))
 
     def sweep(v):
-        v_sq = jnp.maximum(jnp.real(v) ** 2 + jnp.imag(v) ** 2, _V_SQ_FLOOR)
-        # conj(S / V) = conj(S) V / |V|²
-        i_load = jnp.conj(s_load) * v / v_sq
-        i_branch = network.downstream_matrix.astype(jnp.complex64) @ i_load
-        drop = jnp.einsum("bij,bj->bi", network.z_pu, i_branch)
-        v_new = network.v_ref - network.path_matrix.astype(jnp.complex64) @ drop
-        return jnp.where(mask, v_new, 0.0), i_branch
+        return _sweep(net_fixed, s_fixed, v)
 
     def cond(carry):
         n_iter, _, residual = carry
@@ -247,15 +275,19 @@ def radial_3phase_power_flow(
         residual = jnp.where(jnp.isnan(residual), jnp.inf, residual)
         return n_iter + 1, v_new, residual
 
-    v0 = jnp.where(mask, network.v_ref, 0.0)
+    v0 = jnp.where(mask, net_fixed.v_ref.astype(ctype), 0.0)
     n_iter, v, residual = lax.while_loop(
-        cond, body, (jnp.asarray(0, jnp.int32), v0, jnp.asarray(jnp.inf, jnp.float32))
+        cond, body, (jnp.asarray(0, jnp.int32), v0, jnp.asarray(jnp.inf, dtype))
     )
-    _, i_branch = sweep(v)
+    collapsed = jnp.any(mask & (jnp.abs(v) ** 2 <= _V_SQ_FLOOR))
+    x = jnp.concatenate([jnp.real(v).ravel(), jnp.imag(v).ravel()])
+    v = implicit_outputs(
+        _fixed_point_residual, _fixed_point_outputs, v, x, (p_load, q_load), network, (residual < tol) & ~collapsed
+    )
+    _, i_branch = _sweep(network, s_load, v)
     v_mag = jnp.abs(v)
     s_recv = v[network.recv_idx] * jnp.conj(i_branch)
-    s_loss = jnp.conj(i_branch) * jnp.einsum("bij,bj->bi", network.z_pu, i_branch)
-    collapsed = jnp.any(mask & (v_mag * v_mag <= _V_SQ_FLOOR))
+    s_loss = jnp.conj(i_branch) * jnp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
     return Radial3PhaseFlow(
         v=v,
         v_mag=v_mag,
