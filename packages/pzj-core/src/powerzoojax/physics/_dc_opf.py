@@ -64,12 +64,14 @@ default, float64 when it is float64).
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
@@ -300,11 +302,16 @@ def dc_opf(
     total_solve = jnp.clip(total, cap_lo + margin, jnp.sum(hi_w) - margin)
 
     n_mon = setup.mon_idx.shape[0]
+    # The solvers' loops see no tangents: derivatives come from the KKT conditions at
+    # the solution (`_dispatch_grad`), for `problem` as each branch poses it.
+    sg = jax.lax.stop_gradient
     if n_mon == 0:
         # No monitored line: one system price clears the market; solved exactly by a
         # fixed-length price bisection (no Newton systems, no iteration-count spread
         # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
-        sol = solve_separable_dispatch(a, quad, lin, lo, hi, total)
+        no_rows = jnp.zeros((0,), dtype)
+        problem = (a, quad, lin, lo, hi, total, mon_m_t, no_rows, no_rows)
+        sol = solve_separable_dispatch(*sg(problem[:6]))
         farkas = jnp.asarray(False)
     else:
         load_flow_mon = (
@@ -316,18 +323,23 @@ def dc_opf(
             # simplex (an interior point's relative gap leaves MW between near-tied units).
             # ``max_iter`` is raised to the pivot budget; ``tol``/``p_init`` do not apply.
             budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
-            sol = solve_dispatch_lp(lin, lo, hi, total, mon_m_t, row_lo, row_hi, penalty=line_penalty, max_pivots=budget)
+            problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
+            sol = solve_dispatch_lp(*sg(problem[2:]), penalty=line_penalty, max_pivots=budget)
             farkas = jnp.asarray(False)
         else:
+            problem = (a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
             sol = solve_dispatch_qp(
-                a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi,
-                penalty=line_penalty, max_iter=max_iter, tol=tol, x0=p_init,
+                *sg(problem), penalty=line_penalty, max_iter=max_iter, tol=tol, x0=sg(p_init),
             )
             # An iteration that stops early on an infeasible instance (float32 steps turn
             # non-finite near the elastic optimum) still carries row duals near the penalty
             # on the violated lines: a Farkas certificate from them classifies it.
             farkas = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
 
+    # On a linear cost a relative duality gap does not pin the dispatch (near-tied units
+    # can sit MW from the vertex): there only an exact KKT point counts as optimal.
+    pinned = sol.certified | jnp.any(a != 0) | jnp.any(quad != 0)
+    sol = dispatch_kkt_derivatives(sol, *problem, ok=capacity_ok & pinned)
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
     p = jnp.where(total >= cap_hi, hi, jnp.where(total <= cap_lo, lo, p))
@@ -343,9 +355,6 @@ def dc_opf(
     mu_lower = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_lower)
     violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
     lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
-    # On a linear cost a relative duality gap does not pin the dispatch (near-tied units
-    # can sit MW from the vertex): there only an exact KKT point counts as optimal.
-    pinned = sol.certified | jnp.any(a != 0) | jnp.any(quad != 0)
     converged = sol.converged & pinned
     status = jnp.where(
         ~capacity_ok | (converged & ~lines_ok) | (~converged & farkas),

@@ -37,6 +37,7 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
 from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
+from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
 OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
@@ -302,7 +303,9 @@ def _offer_sced_simplex(
     marginal_col = matvec(m_lim, is_marginal.astype(m_lim.dtype))
     binv = jnp.zeros((n_lim + 1, n_lim + 1)).at[0, 0].set(1.0).at[1:, 0].set(marginal_col).at[1:, 1:].set(-jnp.eye(n_lim))
     budget = max(int(max_iter), 4 * (n_lim + 1))
-    lp = lax.optimization_barrier(bounded_dual_simplex(a, b, cost, lo, hi, basis, binv, at_upper, budget))
+    # The pivots see no tangents: derivatives come from the optimal vertex's KKT conditions.
+    lp_data = lax.stop_gradient((a, b, cost, lo, hi, basis, binv, at_upper))
+    lp = lax.optimization_barrier(bounded_dual_simplex(*lp_data, budget))
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
 
     # Unsolved (line limits that cannot be met, or budget spent): the network-blind merit
@@ -310,6 +313,9 @@ def _offer_sced_simplex(
     fallback = jnp.clip(jnp.clip(demand_raw, 0.0, capacity) - before * sx, 0.0, wbar)
     delta = jnp.where(solved & is_feasible, jnp.clip(lp.x[:n] * sx, 0.0, wbar), fallback)
     y = jnp.where(is_feasible & jnp.isfinite(lp.y), lp.y * sc, 0.0)
+    delta, y = sced_kkt_derivatives(
+        delta, y, c, wbar, demand, m_lim, setup.line_floor[lim] - f0[lim], setup.line_cap[lim] - f0[lim], solved & is_feasible
+    )
     y_lines = matvec((jnp.arange(n_lines)[:, None] == lim[None, :]).astype(y.dtype), y[1:])
     mu_upper, mu_lower = jnp.maximum(-y_lines, 0.0), jnp.maximum(y_lines, 0.0)
     lmp = y[0] + matvec(setup.ptdf.T, y_lines)

@@ -1,0 +1,141 @@
+"""Derivatives of an economic-dispatch solution from its KKT conditions (see :mod:`._implicit`).
+
+The dispatch problem of :mod:`._qp_ipm` (and its linear case, :mod:`._dispatch_lp`)::
+
+    min  Σ_i (r_i/3) x_i³ + (q_i/2) x_i² + c_i x_i
+    s.t. Σ_i x_i = d,   lo ≤ x ≤ hi,   row_lo ≤ A x ≤ row_hi
+
+At a solution with a fixed active set its KKT conditions are equations in
+``z = [x, ν, μ]`` (``μ = μ⁺ − μ⁻`` the net row dual, solver sign convention
+``∇f + ν 1 + Aᵀμ = bound duals``)::
+
+    x_i − bound_i = 0                       units held at a bound
+    f'_i(x_i) + ν + (Aᵀμ)_i = 0             the other units
+    Σ_i x_i − d = 0
+    (A x)_j − limit_j = 0                   rows held at a limit
+    μ_j = 0                                 the other rows
+
+Active set, read off the solver's answer: a unit is held when it sits on a bound (within
+``1e-4`` of the widest unit range in float32, ``1e-7`` in float64), a row when it sits on a
+limit *and* carries a nonzero multiplier (above ``1e-3`` / ``1e-6`` of the largest marginal
+cost). The multiplier test resolves the structural degeneracy of parallel lines (identical
+rows, both on their limit): the row the solver priced is kept, the duplicate is implied by
+it. At a degenerate point the result is a generalised, one-sided derivative: a unit on a
+bound with a zero multiplier (a cost tie) is held there, the branch the solver's vertex
+stays on; a row on its limit with a zero multiplier is released, the branch on which its
+flow moves off the limit. Where the KKT matrix on that set is singular (a degenerate vertex
+this rule cannot resolve), where the solver did not reach an optimum (not converged, rows
+violated: the elastic best effort) or where the caller's ``ok`` is false, the derivative
+is zero; the solver's flags say so.
+"""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._qp_ipm import DispatchQPSolution
+
+_ACTIVE_TOL = {4: 1e-4, 8: 1e-7}  # of the widest unit range [MW]
+_DUAL_TOL = {4: 1e-3, 8: 1e-6}  # of the largest marginal cost [$/MWh]
+# Units this narrow (of the widest range) are fixed: the DC-OPF widens a fixed unit to a
+# sliver of 1e-6 so that the interior point has an interior.
+_FIXED_WIDTH = 1e-5
+
+
+def _split(z, n, m):
+    return z[:n], z[n], z[n + 1 : n + 1 + m]
+
+
+def _kkt_residual(z, theta, aux):
+    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = theta
+    held, active = aux
+    n, m = a_t.shape
+    x, nu, mu = _split(z, n, m)
+    grad = (cubic * x + quad) * x + lin
+    f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + a_t @ mu))
+    f_nu = jnp.sum(x) - total
+    flow = x @ a_t
+    f_mu = jnp.where(active > 0, flow - row_hi, jnp.where(active < 0, flow - row_lo, mu))
+    return jnp.concatenate([f_x, f_nu[None], f_mu])
+
+
+def _kkt_outputs(z, theta, aux):
+    _, active = aux
+    n, m = theta[6].shape
+    x, nu, mu = _split(z, n, m)
+    return x, nu, jnp.where(active > 0, mu, 0.0), jnp.where(active < 0, -mu, 0.0)
+
+
+def dispatch_kkt_derivatives(
+    sol: DispatchQPSolution,
+    cubic: Float[Array, " n"],
+    quad: Float[Array, " n"],
+    lin: Float[Array, " n"],
+    lo: Float[Array, " n"],
+    hi: Float[Array, " n"],
+    total: Float[Array, ""],
+    a_t: Float[Array, "n m"],
+    row_lo: Float[Array, " m"],
+    row_hi: Float[Array, " m"],
+    ok: Bool[Array, ""] | bool = True,
+) -> DispatchQPSolution:
+    """``sol`` with ``x, nu, mu_upper, mu_lower`` differentiable w.r.t. the problem data.
+
+    **Arguments:**
+
+    - `sol`: the solver's answer to the problem below (computed with tangents stopped).
+    - `cubic, quad, lin`: `(n,)` cost polynomial coefficients (marginal cost
+      `cubic x² + quad x + lin` [$/MWh]).
+    - `lo, hi`: `(n,)` unit bounds [MW]; `total`: the balance target [MW].
+    - `a_t`: `(n, m)` row coefficients, transposed; `row_lo, row_hi`: `(m,)` row limits [MW].
+    - `ok`: extra validity flag of the caller (e.g. the load within capacity); the
+      derivative is zero where it is false.
+
+    **Returns:** `sol`, values unchanged; see the module docstring for the derivative.
+    """
+    dtype = sol.x.dtype
+    size = jnp.dtype(dtype).itemsize
+    n, m = a_t.shape
+    theta = tuple(jnp.asarray(v).astype(dtype) for v in (cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi))
+    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = jax.lax.stop_gradient(theta)
+    x = sol.x
+    mu = sol.mu_upper - sol.mu_lower
+    scale_x = jnp.maximum(jnp.max(hi - lo), 1e-6)
+    grad = (cubic * x + quad) * x + lin
+    scale_c = jnp.maximum(jnp.max(jnp.abs(grad)), 1e-3)
+    tol = _ACTIVE_TOL[size] * scale_x
+    width = hi - lo
+    at_hi = (hi - x <= tol) & (width > _FIXED_WIDTH * scale_x)
+    at_lo = (x - lo <= tol) | (width <= _FIXED_WIDTH * scale_x)
+    held = jnp.where(at_hi, 1, jnp.where(at_lo, -1, 0))
+    flow = x @ a_t
+    priced = _DUAL_TOL[size] * scale_c
+    upper = (row_hi - flow <= tol) & (mu > priced)
+    lower = (flow - row_lo <= tol) & (mu < -priced)
+    active = jnp.where(upper, 1, jnp.where(lower, -1, 0))
+    aux = (held, active)
+    settled = (
+        sol.converged
+        & jnp.asarray(ok)
+        & (jnp.sum(sol.row_violation) <= tol)
+        & jnp.all(jnp.isfinite(x))
+        & jnp.isfinite(sol.nu)
+        & jnp.all(jnp.isfinite(mu))
+    )
+    z = jnp.concatenate([x, sol.nu[None], mu])
+    values = (sol.x, sol.nu, sol.mu_upper, sol.mu_lower)
+    x, nu, mu_upper, mu_lower = implicit_outputs(_kkt_residual, _kkt_outputs, values, z, theta, aux, settled)
+    return DispatchQPSolution(
+        x=x,
+        nu=nu,
+        mu_upper=mu_upper,
+        mu_lower=mu_lower,
+        row_violation=sol.row_violation,
+        converged=sol.converged,
+        n_iter=sol.n_iter,
+        residual=sol.residual,
+    )
+
+
+__all__ = ["dispatch_kkt_derivatives"]

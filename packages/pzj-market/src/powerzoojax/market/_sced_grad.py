@@ -1,0 +1,59 @@
+"""Derivatives of the SCED clearing from the KKT conditions of its LP at the optimal vertex.
+
+The SCED LP (segment increments ``δ``, offer prices ``c``, widths ``δ̄``, demand ``D``,
+limited-line rows ``floor − f0 ≤ M_S δ ≤ cap − f0``) is the linear case of the dispatch
+problem that :mod:`powerzoojax.physics._dispatch_grad` differentiates: the same active-set
+rule and degeneracy convention apply (a segment on a bound is held there, a line on its
+limit with a nonzero price is held on it, anything else is free; zero derivative where the
+clearing is not ``OPTIMAL``). The duals map as ``ν = −y₀``, ``μ⁺ − μ⁻ = −y_lim``.
+"""
+
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
+from powerzoojax.physics._qp_ipm import DispatchQPSolution
+
+
+def sced_kkt_derivatives(
+    delta: Float[Array, " n_vars"],
+    y: Float[Array, " n_rows"],
+    prices: Float[Array, " n_vars"],
+    widths: Float[Array, " n_vars"],
+    demand: Float[Array, ""],
+    m_lim: Float[Array, "n_limited n_vars"],
+    row_lo: Float[Array, " n_limited"],
+    row_hi: Float[Array, " n_limited"],
+    optimal: Bool[Array, ""],
+) -> tuple[Array, Array]:
+    """``(δ, y)`` unchanged, differentiable w.r.t. the offers, widths, demand and row limits.
+
+    **Arguments:**
+
+    - `delta`: `(n_vars,)` segment dispatch [MW]; `y`: `(1 + n_limited,)` the basis duals
+      [$/MWh] (balance first).
+    - `prices`, `widths`: `(n_vars,)` offer prices [$/MWh] and segment widths [MW].
+    - `demand`: the balance target above minimum output [MW].
+    - `m_lim`: `(n_limited, n_vars)` the limited lines' segment PTDF; `row_lo, row_hi`:
+      `(n_limited,)` their limits less the flows at minimum output [MW].
+    - `optimal`: whether the clearing reached its optimal vertex.
+
+    **Returns:** `(delta, y)` with their derivatives (see the module docstring).
+    """
+    zeros = jnp.zeros_like(prices)
+    y_lines = y[1:]
+    sol = DispatchQPSolution(
+        x=delta,
+        nu=-y[0],
+        mu_upper=jnp.maximum(-y_lines, 0.0),
+        mu_lower=jnp.maximum(y_lines, 0.0),
+        row_violation=jnp.zeros_like(y_lines),
+        converged=optimal,
+        n_iter=jnp.zeros((), jnp.int32),
+        residual=jnp.zeros((), delta.dtype),
+    )
+    out = dispatch_kkt_derivatives(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
+    return out.x, jnp.concatenate([-out.nu[None], out.mu_lower - out.mu_upper])
+
+
+__all__ = ["sced_kkt_derivatives"]
