@@ -16,6 +16,7 @@ API_PAGES = {
     "powerzoojax.data": "api/data.md",
     "powerzoojax.physics": "api/physics.md",
     "powerzoojax.physics.devices": "api/physics-devices.md",
+    "powerzoojax.physics.sensitivities": "api/physics-sensitivities.md",
     "powerzoojax.utils.jax_utils": "api/jax-utils.md",
     "powerzoojax.testing": "api/testing.md",
     "powerzoojax.viz": "api/viz.md",

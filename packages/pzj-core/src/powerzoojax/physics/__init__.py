@@ -58,3 +58,7 @@ __all__ += [
 from powerzoojax.physics._ac_opf import ACOPFResult, ACOPFSetup, ac_opf, make_ac_opf_setup  # noqa: E402
 
 __all__ += ["ACOPFResult", "ACOPFSetup", "ac_opf", "make_ac_opf_setup"]
+
+from powerzoojax.physics.sensitivities import ac_ptdf, lmp_load_sensitivity, voltage_var_sensitivity  # noqa: E402
+
+__all__ += ["ac_ptdf", "lmp_load_sensitivity", "voltage_var_sensitivity"]
