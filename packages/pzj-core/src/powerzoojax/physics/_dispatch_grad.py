@@ -43,15 +43,17 @@ _DUAL_TOL = {4: 1e-3, 8: 1e-6}  # of the largest marginal cost [$/MWh]
 _FIXED_WIDTH = 1e-5
 
 
-def _split(z, n, m):
+def split_kkt(z: Array, n: int, m: int) -> tuple[Array, Array, Array]:
+    """``(x, ν, μ)`` of the KKT unknowns ``z`` (``n`` units, ``m`` rows)."""
     return z[:n], z[n], z[n + 1 : n + 1 + m]
 
 
-def _kkt_residual(z, theta, aux):
+def kkt_residual(z: Array, theta: tuple, aux: tuple) -> Array:
+    """The KKT equations of the module docstring, with the active set ``aux = (held, active)``."""
     cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = theta
     held, active = aux
     n, m = a_t.shape
-    x, nu, mu = _split(z, n, m)
+    x, nu, mu = split_kkt(z, n, m)
     grad = (cubic * x + quad) * x + lin
     f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + a_t @ mu))
     f_nu = jnp.sum(x) - total
@@ -63,8 +65,55 @@ def _kkt_residual(z, theta, aux):
 def _kkt_outputs(z, theta, aux):
     _, active = aux
     n, m = theta[6].shape
-    x, nu, mu = _split(z, n, m)
+    x, nu, mu = split_kkt(z, n, m)
     return x, nu, jnp.where(active > 0, mu, 0.0), jnp.where(active < 0, -mu, 0.0)
+
+
+def kkt_system(
+    sol: DispatchQPSolution,
+    cubic: Float[Array, " n"],
+    quad: Float[Array, " n"],
+    lin: Float[Array, " n"],
+    lo: Float[Array, " n"],
+    hi: Float[Array, " n"],
+    total: Float[Array, ""],
+    a_t: Float[Array, "n m"],
+    row_lo: Float[Array, " m"],
+    row_hi: Float[Array, " m"],
+    ok: Bool[Array, ""] | bool = True,
+) -> tuple[Array, tuple, tuple, Array]:
+    """``(z, θ, aux, settled)`` of the KKT equations at ``sol`` for `implicit_outputs`
+    with :func:`kkt_residual`: unknowns ``z = [x, ν, μ]``, the problem data ``θ``, the
+    active set ``aux`` and whether the solution is an optimum to differentiate."""
+    dtype = sol.x.dtype
+    size = jnp.dtype(dtype).itemsize
+    theta = tuple(jnp.asarray(v).astype(dtype) for v in (cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi))
+    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = jax.lax.stop_gradient(theta)
+    x = sol.x
+    mu = sol.mu_upper - sol.mu_lower
+    scale_x = jnp.maximum(jnp.max(hi - lo), 1e-6)
+    grad = (cubic * x + quad) * x + lin
+    scale_c = jnp.maximum(jnp.max(jnp.abs(grad)), 1e-3)
+    tol = _ACTIVE_TOL[size] * scale_x
+    width = hi - lo
+    at_hi = (hi - x <= tol) & (width > _FIXED_WIDTH * scale_x)
+    at_lo = (x - lo <= tol) | (width <= _FIXED_WIDTH * scale_x)
+    held = jnp.where(at_hi, 1, jnp.where(at_lo, -1, 0))
+    flow = x @ a_t
+    priced = _DUAL_TOL[size] * scale_c
+    upper = (row_hi - flow <= tol) & (mu > priced)
+    lower = (flow - row_lo <= tol) & (mu < -priced)
+    active = jnp.where(upper, 1, jnp.where(lower, -1, 0))
+    settled = (
+        sol.converged
+        & jnp.asarray(ok)
+        & (jnp.sum(sol.row_violation) <= tol)
+        & jnp.all(jnp.isfinite(x))
+        & jnp.isfinite(sol.nu)
+        & jnp.all(jnp.isfinite(mu))
+    )
+    z = jnp.concatenate([x, sol.nu[None], mu])
+    return z, theta, (held, active), settled
 
 
 def dispatch_kkt_derivatives(
@@ -94,38 +143,9 @@ def dispatch_kkt_derivatives(
 
     **Returns:** `sol`, values unchanged; see the module docstring for the derivative.
     """
-    dtype = sol.x.dtype
-    size = jnp.dtype(dtype).itemsize
-    n, m = a_t.shape
-    theta = tuple(jnp.asarray(v).astype(dtype) for v in (cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi))
-    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = jax.lax.stop_gradient(theta)
-    x = sol.x
-    mu = sol.mu_upper - sol.mu_lower
-    scale_x = jnp.maximum(jnp.max(hi - lo), 1e-6)
-    grad = (cubic * x + quad) * x + lin
-    scale_c = jnp.maximum(jnp.max(jnp.abs(grad)), 1e-3)
-    tol = _ACTIVE_TOL[size] * scale_x
-    width = hi - lo
-    at_hi = (hi - x <= tol) & (width > _FIXED_WIDTH * scale_x)
-    at_lo = (x - lo <= tol) | (width <= _FIXED_WIDTH * scale_x)
-    held = jnp.where(at_hi, 1, jnp.where(at_lo, -1, 0))
-    flow = x @ a_t
-    priced = _DUAL_TOL[size] * scale_c
-    upper = (row_hi - flow <= tol) & (mu > priced)
-    lower = (flow - row_lo <= tol) & (mu < -priced)
-    active = jnp.where(upper, 1, jnp.where(lower, -1, 0))
-    aux = (held, active)
-    settled = (
-        sol.converged
-        & jnp.asarray(ok)
-        & (jnp.sum(sol.row_violation) <= tol)
-        & jnp.all(jnp.isfinite(x))
-        & jnp.isfinite(sol.nu)
-        & jnp.all(jnp.isfinite(mu))
-    )
-    z = jnp.concatenate([x, sol.nu[None], mu])
+    z, theta, aux, settled = kkt_system(sol, cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi, ok)
     values = (sol.x, sol.nu, sol.mu_upper, sol.mu_lower)
-    x, nu, mu_upper, mu_lower = implicit_outputs(_kkt_residual, _kkt_outputs, values, z, theta, aux, settled)
+    x, nu, mu_upper, mu_lower = implicit_outputs(kkt_residual, _kkt_outputs, values, z, theta, aux, settled)
     return DispatchQPSolution(
         x=x,
         nu=nu,
@@ -138,4 +158,4 @@ def dispatch_kkt_derivatives(
     )
 
 
-__all__ = ["dispatch_kkt_derivatives"]
+__all__ = ["dispatch_kkt_derivatives", "kkt_residual", "kkt_system", "split_kkt"]

@@ -11,7 +11,8 @@ clearing is not ``OPTIMAL``). The duals map as ``ν = −y₀``, ``μ⁺ − μ�
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
+from powerzoojax.physics._dispatch_grad import kkt_residual, kkt_system, split_kkt
+from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 
@@ -52,8 +53,15 @@ def sced_kkt_derivatives(
         n_iter=jnp.zeros((), jnp.int32),
         residual=jnp.zeros((), delta.dtype),
     )
-    out = dispatch_kkt_derivatives(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
-    return out.x, jnp.concatenate([-out.nu[None], out.mu_lower - out.mu_upper])
+    z, theta, aux, settled = kkt_system(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
+    # (δ, y) themselves are the values, so the forward pass computes nothing new.
+    return implicit_outputs(kkt_residual, _sced_outputs, (delta, y), z, theta, aux, settled)
+
+
+def _sced_outputs(z, theta, aux):
+    n, m = theta[6].shape
+    x, nu, mu = split_kkt(z, n, m)
+    return x, jnp.concatenate([-nu[None], -mu])
 
 
 __all__ = ["sced_kkt_derivatives"]
