@@ -41,6 +41,7 @@ PUBLIC_MODULES = (
     "powerzoojax.data",
     "powerzoojax.physics",
     "powerzoojax.physics.devices",
+    "powerzoojax.physics.sensitivities",
     "powerzoojax.testing",
     "powerzoojax.core",
     "powerzoojax.utils.jax_utils",

@@ -1,15 +1,15 @@
-"""Implicit derivatives of the AC power flow at its solution (see :mod:`._implicit`).
+"""Implicit derivatives of the AC power flow at its solution (see `powerzoojax.physics._implicit`).
 
 At a converged solve the voltages solve the power-mismatch equations with the PV->PQ
-switches the solve ended with::
+switches the solve ended with:
 
     P_i(V) − p_sched_i = 0                       every non-slack bus
     Q_i(V) − q_target_i = 0                      PQ buses (and PV buses switched to a limit)
     Vm_i − v_set_i = 0                           PV buses still regulating
 
-in the unknowns ``x = [Va, Vm]`` of the non-slack buses (the slack holds ``v_set`` and
-the reference angle). ``q_target`` is the scheduled net injection of a PQ bus and the
-violated limit net of load (``(q_max − load_q) / base``) at a switched bus, so a switched
+in the unknowns `x = [Va, Vm]` of the non-slack buses (the slack holds `v_set` and
+the reference angle). `q_target` is the scheduled net injection of a PQ bus and the
+violated limit net of load (`(q_max − load_q) / base`) at a switched bus, so a switched
 bus' voltage moves with its load while its generator stays at the limit. The switches are
 held fixed: the derivative is that of the solution branch the solver found (one-sided
 where a bus sits exactly on its reactive limit). Newton and fast-decoupled solves reach
@@ -68,11 +68,11 @@ def ac_pf_solution_derivatives(
     vs: Float[Array, " n_nodes"],
     converged: Bool[Array, ""],
 ) -> tuple[Array, Array, Array, Array]:
-    """``(vm, va, p, q)`` unchanged, differentiable w.r.t. the schedules and set points.
+    """`(vm, va, p, q)` unchanged, differentiable w.r.t. the schedules and set points.
 
-    ``is_pv``/``q_target`` are the solve's final switch state (the loop's, tangents
-    stopped); ``p_sched, q_sched, q_lo, q_hi, vs`` [p.u.] the differentiable inputs the
-    solve was given. ``p, q`` [p.u.] are the computed injections at ``vm, va``.
+    `is_pv`/`q_target` are the solve's final switch state (the loop's, tangents
+    stopped); `p_sched, q_sched, q_lo, q_hi, vs` [p.u.] the differentiable inputs the
+    solve was given. `p, q` [p.u.] are the computed injections at `vm, va`.
     """
     dtype = vm.dtype
     switched = net.is_pv & ~is_pv

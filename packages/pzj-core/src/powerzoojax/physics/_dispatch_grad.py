@@ -1,13 +1,14 @@
-"""Derivatives of an economic-dispatch solution from its KKT conditions (see :mod:`._implicit`).
+"""Derivatives of an economic-dispatch solution from its KKT conditions.
 
-The dispatch problem of :mod:`._qp_ipm` (and its linear case, :mod:`._dispatch_lp`)::
+Applied through `powerzoojax.physics._implicit`. The dispatch problem of
+`powerzoojax.physics._qp_ipm` (and its linear case, `powerzoojax.physics._dispatch_lp`):
 
     min  Σ_i (r_i/3) x_i³ + (q_i/2) x_i² + c_i x_i
     s.t. Σ_i x_i = d,   lo ≤ x ≤ hi,   row_lo ≤ A x ≤ row_hi
 
 At a solution with a fixed active set its KKT conditions are equations in
-``z = [x, ν, μ]`` (``μ = μ⁺ − μ⁻`` the net row dual, solver sign convention
-``∇f + ν 1 + Aᵀμ = bound duals``)::
+`z = [x, ν, μ]` (`μ = μ⁺ − μ⁻` the net row dual, solver sign convention
+`∇f + ν 1 + Aᵀμ = bound duals`):
 
     x_i − bound_i = 0                       units held at a bound
     f'_i(x_i) + ν + (Aᵀμ)_i = 0             the other units
@@ -16,8 +17,8 @@ At a solution with a fixed active set its KKT conditions are equations in
     μ_j = 0                                 the other rows
 
 Active set, read off the solver's answer: a unit is held when it sits on a bound (within
-``1e-4`` of the widest unit range in float32, ``1e-7`` in float64), a row when it sits on a
-limit *and* carries a nonzero multiplier (above ``1e-3`` / ``1e-6`` of the largest marginal
+`1e-4` of the widest unit range in float32, `1e-7` in float64), a row when it sits on a
+limit *and* carries a nonzero multiplier (above `1e-3` / `1e-6` of the largest marginal
 cost). The multiplier test resolves the structural degeneracy of parallel lines (identical
 rows, both on their limit): the row the solver priced is kept, the duplicate is implied by
 it. At a degenerate point the result is a generalised, one-sided derivative: a unit on a
@@ -25,10 +26,11 @@ bound with a zero multiplier (a cost tie) is held there, the branch the solver's
 stays on; a row on its limit with a zero multiplier is released, the branch on which its
 flow moves off the limit. Where the KKT matrix on that set is singular (a degenerate vertex
 this rule cannot resolve), where the solver did not reach an optimum (not converged, rows
-violated: the elastic best effort) or where the caller's ``ok`` is false, the derivative
+violated: the elastic best effort) or where the caller's `ok` is false, the derivative
 is zero; the solver's flags say so.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
@@ -44,12 +46,12 @@ _FIXED_WIDTH = 1e-5
 
 
 def split_kkt(z: Array, n: int, m: int) -> tuple[Array, Array, Array]:
-    """``(x, ν, μ)`` of the KKT unknowns ``z`` (``n`` units, ``m`` rows)."""
+    """`(x, ν, μ)` of the KKT unknowns `z` (`n` units, `m` rows)."""
     return z[:n], z[n], z[n + 1 : n + 1 + m]
 
 
 def kkt_residual(z: Array, theta: tuple, aux: tuple) -> Array:
-    """The KKT equations of the module docstring, with the active set ``aux = (held, active)``."""
+    """The KKT equations of the module docstring, with the active set `aux = (held, active)`."""
     cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = theta
     held, active = aux
     n, m = a_t.shape
@@ -82,9 +84,9 @@ def kkt_system(
     row_hi: Float[Array, " m"],
     ok: Bool[Array, ""] | bool = True,
 ) -> tuple[Array, tuple, tuple, Array]:
-    """``(z, θ, aux, settled)`` of the KKT equations at ``sol`` for `implicit_outputs`
-    with :func:`kkt_residual`: unknowns ``z = [x, ν, μ]``, the problem data ``θ``, the
-    active set ``aux`` and whether the solution is an optimum to differentiate."""
+    """`(z, θ, aux, settled)` of the KKT equations at `sol` for `implicit_outputs`
+    with `kkt_residual`: unknowns `z = [x, ν, μ]`, the problem data `θ`, the
+    active set `aux` and whether the solution is an optimum to differentiate."""
     dtype = sol.x.dtype
     size = jnp.dtype(dtype).itemsize
     theta = tuple(jnp.asarray(v).astype(dtype) for v in (cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi))
@@ -129,7 +131,7 @@ def dispatch_kkt_derivatives(
     row_hi: Float[Array, " m"],
     ok: Bool[Array, ""] | bool = True,
 ) -> DispatchQPSolution:
-    """``sol`` with ``x, nu, mu_upper, mu_lower`` differentiable w.r.t. the problem data.
+    """`sol` with `x, nu, mu_upper, mu_lower` differentiable w.r.t. the problem data.
 
     **Arguments:**
 
@@ -146,16 +148,7 @@ def dispatch_kkt_derivatives(
     z, theta, aux, settled = kkt_system(sol, cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi, ok)
     values = (sol.x, sol.nu, sol.mu_upper, sol.mu_lower)
     x, nu, mu_upper, mu_lower = implicit_outputs(kkt_residual, _kkt_outputs, values, z, theta, aux, settled)
-    return DispatchQPSolution(
-        x=x,
-        nu=nu,
-        mu_upper=mu_upper,
-        mu_lower=mu_lower,
-        row_violation=sol.row_violation,
-        converged=sol.converged,
-        n_iter=sol.n_iter,
-        residual=sol.residual,
-    )
+    return eqx.tree_at(lambda s: (s.x, s.nu, s.mu_upper, s.mu_lower), sol, (x, nu, mu_upper, mu_lower))
 
 
 __all__ = ["dispatch_kkt_derivatives", "kkt_residual", "kkt_system", "split_kkt"]

@@ -1,23 +1,23 @@
 """Derivatives of iterative solvers at their solution, by the implicit function theorem.
 
-The solvers (AC power flow, radial sweeps, dispatch LP/QP) are ``while_loop``s, which
+The solvers (AC power flow, radial sweeps, dispatch LP/QP) are `while_loop`s, which
 JAX cannot reverse-differentiate, and unrolling their iterations would differentiate
 the algorithm rather than the solution. Instead the loop runs on inputs with their
-tangents stopped, and its answer ``x*`` is passed through :func:`implicit_outputs`: an
+tangents stopped, and its answer `x*` is passed through `implicit_outputs`: an
 identity in the forward pass (the compiled program is the solver's own, unchanged) whose
-``custom_jvp`` rule linearises the solver's defining equations ``F(x, θ) = 0`` at
-``x*``::
+`custom_jvp` rule linearises the solver's defining equations `F(x, θ) = 0` at
+`x*`:
 
     dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ
 
-The rule is linear in ``dθ`` (a Jacobian–vector product, then a linear solve through
-``lax.custom_linear_solve``), so JAX transposes it for reverse mode: ``jax.jvp``,
-``jax.grad``/``jax.vjp`` and their ``vmap``s all work. ``∂F/∂x`` is formed densely by
-``jax.jacfwd`` and factored by the plain-XLA LU of :mod:`._small_linalg` (no batched
-LAPACK call under ``vmap``; see that module); the factorisation depends on primal values
+The rule is linear in `dθ` (a Jacobian–vector product, then a linear solve through
+`lax.custom_linear_solve`), so JAX transposes it for reverse mode: `jax.jvp`,
+`jax.grad`/`jax.vjp` and their `vmap`s all work. `∂F/∂x` is formed densely by
+`jax.jacfwd` and factored by the plain-XLA LU of `powerzoojax.physics._small_linalg` (no batched
+LAPACK call under `vmap`; see that module); the factorisation depends on primal values
 only, so a reverse pass factors once and solves with the transpose.
 
-Where the solver did not converge (``ok`` false) or ``∂F/∂x`` is numerically singular,
+Where the solver did not converge (`ok` false) or `∂F/∂x` is numerically singular,
 the derivative is zero: finite, and the solver's own flag tells the caller.
 """
 
@@ -37,12 +37,12 @@ _SINGULAR_PIVOT = {4: 1e-6, 8: 1e-12}
 
 
 def _float_tree(tree):
-    """``tree`` with its non-float leaves replaced by ``None`` (they carry no tangent)."""
+    """`tree` with its non-float leaves replaced by `None` (they carry no tangent)."""
     return jax.tree.map(lambda v: v if jnp.issubdtype(jnp.asarray(v).dtype, jnp.inexact) else None, tree)
 
 
 def _linear_solve(jac: Float[Array, "n n"], rhs: Float[Array, " n"]) -> tuple[Array, Array]:
-    """``jac⁻¹ rhs`` as a ``custom_linear_solve`` (transposable), and whether ``jac`` looked regular."""
+    """`jac⁻¹ rhs` as a `custom_linear_solve` (transposable), and whether `jac` looked regular."""
     factors = lu_factor(jac)
     pivots = jnp.abs(jnp.diagonal(factors[0]))
     tol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize] * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
@@ -98,7 +98,7 @@ def implicit_outputs(
     aux: PyTree,
     ok: Bool[Array, ""],
 ) -> PyTree:
-    """``values`` unchanged, differentiable as the solution of ``residual(x, θ, aux) = 0``.
+    """`values` unchanged, differentiable as the solution of `residual(x, θ, aux) = 0`.
 
     **Arguments:**
 
@@ -143,12 +143,12 @@ def _value_with_derivative_of_jvp(reference, primals, tangents):
 
 
 def fast_with_reference_derivative(fast: Callable, reference: Callable, *args) -> PyTree:
-    """``fast(*args)`` in the forward pass, differentiated as ``reference(*args)``.
+    """`fast(*args)` in the forward pass, differentiated as `reference(*args)`.
 
-    For a function with a hand-written batching rule (``custom_vmap``), which JAX can
-    forward- but not reverse-differentiate: ``fast`` runs on the arguments with their
-    tangents stopped, and the derivative is that of ``reference``, the same mathematics
-    in plain JAX. ``reference`` must be a module-level function (a static argument).
+    For a function with a hand-written batching rule (`custom_vmap`), which JAX can
+    forward- but not reverse-differentiate: `fast` runs on the arguments with their
+    tangents stopped, and the derivative is that of `reference`, the same mathematics
+    in plain JAX. `reference` must be a module-level function (a static argument).
     """
     value = fast(*lax.stop_gradient(args))
     return _value_with_derivative_of(reference, value, args)

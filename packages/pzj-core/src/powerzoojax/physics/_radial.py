@@ -503,7 +503,7 @@ def _sweep(
 
 
 def _fixed_point_residual(current_sq, base, matrices):
-    """``ℓ' − ℓ`` of one sweep: zero at the solution (the quasi-Newton step and the
+    """`ℓ' − ℓ` of one sweep: zero at the solution (the quasi-Newton step and the
     mixing only change how the iteration gets there)."""
     loss_matrix, lower, upper = matrices
     _, current_new = _sweep_terms(jnp.clip(base + current_sq @ loss_matrix, lower, upper), current_sq.shape[0])
@@ -517,7 +517,7 @@ def _fixed_point_outputs(current_sq, base, matrices):
 
 
 def _solution_derivatives(network: RadialNetwork, base: Array, current_sq: Array, v_recv: Array, settled: Array):
-    """``(ℓ, v²_recv)`` unchanged, differentiable w.r.t. ``base`` (the loads and slack
+    """`(ℓ, v²_recv)` unchanged, differentiable w.r.t. `base` (the loads and slack
     voltage) by the implicit function theorem on the sweep's fixed point. Zero derivative
     where the sweep did not settle or the solution sits on a safety bound (there the
     clipped equations are not the physics)."""

@@ -195,7 +195,7 @@ def voltage_unbalance_percent(v: Complex[Array, "*batch 3"]) -> Float[Array, " *
 
 
 def _sweep(network: Radial3PhaseNetwork, s_load: Array, v: Array) -> tuple[Array, Array]:
-    """One backward/forward sweep from voltages ``v``: ``(new voltages, branch currents)``."""
+    """One backward/forward sweep from voltages `v`: `(new voltages, branch currents)`."""
     ctype = v.dtype
     v_sq = jnp.maximum(jnp.real(v) ** 2 + jnp.imag(v) ** 2, _V_SQ_FLOOR)
     # conj(S / V) = conj(S) V / |V|²
@@ -212,7 +212,7 @@ def _complex_of(x: Array, shape: tuple[int, ...]) -> Array:
 
 
 def _fixed_point_residual(x, load, network):
-    """``V − sweep(V)`` as real numbers (real parts, then imaginary): zero at the solution."""
+    """`V − sweep(V)` as real numbers (real parts, then imaginary): zero at the solution."""
     p, q = load
     v = _complex_of(x, p.shape)
     s_load = jnp.where(network.phase_mask, p + 1j * q, 0.0).at[network.ref_bus].set(0.0)

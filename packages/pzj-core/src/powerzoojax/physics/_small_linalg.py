@@ -109,11 +109,11 @@ def lu_solve(factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Arr
 def lu_solve_transposed(
     factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Array, " n"]
 ) -> Float[Array, " n"]:
-    """``y`` with ``aᵀ y = b`` from :func:`lu_factor`'s ``(lu, perm)`` of ``a``.
+    """`y` with `aᵀ y = b` from `lu_factor`'s `(lu, perm)` of `a`.
 
-    ``a[perm] = L U`` gives ``aᵀ = Uᵀ Lᵀ P``: a forward substitution with ``Uᵀ``, a
-    backward one with ``Lᵀ`` (unit diagonal), then the rows un-permuted. The reverse-mode
-    derivative of a solve with ``a`` is a solve with ``aᵀ``, so one factorisation serves both.
+    `a[perm] = L U` gives `aᵀ = Uᵀ Lᵀ P`: a forward substitution with `Uᵀ`, a
+    backward one with `Lᵀ` (unit diagonal), then the rows un-permuted. The reverse-mode
+    derivative of a solve with `a` is a solve with `aᵀ`, so one factorisation serves both.
     """
     lu, perm = factors
     n = lu.shape[-1]

@@ -2,18 +2,18 @@
 
 Each function solves once and differentiates the solution in forward mode (one
 Jacobian–vector product per input column, sharing one factorisation of the solver's
-equations at the solution; see :func:`powerzoojax.physics.ac_power_flow` and
-:func:`powerzoojax.physics.dc_opf`). They jit, ``vmap`` over operating points and run in
+equations at the solution; see [`ac_power_flow`][powerzoojax.physics.ac_power_flow] and
+[`dc_opf`][powerzoojax.physics.dc_opf]). They jit, `vmap` over operating points and run in
 the dtype of the inputs (float64 inputs and network for float64 sensitivities).
 
-- :func:`ac_ptdf`: the AC analogue of the PTDF, ``∂(line P at the from end)/∂(bus P
-  injection)`` at an AC operating point (voltage magnitudes, losses and reactive flows
-  included), with the slack absorbing the injection as in the DC PTDF.
-- :func:`voltage_var_sensitivity`: ``∂|V|/∂(bus Q injection)``, the voltage response to
-  reactive power (the basis of volt/VAr control and of choosing where to place it).
-- :func:`lmp_load_sensitivity`: ``∂LMP/∂(bus load)`` of the DC-OPF with its active set fixed.
+- `ac_ptdf`: the AC analogue of the PTDF, `∂(line P at the from end)/∂(bus P injection)`
+  at an AC operating point (voltage magnitudes, losses and reactive flows included), with
+  the slack absorbing the injection as in the DC PTDF.
+- `voltage_var_sensitivity`: `∂|V|/∂(bus Q injection)`, the voltage response to reactive
+  power (the basis of volt/VAr control and of choosing where to place it).
+- `lmp_load_sensitivity`: `∂LMP/∂(bus load)` of the DC-OPF with its active set fixed.
 
-A solution that did not converge (or a DC-OPF that is not ``OPTIMAL``) has zero
+A solution that did not converge (or a DC-OPF that is not `OPTIMAL`) has zero
 sensitivity; the returned result's flags say so.
 """
 
@@ -27,10 +27,11 @@ from powerzoojax.physics._dc_opf import DCOPFResult, DCOPFSetup, dc_opf
 
 
 def _with_bus_injections(net: ACNetwork, load_p_mw, load_q_mvar):
-    """``net`` with one extra pseudo-load per bus, through which a bus injection enters
+    """`net` with one extra pseudo-load per bus, through which a bus injection enters
     (as a negative load), and the loads extended with zeros for them."""
     n = net.n_nodes
-    extended = eqx.tree_at(lambda k: k.load_bus, net, jnp.concatenate([net.load_bus, jnp.arange(n, dtype=net.load_bus.dtype)]))
+    bus_loads = jnp.concatenate([net.load_bus, jnp.arange(n, dtype=net.load_bus.dtype)])
+    extended = eqx.tree_at(lambda k: k.load_bus, net, bus_loads)
     zeros = jnp.zeros((n,), jnp.result_type(load_p_mw, load_q_mvar))
     return extended, zeros
 
@@ -55,7 +56,7 @@ def ac_ptdf(
     **Arguments:**
 
     - `net`: the network (`make_ac_network`).
-    - `p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set`: the operating point, as for
+    - `p_gen_mw`, `q_gen_mvar`, `load_p_mw`, `load_q_mvar`, `v_set`: the operating point, as for
       `ac_power_flow` ([MW], [MVAr], [p.u.]).
     - `**solver_options`: keyword options of `ac_power_flow` (`tol`, `method`, ...).
 
@@ -88,7 +89,7 @@ def voltage_var_sensitivity(
 ) -> tuple[Float[Array, "n_nodes n_nodes"], ACPFResult]:
     """Voltage-magnitude response to reactive power injections at an operating point.
 
-    Entry ``[i, k]`` is the change of ``|V_i|`` per MVAr injected at bus ``k``. Buses that
+    Entry `[i, k]` is the change of `|V_i|` per MVAr injected at bus `k`. Buses that
     regulate their voltage (PV buses not switched to a reactive limit, and the slack)
     have zero rows and columns: their generator absorbs the injection. A PV bus switched
     to a limit responds like a load bus.
@@ -96,7 +97,7 @@ def voltage_var_sensitivity(
     **Arguments:**
 
     - `net`: the network (`make_ac_network`).
-    - `p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set`: the operating point, as for
+    - `p_gen_mw`, `q_gen_mvar`, `load_p_mw`, `load_q_mvar`, `v_set`: the operating point, as for
       `ac_power_flow` ([MW], [MVAr], [p.u.]).
     - `**solver_options`: keyword options of `ac_power_flow`.
 
@@ -122,10 +123,10 @@ def lmp_load_sensitivity(
 ) -> tuple[Float[Array, "n_nodes n_nodes"], DCOPFResult]:
     """Locational marginal prices' response to nodal loads, with the active set fixed.
 
-    Entry ``[i, k]`` is the change of the LMP at bus ``i`` per MW of extra load at bus
-    ``k``: the curvature of the marginal costs of the units between their bounds, routed
+    Entry `[i, k]` is the change of the LMP at bus `i` per MW of extra load at bus
+    `k`: the curvature of the marginal costs of the units between their bounds, routed
     through the lines at their limits. With quadratic costs and no binding line every
-    entry is ``1 / Σ_free (1 / mc'_g)``; with linear costs the prices are locally
+    entry is `1 / Σ_free (1 / mc'_g)`; with linear costs the prices are locally
     constant (zero). At a degenerate optimum it is the one-sided derivative described in
     the guide (docs: Gradients).
 

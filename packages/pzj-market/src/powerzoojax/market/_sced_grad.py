@@ -1,11 +1,11 @@
 """Derivatives of the SCED clearing from the KKT conditions of its LP at the optimal vertex.
 
-The SCED LP (segment increments ``δ``, offer prices ``c``, widths ``δ̄``, demand ``D``,
-limited-line rows ``floor − f0 ≤ M_S δ ≤ cap − f0``) is the linear case of the dispatch
-problem that :mod:`powerzoojax.physics._dispatch_grad` differentiates: the same active-set
+The SCED LP (segment increments `δ`, offer prices `c`, widths `δ̄`, demand `D`,
+limited-line rows `floor − f0 ≤ M_S δ ≤ cap − f0`) is the linear case of the dispatch
+problem that `powerzoojax.physics._dispatch_grad` differentiates: the same active-set
 rule and degeneracy convention apply (a segment on a bound is held there, a line on its
 limit with a nonzero price is held on it, anything else is free; zero derivative where the
-clearing is not ``OPTIMAL``). The duals map as ``ν = −y₀``, ``μ⁺ − μ⁻ = −y_lim``.
+clearing is not `OPTIMAL`). The duals map as `ν = −y₀`, `μ⁺ − μ⁻ = −y_lim`.
 """
 
 import jax.numpy as jnp
@@ -27,7 +27,7 @@ def sced_kkt_derivatives(
     row_hi: Float[Array, " n_limited"],
     optimal: Bool[Array, ""],
 ) -> tuple[Array, Array]:
-    """``(δ, y)`` unchanged, differentiable w.r.t. the offers, widths, demand and row limits.
+    """`(δ, y)` unchanged, differentiable w.r.t. the offers, widths, demand and row limits.
 
     **Arguments:**
 
@@ -52,6 +52,7 @@ def sced_kkt_derivatives(
         converged=optimal,
         n_iter=jnp.zeros((), jnp.int32),
         residual=jnp.zeros((), delta.dtype),
+        certified=optimal,
     )
     z, theta, aux, settled = kkt_system(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
     # (δ, y) themselves are the values, so the forward pass computes nothing new.
