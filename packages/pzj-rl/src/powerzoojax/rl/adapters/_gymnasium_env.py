@@ -41,8 +41,8 @@ def check_single_agent(owner: str, env: Any) -> None:
 
 def host_info(info: dict[str, Any], costs: np.ndarray) -> dict[str, Any]:
     """The step's info as NumPy arrays, with the cost vector under ``"costs"``."""
-    out = {key: np.asarray(value) for key, value in info.items()}
-    out["costs"] = np.asarray(costs)
+    out = {key: np.array(value) for key, value in info.items()}
+    out["costs"] = np.array(costs)
     return out
 
 
@@ -91,7 +91,7 @@ class GymnasiumEnv(gymnasium.Env):
         self._key, obs, self._state = _kernels.reset_one(self.env, self._key, self.params)
         self._obs = obs
         self._rewards = []
-        return np.asarray(jax.device_get(obs)), {}
+        return np.array(jax.device_get(obs)), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """One transition: ``(obs, reward, terminated, truncated, info)``."""
@@ -104,7 +104,7 @@ class GymnasiumEnv(gymnasium.Env):
         self._obs = obs
         obs, reward, costs, done, info = jax.device_get((obs, reward, costs, done, info))
         self._rewards.append(float(reward))
-        return np.asarray(obs), float(reward), bool(done), False, host_info(info, costs)
+        return np.array(obs), float(reward), bool(done), False, host_info(info, costs)
 
     def render(self) -> np.ndarray | None:
         """The current state as an ``(H, W, 3)`` uint8 array (``render_mode="rgb_array"``), else None."""

@@ -136,7 +136,7 @@ class GymnasiumVectorEnv(VectorEnv):
             self._ended[mask] = False
             for i in np.flatnonzero(mask):
                 self._rewards[i] = []
-        return np.asarray(jax.device_get(self._obs)), {}
+        return np.array(jax.device_get(self._obs)), {}
 
     def _check_reset_mask(self, mask: Any) -> np.ndarray:
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
@@ -162,17 +162,17 @@ class GymnasiumVectorEnv(VectorEnv):
             self.env, self._keys, self._states, self._obs, skip, actions, self.params
         )
         obs, reward, costs, done, info = jax.device_get((self._obs, reward, costs, done, info))
-        done = np.asarray(done, bool)
+        done = np.array(done, bool)
         stepped = ~skip
         infos: dict[str, Any] = {}
         for key, value in (*info.items(), ("costs", costs)):
-            infos[key] = np.asarray(value)
+            infos[key] = np.array(value)
             infos["_" + key] = stepped.copy()
         self._ended = done
         if self.render_mode is not None:
             for i in range(self.num_envs):
                 self._rewards[i] = [] if skip[i] else [*self._rewards[i], float(reward[i])]
-        return np.asarray(obs), np.asarray(reward, np.float32), done.copy(), np.zeros(self.num_envs, bool), infos
+        return np.array(obs), np.array(reward, np.float32), done.copy(), np.zeros(self.num_envs, bool), infos
 
     # -- render ------------------------------------------------------------------------
     def render(self) -> tuple[np.ndarray, ...] | None:

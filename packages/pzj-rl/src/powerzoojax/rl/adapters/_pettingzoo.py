@@ -86,7 +86,7 @@ class PettingZooParallelEnv(ParallelEnv):
         self._obs = obs
         self._rewards = []
         self.agents = list(self.possible_agents)
-        host = np.asarray(jax.device_get(obs))
+        host = np.array(jax.device_get(obs))
         return {a: host[i] for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -101,10 +101,11 @@ class PettingZooParallelEnv(ParallelEnv):
         self._key, obs, self._state, rewards, done, info = _kernels.marl_step(self.env, self._key, self._state, stacked)
         self._obs = obs
         obs, rewards, done, info = jax.device_get((obs, rewards, done, info))
-        info = {k: np.asarray(v) for k, v in info.items()}
+        info = {k: np.array(v) for k, v in info.items()}
         ended = bool(done)
         agents = self.agents
-        observations = {a: np.asarray(obs[i]) for i, a in enumerate(agents)}
+        obs = np.array(obs)
+        observations = {a: obs[i] for i, a in enumerate(agents)}
         reward_dict = {a: float(rewards[i]) for i, a in enumerate(agents)}
         self._rewards.append(float(np.mean(rewards)))
         terminations = {a: ended for a in agents}
