@@ -77,7 +77,8 @@ def _gymnasium_vector_entry_point(env_id: str, num_envs: int, **kwargs: Any) -> 
 
 
 def register_gymnasium_envs() -> list[str]:
-    """Register every single-agent id here with Gymnasium, as ``"powerzoojax/<id>"``, so
+    """Register every single-agent id here with Gymnasium, as ``"powerzoojax/<id>"`` (an id
+    with a namespace of its own, ``"mylab/Env-v0"``, keeps it), so
     ``gymnasium.make("powerzoojax/TransGrid-case5-dc-v0", max_steps=24)`` and
     ``gymnasium.make_vec(..., num_envs=N, vectorization_mode="vector_entry_point")`` (one
     jitted batch, :class:`GymnasiumVectorEnv`) work. Ids already registered are left alone.
@@ -88,7 +89,7 @@ def register_gymnasium_envs() -> list[str]:
 
     added = []
     for env_id in list_envs(multi_agent=False):
-        gym_id = f"{GYMNASIUM_NAMESPACE}/{env_id}"
+        gym_id = env_id if "/" in env_id else f"{GYMNASIUM_NAMESPACE}/{env_id}"
         if gym_id in gymnasium.registry:
             continue
         gymnasium.register(
