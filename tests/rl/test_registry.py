@@ -112,10 +112,10 @@ def test_a_third_party_entry_point_adds_ids_without_loading_first_party_ones():
     acme = FakeEntryPoint("acme-envs", lambda: toy_specs("acme/Toy-v0", "acme/Toy-hard-v1"))
     reg = registry([grid, acme], installed=("pzj-core", "pzj-grid", "acme-envs"))
 
-    listed = reg.list()
+    listed = reg.ids()
     assert {"acme/Toy-v0", "acme/Toy-hard-v1", "TransGrid-case5-dc-v0"} <= set(listed)
     assert grid.loads == 0 and acme.loads == 1
-    assert reg.list("acme/*") == ["acme/Toy-hard-v1", "acme/Toy-v0"]
+    assert reg.ids("acme/*") == ["acme/Toy-hard-v1", "acme/Toy-v0"]
     assert "GridMARL-case5-v0" not in listed  # pzj-rl is not "installed" here
     env, params = reg.make("acme/Toy-v0", max_steps=3)
     assert type(env).__name__ == "ToyEnv" and params.max_steps == 3
@@ -124,7 +124,7 @@ def test_a_third_party_entry_point_adds_ids_without_loading_first_party_ones():
 
 def test_an_iterable_entry_point_and_runtime_registration():
     reg = registry([FakeEntryPoint("acme-envs", toy_specs("Toy-v0"))])
-    assert "Toy-v0" in reg.list()
+    assert "Toy-v0" in reg.ids()
     (extra,) = toy_specs("Toy-v1")
     reg.register(extra)
     assert reg.spec("Toy-v1") is extra
@@ -140,7 +140,7 @@ def test_a_broken_entry_point_warns_and_the_others_still_load():
     good = FakeEntryPoint("acme-envs", lambda: toy_specs("Toy-v0"))
     reg = registry([broken, good])
     with pytest.warns(RuntimeWarning, match="'broken-envs'.*failed to load.*shiny"):
-        listed = reg.list()
+        listed = reg.ids()
     assert "Toy-v0" in listed
 
 
@@ -150,7 +150,7 @@ def test_a_duplicate_id_from_another_entry_point_warns_and_keeps_the_first():
     reg = registry([first, second])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        reg.list()
+        reg.ids()
     messages = [str(w.message) for w in caught]
     assert any("registers 'Toy-v0' again" in m for m in messages), messages
     assert any("returned str, not EnvSpec" in m for m in messages), messages
@@ -178,8 +178,8 @@ def test_unknown_ids_suggest_the_closest():
 
 def test_missing_distribution_is_named():
     reg = registry(installed=("pzj-core",))
-    assert reg.list() == []
-    assert "TransGrid-case5-dc-v0" in reg.list(include_uninstalled=True)
+    assert reg.ids() == []
+    assert "TransGrid-case5-dc-v0" in reg.ids(include_uninstalled=True)
     with pytest.raises(ImportError, match="'TransGrid-case5-dc-v0' needs pzj-grid, which is not installed: pip install pzj-grid"):
         reg.make("TransGrid-case5-dc-v0")
     with pytest.raises(ImportError, match="needs pzj-rl and pzj-market, which are not installed: pip install pzj-rl pzj-market"):
@@ -199,8 +199,8 @@ def test_multi_agent_filter():
     from powerzoojax.envs._catalog import CATALOG
 
     reg = registry(installed=())
-    multi = reg.list(multi_agent=True, include_uninstalled=True)
-    single = reg.list(multi_agent=False, include_uninstalled=True)
+    multi = reg.ids(multi_agent=True, include_uninstalled=True)
+    single = reg.ids(multi_agent=False, include_uninstalled=True)
     assert set(multi) == {i for i, e in CATALOG.items() if e.multi_agent}
     assert set(multi) | set(single) == set(CATALOG) and not set(multi) & set(single)
 

@@ -294,7 +294,7 @@ class EnvRegistry:
             raise ImportError(f"env id {env_id!r} needs {names}, which {verb} not installed: pip install {' '.join(missing)}")
 
     # -- the public operations ---------------------------------------------------------
-    def list(
+    def ids(
         self, pattern: str | None = None, *, multi_agent: bool | None = None, include_uninstalled: bool = False,
     ) -> list[str]:
         """Ids, sorted (see :func:`powerzoojax.envs.list_envs`)."""
@@ -384,7 +384,7 @@ def list_envs(pattern: str | None = None, *, multi_agent: bool | None = None, in
 
     **Returns:** a list of id strings.
     """
-    return _REGISTRY.list(pattern, multi_agent=multi_agent, include_uninstalled=include_uninstalled)
+    return _REGISTRY.ids(pattern, multi_agent=multi_agent, include_uninstalled=include_uninstalled)
 
 
 def spec(env_id: str) -> EnvSpec:
