@@ -39,13 +39,6 @@ def check_single_agent(owner: str, env: Any) -> None:
         raise TypeError(f"{owner}: env must be a powerzoojax Environment{hint}, got {type(env).__name__}")
 
 
-def host_info(info: dict[str, Any], costs: np.ndarray) -> dict[str, Any]:
-    """The step's info as NumPy arrays, with the cost vector under ``"costs"``."""
-    out = {key: np.array(value) for key, value in info.items()}
-    out["costs"] = np.array(costs)
-    return out
-
-
 class GymnasiumEnv(gymnasium.Env):
     """One PowerZooJax env behind the ``gymnasium.Env`` API (see the module docstring).
 
@@ -80,6 +73,7 @@ class GymnasiumEnv(gymnasium.Env):
         self._state: Any = None
         self._obs: Any = None
         self._rewards: list[float] = []
+        self._layout: _kernels.HostLayout | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode: ``(obs, info)``; ``seed`` restarts the PRNG key (see the module docstring)."""
@@ -98,13 +92,16 @@ class GymnasiumEnv(gymnasium.Env):
         if self._state is None:
             raise RuntimeError(f"{self.env_id}: call reset() before step()")
         action = to_env_action(self._action_space_ours, action)
-        self._key, obs, self._state, reward, costs, done, info = _kernels.step_one(
-            self.env, self._key, self._state, action, self.params
-        )
+        if self._layout is None:
+            shapes = _kernels.step_one_outputs(self.env, self._key, self._state, action, self.params)
+            self._layout = _kernels.HostLayout(shapes, batch_ndim=0)
+        self._key, self._state, packed = _kernels.step_one(self.env, self._key, self._state, action, self.params)
+        obs, reward, costs, done, info = self._layout.unpack(packed)
         self._obs = obs
-        obs, reward, costs, done, info = jax.device_get((obs, reward, costs, done, info))
         self._rewards.append(float(reward))
-        return np.array(obs), float(reward), bool(done), False, host_info(info, costs)
+        info = dict(info)
+        info["costs"] = costs
+        return obs, float(reward), bool(done), False, info
 
     def render(self) -> np.ndarray | None:
         """The current state as an ``(H, W, 3)`` uint8 array (``render_mode="rgb_array"``), else None."""

@@ -100,6 +100,7 @@ class GymnasiumVectorEnv(VectorEnv):
         self._obs: Any = None
         self._ended = np.zeros(self.num_envs, bool)
         self._rewards: list[list[float]] = [[] for _ in range(self.num_envs)]
+        self._layout: _kernels.HostLayout | None = None
 
     # -- reset -------------------------------------------------------------------------
     def _seed_keys(self, seed: int | list[int] | None) -> Any:
@@ -158,21 +159,23 @@ class GymnasiumVectorEnv(VectorEnv):
             )
         skip = self._ended.copy()
         actions = to_env_action(self._action_space_ours, actions)
-        self._keys, self._obs, self._states, reward, costs, done, info = _kernels.step_batch(
+        if self._layout is None:
+            shapes = _kernels.step_batch_outputs(self.env, self._keys, self._states, self._obs, skip, actions, self.params)
+            self._layout = _kernels.HostLayout(shapes, batch_ndim=1)
+        self._keys, self._obs, self._states, packed = _kernels.step_batch(
             self.env, self._keys, self._states, self._obs, skip, actions, self.params
         )
-        obs, reward, costs, done, info = jax.device_get((self._obs, reward, costs, done, info))
-        done = np.array(done, bool)
+        obs, reward, costs, done, info = self._layout.unpack(packed)
         stepped = ~skip
         infos: dict[str, Any] = {}
         for key, value in (*info.items(), ("costs", costs)):
-            infos[key] = np.array(value)
+            infos[key] = value
             infos["_" + key] = stepped.copy()
-        self._ended = done
+        self._ended = done.copy()
         if self.render_mode is not None:
             for i in range(self.num_envs):
                 self._rewards[i] = [] if skip[i] else [*self._rewards[i], float(reward[i])]
-        return np.array(obs), np.array(reward, np.float32), done.copy(), np.zeros(self.num_envs, bool), infos
+        return obs, reward.astype(np.float32, copy=False), done.copy(), np.zeros(self.num_envs, bool), infos
 
     # -- render ------------------------------------------------------------------------
     def render(self) -> tuple[np.ndarray, ...] | None:
