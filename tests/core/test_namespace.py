@@ -54,7 +54,7 @@ OTHER_PACKAGES = [
     "powerzoojax.grid.microgrid", "powerzoojax.grid.resources", "powerzoojax.grid.tasks",
     "powerzoojax.market", "powerzoojax.market.tasks",
     "powerzoojax.rl", "powerzoojax.rl.wrappers", "powerzoojax.rl.marl", "powerzoojax.rl.algos",
-    "powerzoojax.rl.training",
+    "powerzoojax.rl.training", "powerzoojax.rl.adapters",
 ]
 
 
@@ -132,6 +132,8 @@ LAYERS = [
     ("pzj-rl", "powerzoojax.rl.wrappers", ("powerzoojax.rl.marl", "powerzoojax.rl.algos", "powerzoojax.rl.training")),
     ("pzj-rl", "powerzoojax.rl.marl", ("powerzoojax.rl.wrappers", "powerzoojax.rl.algos", "powerzoojax.rl.training")),
     ("pzj-rl", "powerzoojax.rl.algos", ("powerzoojax.rl.training",)),
+    # The Gymnasium / PettingZoo shells know only the env contracts, never the trainers.
+    ("pzj-rl", "powerzoojax.rl.adapters", ("powerzoojax.rl.wrappers", "powerzoojax.rl.algos", "powerzoojax.rl.training")),
 ]
 
 

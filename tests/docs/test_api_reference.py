@@ -32,13 +32,14 @@ API_PAGES = {
     "powerzoojax.market.tasks.gencos": "api/market/tasks-gencos.md",
     "powerzoojax.rl.wrappers": "api/rl/wrappers.md",
     "powerzoojax.rl.marl": "api/rl/marl.md",
+    "powerzoojax.rl.adapters": "api/rl/adapters.md",
     "powerzoojax.rl.algos": "api/rl/algos.md",
     "powerzoojax.rl.training": "api/rl/training.md",
 }
 
-# Facades whose names are imported lazily from other distributions: mkdocstrings cannot
+# Modules whose names are imported lazily (from other distributions or optional extras): mkdocstrings cannot
 # follow them, so their pages list every name in a table.
-FACADES = ("powerzoojax.envs", "powerzoojax.tasks")
+FACADES = ("powerzoojax.envs", "powerzoojax.tasks", "powerzoojax.rl.adapters")
 
 
 def _page(module: str) -> str:

@@ -6,6 +6,10 @@ imports cleanly and a missing distribution is reported by name. A few names are 
 kept for code written against the reference layout (`TransGridState` is `GridState`,
 `DistGrid3PhState` is `DistGrid3PhaseState`, `CostMarketState` is `MarketState`,
 ...); `_ALIASES` lists them.
+
+String ids: `make("TransGrid-case118-dc-v0") -> (env, params)`, `list_envs()`, `spec(id)`;
+distributions add ids through the `powerzoojax.envs` entry-point group (see
+`powerzoojax.envs._registry`).
 """
 
 from typing import Any
@@ -22,6 +26,7 @@ from powerzoojax.core import (
     MultiDiscrete,
     Space,
 )
+from powerzoojax.envs._registry import EnvSpec, forwards_overrides, list_envs, make, register, spec
 
 _CORE = "pzj-core"
 _GRID = ("powerzoojax.grid", "pzj-grid")
@@ -155,8 +160,8 @@ _ALIASES: dict[str, str] = {
 }
 
 __all__ = [
-    "Box", "Discrete", "EnvParams", "EnvState", "Environment", "MultiBinary",
-    "MultiDiscrete", "Space", *_LAZY,
+    "Box", "Discrete", "EnvParams", "EnvSpec", "EnvState", "Environment", "MultiBinary",
+    "MultiDiscrete", "Space", "forwards_overrides", "list_envs", "make", "register", "spec", *_LAZY,
 ]
 
 

@@ -825,32 +825,13 @@ def make_ders_3phase_eval(
 
     `(env, params)`.
     """
-    from powerzoojax.grid import DistGrid3PhaseEnv, make_dist_3phase_params
+    from powerzoojax.grid import DistGrid3PhaseEnv
+    from powerzoojax.grid.distribution import make_dist_3phase_params_from_case
 
     case = load_case("123") if case is None else case
-    status = np.asarray(case.line_status) > 0
-    f_idx = np.asarray(case.line_from_idx)[status]
-    t_idx = np.asarray(case.line_to_idx)[status]
-    n = case.n_nodes
-    if f_idx.size != n - 1:
-        raise ValueError(f"make_ders_3phase_eval: the {f_idx.size} in-service lines of a {n}-bus case are not a tree")
-    r = np.asarray(case.line_r, np.float64)[status]
-    x = np.asarray(case.line_x, np.float64)[status]
-    z = (r + 1j * x)[:, None, None] * np.eye(3)[None]
-    base = float(case.base_mva)
-    nonref = [i for i in range(n) if i != case.slack_bus_idx]
-    phases = ("node_pd_a", "node_pd_b", "node_pd_c"), ("node_qd_a", "node_qd_b", "node_qd_c")
-    if all(getattr(case, f, None) is not None for f in phases[0] + phases[1]):
-        p = np.stack([np.asarray(getattr(case, f), np.float64) for f in phases[0]], axis=1)
-        q = np.stack([np.asarray(getattr(case, f), np.float64) for f in phases[1]], axis=1)
-    else:
-        p = np.repeat(np.asarray(case.node_pd, np.float64)[:, None] / 3.0, 3, axis=1)
-        q = np.repeat(np.asarray(case.node_qd, np.float64)[:, None] / 3.0, 3, axis=1)
-    row_p, row_q = (p[nonref] / base).reshape(-1), (q[nonref] / base).reshape(-1)
     batteries = make_ders_battery_bundle(case, bus_ids=DERS_3PHASE_BATTERY_BUSES if battery_buses is None else battery_buses)
-    params = make_dist_3phase_params(
-        n, f_idx, t_idx, z, np.tile(row_p, (max_steps, 1)), np.tile(row_q, (max_steps, 1)), ref_bus=case.slack_bus_idx,
-        v_min=v_min, v_max=v_max, max_steps=max_steps, base_mva=base, resources=(batteries,), include_der=False,
+    params = make_dist_3phase_params_from_case(
+        case, max_steps=max_steps, v_min=v_min, v_max=v_max, resources=(batteries,), include_der=False,
     )
     width = 1 + DERS_LOCAL_K + 3 + 2 + 5 if compat_obs_dim is None else int(compat_obs_dim)
     env = _marl_env_class("DistGrid3PhaseMARLEnv")(

@@ -1,0 +1,41 @@
+"""pzj-market's env ids: the builders behind ``powerzoojax.envs.make("CostBasedMarket-case5-v0")``.
+
+``env_specs`` is this distribution's ``powerzoojax.envs`` entry point (``pyproject.toml``);
+the ids are catalogued in core (:mod:`powerzoojax.envs._catalog`).
+"""
+
+from typing import Any
+
+from powerzoojax.case import load_case
+from powerzoojax.envs import EnvSpec, forwards_overrides
+from powerzoojax.envs._catalog import MARKET, catalog_specs
+from powerzoojax.market._bid_based_market import BidBasedMarketEnv, make_bid_market_params
+from powerzoojax.market._cost_based_market import CostBasedMarketEnv, make_cost_market_params
+
+
+@forwards_overrides(make_cost_market_params, fills=("case",))
+def cost_based_market(*, case: str, **overrides: Any) -> tuple[Any, Any]:
+    """``CostBasedMarketEnv`` on ``case`` (battery at bus 1, nominal loads by default)."""
+    return CostBasedMarketEnv(), make_cost_market_params(load_case(case), **overrides)
+
+
+@forwards_overrides(make_bid_market_params, fills=("case",))
+def bid_based_market(*, case: str, **overrides: Any) -> tuple[Any, Any]:
+    """``BidBasedMarketEnv`` on ``case`` (battery at bus 1, nominal loads by default)."""
+    return BidBasedMarketEnv(), make_bid_market_params(load_case(case), **overrides)
+
+
+@forwards_overrides("powerzoojax.market.tasks.gencos:GenCosTask")
+def gencos_task(*, split: str = "train", **task_kwargs: Any) -> tuple[Any, Any]:
+    """The GenCos task's joint-action env and the params of ``split``."""
+    from powerzoojax.market.tasks.gencos import GenCosTask
+
+    return GenCosTask(**task_kwargs).make_env(split)
+
+
+BUILDERS = {"CostBasedMarket": cost_based_market, "BidBasedMarket": bid_based_market, "gencos": gencos_task}
+
+
+def env_specs() -> list[EnvSpec]:
+    """The :class:`~powerzoojax.envs.EnvSpec` of every id pzj-market provides (its entry point)."""
+    return catalog_specs(MARKET, BUILDERS)
