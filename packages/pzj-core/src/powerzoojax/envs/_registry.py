@@ -1,14 +1,14 @@
-"""String ids for every env and task: ``make(env_id, **overrides) -> (env, params)``.
+"""String ids for every env and task: `make(env_id, **overrides) -> (env, params)`.
 
-Distributions register their envs through the entry-point group ``powerzoojax.envs``
-(``[project.entry-points."powerzoojax.envs"]`` in their ``pyproject.toml``): each entry
-point names a callable that returns an iterable of :class:`EnvSpec`. A third-party package
+Distributions register their envs through the entry-point group `powerzoojax.envs`
+(`[project.entry-points."powerzoojax.envs"]` in their `pyproject.toml`): each entry
+point names a callable that returns an iterable of `EnvSpec`. A third-party package
 adds envs the same way, without touching this project. The first-party ids are also known
-from a catalog held here (:mod:`powerzoojax.envs._catalog`), so an id whose distribution is
+from a catalog held here (`powerzoojax.envs._catalog`), so an id whose distribution is
 not installed is recognised and the error names what to install.
 
 Nothing is imported until it is needed: listing ids loads only third-party entry points,
-and ``make`` loads the one distribution that provides the id.
+and `make` loads the one distribution that provides the id.
 """
 
 import dataclasses
@@ -37,19 +37,19 @@ class EnvSpec:
 
     **Arguments:**
 
-    - `id`: ``[namespace/]Name[-segment...]-v<version>``, e.g. ``"TransGrid-case118-dc-v0"``.
-    - `entry_point`: the builder ``(**kwargs) -> (env, params)``, or ``"module:attr"`` naming
+    - `id`: `[namespace/]Name[-segment...]-v<version>`, e.g. `"TransGrid-case118-dc-v0"`.
+    - `entry_point`: the builder `(**kwargs) -> (env, params)`, or `"module:attr"` naming
       it (imported when the id is made).
-    - `kwargs`: the arguments the id fixes (``{"case": "118", "mode": "dc"}``); ``make``
+    - `kwargs`: the arguments the id fixes (`{"case": "118", "mode": "dc"}`); `make`
       refuses overrides that contradict them.
-    - `requires`: the distributions the builder needs (``("pzj-rl", "pzj-grid")``); a missing
-      one is named in ``make``'s error.
-    - `multi_agent`: True when ``env`` is a multi-agent adapter (params bound).
+    - `requires`: the distributions the builder needs (`("pzj-rl", "pzj-grid")`); a missing
+      one is named in `make`'s error.
+    - `multi_agent`: True when `env` is a multi-agent adapter (params bound).
     - `summary`: one line for listings.
 
-    A builder decorated with :func:`forwards_overrides` accepts the keyword arguments of the
+    A builder decorated with `forwards_overrides` accepts the keyword arguments of the
     params factory it forwards to; otherwise it accepts its own named keyword arguments (any,
-    when it takes ``**kwargs``).
+    when it takes `**kwargs`).
     """
 
     id: str
@@ -74,12 +74,21 @@ class EnvSpec:
         object.__setattr__(self, "requires", tuple(self.requires))
 
     def load(self) -> Callable[..., Any]:
-        """The builder (importing its module when ``entry_point`` is a string)."""
+        """The builder (importing its module when `entry_point` is a string).
+
+        **Returns:**
+
+        The callable that builds `(env, params)`.
+        """
         return _load_target(self.entry_point)
 
     def accepted_overrides(self) -> tuple[str, ...] | None:
-        """Names ``make`` accepts as overrides for this id, sorted; None when the builder
-        takes any keyword."""
+        """Names `make` accepts as overrides for this id.
+
+        **Returns:**
+
+        The names, sorted; `None` when the builder takes any keyword.
+        """
         builder = self.load()
         own, open_ended = _keyword_names(builder)
         forwards = getattr(builder, _FORWARDS, None)
@@ -104,12 +113,12 @@ def _load_target(target: str | Callable[..., Any]) -> Any:
 
 
 def forwards_overrides(*factories: str | Callable[..., Any], fills: Iterable[str] = ()) -> Callable[[Any], Any]:
-    """Mark a builder as forwarding its ``**overrides`` to ``factories``, so ``make``
+    """Mark a builder as forwarding its `**overrides` to `factories`, so `make`
     checks override names against those factories' keyword arguments.
 
     **Arguments:**
 
-    - `factories`: the params factories (or classes) the overrides reach, or ``"module:attr"``
+    - `factories`: the params factories (or classes) the overrides reach, or `"module:attr"`
       strings naming them (imported only when overrides are checked).
     - `fills`: their arguments the builder sets itself (the case, the mode's switches),
       which are therefore not overrides.
@@ -153,22 +162,22 @@ def _installed_entry_points() -> list[Any]:
 
 
 def _alias(env_id: str) -> str | None:
-    """``Family-case33bw-v0`` -> ``Family-33bw-v0`` (the case segment without its prefix)."""
+    """`Family-case33bw-v0` -> `Family-33bw-v0` (the case segment without its prefix)."""
     alias = re.sub(r"-case([A-Za-z0-9_.]+)(?=-)", r"-\1", env_id, count=1)
     return alias if alias != env_id else None
 
 
 class EnvRegistry:
     """A table of env ids: the catalog of first-party ids plus what entry points and
-    :meth:`register` add. ``powerzoojax.envs.make`` and friends use one shared instance.
+    `register` add. `powerzoojax.envs.make` and friends use one shared instance.
 
     **Arguments:**
 
-    - `entry_points`: returns the installed ``powerzoojax.envs`` entry points (objects with
-      ``name``, ``value``, ``load()`` and optionally ``dist.name``); default: the installed
+    - `entry_points`: returns the installed `powerzoojax.envs` entry points (objects with
+      `name`, `value`, `load()` and optionally `dist.name`); default: the installed
       distributions' metadata.
     - `is_installed`: whether a distribution is installed; default: its metadata exists.
-    - `catalog`: first-party id -> :class:`~powerzoojax.envs._catalog.CatalogEntry`.
+    - `catalog`: first-party id -> `powerzoojax.envs._catalog.CatalogEntry`.
     """
 
     def __init__(
@@ -188,7 +197,7 @@ class EnvRegistry:
 
     # -- registration ------------------------------------------------------------------
     def register(self, spec: EnvSpec, *, replace: bool = False) -> None:
-        """Add ``spec``; an id already registered raises ``ValueError`` unless ``replace``."""
+        """Add `spec`; an id already registered raises `ValueError` unless `replace`."""
         if not isinstance(spec, EnvSpec):
             raise TypeError(f"register: expected an EnvSpec, got {type(spec).__name__}")
         if spec.id in self._specs and not replace:
@@ -214,7 +223,7 @@ class EnvRegistry:
             source = f"entry point {entry_point.name!r} ({entry_point.value}) of {_entry_point_distribution(entry_point)}"
             try:
                 loaded = entry_point.load()
-                specs = list(loaded() if callable(loaded) else loaded)
+                specs = list(loaded() if callable(loaded) else loaded)  # pyright: ignore[reportArgumentType]
             except Exception as err:  # noqa: BLE001 - one broken plugin must not hide the others' envs
                 warnings.warn(f"powerzoojax.envs: {source} failed to load ({type(err).__name__}: {err}); its envs are unavailable", RuntimeWarning, stacklevel=3)
                 continue
@@ -271,7 +280,7 @@ class EnvRegistry:
         return canonical
 
     def spec(self, env_id: str) -> EnvSpec:
-        """The :class:`EnvSpec` of ``env_id`` (see :func:`powerzoojax.envs.spec`)."""
+        """The `EnvSpec` of `env_id` (see `powerzoojax.envs.spec`)."""
         canonical = self._resolve(env_id)
         if canonical in self._specs:
             self._check_requires(canonical, self._specs[canonical].requires)
@@ -297,7 +306,7 @@ class EnvRegistry:
     def ids(
         self, pattern: str | None = None, *, multi_agent: bool | None = None, include_uninstalled: bool = False,
     ) -> list[str]:
-        """Ids, sorted (see :func:`powerzoojax.envs.list_envs`)."""
+        """Ids, sorted (see `powerzoojax.envs.list_envs`)."""
         self._load_third_party()
         rows: dict[str, bool] = {}
         for env_id, entry in self._catalog.items():
@@ -312,7 +321,7 @@ class EnvRegistry:
         )
 
     def make(self, env_id: str, **overrides: Any) -> tuple[Any, Any]:
-        """Build ``(env, params)`` for ``env_id`` (see :func:`powerzoojax.envs.make`)."""
+        """Build `(env, params)` for `env_id` (see `powerzoojax.envs.make`)."""
         spec = self.spec(env_id)
         self._check_overrides(spec, overrides)
         built = spec.load()(**spec.kwargs, **overrides)
@@ -357,18 +366,18 @@ def make(env_id: str, **overrides: Any) -> tuple[Any, Any]:
 
     **Arguments:**
 
-    - `env_id`: e.g. ``"TransGrid-case118-dc-v0"``, ``"DistGrid-33bw-v0"``, ``"tso-v0"``
-      (:func:`list_envs` lists them; the case segment may omit its ``case`` prefix and
+    - `env_id`: e.g. `"TransGrid-case118-dc-v0"`, `"DistGrid-33bw-v0"`, `"tso-v0"`
+      (`list_envs` lists them; the case segment may omit its `case` prefix and
       letter case is ignored).
-    - `overrides`: keyword arguments of the id's params factory (``max_steps=24``,
-      ``reward_scale=...``) or task (``split="iid"``). An unknown name raises ``TypeError``
+    - `overrides`: keyword arguments of the id's params factory (`max_steps=24`,
+      `reward_scale=...`) or task (`split="iid"`). An unknown name raises `TypeError`
       listing the accepted ones; a value the id already fixes (its case, its mode) raises
-      ``ValueError`` naming the id that has it.
+      `ValueError` naming the id that has it.
 
-    **Returns:** ``(env, params)``: a single-agent ``Environment`` and its params, or for
-    multi-agent ids (``GridMARL-...``, ``ders-marl-v0``) the adapter and its bound params.
-    An unknown id raises ``ValueError`` with the closest known ids; an id whose distribution
-    is not installed raises ``ImportError`` naming it (``pip install pzj-grid``).
+    **Returns:** `(env, params)`: a single-agent `Environment` and its params, or for
+    multi-agent ids (`GridMARL-...`, `ders-marl-v0`) the adapter and its bound params.
+    An unknown id raises `ValueError` with the closest known ids; an id whose distribution
+    is not installed raises `ImportError` naming it (`pip install pzj-grid`).
     """
     return _REGISTRY.make(env_id, **overrides)
 
@@ -378,7 +387,7 @@ def list_envs(pattern: str | None = None, *, multi_agent: bool | None = None, in
 
     **Arguments:**
 
-    - `pattern`: a shell-style filter (``"TransGrid-case5-*"``); None lists every id.
+    - `pattern`: a shell-style filter (`"TransGrid-case5-*"`); None lists every id.
     - `multi_agent`: True for the multi-agent ids only, False for the single-agent ones.
     - `include_uninstalled`: also list the first-party ids whose distribution is missing.
 
@@ -388,24 +397,24 @@ def list_envs(pattern: str | None = None, *, multi_agent: bool | None = None, in
 
 
 def spec(env_id: str) -> EnvSpec:
-    """The :class:`EnvSpec` of an id (builder, fixed arguments, required distributions).
+    """The `EnvSpec` of an id (builder, fixed arguments, required distributions).
 
     **Arguments:**
 
-    - `env_id`: as for :func:`make`.
+    - `env_id`: as for `make`.
 
-    **Returns:** the spec; raises as :func:`make` for an unknown or unavailable id.
+    **Returns:** the spec; raises as `make` for an unknown or unavailable id.
     """
     return _REGISTRY.spec(env_id)
 
 
 def register(spec: EnvSpec, *, replace: bool = False) -> None:
-    """Register an id at run time (packages should prefer the ``powerzoojax.envs`` entry point).
+    """Register an id at run time (packages should prefer the `powerzoojax.envs` entry point).
 
     **Arguments:**
 
-    - `spec`: the :class:`EnvSpec`.
-    - `replace`: replace an id already registered instead of raising ``ValueError``.
+    - `spec`: the `EnvSpec`.
+    - `replace`: replace an id already registered instead of raising `ValueError`.
 
     **Returns:** None.
     """

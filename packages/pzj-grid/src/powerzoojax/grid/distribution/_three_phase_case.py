@@ -1,4 +1,4 @@
-"""Three-phase feeder params from a case of the registry (``load_case("123")``)."""
+"""Three-phase feeder params from a case of the registry (`load_case("123")`)."""
 
 from typing import Any
 
@@ -12,22 +12,22 @@ _PHASE_Q = ("node_qd_a", "node_qd_b", "node_qd_c")
 
 
 def make_dist_3phase_params_from_case(case: CaseData, *, max_steps: int = 48, **kwargs: Any) -> DistGrid3PhaseParams:
-    """:func:`make_dist_3phase_params` for a feeder case: its in-service lines, balanced
+    """`make_dist_3phase_params` for a feeder case: its in-service lines, balanced
     impedances and per-phase loads held over the episode.
 
-    Line impedances are ``(r + jx)·I₃`` from the case's scalar ``r, x`` (mutual coupling is not
-    in ``CaseData``); each bus load is the case's per-phase value where it has one (case 123),
+    Line impedances are `(r + jx)·I₃` from the case's scalar `r, x` (mutual coupling is not
+    in `CaseData`); each bus load is the case's per-phase value where it has one (case 123),
     else its load split equally over the phases; every row of the load profile is that load.
 
     **Arguments:**
 
     - `case`: a radial distribution case whose in-service lines form a tree.
     - `max_steps`: episode length [steps]; also the number of load rows.
-    - `kwargs`: further arguments of :func:`make_dist_3phase_params` (``v_min``,
-      ``resources``, ``include_der``, ...); the topology, loads, reference bus and base come
+    - `kwargs`: further arguments of `make_dist_3phase_params` (`v_min`,
+      `resources`, `include_der`, ...); the topology, loads, reference bus and base come
       from the case.
 
-    **Returns:** :class:`DistGrid3PhaseParams`. Raises ``ValueError`` when the in-service
+    **Returns:** `DistGrid3PhaseParams`. Raises `ValueError` when the in-service
     lines are not a tree.
     """
     status = np.asarray(case.line_status) > 0

@@ -57,7 +57,7 @@ class GymnasiumEnv(gymnasium.Env):
     compiled program, shared by all adapters over equal envs.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 4}  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def __init__(self, env: Any, params: Any = None, *, render_mode: str | None = None, env_id: str | None = None):
         check_single_agent("GymnasiumEnv", env)

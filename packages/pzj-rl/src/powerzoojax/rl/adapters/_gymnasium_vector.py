@@ -25,6 +25,7 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -109,7 +110,7 @@ class GymnasiumVectorEnv(VectorEnv):
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             seeds = [int(seed) + i for i in range(self.num_envs)]
         else:
-            seeds = list(seed)
+            seeds = list(seed)  # pyright: ignore[reportArgumentType]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"GymnasiumVectorEnv.reset: got {len(seeds)} seeds for {self.num_envs} envs")
         return _kernels.keys_from_seeds(_kernels.seed_words(seeds))
@@ -118,7 +119,7 @@ class GymnasiumVectorEnv(VectorEnv):
         """Reset every env, or those of ``options["reset_mask"]`` (an ``(N,)`` bool array):
         ``(obs (N, ...), {})``."""
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(int(seed))
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         mask = None if options is None else options.get("reset_mask")
         if mask is not None:
             mask = self._check_reset_mask(mask)

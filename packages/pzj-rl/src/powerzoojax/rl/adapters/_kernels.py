@@ -77,7 +77,7 @@ def _where_envs(mask: Bool[Array, " n"], on_true: PyTree, on_false: PyTree) -> P
 @functools.partial(jax.jit, static_argnums=0)
 def reset_batch(env: Any, keys: Array, params: Any) -> tuple[Array, Any, Any]:
     """:func:`reset_one` for every key of ``keys`` (N, 2)."""
-    return jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)
+    return jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -85,7 +85,7 @@ def reset_masked(
     env: Any, keys: Array, params: Any, mask: Bool[Array, " n"], states: Any, obs: Any
 ) -> tuple[Array, Any, Any]:
     """Reset the envs where ``mask`` holds; the others keep their key, state and obs."""
-    new_keys, new_obs, new_states = jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)
+    new_keys, new_obs, new_states = jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)  # pyright: ignore[reportAttributeAccessIssue]
     return _where_envs(mask, new_keys, keys), _where_envs(mask, new_obs, obs), _where_envs(mask, new_states, states)
 
 

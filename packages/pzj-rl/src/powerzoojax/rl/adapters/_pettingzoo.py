@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import gymnasium
 import jax
 import numpy as np
+from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
 from powerzoojax.rl.adapters import _kernels
@@ -48,7 +49,7 @@ class PettingZooParallelEnv(ParallelEnv):
             )
         self.env = env
         self.env_id = env_id or env.name
-        self.metadata = {**type(self).metadata, "name": self.env_id}
+        self.metadata = {**type(self).metadata, "name": self.env_id}  # pyright: ignore[reportAttributeAccessIssue, reportIncompatibleVariableOverride]
         self.render_mode = check_render_mode("PettingZooParallelEnv", render_mode)
         self.possible_agents = list(env.agents)
         self.agents: list[str] = []
@@ -76,12 +77,12 @@ class PettingZooParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
         """Start an episode: ``(observations, infos)`` keyed by agent."""
         if seed is not None:
-            self._np_random, _ = gymnasium.utils.seeding.np_random(seed)
+            self._np_random, _ = seeding.np_random(seed)
             self._key = _kernels.keys_from_seeds(_kernels.seed_words([seed]))[0]
         elif self._key is None:
             if self._np_random is None:
-                self._np_random, _ = gymnasium.utils.seeding.np_random()
-            self._key = _kernels.keys_from_seeds(_kernels.seed_words([int(self._np_random.integers(2**32))]))[0]
+                self._np_random, _ = seeding.np_random()
+            self._key = _kernels.keys_from_seeds(_kernels.seed_words([int(self._np_random.integers(2**32))]))[0]  # pyright: ignore[reportOptionalMemberAccess]
         self._key, obs, self._state = _kernels.marl_reset(self.env, self._key)
         self._obs = obs
         self._rewards = []
@@ -98,7 +99,7 @@ class PettingZooParallelEnv(ParallelEnv):
         if missing or unknown:
             raise KeyError(f"{self.env_id}.step: actions missing for {missing}, given for unknown agents {unknown}; agents are {self.agents}")
         stacked = np.stack([self._agent_action(a, actions[a]) for a in self.agents])
-        self._key, obs, self._state, rewards, done, info = _kernels.marl_step(self.env, self._key, self._state, stacked)
+        self._key, obs, self._state, rewards, done, info = _kernels.marl_step(self.env, self._key, self._state, stacked)  # pyright: ignore[reportArgumentType]
         self._obs = obs
         obs, rewards, done, info = jax.device_get((obs, rewards, done, info))
         info = {k: np.array(v) for k, v in info.items()}
