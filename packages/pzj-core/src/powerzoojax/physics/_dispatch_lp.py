@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float
 
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
@@ -90,15 +90,8 @@ def solve_dispatch_lp(
     lo_lp = jnp.concatenate([jnp.zeros((n,), dtype), rlo, jnp.zeros((2 * m,), dtype)])
     hi_lp = jnp.concatenate([ws, rhi, jnp.full((2 * m,), e_hi, dtype)])
 
-    # Merit order by pairwise comparison (cheaper first, ties by index); ahead[j, i]: unit
-    # i is dispatched before unit j.
     idx = jnp.arange(n)
-    ahead = (cs[None, :] < cs[:, None]) | ((cs[None, :] == cs[:, None]) & (idx[None, :] < idx[:, None]))
-    before = sum_small(jnp.where(ahead, ws[None, :], 0.0), axis=1)
-    rank = sum_small(ahead.astype(jnp.int32), axis=1)
-    marginal = jnp.argmax(jnp.where(before <= ds, rank, -1))
-    c_marg = sum_small(jnp.where(idx == marginal, cs, 0.0), axis=0)
-    ahead_of_marginal = (cs < c_marg) | ((cs == c_marg) & (idx < marginal))
+    before, marginal, ahead_of_marginal = merit_order_start(cs, ws, ds)
     at_upper = jnp.concatenate([ahead_of_marginal, jnp.zeros((3 * m,), bool)])
     basis = jnp.concatenate([marginal[None], n + jnp.arange(m)]).astype(jnp.int32)
     marginal_col = matvec(a.astype(dtype), (idx == marginal).astype(dtype))

@@ -36,7 +36,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, sum_small
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start, sum_small
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
@@ -287,18 +287,10 @@ def _offer_sced_simplex(
     lo = jnp.concatenate([jnp.zeros(n), (setup.line_floor[lim] - f0[lim]) / sx])
     hi = jnp.concatenate([ws, (setup.line_cap[lim] - f0[lim]) / sx])
 
-    # Merit order by pairwise comparison (cheaper, ties by index): XLA:CPU sorts small
-    # rows one at a time, slower than this whole O(n²) comparison under vmap.
     idx = jnp.arange(n)
-    # ahead[j, i]: segment i is dispatched before segment j (minor-axis sums below).
-    ahead = (cs[None, :] < cs[:, None]) | ((cs[None, :] == cs[:, None]) & (idx[None, :] < idx[:, None]))
-    before = sum_small(jnp.where(ahead, ws[None, :], 0.0), axis=1)
-    # The marginal segment is the last one that starts at or below the demand.
-    rank = sum_small(ahead.astype(jnp.int32), axis=1)
-    marginal = jnp.argmax(jnp.where(before <= ds, rank, -1))
-    c_marg = sum_small(jnp.where(idx == marginal, cs, 0.0), axis=0)
+    before, marginal, ahead_of_marginal = merit_order_start(cs, ws, ds)
     is_marginal = idx == marginal
-    at_upper = jnp.concatenate([(cs < c_marg) | ((cs == c_marg) & (idx < marginal)), jnp.zeros(n_lim, bool)])
+    at_upper = jnp.concatenate([ahead_of_marginal, jnp.zeros(n_lim, bool)])
     basis = jnp.concatenate([marginal[None], n + jnp.arange(n_lim)]).astype(jnp.int32)
     marginal_col = matvec(m_lim, is_marginal.astype(m_lim.dtype))
     binv = jnp.zeros((n_lim + 1, n_lim + 1)).at[0, 0].set(1.0).at[1:, 0].set(marginal_col).at[1:, 1:].set(-jnp.eye(n_lim))
