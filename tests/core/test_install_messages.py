@@ -92,7 +92,7 @@ def test_each_distribution_ships_the_license_readme_and_typed_markers(dist):
         assert 'readme = "README.md"' in f.read()
 
 
-def test_pzj_rl_declares_the_grid_market_all_and_adapter_extras():
+def test_pzj_rl_declares_the_grid_market_all_adapter_and_logger_extras():
     import tomllib
 
     with open(os.path.join(ROOT, "packages", "pzj-rl", "pyproject.toml"), "rb") as f:
@@ -101,6 +101,7 @@ def test_pzj_rl_declares_the_grid_market_all_and_adapter_extras():
         "grid": ["pzj-grid"], "market": ["pzj-market"], "all": ["pzj-grid", "pzj-market"],
         "gym": ["gymnasium>=1.0"], "pettingzoo": ["pettingzoo>=1.27,<1.28", "gymnasium>=1.0"],
         "sb3": ["stable-baselines3>=2.4", "gymnasium>=1.0"],
+        "tensorboard": ["tensorboardX>=2.6"], "wandb": ["wandb>=0.17"], "progress": ["tqdm>=4.66"],
     }
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         root = tomllib.load(f)
