@@ -61,6 +61,12 @@ def _linear_solve(jac: Float[Array, "n n"], rhs: Float[Array, " n"]) -> tuple[Ar
     pivots = jnp.abs(jnp.diagonal(factors[0]))
     tol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize] * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
     regular = jnp.all(pivots > tol) & jnp.all(jnp.isfinite(factors[0]))
+    # A singular matrix's solves divide by zero pivots, which the reverse pass would carry
+    # as NaN through a zero cotangent: solve with the identity instead (the result is
+    # masked to zero anyway).
+    eye = jnp.eye(jac.shape[-1], dtype=jac.dtype)
+    identity = jnp.arange(jac.shape[-1], dtype=factors[1].dtype)
+    factors = (jnp.where(regular, factors[0], eye), jnp.where(regular, factors[1], identity))
     x = lax.custom_linear_solve(
         lambda v: jac @ v,
         rhs,
