@@ -158,16 +158,20 @@ def _workloads(batch: int):
 
 
 def _hlo(compiled) -> str:
-    """The optimised program without its debug information (source locations, names)."""
+    """The optimised program's instructions, without debug information and names.
+
+    Names carry ids numbered in creation order (`%add.1560`, `%region_121`) and the
+    scheduler may order independent instructions differently: the comparison is of the
+    sorted instructions with every name dropped (opcode, shapes, attributes remain).
+    """
     text = re.sub(r", metadata=\{[^}]*\}", "", compiled.as_text())
     lines = [
         line for line in text.splitlines()
         if not re.match(r"^(\d+ |FileNames|FunctionNames|FileLocations|StackFrames|HloModule)", line)
     ]
-    # Instruction and computation names carry ids numbered in creation order
-    # (``%add.1560``, ``%region_121``), and the order of independent instructions (e.g.
-    # constants) is the scheduler's: compare the sorted instructions.
-    return "\n".join(sorted(re.sub(r"%([A-Za-z\-]+(?:_[A-Za-z]+)*)[\w.\-]*", r"%\1", "\n".join(lines)).splitlines()))
+    text = re.sub(r"%[\w.\-]+", "%", "\n".join(lines))
+    text = re.sub(r"\b[\w\-]+\.\d+:", ":", text)  # computation parameter names
+    return "\n".join(sorted(text.splitlines()))
 
 
 def _time(fn, args) -> float:

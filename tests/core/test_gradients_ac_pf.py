@@ -157,6 +157,25 @@ def test_switched_bus_voltage_moves_and_regulating_bus_holds() -> None:
         assert float(d_v_set[bus, bus]) == pytest.approx(1.0)
 
 
+def test_closed_form_jacobian_is_the_residuals() -> None:
+    # The derivative rule factors MATPOWER's dS/dV instead of jacfwd of the mismatch.
+    from powerzoojax.physics import _ac_pf_grad
+
+    case, net = _network("14")
+    x = {k: (v * 1.25 if k != "v_set" else v) for k, v in _operating_point("14", 2).items()}
+    res = ac_power_flow(net, x["p_gen"], None, x["load_p"], x["load_q"], x["v_set"], **SOLVE)
+    assert int(jnp.sum(res.pv_switched)) >= 1
+    theta = {
+        "p_sched": jnp.zeros(case.n_nodes), "q_target": jnp.zeros(case.n_nodes), "vs": x["v_set"],
+        "va_ref": jnp.asarray(net.va_ref), "y_real_t": jnp.asarray(net.y_real_t),
+    }
+    aux = (net.is_pv & ~res.pv_switched, net.pvpq_idx)
+    unknowns = jnp.concatenate([res.va[net.pvpq_idx], res.vm[net.pvpq_idx]])
+    closed = _ac_pf_grad._residual_jacobian(unknowns, theta, aux)
+    automatic = jax.jacfwd(_ac_pf_grad._residual)(unknowns, theta, aux)
+    np.testing.assert_allclose(np.asarray(closed), np.asarray(automatic), rtol=0, atol=1e-12)
+
+
 def test_jvp_agrees_with_reverse_mode() -> None:
     _, net = _network("14")
     x, w = _operating_point("14", 5), _weights("14", 5)

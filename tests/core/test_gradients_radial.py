@@ -70,7 +70,7 @@ def _three_phase_loss(x, w):
         jnp.sum(w["v3"] * res.v_mag)
         + 10.0 * jnp.sum(res.p_loss)
         + jnp.sum(w["b3"] * res.q_branch)
-        + 1e-2 * jnp.sum(res.vuf_percent)
+        + jnp.sum(res.q_loss)
     )
     return value, res.converged
 

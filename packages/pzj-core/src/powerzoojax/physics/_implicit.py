@@ -12,10 +12,15 @@ identity in the forward pass (the compiled program is the solver's own, unchange
 
 The rule is linear in `dθ` (a Jacobian–vector product, then a linear solve through
 `lax.custom_linear_solve`), so JAX transposes it for reverse mode: `jax.jvp`,
-`jax.grad`/`jax.vjp` and their `vmap`s all work. `∂F/∂x` is formed densely by
-`jax.jacfwd` and factored by the plain-XLA LU of `powerzoojax.physics._small_linalg` (no batched
-LAPACK call under `vmap`; see that module); the factorisation depends on primal values
-only, so a reverse pass factors once and solves with the transpose.
+`jax.grad`/`jax.vjp` and their `vmap`s all work. `∂F/∂x` is formed densely (by
+`jax.jacfwd`, or by the caller's analytic Jacobian) and LU-factored; the factorisation
+depends on primal values only, so a reverse pass factors once and solves with the
+transpose. Systems of up to `_PLAIN_LU_MAX` unknowns use the plain-XLA LU of
+`powerzoojax.physics._small_linalg` (no batched LAPACK call under `vmap`; see that
+module); larger ones LAPACK's, because the plain loop rewrites the whole matrix at every
+pivot and is memory-bound: 256 factorisations of 234 x 234 (the AC power flow of case
+118) took 10.2 s that way and 0.27 s through LAPACK (2 shared cores, 2026-12-02). A
+derivative then makes one factorisation and one solve, one after the other.
 
 Where the solver did not converge (`ok` false) or `∂F/∂x` is numerically singular,
 the derivative is zero: finite, and the solver's own flag tells the caller.
@@ -31,6 +36,9 @@ from jaxtyping import Array, Bool, Float, PyTree
 
 from powerzoojax.physics._small_linalg import lu_factor, lu_solve, lu_solve_transposed
 
+# Unknowns up to which the plain-XLA LU is used (see the module docstring).
+_PLAIN_LU_MAX = 64
+
 # A pivot below this fraction of the largest one marks ∂F/∂x as singular (its derivative
 # is then reported as zero).
 _SINGULAR_PIVOT = {4: 1e-6, 8: 1e-12}
@@ -43,31 +51,43 @@ def _float_tree(tree):
 
 def _linear_solve(jac: Float[Array, "n n"], rhs: Float[Array, " n"]) -> tuple[Array, Array]:
     """`jac⁻¹ rhs` as a `custom_linear_solve` (transposable), and whether `jac` looked regular."""
-    factors = lu_factor(jac)
+    if jac.shape[-1] <= _PLAIN_LU_MAX:
+        factors = lu_factor(jac)
+        solve, solve_t = lu_solve, lu_solve_transposed
+    else:
+        factors = jax.scipy.linalg.lu_factor(jac)
+        solve = jax.scipy.linalg.lu_solve
+        solve_t = functools.partial(jax.scipy.linalg.lu_solve, trans=1)
     pivots = jnp.abs(jnp.diagonal(factors[0]))
     tol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize] * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
     regular = jnp.all(pivots > tol) & jnp.all(jnp.isfinite(factors[0]))
+    # A singular matrix's solves divide by zero pivots, which the reverse pass would carry
+    # as NaN through a zero cotangent: solve with the identity instead (the result is
+    # masked to zero anyway).
+    eye = jnp.eye(jac.shape[-1], dtype=jac.dtype)
+    identity = jnp.arange(jac.shape[-1], dtype=factors[1].dtype)
+    factors = (jnp.where(regular, factors[0], eye), jnp.where(regular, factors[1], identity))
     x = lax.custom_linear_solve(
         lambda v: jac @ v,
         rhs,
-        solve=lambda _, b: lu_solve(factors, b),
-        transpose_solve=lambda _, b: lu_solve_transposed(factors, b),
+        solve=lambda _, b: solve(factors, b),
+        transpose_solve=lambda _, b: solve_t(factors, b),
     )
     return x, regular
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _implicit_outputs(residual, outputs, values, x, theta, aux, ok):
-    del residual, outputs, x, theta, aux, ok
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
+def _implicit_outputs(residual, outputs, jacobian, values, x, theta, aux, ok):
+    del residual, outputs, jacobian, x, theta, aux, ok
     return values
 
 
 @_implicit_outputs.defjvp
-def _implicit_outputs_jvp(residual, outputs, primals, tangents):
+def _implicit_outputs_jvp(residual, outputs, jacobian, primals, tangents):
     values, x, theta, aux, ok = primals
     d_theta = tangents[2]
     x = lax.stop_gradient(x)
-    jac = jax.jacfwd(residual, argnums=0)(x, theta, aux)
+    jac = (jax.jacfwd(residual, argnums=0) if jacobian is None else jacobian)(x, theta, aux)
     theta_f = _float_tree(theta)
     d_theta_f = jax.tree.map(lambda v, t: None if v is None else t, theta_f, d_theta, is_leaf=lambda v: v is None)
 
@@ -97,6 +117,7 @@ def implicit_outputs(
     theta: PyTree,
     aux: PyTree,
     ok: Bool[Array, ""],
+    jacobian: Callable[[Array, PyTree, PyTree], Array] | None = None,
 ) -> PyTree:
     """`values` unchanged, differentiable as the solution of `residual(x, θ, aux) = 0`.
 
@@ -112,13 +133,15 @@ def implicit_outputs(
     - `theta`: the differentiable inputs of `F` (float leaves carry tangents).
     - `aux`: data `F` needs that is not differentiated (masks, indices, constants).
     - `ok`: scalar bool; where false the derivative of `values` is zero.
+    - `jacobian`: `(x, θ, aux) -> (n, n)` `∂F/∂x` in closed form (a module-level function),
+      when `jax.jacfwd` of `residual` (one pass of `F` per unknown) would cost more.
 
     **Returns:** `values`; under `jax.jvp`/`jax.grad` their derivative w.r.t. `θ` is
     `(∂outputs/∂x) dx + (∂outputs/∂θ) dθ` with `dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ`.
     """
     x, aux, ok = lax.stop_gradient((x, aux, ok))
     values = lax.stop_gradient(values)
-    return _implicit_outputs(residual, outputs, values, x, theta, aux, ok)
+    return _implicit_outputs(residual, outputs, jacobian, values, x, theta, aux, ok)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
