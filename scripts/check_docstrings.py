@@ -43,6 +43,7 @@ PUBLIC_MODULES = (
     "powerzoojax.physics.devices",
     "powerzoojax.physics.sensitivities",
     "powerzoojax.testing",
+    "powerzoojax.viz",
     "powerzoojax.core",
     "powerzoojax.utils.jax_utils",
     "powerzoojax.grid",
@@ -63,6 +64,7 @@ PUBLIC_MODULES = (
     "powerzoojax.rl.marl",
     "powerzoojax.rl.algos",
     "powerzoojax.rl.training",
+    "powerzoojax.rl.adapters",
 )
 
 ARGUMENTS = "**Arguments:**"

@@ -2,17 +2,17 @@
 
 Every first-party id is listed here with the distributions it needs, so an id whose
 distribution is not installed is still recognised and the error names what to install.
-The builders live with their envs: each distribution's ``powerzoojax.envs`` entry point
-turns the entries it provides into :class:`~powerzoojax.envs.EnvSpec` objects with
-:func:`catalog_specs`.
+The builders live with their envs: each distribution's `powerzoojax.envs` entry point
+turns the entries it provides into `EnvSpec` objects with
+`catalog_specs`.
 
-Id scheme (documented in ``docs/guides/adapters.md``)::
+Id scheme (documented in `docs/guides/adapters.md`):
 
     <Family>[-case<case>][-<mode>]-v<version>      environments: the env class without "Env"
     <task>[-<variant>]-v<version>                  benchmark tasks: the powerzoojax.tasks name
 
-``<case>`` is the case registry's canonical id (``powerzoojax.case.list_cases``); the
-registry also accepts it without the ``case`` prefix (``DistGrid-33bw-v0``).
+`<case>` is the case registry's canonical id (`powerzoojax.case.list_cases`); the
+registry also accepts it without the `case` prefix (`DistGrid-33bw-v0`).
 """
 
 from collections.abc import Callable, Iterator, Mapping
@@ -48,9 +48,9 @@ class CatalogEntry(NamedTuple):
 
     **Arguments:**
 
-    - `id`: the env id, e.g. ``"TransGrid-case118-dc-v0"``.
-    - `family`: the builder that makes it (``"TransGrid"``, ``"tso"``, ...).
-    - `kwargs`: what the id fixes, passed to the builder (``{"case": "118", "mode": "dc"}``).
+    - `id`: the env id, e.g. `"TransGrid-case118-dc-v0"`.
+    - `family`: the builder that makes it (`"TransGrid"`, `"tso"`, ...).
+    - `kwargs`: what the id fixes, passed to the builder (`{"case": "118", "mode": "dc"}`).
     - `requires`: the distributions it needs; the first one registers it.
     - `multi_agent`: True for the multi-agent adapters (PettingZoo, not Gymnasium).
     - `summary`: one line for listings.
@@ -125,15 +125,15 @@ CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in _entries()}
 
 
 def catalog_specs(distribution: str, builders: Mapping[str, Callable[..., Any]]) -> list[Any]:
-    """The :class:`~powerzoojax.envs.EnvSpec` of every catalogued id ``distribution`` registers.
+    """The `EnvSpec` of every catalogued id `distribution` registers.
 
     **Arguments:**
 
-    - `distribution`: the registering distribution (``"pzj-grid"``, ...): the first of an
-      entry's ``requires``.
-    - `builders`: family name -> builder ``(**kwargs) -> (env, params)``.
+    - `distribution`: the registering distribution (`"pzj-grid"`, ...): the first of an
+      entry's `requires`.
+    - `builders`: family name -> builder `(**kwargs) -> (env, params)`.
 
-    **Returns:** a list of specs. Raises ``ValueError`` naming a family without a builder,
+    **Returns:** a list of specs. Raises `ValueError` naming a family without a builder,
     so a distribution cannot silently drop ids the catalog promises.
     """
     from powerzoojax.envs._registry import EnvSpec

@@ -96,8 +96,8 @@ class _Programs:
             self.counts[name] += 1
             return fn(*args)
 
-        # Named like the env method, the program is the one ``jax.jit(env.step)`` (or
-        # ``reset``) lowers to, so a test's own jit of it is a persistent-cache hit.
+        # Named like the env method, the program is the one `jax.jit(env.step)` (or
+        # `reset`) lowers to, so a test's own jit of it is a persistent-cache hit.
         wrapper.__name__ = wrapper.__qualname__ = name
         return jax.jit(wrapper)
 

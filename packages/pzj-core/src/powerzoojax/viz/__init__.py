@@ -1,15 +1,15 @@
-"""Pictures of networks and episodes (matplotlib; host-side only, never inside ``jit``).
+"""Pictures of networks and episodes (matplotlib; host-side only, never inside `jit`).
 
-* :func:`plot_network`: a case's buses and lines, coloured by one env state (line loading
+* `plot_network`: a case's buses and lines, coloured by one env state (line loading
   against the rating, bus voltage in AC states, unit rings sized by output);
-* :func:`plot_episode`: one episode's load, dispatch, prices, reward and cost channels;
-* :func:`animate_episode`: the same episode as a GIF, the network state step by step;
-* :func:`figure_to_rgb`: a figure as an ``(H, W, 3)`` uint8 image (for ``render()``);
-* :func:`network_layout`, :func:`episode_series`: the bus positions and the episode's
+* `plot_episode`: one episode's load, dispatch, prices, reward and cost channels;
+* `animate_episode`: the same episode as a GIF, the network state step by step;
+* `figure_to_rgb`: a figure as an `(H, W, 3)` uint8 image (for `render()`);
+* `network_layout`, `episode_series`: the bus positions and the episode's
   series these pictures are drawn from.
 
-matplotlib comes with ``pip install 'pzj-core[viz]'`` (pzj-rl installs it too); this
-package imports it on first use only, so ``import powerzoojax.viz`` works without it.
+matplotlib comes with `pip install 'pzj-core[viz]'` (pzj-rl installs it too); this
+package imports it on first use only, so `import powerzoojax.viz` works without it.
 """
 
 from powerzoojax.viz._animate import animate_episode

@@ -1,4 +1,4 @@
-"""``animate_episode``: an episode as a GIF, the network state step by step beside its time series."""
+"""`animate_episode`: an episode as a GIF, the network state step by step beside its time series."""
 
 import math
 import os
@@ -16,7 +16,7 @@ from powerzoojax.viz._series import episode_series
 
 
 def frame_steps(n_steps: int, max_frames: int) -> np.ndarray:
-    """Evenly spaced step indices, first and last included, at most ``max_frames`` of them."""
+    """Evenly spaced step indices, first and last included, at most `max_frames` of them."""
     return np.unique(np.linspace(0, n_steps - 1, min(n_steps, max_frames)).round().astype(int))
 
 
@@ -33,22 +33,22 @@ def animate_episode(
     load_mw: Any = None,
     delta_t_hours: float | int | None = None,
 ) -> str:
-    """Write one episode as an animated GIF (matplotlib's Pillow writer; host-side, never in ``jit``).
+    """Write one episode as an animated GIF (matplotlib's Pillow writer; host-side, never in `jit`).
 
-    Each frame shows the network after that step (as :func:`plot_network`, with colour
-    scales fixed over the episode) when ``case`` is given and the trace recorded the
+    Each frame shows the network after that step (as `plot_network`, with colour
+    scales fixed over the episode) when `case` is given and the trace recorded the
     env's state, beside the episode's time series with a cursor at the step.
 
     **Arguments:**
 
-    - `trace`: one episode, in any form :func:`plot_episode` takes; the network frames
-      need its states (a ``Trajectory`` or an ``eval --trace`` file carry them).
-    - `path`: the ``.gif`` file to write (its folder must exist).
-    - `case`: the network, e.g. ``params.case``; None animates the time series alone.
+    - `trace`: one episode, in any form `plot_episode` takes; the network frames
+      need its states (a `Trajectory` or an `eval --trace` file carry them).
+    - `path`: the `.gif` file to write (its folder must exist).
+    - `case`: the network, e.g. `params.case`; None animates the time series alone.
     - `fps`: frames per second.
     - `max_frames`: at most this many frames, evenly spaced over the episode.
     - `dpi`: resolution of the frames.
-    - `cost_names`, `cost_units`, `load_mw`, `delta_t_hours`: as for :func:`plot_episode`.
+    - `cost_names`, `cost_units`, `load_mw`, `delta_t_hours`: as for `plot_episode`.
 
     **Returns:** the path written.
     """

@@ -1,4 +1,4 @@
-"""``plot_episode``: one episode's load, dispatch, prices, reward and costs against time."""
+"""`plot_episode`: one episode's load, dispatch, prices, reward and costs against time."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +13,7 @@ MAX_STACKED_UNITS = 8
 
 
 def _dispatch_bands(dispatch: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
-    """The stacked bands ``(T,)`` and labels: the largest producers, then the others summed."""
+    """The stacked bands `(T,)` and labels: the largest producers, then the others summed."""
     # NaN (a terminal step's state, see EpisodeSeries) stays NaN: the stack has a gap there.
     produced = np.maximum(dispatch, 0.0)
     order = np.argsort(-np.nansum(produced, axis=0), kind="stable")
@@ -43,7 +43,7 @@ def panels(series: EpisodeSeries) -> list[str]:
 
 
 def draw_panel(ax: Any, name: str, s: EpisodeSeries) -> None:
-    """Draw one panel of :func:`plot_episode` on ``ax``."""
+    """Draw one panel of `plot_episode` on `ax`."""
     x = s.time
     if name == "power":
         if s.load is not None:
@@ -91,8 +91,8 @@ def plot_episode(
 ) -> Any:
     """Plot one episode: load and generation, dispatch per unit, prices, reward and costs.
 
-    Host-side matplotlib, never inside ``jit``. A panel is drawn when the trace has its
-    data: power (``load_mw`` and the summed dispatch) [MW], dispatch stacked by unit
+    Host-side matplotlib, never inside `jit`. A panel is drawn when the trace has its
+    data: power (`load_mw` and the summed dispatch) [MW], dispatch stacked by unit
     (the eight largest producers, the rest summed; units absorbing power are left out of
     the stack, not of the generation line) [MW], prices (one price, or the mean
     and range over buses) [$/MWh], reward per step, and each cost channel per step with
@@ -100,16 +100,16 @@ def plot_episode(
 
     **Arguments:**
 
-    - `trace`: one episode: a ``Trajectory`` from ``powerzoojax.testing.record_trajectory``,
-      the rollout kernel's outputs, the ``.npz`` written by ``python -m powerzoojax eval
-      RUN_DIR --trace PATH`` (or its path), or a mapping of arrays with the time axis first.
+    - `trace`: one episode: a `Trajectory` from `powerzoojax.testing.record_trajectory`,
+      the rollout kernel's outputs, the `.npz` written by `python -m powerzoojax eval RUN_DIR
+      --trace PATH` (or its path), or a mapping of arrays with the time axis first.
     - `cost_names`, `cost_units`: labels of the cost channels when the trace lacks them
-      (e.g. ``env.constraint_names(params)``).
-    - `load_mw`: load per step ``(T,)`` or ``(T, n_loads)`` [MW] when the trace lacks it.
+      (e.g. `env.constraint_names(params)`).
+    - `load_mw`: load per step `(T,)` or `(T, n_loads)` [MW] when the trace lacks it.
     - `delta_t_hours`: step length in hours, for a time axis in hours.
     - `title`: figure title.
 
-    **Returns:** the matplotlib ``Figure``.
+    **Returns:** the matplotlib `Figure`.
     """
     s = episode_series(trace, cost_names=cost_names, cost_units=cost_units, load_mw=load_mw, delta_t_hours=delta_t_hours)
     names = panels(s)

@@ -23,7 +23,7 @@ def _coordinates(case: CaseData) -> np.ndarray | None:
 
 
 def has_coordinates(case: CaseData) -> bool:
-    """Whether every bus of ``case`` has its own coordinates (drawn to scale, not laid out)."""
+    """Whether every bus of `case` has its own coordinates (drawn to scale, not laid out)."""
     return _coordinates(case) is not None
 
 
@@ -32,10 +32,10 @@ def spring_layout(adjacency: np.ndarray, iterations: int = _SPRING_ITERATIONS) -
 
     **Arguments:**
 
-    - `adjacency`: symmetric 0/1 matrix ``(n, n)``.
+    - `adjacency`: symmetric 0/1 matrix `(n, n)`.
     - `iterations`: cooling steps; the step size falls linearly to zero over them.
 
-    **Returns:** ``(n, 2)`` positions in the unit square. Deterministic: the start is the
+    **Returns:** `(n, 2)` positions in the unit square. Deterministic: the start is the
     Laplacian's eigenvectors (signs fixed) plus a fixed spiral that separates buses the
     eigenvectors put on one point.
     """
@@ -68,13 +68,13 @@ def network_layout(case: CaseData, layout: str = "auto") -> np.ndarray:
     **Arguments:**
 
     - `case`: the network.
-    - `layout`: ``"coords"`` (the case's ``node_x, node_y``), ``"tree"`` (layered from the
-      slack, for radial feeders), ``"spring"`` (force-directed), ``"spectral"`` (Laplacian
-      eigenvectors) or ``"auto"``: the coordinates when every bus has distinct ones, else
+    - `layout`: `"coords"` (the case's `node_x, node_y`), `"tree"` (layered from the
+      slack, for radial feeders), `"spring"` (force-directed), `"spectral"` (Laplacian
+      eigenvectors) or `"auto"`: the coordinates when every bus has distinct ones, else
       the tree when the in-service lines form one, else spring (spectral beyond 1000 buses).
       Open lines are drawn but do not shape the layout.
 
-    **Returns:** ``(n_nodes, 2)`` float64 positions.
+    **Returns:** `(n_nodes, 2)` float64 positions.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"network_layout: case must be a CaseData, got {type(case).__name__}")

@@ -1,8 +1,8 @@
 """matplotlib on demand: the one place that imports it, and figures that never touch pyplot.
 
-Figures are built as bare ``matplotlib.figure.Figure`` objects, so drawing one neither
+Figures are built as bare `matplotlib.figure.Figure` objects, so drawing one neither
 opens a window nor changes pyplot's global backend (a notebook keeps its own); Jupyter
-still shows a returned figure, and ``fig.savefig`` renders it with Agg.
+still shows a returned figure, and `fig.savefig` renders it with Agg.
 """
 
 from typing import Any
@@ -13,7 +13,7 @@ INSTALL_HINT = "pip install 'pzj-core[viz]'"
 
 
 def matplotlib_module(what: str) -> Any:
-    """The ``matplotlib`` package, or an ``ImportError`` naming ``what`` needs it and how to install it."""
+    """The `matplotlib` package, or an `ImportError` naming `what` needs it and how to install it."""
     try:
         import matplotlib
     except ModuleNotFoundError as err:
@@ -24,7 +24,7 @@ def matplotlib_module(what: str) -> Any:
 
 
 def new_figure(what: str, figsize: tuple[float, float]) -> Any:
-    """An empty ``Figure`` of ``figsize`` inches, laid out by matplotlib's constrained layout."""
+    """An empty `Figure` of `figsize` inches, laid out by matplotlib's constrained layout."""
     matplotlib_module(what)
     from matplotlib.figure import Figure
 
@@ -36,11 +36,11 @@ def figure_to_rgb(fig: Any) -> np.ndarray:
 
     **Arguments:**
 
-    - `fig`: a ``matplotlib.figure.Figure`` (from :func:`plot_network`, :func:`plot_episode`
+    - `fig`: a `matplotlib.figure.Figure` (from `plot_network`, `plot_episode`
       or pyplot).
 
-    **Returns:** ``uint8`` array of shape ``(height, width, 3)`` in pixels (the figure's
-    size in inches times its dpi), as ``render()`` of a Gymnasium env returns it.
+    **Returns:** `uint8` array of shape `(height, width, 3)` in pixels (the figure's
+    size in inches times its dpi), as `render()` of a Gymnasium env returns it.
     """
     matplotlib_module("figure_to_rgb")
     from matplotlib.backends.backend_agg import FigureCanvasAgg

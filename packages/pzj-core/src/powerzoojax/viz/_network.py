@@ -1,10 +1,10 @@
-"""``plot_network``: a case's buses and lines, coloured by one env state.
+"""`plot_network`: a case's buses and lines, coloured by one env state.
 
 The state is read by field name, so any env state (or a wrapper's state holding one, or
-a dict of arrays) works: ``line_flow_mw`` with ``line_flow_q_mw`` / ``line_flow_q_mvar``
-(transmission, markets, unit commitment), ``p_branch`` / ``q_branch`` in p.u. on the case
-base over the radial tree's branches (distribution), ``vm`` / ``v_mag`` (one value per bus,
-or per bus and phase), ``unit_power_mw`` / ``unit_power``.
+a dict of arrays) works: `line_flow_mw` with `line_flow_q_mw` / `line_flow_q_mvar`
+(transmission, markets, unit commitment), `p_branch` / `q_branch` in p.u. on the case
+base over the radial tree's branches (distribution), `vm` / `v_mag` (one value per bus,
+or per bus and phase), `unit_power_mw` / `unit_power`.
 """
 
 from collections.abc import Mapping
@@ -32,9 +32,16 @@ _FLAT_VOLTAGE_TOL = 1e-6
 
 @dataclass(frozen=True)
 class NetworkQuantities:
-    """What one state says about the network, on the host: per line ``flow`` (|S| in MVA,
-    or |P| in MW for a DC state) and ``loading`` (flow / rating, NaN for unrated lines),
-    per bus ``vm`` [p.u.] (None for a DC state), per unit ``unit_power`` [MW]."""
+    """What one env state says about the network, read on the host.
+
+    **Arguments:**
+
+    - `flow`: per line, |S| [MVA] for an AC state or |P| [MW] for a DC state.
+    - `loading`: per line, flow / rating (NaN for unrated lines).
+    - `vm`: per bus voltage magnitude [p.u.]; None for a DC state.
+    - `unit_power`: per unit active output [MW].
+    - `ac`: whether the state came from an AC model.
+    """
 
     flow: np.ndarray | None
     loading: np.ndarray | None
@@ -61,7 +68,7 @@ def _known(state: Any) -> bool:
 
 
 def _env_state(state: Any) -> Any:
-    """The physical env state inside wrapper states (``env_state`` / ``inner_state`` chains)."""
+    """The physical env state inside wrapper states (`env_state` / `inner_state` chains)."""
     for _ in range(16):
         if state is None or _known(state):
             return state
@@ -92,14 +99,14 @@ def _branch_lines(case: CaseData) -> np.ndarray:
 
 
 def network_quantities(case: CaseData, state: Any) -> NetworkQuantities:
-    """Line flows and loadings, bus voltages and unit outputs of ``state`` on ``case``.
+    """Line flows and loadings, bus voltages and unit outputs of `state` on `case`.
 
     **Arguments:**
 
     - `case`: the network the state belongs to.
     - `state`: an env state, a wrapper state holding one, a mapping of arrays, or None.
 
-    **Returns:** a :class:`NetworkQuantities` (fields None where the state has no such values).
+    **Returns:** a `NetworkQuantities` (fields None where the state has no such values).
     """
     state = _env_state(state)
     if state is None:
@@ -167,7 +174,7 @@ def draw_network(
     ax: Any, case: CaseData, pos: np.ndarray, q: NetworkQuantities, scales: Scales, *, labels: bool,
     equal_aspect: bool,
 ) -> dict[str, Any]:
-    """Draw lines, buses and units on ``ax``; returns the colour mappables (for colour bars)."""
+    """Draw lines, buses and units on `ax`; returns the colour mappables (for colour bars)."""
     import matplotlib.colors as mcolors
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
@@ -232,7 +239,7 @@ def add_colorbars(fig: Any, ax: Any, mappables: dict[str, Any], ac: bool) -> Non
 
 
 def plot_network(case: CaseData, state: Any = None, *, ax: Any = None, layout: str = "auto", title: str | None = None) -> Any:
-    """Draw a case's network, coloured by one env state (host-side matplotlib, never inside ``jit``).
+    """Draw a case's network, coloured by one env state (host-side matplotlib, never inside `jit`).
 
     Lines are coloured by their loading against the rating (green to red; grey where the
     line is unrated or no state is given, dashed where out of service) and drawn thicker
@@ -242,16 +249,16 @@ def plot_network(case: CaseData, state: Any = None, *, ax: Any = None, layout: s
 
     **Arguments:**
 
-    - `case`: the network (``params.case`` of a grid or market env).
+    - `case`: the network (`params.case` of a grid or market env).
     - `state`: an env state of that case, a wrapper state holding one, or a dict of
       arrays (see the module docstring for the fields read); None draws the topology.
       One state, not a batch.
     - `ax`: matplotlib axes to draw into (default: a new figure).
-    - `layout`: bus positions, see :func:`network_layout` (default: the case's coordinates
+    - `layout`: bus positions, see `network_layout` (default: the case's coordinates
       where it has them, else a tree for radial feeders, else a spring layout).
     - `title`: the axes title (default: sizes of the case and the kind of state).
 
-    **Returns:** the matplotlib ``Figure`` drawn into.
+    **Returns:** the matplotlib `Figure` drawn into.
     """
     if not isinstance(case, CaseData):
         raise TypeError(f"plot_network: case must be a CaseData (e.g. params.case), got {type(case).__name__}")

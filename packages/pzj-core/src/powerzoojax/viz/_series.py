@@ -2,17 +2,17 @@
 
 Accepted forms, all host-side NumPy once read:
 
-* a :class:`~powerzoojax.core.Trajectory` (``powerzoojax.testing.record_trajectory``);
-* the outputs of the rollout kernel, ``rollout(step_fn, ...)`` or its ``outputs`` tuple,
-  for a bare env ``(obs, reward, costs, done, info, ...)`` or a bound wrapper
-  ``(obs, reward, done, info, ...)``;
-* the ``.npz`` trace of ``python -m powerzoojax eval RUN_DIR --trace PATH`` (or its path),
-  or any mapping with the same keys: ``reward``, ``constraint_costs``, ``cost_names``,
-  ``cost_units``, ``done``, ``delta_t_hours``, ``info/<key>`` and ``state/<field>``.
+* a `Trajectory` (`powerzoojax.testing.record_trajectory`);
+* the outputs of the rollout kernel, `rollout(step_fn, ...)` or its `outputs` tuple,
+  for a bare env `(obs, reward, costs, done, info, ...)` or a bound wrapper
+  `(obs, reward, done, info, ...)`;
+* the `.npz` trace of `python -m powerzoojax eval RUN_DIR --trace PATH` (or its path),
+  or any mapping with the same keys: `reward`, `constraint_costs`, `cost_names`,
+  `cost_units`, `done`, `delta_t_hours`, `info/<key>` and `state/<field>`.
 
-Series are found by name: load ``load_mw`` (in the trace or its info), dispatch
-``unit_power_mw`` (state) / ``unit_power`` / ``realized_p_mw`` (info), prices ``lmp`` /
-``bus_lmp`` (info) or ``lmp`` (state).
+Series are found by name: load `load_mw` (in the trace or its info), dispatch
+`unit_power_mw` (state) / `unit_power` / `realized_p_mw` (info), prices `lmp` /
+`bus_lmp` (info) or `lmp` (state).
 """
 
 import dataclasses
@@ -29,10 +29,21 @@ UNDECLARED_UNIT = "env units"
 
 @dataclass(frozen=True)
 class EpisodeSeries:
-    """One episode on the host, every array with the time axis ``T`` first.
+    """One episode on the host, every array with the time axis `T` first.
 
-    ``states`` holds the float fields of the state each step returned (NaN on a terminal
-    step, whose returned state already belongs to the next episode), keyed by field name.
+    **Arguments:**
+
+    - `n_steps`: the episode length `T`.
+    - `reward`: `(T,)` reward per step.
+    - `costs`: `(T, n_costs)` constraint costs per step.
+    - `cost_names`, `cost_units`: a name and a unit per cost channel.
+    - `load`: `(T,)` total load [MW].
+    - `dispatch`: `(T, n_units)` unit output [MW].
+    - `prices`: `(T,)` or `(T, n_buses)` prices or LMPs [$/MWh].
+    - `done`: `(T,)` episode-end flags.
+    - `delta_t_hours`: the step length [h], when known.
+    - `states`: the float fields of the state each step returned, keyed by field name
+      (NaN on a terminal step, whose returned state already belongs to the next episode).
     """
 
     n_steps: int
@@ -49,16 +60,26 @@ class EpisodeSeries:
 
     @property
     def time(self) -> np.ndarray:
-        """Hours from the episode start when ``delta_t_hours`` is known, else step indices."""
+        """Hours from the episode start when `delta_t_hours` is known, else step indices."""
         steps = np.arange(self.n_steps, dtype=np.float64)
         return steps * self.delta_t_hours if self.delta_t_hours else steps
 
     @property
     def time_label(self) -> str:
+        """The time axis label: `"time [h]"` when the step length is known, else `"step"`."""
         return "time [h]" if self.delta_t_hours else "step"
 
     def state_at(self, t: int) -> dict[str, np.ndarray]:
-        """The recorded state fields after step ``t`` (the nearest earlier finite one on a terminal step)."""
+        """The recorded state fields after one step.
+
+        **Arguments:**
+
+        - `t`: the step index; on a terminal step the nearest earlier finite record is used.
+
+        **Returns:**
+
+        A dict from field name to that step's value.
+        """
         out = {}
         for name, values in self.states.items():
             k = t
@@ -172,12 +193,12 @@ def episode_series(
 
     - `trace`: the episode, in any of the accepted forms; time axis first, one episode.
     - `cost_names`, `cost_units`: labels of the cost channels (default: the trace's own,
-      else ``channel <i>`` in ``env units``).
-    - `load_mw`: the load per step, ``(T,)`` or ``(T, n_loads)`` [MW] (summed over loads),
-      when the trace does not carry it (e.g. ``params.load_profiles[:T]``).
+      else `channel <i>` in `env units`).
+    - `load_mw`: the load per step, `(T,)` or `(T, n_loads)` [MW] (summed over loads),
+      when the trace does not carry it (e.g. `params.load_profiles[:T]`).
     - `delta_t_hours`: step length, for a time axis in hours (default: the trace's, else steps).
 
-    **Returns:** an :class:`EpisodeSeries`.
+    **Returns:** an `EpisodeSeries`.
     """
     flat = _flatten(trace)
     reward = _first(flat, ("reward",))

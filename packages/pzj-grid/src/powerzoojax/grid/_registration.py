@@ -1,9 +1,9 @@
-"""pzj-grid's env ids: the builders behind ``powerzoojax.envs.make("TransGrid-case118-dc-v0")``.
+"""pzj-grid's env ids: the builders behind `powerzoojax.envs.make("TransGrid-case118-dc-v0")`.
 
-``env_specs`` is this distribution's ``powerzoojax.envs`` entry point (``pyproject.toml``);
-the ids themselves are catalogued in core (:mod:`powerzoojax.envs._catalog`). Every builder
-takes the arguments its id fixes (``case``, ``mode``) plus the user's overrides, which reach
-the params factory named in its :func:`~powerzoojax.envs.forwards_overrides`.
+`env_specs` is this distribution's `powerzoojax.envs` entry point (`pyproject.toml`);
+the ids themselves are catalogued in core (`powerzoojax.envs._catalog`). Every builder
+takes the arguments its id fixes (`case`, `mode`) plus the user's overrides, which reach
+the params factory named in its `forwards_overrides`.
 """
 
 from typing import Any
@@ -48,7 +48,7 @@ TRANS_GRID_MODES: dict[str, tuple[int, int]] = {
 
 @forwards_overrides(make_trans_params, fills=("case", "physics", "solver_mode", "network_model"))
 def trans_grid(*, case: str, mode: str, **overrides: Any) -> tuple[Any, Any]:
-    """``TransGridEnv`` on ``case`` in the id's physics ``mode``."""
+    """`TransGridEnv` on `case` in the id's physics `mode`."""
     if mode not in TRANS_GRID_MODES:
         raise ValueError(f"TransGrid: mode must be one of {sorted(TRANS_GRID_MODES)}, got {mode!r}")
     physics, solver_mode = TRANS_GRID_MODES[mode]
@@ -57,13 +57,13 @@ def trans_grid(*, case: str, mode: str, **overrides: Any) -> tuple[Any, Any]:
 
 @forwards_overrides(make_uc_params, fills=("case",))
 def unit_commitment(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``UnitCommitmentEnv`` on ``case`` with its unit-commitment columns."""
+    """`UnitCommitmentEnv` on `case` with its unit-commitment columns."""
     return UnitCommitmentEnv(), make_uc_params(load_case(case), **overrides)
 
 
 @forwards_overrides(make_dist_params, fills=("case",))
 def dist_grid(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``DistGridEnv`` on the feeder ``case`` (one DER per non-slack bus by default)."""
+    """`DistGridEnv` on the feeder `case` (one DER per non-slack bus by default)."""
     return DistGridEnv(), make_dist_params(load_case(case), **overrides)
 
 
@@ -72,37 +72,37 @@ _THREE_PHASE_FILLS = ("case", "n_nodes", "from_nodes", "to_nodes", "Z_3ph_pu", "
 
 @forwards_overrides(make_dist_3phase_params_from_case, make_dist_3phase_params, fills=_THREE_PHASE_FILLS)
 def dist_grid_3phase(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``DistGrid3PhaseEnv`` on the three-phase feeder ``case``."""
+    """`DistGrid3PhaseEnv` on the three-phase feeder `case`."""
     return DistGrid3PhaseEnv(), make_dist_3phase_params_from_case(load_case(case), **overrides)
 
 
 @forwards_overrides(make_datacenter_params)
 def data_center(**overrides: Any) -> tuple[Any, Any]:
-    """``DataCenterEnv`` with the reference's data centre."""
+    """`DataCenterEnv` with the reference's data centre."""
     return DataCenterEnv(), make_datacenter_params(**overrides)
 
 
 @forwards_overrides(make_dcmicrogrid_params, make_datacenter_params)
 def data_center_microgrid(**overrides: Any) -> tuple[Any, Any]:
-    """``DataCenterMicrogridEnv`` with synthetic profiles."""
+    """`DataCenterMicrogridEnv` with synthetic profiles."""
     return DataCenterMicrogridEnv(), make_dcmicrogrid_params(**overrides)
 
 
 @forwards_overrides(make_battery_params)
 def battery(**overrides: Any) -> tuple[Any, Any]:
-    """Standalone ``BatteryEnv``."""
+    """Standalone `BatteryEnv`."""
     return BatteryEnv(), make_battery_params(**overrides)
 
 
 @forwards_overrides(make_flexload_params)
 def flex_load(**overrides: Any) -> tuple[Any, Any]:
-    """Standalone ``FlexLoadEnv``."""
+    """Standalone `FlexLoadEnv`."""
     return FlexLoadEnv(), make_flexload_params(**overrides)
 
 
 @forwards_overrides(make_vehicle_params)
 def vehicle(**overrides: Any) -> tuple[Any, Any]:
-    """Standalone ``VehicleEnv``."""
+    """Standalone `VehicleEnv`."""
     return VehicleEnv(), make_vehicle_params(**overrides)
 
 
@@ -112,21 +112,21 @@ def _day_hours(steps: int) -> np.ndarray:
 
 @forwards_overrides(make_renewable_params)
 def solar(**overrides: Any) -> tuple[Any, Any]:
-    """``SolarEnv``: the solar bell capacity factor over one day of ``steps_per_day`` rows."""
+    """`SolarEnv`: the solar bell capacity factor over one day of `steps_per_day` rows."""
     overrides.setdefault("cf_profile", np.asarray(solar_bell_cf(_day_hours(overrides.get("steps_per_day", 48)))))
     return SolarEnv(), make_renewable_params(**overrides)
 
 
 @forwards_overrides(make_renewable_params)
 def wind(**overrides: Any) -> tuple[Any, Any]:
-    """``WindEnv``: the synthetic wind capacity factor over one day of ``steps_per_day`` rows."""
+    """`WindEnv`: the synthetic wind capacity factor over one day of `steps_per_day` rows."""
     overrides.setdefault("cf_profile", np.asarray(wind_synthetic_cf(_day_hours(overrides.get("steps_per_day", 48)))))
     return WindEnv(), make_renewable_params(**overrides)
 
 
 @forwards_overrides("powerzoojax.grid.tasks.tso:TSOTask")
 def tso_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tuple[Any, Any]:
-    """The TSO task's env and the params of the episode starting at row ``start`` of ``split``."""
+    """The TSO task's env and the params of the episode starting at row `start` of `split`."""
     from powerzoojax.grid.tasks.tso import TSOTask
 
     task = TSOTask(**task_kwargs)
@@ -135,7 +135,7 @@ def tso_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tup
 
 @forwards_overrides("powerzoojax.grid.tasks.dso:DSOTask")
 def dso_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tuple[Any, Any]:
-    """The DSO task's env and the params of the episode starting at row ``start`` of ``split``."""
+    """The DSO task's env and the params of the episode starting at row `start` of `split`."""
     from powerzoojax.grid.tasks.dso import DSOTask
 
     task = DSOTask(**task_kwargs)
@@ -144,7 +144,7 @@ def dso_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tup
 
 @forwards_overrides("powerzoojax.grid.tasks.ders:DERsTask")
 def ders_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tuple[Any, Any]:
-    """The DERs task's (joint-action) env and the params of the episode starting at ``start``."""
+    """The DERs task's (joint-action) env and the params of the episode starting at `start`."""
     from powerzoojax.grid.tasks.ders import DERsTask
 
     task = DERsTask(**task_kwargs)
@@ -158,7 +158,7 @@ def ders_task(*, split: str = "train", start: int = 0, **task_kwargs: Any) -> tu
 def dc_microgrid_task(
     *, split: str = "train", day: int | None = None, max_steps: int = 288, **task_kwargs: Any
 ) -> tuple[Any, Any]:
-    """The DC-microgrid task's env and the params of workload ``day`` (default: the split's first)."""
+    """The DC-microgrid task's env and the params of workload `day` (default: the split's first)."""
     from powerzoojax.grid.tasks.dc_microgrid import DCMicrogridTask
 
     task = DCMicrogridTask(**task_kwargs)
@@ -185,5 +185,5 @@ BUILDERS = {
 
 
 def env_specs() -> list[EnvSpec]:
-    """The :class:`~powerzoojax.envs.EnvSpec` of every id pzj-grid provides (its entry point)."""
+    """The `EnvSpec` of every id pzj-grid provides (its entry point)."""
     return catalog_specs(GRID, BUILDERS)

@@ -27,7 +27,7 @@ from powerzoojax.market._invariants import market_laws
 from powerzoojax.physics import dc_thermal_check
 
 CONSTRAINT_NAMES = ("thermal_overload",)
-# Pivot budget of the SCED's dual simplex (it stops at the exact vertex: ``tol`` is passed
+# Pivot budget of the SCED's dual simplex (it stops at the exact vertex: `tol` is passed
 # for the reference signature only).
 SCED_MAX_ITER, SCED_TOL = 25, 1e-7
 # Flows the SCED holds at a limit may sit a float32 round-off beyond it: not an overload.

@@ -237,7 +237,7 @@ def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
     [`MarketMARLState`][powerzoojax.market.MarketMARLState].
     """
     # One draw of 32 random bits: a vmapped step evaluates this reset for every env, and
-    # each threefry hash is a loop of its own on CPU (``randint`` hashes three times).
+    # each threefry hash is a loop of its own on CPU (`randint` hashes three times).
     # The modulo bias is below T / 2³² for a T-row profile.
     start = (jr.bits(key, (), jnp.uint32) % jnp.uint32(params.load_profiles.shape[0])).astype(jnp.int32)
     lmp = params.reset_lmp[start]

@@ -1,7 +1,7 @@
-"""pzj-market's env ids: the builders behind ``powerzoojax.envs.make("CostBasedMarket-case5-v0")``.
+"""pzj-market's env ids: the builders behind `powerzoojax.envs.make("CostBasedMarket-case5-v0")`.
 
-``env_specs`` is this distribution's ``powerzoojax.envs`` entry point (``pyproject.toml``);
-the ids are catalogued in core (:mod:`powerzoojax.envs._catalog`).
+`env_specs` is this distribution's `powerzoojax.envs` entry point (`pyproject.toml`);
+the ids are catalogued in core (`powerzoojax.envs._catalog`).
 """
 
 from typing import Any
@@ -15,19 +15,19 @@ from powerzoojax.market._cost_based_market import CostBasedMarketEnv, make_cost_
 
 @forwards_overrides(make_cost_market_params, fills=("case",))
 def cost_based_market(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``CostBasedMarketEnv`` on ``case`` (battery at bus 1, nominal loads by default)."""
+    """`CostBasedMarketEnv` on `case` (battery at bus 1, nominal loads by default)."""
     return CostBasedMarketEnv(), make_cost_market_params(load_case(case), **overrides)
 
 
 @forwards_overrides(make_bid_market_params, fills=("case",))
 def bid_based_market(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``BidBasedMarketEnv`` on ``case`` (battery at bus 1, nominal loads by default)."""
+    """`BidBasedMarketEnv` on `case` (battery at bus 1, nominal loads by default)."""
     return BidBasedMarketEnv(), make_bid_market_params(load_case(case), **overrides)
 
 
 @forwards_overrides("powerzoojax.market.tasks.gencos:GenCosTask")
 def gencos_task(*, split: str = "train", **task_kwargs: Any) -> tuple[Any, Any]:
-    """The GenCos task's joint-action env and the params of ``split``."""
+    """The GenCos task's joint-action env and the params of `split`."""
     from powerzoojax.market.tasks.gencos import GenCosTask
 
     return GenCosTask(**task_kwargs).make_env(split)
@@ -37,5 +37,5 @@ BUILDERS = {"CostBasedMarket": cost_based_market, "BidBasedMarket": bid_based_ma
 
 
 def env_specs() -> list[EnvSpec]:
-    """The :class:`~powerzoojax.envs.EnvSpec` of every id pzj-market provides (its entry point)."""
+    """The `EnvSpec` of every id pzj-market provides (its entry point)."""
     return catalog_specs(MARKET, BUILDERS)

@@ -116,18 +116,18 @@ def slot_max(x: Int[Array, "*batch n"]) -> Int[Array, "*batch"]:
 
 
 # Prefix sums are float32 products with constant 0/1 triangular matrices, in blocks of
-# ``_CUM_BLOCK``: a product inside each block, then the block totals' exclusive prefix (a
+# `_CUM_BLOCK`: a product inside each block, then the block totals' exclusive prefix (a
 # second, tiny product) added back: one 64 × 64 product per env is 4,096 multiply-adds,
-# blocks of 8 need 576. The log-depth ``associative_scan`` (on CPU ``jnp.cumsum`` is a
-# quadratic ``reduce_window``) is many small kernels; integer add chains inside the
+# blocks of 8 need 576. The log-depth `associative_scan` (on CPU `jnp.cumsum` is a
+# quadratic `reduce_window`) is many small kernels; integer add chains inside the
 # blocks are copied into every consumer fusion.
 # Exact while every partial sum stays below 2**24: the summands are 0/1 flags or task GPU
-# counts over at most ``N_TASK_SLOTS`` slots, and ``make_datacenter_params`` keeps
-# ``task_gpus_max <= MAX_TASK_GPUS``. ``HIGHEST`` keeps accelerators from rounding the
+# counts over at most `N_TASK_SLOTS` slots, and `make_datacenter_params` keeps
+# `task_gpus_max <= MAX_TASK_GPUS`. `HIGHEST` keeps accelerators from rounding the
 # operands to bf16/tf32.
 _CUM_BLOCK = 8
 MAX_TASK_GPUS = (1 << 24) // N_TASK_SLOTS - 1
-# Longest task [steps] the arrival table stores exactly (``store_once``, a float32 division).
+# Longest task [steps] the arrival table stores exactly (`store_once`, a float32 division).
 MAX_TASK_DURATION = (1 << 24) - 1
 
 
@@ -174,8 +174,8 @@ def insert_arrivals(
     slack = jnp.where(is_ft, deadline_slack[1], deadline_slack[0])
     # The candidate table is stored once per env: a per-slot consumer of the fused
     # expression (uniform → floor → clip) re-evaluates it for every slot, 64 per env
-    # Exact: ``make_datacenter_params`` keeps GPU counts and
-    # durations at most ``MAX_TASK_DURATION < 2**24``.
+    # Exact: `make_datacenter_params` keeps GPU counts and
+    # durations at most `MAX_TASK_DURATION < 2**24`.
     table = jnp.concatenate([arrivals.gpus, arrivals.duration])
     table = store_once(table, table)
     # A select per candidate rather than a gather: XLA:CPU's gather is a scalar loop over
@@ -200,9 +200,9 @@ def insert_arrivals(
     return queue, n_inserted, (n_new - n_inserted).astype(jnp.int32)
 
 
-# Sort keys pack ``(stage bit, key − t, slot)`` into one int32, so a single-operand integer
+# Sort keys pack `(stage bit, key − t, slot)` into one int32, so a single-operand integer
 # sort (fast on CPU, unlike a multi-operand or comparator sort) orders the slots exactly by
-# ``(key, slot)``. Exact while ``|key − t| < KEY_SPAN``; ``make_datacenter_params`` keeps
+# `(key, slot)`. Exact while `|key − t| < KEY_SPAN`; `make_datacenter_params` keeps
 # every waiting task's deadline and slack inside that span.
 KEY_SPAN = 1 << 22
 _SLOT_BITS = 6
@@ -244,7 +244,7 @@ def _admitted_prefix(
     if none). The running total grows along the order, so the candidates with a key up to
     the cutoff are exactly the admitted prefix and their GPUs sum to its running total."""
     fits = eligible & (cum <= budget)
-    # ``fold=False`` for the fine-tuning stage: its fused, folded reductions are costed as
+    # `fold=False` for the fine-tuning stage: its fused, folded reductions are costed as
     # compute-heavy by XLA:CPU and split over the thread pool, which costs more than the
     # two kernels the fold saves.
     if not fold:
@@ -305,7 +305,7 @@ def schedule_with_load(
     def stored(b: IntScalar) -> IntScalar:
         # A stage budget is stored once per env: otherwise its scalar chain (action,
         # inference profile, running sums) is recomputed for every slot of the broadcasting
-        # consumer. Split in 12-bit halves so that ``store_once`` is exact for any int32.
+        # consumer. Split in 12-bit halves so that `store_once` is exact for any int32.
         return (store_once(b >> 12, time_step) << 12) | store_once(b & 4095, time_step)
 
     def budget(fraction: Float[Array, ""], used_gpus: IntScalar) -> IntScalar:

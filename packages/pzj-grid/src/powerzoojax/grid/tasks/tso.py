@@ -39,7 +39,7 @@ BENCHMARK_ANGLE_DEG = 8.0
 WINDOW_STEPS = 48
 # The frozen benchmark's perfect load preview: obs 4G + L + 4 + 4 = 410 on
 # case118. The case factories keep the reference's default 0 (obs 406); the ED / UC / SCUC
-# variants, the presets and ``TSOTask`` build the benchmark env, so they default to it.
+# variants, the presets and `TSOTask` build the benchmark env, so they default to it.
 TSO_FORECAST_HORIZON = 4
 _VIOLATION_TOL = 1e-6
 

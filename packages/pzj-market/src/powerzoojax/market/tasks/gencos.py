@@ -1,8 +1,8 @@
 """GenCos: generation companies bid into an SCED market (case 5 by default; 29gb on request).
 
-``GenCosTask(case_id="29gb")`` clears the reduced GB network instead: 66 agents, ramp
+`GenCosTask(case_id="29gb")` clears the reduced GB network instead: 66 agents, ramp
 limits from the case's unit-commitment columns, and metrics that also report the dispatch
-share of each fuel type (``dispatch_share_gas`` ...). The shapes below are case 5's.
+share of each fuel type (`dispatch_share_gas` ...). The shapes below are case 5's.
 
 Env: the MarketMARL core (`powerzoojax.market._market_marl`) seen jointly by
 [`GenCosJointEnv`][powerzoojax.market.tasks.gencos.GenCosJointEnv] so it runs on the one rollout kernel: observation `(5, 12)`

@@ -1,16 +1,16 @@
-"""Adapters to the common RL interfaces: Gymnasium (``pip install 'pzj-rl[gym]'``) and
-PettingZoo (``pip install 'pzj-rl[pettingzoo]'``).
+"""Adapters to the common RL interfaces: Gymnasium (`pip install 'pzj-rl[gym]'`) and
+PettingZoo (`pip install 'pzj-rl[pettingzoo]'`).
 
-- :class:`GymnasiumEnv`: one single-agent env as a ``gymnasium.Env``;
-- :class:`GymnasiumVectorEnv`: N copies as a ``gymnasium.vector.VectorEnv`` whose ``step``
+- `GymnasiumEnv`: one single-agent env as a `gymnasium.Env`;
+- `GymnasiumVectorEnv`: N copies as a `gymnasium.vector.VectorEnv` whose `step`
   is one call of the jitted, vmapped step (next-step autoreset);
-- :class:`PettingZooParallelEnv`: a multi-agent adapter as a PettingZoo ``ParallelEnv``;
-- :func:`make_gymnasium_env`, :func:`make_gymnasium_vector_env`, :func:`make_pettingzoo_env`:
-  the same from a registry id (``powerzoojax.envs.list_envs()``);
-- :func:`register_gymnasium_envs`: the ids in Gymnasium's registry (``powerzoojax/<id>``);
-- :func:`to_gymnasium_space`: our spaces as Gymnasium's.
+- `PettingZooParallelEnv`: a multi-agent adapter as a PettingZoo `ParallelEnv`;
+- `make_gymnasium_env`, `make_gymnasium_vector_env`, `make_pettingzoo_env`:
+  the same from a registry id (`powerzoojax.envs.list_envs()`);
+- `register_gymnasium_envs`: the ids in Gymnasium's registry (`powerzoojax/<id>`);
+- `to_gymnasium_space`: our spaces as Gymnasium's.
 
-Nothing here runs inside ``jit``: these are host-side shells around the compiled env.
+Nothing here runs inside `jit`: these are host-side shells around the compiled env.
 Gymnasium and PettingZoo are imported on first use of a name, so ``import
 powerzoojax.rl.adapters`` works without them and a missing one is named with its extra.
 """

@@ -17,16 +17,16 @@ def _single_agent(env_id: str, overrides: dict[str, Any], owner: str) -> tuple[A
 
 
 def make_gymnasium_env(env_id: str, *, render_mode: str | None = None, **overrides: Any) -> GymnasiumEnv:
-    """A :class:`GymnasiumEnv` of a registry id.
+    """A `GymnasiumEnv` of a registry id.
 
     **Arguments:**
 
-    - `env_id`: a single-agent id of :func:`powerzoojax.envs.list_envs`.
-    - `render_mode`: None or ``"rgb_array"``.
-    - `overrides`: passed to :func:`powerzoojax.envs.make` (``max_steps=24``, ...).
+    - `env_id`: a single-agent id of `powerzoojax.envs.list_envs`.
+    - `render_mode`: None or `"rgb_array"`.
+    - `overrides`: passed to `powerzoojax.envs.make` (`max_steps=24`, ...).
 
-    **Returns:** the env; a multi-agent id raises ``TypeError`` pointing to
-    :func:`make_pettingzoo_env`.
+    **Returns:** the env; a multi-agent id raises `TypeError` pointing to
+    `make_pettingzoo_env`.
     """
     env, params = _single_agent(env_id, overrides, "make_gymnasium_env")
     return GymnasiumEnv(env, params, render_mode=render_mode, env_id=env_id)
@@ -35,16 +35,16 @@ def make_gymnasium_env(env_id: str, *, render_mode: str | None = None, **overrid
 def make_gymnasium_vector_env(
     env_id: str, num_envs: int, *, autoreset_mode: Any = "NextStep", render_mode: str | None = None, **overrides: Any
 ) -> GymnasiumVectorEnv:
-    """A :class:`GymnasiumVectorEnv` of ``num_envs`` copies of a registry id.
+    """A `GymnasiumVectorEnv` of `num_envs` copies of a registry id.
 
     **Arguments:**
 
     - `env_id`: a single-agent id.
     - `num_envs`: the batch size N.
-    - `autoreset_mode`: ``"NextStep"`` (default) or ``"Disabled"`` (or the
-      ``gymnasium.vector.AutoresetMode`` members).
-    - `render_mode`: None or ``"rgb_array"``.
-    - `overrides`: passed to :func:`powerzoojax.envs.make`.
+    - `autoreset_mode`: `"NextStep"` (default) or `"Disabled"` (or the
+      `gymnasium.vector.AutoresetMode` members).
+    - `render_mode`: None or `"rgb_array"`.
+    - `overrides`: passed to `powerzoojax.envs.make`.
 
     **Returns:** the vector env.
     """
@@ -53,16 +53,16 @@ def make_gymnasium_vector_env(
 
 
 def make_pettingzoo_env(env_id: str, *, render_mode: str | None = None, **overrides: Any) -> Any:
-    """A :class:`PettingZooParallelEnv` of a multi-agent registry id (``GridMARL-case5-v0``, ...).
+    """A `PettingZooParallelEnv` of a multi-agent registry id (`GridMARL-case5-v0`, ...).
 
     **Arguments:**
 
-    - `env_id`: a multi-agent id of ``list_envs(multi_agent=True)``.
-    - `render_mode`: None or ``"rgb_array"``.
-    - `overrides`: passed to :func:`powerzoojax.envs.make`.
+    - `env_id`: a multi-agent id of `list_envs(multi_agent=True)`.
+    - `render_mode`: None or `"rgb_array"`.
+    - `overrides`: passed to `powerzoojax.envs.make`.
 
-    **Returns:** the parallel env; a single-agent id raises ``TypeError`` pointing to
-    :func:`make_gymnasium_env`.
+    **Returns:** the parallel env; a single-agent id raises `TypeError` pointing to
+    `make_gymnasium_env`.
     """
     from powerzoojax.rl.adapters._pettingzoo import PettingZooParallelEnv
 
@@ -77,11 +77,11 @@ def _gymnasium_vector_entry_point(env_id: str, num_envs: int, **kwargs: Any) -> 
 
 
 def register_gymnasium_envs() -> list[str]:
-    """Register every single-agent id here with Gymnasium, as ``"powerzoojax/<id>"`` (an id
-    with a namespace of its own, ``"mylab/Env-v0"``, keeps it), so
-    ``gymnasium.make("powerzoojax/TransGrid-case5-dc-v0", max_steps=24)`` and
-    ``gymnasium.make_vec(..., num_envs=N, vectorization_mode="vector_entry_point")`` (one
-    jitted batch, :class:`GymnasiumVectorEnv`) work. Ids already registered are left alone.
+    """Register every single-agent id here with Gymnasium, as `"powerzoojax/<id>"` (an id
+    with a namespace of its own, `"mylab/Env-v0"`, keeps it), so
+    `gymnasium.make("powerzoojax/TransGrid-case5-dc-v0", max_steps=24)` and
+    `gymnasium.make_vec(..., num_envs=N, vectorization_mode="vector_entry_point")` (one
+    jitted batch, `GymnasiumVectorEnv`) work. Ids already registered are left alone.
 
     **Returns:** the Gymnasium ids registered by this call.
     """

@@ -1,16 +1,16 @@
-"""A PowerZooJax env as a single ``gymnasium.Env`` (NumPy in, NumPy out).
+"""A PowerZooJax env as a single `gymnasium.Env` (NumPy in, NumPy out).
 
-Seeding: ``reset(seed=s)`` starts the env's PRNG key from ``s`` (``uint32``, so seeds are
-taken mod 2³²); every later ``reset()`` and ``step`` splits that key, so one seed and one
-action sequence give one trajectory. The ``i``-th env of :class:`GymnasiumVectorEnv` reset
-with seed ``s`` follows the trajectory of this env reset with ``s + i``.
+Seeding: `reset(seed=s)` starts the env's PRNG key from `s` (`uint32`, so seeds are
+taken mod 2³²); every later `reset()` and `step` splits that key, so one seed and one
+action sequence give one trajectory. The `i`-th env of `GymnasiumVectorEnv` reset
+with seed `s` follows the trajectory of this env reset with `s + i`.
 
-Episode end: every PowerZooJax episode ends after ``params.max_steps`` steps, the end of the
+Episode end: every PowerZooJax episode ends after `params.max_steps` steps, the end of the
 task's horizon (a day of dispatch), which its reward accounts for (terminal penalties); it is
-reported as ``terminated=True`` (``truncated=False``), as our own trainers treat ``done``: no
-bootstrapping past it. Our ``step`` resets in the same step, so the observation returned with
-``terminated=True`` is already the next episode's first one; learners that stop at a
-termination never read it, and the next ``reset()`` starts a fresh episode anyway.
+reported as `terminated=True` (`truncated=False`), as our own trainers treat `done`: no
+bootstrapping past it. Our `step` resets in the same step, so the observation returned with
+`terminated=True` is already the next episode's first one; learners that stop at a
+termination never read it, and the next `reset()` starts a fresh episode anyway.
 """
 
 from typing import Any, ClassVar
@@ -40,20 +40,20 @@ def check_single_agent(owner: str, env: Any) -> None:
 
 
 class GymnasiumEnv(gymnasium.Env):
-    """One PowerZooJax env behind the ``gymnasium.Env`` API (see the module docstring).
+    """One PowerZooJax env behind the `gymnasium.Env` API (see the module docstring).
 
     **Arguments:**
 
-    - `env`: a single-agent :class:`~powerzoojax.core.Environment`.
-    - `params`: its params (default: ``env.default_params()``).
-    - `render_mode`: None or ``"rgb_array"`` (``render()`` returns an ``(H, W, 3)`` uint8
-      array: the network picture of ``powerzoojax.viz`` where available, else a summary).
-    - `env_id`: the registry id, used in pictures and ``repr``.
+    - `env`: a single-agent `Environment`.
+    - `params`: its params (default: `env.default_params()`).
+    - `render_mode`: None or `"rgb_array"` (`render()` returns an `(H, W, 3)` uint8
+      array: the network picture of `powerzoojax.viz` where available, else a summary).
+    - `env_id`: the registry id, used in pictures and `repr`.
 
-    ``observation_space`` / ``action_space`` are our spaces converted
-    (:func:`to_gymnasium_space`); ``step`` returns ``(obs, reward, terminated, truncated,
-    info)`` with ``info`` the env's info as NumPy arrays plus ``info["costs"]``, the
-    constraint-cost vector ordered as ``constraint_names``. Reset and step each run one
+    `observation_space` / `action_space` are our spaces converted
+    (`to_gymnasium_space`); `step` returns `(obs, reward, terminated, truncated,
+    info)` with `info` the env's info as NumPy arrays plus `info["costs"]`, the
+    constraint-cost vector ordered as `constraint_names`. Reset and step each run one
     compiled program, shared by all adapters over equal envs.
     """
 
@@ -76,7 +76,7 @@ class GymnasiumEnv(gymnasium.Env):
         self._layout: _kernels.HostLayout | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start an episode: ``(obs, info)``; ``seed`` restarts the PRNG key (see the module docstring)."""
+        """Start an episode: `(obs, info)`; `seed` restarts the PRNG key (see the module docstring)."""
         super().reset(seed=seed)
         if seed is not None:
             self._key = _kernels.keys_from_seeds(_kernels.seed_words([seed]))[0]
@@ -88,7 +88,7 @@ class GymnasiumEnv(gymnasium.Env):
         return np.array(jax.device_get(obs)), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """One transition: ``(obs, reward, terminated, truncated, info)``."""
+        """One transition: `(obs, reward, terminated, truncated, info)`."""
         if self._state is None:
             raise RuntimeError(f"{self.env_id}: call reset() before step()")
         action = to_env_action(self._action_space_ours, action)
@@ -104,7 +104,7 @@ class GymnasiumEnv(gymnasium.Env):
         return obs, float(reward), bool(done), False, info
 
     def render(self) -> np.ndarray | None:
-        """The current state as an ``(H, W, 3)`` uint8 array (``render_mode="rgb_array"``), else None."""
+        """The current state as an `(H, W, 3)` uint8 array (`render_mode="rgb_array"`), else None."""
         if self.render_mode is None:
             gymnasium.logger.warn(f"{self.env_id}: render() called without a render_mode; pass render_mode='rgb_array'")
             return None

@@ -1,22 +1,22 @@
-"""N PowerZooJax envs as one ``gymnasium.vector.VectorEnv``: each ``step`` is one call of
+"""N PowerZooJax envs as one `gymnasium.vector.VectorEnv`: each `step` is one call of
 the jitted, vmapped step (NumPy actions in, NumPy batches out).
 
-Autoreset. Our envs reset inside ``step``: on the step where an episode ends, ``done`` is
+Autoreset. Our envs reset inside `step`: on the step where an episode ends, `done` is
 True and the returned state is already the next episode's first (same-step auto-reset,
-without the final observation). Gymnasium's default, ``AutoresetMode.NEXT_STEP``, which
-this class implements, reports the episode's end on that step (``terminations[i]`` True)
-and resets env ``i`` on the *next* ``step``, which ignores ``actions[i]`` and returns the
-new episode's first observation with reward 0 and ``terminations[i]`` / ``truncations[i]``
+without the final observation). Gymnasium's default, `AutoresetMode.NEXT_STEP`, which
+this class implements, reports the episode's end on that step (`terminations[i]` True)
+and resets env `i` on the *next* `step`, which ignores `actions[i]` and returns the
+new episode's first observation with reward 0 and `terminations[i]` / `truncations[i]`
 False. Here the reset state our step produced is kept for that next step, so the batch
-still runs as one program. ``AutoresetMode.DISABLED`` is supported too (``reset(options=
-{"reset_mask": mask})`` restarts ended envs; stepping one that ended raises);
-``SAME_STEP`` is not, since it hands back the final observation, which our same-step
-auto-reset does not keep. As in :class:`GymnasiumEnv`, an episode's end is a termination
+still runs as one program. `AutoresetMode.DISABLED` is supported too (`reset(options=
+{"reset_mask": mask})` restarts ended envs; stepping one that ended raises);
+`SAME_STEP` is not, since it hands back the final observation, which our same-step
+auto-reset does not keep. As in `GymnasiumEnv`, an episode's end is a termination
 and the observation returned with it is already the next episode's first.
 
-Infos follow Gymnasium's vector convention: ``infos[k]`` is an ``(N, ...)`` array and
-``infos["_" + k]`` a boolean mask of the envs it is valid for (False for envs that were
-reset on this step). ``infos["costs"]`` holds the ``(N, n_costs)`` constraint costs.
+Infos follow Gymnasium's vector convention: `infos[k]` is an `(N, ...)` array and
+`infos["_" + k]` a boolean mask of the envs it is valid for (False for envs that were
+reset on this step). `infos["costs"]` holds the `(N, n_costs)` constraint costs.
 """
 
 from typing import Any
@@ -38,22 +38,22 @@ SUPPORTED_AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
 
 
 class GymnasiumVectorEnv(VectorEnv):
-    """``num_envs`` copies of one PowerZooJax env behind ``gymnasium.vector.VectorEnv`` (see
+    """`num_envs` copies of one PowerZooJax env behind `gymnasium.vector.VectorEnv` (see
     the module docstring for the autoreset semantics).
 
     **Arguments:**
 
-    - `env`: a single-agent :class:`~powerzoojax.core.Environment`.
-    - `params`: its params, shared by every copy (default: ``env.default_params()``).
+    - `env`: a single-agent `Environment`.
+    - `params`: its params, shared by every copy (default: `env.default_params()`).
     - `num_envs`: the batch size N.
-    - `autoreset_mode`: ``AutoresetMode.NEXT_STEP`` (default) or ``DISABLED`` (or their
-      string values); stored in ``metadata["autoreset_mode"]``.
-    - `render_mode`: None or ``"rgb_array"`` (``render()`` returns one frame per env).
+    - `autoreset_mode`: `AutoresetMode.NEXT_STEP` (default) or `DISABLED` (or their
+      string values); stored in `metadata["autoreset_mode"]`.
+    - `render_mode`: None or `"rgb_array"` (`render()` returns one frame per env).
     - `env_id`: the registry id, used in pictures.
 
-    ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list gives one seed per env);
-    ``step(actions)`` takes an ``(N, ...)`` NumPy batch and returns ``(obs (N, ...),
-    rewards (N,) float32, terminations (N,) bool, truncations (N,) bool, infos)``.
+    `reset(seed=s)` seeds env `i` with `s + i` (a list gives one seed per env);
+    `step(actions)` takes an `(N, ...)` NumPy batch and returns `(obs (N, ...),
+    rewards (N,) float32, terminations (N,) bool, truncations (N,) bool, infos)`.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 - replaced per instance
@@ -116,8 +116,8 @@ class GymnasiumVectorEnv(VectorEnv):
         return _kernels.keys_from_seeds(_kernels.seed_words(seeds))
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset every env, or those of ``options["reset_mask"]`` (an ``(N,)`` bool array):
-        ``(obs (N, ...), {})``."""
+        """Reset every env, or those of `options["reset_mask"]` (an `(N,)` bool array):
+        `(obs (N, ...), {})`."""
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         mask = None if options is None else options.get("reset_mask")
@@ -180,7 +180,7 @@ class GymnasiumVectorEnv(VectorEnv):
 
     # -- render ------------------------------------------------------------------------
     def render(self) -> tuple[np.ndarray, ...] | None:
-        """One ``(H, W, 3)`` uint8 frame per env (``render_mode="rgb_array"``), else None.
+        """One `(H, W, 3)` uint8 frame per env (`render_mode="rgb_array"`), else None.
         Each frame is drawn on the host: for many envs, render a slice of them instead."""
         if self.render_mode is None:
             gymnasium.logger.warn(f"{self.env_id}: render() called without a render_mode; pass render_mode='rgb_array'")

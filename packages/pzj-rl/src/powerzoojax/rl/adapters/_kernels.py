@@ -3,8 +3,8 @@
 The env is a static argument (envs hold configuration only and hash by structure), so two
 adapters over equal envs and params of one structure reuse one compiled program; params are
 traced, so new params values never recompile. The multi-agent adapters hold their params,
-hence ``eqx.filter_jit`` (arrays traced, the rest static). Each adapter call is one of these
-programs: one device call per ``reset`` / ``step``.
+hence `eqx.filter_jit` (arrays traced, the rest static). Each adapter call is one of these
+programs: one device call per `reset` / `step`.
 """
 
 import functools
@@ -21,7 +21,7 @@ SEED_MODULUS = 2**32
 
 
 def seed_words(seeds: Any) -> np.ndarray:
-    """Non-negative integer seeds as the ``uint32`` words that start PRNG keys (mod 2³²)."""
+    """Non-negative integer seeds as the `uint32` words that start PRNG keys (mod 2³²)."""
     values = np.asarray(seeds, dtype=object).reshape(-1)
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -42,7 +42,7 @@ def _split(key: Array) -> tuple[Array, Array]:
 
 @functools.partial(jax.jit, static_argnums=0)
 def reset_one(env: Any, key: Array, params: Any) -> tuple[Array, Any, Any]:
-    """``(next key, obs, state)`` of a reset from ``key``."""
+    """`(next key, obs, state)` of a reset from `key`."""
     key, sub = _split(key)
     obs, state = env.reset(sub, params)
     return key, obs, state
@@ -56,14 +56,14 @@ def _step_one(env: Any, key: Array, state: Any, action: Any, params: Any) -> tup
 
 @functools.partial(jax.jit, static_argnums=0)
 def step_one(env: Any, key: Array, state: Any, action: Any, params: Any) -> tuple[Array, Any, tuple[Array, ...]]:
-    """``(next key, state, packed (obs, reward, costs, done, info))`` of one step from ``key``;
-    :func:`host_layout` of :func:`step_one_outputs` unpacks the last element."""
+    """`(next key, state, packed (obs, reward, costs, done, info))` of one step from `key`;
+    `host_layout` of `step_one_outputs` unpacks the last element."""
     key, state, out = _step_one(env, key, state, action, params)
     return key, state, pack(out, 0)
 
 
 def step_one_outputs(env: Any, key: Array, state: Any, action: Any, params: Any) -> Any:
-    """The shapes of what :func:`step_one` packs (for :func:`host_layout`)."""
+    """The shapes of what `step_one` packs (for `host_layout`)."""
     return jax.eval_shape(lambda k, s, a, p: _step_one(env, k, s, a, p)[2], key, state, action, params)
 
 
@@ -76,7 +76,7 @@ def _where_envs(mask: Bool[Array, " n"], on_true: PyTree, on_false: PyTree) -> P
 
 @functools.partial(jax.jit, static_argnums=0)
 def reset_batch(env: Any, keys: Array, params: Any) -> tuple[Array, Any, Any]:
-    """:func:`reset_one` for every key of ``keys`` (N, 2)."""
+    """`reset_one` for every key of `keys` (N, 2)."""
     return jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)  # pyright: ignore[reportAttributeAccessIssue]
 
 
@@ -84,7 +84,7 @@ def reset_batch(env: Any, keys: Array, params: Any) -> tuple[Array, Any, Any]:
 def reset_masked(
     env: Any, keys: Array, params: Any, mask: Bool[Array, " n"], states: Any, obs: Any
 ) -> tuple[Array, Any, Any]:
-    """Reset the envs where ``mask`` holds; the others keep their key, state and obs."""
+    """Reset the envs where `mask` holds; the others keep their key, state and obs."""
     new_keys, new_obs, new_states = jax.vmap(reset_one.__wrapped__, in_axes=(None, 0, None))(env, keys, params)  # pyright: ignore[reportAttributeAccessIssue]
     return _where_envs(mask, new_keys, keys), _where_envs(mask, new_obs, obs), _where_envs(mask, new_states, states)
 
@@ -107,15 +107,15 @@ def step_batch(
     env: Any, keys: Array, states: Any, obs: Any, skip: Bool[Array, " n"], actions: Any, params: Any
 ) -> tuple[Any, ...]:
     """One vmapped step of every env: ``(next keys, obs, states, packed (obs, reward, costs,
-    done, info))``. Envs where ``skip`` holds (they ended on the previous step, whose
+    done, info))`. Envs where `skip`` holds (they ended on the previous step, whose
     returned state is already their next episode's first) keep state and obs and report
-    reward 0, zero costs and ``done`` False: Gymnasium's next-step autoreset."""
+    reward 0, zero costs and `done` False: Gymnasium's next-step autoreset."""
     keys, out_obs, out_states, out = _step_batch(env, keys, states, obs, skip, actions, params)
     return keys, out_obs, out_states, pack(out, 1)
 
 
 def step_batch_outputs(env: Any, keys: Array, states: Any, obs: Any, skip: Any, actions: Any, params: Any) -> Any:
-    """The shapes of what :func:`step_batch` packs (for :func:`host_layout`)."""
+    """The shapes of what `step_batch` packs (for `host_layout`)."""
     return jax.eval_shape(lambda *args: _step_batch(env, *args)[3], keys, states, obs, skip, actions, params)
 
 
@@ -133,7 +133,7 @@ def _dtype_groups(leaves: list[Any]) -> dict[str, list[int]]:
 
 
 def pack(tree: PyTree, batch_ndim: int) -> tuple[Array, ...]:
-    """Every leaf of ``tree`` flattened past its first ``batch_ndim`` axes and concatenated
+    """Every leaf of `tree` flattened past its first `batch_ndim` axes and concatenated
     along the last axis, one array per dtype (in dtype-name order)."""
     leaves = jax.tree.leaves(tree)
     return tuple(
@@ -143,11 +143,11 @@ def pack(tree: PyTree, batch_ndim: int) -> tuple[Array, ...]:
 
 
 class HostLayout:
-    """Where each leaf sits in :func:`pack`'s arrays, to unpack them on the host.
+    """Where each leaf sits in `pack`'s arrays, to unpack them on the host.
 
     **Arguments:**
 
-    - `shapes`: the tree :func:`pack` was given, as ``jax.ShapeDtypeStruct`` leaves.
+    - `shapes`: the tree `pack` was given, as `jax.ShapeDtypeStruct` leaves.
     - `batch_ndim`: the leading axes kept (1 for the vector env, 0 for one env).
     """
 
@@ -171,7 +171,7 @@ class HostLayout:
 
 @eqx.filter_jit
 def marl_reset(env: Any, key: Array) -> tuple[Array, Float[Array, "n_agents obs_dim"], Any]:
-    """``(next key, obs (A, obs_dim), state)`` of a multi-agent adapter's reset."""
+    """`(next key, obs (A, obs_dim), state)` of a multi-agent adapter's reset."""
     key, sub = _split(key)
     obs, state = env.reset_arrays(sub)
     return key, obs, state
@@ -179,6 +179,6 @@ def marl_reset(env: Any, key: Array) -> tuple[Array, Float[Array, "n_agents obs_
 
 @eqx.filter_jit
 def marl_step(env: Any, key: Array, state: Any, actions: Float[Array, "n_agents action_dim"]) -> tuple[Any, ...]:
-    """``(next key, obs, state, rewards (A,), done, info)`` of a multi-agent adapter's step."""
+    """`(next key, obs, state, rewards (A,), done, info)` of a multi-agent adapter's step."""
     key, sub = _split(key)
     return (key, *env.step_arrays(sub, state, actions))

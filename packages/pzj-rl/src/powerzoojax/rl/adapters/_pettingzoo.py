@@ -1,14 +1,14 @@
-"""A PowerZooJax multi-agent adapter as a PettingZoo ``ParallelEnv`` (NumPy in, NumPy out).
+"""A PowerZooJax multi-agent adapter as a PettingZoo `ParallelEnv` (NumPy in, NumPy out).
 
-Works for every :class:`~powerzoojax.rl.marl.MultiAgentEnvironment` (``GridMARLEnv``,
-``DistGridMARLEnv``, ``DistGrid3PhaseMARLEnv``, ``MarketMARLEnv``): ``possible_agents`` is the
+Works for every `MultiAgentEnvironment` (`GridMARLEnv`,
+`DistGridMARLEnv`, `DistGrid3PhaseMARLEnv`, `MarketMARLEnv`): `possible_agents` is the
 adapter's fixed agent order; all agents act every step and the episode ends for all of them
-together after ``max_steps`` steps, reported as a termination (see
-:class:`~powerzoojax.rl.adapters.GymnasiumEnv` on why); ``agents`` is then empty until
-``reset``. Seeding as in :class:`GymnasiumEnv`: ``reset(seed=s)`` starts the PRNG key from
-``s``. Each step is one compiled call of the adapter's stacked step.
+together after `max_steps` steps, reported as a termination (see
+`GymnasiumEnv` on why); `agents` is then empty until
+`reset`. Seeding as in `GymnasiumEnv`: `reset(seed=s)` starts the PRNG key from
+`s`. Each step is one compiled call of the adapter's stacked step.
 
-Per-agent ``infos[agent]`` hold the (shared) env info as NumPy arrays, the same array
+Per-agent `infos[agent]` hold the (shared) env info as NumPy arrays, the same array
 objects for every agent; copy before changing them in place.
 """
 
@@ -31,11 +31,11 @@ class PettingZooParallelEnv(ParallelEnv):
 
     **Arguments:**
 
-    - `env`: a :class:`~powerzoojax.rl.marl.MultiAgentEnvironment` (params bound).
-    - `render_mode`: None or ``"rgb_array"``.
-    - `env_id`: the registry id, used in pictures and ``metadata["name"]``.
+    - `env`: a `MultiAgentEnvironment` (params bound).
+    - `render_mode`: None or `"rgb_array"`.
+    - `env_id`: the registry id, used in pictures and `metadata["name"]`.
 
-    Observation and action spaces are ``Box`` per agent, ``(obs_dim,)`` / ``(action_dim,)``
+    Observation and action spaces are `Box` per agent, `(obs_dim,)` / `(action_dim,)`
     (zero-padded to the widest agent, as the adapter's stacked API).
     """
 
@@ -75,7 +75,7 @@ class PettingZooParallelEnv(ParallelEnv):
         return agent
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
-        """Start an episode: ``(observations, infos)`` keyed by agent."""
+        """Start an episode: `(observations, infos)` keyed by agent."""
         if seed is not None:
             self._np_random, _ = seeding.np_random(seed)
             self._key = _kernels.keys_from_seeds(_kernels.seed_words([seed]))[0]
@@ -91,7 +91,7 @@ class PettingZooParallelEnv(ParallelEnv):
         return {a: host[i] for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        """One joint step: ``(observations, rewards, terminations, truncations, infos)`` keyed by agent."""
+        """One joint step: `(observations, rewards, terminations, truncations, infos)` keyed by agent."""
         if not self.agents:
             raise RuntimeError(f"{self.env_id}: no live agents (the episode ended or reset() was not called); call reset()")
         missing = [a for a in self.agents if a not in actions]
@@ -123,7 +123,7 @@ class PettingZooParallelEnv(ParallelEnv):
         return row
 
     def render(self) -> np.ndarray | None:
-        """The current state as an ``(H, W, 3)`` uint8 array (``render_mode="rgb_array"``), else None."""
+        """The current state as an `(H, W, 3)` uint8 array (`render_mode="rgb_array"`), else None."""
         if self.render_mode is None:
             gymnasium.logger.warn(f"{self.env_id}: render() called without a render_mode; pass render_mode='rgb_array'")
             return None

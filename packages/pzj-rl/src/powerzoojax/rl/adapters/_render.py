@@ -1,7 +1,7 @@
-"""``render()`` of the adapters: one env state as an ``(H, W, 3)`` uint8 picture, on the host.
+"""`render()` of the adapters: one env state as an `(H, W, 3)` uint8 picture, on the host.
 
-Where ``powerzoojax.viz`` is installed and the params hold a network (``params.case``), the
-picture is its ``plot_network`` of the state. Otherwise it is a summary drawn here with
+Where `powerzoojax.viz` is installed and the params hold a network (`params.case`), the
+picture is its `plot_network` of the state. Otherwise it is a summary drawn here with
 matplotlib's Agg canvas (no pyplot, no display): the current observation as bars and the
 episode's rewards so far as a line.
 """
@@ -29,7 +29,7 @@ def _viz_module() -> ModuleType | None:
 
 
 def figure_rgb(fig: Any) -> np.ndarray:
-    """A matplotlib figure as an ``(H, W, 3)`` uint8 array (drawn on an Agg canvas)."""
+    """A matplotlib figure as an `(H, W, 3)` uint8 array (drawn on an Agg canvas)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)
@@ -44,13 +44,13 @@ def render_rgb(
 
     **Arguments:**
 
-    - `state`: the env state (one env, not a batch); a multi-agent state's ``env_state``.
-    - `params`: the env params; a ``case`` field selects the network picture.
+    - `state`: the env state (one env, not a batch); a multi-agent state's `env_state`.
+    - `params`: the env params; a `case` field selects the network picture.
     - `observation`: the current observation (any shape; flattened for the bars).
     - `rewards`: this episode's rewards so far (per step; a team's mean for multi-agent).
     - `title`: what the picture is of (env id or class, step).
 
-    **Returns:** an ``(H, W, 3)`` uint8 array.
+    **Returns:** an `(H, W, 3)` uint8 array.
     """
     viz = _viz_module()
     case = getattr(params, "case", None)

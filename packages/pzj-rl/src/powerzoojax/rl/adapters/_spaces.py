@@ -14,14 +14,14 @@ def to_gymnasium_space(space: Any, seed: int | None = None) -> gymnasium.spaces.
 
     **Arguments:**
 
-    - `space`: a :class:`~powerzoojax.core.Box`, ``Discrete``, ``MultiDiscrete`` or
-      ``MultiBinary``, or a dict / tuple of them (nested), which becomes a
-      ``gymnasium.spaces.Dict`` / ``Tuple``.
-    - `seed`: seed of the new space's sampler (``space.sample()``); None draws one.
+    - `space`: a `Box`, `Discrete`, `MultiDiscrete` or
+      `MultiBinary`, or a dict / tuple of them (nested), which becomes a
+      `gymnasium.spaces.Dict` / `Tuple`.
+    - `seed`: seed of the new space's sampler (`space.sample()`); None draws one.
 
-    **Returns:** the ``gymnasium.spaces`` object: ``Box`` keeps the bounds (infinite ones
-    too), shape and dtype; ``Discrete(n)``; ``MultiDiscrete(nvec)``; ``MultiBinary(n)``.
-    Raises ``TypeError`` naming any other space.
+    **Returns:** the `gymnasium.spaces` object: `Box` keeps the bounds (infinite ones
+    too), shape and dtype; `Discrete(n)`; `MultiDiscrete(nvec)`; `MultiBinary(n)`.
+    Raises `TypeError` naming any other space.
     """
     if isinstance(space, Box):
         dtype = np.dtype(space.dtype)
@@ -43,7 +43,7 @@ def to_gymnasium_space(space: Any, seed: int | None = None) -> gymnasium.spaces.
 
 
 def to_env_action(space: Any, action: Any) -> Any:
-    """A Gymnasium action (NumPy arrays, Python ints) as the dtype our ``space`` expects;
+    """A Gymnasium action (NumPy arrays, Python ints) as the dtype our `space` expects;
     dicts and tuples are converted entry by entry."""
     if isinstance(space, Mapping):
         return {k: to_env_action(v, action[k]) for k, v in space.items()}

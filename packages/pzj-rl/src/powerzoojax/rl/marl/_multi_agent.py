@@ -142,7 +142,7 @@ class MultiAgentEnvironment(eqx.Module):
                 setattr(cls, name, guard(method))
 
     def __hash__(self) -> int:
-        # Hash without the bound params' array values, so ``jax.jit(env.step)`` works.
+        # Hash without the bound params' array values, so `jax.jit(env.step)` works.
         return structural_hash(self)
 
     # -- static description ------------------------------------------------------------
@@ -294,7 +294,7 @@ class MultiAgentEnvironment(eqx.Module):
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     # -- dict API -----------------------------------------------------------------------
-    # ``params: Any`` on the public methods: the guarded stacked methods check them and
+    # `params: Any` on the public methods: the guarded stacked methods check them and
     # name the expected class.
     def reset(self, key: Key, params: Any = None) -> tuple[dict[str, Array], MARLState]:
         """Start an episode, one observation per agent.

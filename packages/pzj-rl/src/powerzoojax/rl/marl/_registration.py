@@ -1,8 +1,8 @@
-"""pzj-rl's env ids: the multi-agent adapters behind ``powerzoojax.envs.make("GridMARL-case5-v0")``.
+"""pzj-rl's env ids: the multi-agent adapters behind `powerzoojax.envs.make("GridMARL-case5-v0")`.
 
-``env_specs`` is this distribution's ``powerzoojax.envs`` entry point (``pyproject.toml``);
-the ids are catalogued in core (:mod:`powerzoojax.envs._catalog`) with the grid or market
-distribution each needs. ``make`` returns ``(adapter, adapter.params)``. The grid and market
+`env_specs` is this distribution's `powerzoojax.envs` entry point (`pyproject.toml`);
+the ids are catalogued in core (`powerzoojax.envs._catalog`) with the grid or market
+distribution each needs. `make` returns `(adapter, adapter.params)`. The grid and market
 modules are imported when an id is made, so this module needs only core.
 """
 
@@ -17,7 +17,7 @@ from powerzoojax.envs._catalog import RL, catalog_specs
 
 @forwards_overrides("powerzoojax.grid.transmission:make_trans_params", fills=("case", "network_model"))
 def grid_marl(*, case: str, reward_mode: str = "shared", **overrides: Any) -> tuple[Any, Any]:
-    """``GridMARLEnv``: one agent per unit of a DC ``TransGridEnv`` on ``case``."""
+    """`GridMARLEnv`: one agent per unit of a DC `TransGridEnv` on `case`."""
     from powerzoojax.grid.transmission import TransGridEnv, make_trans_params
     from powerzoojax.rl.marl._grid import GridMARLEnv
 
@@ -30,7 +30,7 @@ def dist_grid_marl(
     *, case: str, voltage_penalty: float = 0.0, soc_penalty: float = 0.0, observation_mode: str = "global",
     **overrides: Any,
 ) -> tuple[Any, Any]:
-    """``DistGridMARLEnv``: one agent per DER bus of the feeder ``case``."""
+    """`DistGridMARLEnv`: one agent per DER bus of the feeder `case`."""
     from powerzoojax.grid.distribution import DistGridEnv, make_dist_params
     from powerzoojax.rl.marl._dist_grid import DistGridMARLEnv
 
@@ -43,7 +43,7 @@ def dist_grid_marl(
 
 @forwards_overrides("powerzoojax.grid.tasks.ders:make_ders_3phase_eval", fills=("case",))
 def dist_grid_3phase_marl(*, case: str, **overrides: Any) -> tuple[Any, Any]:
-    """``DistGrid3PhaseMARLEnv``: the DERs batteries on the three-phase feeder ``case``."""
+    """`DistGrid3PhaseMARLEnv`: the DERs batteries on the three-phase feeder `case`."""
     from powerzoojax.grid.tasks.ders import make_ders_3phase_eval
 
     return make_ders_3phase_eval(load_case(case), **overrides)
@@ -51,8 +51,8 @@ def dist_grid_3phase_marl(*, case: str, **overrides: Any) -> tuple[Any, Any]:
 
 @forwards_overrides("powerzoojax.market:make_market_marl_params", fills=("case",))
 def market_marl(*, case: str, load_profiles: Any = None, **overrides: Any) -> tuple[Any, Any]:
-    """``MarketMARLEnv``: one GenCo per unit of ``case``; loads default to the case's nominal
-    ``(load_d_min + load_d_max) / 2`` on every row."""
+    """`MarketMARLEnv`: one GenCo per unit of `case`; loads default to the case's nominal
+    `(load_d_min + load_d_max) / 2` on every row."""
     from powerzoojax.market import make_market_marl_params
     from powerzoojax.rl.marl._market import MarketMARLEnv
 
@@ -75,7 +75,7 @@ def ders_marl_task(**overrides: Any) -> tuple[Any, Any]:
 
 @forwards_overrides("powerzoojax.market.tasks.gencos:GenCosTask")
 def gencos_marl_task(*, split: str = "train", **task_kwargs: Any) -> tuple[Any, Any]:
-    """The GenCos task's market with one agent per unit (the params of ``split``)."""
+    """The GenCos task's market with one agent per unit (the params of `split`)."""
     from powerzoojax.market.tasks.gencos import GenCosTask
     from powerzoojax.rl.marl._market import MarketMARLEnv
 
@@ -94,5 +94,5 @@ BUILDERS = {
 
 
 def env_specs() -> list[EnvSpec]:
-    """The :class:`~powerzoojax.envs.EnvSpec` of every id pzj-rl provides (its entry point)."""
+    """The `EnvSpec` of every id pzj-rl provides (its entry point)."""
     return catalog_specs(RL, BUILDERS)

@@ -33,7 +33,7 @@ class BoundWrapper(eqx.Module):
     emits_costs: ClassVar[bool] = False
 
     def __hash__(self) -> int:
-        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
+        # Hash without the bound params' array values, so `jax.jit(wrapper.step)` works.
         return structural_hash(self)
 
     @property
@@ -90,7 +90,7 @@ class BoundWrapper(eqx.Module):
 
 
 def _num_actions(space: Space) -> int:
-    # Discrete spaces have shape () and count their choices in ``n``.
+    # Discrete spaces have shape () and count their choices in `n`.
     return int(space.n) if hasattr(space, "n") and not space.shape else int(space.shape[0])  # pyright: ignore[reportAttributeAccessIssue]
 
 

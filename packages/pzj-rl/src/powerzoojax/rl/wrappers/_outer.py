@@ -30,7 +30,7 @@ class OuterWrapper(eqx.Module):
     wrapped: Any
 
     def __hash__(self) -> int:
-        # Hash without the bound params' array values, so ``jax.jit(wrapper.step)`` works.
+        # Hash without the bound params' array values, so `jax.jit(wrapper.step)` works.
         return structural_hash(self)
 
     @property
@@ -146,7 +146,7 @@ class InnerState(eqx.Module):
 
 
 class Step(NamedTuple):
-    """A wrapper step's outputs under one name, whatever its arity (``costs`` None in a 5-tuple)."""
+    """A wrapper step's outputs under one name, whatever its arity (`costs` None in a 5-tuple)."""
 
     obs: Any
     state: Any
@@ -170,12 +170,12 @@ class Step(NamedTuple):
 
 
 def stop_state_gradient(out: tuple) -> tuple:
-    """``out`` with ``stop_gradient`` on the observation and the state (``step_auto_reset``)."""
+    """`out` with `stop_gradient` on the observation and the state (`step_auto_reset`)."""
     return (jax.lax.stop_gradient(out[0]), jax.lax.stop_gradient(out[1]), *out[2:])
 
 
 def box_bounds(space: Space, owner: str, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` of a ``Box``, broadcast to its shape; ``TypeError`` for another space."""
+    """`(low, high)` of a `Box`, broadcast to its shape; `TypeError` for another space."""
     if not isinstance(space, Box):
         raise TypeError(f"{owner} needs a Box {what} space, got {type(space).__name__}")
     low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
