@@ -260,7 +260,18 @@ def test_each_installed_distribution_registers_exactly_its_catalogued_ids(dist):
     specs = entry_point.load()()
     assert sorted(s.id for s in specs) == sorted(i for i, e in CATALOG.items() if e.requires[0] == dist)
     for spec in specs:
-        spec.accepted_overrides()  # every forwarded factory resolves
+        # Every forwarded factory resolves, where the distributions it lives in are installed
+        # (pzj-rl's multi-agent ids forward to pzj-grid's and pzj-market's params factories).
+        if all(_installed(d) for d in spec.requires):
+            spec.accepted_overrides()
+
+
+def _installed(distribution):
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def test_listing_ids_imports_no_distribution():
