@@ -12,13 +12,14 @@ SPEC_PRESETS = [
     "dso-nflex", "dso-nflex-safe", "ders-medium", "ders-medium-safe", "tso-ed", "tso-uc", "tso-scuc-safe",
     "gencos-case5-ippo", "gencos-case5-ippo-dev", "dc-microgrid", "dc-microgrid-safe",
 ]
+APG_PRESETS = ["case5-economic-dispatch-apg", "dso-nflex-apg"]
 
 
 def test_all_sixteen_presets_are_listed():
     from powerzoojax.rl import list_presets
 
     rows = list_presets()
-    assert sorted(r["name"] for r in rows) == sorted(SPEC_PRESETS)
+    assert sorted(r["name"] for r in rows) == sorted(SPEC_PRESETS + APG_PRESETS)
     assert all(set(r) == {"name", "description", "algo", "total_timesteps"} for r in rows)
 
 
@@ -72,6 +73,8 @@ def test_case5_presets_build():
     env = safe.env_factory()
     assert isinstance(env, SafeRLWrapper) and safe.config.algo == "ppo_lagrangian"
     assert env.selected_constraint_names == ("thermal_overload",) and env.cost_thresholds == (0.0,)
+    apg = get_preset("case5-economic-dispatch-apg")
+    assert isinstance(apg.env_factory(), LogWrapper) and apg.config.algo == "apg"
 
 
 def test_cli_list_presets(capsys):

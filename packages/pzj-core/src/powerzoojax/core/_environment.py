@@ -110,11 +110,14 @@ def auto_reset(
 
     **Returns:**
 
-    `new_state`, or the reset state when `new_state.done`, with gradients stopped.
+    `new_state`, or the reset state when `new_state.done`. Gradients flow through
+    `new_state` within an episode; the reset state carries none, and `where` sends none to
+    the ended episode's state, so no gradient crosses an episode boundary. Forward values
+    do not depend on where the gradient is stopped.
     """
     _, k_reset = jr.split(key)
     _, reset_state = env.reset(k_reset, params)
-    return jax.lax.stop_gradient(select_tree(new_state.done, reset_state, new_state))
+    return select_tree(new_state.done, jax.lax.stop_gradient(reset_state), new_state)
 
 
 def _guard_reset(reset: Any) -> Any:

@@ -143,27 +143,42 @@ def _time_loop(
     return final_state, final_obs, tuple(outputs)
 
 
-def bind_step(env: Environment, params: EnvParams) -> StepFn:
-    """`env.step_auto_reset` with `params` bound, in the kernel's `step_fn` form.
+def bind_step(env: Environment, params: EnvParams, *, differentiable: bool = False) -> StepFn:
+    """`env.step_auto_reset` (or `env.step`) with `params` bound, in the kernel's `step_fn` form.
+
+    `step_auto_reset` stops the gradient of every returned observation and state, so a
+    rollout of it carries no gradient from one step to the next. `step` stops it only at
+    an episode's end (the auto-reset), so `jax.grad` of a rollout's rewards reaches every
+    earlier action of the same episode through the physics: a differentiable episode.
+    Forward values are identical either way.
 
     **Arguments:**
 
     - `env`: the env.
     - `params`: its params.
+    - `differentiable`: bind `env.step` (gradients flow within an episode) instead of
+      `env.step_auto_reset` (no gradient through obs or state).
 
     **Returns:**
 
     `step_fn(key, state, action) -> (obs, state, reward, costs, done, info)`.
     """
+    step = env.step if differentiable else env.step_auto_reset
 
     def step_fn(key: Key, state: Any, action: Any) -> StepResult:
-        return env.step_auto_reset(key, state, action, params)
+        return step(key, state, action, params)
 
     return step_fn
 
 
 def scan_rollout(
-    env: Environment, key: Key, init_state: PyTree, params: EnvParams, actions: PyTree
+    env: Environment,
+    key: Key,
+    init_state: PyTree,
+    params: EnvParams,
+    actions: PyTree,
+    *,
+    differentiable: bool = False,
 ) -> tuple[
     PyTree,
     Float[Array, "T ..."],
@@ -184,6 +199,9 @@ def scan_rollout(
     - `init_state`: state to start from.
     - `params`: the env's params.
     - `actions`: `(T, *action_shape)` actions.
+    - `differentiable`: step with `env.step` instead of `env.step_auto_reset`, so
+      gradients w.r.t. the actions, `init_state` and `params` flow through the state
+      within each episode (see [`bind_step`][powerzoojax.core.bind_step]); same values.
 
     **Returns:**
 
@@ -191,22 +209,26 @@ def scan_rollout(
     each info entry with a leading `T` axis.
     """
     try:
-        batchable = _batchable_scan_rollout(env)
+        batchable = _batchable_scan_rollout(env, differentiable)
     except TypeError:  # an unhashable env: plain batching, same values
-        batchable = functools.partial(_scan_rollout_unbatched, env)
+        batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
     return batchable(key, init_state, params, actions)
 
 
-def _scan_rollout_unbatched(env: Environment, key: Key, init_state: PyTree, params: EnvParams, actions: PyTree) -> tuple:
-    final_state, _, outputs = rollout(bind_step(env, params), key, init_state, actions)
+def _scan_rollout_unbatched(
+    env: Environment, differentiable: bool, key: Key, init_state: PyTree, params: EnvParams, actions: PyTree
+) -> tuple:
+    step_fn = bind_step(env, params, differentiable=differentiable)
+    final_state, _, outputs = rollout(step_fn, key, init_state, actions)
     return (final_state, *outputs)
 
 
 @functools.lru_cache(maxsize=64)
-def _batchable_scan_rollout(env: Environment) -> Callable:
-    """`scan_rollout` for `env` with the batch-major vmap rule attached (cached per env)."""
+def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> Callable:
+    """`scan_rollout` for `env` with the batch-major vmap rule attached (cached per env and flag)."""
 
-    plain = functools.partial(_scan_rollout_unbatched, env)
+    plain = functools.partial(_scan_rollout_unbatched, env, differentiable)
+    env_step = env.step if differentiable else env.step_auto_reset
 
     @custom_vmap
     def fast(key, init_state, params, actions):
@@ -221,7 +243,7 @@ def _batchable_scan_rollout(env: Environment) -> Callable:
 
         keys, states, acts = broadcast(key, key_b), broadcast(init_state, state_b), broadcast(actions, actions_b)
         params_axes = jax.tree.map(lambda b: 0 if b else None, params_b)
-        batched_step = jax.vmap(env.step_auto_reset, in_axes=(0, 0, 0, params_axes))
+        batched_step = jax.vmap(env_step, in_axes=(0, 0, 0, params_axes))
         length = jax.tree.leaves(acts)[0].shape[1]
         step_keys = jax.vmap(lambda k: jr.split(k, length))(keys)
         final_state, _, outputs = _time_loop(

@@ -308,7 +308,7 @@ def market_marl_step(
         resource_states=state.resource_states,
     )
     _, k_reset = jr.split(key)
-    final_state = jax.lax.stop_gradient(select_tree(done, market_marl_reset(k_reset, params), next_state))
+    final_state = select_tree(done, jax.lax.stop_gradient(market_marl_reset(k_reset, params)), next_state)
     info = {
         "cost": thermal_cost,
         "cost_thermal_overload": thermal_cost,

@@ -14,7 +14,8 @@ One room per concern, each importing only the rooms above it in this list (and c
   envs are imported lazily: rl itself needs only core);
 - [`powerzoojax.rl.algos`][powerzoojax.rl.algos]: trainers (Equinox + Optax, data collected through
   `powerzoojax.core.rollout`): `make_ppo_train` (Gaussian or Beta actor),
-  `make_cmdp_train` (PPO-Lagrangian), `make_sac_train`, `make_ippo_train` /
+  `make_cmdp_train` (PPO-Lagrangian), `make_sac_train`, `make_apg_train` (analytic
+  policy gradient through the differentiable env), `make_ippo_train` /
   `make_ippo_typed_train` / `make_ippo_typed_lagrangian_train` and `make_ippo_act`;
   `TrainConfig` and `TrainResult`;
 - [`powerzoojax.rl.training`][powerzoojax.rl.training]: `make_train` (dispatch on `TrainConfig.algo`),
@@ -61,6 +62,7 @@ from powerzoojax.rl.marl import (
     make_ders_marl_env,
 )
 from powerzoojax.rl.algos import (
+    APGTrainer,
     MLP,
     ActorCritic,
     BetaActorCritic,
@@ -75,6 +77,7 @@ from powerzoojax.rl.algos import (
     TrainState,
     gae,
     load_config,
+    make_apg_train,
     make_cmdp_train,
     make_ippo_act,
     make_ippo_train,
@@ -125,7 +128,7 @@ __all__ = [
     "MARLState", "MultiAgentEnvironment", "GridMARLEnv", "DistGridMARLEnv", "DistGrid3PhaseMARLEnv", "MarketMARLEnv",
     "IPPOState", "IPPOTrainer", "make_ippo_act", "make_ippo_train", "make_ippo_typed_train",
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
-    "SACActor", "SACState", "SACTrainer", "make_sac_train", "PenaltyRewardWrapper",
+    "SACActor", "SACState", "SACTrainer", "make_sac_train", "APGTrainer", "make_apg_train", "PenaltyRewardWrapper",
     "RunRecord", "bootstrap_ci", "iqm", "load_manifest", "norm_score", "paired_sign_flip_test", "summarize",
     "write_manifest", "CheckpointError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run",
     "load_policy", "ClipAction", "ClipObservation", "FrameStack", "NormalizeObservation", "RescaleAction",

@@ -1,9 +1,11 @@
 """Trainers (Equinox + Optax; data collected through `powerzoojax.core.rollout`): PPO
-(Gaussian or Beta actor) and PPO-Lagrangian sharing one loss, SAC, IPPO / typed IPPO /
+(Gaussian or Beta actor) and PPO-Lagrangian sharing one loss, SAC, APG (analytic policy
+gradient through the differentiable env), IPPO / typed IPPO /
 typed IPPO-Lagrangian on the multi-agent adapters, their networks and the update loop
 they share; `TrainConfig` (every knob of the trainers) and `TrainResult` (what a
 trainer returns) live here because the trainers take and give them."""
 
+from powerzoojax.rl.algos._apg import APGTrainer, make_apg_train
 from powerzoojax.rl.algos._config import TrainConfig, load_config, save_config
 from powerzoojax.rl.algos._ippo import (
     IPPOState,
@@ -19,8 +21,8 @@ from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._sac import SACActor, SACState, SACTrainer, make_sac_train
 
 __all__ = [
-    "MLP", "ActorCritic", "BetaActorCritic", "IPPOState", "IPPOTrainer", "PPOTrainer", "SACActor", "SACState",
+    "APGTrainer", "MLP", "ActorCritic", "BetaActorCritic", "IPPOState", "IPPOTrainer", "PPOTrainer", "SACActor", "SACState",
     "SACTrainer", "TrainConfig", "TrainResult", "TrainState", "gae", "load_config", "make_cmdp_train",
-    "make_ippo_act", "make_ippo_train", "make_ippo_typed_lagrangian_train", "make_ippo_typed_train",
+    "make_apg_train", "make_ippo_act", "make_ippo_train", "make_ippo_typed_lagrangian_train", "make_ippo_typed_train",
     "make_ppo_train", "make_sac_train", "ppo_loss", "save_config",
 ]

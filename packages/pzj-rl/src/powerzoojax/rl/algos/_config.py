@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ALGOS = (
-    "ppo", "sac", "td3", "dqn", "ppo_lagrangian", "saute_ppo", "ippo", "ippo_typed",
+    "ppo", "sac", "apg", "td3", "dqn", "ppo_lagrangian", "saute_ppo", "ippo", "ippo_typed",
     "ippo_typed_lagrangian", "mappo",
 )
 # Fields that may be given as a scalar or as one value per selected constraint.
@@ -35,18 +35,19 @@ class TrainConfig:
 
     **Arguments:**
 
-    - `algo`: one of `ALGOS` (`"ppo"`, `"sac"`, `"ppo_lagrangian"`, `"saute_ppo"`,
+    - `algo`: one of `ALGOS` (`"ppo"`, `"sac"`, `"apg"`, `"ppo_lagrangian"`, `"saute_ppo"`,
       `"ippo"`, `"ippo_typed"`, `"ippo_typed_lagrangian"`, ...).
     - `total_timesteps`: env steps of the run.
     - `num_envs`: parallel envs.
     - `seed`: seed of the run.
     - `learning_rate`: Adam step size.
     - `gamma`: discount.
-    - `max_grad_norm`: gradient clipping norm.
+    - `max_grad_norm`: global-norm gradient clipping (every trainer, APG included).
     - `eval_freq`: env steps between evaluations (and one after the last update); 0 turns
       evaluation off.
     - `eval_episodes`: accepted, not used (use `eval_num_episodes`).
-    - `n_steps`: steps per env per update.
+    - `n_steps`: steps per env per update (for `"apg"` the truncation length of the
+      backpropagated window).
     - `n_epochs`: passes over each batch.
     - `n_minibatches`: minibatches per epoch.
     - `clip_eps`: PPO clip range.

@@ -274,11 +274,7 @@ class PPOTrainer(UpdateLoop):
             raise NotImplementedError(
                 f"PPO here handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}"
             )
-        if (config.num_envs * config.n_steps) % config.n_minibatches:
-            raise ValueError(
-                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
-                f"n_minibatches = {config.n_minibatches}"
-            )
+        self._check_batching(config)
         self.env = env
         self.config = config
         self.lagrangian = lagrangian
@@ -319,6 +315,13 @@ class PPOTrainer(UpdateLoop):
             optax.adam(config.learning_rate, eps=1e-5),
         )
         self._setup_jits(mesh)
+
+    def _check_batching(self, config: TrainConfig) -> None:
+        if (config.num_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(
+                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
+                f"n_minibatches = {config.n_minibatches}"
+            )
 
     # -- policy helpers --------------------------------------------------------------
     def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:

@@ -1,6 +1,7 @@
 """Named, ready-to-train setups: `list_presets()`, `get_preset(name)`, `train(name)`.
 
-All sixteen names of the reference exist and build their env (`preset.env_factory()`).
+All sixteen names of the reference exist and build their env (`preset.env_factory()`),
+beside two analytic-policy-gradient presets on the same envs (`*-apg`).
 The IPPO presets add `normalize_rewards=True` (profits are in $, thousands per step) to
 the reference configs. Data: `dso-nflex*` use the DSO task's synthetic feeder shapes,
 `dc-microgrid*` the env's synthetic default profiles, `ders-medium*` and `tso-*` the
@@ -14,6 +15,12 @@ training profiles (`gencos-case5-ippo-dev`: a flat mid-load day, no data).
 load `0.5 · d_max` (750 MW in all), 48 half-hour steps; reward `−0.01 · generation
 cost`. Cheapest dispatch pushes the 600 MW / 10 $/MWh unit at bus 5, which overloads
 the 240 MW line 4–5 by about 19 MW (random actions almost never overload a line).
+
+`case5-economic-dispatch-apg`, `dso-nflex-apg`: the envs of `case5-economic-dispatch` and
+`dso-nflex` trained by [`make_apg_train`][powerzoojax.rl.algos.make_apg_train]
+(backpropagation through 8-step windows of the differentiable env, gradients clipped
+at global norm 1). APG needs far fewer env steps than PPO on these dispatch problems,
+whose reward is a smooth function of the action through the physics.
 
 `case5-safe-dispatch`: the same env under `SafeRLWrapper` with the
 `thermal_overload` channel (MW above line limits, summed over lines, per step) and a
@@ -169,6 +176,17 @@ _CASE5 = TrainConfig(
     eval_num_episodes=32,
 )
 _LARGE: dict[str, Any] = dict(hidden_dims=(128, 128), gamma=0.995, normalize_observations=True)
+# APG: one clipped Adam step per backpropagated 8-step window of every env.
+_APG = TrainConfig(
+    algo="apg",
+    total_timesteps=20_480,
+    num_envs=16,
+    n_steps=8,
+    learning_rate=3e-3,
+    max_grad_norm=1.0,
+    eval_freq=2_048,
+    eval_num_episodes=16,
+)
 
 PRESETS: dict[str, PresetDef] = {
     "battery-soc-tracking": PresetDef(
@@ -178,6 +196,10 @@ PRESETS: dict[str, PresetDef] = {
     "case5-economic-dispatch": PresetDef(
         "Case-5 DC economic dispatch: minimise generation cost (TransGridEnv, LogWrapper)",
         lambda: _case5_env(False), None, _CASE5,
+    ),
+    "case5-economic-dispatch-apg": PresetDef(
+        "Case-5 DC economic dispatch by analytic policy gradient through the env (TransGridEnv, LogWrapper)",
+        lambda: _case5_env(False), None, _APG,
     ),
     "case5-safe-dispatch": PresetDef(
         "Case-5 DC dispatch with no line overload allowed (SafeRLWrapper thermal_overload, threshold 0)",
@@ -201,6 +223,12 @@ PRESETS: dict[str, PresetDef] = {
         "DSO loss minimisation with 6 flexible loads on case33bw (DistGridEnv)",
         lambda: _dso_env(False), None,
         TrainConfig(total_timesteps=3_000_000, num_envs=128, n_steps=48, **_LARGE),
+    ),
+    "dso-nflex-apg": PresetDef(
+        "DSO loss minimisation on case33bw by analytic policy gradient through the feeder (DistGridEnv)",
+        lambda: _dso_env(False), None,
+        _APG.replace(total_timesteps=40_960, num_envs=32, hidden_dims=(128, 128), gamma=0.995,
+                     normalize_observations=True, eval_freq=4_096),
     ),
     "dso-nflex-safe": PresetDef(
         "DSO with a voltage-violation constraint (SafeRLWrapper, threshold 0)",

@@ -27,7 +27,7 @@ _NOT_YET = {
     "dqn": "DQN is not implemented: the benchmark envs have continuous actions (use 'ppo' or 'sac')",
     "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
 }
-AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "ippo", "ippo_typed", "ippo_typed_lagrangian")
+AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "apg", "ippo", "ippo_typed", "ippo_typed_lagrangian")
 _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
 
 
@@ -36,7 +36,8 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
 
     `ppo` takes any single-agent wrapper; `saute_ppo` needs a `SauteWrapper` (the caller
     applies it: `train()` does so from the config's `saute_*` fields); `ppo_lagrangian`
-    needs a `SafeRLWrapper` (`TypeError` otherwise); `sac` takes a single-agent wrapper;
+    needs a `SafeRLWrapper` (`TypeError` otherwise); `sac` and `apg` (analytic policy
+    gradient through the differentiable env) take a single-agent wrapper;
     `ippo` / `ippo_typed` / `ippo_typed_lagrangian` take a multi-agent adapter
     (`GridMARLEnv`, `DistGridMARLEnv`, `MarketMARLEnv`; the Lagrangian one constrains
     every channel of `env.constraint_names()` with `config.cost_thresholds`). Algorithms
@@ -76,6 +77,10 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
         from powerzoojax.rl.algos._sac import make_sac_train
 
         return make_sac_train(env, config, mesh=mesh)
+    if algo == "apg":
+        from powerzoojax.rl.algos._apg import make_apg_train
+
+        return make_apg_train(env, config, mesh=mesh)
     if algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
         from powerzoojax.rl.algos._ippo import make_ippo_train
 
@@ -218,7 +223,12 @@ def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
 
         sac = SACTrainer(env, result.config)
         return lambda key, obs: sac.deterministic_action(result.params, obs)
-    trainer = PPOTrainer(env, result.config.replace(algo="ppo"))
+    if result.config.algo == "apg":
+        from powerzoojax.rl.algos._apg import APGTrainer
+
+        trainer: PPOTrainer = APGTrainer(env, result.config)
+    else:
+        trainer = PPOTrainer(env, result.config.replace(algo="ppo"))
     policy, stats = result.params, result.obs_stats
 
     def act(key: Key, obs: Array) -> Array:
