@@ -123,7 +123,7 @@ def auto_reset(
 def _guard_reset(reset: Any) -> Any:
     expected = params_class(reset)
 
-    # ``params: Any``: this layer is the one that checks them, with a one-line message.
+    # `params: Any`: this layer is the one that checks them, with a one-line message.
     def guarded_reset(self: "Environment", key: Key, params: Any) -> Any:
         check_params(params, expected, f"{self.name}.reset")
         return reset(self, key, params)
@@ -204,7 +204,7 @@ class Environment(eqx.Module):
                 setattr(cls, name, guard(method))
 
     def __hash__(self) -> int:
-        # An env holding arrays stays hashable, so ``jax.jit(env.step)`` works.
+        # An env holding arrays stays hashable, so `jax.jit(env.step)` works.
         return structural_hash(self)
 
     @abc.abstractmethod

@@ -26,11 +26,11 @@ from jaxtyping import Array, Bool, Float, PyTree
 from powerzoojax.core._environment import EnvParams, Environment, StepResult
 from powerzoojax.core._types import Key
 
-# step(key, state, action) -> (obs, state, *rest). ``rest`` is whatever the stepped
+# step(key, state, action) -> (obs, state, *rest). `rest` is whatever the stepped
 # object returns after the state: (reward, costs, done, info) for a bare env,
 # (reward, done, info) for LogWrapper, dicts for multi-agent adapters.
 StepFn = Callable[[Key, Any, Any], tuple[Any, ...]]
-# policy(key, obs, x) -> (action, aux); ``x`` is the per-step slice of ``xs`` (or None).
+# policy(key, obs, x) -> (action, aux); `x` is the per-step slice of `xs` (or None).
 PolicyFn = Callable[[Key, Any, Any], tuple[Any, Any]]
 
 BatchedStepResult = tuple[
@@ -129,7 +129,7 @@ def _time_loop(
         return jax.tree.map(lambda a: lax.dynamic_index_in_dim(a, t, 1, keepdims=False), inputs)
 
     out_shapes = jax.eval_shape(lambda c: one_step(c, at(0))[1], init_carry)
-    # Every step writes its slice, so the buffers need no initial value: ``lax.empty`` is a
+    # Every step writes its slice, so the buffers need no initial value: `lax.empty` is a
     # bare allocation on GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
     buffers = jax.tree.map(lambda s: lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
 

@@ -25,9 +25,9 @@ One room per concern, each importing only the rooms above it in this list (and c
   `write_manifest` / `load_manifest`, `summarize` (mean, std, IQM, bootstrap CI,
   NormScore), `paired_sign_flip_test`.
 
-This package re-exports their public names. Beside them, :mod:`powerzoojax.rl.adapters`
-holds the Gymnasium and PettingZoo adapters (extras ``[gym]``, ``[pettingzoo]``); it is
-not re-exported, so ``import powerzoojax.rl`` never needs those packages.
+This package re-exports their public names. Beside them, `powerzoojax.rl.adapters`
+holds the Gymnasium and PettingZoo adapters (extras `[gym]`, `[pettingzoo]`); it is
+not re-exported, so `import powerzoojax.rl` never needs those packages.
 """
 
 from powerzoojax.rl.wrappers import (

@@ -11,8 +11,8 @@ PettingZoo (`pip install 'pzj-rl[pettingzoo]'`).
 - `to_gymnasium_space`: our spaces as Gymnasium's.
 
 Nothing here runs inside `jit`: these are host-side shells around the compiled env.
-Gymnasium and PettingZoo are imported on first use of a name, so ``import
-powerzoojax.rl.adapters`` works without them and a missing one is named with its extra.
+Gymnasium and PettingZoo are imported on first use of a name, so `import
+powerzoojax.rl.adapters` works without them and a missing one is named with its extra.
 """
 
 import importlib

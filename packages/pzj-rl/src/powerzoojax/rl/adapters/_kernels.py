@@ -106,8 +106,8 @@ def _step_batch(
 def step_batch(
     env: Any, keys: Array, states: Any, obs: Any, skip: Bool[Array, " n"], actions: Any, params: Any
 ) -> tuple[Any, ...]:
-    """One vmapped step of every env: ``(next keys, obs, states, packed (obs, reward, costs,
-    done, info))`. Envs where `skip`` holds (they ended on the previous step, whose
+    """One vmapped step of every env: `(next keys, obs, states, packed (obs, reward, costs,
+    done, info))`. Envs where `skip` holds (they ended on the previous step, whose
     returned state is already their next episode's first) keep state and obs and report
     reward 0, zero costs and `done` False: Gymnasium's next-step autoreset."""
     keys, out_obs, out_states, out = _step_batch(env, keys, states, obs, skip, actions, params)

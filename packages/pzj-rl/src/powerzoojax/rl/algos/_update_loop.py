@@ -82,8 +82,8 @@ class UpdateLoop:
 
     # -- placement on a mesh -------------------------------------------------------------
     def _setup_jits(self, mesh: Mesh | None) -> None:
-        """Compile-on-first-call functions of the run: plain ``jit`` without a mesh, sharded
-        ``jit`` (env fields split, the rest replicated) with one."""
+        """Compile-on-first-call functions of the run: plain `jit` without a mesh, sharded
+        `jit` (env fields split, the rest replicated) with one."""
         if mesh is not None:
             if not isinstance(mesh, Mesh) or len(mesh.axis_names) != 1:
                 raise ValueError(f"trainer mesh must be a 1-D jax.sharding.Mesh (make_env_mesh()), got {mesh!r}")
@@ -106,7 +106,7 @@ class UpdateLoop:
         self._jit_train = jax.jit(self.train, in_shardings=(rep,), out_shardings=(state, rep))
 
     def state_shardings(self) -> Any:
-        """The sharding of every leaf of the training state: :data:`ENV_FIELDS` split along
+        """The sharding of every leaf of the training state: `ENV_FIELDS` split along
         their leading (env) axis over the mesh, every other leaf replicated."""
         if self.mesh is None:
             raise ValueError("state_shardings: this trainer has no mesh")
@@ -124,7 +124,7 @@ class UpdateLoop:
         return self._state_shardings
 
     def place_key(self, key: Key) -> Key:
-        """``key`` as the compiled functions take it (replicated over the mesh when there is one)."""
+        """`key` as the compiled functions take it (replicated over the mesh when there is one)."""
         if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
             key = jr.key_data(key)
         if self.mesh is None:
@@ -133,15 +133,15 @@ class UpdateLoop:
 
     def place_state(self, state: Any) -> Any:
         """A training state held on the host (a loaded checkpoint) laid out as the compiled
-        chunk takes it: on the mesh with :meth:`state_shardings` when there is one."""
+        chunk takes it: on the mesh with `state_shardings` when there is one."""
         if self.mesh is None:
             return state
         return put_global(state, self.state_shardings())
 
     def per_env_shard(self, fn: Callable[[Any, Any], Any], shared: Any, batched: Any) -> Any:
-        """``fn(shared, batched)`` where every leaf of ``batched`` and of the output has the env
-        axis first. With a mesh, each device runs ``fn`` on its own slice of the envs
-        (``shared`` replicated); nothing crosses devices inside."""
+        """`fn(shared, batched)` where every leaf of `batched` and of the output has the env
+        axis first. With a mesh, each device runs `fn` on its own slice of the envs
+        (`shared` replicated); nothing crosses devices inside."""
         if self.mesh is None:
             return fn(shared, batched)
         spec = PartitionSpec(self.mesh.axis_names[0])
@@ -152,7 +152,7 @@ class UpdateLoop:
         )
 
     def split_samples(self, tree: Any, axis: int = 0) -> Any:
-        """Ask XLA to split ``axis`` (a sample axis) of every leaf over the mesh, so each device
+        """Ask XLA to split `axis` (a sample axis) of every leaf over the mesh, so each device
         computes the loss and gradient of its share of a minibatch (XLA then all-reduces the
         gradient). A no-op without a mesh or when the axis does not divide evenly."""
         if self.mesh is None:

@@ -17,10 +17,10 @@ a run folder, continues that run (same preset and config; only `--total_timestep
 may grow) and writes into the same folder. Prints the result summary as JSON.
 
 Several processes (one per host, or per GPU): start the same command in each with
-``--coordinator HOST:PORT --num-processes P --process-id I`` (or ``--distributed`` under
+`--coordinator HOST:PORT --num-processes P --process-id I` (or `--distributed` under
 SLURM / Open MPI, where JAX reads them from the environment). The env batch
-(``--num_envs``, the global batch) is split over every device of every process, process
-0 writes the output folder, and every process can ``--resume`` from it. ``--mesh`` splits
+(`--num_envs`, the global batch) is split over every device of every process, process
+0 writes the output folder, and every process can `--resume` from it. `--mesh` splits
 the batch over the devices of a single process.
 
 Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad config, output
@@ -182,7 +182,7 @@ def _train_parser() -> argparse.ArgumentParser:
 
 def _start_distributed(args: argparse.Namespace) -> tuple[bool, str | None]:
     """Join the multi-process run the flags describe, before anything computes with JAX;
-    ``(whether a mesh is wanted, error message)``."""
+    `(whether a mesh is wanted, error message)`."""
     explicit = [args.coordinator, args.num_processes, args.process_id]
     if all(v is None for v in explicit) and not args.distributed:
         if args.heartbeat_timeout is not None:

@@ -1,9 +1,9 @@
-"""Where a run's metric rows go: ``metrics.csv`` / ``metrics.jsonl`` always, TensorBoard and
-Weights & Biases on request (``TrainConfig.loggers``), and the progress display.
+"""Where a run's metric rows go: `metrics.csv` / `metrics.jsonl` always, TensorBoard and
+Weights & Biases on request (`TrainConfig.loggers`), and the progress display.
 
-A logger is anything with ``log(rows, start)`` and ``close()`` (:class:`MetricLogger`):
-``rows`` is every row of the run so far (one per update, as in ``metrics.jsonl``) and
-``rows[start:]`` the ones added since the last call. On resume the rows restored from
+A logger is anything with `log(rows, start)` and `close()` (`MetricLogger`):
+`rows` is every row of the run so far (one per update, as in `metrics.jsonl`) and
+`rows[start:]` the ones added since the last call. On resume the rows restored from
 the checkpoint were logged by the run that wrote them; only the new ones are sent on,
 at their own env-step counts, so TensorBoard and W&B continue where the checkpoint was
 (TensorBoard drops what an interrupted run had logged past it).
@@ -28,7 +28,7 @@ class MetricLogger(Protocol):
 
 
 def metric_tag(name: str) -> str:
-    """Grouped name of a metric on a dashboard: ``eval/…`` for evaluation, ``train/…`` otherwise."""
+    """Grouped name of a metric on a dashboard: `eval/…` for evaluation, `train/…` otherwise."""
     return f"eval/{name[len('eval_'):]}" if name.startswith("eval_") else f"train/{name}"
 
 
@@ -55,7 +55,7 @@ def _optional(module: str, extra: str, what: str) -> Any:
 
 
 class FileLogger:
-    """``metrics.csv`` and ``metrics.jsonl`` in ``output_dir``, rewritten whole (atomically) each time."""
+    """`metrics.csv` and `metrics.jsonl` in `output_dir`, rewritten whole (atomically) each time."""
 
     def __init__(self, output_dir: str):
         self.output_dir = output_dir
@@ -68,9 +68,9 @@ class FileLogger:
 
 
 class TensorBoardLogger:
-    """TensorBoard event files in ``log_dir`` (tensorboardX), one scalar per metric at its env-step count.
+    """TensorBoard event files in `log_dir` (tensorboardX), one scalar per metric at its env-step count.
 
-    ``purge_step``: the first step this run logs; TensorBoard hides what an earlier run
+    `purge_step`: the first step this run logs; TensorBoard hides what an earlier run
     logged in the same folder from that step on (a resumed run redoes those updates).
     """
 
@@ -92,8 +92,8 @@ class TensorBoardLogger:
 class WandbLogger:
     """A Weights & Biases run (offline by default) logging each row at its env-step count.
 
-    The run's id is kept in ``<output_dir>/wandb_run_id``, so a resumed training continues
-    the same W&B run; its files go to ``<output_dir>/wandb``.
+    The run's id is kept in `<output_dir>/wandb_run_id`, so a resumed training continues
+    the same W&B run; its files go to `<output_dir>/wandb`.
     """
 
     def __init__(self, output_dir: str, project: str, mode: str, config: dict[str, Any], name: str | None = None):
@@ -120,7 +120,7 @@ class WandbLogger:
 
 
 def check_logger_folder(config: TrainConfig, output_dir: str | None) -> None:
-    """``ValueError`` when ``config.loggers`` asks for a logger but the run has no output folder."""
+    """`ValueError` when `config.loggers` asks for a logger but the run has no output folder."""
     if config.loggers and output_dir is None:
         raise ValueError(
             f"run_training: loggers={list(config.loggers)} write under the output folder; pass output_dir (--output)"
@@ -130,11 +130,11 @@ def check_logger_folder(config: TrainConfig, output_dir: str | None) -> None:
 def make_loggers(
     config: TrainConfig, output_dir: str | None, *, first_step: int, run_name: str | None = None
 ) -> list[MetricLogger]:
-    """The run's metric sinks: the files (with an output folder) and ``config.loggers``.
+    """The run's metric sinks: the files (with an output folder) and `config.loggers`.
 
-    ``first_step``: the env-step count of the first row this run adds (where a resumed
-    run's TensorBoard log continues). ``ValueError`` when a logger is asked for without
-    an output folder; ``ImportError`` naming the extra when its package is missing.
+    `first_step`: the env-step count of the first row this run adds (where a resumed
+    run's TensorBoard log continues). `ValueError` when a logger is asked for without
+    an output folder; `ImportError` naming the extra when its package is missing.
     """
     check_logger_folder(config, output_dir)
     if output_dir is None:
@@ -158,7 +158,7 @@ def close_all(loggers: list[MetricLogger]) -> None:
 
 
 class OpenLoggers:
-    """The loggers of one run, closed when the ``with`` block around the run ends."""
+    """The loggers of one run, closed when the `with` block around the run ends."""
 
     def __init__(self, loggers: list[MetricLogger]):
         self.loggers = loggers
@@ -171,12 +171,12 @@ class OpenLoggers:
 
 
 def open_loggers(config: TrainConfig, output_dir: str | None, *, first_step: int, run_name: str | None = None) -> OpenLoggers:
-    """:func:`make_loggers` as a context manager."""
+    """`make_loggers` as a context manager."""
     return OpenLoggers(make_loggers(config, output_dir, first_step=first_step, run_name=run_name))
 
 
 class TqdmProgress:
-    """The status of a running training as a tqdm bar (``tqdm.auto``: a widget in notebooks,
+    """The status of a running training as a tqdm bar (`tqdm.auto`: a widget in notebooks,
     a text bar in terminals), counting env steps, with the recent return, evaluation and cost."""
 
     def __init__(self, total_updates: int, steps_per_update: int, start_update: int, stream: Any):
@@ -203,7 +203,7 @@ class TqdmProgress:
 
 
 def make_progress(config: TrainConfig, total_updates: int, steps_per_update: int, start_update: int, stream: Any) -> Any:
-    """The progress display ``config.progress_bar`` names: the status line or a tqdm bar."""
+    """The progress display `config.progress_bar` names: the status line or a tqdm bar."""
     if config.progress_bar == "tqdm":
         return TqdmProgress(total_updates, steps_per_update, start_update, sys.stderr if stream is sys.stdout else stream)
     return Progress(total_updates, steps_per_update, stream)

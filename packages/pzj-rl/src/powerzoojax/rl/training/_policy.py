@@ -169,9 +169,9 @@ def _stats(x: np.ndarray) -> dict[str, float]:
 
 def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]:
     """One episode from reset: observations, actions, rewards, costs, done flags, every info
-    entry (``info/<key>``), the float fields of the env state each step returned
-    (``state/<field>``; NaN on the terminal step, whose returned state is already the next
-    episode's) and the step length, the keys :func:`powerzoojax.viz.episode_series` reads."""
+    entry (`info/<key>`), the float fields of the env state each step returned
+    (`state/<field>`; NaN on the terminal step, whose returned state is already the next
+    episode's) and the step length, the keys `powerzoojax.viz.episode_series` reads."""
     from powerzoojax.viz._network import _env_state
 
     k_reset, k_roll = jr.split(key)
@@ -217,9 +217,9 @@ def _save_figure(fig: Any, path: str) -> None:
 
 
 def write_episode_plots(trace: dict[str, np.ndarray], case: Any, folder: str, title: str) -> list[str]:
-    """``episode.png`` (:func:`~powerzoojax.viz.plot_episode`) and, for an env on a case,
-    ``network.png`` (:func:`~powerzoojax.viz.plot_network` at the episode's busiest step)
-    and ``episode.gif`` (:func:`~powerzoojax.viz.animate_episode`) in ``folder``; returns the paths."""
+    """`episode.png` (`plot_episode`) and, for an env on a case,
+    `network.png` (`plot_network` at the episode's busiest step)
+    and `episode.gif` (`animate_episode`) in `folder`; returns the paths."""
     from powerzoojax.viz import animate_episode, episode_series, plot_episode, plot_network
 
     os.makedirs(folder, exist_ok=True)
