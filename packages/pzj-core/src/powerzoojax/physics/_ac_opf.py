@@ -17,7 +17,8 @@ autodiff of the same functions (`tests/core/test_ac_opf.py` checks them against
 autodiff). The inequality Jacobian is applied by structure (flow rows dense,
 bound rows ±identity); the KKT system is dense (`2N + 2G + 2N + 1` rows), so this is
 meant for small and medium cases. The loop is a `lax.while_loop` with an
-iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the reference's
+iteration cap: it jits and vmaps. It runs with its inputs' tangents stopped; derivatives
+come from the KKT conditions at the optimum (`powerzoojax.physics._ac_opf_grad`). Dtype follows the load inputs; use float64 (the reference's
 AC-OPF dtype) — float32 does not reach the tolerances. Unlike the reference (reduced-space
 L-BFGS-B inside augmented-Lagrangian rounds) this solves the full-space KKT
 system; the reference's published case-5 solution is the acceptance target, not the iterates.
@@ -197,7 +198,9 @@ def ac_opf(
     Minimises the generation cost subject to the AC power balance, line ratings, voltage
     and unit limits (MATPOWER's PIPS method with its analytic derivatives). The KKT system
     is dense, so it suits small and medium cases. It jits and vmaps; use float64, as
-    float32 does not reach the tolerances.
+    float32 does not reach the tolerances. `jax.grad`, `jax.jvp` and their `vmap`s apply:
+    the derivative is that of the KKT point with the limits it holds (zero where
+    `converged` is false); ask for a tight `tol` (1e-10) when derivatives matter.
 
     **Arguments:**
 
