@@ -26,7 +26,7 @@ solve did not converge (infeasible loads, iteration cap) or the KKT matrix on th
 singular, the derivative is zero: finite, and `converged` says so for the former.
 
 `∂F/∂w` is formed in closed form from MATPOWER's second derivatives (the same functions
-the interior point uses), dense: `4N + 2G + 1 + n_in` unknowns (73 on case 5, 115 on
+the interior point uses), dense: `4N + 2G + 1 + n_in` unknowns (65 on case 5, 115 on
 case 14, 1033 on case 118).
 """
 
