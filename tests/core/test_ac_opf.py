@@ -73,7 +73,10 @@ def test_analytic_derivatives_match_autodiff():
     autodiff of ``S = V conj(Ybus V)`` and ``|S_br|²`` at a random point (case 14, every
     line, float64)."""
     from powerzoojax.case._matrices import build_branch_admittances, build_ybus
-    from powerzoojax.physics._ac_opf import _branch_derivatives, _branch_sq_hessian, _bus_derivatives, _bus_hessian
+    from powerzoojax.physics._ac_opf_model import branch_derivatives as _branch_derivatives
+    from powerzoojax.physics._ac_opf_model import branch_sq_hessian as _branch_sq_hessian
+    from powerzoojax.physics._ac_opf_model import bus_derivatives as _bus_derivatives
+    from powerzoojax.physics._ac_opf_model import bus_hessian as _bus_hessian
 
     case = load_case("14")
     rng = np.random.default_rng(14)

@@ -104,17 +104,18 @@ def _check_directional(case_id: str, method: str, seed: int) -> None:
         assert abs(analytic - fd) <= REL_TOL * max(abs(fd), 1e-8), (case_id, method, name, analytic, fd)
 
 
-@pytest.mark.parametrize("case_id", ["5", "14"])
+@pytest.mark.parametrize("case_id", ["5", "14", "118"])
 @settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2**16))
 def test_newton_gradient_matches_finite_differences(case_id: str, seed: int) -> None:
     _check_directional(case_id, "newton", seed)
 
 
+@pytest.mark.parametrize("case_id", ["5", "14", "118"])
 @settings(max_examples=2, deadline=None)
 @given(seed=st.integers(0, 2**16))
-def test_fast_decoupled_gradient_matches_finite_differences(seed: int) -> None:
-    _check_directional("5", "fdlf", seed)
+def test_fast_decoupled_gradient_matches_finite_differences(case_id: str, seed: int) -> None:
+    _check_directional(case_id, "fdlf", seed)
 
 
 def test_case118_gradient_with_switched_pv_buses() -> None:

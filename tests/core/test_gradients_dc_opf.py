@@ -1,8 +1,9 @@
 """KKT derivatives of the DC-OPF against central finite differences (float64).
 
 Three solver paths: the dual simplex (linear costs, monitored lines: case 5 with its
-150 MW line, case 118 with every line rated 150 MW), the interior point (quadratic costs,
-case 5) and the price bisection (no monitored line: case 14). Each check differentiates
+150 MW line, cases 14 and 118 with every line rated 150 MW), the interior point (quadratic
+costs, the same ratings on cases 5 and 14) and the price bisection (no monitored line:
+cases 14 and 118 as shipped). Each check differentiates
 a random weighting of dispatch, flows and cost ("primal") and of the LMPs ("dual") along a
 random direction of one input: loads (scaled at the loaded buses), linear and quadratic
 cost coefficients, line ratings.
@@ -32,9 +33,12 @@ SOLVE = dict(tol=1e-10, max_iter=80)
 # (case, objective, rated lines): the solver path each exercises.
 PATHS = {
     "simplex_case5": ("5", "linear", "case5"),
+    "simplex_case14": ("14", "linear", "all150"),
     "simplex_case118": ("118", "linear", "all150"),
     "interior_point_case5": ("5", "polynomial", "case5"),
+    "interior_point_case14": ("14", "polynomial", "all150"),
     "bisection_case14": ("14", "polynomial", None),
+    "bisection_case118": ("118", "polynomial", None),
 }
 
 
@@ -119,7 +123,7 @@ def _check(path: str, seed: int) -> None:
     _, status = losses(x, w)
     assert int(status) == DCOPF_OPTIMAL
     jac = jacobian(x, w)
-    dual_tol = QP_DUAL_REL_TOL if path == "interior_point_case5" else REL_TOL
+    dual_tol = QP_DUAL_REL_TOL if path.startswith("interior_point") else REL_TOL
     h = 1e-5
     for name in x:
         d = _direction(path, x, name, seed)

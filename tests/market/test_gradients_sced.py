@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.requires("powerzoojax.market")
 
@@ -59,12 +61,11 @@ def test_uncongested_price_follows_the_marginal_offer() -> None:
     assert float(prices.ravel()[marginal]) == pytest.approx(float(res.lambda_balance), rel=1e-5)
 
 
-@pytest.mark.parametrize("congested", [False, True])
-def test_gradient_matches_finite_differences(congested: bool) -> None:
+def _check_finite_differences(congested: bool, seed: int, weight_seed: int) -> None:
     # Piecewise linear: a central difference inside the piece is exact up to float32
     # rounding of the clearing (~1e-5 of the loss, over a step of 0.1: ~1e-4 absolute).
     case, _, solve = _clearing(congested)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(weight_seed)
     w_lmp = jnp.asarray(rng.normal(size=case.n_nodes), jnp.float32)
     w_p = jnp.asarray(rng.normal(size=case.n_units), jnp.float32)
 
@@ -72,7 +73,7 @@ def test_gradient_matches_finite_differences(congested: bool) -> None:
         res = solve(load, prices)
         return w_lmp @ res.lmp + 0.1 * (w_p @ res.unit_power)
 
-    load, prices = _point(congested, 2)
+    load, prices = _point(congested, seed)
     g_load, g_prices = jax.grad(loss, argnums=(0, 1))(load, prices)
     for x, g, d in (
         (load, g_load, load * jnp.asarray(rng.normal(size=load.shape), jnp.float32) / 100.0),
@@ -83,6 +84,18 @@ def test_gradient_matches_finite_differences(congested: bool) -> None:
         args_m = (x - h * d, prices) if x is load else (load, x - h * d)
         fd = float(loss(*args_p) - loss(*args_m)) / (2 * h)
         assert float(jnp.sum(g * d)) == pytest.approx(fd, rel=1e-3, abs=2e-4)
+
+
+@pytest.mark.parametrize("congested", [False, True])
+def test_gradient_matches_finite_differences(congested: bool) -> None:
+    _check_finite_differences(congested, 2, 7)
+
+
+@pytest.mark.parametrize("congested", [False, True])
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_gradient_matches_finite_differences_at_random_points(congested: bool, seed: int) -> None:
+    _check_finite_differences(congested, seed, seed + 1)
 
 
 def test_vmapped_gradient_matches_single_ones() -> None:

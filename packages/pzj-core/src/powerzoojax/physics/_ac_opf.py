@@ -17,7 +17,8 @@ autodiff of the same functions (`tests/core/test_ac_opf.py` checks them against
 autodiff). The inequality Jacobian is applied by structure (flow rows dense,
 bound rows ±identity); the KKT system is dense (`2N + 2G + 2N + 1` rows), so this is
 meant for small and medium cases. The loop is a `lax.while_loop` with an
-iteration cap: it jits and vmaps. Dtype follows the load inputs; use float64 (the reference's
+iteration cap: it jits and vmaps. It runs with its inputs' tangents stopped; derivatives
+come from the KKT conditions at the optimum (`powerzoojax.physics._ac_opf_grad`). Dtype follows the load inputs; use float64 (the reference's
 AC-OPF dtype) — float32 does not reach the tolerances. Unlike the reference (reduced-space
 L-BFGS-B inside augmented-Lagrangian rounds) this solves the full-space KKT
 system; the reference's published case-5 solution is the acceptance target, not the iterates.
@@ -40,6 +41,14 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import build_branch_admittances, build_ybus
+from powerzoojax.physics._ac_opf_model import (
+    branch_derivatives,
+    branch_flows,
+    branch_sq_hessian,
+    bus_derivatives,
+    bus_hessian,
+)
+from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_parameters
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
@@ -174,69 +183,6 @@ def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) 
     )
 
 
-def _branch_flows(net, vm, va, dtype):
-    e, f = vm * jnp.cos(va), vm * jnp.sin(va)
-    bg, bb = net.branch_g.astype(dtype), net.branch_b.astype(dtype)
-    ef, ff, et, ft = e[net.line_from], f[net.line_from], e[net.line_to], f[net.line_to]
-
-    def end(gs, bs, go, bo, es, fs, eo, fo):
-        i_re = gs * es - bs * fs + go * eo - bo * fo
-        i_im = bs * es + gs * fs + bo * eo + go * fo
-        return es * i_re + fs * i_im, fs * i_re - es * i_im
-
-    pf, qf = end(bg[:, 0], bb[:, 0], bg[:, 1], bb[:, 1], ef, ff, et, ft)
-    pt, qt = end(bg[:, 3], bb[:, 3], bg[:, 2], bb[:, 2], et, ft, ef, ff)
-    return pf, qf, pt, qt
-
-
-def _bus_derivatives(y, v, vn):
-    """`S = V conj(Y V)` and MATPOWER's `dSbus_dV` (polar): `dS/dVa, dS/dVm`."""
-    ibus = y @ v
-    ds_dva = 1j * v[:, None] * jnp.conj(jnp.diag(ibus) - y * v[None, :])
-    ds_dvm = v[:, None] * jnp.conj(y * vn[None, :]) + jnp.diag(jnp.conj(ibus) * vn)
-    return v * jnp.conj(ibus), ibus, ds_dva, ds_dvm
-
-
-def _bus_hessian(y, v, ibus, lam):
-    """`Re` of MATPOWER's `d2Sbus_dV2`: the (Va, Vm) Hessian of `Re(lamᵀ S)`, so a
-    complex `lam = λ_P − j λ_Q` gives that of `λ_Pᵀ P + λ_Qᵀ Q`."""
-    a = lam * v
-    c = a[:, None] * jnp.conj(y * v[None, :])
-    d = jnp.conj(y).T * v[None, :]
-    e = jnp.conj(v)[:, None] * (d * lam[None, :] - jnp.diag(d @ lam))
-    f = c - jnp.diag(a * jnp.conj(ibus))
-    gi = 1.0 / jnp.abs(v)
-    gva = 1j * gi[:, None] * (e - f)
-    gvv = gi[:, None] * (c + c.T) * gi[None, :]
-    return jnp.block([[e + f, gva.T], [gva, gvv]]).real
-
-
-def _branch_derivatives(ybr, cbr, v, vn):
-    """Branch-end power `S_br = (Cbr V) conj(Ybr V)` and MATPOWER's `dSbr_dV` (polar)."""
-    i_br = ybr @ v
-    v_br = cbr @ v
-    ds_dva = 1j * (jnp.conj(i_br)[:, None] * (cbr * v[None, :]) - v_br[:, None] * jnp.conj(ybr * v[None, :]))
-    ds_dvm = v_br[:, None] * jnp.conj(ybr * vn[None, :]) + jnp.conj(i_br)[:, None] * (cbr * vn[None, :])
-    return v_br * jnp.conj(i_br), ds_dva, ds_dvm
-
-
-def _branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
-    """MATPOWER's `d2ASbr_dV2`: the (Va, Vm) Hessian of `Σ μ |S_br|²` (real `μ`)."""
-    lam = jnp.conj(s_br) * mu
-    a = jnp.conj(ybr).T @ (lam[:, None] * cbr)
-    b = jnp.conj(v)[:, None] * a * v[None, :]
-    d = jnp.diag((a @ v) * jnp.conj(v))
-    e = jnp.diag((a.T @ jnp.conj(v)) * v)
-    f = b + b.T
-    gi = 1.0 / jnp.abs(v)
-    sva = 1j * gi[:, None] * (b - b.T - d + e)
-    m = mu[:, None]
-    haa = f - d - e + ds_dva.T @ (m * jnp.conj(ds_dva))
-    hva = sva + ds_dvm.T @ (m * jnp.conj(ds_dva))
-    hvv = gi[:, None] * f * gi[None, :] + ds_dvm.T @ (m * jnp.conj(ds_dvm))
-    return 2.0 * jnp.block([[haa, hva.T], [hva, hvv]]).real
-
-
 @_solver_entry(static_argnames=("max_iter", "tol"))
 def ac_opf(
     setup: ACOPFSetup,
@@ -252,7 +198,9 @@ def ac_opf(
     Minimises the generation cost subject to the AC power balance, line ratings, voltage
     and unit limits (MATPOWER's PIPS method with its analytic derivatives). The KKT system
     is dense, so it suits small and medium cases. It jits and vmaps; use float64, as
-    float32 does not reach the tolerances.
+    float32 does not reach the tolerances. `jax.grad`, `jax.jvp` and their `vmap`s apply:
+    the derivative is that of the KKT point with the limits it holds (zero where
+    `converged` is false); ask for a tight `tol` (1e-10) when derivatives matter.
 
     **Arguments:**
 
@@ -266,6 +214,10 @@ def ac_opf(
 
     An [`ACOPFResult`][powerzoojax.physics.ACOPFResult].
     """
+    # The loop sees no tangents: derivatives come from the KKT conditions at the solution
+    # (`_ac_opf_grad`), with the data `theta` as the call gave it.
+    theta = kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max)
+    setup, load_p_mw, load_q_mvar, p_min, p_max = lax.stop_gradient((setup, load_p_mw, load_q_mvar, p_min, p_max))
     net = setup.net
     dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
     base = net.base_mva
@@ -302,7 +254,7 @@ def ac_opf(
         va, vm, pg, qg = split(x)
         vn = lax.complex(jnp.cos(va), jnp.sin(va))
         v = vm * vn
-        s_bus, ibus, dsb_dva, dsb_dvm = _bus_derivatives(ybus, v, vn)
+        s_bus, ibus, dsb_dva, dsb_dvm = bus_derivatives(ybus, v, vn)
         h = jnp.concatenate([s_bus.real - (umap @ pg - pd), s_bus.imag - (umap @ qg - qd), va[slack : slack + 1] - va_ref])
         jh = jnp.concatenate(
             [
@@ -311,7 +263,7 @@ def ac_opf(
                 slack_row,
             ]
         )
-        s_br, dsr_dva, dsr_dvm = _branch_derivatives(ybr, cbr, v, vn)
+        s_br, dsr_dva, dsr_dvm = branch_derivatives(ybr, cbr, v, vn)
         flow = s_br.real**2 + s_br.imag**2 - jnp.concatenate([rate2, rate2])
         # d|S|²/dV = 2 Re(conj(S) dS/dV)
         j_flow = 2.0 * (jnp.conj(s_br)[:, None] * jnp.concatenate([dsr_dva, dsr_dvm], axis=1)).real
@@ -346,7 +298,7 @@ def ac_opf(
         """`∇²L + Jgᵀ diag(w) Jg` with `w = z/s`."""
         v, ibus, s_br, dsr_dva, dsr_dvm = aux
         lam_s = lax.complex(lam[:n], -lam[n : 2 * n])
-        h_v = _bus_hessian(ybus, v, ibus, lam_s) + _branch_sq_hessian(ybr, cbr, v, s_br, dsr_dva, dsr_dvm, z[:n_flow])
+        h_v = bus_hessian(ybus, v, ibus, lam_s) + branch_sq_hessian(ybr, cbr, v, s_br, dsr_dva, dsr_dvm, z[:n_flow])
         wf, wvhi, wvlo, wphi, wplo, wqhi, wqlo = split_g(w)
         h_v = h_v + j_flow.T @ (wf[:, None] * j_flow)
         h_v = h_v + jnp.diag(jnp.concatenate([jnp.zeros((n,), dtype), wvhi + wvlo]))
@@ -422,20 +374,38 @@ def ac_opf(
     # The loop may end on the iteration cap right after a step: the last iterate was not
     # scored, which only means a possibly better final iterate is ignored.
     va, vm, pg, qg = split(x)
-    pf, qf, pt, qt = _branch_flows(net, vm, va, dtype)
+    pf, qf, pt, qt = branch_flows(net, vm, va, dtype)
     p_mw = pg * base
+    converged = err < tol
+    values = (
+        p_mw,
+        qg * base,
+        vm,
+        va,
+        pf * base,
+        qf * base,
+        jnp.sqrt(pf * pf + qf * qf) * base,
+        jnp.sqrt(pt * pt + qt * qt) * base,
+        lam[:n],  # cost was divided by base and P-balance is in p.u.: λ is $/MWh
+        jnp.sum((((a / 3.0) * p_mw + b / 2.0) * p_mw + c) * p_mw),
+    )
+    # Converged, the loop stopped on the best iterate, so its last `z, s` are the
+    # best iterate's (the active set of the derivative).
+    p_mw, q_mvar, vm, va, pf_mw, qf_mvar, s_from, s_to, lmp, objective = ac_opf_kkt_derivatives(
+        values, x, lam, z, s, theta, converged
+    )
     return ACOPFResult(
         p_mw=p_mw,
-        q_mvar=qg * base,
+        q_mvar=q_mvar,
         vm=vm,
         va=va,
-        line_p_from_mw=pf * base,
-        line_q_from_mvar=qf * base,
-        line_s_from_mva=jnp.sqrt(pf * pf + qf * qf) * base,
-        line_s_to_mva=jnp.sqrt(pt * pt + qt * qt) * base,
-        lmp=lam[:n],  # cost was divided by base and P-balance is in p.u.: λ is $/MWh
-        objective=jnp.sum((((a / 3.0) * p_mw + b / 2.0) * p_mw + c) * p_mw),
-        converged=err < tol,
+        line_p_from_mw=pf_mw,
+        line_q_from_mvar=qf_mvar,
+        line_s_from_mva=s_from,
+        line_s_to_mva=s_to,
+        lmp=lmp,
+        objective=objective,
+        converged=converged,
         n_iter=it,
         max_mismatch=mism,
     )
