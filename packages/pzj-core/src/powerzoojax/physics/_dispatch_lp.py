@@ -95,7 +95,15 @@ def solve_dispatch_lp(
     at_upper = jnp.concatenate([ahead_of_marginal, jnp.zeros((3 * m,), bool)])
     basis = jnp.concatenate([marginal[None], n + jnp.arange(m)]).astype(jnp.int32)
     marginal_col = matvec(a.astype(dtype), (idx == marginal).astype(dtype))
-    binv = jnp.zeros((m + 1, m + 1), dtype).at[0, 0].set(1.0).at[1:, 0].set(marginal_col).at[1:, 1:].set(-eye)
+    # Assembled from blocks, not by `.at[1:, 1:].set(-eye)`: that scatter's (m², 2) index
+    # array is a program constant (67 MB on case 2383wp) which XLA then constant-folds.
+    binv = jnp.concatenate(
+        [
+            jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
+            jnp.concatenate([marginal_col[:, None], -eye], axis=1),
+        ],
+        axis=0,
+    )
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
     lp = lax.optimization_barrier(
         bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)

@@ -13,10 +13,18 @@ over a short axis is an unrolled chain of adds (`sum_small`): under `vmap` both
 fuse into element-wise loops over the batch, whereas XLA:CPU hands each `dot` and
 `reduce` of tiny rows to a separate library kernel, whose fixed cost dominates here.
 
+Those one-hot products (`B = A · onehotᵀ` is `rows² × vars` elements, the basic bounds and
+costs `rows × vars`) only pay while the LP is small: on a large network's LP (thousands of
+monitored lines) the final `B` alone would be hundreds of GB. Above `_ONEHOT_MAX_ELEMENTS`
+the same selections are gathers and scatters of the basis indices, which give the same
+values (a one-hot product adds exact zeros to the one picked entry).
+
 The loop is a `lax.while_loop` that stops when the instance is optimal or proven
 primal infeasible (a violated row no column can repair) or the budget is spent; under
 `vmap` it runs until the slowest lane stops, the others frozen by the loop's select.
 """
+
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -32,6 +40,9 @@ SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
 # work that fuses under ``vmap``); beyond it, a sort and a prefix sum, O(n log n).
 _PAIRWISE_MAX_VARS = 64
+# Up to this many elements a basis selection is a one-hot product (fuses under ``vmap``);
+# beyond it, a gather or scatter of the basis indices (see the module docstring).
+_ONEHOT_MAX_ELEMENTS = 1 << 16
 
 
 class DualSimplexResult(eqx.Module):
@@ -111,30 +122,29 @@ def bounded_dual_simplex(
         return jnp.where(eligible, ratio, -1.0)
 
     def basic_values(basis, binv, at_upper):
-        onehot = (basis[:, None] == cols[None, :]).astype(a.dtype)  # (rows, vars)
-        is_basic = sum_small(onehot, axis=0) > 0
-        x_nb = jnp.where(is_basic, 0.0, jnp.where(at_upper, hi, lo))
+        sel = _BasisSelection(basis, n_vars, a.dtype)
+        x_nb = jnp.where(sel.is_basic, 0.0, jnp.where(at_upper, hi, lo))
         x_b = _mv(binv, b - _mv(a, x_nb))
-        return onehot, is_basic, x_nb, x_b
+        return sel, sel.is_basic, x_nb, x_b
 
-    def duals(onehot, binv):
-        return _vm(_mv(onehot, c), binv)  # yᵀ = c_Bᵀ B⁻¹
+    def duals(sel, binv):
+        return _vm(sel.pick(c), binv)  # yᵀ = c_Bᵀ B⁻¹
 
     def body(carry):
         it, basis, binv, at_upper, status = carry
-        onehot, is_basic, _, x_b = basic_values(basis, binv, at_upper)
-        lo_b, hi_b = _mv(onehot, lo), _mv(onehot, hi)
+        sel, is_basic, _, x_b = basic_values(basis, binv, at_upper)
+        lo_b, hi_b = sel.pick(lo), sel.pick(hi)
         viol = jnp.maximum(lo_b - x_b, x_b - hi_b)
         r = jnp.argmax(viol)
         e_r = (rows == r).astype(a.dtype)
         feasible = jnp.max(viol) <= primal_tol
         below = sum_small(e_r * (lo_b - x_b), axis=0) > 0
-        y = duals(onehot, binv)
+        y = duals(sel, binv)
         # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
         # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
         # can pick the wrong entering column and stop on a suboptimal vertex.
         d = c - _vm(y, a)
-        y = y + _vm(_mv(onehot, d), binv)
+        y = y + _vm(sel.pick(d), binv)
         d = c - _vm(y, a)
         # A primal-feasible basis is optimal only if it is dual feasible too; a non-basic
         # column whose reduced cost has the wrong sign flips to its other bound (every
@@ -163,7 +173,7 @@ def bounded_dual_simplex(
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
         pivot = ~feasible & ~infeasible
-        col = _mv(binv, _mv(a, (cols == q).astype(a.dtype)))
+        col = _mv(binv, sel.column(a, q))
         piv = sum_small(e_r * col, axis=0)
         piv = jnp.where(pivot, piv, 1.0)
         new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
@@ -185,25 +195,55 @@ def bounded_dual_simplex(
     # The refinement below feeds several reductions; unmaterialised, XLA would fuse (and
     # so repeat) all of it into each of them.
     # The budget may end on a pivot: check optimality of the final basis once more.
-    onehot, is_basic, x_nb, x_b = basic_values(basis, binv, at_upper)
-    b_mat = _mv_cols(a, onehot)  # B, (rows, rows)
+    sel, is_basic, x_nb, x_b = basic_values(basis, binv, at_upper)
+    b_mat = sel.columns(a)  # B, (rows, rows)
     # One step of iterative refinement against B itself removes the product-form drift.
     x_b = x_b + _mv(binv, b - _mv(a, x_nb) - _mv(b_mat, x_b))
     x_b, x_nb = lax.optimization_barrier((x_b, x_nb))
-    viol = jnp.max(jnp.maximum(_mv(onehot, lo) - x_b, x_b - _mv(onehot, hi)))
-    c_b = _mv(onehot, c)
-    y = duals(onehot, binv)
+    viol = jnp.max(jnp.maximum(sel.pick(lo) - x_b, x_b - sel.pick(hi)))
+    c_b = sel.pick(c)
+    y = duals(sel, binv)
     y = y + _vm(c_b - _vm(y, b_mat), binv)
     d = c - _vm(y, a)
     dual_ok = ~jnp.any(~is_basic & jnp.where(at_upper, d > dual_tol, d < -dual_tol))
     status = jnp.where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
-    x = x_nb + _vm(x_b, onehot)
+    x = x_nb + sel.spread(x_b)
     return DualSimplexResult(x=x, y=y, status=status.astype(jnp.int32), iterations=it)
 
 
-def _mv_cols(a: Float[Array, "r k"], onehot: Float[Array, "m k"]) -> Float[Array, "r m"]:
-    """The columns of `a` picked by the rows of `onehot`: `a @ onehotᵀ`."""
-    return sum_small(a[:, None, :] * onehot[None, :, :], axis=2)
+class _BasisSelection:
+    """The basic columns of an LP: one-hot products on a small LP, index gathers and
+    scatters on a large one (`_ONEHOT_MAX_ELEMENTS`); both give the same values."""
+
+    def __init__(self, basis: Int[Array, " n_rows"], n_vars: int, dtype: Any):
+        self.basis = basis
+        self.n_vars = n_vars
+        self.onehot = basis.shape[0] * n_vars <= _ONEHOT_MAX_ELEMENTS
+        if self.onehot:
+            self.matrix = (basis[:, None] == jnp.arange(n_vars)[None, :]).astype(dtype)  # (rows, vars)
+            self.is_basic = sum_small(self.matrix, axis=0) > 0
+        else:
+            self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
+
+    def pick(self, v: Float[Array, " n_vars"]) -> Float[Array, " n_rows"]:
+        """`v` at the basic columns."""
+        return _mv(self.matrix, v) if self.onehot else v[self.basis]
+
+    def spread(self, v_b: Float[Array, " n_rows"]) -> Float[Array, " n_vars"]:
+        """Values of the basic columns placed at their columns, zero elsewhere."""
+        return _vm(v_b, self.matrix) if self.onehot else jnp.zeros((self.n_vars,), v_b.dtype).at[self.basis].add(v_b)
+
+    def column(self, a: Float[Array, "r n_vars"], q: Int[Array, ""]) -> Float[Array, " r"]:
+        """Column `q` of `a`."""
+        if self.onehot:
+            return _mv(a, (jnp.arange(self.n_vars) == q).astype(a.dtype))
+        return lax.dynamic_index_in_dim(a, q, axis=1, keepdims=False)
+
+    def columns(self, a: Float[Array, "r n_vars"]) -> Float[Array, "r n_rows"]:
+        """The basis matrix: the basic columns of `a`, `a @ onehotᵀ`."""
+        if self.onehot:
+            return sum_small(a[:, None, :] * self.matrix[None, :, :], axis=2)
+        return a[:, self.basis]
 
 
 def merit_order_start(
