@@ -14,22 +14,23 @@ dones, info), all materialised with ``jax.block_until_ready``. It is the workloa
 (``powerzoojax.case.load_case``, ``powerzoojax.envs``, ``powerzoojax.utils.jax_utils``),
 so the one worker below runs unchanged in either environment.
 
-Per configuration and round, each side runs in a fresh process (``--worker`` mode of
-this file, started with that side's interpreter) that measures:
-
-* ``first call s``: the first call of the jitted function (trace, lower, compile, one
-  run) — what a user waits for; imports and env construction are not in it;
-* ``env-steps/s``: after one warm-up call, ``--repeats`` calls with new keys, each timed
-  to ``block_until_ready``; ``N · 48 / median wall seconds``. ``CPU`` is the same with
-  the process's CPU seconds (all threads), which other jobs on the machine disturb less.
-
-Rounds interleave the sides (``ours, reference`` then ``reference, ours``, ...) so slow
-drift in the machine's load hits both; the table gives medians over ``--rounds`` and the
-ratio ours / reference of those medians (> 1: ours is faster), with the load average
-(``/proc/loadavg``) seen before the first and after the last process.
+Per configuration and round, each side gets a fresh process (``--worker`` mode of this
+file, started with that side's interpreter), one after the other, so each
+``first call s`` (trace, lower, compile and one run of the jitted function; imports and
+env construction not in it) is measured alone. After one warm-up call each, the tool
+asks the two processes for ``--repeats`` timed calls each, alternating between them
+(A B B A A B ...), each with a new key and timed to ``block_until_ready``. On a shared
+machine the load changes over seconds, so calls that follow each other see nearly the
+same load: ``pair ratios`` is, per round, the median over adjacent pairs of reference
+seconds / ours seconds. ``env-steps/s`` is ``N · 48 / median wall seconds`` per process;
+``ratio (wall)`` and ``ratio (CPU)`` (process CPU seconds, all threads) are the ratios,
+ours / reference, of their medians over ``--rounds`` (> 1: ours is faster); ``ratio
+(best)`` the same of each process's fastest call (other jobs only ever add time). Rounds swap
+which side starts first. The load average (``/proc/loadavg``) is printed before the first
+and after the last round, and kept per round in ``--json``.
 
     uv run python benchmarks/compare_reference.py /tmp/PowerZooJax
-    uv run python benchmarks/compare_reference.py /tmp/PowerZooJax --configs case5-dc-256 33bw-4096 --rounds 5
+    uv run python benchmarks/compare_reference.py /tmp/PowerZooJax --configs case5-dc-256 33bw-4096 --rounds 5 --repeats 31
     uv run python benchmarks/compare_reference.py /tmp/PowerZooJax --ref-jax 0.10.2   # reference on another JAX
 
 The reference environment: by default ``uv sync --locked`` of the checkout (its own
@@ -99,8 +100,9 @@ def _make_env(kind: str, case_id: str):
     raise ValueError(f"unknown workload kind {kind!r}; expected one of {sorted(KIND_LABEL)}")
 
 
-def run_worker(kind: str, case_id: str, n_envs: int, repeats: int) -> dict:
-    """Measure one configuration in this (fresh) process; returns the JSON-able result."""
+def run_worker(kind: str, case_id: str, n_envs: int) -> None:
+    """Serve one configuration in this (fresh) process: first the first call, then one
+    timed call per ``t`` line read from stdin, each answered with a JSON line."""
     import jax
     import numpy as np
 
@@ -123,30 +125,31 @@ def run_worker(kind: str, case_id: str, n_envs: int, repeats: int) -> dict:
         return obs0, jax.vmap(single_rollout)(states0, rollout_keys, actions)
 
     fn = jax.jit(collect)
-    keys = jax.block_until_ready([jax.random.PRNGKey(i) for i in range(repeats + 2)])
+    key = jax.block_until_ready(jax.random.PRNGKey(0))
     t0 = time.perf_counter()
-    out = jax.block_until_ready(fn(keys[0]))
+    out = jax.block_until_ready(fn(key))
     first_call_s = time.perf_counter() - t0
     mean_reward = float(np.mean(np.asarray(out[1][2])))
     del out
-    jax.block_until_ready(fn(keys[1]))
-    wall, cpu = [], []
-    for k in keys[2:]:
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = jax.block_until_ready(fn(k))
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - t0)
-        del out
-    steps = n_envs * HORIZON
-    return {
+    jax.block_until_ready(fn(jax.random.PRNGKey(1)))  # warm-up
+    print(json.dumps({
         "first_call_s": first_call_s,
-        "steps_per_s": steps / statistics.median(wall),
-        "cpu_steps_per_s": steps / statistics.median(cpu),
-        "times_s": wall,
         "mean_reward_first_call": mean_reward,
         "jax": jax.__version__,
         "package_file": powerzoojax.__file__,
-    }
+    }), flush=True)
+    i = 2
+    for line in sys.stdin:
+        if line.strip() != "t":
+            break
+        k = jax.block_until_ready(jax.random.PRNGKey(i))
+        i += 1
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = jax.block_until_ready(fn(k))
+        cpu = time.process_time() - c0
+        wall = time.perf_counter() - t0
+        del out
+        print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
 
 
 # ----------------------------------------------------------------------------- environments
@@ -184,21 +187,85 @@ def loadavg() -> str:
         return " ".join(f.read().split()[:3])
 
 
-def run_side(python: str, config: str, repeats: int, timeout: float) -> dict:
-    """One fresh process of ``python`` measuring ``config``; its JSON, or an ``error``."""
-    kind, case_id, n_envs = CONFIGS[config]
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    cmd = [python, os.path.abspath(__file__), "--worker", kind, case_id, str(n_envs), "--repeats", str(repeats)]
-    try:
+class Worker:
+    """One fresh ``--worker`` process of ``python`` serving ``config``."""
+
+    def __init__(self, python: str, config: str, timeout: float):
+        kind, case_id, n_envs = CONFIGS[config]
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        cmd = [python, os.path.abspath(__file__), "--worker", kind, case_id, str(n_envs)]
         # cwd outside both source trees, so each interpreter imports its own installed package
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd="/")
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        return {"error": f"exit {proc.returncode}: {tail}"}
-    return json.loads(lines[-1])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, cwd="/")
+        self.timeout = timeout
+        self.info = self._read()
+
+    def _read(self) -> dict:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("{"):
+                return json.loads(line)
+        self.close()
+        tail = " | ".join((self.proc.stderr.read() if self.proc.stderr else "").strip().splitlines()[-3:])
+        raise RuntimeError(f"worker exited with {self.proc.returncode}: {tail}")
+
+    def call(self) -> dict:
+        """One timed call: ``{"wall": s, "cpu": s}``."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("t\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write("q\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_round(pythons: dict[str, str], config: str, order: tuple[str, str], repeats: int, timeout: float) -> dict:
+    """One round of ``config``: a fresh process per side, started one after the other in
+    ``order`` (each first call measured alone), then ``repeats`` timed calls alternating
+    between them. Returns per side ``{first_call_s, steps_per_s, cpu_steps_per_s, ...}``."""
+    n_steps = CONFIGS[config][2] * HORIZON
+    workers: dict[str, Worker] = {}
+    try:
+        for side in order:
+            workers[side] = Worker(pythons[side], config, timeout)
+        calls: dict[str, list[dict]] = {side: [] for side in order}
+        for i in range(repeats):
+            for side in order if i % 2 == 0 else order[::-1]:
+                calls[side].append(workers[side].call())
+    except RuntimeError as err:
+        return {side: {"error": str(err)} for side in order}
+    finally:
+        for w in workers.values():
+            w.close()
+    result = {}
+    for side in order:
+        wall = [c["wall"] for c in calls[side]]
+        cpu = [c["cpu"] for c in calls[side]]
+        result[side] = {
+            **workers[side].info,
+            "steps_per_s": n_steps / statistics.median(wall),
+            "best_steps_per_s": n_steps / min(wall),
+            "cpu_steps_per_s": n_steps / statistics.median(cpu),
+            "times_s": wall,
+            "cpu_s": cpu,
+        }
+    # Ratio of each adjacent pair of calls (same moment of the machine's load).
+    pairs = [b["wall"] / a["wall"] for a, b in zip(calls["reference"], calls["ours"])]
+    result["ours"]["pair_ratio"] = statistics.median(pairs)
+    return result
 
 
 # ----------------------------------------------------------------------------- table
@@ -215,24 +282,23 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def table(rows: dict[str, dict[str, list[dict]]]) -> str:
     lines = [
-        "| config | N | ours env-steps/s | reference env-steps/s | ratio (wall) | ratio (CPU) "
-        "| per-round ratios | first call ours s | first call reference s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| config | N | ours env-steps/s | reference env-steps/s | ratio (wall) | ratio (CPU) | ratio (best) "
+        "| per-round pair ratios | first call ours s | first call reference s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for config, sides in rows.items():
         kind, case_id, n_envs = CONFIGS[config]
         ours, ref = sides["ours"], sides["reference"]
         o, r = _median(ours, "steps_per_s"), _median(ref, "steps_per_s")
         oc, rc = _median(ours, "cpu_steps_per_s"), _median(ref, "cpu_steps_per_s")
-        per_round = [
-            f"{a['steps_per_s'] / b['steps_per_s']:.2f}"
-            for a, b in zip(ours, ref)
-            if "error" not in a and "error" not in b
-        ]
+        ob, rb = _median(ours, "best_steps_per_s"), _median(ref, "best_steps_per_s")
+        # reference seconds / ours seconds of adjacent calls, median per round
+        per_round = [f"{a['pair_ratio']:.2f}" for a in ours if "error" not in a]
         errors = [f"{side}: {x['error']}" for side in ("ours", "reference") for x in sides[side] if "error" in x]
         lines.append(
             f"| case {case_id} {KIND_LABEL[kind]} | {n_envs} | {_fmt(o, ',.0f')} | {_fmt(r, ',.0f')} "
             f"| {_fmt(o / r if o and r else None, '.2f')}× | {_fmt(oc / rc if oc and rc else None, '.2f')}× "
+            f"| {_fmt(ob / rb if ob and rb else None, '.2f')}× "
             f"| {' '.join(per_round)} | {_fmt(_median(ours, 'first_call_s'), '.1f')} "
             f"| {_fmt(_median(ref, 'first_call_s'), '.1f')} |"
             + ("" if not errors else f" {'; '.join(sorted(set(errors)))}")
@@ -246,7 +312,7 @@ def main() -> None:
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS), metavar="CONFIG",
                     help=f"configurations to run (default all): {' '.join(CONFIGS)}")
     ap.add_argument("--rounds", type=int, default=3, help="fresh processes per side and configuration (default 3)")
-    ap.add_argument("--repeats", type=int, default=7, help="timed calls per process (default 7)")
+    ap.add_argument("--repeats", type=int, default=15, help="timed calls per side and round, alternating (default 15)")
     ap.add_argument("--ref-jax", default=None, help="install the reference with this JAX version instead of its lock")
     ap.add_argument("--ref-python", default=None, help="interpreter that already has the reference installed")
     ap.add_argument("--ours-python", default=sys.executable, help="interpreter for this repository's side")
@@ -273,16 +339,18 @@ def main() -> None:
     for rnd in range(args.rounds):
         order = ("ours", "reference") if rnd % 2 == 0 else ("reference", "ours")
         for config in args.configs:
+            res = run_round(pythons, config, order, args.repeats, args.timeout)
+            load = loadavg()
             for side in order:
-                res = run_side(pythons[side], config, args.repeats, args.timeout)
-                res["loadavg"] = loadavg()
-                if "error" not in res and side == "reference" and not res["package_file"].startswith(checkout):
-                    res = {"error": f"reference side imported {res['package_file']}, not the checkout"}
-                rows[config][side].append(res)
+                res[side]["loadavg"] = load
+                if "error" not in res[side] and side == "reference" and not res[side]["package_file"].startswith(checkout):
+                    res[side] = {"error": f"reference side imported {res[side]['package_file']}, not the checkout"}
+                rows[config][side].append(res[side])
+                r = res[side]
                 print(f"# round {rnd + 1} {config} {side}: "
-                      + (res["error"] if "error" in res else
-                         f"{res['steps_per_s']:,.0f} env-steps/s, first call {res['first_call_s']:.1f} s, "
-                         f"jax {res['jax']}, load {res['loadavg']}"), file=sys.stderr, flush=True)
+                      + (r["error"] if "error" in r else
+                         f"{r['steps_per_s']:,.0f} env-steps/s, first call {r['first_call_s']:.1f} s, "
+                         f"jax {r['jax']}, load {load}"), file=sys.stderr, flush=True)
     versions = {
         side: sorted({r["jax"] for c in rows.values() for r in c[side] if "error" not in r}) for side in ("ours", "reference")
     }
@@ -302,8 +370,7 @@ if __name__ == "__main__":
         wp.add_argument("kind")
         wp.add_argument("case_id")
         wp.add_argument("n_envs", type=int)
-        wp.add_argument("--repeats", type=int, default=7)
         wa = wp.parse_args(sys.argv[2:])
-        print(json.dumps(run_worker(wa.kind, wa.case_id, wa.n_envs, wa.repeats)))
+        run_worker(wa.kind, wa.case_id, wa.n_envs)
     else:
         main()
