@@ -263,7 +263,7 @@ def run_round(pythons: dict[str, str], config: str, order: tuple[str, str], repe
             "cpu_s": cpu,
         }
     # Ratio of each adjacent pair of calls (same moment of the machine's load).
-    pairs = [b["wall"] / a["wall"] for a, b in zip(calls["reference"], calls["ours"])]
+    pairs = [r["wall"] / o["wall"] for r, o in zip(calls["reference"], calls["ours"])]
     result["ours"]["pair_ratio"] = statistics.median(pairs)
     return result
 
