@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import jax.random as jr
 from jax import lax
@@ -128,14 +129,23 @@ def _time_loop(
     def at(t):
         return jax.tree.map(lambda a: lax.dynamic_index_in_dim(a, t, 1, keepdims=False), inputs)
 
-    out_shapes = jax.eval_shape(lambda c: one_step(c, at(0))[1], init_carry)
+    # The step is traced once: its jaxpr gives the output shapes for the buffers and is the
+    # loop body. Tracing an env step is most of a rollout's trace time, and a second trace
+    # (`eval_shape`) would repeat it.
+    step_jaxpr, (_, out_shapes) = jax.make_jaxpr(one_step, return_shape=True)(init_carry, at(0))
+    out_tree = jax.tree.structure((init_carry, out_shapes))
+
+    def traced_step(carry, x):
+        flat = jax.core.eval_jaxpr(step_jaxpr.jaxpr, step_jaxpr.consts, *jax.tree.leaves((carry, x)))
+        return jax.tree.unflatten(out_tree, flat)
+
     # Every step writes its slice, so the buffers need no initial value: `lax.empty` is a
     # bare allocation on GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
     buffers = jax.tree.map(lambda s: lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
 
     def body(carry, t):
         carry, buffers = carry
-        carry, out = one_step(carry, at(t))
+        carry, out = traced_step(carry, at(t))
         buffers = jax.tree.map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, t, 1), buffers, out)
         return (carry, buffers), None
 
