@@ -210,7 +210,9 @@ def ac_opf_kkt_derivatives(
     w = jnp.concatenate([x, lam, z])
     active = z > s
     settled = converged & jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(s))
-    return implicit_outputs(kkt_residual, kkt_outputs, values, w, theta, active, settled, jacobian=kkt_jacobian)
+    return implicit_outputs(
+        kkt_residual, kkt_outputs, values, w, theta, active, settled, jacobian=kkt_jacobian, equilibrate=True, min_norm=True
+    )
 
 
 __all__ = ["ac_opf_kkt_derivatives", "kkt_jacobian", "kkt_outputs", "kkt_parameters", "kkt_residual"]

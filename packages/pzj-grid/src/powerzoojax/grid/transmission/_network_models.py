@@ -454,11 +454,7 @@ class ACOPFModel(NetworkModel):
         node_q = params.load_q_mvar if net.loads_are_nodes else net.loads_to_nodes @ params.load_q_mvar
         if inputs.p_bus_mw is not None:
             node_p = node_p - inputs.p_bus_mw  # bundle Q is ignored
-        # ac_opf has no derivative rule (reverse mode cannot cross its loop): the dispatch
-        # is held constant for gradients, so differentiable episodes run in this mode with
-        # a zero derivative of the OPF's outputs w.r.t. the loads. Same forward values.
-        opf = ac_opf(self.setup, jax.lax.stop_gradient(node_p), jax.lax.stop_gradient(node_q),
-                     max_iter=self.max_iter, tol=self.tol)
+        opf = ac_opf(self.setup, node_p, node_q, max_iter=self.max_iter, tol=self.tol)
         zero = jnp.zeros((), jnp.float32)
         # A failed solve keeps its best iterate (finite by construction); _finite guards
         # the outputs anyway so that nothing non-finite can reach the state.
