@@ -28,7 +28,10 @@ means a pivot below `_SINGULAR_PIVOT` times the largest, which reads badly scale
 equations as singular: the AC-OPF's KKT matrix (Hessian rows in $/h per p.u.², limit
 rows of ones) has a pivot ratio of ~1e-6 on case 5 at condition number ~1e6, below
 float32's threshold, while equilibrated (`equilibrate=True`: rows, then columns, scaled
-by powers of two, so exactly) its condition number is ~1e3.
+by powers of two, so exactly) its condition number is ~1e3. Equations that leave a
+direction of the unknowns free at some solutions (the AC-OPF's reactive split between
+units on one bus) ask for `min_norm=True`: a singular `∂F/∂x` then gives the
+minimum-norm `dx` (SVD) instead of zero.
 """
 
 import functools
@@ -192,7 +195,7 @@ def implicit_outputs(
       units many decades apart (see the module docstring).
     - `min_norm`: where `∂F/∂x` is singular, take the minimum-norm `dx` (in the
       equilibrated coordinates, through an SVD) instead of zero (static): for equations
-      that leave a direction of `x` free at every solution, so that the outputs it does
+      that leave a direction of `x` free at some solutions, so that the outputs it does
       not move keep their derivative.
 
     **Returns:** `values`; under `jax.jvp`/`jax.grad` their derivative w.r.t. `θ` is
