@@ -58,11 +58,13 @@ def _float_tree(tree):
 
 
 def _equilibration(jac: Float[Array, "n n"]) -> tuple[Array, Array]:
-    """Powers of two `r, c` with every row and column of `diag(r) jac diag(c)` peaking in [1, 2)."""
+    """Powers of two `r, c` with every row and column of `diag(r) jac diag(c)` peaking in
+    [1, 2) (ones where `jac` is not finite: the derivative is then masked anyway)."""
     tiny = jnp.finfo(jac.dtype).tiny
     pow2 = lambda m: jnp.exp2(-jnp.floor(jnp.log2(jnp.maximum(m, tiny))))  # noqa: E731
-    r = pow2(jnp.max(jnp.abs(jac), axis=1))
-    c = pow2(jnp.max(jnp.abs(r[:, None] * jac), axis=0))
+    finite = lambda v: jnp.where(jnp.isfinite(v), v, 1.0)  # noqa: E731
+    r = finite(pow2(jnp.max(jnp.abs(jac), axis=1)))
+    c = finite(pow2(jnp.max(jnp.abs(r[:, None] * jac), axis=0)))
     return r, c
 
 
@@ -76,12 +78,11 @@ def _linear_solve(
 ) -> tuple[Array, Array]:
     """`jac⁻¹ rhs` as a `custom_linear_solve` (transposable), and whether the result stands:
     `jac` looked regular, or (`min_norm`) the minimum-norm solution is finite."""
-    if equilibrate:
-        r, c = _equilibration(jac)
-        scaled = r[:, None] * jac * c[None, :]
-    else:
-        scaled = jac
-    if jac.shape[-1] <= _PLAIN_LU_MAX:
+    n = jac.shape[-1]
+    one = jnp.ones(n, jac.dtype)
+    r, c = _equilibration(jac) if equilibrate else (one, one)
+    scaled = r[:, None] * jac * c[None, :] if equilibrate else jac
+    if n <= _PLAIN_LU_MAX:
         factors = lu_factor(scaled)
         solve, solve_t = lu_solve, lu_solve_transposed
     else:
@@ -95,37 +96,34 @@ def _linear_solve(
     # A singular matrix's solves divide by zero pivots, which the reverse pass would carry
     # as NaN through a zero cotangent: solve with the identity instead (the result is
     # masked to zero anyway).
-    eye = jnp.eye(jac.shape[-1], dtype=jac.dtype)
-    identity = jnp.arange(jac.shape[-1], dtype=factors[1].dtype)
+    eye = jnp.eye(n, dtype=jac.dtype)
+    identity = jnp.arange(n, dtype=factors[1].dtype)
     factors = (jnp.where(regular, factors[0], eye), jnp.where(regular, factors[1], identity))
-    if not equilibrate:
-        r = c = jnp.ones(jac.shape[-1], jac.dtype)
     if min_norm:
-        # Rank-deficient: the SVD path, only taken (outside vmap) where the LU found a
-        # pivot too small; non-finite entries make the pseudo-inverse non-finite.
+        # The SVD path is taken (outside vmap: a cond) only where the LU found a pivot too
+        # small; a non-finite matrix is swapped for the identity and reported as failed.
         finite = jnp.all(jnp.isfinite(scaled))
-        safe = jnp.where(finite, scaled, jnp.eye(jac.shape[-1], dtype=jac.dtype))
+        safe = jnp.where(finite, scaled, eye)
 
-        def solve_s(_, b):
-            return c * lax.cond(regular, lambda v: solve(factors, v), lambda v: _min_norm_solve(safe, v, rtol), r * b)
+        def inner(b):
+            return lax.cond(regular, lambda v: solve(factors, v), lambda v: _min_norm_solve(safe, v, rtol), b)
 
-        def solve_st(_, b):
-            return r * lax.cond(regular, lambda v: solve_t(factors, v), lambda v: _min_norm_solve(safe.T, v, rtol), c * b)
+        def inner_t(b):
+            return lax.cond(regular, lambda v: solve_t(factors, v), lambda v: _min_norm_solve(safe.T, v, rtol), b)
 
         ok = finite
     else:
-        # jac = R⁻¹ S C⁻¹ with S the scaled matrix: jac⁻¹ b = C S⁻¹ R b, jac⁻ᵀ b = R S⁻ᵀ C b.
-        if equilibrate:
-            r, c = jnp.where(regular, r, 1.0), jnp.where(regular, c, 1.0)
-
-        def solve_s(_, b):
-            return c * solve(factors, r * b) if equilibrate else solve(factors, b)
-
-        def solve_st(_, b):
-            return r * solve_t(factors, c * b) if equilibrate else solve_t(factors, b)
-
+        inner, inner_t = functools.partial(solve, factors), functools.partial(solve_t, factors)
         ok = regular
-    x = lax.custom_linear_solve(lambda v: jac @ v, rhs, solve=solve_s, transpose_solve=solve_st)
+    if equilibrate:
+        # jac = R⁻¹ S C⁻¹ with S the scaled matrix: jac⁻¹ b = C S⁻¹ R b, jac⁻ᵀ b = R S⁻ᵀ C b.
+        x = lax.custom_linear_solve(
+            lambda v: jac @ v, rhs, solve=lambda _, b: c * inner(r * b), transpose_solve=lambda _, b: r * inner_t(c * b)
+        )
+    else:
+        x = lax.custom_linear_solve(
+            lambda v: jac @ v, rhs, solve=lambda _, b: inner(b), transpose_solve=lambda _, b: inner_t(b)
+        )
     return x, ok
 
 
