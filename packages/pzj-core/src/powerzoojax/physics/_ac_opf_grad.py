@@ -22,8 +22,16 @@ by many decades either way. This is the DC-OPF's rule for line limits (held wher
 limit *and* priced; a limit on its bound with a zero multiplier is released). At a
 degenerate optimum (a limit reached with a zero multiplier: both small) the comparison
 picks one side and the result is the one-sided derivative of that branch. Where the
-solve did not converge (infeasible loads, iteration cap) or the KKT matrix on that set is
-singular, the derivative is zero: finite, and `converged` says so for the former.
+solve did not converge (infeasible loads, iteration cap) the derivative is zero: finite,
+and `converged` says so.
+
+The KKT matrix is equilibrated before it is factored: its rows mix the cost's curvature
+(~1e3..1e4 per p.u.²) with limit rows of ones, a spread float32's singularity test read
+as singular (case 5: pivot ratio 1e-6, condition ~1e6; equilibrated ~1e3). Where it is
+rank-deficient the minimum-norm solution is taken: two units on one bus whose voltage is
+held and whose reactive limits are not have a free reactive split (no cost, no
+constraint fixes it), yet the dispatch, voltages, flows, prices and cost are determined;
+their derivative is exact and the split's is its minimum-norm change.
 
 `∂F/∂w` is formed in closed form from MATPOWER's second derivatives (the same functions
 the interior point uses), dense: `4N + 2G + 1 + n_in` unknowns (65 on case 5, 115 on
@@ -210,7 +218,9 @@ def ac_opf_kkt_derivatives(
     w = jnp.concatenate([x, lam, z])
     active = z > s
     settled = converged & jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(s))
-    return implicit_outputs(kkt_residual, kkt_outputs, values, w, theta, active, settled, jacobian=kkt_jacobian)
+    return implicit_outputs(
+        kkt_residual, kkt_outputs, values, w, theta, active, settled, jacobian=kkt_jacobian, equilibrate=True, min_norm=True
+    )
 
 
 __all__ = ["ac_opf_kkt_derivatives", "kkt_jacobian", "kkt_outputs", "kkt_parameters", "kkt_residual"]

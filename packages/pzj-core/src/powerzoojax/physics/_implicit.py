@@ -23,7 +23,15 @@ pivot and is memory-bound: 256 factorisations of 234 x 234 (the AC power flow of
 derivative then makes one factorisation and one solve, one after the other.
 
 Where the solver did not converge (`ok` false) or `∂F/∂x` is numerically singular,
-the derivative is zero: finite, and the solver's own flag tells the caller.
+the derivative is zero: finite, and the solver's own flag tells the caller. Singular
+means a pivot below `_SINGULAR_PIVOT` times the largest, which reads badly scaled
+equations as singular: the AC-OPF's KKT matrix (Hessian rows in $/h per p.u.², limit
+rows of ones) has a pivot ratio of ~1e-6 on case 5 at condition number ~1e6, below
+float32's threshold, while equilibrated (`equilibrate=True`: rows, then columns, scaled
+by powers of two, so exactly) its condition number is ~1e3. Equations that leave a
+direction of the unknowns free at some solutions (the AC-OPF's reactive split between
+units on one bus) ask for `min_norm=True`: a singular `∂F/∂x` then gives the
+minimum-norm `dx` (SVD) instead of zero.
 """
 
 import functools
@@ -49,41 +57,84 @@ def _float_tree(tree):
     return jax.tree.map(lambda v: v if jnp.issubdtype(jnp.asarray(v).dtype, jnp.inexact) else None, tree)
 
 
-def _linear_solve(jac: Float[Array, "n n"], rhs: Float[Array, " n"]) -> tuple[Array, Array]:
-    """`jac⁻¹ rhs` as a `custom_linear_solve` (transposable), and whether `jac` looked regular."""
-    if jac.shape[-1] <= _PLAIN_LU_MAX:
-        factors = lu_factor(jac)
+def _equilibration(jac: Float[Array, "n n"]) -> tuple[Array, Array]:
+    """Powers of two `r, c` with every row and column of `diag(r) jac diag(c)` peaking in
+    [1, 2) (ones where `jac` is not finite: the derivative is then masked anyway)."""
+    tiny = jnp.finfo(jac.dtype).tiny
+    pow2 = lambda m: jnp.exp2(-jnp.floor(jnp.log2(jnp.maximum(m, tiny))))  # noqa: E731
+    finite = lambda v: jnp.where(jnp.isfinite(v), v, 1.0)  # noqa: E731
+    r = finite(pow2(jnp.max(jnp.abs(jac), axis=1)))
+    c = finite(pow2(jnp.max(jnp.abs(r[:, None] * jac), axis=0)))
+    return r, c
+
+
+def _min_norm_solve(scaled: Float[Array, "n n"], b: Float[Array, " n"], rtol: float) -> Array:
+    """`scaled⁺ b`: singular values below `rtol` times the largest count as zero."""
+    return jnp.linalg.pinv(scaled, rtol=rtol) @ b
+
+
+def _linear_solve(
+    jac: Float[Array, "n n"], rhs: Float[Array, " n"], equilibrate: bool = False, min_norm: bool = False
+) -> tuple[Array, Array]:
+    """`jac⁻¹ rhs` as a `custom_linear_solve` (transposable), and whether the result stands:
+    `jac` looked regular, or (`min_norm`) the minimum-norm solution is finite."""
+    n = jac.shape[-1]
+    one = jnp.ones(n, jac.dtype)
+    r, c = _equilibration(jac) if equilibrate else (one, one)
+    scaled = r[:, None] * jac * c[None, :] if equilibrate else jac
+    if n <= _PLAIN_LU_MAX:
+        factors = lu_factor(scaled)
         solve, solve_t = lu_solve, lu_solve_transposed
     else:
-        factors = jax.scipy.linalg.lu_factor(jac)
+        factors = jax.scipy.linalg.lu_factor(scaled)
         solve = jax.scipy.linalg.lu_solve
         solve_t = functools.partial(jax.scipy.linalg.lu_solve, trans=1)
     pivots = jnp.abs(jnp.diagonal(factors[0]))
-    tol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize] * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
+    rtol = _SINGULAR_PIVOT[jnp.dtype(jac.dtype).itemsize]
+    tol = rtol * jnp.maximum(jnp.max(pivots), jnp.finfo(jac.dtype).tiny)
     regular = jnp.all(pivots > tol) & jnp.all(jnp.isfinite(factors[0]))
     # A singular matrix's solves divide by zero pivots, which the reverse pass would carry
     # as NaN through a zero cotangent: solve with the identity instead (the result is
     # masked to zero anyway).
-    eye = jnp.eye(jac.shape[-1], dtype=jac.dtype)
-    identity = jnp.arange(jac.shape[-1], dtype=factors[1].dtype)
+    eye = jnp.eye(n, dtype=jac.dtype)
+    identity = jnp.arange(n, dtype=factors[1].dtype)
     factors = (jnp.where(regular, factors[0], eye), jnp.where(regular, factors[1], identity))
-    x = lax.custom_linear_solve(
-        lambda v: jac @ v,
-        rhs,
-        solve=lambda _, b: solve(factors, b),
-        transpose_solve=lambda _, b: solve_t(factors, b),
-    )
-    return x, regular
+    if min_norm:
+        # The SVD path is taken (outside vmap: a cond) only where the LU found a pivot too
+        # small; a non-finite matrix is swapped for the identity and reported as failed.
+        finite = jnp.all(jnp.isfinite(scaled))
+        safe = jnp.where(finite, scaled, eye)
+
+        def inner(b):
+            return lax.cond(regular, lambda v: solve(factors, v), lambda v: _min_norm_solve(safe, v, rtol), b)
+
+        def inner_t(b):
+            return lax.cond(regular, lambda v: solve_t(factors, v), lambda v: _min_norm_solve(safe.T, v, rtol), b)
+
+        ok = finite
+    else:
+        inner, inner_t = functools.partial(solve, factors), functools.partial(solve_t, factors)
+        ok = regular
+    if equilibrate:
+        # jac = R⁻¹ S C⁻¹ with S the scaled matrix: jac⁻¹ b = C S⁻¹ R b, jac⁻ᵀ b = R S⁻ᵀ C b.
+        x = lax.custom_linear_solve(
+            lambda v: jac @ v, rhs, solve=lambda _, b: c * inner(r * b), transpose_solve=lambda _, b: r * inner_t(c * b)
+        )
+    else:
+        x = lax.custom_linear_solve(
+            lambda v: jac @ v, rhs, solve=lambda _, b: inner(b), transpose_solve=lambda _, b: inner_t(b)
+        )
+    return x, ok
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def _implicit_outputs(residual, outputs, jacobian, values, x, theta, aux, ok):
-    del residual, outputs, jacobian, x, theta, aux, ok
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _implicit_outputs(residual, outputs, jacobian, equilibrate, min_norm, values, x, theta, aux, ok):
+    del residual, outputs, jacobian, equilibrate, min_norm, x, theta, aux, ok
     return values
 
 
 @_implicit_outputs.defjvp
-def _implicit_outputs_jvp(residual, outputs, jacobian, primals, tangents):
+def _implicit_outputs_jvp(residual, outputs, jacobian, equilibrate, min_norm, primals, tangents):
     values, x, theta, aux, ok = primals
     d_theta = tangents[2]
     x = lax.stop_gradient(x)
@@ -96,7 +147,7 @@ def _implicit_outputs_jvp(residual, outputs, jacobian, primals, tangents):
         return residual(x, full, aux)
 
     _, f_dot = jax.jvp(f_of_theta, (theta_f,), (d_theta_f,))
-    dx, regular = _linear_solve(jac, -f_dot)
+    dx, regular = _linear_solve(jac, -f_dot, equilibrate, min_norm)
     good = ok & regular
     dx = jnp.where(good, dx, 0.0)
 
@@ -118,6 +169,8 @@ def implicit_outputs(
     aux: PyTree,
     ok: Bool[Array, ""],
     jacobian: Callable[[Array, PyTree, PyTree], Array] | None = None,
+    equilibrate: bool = False,
+    min_norm: bool = False,
 ) -> PyTree:
     """`values` unchanged, differentiable as the solution of `residual(x, θ, aux) = 0`.
 
@@ -135,13 +188,20 @@ def implicit_outputs(
     - `ok`: scalar bool; where false the derivative of `values` is zero.
     - `jacobian`: `(x, θ, aux) -> (n, n)` `∂F/∂x` in closed form (a module-level function),
       when `jax.jacfwd` of `residual` (one pass of `F` per unknown) would cost more.
+    - `equilibrate`: scale the rows and columns of `∂F/∂x` by powers of two before the
+      factorisation and the singularity test (static), for equations whose rows mix
+      units many decades apart (see the module docstring).
+    - `min_norm`: where `∂F/∂x` is singular, take the minimum-norm `dx` (in the
+      equilibrated coordinates, through an SVD) instead of zero (static): for equations
+      that leave a direction of `x` free at some solutions, so that the outputs it does
+      not move keep their derivative.
 
     **Returns:** `values`; under `jax.jvp`/`jax.grad` their derivative w.r.t. `θ` is
     `(∂outputs/∂x) dx + (∂outputs/∂θ) dθ` with `dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ`.
     """
     x, aux, ok = lax.stop_gradient((x, aux, ok))
     values = lax.stop_gradient(values)
-    return _implicit_outputs(residual, outputs, jacobian, values, x, theta, aux, ok)
+    return _implicit_outputs(residual, outputs, jacobian, equilibrate, min_norm, values, x, theta, aux, ok)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -434,7 +434,8 @@ class ACOPFModel(NetworkModel):
     ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info:
     `opf_converged`, `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
     `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
-    `line_viol_mva` (Σ MVA beyond the rating at either end).
+    `line_viol_mva` (Σ MVA beyond the rating at either end). Differentiable w.r.t. the
+    loads through [`ac_opf`][powerzoojax.physics.ac_opf]'s derivative.
 
     **Arguments:**
 
@@ -454,11 +455,9 @@ class ACOPFModel(NetworkModel):
         node_q = params.load_q_mvar if net.loads_are_nodes else net.loads_to_nodes @ params.load_q_mvar
         if inputs.p_bus_mw is not None:
             node_p = node_p - inputs.p_bus_mw  # bundle Q is ignored
-        # ac_opf has no derivative rule (reverse mode cannot cross its loop): the dispatch
-        # is held constant for gradients, so differentiable episodes run in this mode with
-        # a zero derivative of the OPF's outputs w.r.t. the loads. Same forward values.
-        opf = ac_opf(self.setup, jax.lax.stop_gradient(node_p), jax.lax.stop_gradient(node_q),
-                     max_iter=self.max_iter, tol=self.tol)
+        # Differentiable w.r.t. the loads (the resources' injections) through ac_opf's KKT
+        # rule; zero where the solve misses `tol`, a step that also pays pf_failure_cost.
+        opf = ac_opf(self.setup, node_p, node_q, max_iter=self.max_iter, tol=self.tol)
         zero = jnp.zeros((), jnp.float32)
         # A failed solve keeps its best iterate (finite by construction); _finite guards
         # the outputs anyway so that nothing non-finite can reach the state.
