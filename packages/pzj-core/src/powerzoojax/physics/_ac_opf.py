@@ -91,8 +91,8 @@ class ACOPFSetup(eqx.Module):
     cost_a: Float[Array, " n_units"]
     cost_b: Float[Array, " n_units"]
     cost_c: Float[Array, " n_units"]
-    # Ybus, and the from/to-end branch admittance rows ``Yf, Yt`` (``I_f = Yf V``) and
-    # bus incidences ``Cf, Ct`` of the monitored lines, for the analytic derivatives.
+    # Ybus, and the from/to-end branch admittance rows `Yf, Yt` (`I_f = Yf V`) and
+    # bus incidences `Cf, Ct` of the monitored lines, for the analytic derivatives.
     y_re: Float[Array, "n_nodes n_nodes"]
     y_im: Float[Array, "n_nodes n_nodes"]
     yf_re: Float[Array, "n_mon n_nodes"]

@@ -464,9 +464,9 @@ class _Carry(eqx.Module):
     done: Array
     converged: Array
     mismatch: Array
-    cos_va: Array  # cos/sin of ``va`` (fdlf's P half-step already has those of its angles)
+    cos_va: Array  # cos/sin of `va` (fdlf's P half-step already has those of its angles)
     sin_va: Array
-    # Warm start only (``init_pv_limit``): switched buses inherited from the caller that
+    # Warm start only (`init_pv_limit`): switched buses inherited from the caller that
     # have not yet had their one back-switch test; None on a cold start.
     inherited: Array | None
 
@@ -482,9 +482,9 @@ class _Lane(eqx.Module):
     max_iter: Array  # int32 scalar
 
 
-# Batched solves (``vmap``): the while loop runs until its slowest lane, and on random
+# Batched solves (`vmap`): the while loop runs until its slowest lane, and on random
 # set-points a few lanes per thousand need 20-30 fast-decoupled iterations while the
-# median needs 9-10; the batching rule of `_solve` compacts (``_compaction``). At
+# median needs 9-10; the batching rule of `_solve` compacts (`_compaction`). At
 # N = 1024 stages 256/64 run as fast as 256/64/16 (5,598 vs 5,377 env-steps/s) and
 # compile in 21 s instead of 30 s.
 _MIN_COMPACT = 16
@@ -598,7 +598,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         vm = c.vm + _insert_zero(jnp.where(step, clamp(d_vm), 0.0), slack)
         vm = jnp.where(is_pv | is_slack, vs, vm)
         vm = jnp.where(step, vm, c.vm)
-        # fdlf's angles after a step are exactly ``va`` (same clip; a step is finite).
+        # fdlf's angles after a step are exactly `va` (same clip; a step is finite).
         cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
         return _Carry(
             vm=vm,
@@ -663,7 +663,7 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, *, skip_when_done: bool 
 
 
 # Start of the Newton fallback: "init" (the caller's start, i.e. exactly the solve that
-# ``method="newton"`` would run) or "fdlf" (the fast-decoupled iterate and its switches).
+# `method="newton"` would run) or "fdlf" (the fast-decoupled iterate and its switches).
 _FALLBACK_START = "init"
 
 
@@ -793,8 +793,8 @@ def ac_power_flow(
     p_gen = cast(p_gen_mw) * cast(net.unit_on)
     q_gen = jnp.zeros_like(p_gen) if q_gen_mvar is None else cast(q_gen_mvar) * cast(net.unit_on)
     # One-hot maps built from the index leaves rather than scatter-adds (batched scatters
-    # are slow on CPU); built in the graph so that a caller may swap ``load_bus`` for a
-    # longer index vector (extra pseudo-loads) with ``eqx.tree_at``.
+    # are slow on CPU); built in the graph so that a caller may swap `load_bus` for a
+    # longer index vector (extra pseudo-loads) with `eqx.tree_at`.
     unit_map = jax.nn.one_hot(net.unit_bus, n, dtype=dtype).T
     load_map = jax.nn.one_hot(net.load_bus, n, dtype=dtype).T
     load_p = load_map @ cast(load_p_mw)
@@ -811,7 +811,7 @@ def ac_power_flow(
     if init_pv_limit is not None and enforce_q_limits:
         # Warm start of the PV->PQ switches (e.g. the previous env step's): these buses
         # start as PQ with Q pinned at that limit; each is tested once for a return to PV
-        # (see ``switch_pv``). Only initial PV buses can be switched.
+        # (see `switch_pv`). Only initial PV buses can be switched.
         side = jnp.asarray(init_pv_limit)
         inherited0 = net.is_pv & (side != 0)
         is_pv0 = net.is_pv & ~inherited0

@@ -21,7 +21,7 @@ from jaxtyping import Array, Bool
 COMPACT_FACTOR = 4
 MAX_STAGES = 2
 
-# run(lanes, carry, cap) iterates every lane until at most ``cap`` are active;
+# run(lanes, carry, cap) iterates every lane until at most `cap` are active;
 # active(lanes, carry) is the per-lane stopping test of the same loop.
 RunFn = Callable[[Any, Any, int], Any]
 ActiveFn = Callable[[Any, Any], Bool[Array, " batch"]]

@@ -111,7 +111,7 @@ class DCOPFSetup(eqx.Module):
     cost_a: Float[Array, " n_units"]
     cost_b: Float[Array, " n_units"]
     cost_c: Float[Array, " n_units"]
-    # Marginal costs constant (``cost_a = cost_b = 0``): solved by the dual simplex.
+    # Marginal costs constant (`cost_a = cost_b = 0`): solved by the dual simplex.
     linear: bool = eqx.field(static=True, default=False)
 
 
@@ -308,7 +308,7 @@ def dc_opf(
     if n_mon == 0:
         # No monitored line: one system price clears the market; solved exactly by a
         # fixed-length price bisection (no Newton systems, no iteration-count spread
-        # across a vmapped batch). ``max_iter``/``tol``/``p_init`` do not apply.
+        # across a vmapped batch). `max_iter`/`tol`/`p_init` do not apply.
         no_rows = jnp.zeros((0,), dtype)
         problem = (a, quad, lin, lo, hi, total, mon_m_t, no_rows, no_rows)
         sol = solve_separable_dispatch(*sg(problem[:6]))
@@ -321,7 +321,7 @@ def dc_opf(
         if setup.linear and cost_a is None and cost_b is None and ref_weight is None:
             # Constant marginal costs: the optimum is a vertex, found exactly by the dual
             # simplex (an interior point's relative gap leaves MW between near-tied units).
-            # ``max_iter`` is raised to the pivot budget; ``tol``/``p_init`` do not apply.
+            # `max_iter` is raised to the pivot budget; `tol`/`p_init` do not apply.
             budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
             problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
             sol = solve_dispatch_lp(*sg(problem[2:]), penalty=line_penalty, max_pivots=budget)
@@ -343,7 +343,7 @@ def dc_opf(
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
     p = jnp.where(total >= cap_hi, hi, jnp.where(total <= cap_lo, lo, p))
-    # A caller that steps through fixed load rows can pass their flows (``PTDF @ load``).
+    # A caller that steps through fixed load rows can pass their flows (`PTDF @ load`).
     load_flow = load @ ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
     flows = p @ m_u_t - load_flow
     injection = setup.nodes_units_map.astype(dtype) @ p - load

@@ -139,10 +139,10 @@ def solve_dispatch_qp(
     dtype = jnp.result_type(lin.dtype, jnp.float32)
     n, m = a_t.shape
     # Solved in offsets from the lower bounds (the cost polynomial re-expanded around
-    # ``lo``): a sliver-wide box (a fixed unit) then keeps full float32 precision at any
+    # `lo`): a sliver-wide box (a fixed unit) then keeps full float32 precision at any
     # output level, so it can be thin enough that clipping it off afterwards moves no
     # line flow measurably (1e-4 slivers left 0.0014 MW overloads on OPTIMAL DC-OPF
-    # answers). The gap is still judged against the full cost, through ``TC(lo)``.
+    # answers). The gap is still judged against the full cost, through `TC(lo)`.
     lo_shift = lo
     cost_lo = generation_cost(lo, cubic, quad, lin)
     quad, lin = quad + 2.0 * cubic * lo, (cubic * lo + quad) * lo + lin
@@ -214,7 +214,7 @@ def solve_dispatch_qp(
             # r_t lives on the scale of π (≫ 1): judge it relative to π.
             err = jnp.maximum(err, jnp.maximum(jnp.max(jnp.abs(r_p)), 0.1 * jnp.max(jnp.abs(r_t)) / jnp.maximum(pi_, 1.0)))
         # Complementarity as the total duality gap relative to the objective (judged at
-        # 10·tol like the dual residuals), so ``tol`` bounds the relative cost error.
+        # 10·tol like the dual residuals), so `tol` bounds the relative cost error.
         x = state[0]
         obj = jnp.sum((((r_ / 3.0) * x + q_ / 2.0) * x + c_) * x) + obj_offset
         err = jnp.maximum(err, 0.1 * mu * n_compl / jnp.maximum(jnp.abs(obj), 1.0))
@@ -247,7 +247,7 @@ def solve_dispatch_qp(
 
             def ksolve(b):
                 # Refinement steps against the un-ridged operator: float32 round-off in
-                # the factor otherwise leaves a residual floor above ``tol``. From y = 0
+                # the factor otherwise leaves a residual floor above `tol`. From y = 0
                 # the first pass is the plain solve.
                 return lax.fori_loop(0, _REFINE + 1, lambda _, y: y + ksolve_once(b - kmul(y)), jnp.zeros_like(b))
         else:
@@ -283,8 +283,8 @@ def solve_dispatch_qp(
             return jnp.minimum(1.0, a_p), jnp.minimum(1.0, a_d)
 
         # Predictor (affine scaling), then Mehrotra's centring + second-order corrector.
-        # ``K⁻¹1`` (for the balance row) and the predictor go through one refined solve
-        # as two columns (one refinement loop; ``kmul`` takes both in one product).
+        # `K⁻¹1` (for the balance row) and the predictor go through one refined solve
+        # as two columns (one refinement loop; `kmul` takes both in one product).
         c_aff = (zl * xl, zu * xu, z * s, y * t)
         rhs_aff, g_aff = rhs_of(*c_aff)
         k_both = ksolve(jnp.stack([jnp.ones_like(x), rhs_aff], axis=1))
@@ -315,7 +315,7 @@ def solve_dispatch_qp(
     # Otherwise the best iterate by the accept error is returned. Why: on congested
     # linear-cost instances with many monitored rows the float32 Newton directions stop
     # reducing the dual residual near 1e-3 of the largest marginal cost and the next step
-    # is non-finite, with the objective already close to optimal. ``converged`` means
+    # is non-finite, with the objective already close to optimal. `converged` means
     # accept < tol.
     def cond(carry):
         return (carry[0] < max_iter) & ~carry[-1]

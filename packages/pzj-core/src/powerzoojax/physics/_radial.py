@@ -396,7 +396,7 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
 # Batched solves: the loop runs until its slowest feeder. With random DER set-points
 # (the DistGridEnv benchmark, 33bw) 76 % of the feeders converge in 4 sweeps, 20 % need
 # 5, 1.4 % 6 and a few per ten thousand 7-8, so a plain vmapped loop at N = 4096 pays
-# ~6.6 sweeps of the whole batch per solve; the batching rule compacts (``_compaction``).
+# ~6.6 sweeps of the whole batch per solve; the batching rule compacts (`_compaction`).
 # When the first stage leaves nothing active (feeders that all need the same sweeps), the
 # compaction is skipped altogether.
 _MIN_COMPACT = 64

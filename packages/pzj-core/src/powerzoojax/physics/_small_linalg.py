@@ -39,7 +39,7 @@ def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
     eye = jnp.eye(n, dtype=a.dtype)
 
     def row(j, both):
-        # ``both`` = [Lᵀ | W], rows >= j still zero. Column j of Lᵀ holds row j of L
+        # `both` = [Lᵀ | W], rows >= j still zero. Column j of Lᵀ holds row j of L
         # (entries < j so far), so one vector-matrix product gives both updates:
         # Lᵀ[j] = (a[j] − Σ_{i<j} L[j,i] Lᵀ[i]) / pivot, W[j] = (e_j − Σ_{i<j} L[j,i] W[i]) / pivot.
         r = both[:, j] @ both
