@@ -43,10 +43,10 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.case._matrices import build_branch_admittances, build_ybus
 from powerzoojax.physics._ac_opf_model import (
     branch_derivatives,
-    branch_flows,
     branch_sq_hessian,
     bus_derivatives,
     bus_hessian,
+    reported_solution,
 )
 from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_parameters
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
@@ -373,22 +373,8 @@ def ac_opf(
     x, lam, err, mism = best
     # The loop may end on the iteration cap right after a step: the last iterate was not
     # scored, which only means a possibly better final iterate is ignored.
-    va, vm, pg, qg = split(x)
-    pf, qf, pt, qt = branch_flows(net, vm, va, dtype)
-    p_mw = pg * base
     converged = err < tol
-    values = (
-        p_mw,
-        qg * base,
-        vm,
-        va,
-        pf * base,
-        qf * base,
-        jnp.sqrt(pf * pf + qf * qf) * base,
-        jnp.sqrt(pt * pt + qt * qt) * base,
-        lam[:n],  # cost was divided by base and P-balance is in p.u.: λ is $/MWh
-        jnp.sum((((a / 3.0) * p_mw + b / 2.0) * p_mw + c) * p_mw),
-    )
+    values = reported_solution(net, x, lam, n, g_units, (a, b, c), lambda re, im: jnp.sqrt(re * re + im * im))
     # Converged, the loop stopped on the best iterate, so its last `z, s` are the
     # best iterate's (the active set of the derivative).
     p_mw, q_mvar, vm, va, pf_mw, qf_mvar, s_from, s_to, lmp, objective = ac_opf_kkt_derivatives(

@@ -44,10 +44,10 @@ from jaxtyping import Array, Bool, Float, PyTree
 
 from powerzoojax.physics._ac_opf_model import (
     branch_derivatives,
-    branch_flows,
     branch_sq_hessian,
     bus_derivatives,
     bus_hessian,
+    reported_solution,
 )
 from powerzoojax.physics._implicit import implicit_outputs
 
@@ -175,23 +175,8 @@ def kkt_outputs(w: Array, theta: dict, active: Array) -> tuple:
     n, g_units, _, _, _, _ = _sizes(theta)
     x, lam, _ = _split_w(w, theta)
     dtype = x.dtype
-    base = net.base_mva
-    va, vm, pg, qg = x[:n], x[n : 2 * n], x[2 * n : 2 * n + g_units], x[2 * n + g_units :]
-    pf, qf, pt, qt = branch_flows(net, vm, va, dtype)
-    p_mw = pg * base
-    a, b, c = (jnp.asarray(v).astype(dtype) for v in (setup.cost_a, setup.cost_b, setup.cost_c))
-    return (
-        p_mw,
-        qg * base,
-        vm,
-        va,
-        pf * base,
-        qf * base,
-        _safe_norm(pf, qf) * base,
-        _safe_norm(pt, qt) * base,
-        lam[:n],
-        jnp.sum((((a / 3.0) * p_mw + b / 2.0) * p_mw + c) * p_mw),
-    )
+    cost_abc = tuple(jnp.asarray(v).astype(dtype) for v in (setup.cost_a, setup.cost_b, setup.cost_c))
+    return reported_solution(net, x, lam, n, g_units, cost_abc, _safe_norm)
 
 
 def ac_opf_kkt_derivatives(

@@ -75,3 +75,28 @@ def branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
 
 
 __all__ = ["branch_flows", "bus_derivatives", "bus_hessian", "branch_derivatives", "branch_sq_hessian"]
+
+
+def reported_solution(net, x, lam, n, g_units, cost_abc, line_norm):
+    """The solver's reported tuple at a primal-dual point: unit P [MW] and Q [MVAr], `vm`,
+    `va`, from-end P and Q flows, from- and to-end |S| [MVA], bus prices [$/MWh] and the
+    generation cost [$/h]. The forward solve and its implicit derivative both report
+    through here; they differ only in `line_norm` (a plain `sqrt` forward, a norm whose
+    derivative at an idle line is zero for the derivative)."""
+    base = net.base_mva
+    va, vm, pg, qg = x[:n], x[n : 2 * n], x[2 * n : 2 * n + g_units], x[2 * n + g_units :]
+    pf, qf, pt, qt = branch_flows(net, vm, va, x.dtype)
+    p_mw = pg * base
+    a, b, c = cost_abc
+    return (
+        p_mw,
+        qg * base,
+        vm,
+        va,
+        pf * base,
+        qf * base,
+        line_norm(pf, qf) * base,
+        line_norm(pt, qt) * base,
+        lam[:n],  # cost was divided by base and P-balance is in p.u.: λ is $/MWh
+        jnp.sum((((a / 3.0) * p_mw + b / 2.0) * p_mw + c) * p_mw),
+    )
