@@ -1,9 +1,10 @@
 """Dump the DC-OPF inputs of TransGrid-case1354pegase-dcopf-v0 (load-profile rows 0-3,
 monitored PTDF, limits, unit bounds and costs) to /tmp/lp1354_loads.npz for trace_pivots.py."""
-import sys, time, numpy as np, jax
-jax.config.update("jax_enable_x64", True)
-import jax.numpy as jnp
+import jax
+import numpy as np
 from powerzoojax.envs import make
+
+jax.config.update("jax_enable_x64", True)
 env, params = make("TransGrid-case1354pegase-dcopf-v0")
 setup = params.dcopf
 net = params.network

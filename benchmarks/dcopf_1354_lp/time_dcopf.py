@@ -3,14 +3,22 @@ rows 0..N_ROWS-1 and on row 0 scaled by each LOAD_FACTOR with U(0.9, 1.1) noise 
 status, pivots, time of the first call and of a second, cost against HiGHS.
 Usage: time_dcopf.py [N_ROWS] [LOAD_FACTOR ...]; OLD_SIMPLEX=FILE swaps in another copy of
 _dual_simplex.py (e.g. `git show main:packages/pzj-core/src/powerzoojax/physics/_dual_simplex.py`)."""
-import time, numpy as np, jax, jax.numpy as jnp
-from scipy.optimize import linprog
+import importlib.util
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
 from powerzoojax.envs import make
-import os, sys, importlib.util
-from powerzoojax.physics import dc_opf, _dispatch_lp
+from powerzoojax.physics import _dispatch_lp, dc_opf
+from scipy.optimize import linprog
+
 if os.environ.get("OLD_SIMPLEX"):  # a copy of the solver module to compare against
     spec = importlib.util.spec_from_file_location("old_ds", os.environ["OLD_SIMPLEX"])
-    old = importlib.util.module_from_spec(spec); spec.loader.exec_module(old)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
     _dispatch_lp.bounded_dual_simplex = old.bounded_dual_simplex
 env, params = make("TransGrid-case1354pegase-dcopf-v0")
 setup, net = params.dcopf, params.network
@@ -23,14 +31,20 @@ cases += [(f"{k:.0%} x U(0.9,1.1)", prof[0] * k * rng.uniform(0.9, 1.1, prof.sha
 for t, row in cases:
     lm = jnp.asarray(row, jnp.float32)
     node = lm if net.loads_are_nodes else net.loads_to_nodes @ lm
-    t0 = time.time(); r = jax.block_until_ready(f(node)); t1 = time.time()
-    r = jax.block_until_ready(f(node)); t2 = time.time()
+    t0 = time.time()
+    r = jax.block_until_ready(f(node))
+    t1 = time.time()
+    r = jax.block_until_ready(f(node))
+    t2 = time.time()
     # HiGHS on the same LP in float64 (units, lines as dc_opf poses them).
-    mon = np.asarray(setup.mon_idx); a = np.asarray(setup.mon_ptdf_units_t, np.float64).T
+    mon = np.asarray(setup.mon_idx)
+    a = np.asarray(setup.mon_ptdf_units_t, np.float64).T
     flow = np.asarray(node, np.float64) @ np.asarray(setup.mon_ptdf_t, np.float64)
     rlo, rhi = np.asarray(setup.line_floor, np.float64)[mon] + flow, np.asarray(setup.line_cap, np.float64)[mon] + flow
-    c = np.asarray(setup.cost_c, np.float64); lo, hi = np.asarray(setup.p_min, np.float64), np.asarray(setup.p_max, np.float64)
-    n, m = len(c), len(mon); pen = 1e3 * np.max(np.abs(c))
+    c = np.asarray(setup.cost_c, np.float64)
+    lo, hi = np.asarray(setup.p_min, np.float64), np.asarray(setup.p_max, np.float64)
+    n, m = len(c), len(mon)
+    pen = 1e3 * np.max(np.abs(c))
     res = linprog(np.concatenate([c, np.full(2 * m, pen)]),
                   A_ub=np.block([[a, -np.eye(m), np.zeros((m, m))], [-a, np.zeros((m, m)), -np.eye(m)]]),
                   b_ub=np.concatenate([rhi, -rlo]), A_eq=np.concatenate([np.ones(n), np.zeros(2 * m)])[None],

@@ -1,11 +1,18 @@
 """Solve case 1354pegase's DC-OPF LP (load row ROW, from extract_lp.py) with the dual simplex,
 logging every pivot (objective, worst violation, basis hash: a repeat means cycling), and
 with HiGHS. Usage: trace_pivots.py ROW float32|float64 [max_pivots]"""
-import sys, time, hashlib, numpy as np, jax
-jax.config.update("jax_enable_x64", True)
+import hashlib
+import sys
+import time
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax as real_lax
-from powerzoojax.physics import _dual_simplex as ds, _dispatch_lp as dl
+from powerzoojax.physics import _dispatch_lp as dl
+from powerzoojax.physics import _dual_simplex as ds
+
+jax.config.update("jax_enable_x64", True)
 
 row, dtname = int(sys.argv[1]), sys.argv[2]
 maxp = int(sys.argv[3]) if len(sys.argv) > 3 else None
@@ -26,7 +33,8 @@ def cb(it, basis, at_upper, obj, viol, status):
     log.append((int(it), h, float(obj), float(viol), int(status)))
 
 class Shim:
-    def __getattr__(self, k): return getattr(real_lax, k)
+    def __getattr__(self, k):
+        return getattr(real_lax, k)
     def while_loop(self, cond, body, init):
         def body2(carry):
             out = body(carry)
@@ -59,24 +67,29 @@ A, b, cc, l, h = lp_store["np"]
 print(f"ours {dtname}: converged={bool(sol.converged)} pivots={int(sol.n_iter)} time(incl compile)={t1-t0:.1f}s cost={float(jnp.sum(c*sol.x)):.6f}")
 # scaled objective of the final basis (last log line)
 from scipy.optimize import linprog
+
 t0 = time.time()
 res = linprog(cc, A_eq=A, b_eq=b, bounds=np.stack([l, h], 1), method="highs-ds")
 print(f"highs-ds: status={res.status} obj(scaled)={res.fun:.10g} iters={res.nit} {time.time()-t0:.1f}s")
 res2 = linprog(cc, A_eq=A, b_eq=b, bounds=np.stack([l, h], 1), method="highs")
 print(f"highs: status={res2.status} obj(scaled)={res2.fun:.10g} iters={res2.nit}")
 n = lo.shape[0]
-sc = max(np.max(np.abs(z["c"])), 1e-3); sx = max(np.max(z["p_max"] - z["p_min"]), 1.0)
+sc = max(np.max(np.abs(z["c"])), 1e-3)
+sx = max(np.max(z["p_max"] - z["p_min"]), 1.0)
 xh = z["p_min"] + res2.x[:n] * sx
 print(f"highs unit cost={float(np.sum(z['c']*xh)):.6f}  violation MW={np.sum(res2.x[n+len(mon):])*sx:.4f}")
-objs = np.array([r[2] for r in log]); hs = [r[1] for r in log]
+objs = np.array([r[2] for r in log])
+hs = [r[1] for r in log]
 print("log entries", len(log), "distinct bases", len(set(hs)))
 seen = {}
 for i, hh in enumerate(hs):
     if hh in seen:
-        print(f"first repeated basis at log {i} (pivot {log[i][0]}), first seen {seen[hh]}"); break
+        print(f"first repeated basis at log {i} (pivot {log[i][0]}), first seen {seen[hh]}")
+        break
     seen[hh] = i
 print("obj every 250:", [(log[i][0], round(objs[i], 7), round(log[i][3], 6)) for i in range(0, len(log), max(1, len(log)//25))])
-dec = np.sum(np.diff(objs) < -1e-9); stall = np.sum(np.abs(np.diff(objs)) <= 1e-12)
+dec = np.sum(np.diff(objs) < -1e-9)
+stall = np.sum(np.abs(np.diff(objs)) <= 1e-12)
 print(f"obj decreases (should be none in dual simplex): {dec}, flat steps: {stall} of {len(objs)-1}")
 np.save(f"/tmp/lp1354_log_{row}_{dtname}.npy", np.array([(r[0], r[2], r[3], r[4]) for r in log]))
 np.savez(f"/tmp/lp1354_lp_{row}.npz", A=A, b=b, c=cc, lo=l, hi=h)

@@ -8,11 +8,10 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.optimize import linprog
-
 from powerzoojax.case import load_case
 from powerzoojax.physics import make_dc_opf_setup
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
+from scipy.optimize import linprog
 
 
 @functools.cache
