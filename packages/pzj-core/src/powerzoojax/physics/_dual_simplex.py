@@ -7,6 +7,9 @@ accumulates in them. The leaving row is the most infeasible basic variable; the 
 column comes from a bound-flipping ratio test: candidates whose reduced cost changes sign before
 the leaving row is repaired flip to their other bound in the same iteration, so a line
 that binds costs one pivot, not one per segment it pushes across the merit order.
+Reduced costs within the dual tolerance enter the ratio test as exact zeros, so degenerate
+ties are broken by column index rather than by float32 round-off (which changes from pivot
+to pivot and kept a tied-cost LP such as case 1354pegase's DC-OPF from finishing).
 
 Every matrix–vector product is a broadcast multiply and a sum, not `@`, and every sum
 over a short axis is an unrolled chain of adds (`sum_small`): under `vmap` both
@@ -157,7 +160,11 @@ def bounded_dual_simplex(
         alpha = jnp.where(below, -1.0, 1.0) * _vm(binv_r, a)
         eligible = ~is_basic & jnp.where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
         # Reduced costs clipped to their dual-feasible sign: round-off cannot flip a ratio.
+        # Those within the dual tolerance are zero: on a dual-degenerate LP (tied unit
+        # costs) they are round-off, different at every pivot, and ordering the ratio
+        # test by them wanders without end; exact zeros leave ties to the column index.
         d_feas = jnp.where(at_upper, jnp.maximum(-d, 0.0), jnp.maximum(d, 0.0))
+        d_feas = jnp.where(d_feas <= dual_tol, 0.0, d_feas)
         mag = jnp.abs(alpha)
         ratio = jnp.where(eligible, d_feas / jnp.where(eligible, mag, 1.0), jnp.inf)
         # Bound-flipping ratio test: walk the breakpoints in ratio order (ties by index);

