@@ -67,7 +67,15 @@ def test_nested_vmap(batch):
     inner = jax.vmap(lambda k, s, a: scan_rollout(env, k, s, params, a))
     twice = jax.jit(jax.vmap(inner, in_axes=(None, None, 0)))(keys, states, jnp.stack([actions, -actions]))
     once = jax.jit(inner)(keys, states, -actions)
-    _assert_equal(jax.tree.map(lambda x: x[1], twice), once)
+    # The outer vmap batches the inner rule's loop on another memory layout, which XLA
+    # vectorises (and contracts into fused multiply-adds) differently: floats agree to a
+    # couple of float32 ulps of their O(1) scale (values here are within [-4, 4]), the rest exactly.
+    for x, y in zip(jax.tree.leaves(jax.tree.map(lambda x: x[1], twice)), jax.tree.leaves(once), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        if np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_allclose(x, y, rtol=2**-22, atol=2**-21)
+        else:
+            np.testing.assert_array_equal(x, y)
 
 
 def test_grad_through_vmapped_rollout(batch):

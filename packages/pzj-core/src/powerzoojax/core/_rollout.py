@@ -13,6 +13,7 @@ step's outputs straight into batch-major buffers. Values are identical either wa
 """
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,9 @@ BatchedStepResult = tuple[
 # Folded into each step key to derive the policy's key, so the env sees the same
 # per-step keys whether actions are pre-generated or sampled by a policy.
 _POLICY_KEY_SALT = 0x5EED
+
+# Per-env rows of fewer bytes are kept time-major inside a batch-major loop (`_time_major`).
+BATCH_MAJOR_MIN_ROW_BYTES = 256
 
 
 def rollout(
@@ -124,10 +128,17 @@ def _time_loop(
 
     if policy is not None:
         raise ValueError("_time_loop: batch-major loops take pre-generated actions, not a policy")
-    inputs = (step_keys, xs)
+    # Short per-env rows are read from a time-major copy (one contiguous slab per step).
+    inputs = jax.tree.map(
+        lambda a: jnp.moveaxis(a, 1, 0) if _time_major(a.shape[2:], a.dtype) else a, (step_keys, xs)
+    )
 
     def at(t):
-        return jax.tree.map(lambda a: lax.dynamic_index_in_dim(a, t, 1, keepdims=False), inputs)
+        return jax.tree.map(
+            lambda a, src: lax.dynamic_index_in_dim(a, t, 0 if _time_major(src.shape[2:], src.dtype) else 1, False),
+            inputs,
+            (step_keys, xs),
+        )
 
     # The step is traced once: its jaxpr gives the output shapes for the buffers and is the
     # loop body. Tracing an env step is most of a rollout's trace time, and a second trace
@@ -141,16 +152,38 @@ def _time_loop(
 
     # Every step writes its slice, so the buffers need no initial value: `lax.empty` is a
     # bare allocation on GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
-    buffers = jax.tree.map(lambda s: lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype), out_shapes)
+    # Short rows are stacked time-major and moved batch-major once after the loop.
+    time_major = jax.tree.map(lambda s: _time_major(s.shape[1:], s.dtype), out_shapes)
+
+    def buffer(s, tm):
+        n, row = s.shape[0], s.shape[1:]
+        return lax.empty((length, n, *row) if tm else (n, length, *row), s.dtype)
+
+    buffers = jax.tree.map(buffer, out_shapes, time_major)
 
     def body(carry, t):
         carry, buffers = carry
         carry, out = traced_step(carry, at(t))
-        buffers = jax.tree.map(lambda b, o: lax.dynamic_update_index_in_dim(b, o, t, 1), buffers, out)
+        buffers = jax.tree.map(
+            lambda b, o, tm: lax.dynamic_update_index_in_dim(b, o, t, 0 if tm else 1), buffers, out, time_major
+        )
         return (carry, buffers), None
 
     ((final_state, final_obs), outputs), _ = lax.scan(body, (init_carry, buffers), jnp.arange(length))
+    outputs = jax.tree.map(lambda b, tm: jnp.moveaxis(b, 0, 1) if tm else b, outputs, time_major)
     return final_state, final_obs, tuple(outputs)
+
+
+def _time_major(row_shape: tuple[int, ...], dtype: Any) -> bool:
+    """Whether a batch-major loop keeps this per-env row time-major inside the loop.
+
+    Writing (or reading) one step of a `(N, T, *row)` array touches `N` rows at a stride of
+    `T` rows: for a row of a few bytes each touch moves a whole cache line (a whole memory
+    transaction on a GPU) for those bytes, which costs more than one transpose of the
+    contiguous `(T, N, *row)` array after the loop. Rows of at least
+    `BATCH_MAJOR_MIN_ROW_BYTES` go straight to batch-major buffers.
+    """
+    return math.prod(row_shape) * dtype.itemsize < BATCH_MAJOR_MIN_ROW_BYTES
 
 
 def bind_step(env: Environment, params: EnvParams, *, differentiable: bool = False) -> StepFn:
