@@ -9,7 +9,9 @@ runs shard that batch axis (see `_sharding`).
 outputs time-major `(T, N, ...)` and then transposes every output to `(N, T, ...)`,
 a full extra pass over the trajectory (a quarter of the run time for case 118 at
 N = 4096). The rule runs the same loop with the step vmapped inside and writes each
-step's outputs straight into batch-major buffers. Values are identical either way.
+step's outputs straight into batch-major buffers; only rows too short for a strided
+write to pay (a scalar reward, a case-5 observation) are stacked time-major and
+transposed once after the loop. Values are identical to plain batching.
 """
 
 import functools
