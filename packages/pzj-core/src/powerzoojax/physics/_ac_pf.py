@@ -63,6 +63,15 @@ API (stable; the AC env modes and AC-OPF build on it):
   compacted first, so a batch where every lane converges pays one `lax.cond`.
   `n_iter` then counts both loops' updates.
   `method="fdlf_only"` is the fast-decoupled loop alone.
+* Large networks (`N >= _ac_pf_krylov.KRYLOV_MIN_BUSES`, 500 buses: cases 552gb,
+  1354pegase, 2383wp of the shipped set; a static choice made when tracing): the Newton
+  step (of `method="newton"` and of the `"fdlf"` fallback) is an inexact Newton–Krylov
+  step instead of the dense LU: flexible GMRES on `J dx = -F` to a relative residual of
+  1e-3 (at most 40 Krylov steps), Jacobian-vector products from the iterate's voltages
+  and currents, preconditioned by the fast-decoupled solve (B'^-1, B''^-1, the switched
+  PV buses' Schur CG), all plain XLA (`powerzoojax.physics._ac_pf_krylov`). Same
+  iteration, switching and stopping rules; a Krylov step costs a few N^2 products where
+  the LU costs (2N-2)^3 (one LU of case 2383wp's 4,764^2 Jacobian takes seconds).
 * Reference angle: the slack bus keeps `net.va_ref` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
 * `ACPFResult` fields: `vm, va` (N, p.u. / rad), `p_inj_mw, q_inj_mvar` (N,
@@ -795,7 +804,9 @@ def ac_power_flow(
     last finite iterate with `converged=False`; every step is clamped to `max_step`, so a
     diverging case stays finite. Fixed-shape, `jit`- and `vmap`-friendly; `max_iter` and
     `tol` are traced (no retrace when they change). The computation dtype is that of the
-    power inputs. Not reverse-mode differentiable.
+    power inputs. Not reverse-mode differentiable. Networks of 500 buses or more take an
+    inexact Newton–Krylov step (GMRES preconditioned by the fast-decoupled operators)
+    instead of factorising the dense Jacobian.
 
     **Arguments:**
 
