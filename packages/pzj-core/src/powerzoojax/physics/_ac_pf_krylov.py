@@ -8,8 +8,9 @@ per iteration. Above `KRYLOV_MIN_BUSES` buses the step is instead `J Δx = −F`
 approximately by GMRES, right-preconditioned by the fast-decoupled operators (`B'⁻¹` for
 the angle rows, `B''⁻¹` for the magnitude rows) that the fast-decoupled loop already
 holds, with Jacobian-vector products computed directly from the complex voltages and
-currents of the iterate (one `(2N)²` product per Krylov step, no Jacobian formed). Each
-Krylov step then costs a few `N²` products instead of a factorisation.
+currents of the iterate and the branch admittances (gathers and scatter-adds over the
+branches, no Jacobian formed). Each Krylov step then costs the preconditioner's two
+`(N − 1)²` products instead of a share of a factorisation.
 
 GMRES here is one cycle of at most `KRYLOV_MAX_STEPS` Arnoldi steps from `Δx = 0`
 (classical Gram–Schmidt applied twice, Givens rotations for the residual estimate,
@@ -21,9 +22,10 @@ the Newton loop treats as it treats a singular dense solve (stop, not converged)
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 from jax import lax
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 # Networks with at least this many buses take the Newton–Krylov step; smaller ones keep
 # the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov).
@@ -129,8 +131,52 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     return y @ zs, steps
 
 
+def branch_current(
+    line_from: Int[Array, " n_lines"],
+    line_to: Int[Array, " n_lines"],
+    branch_g: Float[Array, "n_lines 4"],
+    branch_b: Float[Array, "n_lines 4"],
+    shunt_g: Float[Array, " n"],
+    shunt_b: Float[Array, " n"],
+) -> Callable[[Array, Array], tuple[Array, Array]]:
+    """`(e, f) ↦ (Re I, Im I)` of `I = Ybus V`, `V = e + j f`, summed over the branches'
+    pi models and the bus shunts: `O(N + L)` gathers and scatter-adds instead of the dense
+    `(2N)²` product, for the Krylov steps (where round-off matters less than in the
+    mismatch itself).
+
+    **Arguments:**
+
+    - `line_from`, `line_to`: `(L,)` branch ends.
+    - `branch_g`, `branch_b`: `(L, 4)` branch admittances (ff, ft, tf, tt) [p.u.].
+    - `shunt_g`, `shunt_b`: `(N,)` what `Ybus`'s diagonal holds beyond the branches [p.u.].
+
+    **Returns:**
+
+    The linear map.
+    """
+    n = shunt_g.shape[-1]
+
+    def apply(e, f):
+        def mul(k, ev, fv):
+            g, b = branch_g[:, k], branch_b[:, k]
+            return g * ev - b * fv, b * ev + g * fv
+
+        ef, ff, et, ft = e[line_from], f[line_from], e[line_to], f[line_to]
+        a_re, a_im = mul(0, ef, ff)
+        b_re, b_im = mul(1, et, ft)
+        c_re, c_im = mul(2, ef, ff)
+        d_re, d_im = mul(3, et, ft)
+        ends = jnp.concatenate([line_from, line_to])
+        seg = lambda x: jax.ops.segment_sum(x, ends, num_segments=n)  # noqa: E731
+        i_re = shunt_g * e - shunt_b * f + seg(jnp.concatenate([a_re + b_re, c_re + d_re]))
+        i_im = shunt_b * e + shunt_g * f + seg(jnp.concatenate([a_im + b_im, c_im + d_im]))
+        return i_re, i_im
+
+    return apply
+
+
 def krylov_newton_step(
-    y_real_t: Float[Array, "two_n two_n"],
+    current: Callable[[Array, Array], tuple[Array, Array]],
     trig: tuple[Array, Array],
     vif: tuple[Array, Array, Array, Array],
     is_pv_red: Bool[Array, " m"],
@@ -144,7 +190,8 @@ def krylov_newton_step(
 
     **Arguments:**
 
-    - `y_real_t`: `(2N, 2N)` real form of `Ybus` (`ACNetwork.y_real_t`), in the iterate's dtype.
+    - `current`: `(de, df) ↦ Ybus (de + j df)` as real and imaginary parts
+      (`branch_current`).
     - `trig`: `(cos va, sin va)`, each `(N,)`, of the iterate.
     - `vif`: `(e, f, Re I, Im I)`, each `(N,)`, of the iterate (from `_bus_power`).
     - `is_pv_red`: `(N − 1,)` current PV buses among the non-slack buses.
@@ -169,8 +216,8 @@ def krylov_newton_step(
         # dV = (dvm + j vm dva) e^{j va}; dS = dV conj(I) + V conj(Y dV).
         de = d_vm * cos_va - fv * d_va
         df = d_vm * sin_va + e * d_va
-        di = jnp.concatenate([de, df]) @ y_real_t
-        d_ir, d_ii = drop(di[:n]), drop(di[n:])
+        d_ir, d_ii = current(de, df)
+        d_ir, d_ii = drop(d_ir), drop(d_ii)
         de, df = drop(de), drop(df)
         dp = de * ir_r + e_r * d_ir + df * ii_r + f_r * d_ii
         dq = df * ir_r + f_r * d_ir - de * ii_r - e_r * d_ii
