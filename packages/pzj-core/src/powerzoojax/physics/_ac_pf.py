@@ -68,7 +68,7 @@ API (stable; the AC env modes and AC-OPF build on it):
   step (of `method="newton"` and of the `"fdlf"` fallback) is an inexact Newton–Krylov
   step instead of the dense LU: flexible GMRES on `J dx = -F` to a relative residual of
   1e-3 (at most 40 Krylov steps), Jacobian-vector products from the iterate's voltages
-  and currents, preconditioned by the fast-decoupled solve (B'^-1, B''^-1, the switched
+  and currents over the branches (no Jacobian formed), preconditioned by the fast-decoupled solve (B'^-1, B''^-1, the switched
   PV buses' Schur CG), all plain XLA (`powerzoojax.physics._ac_pf_krylov`). Same
   iteration, switching and stopping rules; a Krylov step costs a few N^2 products where
   the LU costs (2N-2)^3 (one LU of case 2383wp's 4,764^2 Jacobian takes seconds).
