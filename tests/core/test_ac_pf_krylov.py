@@ -26,7 +26,7 @@ PD, QD, PG, GEN_STATUS, VM, VA, BUS_TYPE = 2, 3, 1, 7, 7, 8, 1
 
 def _solver(threshold: int, **options):
     """A freshly traced `ac_power_flow` with the Krylov threshold at `threshold` buses."""
-    body = ac_power_flow.__wrapped__  # pyright: ignore[reportFunctionMemberAccess]
+    body = ac_power_flow.__wrapped__  # pyright: ignore[reportAttributeAccessIssue]
 
     def solve(net, pg, pd, qd):
         return body(net, pg, None, pd, qd, **options)
@@ -135,7 +135,7 @@ def test_krylov_fallback_under_vmap_matches_single_solves():
     point where the fast-decoupled loop runs out of iterations, then beyond the nose)."""
     net, pg, pd, qd = _inputs_118()
     scales = jnp.linspace(0.7, 3.0, 64, dtype=jnp.float32)
-    body = ac_power_flow.__wrapped__  # pyright: ignore[reportFunctionMemberAccess]
+    body = ac_power_flow.__wrapped__  # pyright: ignore[reportAttributeAccessIssue]
     one = lambda s: body(net, pg * s, None, pd * s, qd * s, method="fdlf")  # noqa: E731
     old = krylov.KRYLOV_MIN_BUSES
     krylov.KRYLOV_MIN_BUSES = 1

@@ -575,13 +575,13 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
             return is_pv | release, q_target, inherited & ~near, jnp.any(release)
         return is_pv, q_target, inherited, jnp.zeros((), bool)
 
-    if n >= _krylov.KRYLOV_MIN_BUSES:
+    def branch_current():
         # Ybus = branch pi models + bus shunts; the shunts are the diagonal's remainder.
         bg, bb = cast(net.branch_g), cast(net.branch_b)
         at_ends = lambda x: jax.ops.segment_sum(  # noqa: E731
             jnp.concatenate([x[:, 0], x[:, 3]]), jnp.concatenate([net.line_from, net.line_to]), num_segments=n
         )
-        branch_current = _krylov.branch_current(
+        return _krylov.branch_current(
             net.line_from, net.line_to, bg, bb,
             jnp.diagonal(cast(net.g)) - at_ends(bg), jnp.diagonal(cast(net.b)) - at_ends(bb),
         )
@@ -607,7 +607,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
     def newton_step(c, is_pv, q_target, f, vif):
         if n >= _krylov.KRYLOV_MIN_BUSES:
             d_va, d_vm = _krylov.krylov_newton_step(
-                branch_current, (c.cos_va, c.sin_va), vif, red(is_pv), f, slack, fdlf_precond(c, is_pv),
+                branch_current(), (c.cos_va, c.sin_va), vif, red(is_pv), f, slack, fdlf_precond(c, is_pv),
             )
             return d_va, d_vm, None
         jac = _jacobian(cast(net.g), cast(net.b), c.vm, c.va, vif, slack, red(is_pv))
