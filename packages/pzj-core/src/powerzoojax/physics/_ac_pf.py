@@ -63,6 +63,15 @@ API (stable; the AC env modes and AC-OPF build on it):
   compacted first, so a batch where every lane converges pays one `lax.cond`.
   `n_iter` then counts both loops' updates.
   `method="fdlf_only"` is the fast-decoupled loop alone.
+* Large networks (`N >= _ac_pf_krylov.KRYLOV_MIN_BUSES`, 500 buses: cases 552gb,
+  1354pegase, 2383wp of the shipped set; a static choice made when tracing): the Newton
+  step (of `method="newton"` and of the `"fdlf"` fallback) is an inexact Newton–Krylov
+  step instead of the dense LU: flexible GMRES on `J dx = -F` to a relative residual of
+  1e-3 (at most 40 Krylov steps), Jacobian-vector products from the iterate's voltages
+  and currents over the branches (no Jacobian formed), preconditioned by the fast-decoupled solve (B'^-1, B''^-1, the switched
+  PV buses' Schur CG), all plain XLA (`powerzoojax.physics._ac_pf_krylov`). Same
+  iteration, switching and stopping rules; a Krylov step costs a few N^2 products where
+  the LU costs (2N-2)^3 (one LU of case 2383wp's 4,764^2 Jacobian takes seconds).
 * Reference angle: the slack bus keeps `net.va_ref` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
 * `ACPFResult` fields: `vm, va` (N, p.u. / rad), `p_inj_mw, q_inj_mvar` (N,
@@ -105,6 +114,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
+from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._implicit import fast_with_reference_derivative
@@ -121,6 +131,12 @@ _NO_Q_LIMIT = 1e10
 # Q half-iteration (exact after as many steps as switched buses; 4 measured enough on
 # case 118 with ~17 switches: 99.6 % converged vs 98 % with 2).
 _FDLF_CG_STEPS = 4
+# The same CG on the switched buses' Schur system inside the Newton–Krylov preconditioner
+# (`_ac_pf_krylov`), where it is applied once per Krylov step: more steps there cost little.
+_KRYLOV_CG_STEPS = 8
+# Voltage magnitudes below this [p.u.] are taken as this in the preconditioner's 1 / vm
+# scaling (a diverging iterate may pass through 0).
+_KRYLOV_VM_FLOOR = 0.1
 _ROUNDOFF_FACTOR = 4.0
 # Q limits are checked once max |mismatch| is below this [p.u.]: 1e-2 switches the same buses
 # as 1e-3 on cases 14/118 (random loads +-10 %) and saves 1-2 fdlf iterations per solve.
@@ -500,6 +516,30 @@ def _active(c: _Carry, lane: _Lane) -> Array:
     return ~c.done & (c.it < lane.max_iter)
 
 
+def _switched_schur_cg(net: "ACNetwork", dtype, rhs, sw, steps: int):
+    """Voltage changes of the buses switched PV->PQ, in the space of the initial PV buses:
+    `steps` Jacobi-preconditioned CG steps on the Schur system `S_ss y = r_s` of B'' with
+    the PQ buses eliminated (`sw` selects the switched buses; `y` is 0 elsewhere)."""
+    r = jnp.where(sw, rhs @ net.fdlf_pv_rhs.astype(dtype), 0.0)
+    s_t, d_inv = net.fdlf_pv_schur_t.astype(dtype), net.fdlf_pv_inv_schur.astype(dtype)
+    y = jnp.zeros_like(r)
+    z = r * d_inv
+    p_dir = z
+    rz = jnp.sum(r * z, axis=-1, keepdims=True)
+    for _ in range(steps):
+        ap = jnp.where(sw, p_dir @ s_t, 0.0)
+        pap = jnp.sum(p_dir * ap, axis=-1, keepdims=True)
+        alpha = jnp.where(pap > 0, rz / jnp.where(pap > 0, pap, 1.0), 0.0)
+        y = y + alpha * p_dir
+        r = r - alpha * ap
+        z = r * d_inv
+        rz_new = jnp.sum(r * z, axis=-1, keepdims=True)
+        beta = jnp.where(rz > 0, rz_new / jnp.where(rz > 0, rz, 1.0), 0.0)
+        p_dir = z + beta * p_dir
+        rz = rz_new
+    return y
+
+
 def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_limits: bool, max_step: float):
     """One iteration of one instance: Q-limit switching, convergence test, update."""
     cast = lambda x: jnp.asarray(x).astype(dtype)  # noqa: E731
@@ -535,7 +575,41 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
             return is_pv | release, q_target, inherited & ~near, jnp.any(release)
         return is_pv, q_target, inherited, jnp.zeros((), bool)
 
+    def branch_current():
+        # Ybus = branch pi models + bus shunts; the shunts are the diagonal's remainder.
+        bg, bb = cast(net.branch_g), cast(net.branch_b)
+        at_ends = lambda x: jax.ops.segment_sum(  # noqa: E731
+            jnp.concatenate([x[:, 0], x[:, 3]]), jnp.concatenate([net.line_from, net.line_to]), num_segments=n
+        )
+        return _krylov.branch_current(
+            net.line_from, net.line_to, bg, bb,
+            jnp.diagonal(cast(net.g)) - at_ends(bg), jnp.diagonal(cast(net.b)) - at_ends(bb),
+        )
+
+    def fdlf_precond(c, is_pv):
+        # The fast-decoupled solve as an approximation of J^-1 (Newton–Krylov): angles by
+        # B'^-1 (dP / vm), magnitudes by B''^-1 (dQ / vm) with the switched PV buses
+        # through their Schur system; the identity Q rows of current PV buses pass their
+        # entry through as the bus's voltage change, which the PQ buses follow through K.
+        inv_vm = 1.0 / jnp.maximum(red(c.vm), _KRYLOV_VM_FLOOR)
+        pv_sel = cast(net.fdlf_pv_sel)
+        sw = (red(~is_pv).astype(dtype) @ pv_sel) > 0.5
+
+        def apply(r):
+            d_va = (r[:m] * inv_vm) @ cast(net.fdlf_bp_inv).T
+            rhs = jnp.where(red(is_pv), 0.0, r[m:] * inv_vm)
+            x = rhs @ cast(net.fdlf_pq_solve_t)
+            y = jnp.where(sw, _switched_schur_cg(net, dtype, rhs, sw, _KRYLOV_CG_STEPS), r[m:] @ pv_sel)
+            return jnp.concatenate([d_va, x + y @ cast(net.fdlf_pv_out)])
+
+        return apply
+
     def newton_step(c, is_pv, q_target, f, vif):
+        if n >= _krylov.KRYLOV_MIN_BUSES:
+            d_va, d_vm = _krylov.krylov_newton_step(
+                branch_current(), (c.cos_va, c.sin_va), vif, red(is_pv), f, slack, fdlf_precond(c, is_pv),
+            )
+            return d_va, d_vm, None
         jac = _jacobian(cast(net.g), cast(net.b), c.vm, c.va, vif, slack, red(is_pv))
         dx = jnp.linalg.solve(jac, -f)
         return dx[:m], dx[m:], None
@@ -560,24 +634,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         # over every initial PV bus), then the PQ buses follow through K. No
         # refactorisation, fixed shapes, all in the space of the initial PV buses.
         sw = (red(~is_pv).astype(dtype) @ cast(net.fdlf_pv_sel)) > 0.5
-        r = jnp.where(sw, rhs @ cast(net.fdlf_pv_rhs), 0.0)
-        s_t, d_inv = cast(net.fdlf_pv_schur_t), cast(net.fdlf_pv_inv_schur)
-        # Jacobi-preconditioned CG on the switched buses' Schur system S_ss y = r.
-        y = jnp.zeros_like(r)
-        z = r * d_inv
-        p_dir = z
-        rz = jnp.sum(r * z, axis=-1, keepdims=True)
-        for _ in range(_FDLF_CG_STEPS):
-            ap = jnp.where(sw, p_dir @ s_t, 0.0)
-            pap = jnp.sum(p_dir * ap, axis=-1, keepdims=True)
-            alpha = jnp.where(pap > 0, rz / jnp.where(pap > 0, pap, 1.0), 0.0)
-            y = y + alpha * p_dir
-            r = r - alpha * ap
-            z = r * d_inv
-            rz_new = jnp.sum(r * z, axis=-1, keepdims=True)
-            beta = jnp.where(rz > 0, rz_new / jnp.where(rz > 0, rz, 1.0), 0.0)
-            p_dir = z + beta * p_dir
-            rz = rz_new
+        y = _switched_schur_cg(net, dtype, rhs, sw, _FDLF_CG_STEPS)
         x = x + y @ cast(net.fdlf_pv_out)
         return d_va, -x, trig
 
@@ -757,7 +814,9 @@ def ac_power_flow(
     last finite iterate with `converged=False`; every step is clamped to `max_step`, so a
     diverging case stays finite. Fixed-shape, `jit`- and `vmap`-friendly; `max_iter` and
     `tol` are traced (no retrace when they change). The computation dtype is that of the
-    power inputs. Not reverse-mode differentiable.
+    power inputs. Not reverse-mode differentiable. Networks of 500 buses or more take an
+    inexact Newton–Krylov step (GMRES preconditioned by the fast-decoupled operators)
+    instead of factorising the dense Jacobian.
 
     **Arguments:**
 

@@ -1,0 +1,231 @@
+"""Inexact Newton–Krylov step of the AC power flow for large networks, in plain XLA
+operations (no LAPACK call, no host callback).
+
+The dense Newton step of [`ac_power_flow`][powerzoojax.physics.ac_power_flow] factorises
+the `(2m)²` Jacobian (`m = N − 1`) at every iteration: `(2m)³ · 2/3` flops, 0.9 Gflop on
+case 552gb and 72 Gflop on case 2383wp, which on a 2-core CPU is 0.2 s and tens of seconds
+per iteration. Above `KRYLOV_MIN_BUSES` buses the step is instead `J Δx = −F` solved
+approximately by GMRES, right-preconditioned by the fast-decoupled operators (`B'⁻¹` for
+the angle rows, `B''⁻¹` for the magnitude rows) that the fast-decoupled loop already
+holds, with Jacobian-vector products computed directly from the complex voltages and
+currents of the iterate and the branch admittances (gathers and scatter-adds over the
+branches, no Jacobian formed). Each Krylov step then costs the preconditioner's two
+`(N − 1)²` products instead of a share of a factorisation.
+
+GMRES here is one cycle of at most `KRYLOV_MAX_STEPS` Arnoldi steps from `Δx = 0`
+(classical Gram–Schmidt applied twice, Givens rotations for the residual estimate,
+back-substitution in a loop), stopping once the estimated linear residual is below
+`KRYLOV_FORCING · ‖F‖₂`. Every division is guarded, so a breakdown (a singular Jacobian,
+an exact solve) gives a finite step; a non-finite input gives a non-finite step, which
+the Newton loop treats as it treats a singular dense solve (stop, not converged).
+"""
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, Bool, Float, Int
+
+# Networks with at least this many buses take the Newton–Krylov step; smaller ones keep
+# the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov).
+# Measured on a shared 2-core CPU, float32, one instance: a dense solve of case 300's
+# 598² Jacobian takes about 0.03 s, case 552gb's 1,102² about 0.2 s against a few
+# milliseconds for a preconditioned GMRES solve to the forcing tolerance
+# (benchmarks/results/large-cases.md).
+KRYLOV_MIN_BUSES = 500
+# Largest Krylov subspace of one Newton step (one GMRES cycle, no restart).
+KRYLOV_MAX_STEPS = 40
+# Relative linear residual at which GMRES stops: ‖F + J Δx‖₂ ≤ KRYLOV_FORCING · ‖F‖₂. With
+# 1e-3 the outer iteration converges at the rate of exact Newton until the mismatch is near
+# the float32 floor.
+KRYLOV_FORCING = 1e-3
+
+
+def _safe_div(a, b):
+    ok = b != 0
+    return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
+
+
+def _givens(a, b):
+    """`(c, s)` with `[c s; −s c] [a; b] = [r; 0]`; identity when both are zero."""
+    r = jnp.sqrt(a * a + b * b)
+    return jnp.where(r > 0, _safe_div(a, r), 1.0), _safe_div(b, r)
+
+
+def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: float) -> tuple[Array, Array]:
+    """Flexible right-preconditioned GMRES (one cycle from zero) for `A x = b`.
+
+    Flexible: the preconditioned vectors are kept, so the preconditioner may differ from
+    one Arnoldi step to the next (here it ends in a fixed number of CG steps, which are
+    not linear in their right-hand side).
+
+    **Arguments:**
+
+    - `matvec`: `v ↦ A v`.
+    - `precond`: `v ↦ M⁻¹ v`, an approximation of `A⁻¹ v`.
+    - `b`: right-hand side.
+    - `max_steps`: largest Krylov subspace (static).
+    - `rtol`: stop once the estimated residual `‖b − A x‖₂ ≤ rtol ‖b‖₂`.
+
+    **Returns:**
+
+    `(x, steps)`: the minimal-residual solution over the Krylov subspace built, and the
+    number of Arnoldi steps taken (int32).
+    """
+    n, k = b.shape[-1], max_steps
+    dtype = b.dtype
+    beta = jnp.sqrt(jnp.sum(b * b))
+    target = rtol * beta
+    rows = jnp.arange(k + 1)
+    basis0 = jnp.zeros((k + 1, n), dtype).at[0].set(_safe_div(b, beta))
+    g0 = jnp.zeros((k + 1,), dtype).at[0].set(beta)
+
+    def arnoldi(state):
+        j, basis, zs, r_mat, cs, sn, g = state
+        z = precond(basis[j])
+        zs = jnp.where((rows[:k] == j)[:, None], z, zs)
+        w = matvec(z)
+        # Classical Gram–Schmidt twice against the first j + 1 basis vectors (the rest are 0).
+        h = basis @ w
+        w = w - h @ basis
+        h2 = basis @ w
+        w = w - h2 @ basis
+        h = h + h2
+        h_next = jnp.sqrt(jnp.sum(w * w))
+        basis = jnp.where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
+        # Column j of the Hessenberg matrix, rotated by the previous Givens rotations.
+        col = jnp.where(rows == j + 1, h_next, h)
+
+        def rotate(i, col):
+            a, bb = col[i], col[i + 1]
+            ci, si = cs[i], sn[i]
+            new = jnp.where(rows == i, ci * a + si * bb, jnp.where(rows == i + 1, -si * a + ci * bb, col))
+            return jnp.where(i < j, new, col)
+
+        col = lax.fori_loop(0, k, rotate, col)
+        c, s = _givens(col[j], col[j + 1])
+        col = jnp.where(rows == j, c * col[j] + s * col[j + 1], jnp.where(rows == j + 1, 0.0, col))
+        cs = jnp.where(rows[:k] == j, c, cs)
+        sn = jnp.where(rows[:k] == j, s, sn)
+        gj = g[j]
+        g = jnp.where(rows == j, c * gj, jnp.where(rows == j + 1, -s * gj, g))
+        r_mat = jnp.where((rows[:k] == j)[None, :], col[:k, None], r_mat)
+        return j + 1, basis, zs, r_mat, cs, sn, g
+
+    def running(state):
+        j, *_, g = state
+        return (j < k) & (jnp.abs(g[j]) > target)
+
+    zero_k = jnp.zeros((k,), dtype)
+    init = (jnp.zeros((), jnp.int32), basis0, jnp.zeros((k, n), dtype), jnp.zeros((k, k), dtype), zero_k, zero_k, g0)
+    steps, _, zs, r_mat, _, _, g = lax.while_loop(running, arnoldi, init)
+
+    # Back-substitution R y = g over the first `steps` rows (the rest of y stays 0).
+    def back(t, y):
+        i = k - 1 - t
+        rhs = g[i] - r_mat[i] @ y
+        return jnp.where((rows[:k] == i) & (i < steps), _safe_div(rhs, r_mat[i, i]), y)
+
+    y = lax.fori_loop(0, k, back, jnp.zeros((k,), dtype))
+    return y @ zs, steps
+
+
+def branch_current(
+    line_from: Int[Array, " n_lines"],
+    line_to: Int[Array, " n_lines"],
+    branch_g: Float[Array, "n_lines 4"],
+    branch_b: Float[Array, "n_lines 4"],
+    shunt_g: Float[Array, " n"],
+    shunt_b: Float[Array, " n"],
+) -> Callable[[Array, Array], tuple[Array, Array]]:
+    """`(e, f) ↦ (Re I, Im I)` of `I = Ybus V`, `V = e + j f`, summed over the branches'
+    pi models and the bus shunts: `O(N + L)` gathers and scatter-adds instead of the dense
+    `(2N)²` product, for the Krylov steps (where round-off matters less than in the
+    mismatch itself).
+
+    **Arguments:**
+
+    - `line_from`, `line_to`: `(L,)` branch ends.
+    - `branch_g`, `branch_b`: `(L, 4)` branch admittances (ff, ft, tf, tt) [p.u.].
+    - `shunt_g`, `shunt_b`: `(N,)` what `Ybus`'s diagonal holds beyond the branches [p.u.].
+
+    **Returns:**
+
+    The linear map.
+    """
+    n = shunt_g.shape[-1]
+
+    def apply(e, f):
+        def mul(k, ev, fv):
+            g, b = branch_g[:, k], branch_b[:, k]
+            return g * ev - b * fv, b * ev + g * fv
+
+        ef, ff, et, ft = e[line_from], f[line_from], e[line_to], f[line_to]
+        a_re, a_im = mul(0, ef, ff)
+        b_re, b_im = mul(1, et, ft)
+        c_re, c_im = mul(2, ef, ff)
+        d_re, d_im = mul(3, et, ft)
+        ends = jnp.concatenate([line_from, line_to])
+        seg = lambda x: jax.ops.segment_sum(x, ends, num_segments=n)  # noqa: E731
+        i_re = shunt_g * e - shunt_b * f + seg(jnp.concatenate([a_re + b_re, c_re + d_re]))
+        i_im = shunt_b * e + shunt_g * f + seg(jnp.concatenate([a_im + b_im, c_im + d_im]))
+        return i_re, i_im
+
+    return apply
+
+
+def krylov_newton_step(
+    current: Callable[[Array, Array], tuple[Array, Array]],
+    trig: tuple[Array, Array],
+    vif: tuple[Array, Array, Array, Array],
+    is_pv_red: Bool[Array, " m"],
+    f: Float[Array, " two_m"],
+    slack: int,
+    precond: Callable[[Array], Array],
+) -> tuple[Array, Array]:
+    """Approximate Newton step `(Δva, Δvm)` over the non-slack buses: `J Δx = −F` by
+    preconditioned flexible GMRES, `J` being the Jacobian of `ac_power_flow`'s Newton step
+    (Q rows of current PV buses are identity rows).
+
+    **Arguments:**
+
+    - `current`: `(de, df) ↦ Ybus (de + j df)` as real and imaginary parts
+      (`branch_current`).
+    - `trig`: `(cos va, sin va)`, each `(N,)`, of the iterate.
+    - `vif`: `(e, f, Re I, Im I)`, each `(N,)`, of the iterate (from `_bus_power`).
+    - `is_pv_red`: `(N − 1,)` current PV buses among the non-slack buses.
+    - `f`: `(2 (N − 1),)` mismatch `[ΔP; ΔQ]` (zero on PV Q rows).
+    - `slack`: slack bus index (static).
+    - `precond`: `r ↦` an approximation of `J⁻¹ r` (the fast-decoupled solve).
+
+    **Returns:**
+
+    `(Δva, Δvm)`, each `(N − 1,)`.
+    """
+    e, fv, i_re, i_im = vif
+    n = e.shape[-1]
+    m = n - 1
+    drop = lambda x: jnp.concatenate([x[:slack], x[slack + 1 :]])  # noqa: E731
+    put = lambda x: jnp.concatenate([x[:slack], jnp.zeros_like(x[:1]), x[slack:]])  # noqa: E731
+    cos_va, sin_va = trig
+    e_r, f_r, ir_r, ii_r = drop(e), drop(fv), drop(i_re), drop(i_im)
+
+    def matvec(x):
+        d_va, d_vm = put(x[:m]), put(x[m:])
+        # dV = (dvm + j vm dva) e^{j va}; dS = dV conj(I) + V conj(Y dV).
+        de = d_vm * cos_va - fv * d_va
+        df = d_vm * sin_va + e * d_va
+        d_ir, d_ii = current(de, df)
+        d_ir, d_ii = drop(d_ir), drop(d_ii)
+        de, df = drop(de), drop(df)
+        dp = de * ir_r + e_r * d_ir + df * ii_r + f_r * d_ii
+        dq = df * ir_r + f_r * d_ir - de * ii_r - e_r * d_ii
+        return jnp.concatenate([dp, jnp.where(is_pv_red, x[m:], dq)])
+
+    # Unweighted 2-norm: dividing each row by its convergence tolerance (which is the float32
+    # round-off floor on stiff rows) lets GMRES leave those rows' residual near their floor,
+    # and on case 2383wp that shifted the angles of whole areas by up to 2.8e-4 rad against
+    # PYPOWER (9e-5 unweighted, 5.6e-5 with the dense LU).
+    dx, _ = fgmres(matvec, precond, -f, max_steps=KRYLOV_MAX_STEPS, rtol=KRYLOV_FORCING)
+    return dx[:m], dx[m:]
