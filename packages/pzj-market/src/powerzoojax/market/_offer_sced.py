@@ -36,7 +36,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start, sum_small
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
@@ -183,7 +183,7 @@ def prepare_offer_sced(
 
 
 def _total_cost(p: Float[Array, " n_units"], a: Float[Array, " n_units"], b: Float[Array, " n_units"], c: Float[Array, " n_units"]) -> FloatScalar:
-    return sum_small((((a / 3.0) * p + b / 2.0) * p + c) * p, axis=0)
+    return jnp.sum((((a / 3.0) * p + b / 2.0) * p + c) * p, axis=0)
 
 
 # Jitted so that an eager caller (the conformance kit runs envs op by op) compiles the
@@ -238,8 +238,8 @@ def offer_sced(
     c = prices.reshape(n)
     wbar = jnp.maximum(widths.reshape(n), _MIN_WIDTH_MW)
     f0 = matvec(setup.ptdf_units, p_lo) - matvec(setup.ptdf, node_load_mw)
-    demand_raw = sum_small(node_load_mw, axis=0) - sum_small(p_lo, axis=0)
-    capacity = sum_small(wbar, axis=0)
+    demand_raw = jnp.sum(node_load_mw, axis=0) - jnp.sum(p_lo, axis=0)
+    capacity = jnp.sum(wbar, axis=0)
     is_feasible = (demand_raw >= 0.0) & (demand_raw <= capacity)
     demand = jnp.clip(demand_raw, 0.01, capacity - 0.01)
     return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
@@ -312,7 +312,7 @@ def _offer_sced_simplex(
     mu_upper, mu_lower = jnp.maximum(-y_lines, 0.0), jnp.maximum(y_lines, 0.0)
     lmp = y[0] + matvec(setup.ptdf.T, y_lines)
 
-    power = p_lo + sum_small(delta.reshape(n_units, n_seg), axis=1)
+    power = p_lo + jnp.sum(delta.reshape(n_units, n_seg), axis=1)
     status = jnp.where(~is_feasible, INFEASIBLE, jnp.where(solved, OPTIMAL, UNCONVERGED)).astype(jnp.int32)
     return OfferSCEDResult(
         unit_power=power,
@@ -323,7 +323,7 @@ def _offer_sced_simplex(
         lambda_balance=y[0],
         mu_upper=mu_upper,
         mu_lower=mu_lower,
-        offer_cost=sum_small(c * delta, axis=0),
+        offer_cost=jnp.sum(c * delta, axis=0),
         total_cost=_total_cost(power, setup.mc_a, setup.mc_b, setup.mc_c),
         converged=solved & is_feasible,
         is_feasible=is_feasible,
