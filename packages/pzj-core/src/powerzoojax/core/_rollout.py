@@ -10,6 +10,8 @@ outputs time-major `(T, N, ...)` and then transposes every output to `(N, T, ...
 a full extra pass over the trajectory (a quarter of the run time for case 118 at
 N = 4096). The rule runs the same loop with the step vmapped inside and writes each
 step's outputs straight into batch-major buffers. Values are identical either way.
+`BATCH_RULE = False` (read when `scan_rollout` is traced) leaves the rule off, so that
+`benchmarks/xla_tricks.py` can time both in one process.
 """
 
 import functools
@@ -46,6 +48,8 @@ BatchedStepResult = tuple[
 # Folded into each step key to derive the policy's key, so the env sees the same
 # per-step keys whether actions are pre-generated or sampled by a policy.
 _POLICY_KEY_SALT = 0x5EED
+
+BATCH_RULE = True
 
 
 def rollout(
@@ -218,10 +222,12 @@ def scan_rollout(
     `(final_state, obs (T, d), rewards (T,), costs (T, n_costs), dones (T,), info)`,
     each info entry with a leading `T` axis.
     """
-    try:
-        batchable = _batchable_scan_rollout(env, differentiable)
-    except TypeError:  # an unhashable env: plain batching, same values
-        batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
+    batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
+    if BATCH_RULE:
+        try:
+            batchable = _batchable_scan_rollout(env, differentiable)
+        except TypeError:  # an unhashable env: plain batching, same values
+            pass
     return batchable(key, init_state, params, actions)
 
 
