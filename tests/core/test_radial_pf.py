@@ -562,3 +562,25 @@ def test_three_phase_overload_is_finite_and_not_converged():
     for leaf in jax.tree.leaves(flow):
         assert np.all(np.isfinite(np.asarray(leaf)))
     assert not bool(flow.converged)
+
+
+def test_no_peeled_sweeps_gives_the_same_solves(monkeypatch):
+    # `_PEELED_SWEEPS = 0` (the A/B switch of benchmarks/xla_tricks.py) runs every sweep in
+    # the loop: each feeder must end as with the sweeps peeled.
+    from powerzoojax.physics import _radial, radial_power_flow
+
+    case, net, _ = _feeder("33bw")
+    p, q = _random_der_loads(case, 256, seed=11)
+    p32, q32 = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
+
+    def solve():
+        return jax.jit(jax.vmap(lambda p, q: radial_power_flow(net, p, q), in_axes=(0, 0)))(p32, q32)
+
+    peeled = solve()
+    monkeypatch.setattr(_radial, "_PEELED_SWEEPS", 0)
+    looped = solve()
+    near = _near_tol(peeled, looped)
+    _assert_same_sweeps(looped.n_iter, peeled.n_iter, near)
+    assert bool(jnp.all(peeled.converged)) and bool(jnp.all(looped.converged))
+    for field in ("v_sq", "p_branch", "q_branch", "p_loss"):
+        np.testing.assert_allclose(np.asarray(getattr(looped, field)), np.asarray(getattr(peeled, field)), rtol=1e-5, atol=1e-8)

@@ -94,3 +94,25 @@ def test_grad_through_vmapped_rollout(batch):
     g_alone = jax.jit(jax.grad(total_reward_alone))(actions)
     assert float(jnp.abs(g).sum()) > 0
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_alone), rtol=1e-5, atol=1e-6)
+
+
+def test_batch_rule_off_is_plain_vmap_with_the_same_values(batch, monkeypatch):
+    """``BATCH_RULE = False`` (the A/B switch of ``benchmarks/xla_tricks.py``) traces plain
+    ``vmap`` of the scan (no ``custom_vmap`` in the program) and gives the same trajectory."""
+    from powerzoojax.core import _rollout
+    from powerzoojax.utils.jax_utils import scan_rollout
+
+    env, params, keys, states, actions = batch
+
+    def run(k, s, a):
+        return jax.vmap(lambda k, s, a: scan_rollout(env, k, s, params, a))(k, s, a)
+
+    def program():  # a fresh function each time: traced anew, so the switch is read anew
+        return jax.make_jaxpr(lambda k, s, a: run(k, s, a))(keys, states, actions)
+
+    with_rule = jax.jit(run)(keys, states, actions)
+    # The rule's wrapper (a custom_jvp around the custom_vmap) is in the program only with it.
+    assert "custom_jvp_call" in str(program())
+    monkeypatch.setattr(_rollout, "BATCH_RULE", False)
+    assert "custom_jvp_call" not in str(program())
+    _assert_equal(jax.jit(lambda k, s, a: run(k, s, a))(keys, states, actions), with_rule)

@@ -12,6 +12,8 @@ N = 4096). The rule runs the same loop with the step vmapped inside and writes e
 step's outputs straight into batch-major buffers; only rows too short for a strided
 write to pay (a scalar reward, a case-5 observation) are stacked time-major and
 transposed once after the loop. Values are identical to plain batching.
+`BATCH_RULE = False` (read when `scan_rollout` is traced) leaves the rule off, so that
+`benchmarks/xla_tricks.py` can time both in one process.
 """
 
 import functools
@@ -52,6 +54,7 @@ _POLICY_KEY_SALT = 0x5EED
 
 # Per-env rows of fewer bytes are kept time-major inside a batch-major loop (`_time_major`).
 BATCH_MAJOR_MIN_ROW_BYTES = 256
+BATCH_RULE = True
 
 
 def rollout(
@@ -253,10 +256,12 @@ def scan_rollout(
     `(final_state, obs (T, d), rewards (T,), costs (T, n_costs), dones (T,), info)`,
     each info entry with a leading `T` axis.
     """
-    try:
-        batchable = _batchable_scan_rollout(env, differentiable)
-    except TypeError:  # an unhashable env: plain batching, same values
-        batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
+    batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
+    if BATCH_RULE:
+        try:
+            batchable = _batchable_scan_rollout(env, differentiable)
+        except TypeError:  # an unhashable env: plain batching, same values
+            pass
     return batchable(key, init_state, params, actions)
 
 

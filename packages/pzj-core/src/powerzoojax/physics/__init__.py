@@ -21,7 +21,6 @@ from powerzoojax.physics._radial_3phase import (
     radial_3phase_power_flow,
     voltage_unbalance_percent,
 )
-from powerzoojax.physics._reduce import short_dot, short_matvec, short_sum
 from powerzoojax.physics._thermal import ac_thermal_check
 
 __all__ = [
@@ -29,7 +28,7 @@ __all__ = [
     "ac_thermal_check", "dc_power_flow", "dc_power_flow_on_case", "dc_power_flow_on_case_with_check", "dc_thermal_check",
     "generation_cost", "line_outage_ptdf", "line_outage_ptdf_of_lines", "load_line_flows", "make_dc_network",
     "make_radial_3phase_network", "make_radial_network", "marginal_cost", "proportional_dispatch",
-    "radial_3phase_power_flow", "radial_power_flow", "short_dot", "short_matvec", "short_sum",
+    "radial_3phase_power_flow", "radial_power_flow",
     "unit_limit_violation", "voltage_unbalance_percent",
 ]
 

@@ -4,10 +4,10 @@ Cases store marginal cost `MC(p) = a p² + b p + c` [$/MWh]; the generation cost
 its integral `TC(p) = Σ (a/3) p³ + (b/2) p² + c p` [$/h] (not MATPOWER's TC form).
 """
 
+import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.physics._reduce import short_dot
 
 
 def generation_cost(
@@ -29,7 +29,7 @@ def generation_cost(
     A float scalar [$/h].
     """
     p = unit_power_mw
-    return short_dot(((cost_a / 3.0) * p + cost_b / 2.0) * p + cost_c, p)
+    return jnp.sum((((cost_a / 3.0) * p + cost_b / 2.0) * p + cost_c) * p)
 
 
 def marginal_cost(

@@ -14,7 +14,6 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import FloatScalar, IntScalar
-from powerzoojax.physics._reduce import short_matvec, short_sum
 
 
 class DCNetwork(eqx.Module):
@@ -124,8 +123,8 @@ def proportional_dispatch(
     `(n_units,)` dispatch [MW], clipped to the limits.
     """
     headroom = p_max - p_min
-    total_headroom = short_sum(headroom)
-    remaining = jnp.clip(total_load_mw - short_sum(p_min), 0.0, total_headroom)
+    total_headroom = jnp.sum(headroom)
+    remaining = jnp.clip(total_load_mw - jnp.sum(p_min), 0.0, total_headroom)
     share = jnp.where(total_headroom > 0, headroom / jnp.maximum(total_headroom, 1e-12), 0.0)
     return jnp.clip(p_min + remaining * share, p_min, p_max)
 
@@ -169,17 +168,17 @@ def dc_power_flow(
 
     A [`DCFlow`][powerzoojax.physics.DCFlow].
     """
-    total_load = short_sum(load_mw)
-    imbalance = total_load - short_sum(dispatch_mw)
+    total_load = jnp.sum(load_mw)
+    imbalance = total_load - jnp.sum(dispatch_mw)
     unit_power = dispatch_mw + imbalance * net.slack_unit_weights
     node_load = load_mw if net.loads_are_nodes else net.loads_to_nodes @ load_mw
-    residual = short_sum(unit_power) - total_load
+    residual = jnp.sum(unit_power) - total_load
     padded = jnp.concatenate([unit_power, jnp.zeros((1,), unit_power.dtype)])
-    node_generation = short_sum(padded[net.node_unit_slots], axis=-1)
+    node_generation = jnp.sum(padded[net.node_unit_slots], axis=-1)
     node_injection = node_generation - node_load - residual * net.slack_node
     if load_flow_mw is None:
         load_flow_mw = load_line_flows(net, load_mw)
-    line_flow = short_matvec(unit_power, net.ptdf_units_t) - load_flow_mw
+    line_flow = unit_power @ net.ptdf_units_t - load_flow_mw
     return DCFlow(unit_power_mw=unit_power, line_flow_mw=line_flow, node_injection_mw=node_injection)
 
 
@@ -198,7 +197,7 @@ def dc_thermal_check(
     `(overload_mw, n_overloaded)`: float scalar [MW] and int scalar.
     """
     violation = jnp.maximum(line_flow_mw - line_cap, 0.0) + jnp.maximum(line_floor - line_flow_mw, 0.0)
-    return short_sum(violation), short_sum((violation > 0).astype(jnp.int32))
+    return jnp.sum(violation), jnp.sum((violation > 0).astype(jnp.int32))
 
 
 def unit_limit_violation(
@@ -215,4 +214,4 @@ def unit_limit_violation(
 
     A float scalar [MW].
     """
-    return short_sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))
+    return jnp.sum(jnp.maximum(unit_power_mw - p_max, 0.0) + jnp.maximum(p_min - unit_power_mw, 0.0))

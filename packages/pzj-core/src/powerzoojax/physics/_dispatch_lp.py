@@ -22,10 +22,10 @@ a row binds. Solved in scaled units (MW ÷ the widest unit range, cost ÷ the la
 """
 
 import jax.numpy as jnp
-from jax import lax
 from jaxtyping import Array, Float
 
 from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
+from powerzoojax.physics._pin import barrier
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
@@ -70,7 +70,7 @@ def solve_dispatch_lp(
     base_flow = matvec(a, lo)
     # Materialised: otherwise XLA fuses the scaling into each element of the O(n²)
     # merit-order comparison below.
-    cs, ws, ds, rlo, rhi = lax.optimization_barrier(
+    cs, ws, ds, rlo, rhi = barrier(
         (lin / sc, width / sx, (jnp.clip(total, jnp.sum(lo), jnp.sum(hi)) - jnp.sum(lo)) / sx,
          (row_lo - base_flow) / sx, (row_hi - base_flow) / sx)
     )
@@ -105,7 +105,7 @@ def solve_dispatch_lp(
         axis=0,
     )
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = lax.optimization_barrier(
+    lp = barrier(
         bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
     )
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))

@@ -11,10 +11,9 @@ Reduced costs within the dual tolerance enter the ratio test as exact zeros, so 
 ties are broken by column index rather than by float32 round-off (which changes from pivot
 to pivot and kept a tied-cost LP such as case 1354pegase's DC-OPF from finishing).
 
-Every matrix–vector product is a broadcast multiply and a sum, not `@`, and every sum
-over a short axis is an unrolled chain of adds (`sum_small`): under `vmap` both
-fuse into element-wise loops over the batch, whereas XLA:CPU hands each `dot` and
-`reduce` of tiny rows to a separate library kernel, whose fixed cost dominates here.
+Every matrix–vector product is a broadcast multiply and a sum, not `@`: under `vmap`
+it fuses into element-wise loops over the batch, whereas XLA:CPU hands each `dot` of
+tiny rows to a separate library kernel, whose fixed cost dominates here.
 
 Those one-hot products (`B = A · onehotᵀ` is `rows² × vars` elements, the basic bounds and
 costs `rows × vars`) only pay while the LP is small: on a large network's LP (thousands of
@@ -30,14 +29,11 @@ primal infeasible (a violated row no column can repair) or the budget is spent; 
 from typing import Any
 
 import equinox as eqx
-import jax
-import jax.core
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.physics._reduce import short_sum
-from powerzoojax.physics._reduce import SHORT_AXIS
+from powerzoojax.physics._pin import barrier
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
@@ -55,32 +51,14 @@ class DualSimplexResult(eqx.Module):
     iterations: Int[Array, ""]
 
 
-def sum_small(x: Array, axis: int) -> Array:
-    """`jnp.sum(x, axis)` through [`powerzoojax.physics.short_sum`][powerzoojax.physics.short_sum], halving the
-    axis once when it is up to twice `SHORT_AXIS` long (case 5's LP has 17 columns).
-
-    Concrete (eager, `disable_jit`) arrays take `jnp.sum`: op by op, every slice of
-    the add chain would be a dispatch, and a compilation, of its own.
-    """
-    axis = axis % x.ndim
-    size = x.shape[axis]
-    if not isinstance(x, jax.core.Tracer):
-        return jnp.sum(x, axis=axis)
-    if SHORT_AXIS < size <= 2 * SHORT_AXIS:
-        half = size // 2
-        lo, hi = lax.slice_in_dim(x, 0, half, axis=axis), lax.slice_in_dim(x, half, size, axis=axis)
-        return short_sum(lo, axis=axis) + short_sum(hi, axis=axis)
-    return short_sum(x, axis=axis)
-
-
 def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
-    """`m @ v` (see `sum_small`)."""
-    return sum_small(m * v[None, :], axis=1)
+    """`m @ v` as a broadcast multiply and a sum (see the module docstring)."""
+    return jnp.sum(m * v[None, :], axis=1)
 
 
 def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
-    """`v @ m` (see `sum_small`)."""
-    return sum_small(v[:, None] * m, axis=0)
+    """`v @ m` as a broadcast multiply and a sum (see the module docstring)."""
+    return jnp.sum(v[:, None] * m, axis=0)
 
 
 _mv, _vm = matvec, vecmat
@@ -115,7 +93,7 @@ def bounded_dual_simplex(
         """Σ repair of the candidates ahead of each one in (ratio, index) order."""
         if n_vars <= _PAIRWISE_MAX_VARS:
             ahead = (ratio[None, :] < ratio[:, None]) | ((ratio[None, :] == ratio[:, None]) & index_before)
-            return sum_small(jnp.where(ahead, repair[None, :], 0.0), axis=1)
+            return jnp.sum(jnp.where(ahead, repair[None, :], 0.0), axis=1)
         # O(n log n): a stable sort keeps ties in index order, then an exclusive prefix sum.
         order = jnp.argsort(ratio, stable=True)
         sorted_repair = repair[order]
@@ -141,7 +119,7 @@ def bounded_dual_simplex(
         r = jnp.argmax(viol)
         e_r = (rows == r).astype(a.dtype)
         feasible = jnp.max(viol) <= primal_tol
-        below = sum_small(e_r * (lo_b - x_b), axis=0) > 0
+        below = jnp.sum(e_r * (lo_b - x_b), axis=0) > 0
         y = duals(sel, binv)
         # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
         # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
@@ -176,15 +154,15 @@ def bounded_dual_simplex(
         before = repair_before(ratio, repair)
         completes = eligible & (before + repair >= jnp.max(viol))
         q = jnp.where(jnp.any(completes), jnp.argmin(jnp.where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
-        ratio_q = sum_small(jnp.where(cols == q, ratio, 0.0), axis=0)
+        ratio_q = jnp.sum(jnp.where(cols == q, ratio, 0.0), axis=0)
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
         pivot = ~feasible & ~infeasible
         col = _mv(binv, sel.column(a, q))
-        piv = sum_small(e_r * col, axis=0)
+        piv = jnp.sum(e_r * col, axis=0)
         piv = jnp.where(pivot, piv, 1.0)
         new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
-        leaving = sum_small(jnp.where(rows == r, basis, 0), axis=0)
+        leaving = jnp.sum(jnp.where(rows == r, basis, 0), axis=0)
         new_basis = jnp.where(rows == r, q, basis).astype(basis.dtype)
         new_upper = jnp.where(cols == leaving, ~below, jnp.where(flipped, ~at_upper, at_upper))
         binv = jnp.where(pivot, new_binv, binv)
@@ -206,7 +184,7 @@ def bounded_dual_simplex(
     b_mat = sel.columns(a)  # B, (rows, rows)
     # One step of iterative refinement against B itself removes the product-form drift.
     x_b = x_b + _mv(binv, b - _mv(a, x_nb) - _mv(b_mat, x_b))
-    x_b, x_nb = lax.optimization_barrier((x_b, x_nb))
+    x_b, x_nb = barrier((x_b, x_nb))
     viol = jnp.max(jnp.maximum(sel.pick(lo) - x_b, x_b - sel.pick(hi)))
     c_b = sel.pick(c)
     y = duals(sel, binv)
@@ -228,7 +206,7 @@ class _BasisSelection:
         self.onehot = basis.shape[0] * n_vars <= _ONEHOT_MAX_ELEMENTS
         if self.onehot:
             self.matrix = (basis[:, None] == jnp.arange(n_vars)[None, :]).astype(dtype)  # (rows, vars)
-            self.is_basic = sum_small(self.matrix, axis=0) > 0
+            self.is_basic = jnp.sum(self.matrix, axis=0) > 0
         else:
             self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
 
@@ -249,7 +227,7 @@ class _BasisSelection:
     def columns(self, a: Float[Array, "r n_vars"]) -> Float[Array, "r n_rows"]:
         """The basis matrix: the basic columns of `a`, `a @ onehotᵀ`."""
         if self.onehot:
-            return sum_small(a[:, None, :] * self.matrix[None, :, :], axis=2)
+            return jnp.sum(a[:, None, :] * self.matrix[None, :, :], axis=2)
         return a[:, self.basis]
 
 
@@ -278,8 +256,8 @@ def merit_order_start(
     idx = jnp.arange(n)
     # ahead[j, i]: column i is dispatched before column j (minor-axis sums below).
     ahead = (cost[None, :] < cost[:, None]) | ((cost[None, :] == cost[:, None]) & (idx[None, :] < idx[:, None]))
-    before = sum_small(jnp.where(ahead, width[None, :], 0.0), axis=1)
-    rank = sum_small(ahead.astype(jnp.int32), axis=1)
+    before = jnp.sum(jnp.where(ahead, width[None, :], 0.0), axis=1)
+    rank = jnp.sum(ahead.astype(jnp.int32), axis=1)
     marginal = jnp.argmax(jnp.where(before <= demand, rank, -1))
-    c_marg = sum_small(jnp.where(idx == marginal, cost, 0.0), axis=0)
+    c_marg = jnp.sum(jnp.where(idx == marginal, cost, 0.0), axis=0)
     return before, marginal, (cost < c_marg) | ((cost == c_marg) & (idx < marginal))

@@ -5,10 +5,29 @@ intermediate read by several (or by a much larger broadcasting) consumer is reco
 in each of them; `optimization_barrier` is removed before fusion on CPU. These helpers
 route the value through an op XLA treats as expensive and never duplicates. They change
 no value; on other backends they cost one small kernel.
+
+`PIN` and `BARRIER` are read when a function is traced: False makes `materialise` /
+`store_once`, respectively `barrier`, the identity, so `benchmarks/xla_tricks.py` can
+build a workload with and without them in one process and time the two side by side.
 """
 
+from typing import TypeVar
+
 import jax.numpy as jnp
+from jax import lax
 from jaxtyping import Array, Int
+
+PIN = True
+BARRIER = True
+
+_T = TypeVar("_T")
+
+
+def barrier(x: _T) -> _T:
+    """`lax.optimization_barrier(x)` (any pytree): the values in `x` are computed before,
+    and not fused into, what reads them, on backends that keep the barrier through fusion.
+    The identity when `BARRIER` is False."""
+    return lax.optimization_barrier(x) if BARRIER else x
 
 
 def materialise(x: Array) -> Array:
@@ -16,7 +35,9 @@ def materialise(x: Array) -> Array:
     every consumer, so a small intermediate (a hash, a key table) read by a broadcasting
     consumer many times larger is recomputed per consumer element; a gather counts as
     expensive there, so XLA keeps its result in memory instead (`optimization_barrier` is
-    removed before fusion on CPU)."""
+    removed before fusion on CPU). The identity when `PIN` is False."""
+    if not PIN:
+        return x
     return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1)
 
 
@@ -28,7 +49,10 @@ def store_once(x: Int[Array, "..."], like: Int[Array, "..."]) -> Int[Array, "...
     duplicates, so dividing by an exact 1.0 pins the chain below it into one kernel. The
     divisor `1 + 0·like` (`like` a finite integer array of the same shape) is exactly
     1.0 but opaque to the compiler: a constant or broadcast divisor would be folded or
-    rewritten into a multiply. Cheaper than the gather of `materialise`.
+    rewritten into a multiply. Cheaper than the gather of `materialise`. The identity
+    when `PIN` is False.
     """
+    if not PIN:
+        return x
     one = 1.0 + 0.0 * jnp.asarray(like).astype(jnp.float32)
     return (x.astype(jnp.float32) / one).astype(x.dtype)

@@ -404,6 +404,7 @@ _MIN_COMPACT = 64
 # in fewer (the first test compares against LinDistFlow's voltages, so a converged feeder
 # takes at least 2; 33bw with random DER: all of 24,576 solves took 3 or more, DSO with its
 # warm start 96 %), and a fourth would be an idle full-batch sweep on the DSO task.
+# Read when the solve is traced; 0 runs every sweep in the loop (`benchmarks/xla_tricks.py`).
 _PEELED_SWEEPS = 3
 
 

@@ -10,7 +10,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from powerzoojax.core._types import FloatScalar, IntScalar
-from powerzoojax.physics._reduce import short_sum
 
 
 def ac_thermal_check(
@@ -34,4 +33,4 @@ def ac_thermal_check(
     """
     loading = jnp.maximum(jnp.hypot(p_from_mw, q_from_mvar), jnp.hypot(p_to_mw, q_to_mvar))
     violation = jnp.maximum(loading - jnp.abs(line_cap), 0.0)
-    return short_sum(violation), short_sum((violation > 0).astype(jnp.int32))
+    return jnp.sum(violation), jnp.sum((violation > 0).astype(jnp.int32))

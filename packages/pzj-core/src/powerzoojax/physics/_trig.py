@@ -6,7 +6,9 @@ power-flow iteration. This version is one Cody-Waite reduction by pi/2 and the C
 `sinf`/`cosf` minimax polynomials on [-pi/4, pi/4], with a max error of about 1 ulp on
 [-40, 40]. The 3-part pi/2 keeps the reduction accurate for |x| < 2^15 rad;
 NaN and inf give NaN, as `jnp.sin`.
-Float64 (and any other dtype) uses `jnp.sin`/`jnp.cos` unchanged.
+Float64 (and any other dtype) uses `jnp.sin`/`jnp.cos` unchanged, and so does float32 when
+`POLYNOMIAL` is False (read when a function is traced; `benchmarks/xla_tricks.py` builds
+the AC workload both ways in one process).
 """
 
 import jax.numpy as jnp
@@ -21,11 +23,14 @@ _PIO2_3 = np.float32(7.54978995489188216e-8)
 _SIN = tuple(np.float32(c) for c in (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1))
 _COS = tuple(np.float32(c) for c in (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2))
 
+POLYNOMIAL = True
+
 
 def sincos(x: Array) -> tuple[Array, Array]:
-    """`(sin x, cos x)` elementwise; float32 by the polynomial above, other dtypes by jnp."""
+    """`(sin x, cos x)` elementwise; float32 by the polynomial above (while `POLYNOMIAL`),
+    other dtypes by jnp."""
     x = jnp.asarray(x)
-    if x.dtype != jnp.float32:
+    if x.dtype != jnp.float32 or not POLYNOMIAL:
         return jnp.sin(x), jnp.cos(x)
     k = jnp.round(x * np.float32(2.0 / np.pi))
     # Reduced argument as hi + lo: hi exact up to one rounding, lo the last pi/2 part, kept

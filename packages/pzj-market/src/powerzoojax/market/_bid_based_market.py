@@ -10,7 +10,6 @@ from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import AbstractMarketEnv, MarketParams, MarketState, build_market_params
 from powerzoojax.market._offer_sced import OfferSCEDResult
 from powerzoojax.market._segments import MONOTONE_STEP
-from powerzoojax.physics import short_sum
 
 OBS_LOW = (-5.0, -1.0, -1.0, 0.0, 0.0, 0.0)
 OBS_HIGH = (5.0, 1.0, 1.0, 2.0, 5.0, 1.0)
@@ -85,7 +84,7 @@ class BidBasedMarketEnv(AbstractMarketEnv):
         return jnp.stack(columns, axis=1)
 
     def _obs(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
-        load = short_sum(self._node_load(state.time_step, params))
+        load = jnp.sum(self._node_load(state.time_step, params))
         widths = params.sced_setup.base_seg_widths
         mean_offer = jnp.sum(widths * state.offer_prices) / jnp.maximum(jnp.sum(widths), 1e-6)
         obs = jnp.concatenate(

@@ -8,7 +8,6 @@ from powerzoojax.core import Box, make_box, time_features
 from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import AbstractMarketEnv, MarketParams, MarketState, build_market_params
 from powerzoojax.market._offer_sced import OfferSCEDResult
-from powerzoojax.physics import short_sum
 
 
 def make_cost_market_params(
@@ -84,7 +83,7 @@ class CostBasedMarketEnv(AbstractMarketEnv):
         return params.sced_setup.base_seg_prices
 
     def _obs(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
-        load = short_sum(self._node_load(state.time_step, params))
+        load = jnp.sum(self._node_load(state.time_step, params))
         lmp = state.lmp[params.battery_node_idx] / params.lmp_scale
         return jnp.concatenate(
             [

@@ -27,7 +27,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.core import EnvParams, EnvState, rollout, select_tree, time_features
 from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import THERMAL_SLACK_MW
-from powerzoojax.physics._dual_simplex import matvec, sum_small
+from powerzoojax.physics._dual_simplex import matvec
 from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.physics import dc_thermal_check
 
@@ -241,7 +241,7 @@ def market_marl_reset(key: Key, params: MarketMARLParams) -> MarketMARLState:
     # The modulo bias is below T / 2³² for a T-row profile.
     start = (jr.bits(key, (), jnp.uint32) % jnp.uint32(params.load_profiles.shape[0])).astype(jnp.int32)
     lmp = params.reset_lmp[start]
-    mean_lmp = sum_small(lmp, axis=-1) / lmp.shape[0]
+    mean_lmp = jnp.sum(lmp, axis=-1) / lmp.shape[0]
     return MarketMARLState(
         time_step=jnp.asarray(0, jnp.int32),
         done=jnp.asarray(False),
@@ -291,11 +291,11 @@ def market_marl_step(
     profit = (cleared.lmp[params.unit_node_idx] * p - unit_cost) * params.delta_t_hours
     at_up = (p_max_rt < setup.p_max) & (p >= p_max_rt - RAMP_BINDING_MW)
     at_down = (p_min_rt > setup.p_min) & (p <= p_min_rt + RAMP_BINDING_MW)
-    ramp_binding_rate = sum_small((at_up | at_down).astype(jnp.float32), axis=-1) / n_units
+    ramp_binding_rate = jnp.sum((at_up | at_down).astype(jnp.float32), axis=-1) / n_units
 
     time_step = state.time_step + 1
     done = time_step >= params.max_steps
-    history = jnp.concatenate([state.lmp_history[1:], (sum_small(cleared.lmp, axis=-1) / setup.n_nodes)[None]])
+    history = jnp.concatenate([state.lmp_history[1:], (jnp.sum(cleared.lmp, axis=-1) / setup.n_nodes)[None]])
     next_state = MarketMARLState(
         time_step=time_step,
         done=done,
@@ -318,7 +318,7 @@ def market_marl_step(
         "lambda_balance": cleared.lambda_balance,
         "unit_power": p,
         "segment_delta": cleared.segment_delta,
-        "gen_cost": sum_small(unit_cost, axis=-1) * params.delta_t_hours,
+        "gen_cost": jnp.sum(unit_cost, axis=-1) * params.delta_t_hours,
         "is_safe": n_violations == 0,
         "n_violations": n_violations,
         "sced_converged": cleared.converged,
@@ -360,7 +360,7 @@ def market_marl_observations(state: MarketMARLState, params: MarketMARLParams) -
     p_max = setup.p_max
     p = state.unit_power_mw
     n_units = setup.n_units
-    next_load = sum_small(_node_load(state.episode_start_idx + state.time_step + 1, params), axis=-1)
+    next_load = jnp.sum(_node_load(state.episode_start_idx + state.time_step + 1, params), axis=-1)
     scalars = jnp.stack(
         [
             setup.base_seg_prices[:, 0] / params.lmp_scale,

@@ -36,7 +36,8 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start, sum_small
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
+from powerzoojax.physics._pin import barrier
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
@@ -183,7 +184,7 @@ def prepare_offer_sced(
 
 
 def _total_cost(p: Float[Array, " n_units"], a: Float[Array, " n_units"], b: Float[Array, " n_units"], c: Float[Array, " n_units"]) -> FloatScalar:
-    return sum_small((((a / 3.0) * p + b / 2.0) * p + c) * p, axis=0)
+    return jnp.sum((((a / 3.0) * p + b / 2.0) * p + c) * p, axis=0)
 
 
 # Jitted so that an eager caller (the conformance kit runs envs op by op) compiles the
@@ -238,8 +239,8 @@ def offer_sced(
     c = prices.reshape(n)
     wbar = jnp.maximum(widths.reshape(n), _MIN_WIDTH_MW)
     f0 = matvec(setup.ptdf_units, p_lo) - matvec(setup.ptdf, node_load_mw)
-    demand_raw = sum_small(node_load_mw, axis=0) - sum_small(p_lo, axis=0)
-    capacity = sum_small(wbar, axis=0)
+    demand_raw = jnp.sum(node_load_mw, axis=0) - jnp.sum(p_lo, axis=0)
+    capacity = jnp.sum(wbar, axis=0)
     is_feasible = (demand_raw >= 0.0) & (demand_raw <= capacity)
     demand = jnp.clip(demand_raw, 0.01, capacity - 0.01)
     return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
@@ -278,7 +279,7 @@ def _offer_sced_simplex(
     sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
     # Materialised here: otherwise XLA fuses the whole offer pipeline upstream (markups,
     # sorting, scaling) into each element of the O(n²) merit-order comparison below.
-    cs, ws, ds, f0 = lax.optimization_barrier((c / sc, wbar / sx, demand / sx, f0))
+    cs, ws, ds, f0 = barrier((c / sc, wbar / sx, demand / sx, f0))
     a = jnp.concatenate(
         [jnp.concatenate([jnp.ones((1, n)), jnp.zeros((1, n_lim))], axis=1), jnp.concatenate([m_lim, -jnp.eye(n_lim)], axis=1)], axis=0
     )
@@ -297,7 +298,7 @@ def _offer_sced_simplex(
     budget = max(int(max_iter), 4 * (n_lim + 1))
     # The pivots see no tangents: derivatives come from the optimal vertex's KKT conditions.
     lp_data = lax.stop_gradient((a, b, cost, lo, hi, basis, binv, at_upper))
-    lp = lax.optimization_barrier(bounded_dual_simplex(*lp_data, budget))
+    lp = barrier(bounded_dual_simplex(*lp_data, budget))
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
 
     # Unsolved (line limits that cannot be met, or budget spent): the network-blind merit
@@ -312,7 +313,7 @@ def _offer_sced_simplex(
     mu_upper, mu_lower = jnp.maximum(-y_lines, 0.0), jnp.maximum(y_lines, 0.0)
     lmp = y[0] + matvec(setup.ptdf.T, y_lines)
 
-    power = p_lo + sum_small(delta.reshape(n_units, n_seg), axis=1)
+    power = p_lo + jnp.sum(delta.reshape(n_units, n_seg), axis=1)
     status = jnp.where(~is_feasible, INFEASIBLE, jnp.where(solved, OPTIMAL, UNCONVERGED)).astype(jnp.int32)
     return OfferSCEDResult(
         unit_power=power,
@@ -323,7 +324,7 @@ def _offer_sced_simplex(
         lambda_balance=y[0],
         mu_upper=mu_upper,
         mu_lower=mu_lower,
-        offer_cost=sum_small(c * delta, axis=0),
+        offer_cost=jnp.sum(c * delta, axis=0),
         total_cost=_total_cost(power, setup.mc_a, setup.mc_b, setup.mc_c),
         converged=solved & is_feasible,
         is_feasible=is_feasible,

@@ -14,7 +14,6 @@ their per-step work at a few elements per device instead of 64.
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from powerzoojax.physics._reduce import short_sum
 
 FLEX_BUFFER_SLOTS = 64
 
@@ -65,8 +64,7 @@ def flexload_step(
     horizon = jnp.asarray(horizon, jnp.int32)
     idx = jnp.arange(slots, dtype=jnp.int32)
     at_head = idx == head[..., None]
-    # A short buffer sums as an add chain that fuses with the step (no reduce kernel).
-    shift_in = jnp.where(size > 0, short_sum(jnp.where(at_head, buffer, 0.0)), 0.0)
+    shift_in = jnp.where(size > 0, jnp.sum(jnp.where(at_head, buffer, 0.0), axis=-1), 0.0)
     buffer = jnp.where(at_head, 0.0, buffer)
     head = jnp.where(head + 1 >= slots, 0, head + 1)
     size = jnp.maximum(size - 1, 0)
@@ -97,4 +95,4 @@ def flexload_buffer_energy(buffer: Float[Array, "... slots"]) -> Float[Array, ".
 
     `(...)` [MW·steps].
     """
-    return short_sum(buffer)
+    return jnp.sum(buffer, axis=-1)

@@ -20,7 +20,6 @@ from powerzoojax.grid.resources._bundle import (
 )
 from powerzoojax.grid.resources._invariants import battery_bundle_laws, battery_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
-from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import (
     battery_limits,
     battery_step,
@@ -281,14 +280,14 @@ class BatteryBundle(ResourceBundle):
             bstate.soc, p_des, self.energy_mwh, self.power_max, self.eta_c, self.eta_d,
             self.soc_min, self.soc_max, self.dt_hours,
         )
-        clip = short_sum(jnp.abs(p_des - p) / self.power_max)
+        clip = jnp.sum(jnp.abs(p_des - p) / self.power_max)
         if self.enable_q_control:
             q_des = a[:, 1] * self.s_rated
             q = inverter_q_clip(q_des, p, self.s_rated)
-            clip = clip + short_sum(jnp.abs(q_des - q) / self.s_rated)
+            clip = clip + jnp.sum(jnp.abs(q_des - q) / self.s_rated)
         else:
             q = jnp.zeros_like(p)
-        cycle = short_sum(self.cycle_cost * jnp.abs(p) * self.dt_hours)
+        cycle = jnp.sum(self.cycle_cost * jnp.abs(p) * self.dt_hours)
         info = {"cost_soc_clip": clip, "cost_cycle": cycle, "cost_sum": clip + cycle}
         return BatteryBundleState(soc), p, q, self._obs(soc, p, q), info
 

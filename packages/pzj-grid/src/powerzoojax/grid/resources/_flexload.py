@@ -20,7 +20,6 @@ from powerzoojax.grid.resources._bundle import (
 )
 from powerzoojax.grid.resources._invariants import flexload_bundle_laws, flexload_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
-from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import FLEX_BUFFER_SLOTS, flexload_buffer_energy, flexload_step
 
 
@@ -291,11 +290,10 @@ class FlexLoadBundle(ResourceBundle):
         )
         c_curt = curtail * self.dt_hours * self.curtail_cost
         c_hold = flexload_buffer_energy(buf) * self.dt_hours * self.holding_cost
-        # Sums over a few devices as add chains: a reduce is a kernel of its own on XLA:CPU.
-        total = short_sum(c_curt + c_hold)
+        total = jnp.sum(c_curt + c_hold)
         nxt = FlexLoadBundleState(curtail, s_out, s_in, buf, head, size)
         info = {"cost_curtailment": c_curt, "cost_shift_discomfort": c_hold, "cost_sum": total, "cost": total,
-                "curtailed_mw": short_sum(curtail), "shift_out_mw": short_sum(s_out), "shift_in_mw": short_sum(s_in)}
+                "curtailed_mw": jnp.sum(curtail), "shift_out_mw": jnp.sum(s_out), "shift_in_mw": jnp.sum(s_in)}
         return nxt, curtail + s_out - s_in, jnp.zeros_like(curtail), self.observe(nxt, ctx), info
 
 

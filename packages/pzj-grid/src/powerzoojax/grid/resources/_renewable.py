@@ -20,7 +20,6 @@ from powerzoojax.grid.resources._bundle import (
 )
 from powerzoojax.grid.resources._invariants import renewable_bundle_laws, renewable_env_laws
 from powerzoojax.grid.resources._standalone import DeviceParams, DeviceState
-from powerzoojax.physics import short_sum
 from powerzoojax.physics.devices import renewable_step, solar_bell_cf, wind_synthetic_cf
 
 
@@ -266,8 +265,8 @@ class RenewableBundle(ResourceBundle):
         a_curt = a[:, 0] if self.enable_curtailment else one
         a_q = a[:, -1] if self.enable_q_control else 0.0 * one
         p, q, c, q_des = renewable_step(self.capacity_mw, cf, a_curt, a_q, self.s_rated, self.allow_curtailment)
-        curtail = short_sum((self.capacity_mw * cf - p) * self.dt_hours * self.curtail_cost)
-        q_clip = short_sum(jnp.abs(q_des - q) / self.s_rated)
+        curtail = jnp.sum((self.capacity_mw * cf - p) * self.dt_hours * self.curtail_cost)
+        q_clip = jnp.sum(jnp.abs(q_des - q) / self.s_rated)
         nxt = RenewableBundleState(bstate.t + 1, cf, p, q, c)
         info = {"cost_curtailment": curtail, "cost_q_clip": q_clip, "cost_sum": curtail + q_clip,
                 "cost": curtail + q_clip}

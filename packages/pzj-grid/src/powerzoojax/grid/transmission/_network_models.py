@@ -72,7 +72,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core import EnvParams, EnvState
-from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check, short_sum
+from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
 
@@ -236,7 +236,7 @@ class DCPowerFlowModel(NetworkModel):
         if p_bus is not None:
             # Bundle injections displace slack output: the slack units give up Σ p_bus and
             # the flows see the injections at their buses.
-            total = short_sum(p_bus)
+            total = jnp.sum(p_bus)
             slack_shift = total * net.slack_unit_weights
             flow = DCFlow(
                 unit_power_mw=flow.unit_power_mw - slack_shift,
@@ -293,7 +293,7 @@ class DCOPFModel(NetworkModel):
             "opf_lambda": opf.lambda_balance,
             "opf_ok": opf.status == DCOPF_OPTIMAL,
         }
-        return _Dispatch(flow=flow, unserved_mw=jnp.abs(short_sum(node_load) - short_sum(opf.p_mw)), info=info)
+        return _Dispatch(flow=flow, unserved_mw=jnp.abs(jnp.sum(node_load) - jnp.sum(opf.p_mw)), info=info)
 
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
         stage = self.dispatch(params, inputs)
@@ -302,7 +302,7 @@ class DCOPFModel(NetworkModel):
         # OPF flows sit exactly on binding limits: count beyond 0.01 MW so float32 noise
         # cannot flip is_safe.
         over = jnp.maximum(flows - net.line_cap, 0.0) + jnp.maximum(net.line_floor - flows, 0.0)
-        return _dc_solution(params, stage, thermal, short_sum((over > 1e-2).astype(jnp.int32)))
+        return _dc_solution(params, stage, thermal, jnp.sum((over > 1e-2).astype(jnp.int32)))
 
 
 class ACPowerFlowModel(NetworkModel):
@@ -416,10 +416,10 @@ class ACPowerFlowModel(NetworkModel):
             vm=vm,
             va=va,
             q_gen=jnp.where(ok, _finite(pf.unit_q_mvar), 0.0),
-            thermal=short_sum(thermal_v),
-            n_line_violations=short_sum((thermal_v > 0).astype(jnp.int32)),
-            voltage=short_sum(over),
-            n_voltage_violations=short_sum((over > 0).astype(jnp.int32)) + (~pf.converged).astype(jnp.int32),
+            thermal=jnp.sum(thermal_v),
+            n_line_violations=jnp.sum((thermal_v > 0).astype(jnp.int32)),
+            voltage=jnp.sum(over),
+            n_voltage_violations=jnp.sum((over > 0).astype(jnp.int32)) + (~pf.converged).astype(jnp.int32),
             unserved_mw=stage.unserved_mw + failure,
             info=info,
         )
@@ -477,7 +477,7 @@ class ACOPFModel(NetworkModel):
             "opf_objective": _finite(opf.objective),
             "opf_max_mismatch": _finite(opf.max_mismatch),
             "pf_converged": converged,
-            "line_viol_mva": short_sum(jnp.maximum(jnp.maximum(s_from, s_to) - cap, 0.0)),
+            "line_viol_mva": jnp.sum(jnp.maximum(jnp.maximum(s_from, s_to) - cap, 0.0)),
         }
         return NetworkSolution(
             unit_power_mw=p,
@@ -487,10 +487,10 @@ class ACOPFModel(NetworkModel):
             vm=vm,
             va=_finite(opf.va),
             q_gen=_finite(opf.q_mvar),
-            thermal=short_sum(thermal_v),
-            n_line_violations=short_sum((thermal_v > 1e-2).astype(jnp.int32)),
-            voltage=short_sum(over),
-            n_voltage_violations=short_sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
+            thermal=jnp.sum(thermal_v),
+            n_line_violations=jnp.sum((thermal_v > 1e-2).astype(jnp.int32)),
+            voltage=jnp.sum(over),
+            n_voltage_violations=jnp.sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
             unserved_mw=jnp.where(converged, zero, params.pf_failure_cost),
             info=info,
         )

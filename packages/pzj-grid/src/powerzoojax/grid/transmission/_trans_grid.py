@@ -22,7 +22,7 @@ from powerzoojax.grid.resources._bundle import bundles_action_dim, bundles_obs_d
 from powerzoojax.grid.transmission._invariants import trans_grid_laws
 from powerzoojax.grid.transmission._network_models import NetworkInputs
 from powerzoojax.grid.transmission._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
-from powerzoojax.physics import generation_cost, proportional_dispatch, short_sum, unit_limit_violation
+from powerzoojax.physics import generation_cost, proportional_dispatch, unit_limit_violation
 
 __all__ = ["CONSTRAINT_NAMES", "MODE_NAMES", "GridState", "TransGridEnv", "TransGridParams", "make_trans_params"]
 
@@ -186,7 +186,7 @@ class TransGridEnv(Environment):
         row = jnp.asarray(0, jnp.int32)
         load = params.load_profiles[row]
         p_bus = jnp.zeros((case.n_nodes,), jnp.float32) if params.resources else None
-        dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
+        dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
         net = params.network_model.solve_reset(params, NetworkInputs(load, row, dispatch, p_bus))
         state = GridState(
             time_step=jnp.asarray(0, jnp.int32),
@@ -236,7 +236,7 @@ class TransGridEnv(Environment):
         if params.include_unit_dispatch:
             dispatch = denormalize_action(action[:n_unit_act], case.unit_p_min, case.unit_p_max)
         else:
-            dispatch = proportional_dispatch(short_sum(load), case.unit_p_min, case.unit_p_max)
+            dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
         net = params.network_model.solve(params, NetworkInputs(load, row, dispatch, p_bus, state))
 
         gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
@@ -276,7 +276,7 @@ class TransGridEnv(Environment):
             "cost_power_balance": power_balance,
             "cost_resource": resource_cost,
             "cost_load_shedding": zero,
-            "cost_sum": short_sum(costs),
+            "cost_sum": jnp.sum(costs),
             "is_safe": is_safe,
             "n_violations": n_violations,
             "goal_met": is_safe,

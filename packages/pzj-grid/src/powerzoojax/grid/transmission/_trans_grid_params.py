@@ -30,7 +30,6 @@ from powerzoojax.physics import (
     load_line_flows,
     make_ac_network,
     make_dc_network,
-    short_sum,
 )
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
 from powerzoojax.physics._ac_pf import AC_PF_METHODS
@@ -299,7 +298,7 @@ class TransGridParams(EnvParams):
         0 on a connected network, else `islanding_cost` plus the load [MW] on the buses cut
         off the slack.
         """
-        load_cut = short_sum(jnp.where(self.node_islanded[self.case.load_node_idx], jnp.abs(load_mw), 0.0))
+        load_cut = jnp.sum(jnp.where(self.node_islanded[self.case.load_node_idx], jnp.abs(load_mw), 0.0))
         return jnp.where(self.islanded, self.islanding_cost + load_cut, 0.0)
 
 

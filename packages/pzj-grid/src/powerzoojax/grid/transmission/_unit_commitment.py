@@ -34,7 +34,6 @@ from powerzoojax.physics import (
     load_line_flows,
     make_dc_network,
     proportional_dispatch,
-    short_sum,
 )
 
 UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
@@ -168,7 +167,7 @@ class UCParams(EnvParams):
         return eqx.tree_at(
             lambda p: (p.load_profiles, p.load_line_flow_mw, p.total_load_mw, p.invalid_load_profiles),
             self,
-            (profiles, load_line_flows(self.network, profiles), short_sum(profiles, axis=-1), invalid),
+            (profiles, load_line_flows(self.network, profiles), jnp.sum(profiles, axis=-1), invalid),
             is_leaf=lambda x: x is None,
         )
 
@@ -513,7 +512,7 @@ class UnitCommitmentEnv(Environment):
             )
             # Load the committed units cannot cover stays unserved (reported, and priced by the
             # reserve channel) rather than landing on a slack unit that may be off.
-            gap = params.total_load_mw[row] - short_sum(opf.p_mw)
+            gap = params.total_load_mw[row] - jnp.sum(opf.p_mw)
             return _Dispatch(opf.p_mw, opf.line_flow_mw, opf.converged, opf.status, opf.n_iter, opf.line_violation_mw, gap)
         case = params.case
         if preference is None:
@@ -525,14 +524,14 @@ class UnitCommitmentEnv(Environment):
         # Zeroing an off slack unit unbalances the network: flows from the realised output.
         line_flow = power @ params.network.ptdf_units_t - load_flow
         zero = jnp.zeros((), jnp.float32)
-        return _Dispatch(power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero, params.total_load_mw[row] - short_sum(power))
+        return _Dispatch(power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero, params.total_load_mw[row] - jnp.sum(power))
 
     def _obs(self, state: UCState, params: UCParams) -> Float[Array, " obs_dim"]:
         case = params.case
         row = self._row(state.episode_start_idx, state.time_step, params)
         load = params.total_load_mw[row]
         status = state.unit_status.astype(jnp.float32)
-        capacity = short_sum(case.unit_p_max * status)
+        capacity = jnp.sum(case.unit_p_max * status)
         parts = [
             status,
             state.time_in_state.astype(jnp.float32) / _TIME_OBS_SCALE,
@@ -600,8 +599,8 @@ class UnitCommitmentEnv(Environment):
             on = jnp.ones(n_units, bool)
         commit = on.astype(jnp.float32)
         started = on & ~was_on
-        startup = short_sum(jnp.where(started, params.startup_cost, 0.0))
-        no_load = short_sum(params.no_load_cost_per_step * commit)
+        startup = jnp.sum(jnp.where(started, params.startup_cost, 0.0))
+        no_load = jnp.sum(params.no_load_cost_per_step * commit)
 
         lo = jnp.maximum(case.unit_p_min, state.last_dispatch - params.ramp_down_mw) * commit
         hi = jnp.minimum(case.unit_p_max, state.last_dispatch + params.ramp_up_mw) * commit
@@ -614,16 +613,16 @@ class UnitCommitmentEnv(Environment):
         over = jnp.maximum(dispatch.line_flow_mw - params.network.line_cap, 0.0) + jnp.maximum(
             params.network.line_floor - dispatch.line_flow_mw, 0.0
         )
-        n_lines_over = short_sum((over > _LINE_COUNT_TOL_MW).astype(jnp.int32))
+        n_lines_over = jnp.sum((over > _LINE_COUNT_TOL_MW).astype(jnp.int32))
         load_total = params.total_load_mw[row]
-        shortfall = jnp.maximum(0.0, load_total * (1.0 + params.reserve_margin_frac) - short_sum(case.unit_p_max * commit))
+        shortfall = jnp.maximum(0.0, load_total * (1.0 + params.reserve_margin_frac) - jnp.sum(case.unit_p_max * commit))
         reserve_short = (shortfall > 1e-6) if params.enable_reserve else jnp.asarray(False)
         n_violations = n_lines_over + reserve_short.astype(jnp.int32)
         is_safe = n_violations == 0
 
         changed = on != was_on
         time_in_state = jnp.where(changed, 1, jnp.minimum(state.time_in_state + 1, _TIME_CAP)).astype(jnp.int32)
-        switches = short_sum(changed.astype(jnp.int32))
+        switches = jnp.sum(changed.astype(jnp.int32))
 
         gen_cost = generation_cost(dispatch.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
         # TC [$/h] + start-up [$] + no-load [$/step], summed as the reference does.
@@ -661,9 +660,9 @@ class UnitCommitmentEnv(Environment):
             "cost_thermal_overload": thermal_cost,
             "cost_reserve_shortfall": reserve_cost,
             "cost_min_updown": zero,
-            "cost_sum": short_sum(costs),
+            "cost_sum": jnp.sum(costs),
             "commitment_switches": switches,
-            "n_committed": short_sum(on.astype(jnp.int32)),
+            "n_committed": jnp.sum(on.astype(jnp.int32)),
             "is_safe": is_safe,
             "n_violations": n_violations,
             "goal_met": is_safe,
@@ -672,7 +671,7 @@ class UnitCommitmentEnv(Environment):
             # The DC-OPF's iterations (0 in solver_mode 0, which solves no OPF).
             "opf_iterations": dispatch.n_iter,
             # Σ MW outside the ramp/commitment window (the DC-PF slack in solver_mode 0).
-            "opf_box_residual_mw": short_sum(jnp.maximum(dispatch.unit_power_mw - hi, 0.0) + jnp.maximum(lo - dispatch.unit_power_mw, 0.0)),
+            "opf_box_residual_mw": jnp.sum(jnp.maximum(dispatch.unit_power_mw - hi, 0.0) + jnp.maximum(lo - dispatch.unit_power_mw, 0.0)),
             "opf_line_residual_mw": dispatch.line_slack_mw,
             "opf_balance_residual_mw": jnp.abs(gap),
             "unserved_mw": jnp.maximum(gap, 0.0),

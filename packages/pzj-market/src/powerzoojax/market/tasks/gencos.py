@@ -35,7 +35,6 @@ from powerzoojax.core import Box, ConstraintSpec, Environment, EpisodeTrace, Inv
 from powerzoojax.core._types import Info, Key
 from powerzoojax.core._provider import import_provider
 from powerzoojax.data import LOAD_ACTUAL_MW, DataLoader
-from powerzoojax.physics._dual_simplex import sum_small
 from powerzoojax.market._invariants import gencos_laws
 from powerzoojax.market._market_marl import (
     BASELINE_ACTIONS,
@@ -167,7 +166,7 @@ class GenCosJointEnv(Environment):
         final_state, done, profit, info = market_marl_step(key, state, action, params)
         costs = jnp.stack([info["cost_thermal_overload"]]).astype(jnp.float32)
         info = {**info, "unit_profit": profit}
-        return market_marl_observations(final_state, params), final_state, sum_small(profit, axis=-1), costs, done, info
+        return market_marl_observations(final_state, params), final_state, jnp.sum(profit, axis=-1), costs, done, info
 
 
 class GenCosTask:

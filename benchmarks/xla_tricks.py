@@ -1,0 +1,290 @@
+"""Same-process A/B of the XLA:CPU tuning tricks still in the library: is each worth it?
+
+Each trick has a module-level switch, read when a function is traced:
+
+* ``pins``: ``physics._pin.PIN`` (``materialise`` / ``store_once``; False: the identity);
+* ``barriers``: ``physics._pin.BARRIER`` (the ``optimization_barrier`` calls of the dual
+  simplex, the dispatch LP, the offer SCED and the data-centre scheduler; False: the
+  identity);
+* ``sincos``: ``physics._trig.POLYNOMIAL`` (the float32 polynomial ``sincos`` of the AC
+  power flow; False: ``jnp.sin`` / ``jnp.cos``);
+* ``peeled sweeps``: ``physics._radial._PEELED_SWEEPS`` (the radial sweeps run as straight
+  code before the batched loop; off: 0, every sweep in the loop);
+* ``batch rule``: ``core._rollout.BATCH_RULE`` (the batch-major ``custom_vmap`` rule of
+  ``scan_rollout``; False: plain ``vmap`` of the scan, time-major then transposed).
+
+Workload per row (the seed rollout): one jitted function splits a key, resets N envs with
+``batch_reset``, draws uniform random actions in [-1, 1] of shape ``(N, horizon,
+*action_shape)`` and runs ``jax.vmap(scan_rollout)``; it returns every output. The env is
+``powerzoojax.envs.make(id)``. Each row builds the workload twice in this process, switch
+on and switch off, each traced from empty caches (``jax.clear_caches``) and compiled ahead
+of time (``jit(...).lower(key).compile()``), so the two programs differ only by the
+switch; ``first call s`` is lower + compile + the first run of each (an ``eval_shape``
+beforehand imports and traces everything once, so neither build pays first imports).
+
+Checks, at the first call's key, of every output leaf of the two programs: ``max abs
+diff`` over the float leaves; ``agree``: "bitwise" when every leaf is identical, else
+whether each float leaf is ``np.allclose`` (rtol 1e-4, atol 1e-4 x the leaf's largest
+magnitude) and each integer or bool leaf equal, naming the leaves that are not (an
+iteration count may differ where round-off moves a stopping test). ``HLO differs``: whether the optimised HLO of the two programs
+differs (no: the switch changes nothing after XLA's passes).
+
+Timing: ``--rounds`` rounds after one warm-up call each; a round calls both programs with
+the same new key, in alternating order (on first in even rounds), each call timed to
+``block_until_ready``. ``on / off`` is the median over rounds of the per-round ratio of
+seconds (< 1: the trick pays); ``on ms`` / ``off ms`` the median seconds. Calls that
+follow each other see nearly the same machine load; still, run it on a quiet machine.
+
+    uv run python benchmarks/xla_tricks.py                     # every row, 15 rounds
+    uv run python benchmarks/xla_tricks.py --rows pins barriers --rounds 31
+    uv run python benchmarks/xla_tricks.py --quick             # N = 8, 8 steps, 1 round: a smoke run
+
+(At ``--quick``'s N = 8 the radial solve has no compaction stages, so nothing is peeled:
+its peeled-sweeps rows compare two equal programs.)
+"""
+
+import argparse
+import contextlib
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+from powerzoojax import envs
+from powerzoojax.core import _rollout
+from powerzoojax.physics import _pin, _radial, _trig
+from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
+
+HORIZON = 48
+CHECK_RTOL = 1e-4
+
+# trick -> [(module, attribute, value with the trick off)]; "on" is the library's value.
+SWITCHES: dict[str, list[tuple[object, str, object]]] = {
+    "pins": [(_pin, "PIN", False)],
+    "barriers": [(_pin, "BARRIER", False)],
+    "sincos": [(_trig, "POLYNOMIAL", False)],
+    "peeled sweeps": [(_radial, "_PEELED_SWEEPS", 0)],
+    "batch rule": [(_rollout, "BATCH_RULE", False)],
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    trick: str
+    env_id: str
+    n_envs: int
+    why: str  # where the trick sits in this workload
+
+
+ROWS: tuple[Row, ...] = (
+    Row("pins", "DataCenterMicrogrid-v0", 256, "scheduler `store_once`, uniforms `materialise`"),
+    Row("barriers", "DataCenterMicrogrid-v0", 256, "scheduler sorted demand"),
+    Row("peeled sweeps", "DistGrid-case33bw-v0", 4096, "radial sweep loop"),
+    Row("peeled sweeps", "dso-v0", 1024, "radial sweep loop"),
+    Row("pins", "dso-v0", 1024, "post-reset resource states `materialise`"),
+    Row("sincos", "TransGrid-case118-ac-v0", 256, "AC power-flow angles"),
+    Row("barriers", "TransGrid-case5-dcopf-v0", 1024, "dispatch LP + dual simplex"),
+    Row("barriers", "CostBasedMarket-case5-v0", 256, "offer SCED + dual simplex"),
+    Row("batch rule", "TransGrid-case5-dc-v0", 1024, "`vmap(scan_rollout)`"),
+    Row("batch rule", "TransGrid-case5-dc-v0", 4096, "`vmap(scan_rollout)`"),
+    Row("batch rule", "DistGrid-case33bw-v0", 4096, "`vmap(scan_rollout)`"),
+)
+
+
+@contextlib.contextmanager
+def switched(trick: str, on: bool) -> Iterator[None]:
+    """The library as is (`on`) or with `trick`'s switches at their off values; restored after."""
+    saved = [(module, name, getattr(module, name)) for module, name, _ in SWITCHES[trick]]
+    try:
+        if not on:
+            for module, name, off in SWITCHES[trick]:
+                setattr(module, name, off)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def make_collect(env, params, n_envs: int, horizon: int):
+    """A fresh (untraced) function of the seed rollout workload; each call a new closure."""
+    action_shape = tuple(env.action_space(params).shape)
+
+    def collect(key):
+        key, k_reset, k_actions, k_roll = jax.random.split(key, 4)
+        obs0, states0 = batch_reset(env, jax.random.split(k_reset, n_envs), params)
+        actions = jax.random.uniform(k_actions, (n_envs, horizon, *action_shape), minval=-1.0, maxval=1.0)
+
+        def single_rollout(state, k, action_seq):
+            return scan_rollout(env, k, state, params, action_seq)
+
+        return obs0, jax.vmap(single_rollout)(states0, jax.random.split(k_roll, n_envs), actions)
+
+    return collect
+
+
+def build(env, params, n_envs: int, horizon: int, trick: str, on: bool, key):
+    """`(compiled, first outputs, first call s, optimised HLO text)` of one side."""
+    with switched(trick, on):
+        jax.clear_caches()
+        t0 = time.perf_counter()
+        compiled = jax.jit(make_collect(env, params, n_envs, horizon)).lower(key).compile()
+        out = jax.block_until_ready(compiled(key))
+        first_s = time.perf_counter() - t0
+    return compiled, out, first_s, program_text(compiled.as_text())
+
+
+def program_text(hlo: str) -> str:
+    """Optimised HLO without source locations (the file, line and stack-frame tables and
+    each op's `metadata`), which differ between two builds called from different lines."""
+    lines, kept, in_tables = hlo.splitlines(), [], False
+    for line in lines:
+        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            in_tables = True
+        elif line.startswith(("%", "ENTRY")):
+            in_tables = False
+        if not in_tables:
+            kept.append(re.sub(r", metadata=\{[^}]*\}", "", line))
+    return "\n".join(kept)
+
+
+def compare(a, b) -> tuple[float, bool, list[str], int]:
+    """`(max |Δ| over float leaves, all leaves bitwise equal, paths of the leaves that do not
+    agree, leaves compared)` of two output trees of one structure."""
+    leaves_a = jax.tree_util.tree_leaves_with_path(a)
+    leaves_b = jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b), (len(leaves_a), len(leaves_b))
+    max_diff, bitwise, disagree = 0.0, True, []
+    for (path, x), y in zip(leaves_a, leaves_b):
+        x, y = np.asarray(x), np.asarray(y)
+        name = jax.tree_util.keystr(path)
+        if x.dtype != y.dtype or x.shape != y.shape:
+            bitwise = False
+            disagree.append(f"{name} ({x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)})")
+            continue
+        same = bool(np.array_equal(x, y, equal_nan=bool(np.issubdtype(x.dtype, np.floating))))
+        bitwise &= same
+        if same:
+            continue
+        if np.issubdtype(x.dtype, np.floating):
+            finite = np.isfinite(x) & np.isfinite(y)
+            diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+            max_diff = max(max_diff, float(np.max(np.where(finite, diff, 0.0))))
+            scale = max(float(np.max(np.abs(np.where(finite, x, 0.0)), initial=0.0)), 1.0)
+            close = np.array_equal(np.isfinite(x), np.isfinite(y)) and np.allclose(
+                x, y, rtol=CHECK_RTOL, atol=CHECK_RTOL * scale, equal_nan=True
+            )
+            if not close:
+                disagree.append(f"{name} (float, max |Δ| {float(np.max(np.where(finite, diff, 0.0))):.2g})")
+        else:
+            disagree.append(f"{name} ({x.dtype}, {int(np.sum(x != y))} of {x.size} differ)")
+    return max_diff, bitwise, disagree, len(leaves_a)
+
+
+def timed(compiled, key) -> float:
+    t0 = time.perf_counter()
+    jax.block_until_ready(compiled(key))
+    return time.perf_counter() - t0
+
+
+def run_row(row: Row, n_envs: int, horizon: int, rounds: int) -> dict:
+    env, params = envs.make(row.env_id)
+    key = jax.block_until_ready(jax.random.PRNGKey(0))
+    jax.eval_shape(make_collect(env, params, n_envs, horizon), key)  # imports, first traces
+    on, out_on, first_on, hlo_on = build(env, params, n_envs, horizon, row.trick, True, key)
+    off, out_off, first_off, hlo_off = build(env, params, n_envs, horizon, row.trick, False, key)
+    max_diff, bitwise, disagree, n_leaves = compare(out_on, out_off)
+    del out_on, out_off
+    jax.block_until_ready((on(jax.random.PRNGKey(1)), off(jax.random.PRNGKey(1))))  # warm-up
+    t_on, t_off, ratios = [], [], []
+    for r in range(rounds):
+        k = jax.block_until_ready(jax.random.PRNGKey(2 + r))
+        if r % 2 == 0:
+            a = timed(on, k)
+            b = timed(off, k)
+        else:
+            b = timed(off, k)
+            a = timed(on, k)
+        t_on.append(a)
+        t_off.append(b)
+        ratios.append(a / b)
+    return {
+        "row": row, "n_envs": n_envs, "on_ms": 1e3 * statistics.median(t_on), "off_ms": 1e3 * statistics.median(t_off),
+        "ratio": statistics.median(ratios), "first_on": first_on, "first_off": first_off,
+        "hlo_differs": hlo_on != hlo_off, "max_diff": max_diff, "disagree": disagree, "bitwise": bitwise, "n_leaves": n_leaves,
+    }
+
+
+def markdown_row(res: dict) -> str:
+    row = res["row"]
+    if res["bitwise"]:
+        agree = f"yes, bitwise ({res['n_leaves']} leaves)"
+    elif not res["disagree"]:
+        agree = f"yes ({res['n_leaves']} leaves)"
+    else:
+        shown = "; ".join(f"`{d}`" for d in res["disagree"][:3])
+        more = f" and {len(res['disagree']) - 3} more" if len(res["disagree"]) > 3 else ""
+        agree = f"NO: {shown}{more}"
+    return (
+        f"| {row.trick} | {row.env_id} ({row.why}) | {res['n_envs']} | {res['on_ms']:.1f} | {res['off_ms']:.1f} "
+        f"| {res['ratio']:.3f} | {res['first_on']:.1f} / {res['first_off']:.1f} | {'yes' if res['hlo_differs'] else 'no'} "
+        f"| {res['max_diff']:.2g} | {agree} |"
+    )
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    commit = proc.stdout.strip() if proc.returncode == 0 else "unknown"
+    return commit + (" (modified)" if dirty.stdout.strip() else "")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", nargs="+", choices=sorted(SWITCHES), help="only these tricks (default: all)")
+    parser.add_argument("--rounds", type=int, default=15, help="timed rounds per row (default 15)")
+    parser.add_argument("--horizon", type=int, default=HORIZON, help="steps per rollout (default 48)")
+    parser.add_argument("--quick", action="store_true", help="N = 8, 8 steps, 1 round: checks the script runs")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    horizon, rounds = (8, 1) if args.quick else (args.horizon, args.rounds)
+    rows = [r for r in ROWS if args.rows is None or r.trick in args.rows]
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.lower().startswith("model name")), cpu)
+    except OSError:
+        pass
+    print(f"# JAX {jax.__version__} ({jax.default_backend()}), {cpu}, {os.cpu_count()} CPUs; commit {git_commit()}")
+    print(f"# horizon {horizon}, {rounds} rounds{' (--quick: not a measurement)' if args.quick else ''}; "
+          f"load average before {loadavg()}", flush=True)
+    print()
+    print("| trick | workload | N | on ms | off ms | on / off | first call on / off s | HLO differs | max abs diff | agree |")
+    print("|---|---|---:|---:|---:|---:|---|---|---:|---|")
+    for row in rows:
+        n_envs = 8 if args.quick else row.n_envs
+        print(markdown_row(run_row(row, n_envs, horizon, rounds)), flush=True)
+    print()
+    print(f"# load average after {loadavg()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
