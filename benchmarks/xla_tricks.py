@@ -3,9 +3,6 @@
 Each trick has a module-level switch, read when a function is traced:
 
 * ``pins``: ``physics._pin.PIN`` (``materialise`` / ``store_once``; False: the identity);
-* ``barriers``: ``physics._pin.BARRIER`` (the ``optimization_barrier`` calls of the dual
-  simplex, the dispatch LP, the offer SCED and the data-centre scheduler; False: the
-  identity);
 * ``sincos``: ``physics._trig.POLYNOMIAL`` (the float32 polynomial ``sincos`` of the AC
   power flow; False: ``jnp.sin`` / ``jnp.cos``);
 * ``peeled sweeps``: ``physics._radial._PEELED_SWEEPS`` (the radial sweeps run as straight
@@ -36,7 +33,7 @@ seconds (< 1: the trick pays); ``on ms`` / ``off ms`` the median seconds. Calls 
 follow each other see nearly the same machine load; still, run it on a quiet machine.
 
     uv run python benchmarks/xla_tricks.py                     # every row, 15 rounds
-    uv run python benchmarks/xla_tricks.py --rows pins barriers --rounds 31
+    uv run python benchmarks/xla_tricks.py --rows pins --rounds 31
     uv run python benchmarks/xla_tricks.py --quick             # N = 8, 8 steps, 1 round: a smoke run
 
 (At ``--quick``'s N = 8 the radial solve has no compaction stages, so nothing is peeled:
@@ -69,7 +66,6 @@ CHECK_RTOL = 1e-4
 # trick -> [(module, attribute, value with the trick off)]; "on" is the library's value.
 SWITCHES: dict[str, list[tuple[object, str, object]]] = {
     "pins": [(_pin, "PIN", False)],
-    "barriers": [(_pin, "BARRIER", False)],
     "sincos": [(_trig, "POLYNOMIAL", False)],
     "peeled sweeps": [(_radial, "_PEELED_SWEEPS", 0)],
     "batch rule": [(_rollout, "BATCH_RULE", False)],
@@ -86,13 +82,10 @@ class Row:
 
 ROWS: tuple[Row, ...] = (
     Row("pins", "DataCenterMicrogrid-v0", 256, "scheduler `store_once`, uniforms `materialise`"),
-    Row("barriers", "DataCenterMicrogrid-v0", 256, "scheduler sorted demand"),
     Row("peeled sweeps", "DistGrid-case33bw-v0", 4096, "radial sweep loop"),
     Row("peeled sweeps", "dso-v0", 1024, "radial sweep loop"),
     Row("pins", "dso-v0", 1024, "post-reset resource states `materialise`"),
     Row("sincos", "TransGrid-case118-ac-v0", 256, "AC power-flow angles"),
-    Row("barriers", "TransGrid-case5-dcopf-v0", 1024, "dispatch LP + dual simplex"),
-    Row("barriers", "CostBasedMarket-case5-v0", 256, "offer SCED + dual simplex"),
     Row("batch rule", "TransGrid-case5-dc-v0", 1024, "`vmap(scan_rollout)`"),
     Row("batch rule", "TransGrid-case5-dc-v0", 4096, "`vmap(scan_rollout)`"),
     Row("batch rule", "DistGrid-case33bw-v0", 4096, "`vmap(scan_rollout)`"),

@@ -133,50 +133,58 @@ def _time_loop(
 
     if policy is not None:
         raise ValueError("_time_loop: batch-major loops take pre-generated actions, not a policy")
-    # Short per-env rows are read from a time-major copy (one contiguous slab per step).
-    inputs = jax.tree.map(
-        lambda a: jnp.moveaxis(a, 1, 0) if _time_major(a.shape[2:], a.dtype) else a, (step_keys, xs)
-    )
+    # Short per-env rows enter as the scan's time-major `xs` (one contiguous slab per
+    # step); long ones stay batch-major and are indexed in place.
+    flat_in, in_tree = jax.tree.flatten((step_keys, xs))
+    in_short = [_time_major(a.shape[2:], a.dtype) for a in flat_in]
+    scan_xs = [jnp.moveaxis(a, 1, 0) for a, short in zip(flat_in, in_short) if short]
+    held = [a for a, short in zip(flat_in, in_short) if not short]
 
-    def at(t):
-        return jax.tree.map(
-            lambda a, src: lax.dynamic_index_in_dim(a, t, 0 if _time_major(src.shape[2:], src.dtype) else 1, False),
-            inputs,
-            (step_keys, xs),
+    def step_inputs(t, sliced):
+        it_sliced, it_held = iter(sliced), iter(held)
+        return in_tree.unflatten(
+            [next(it_sliced) if short else lax.dynamic_index_in_dim(next(it_held), t, 1, False) for short in in_short]
         )
 
     # The step is traced once: its jaxpr gives the output shapes for the buffers and is the
     # loop body. Tracing an env step is most of a rollout's trace time, and a second trace
     # (`eval_shape`) would repeat it.
-    step_jaxpr, (_, out_shapes) = jax.make_jaxpr(one_step, return_shape=True)(init_carry, at(0))
+    step_jaxpr, (_, out_shapes) = jax.make_jaxpr(one_step, return_shape=True)(
+        init_carry, step_inputs(0, [a[0] for a in scan_xs])
+    )
     out_tree = jax.tree.structure((init_carry, out_shapes))
+    flat_shapes, outputs_tree = jax.tree.flatten(out_shapes)
+    out_short = [_time_major(s.shape[1:], s.dtype) for s in flat_shapes]
 
     def traced_step(carry, x):
         flat = jax.core.eval_jaxpr(step_jaxpr.jaxpr, step_jaxpr.consts, *jax.tree.leaves((carry, x)))
         return jax.tree.unflatten(out_tree, flat)
 
-    # Every step writes its slice, so the buffers need no initial value: `lax.empty` is a
-    # bare allocation on GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
-    # Short rows are stacked time-major and moved batch-major once after the loop.
-    time_major = jax.tree.map(lambda s: _time_major(s.shape[1:], s.dtype), out_shapes)
+    # Short rows are the scan's stacked (time-major) outputs, moved batch-major once after
+    # the loop. Long rows are written in place into batch-major buffers; every step writes
+    # its slice, so those need no initial value: `lax.empty` is a bare allocation on
+    # GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
+    buffers = [
+        lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype) for s, short in zip(flat_shapes, out_short) if not short
+    ]
 
-    def buffer(s, tm):
-        n, row = s.shape[0], s.shape[1:]
-        return lax.empty((length, n, *row) if tm else (n, length, *row), s.dtype)
-
-    buffers = jax.tree.map(buffer, out_shapes, time_major)
-
-    def body(carry, t):
+    def body(carry, inputs):
         carry, buffers = carry
-        carry, out = traced_step(carry, at(t))
-        buffers = jax.tree.map(
-            lambda b, o, tm: lax.dynamic_update_index_in_dim(b, o, t, 0 if tm else 1), buffers, out, time_major
-        )
-        return (carry, buffers), None
+        t, sliced = inputs
+        carry, out = traced_step(carry, step_inputs(t, sliced))
+        flat_out = jax.tree.leaves(out)
+        it_buf = iter(buffers)
+        buffers = [
+            lax.dynamic_update_index_in_dim(next(it_buf), o, t, 1) for o, short in zip(flat_out, out_short) if not short
+        ]
+        return (carry, buffers), [o for o, short in zip(flat_out, out_short) if short]
 
-    ((final_state, final_obs), outputs), _ = lax.scan(body, (init_carry, buffers), jnp.arange(length))
-    outputs = jax.tree.map(lambda b, tm: jnp.moveaxis(b, 0, 1) if tm else b, outputs, time_major)
-    return final_state, final_obs, tuple(outputs)
+    ((final_state, final_obs), buffers), stacked = lax.scan(
+        body, (init_carry, buffers), (jnp.arange(length), scan_xs)
+    )
+    it_buf, it_stacked = iter(buffers), iter(stacked)
+    flat = [jnp.moveaxis(next(it_stacked), 0, 1) if short else next(it_buf) for short in out_short]
+    return final_state, final_obs, tuple(jax.tree.unflatten(outputs_tree, flat))
 
 
 def _time_major(row_shape: tuple[int, ...], dtype: Any) -> bool:

@@ -25,7 +25,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
-from powerzoojax.physics._pin import barrier
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
@@ -68,11 +67,9 @@ def solve_dispatch_lp(
     sc = jnp.maximum(jnp.max(jnp.abs(lin)), 1e-3)
     a = a_t.T
     base_flow = matvec(a, lo)
-    # Materialised: otherwise XLA fuses the scaling into each element of the O(n²)
-    # merit-order comparison below.
-    cs, ws, ds, rlo, rhi = barrier(
-        (lin / sc, width / sx, (jnp.clip(total, jnp.sum(lo), jnp.sum(hi)) - jnp.sum(lo)) / sx,
-         (row_lo - base_flow) / sx, (row_hi - base_flow) / sx)
+    cs, ws, ds, rlo, rhi = (
+        lin / sc, width / sx, (jnp.clip(total, jnp.sum(lo), jnp.sum(hi)) - jnp.sum(lo)) / sx,
+        (row_lo - base_flow) / sx, (row_hi - base_flow) / sx,
     )
     # |A x| ≤ Σ width / sx ≤ n in scaled units (|PTDF| ≤ 1), so no violation exceeds this.
     e_hi = n + jnp.maximum(jnp.max(jnp.abs(rlo), initial=0.0), jnp.max(jnp.abs(rhi), initial=0.0)) + 1.0
@@ -105,9 +102,7 @@ def solve_dispatch_lp(
         axis=0,
     )
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = barrier(
-        bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
-    )
+    lp = bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)

@@ -33,7 +33,6 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.physics._pin import barrier
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
@@ -184,7 +183,6 @@ def bounded_dual_simplex(
     b_mat = sel.columns(a)  # B, (rows, rows)
     # One step of iterative refinement against B itself removes the product-form drift.
     x_b = x_b + _mv(binv, b - _mv(a, x_nb) - _mv(b_mat, x_b))
-    x_b, x_nb = barrier((x_b, x_nb))
     viol = jnp.max(jnp.maximum(sel.pick(lo) - x_b, x_b - sel.pick(hi)))
     c_b = sel.pick(c)
     y = duals(sel, binv)

@@ -6,28 +6,15 @@ in each of them; `optimization_barrier` is removed before fusion on CPU. These h
 route the value through an op XLA treats as expensive and never duplicates. They change
 no value; on other backends they cost one small kernel.
 
-`PIN` and `BARRIER` are read when a function is traced: False makes `materialise` /
-`store_once`, respectively `barrier`, the identity, so `benchmarks/xla_tricks.py` can
-build a workload with and without them in one process and time the two side by side.
+`PIN` is read when a function is traced: False makes `materialise` and `store_once` the
+identity, so `benchmarks/xla_tricks.py` can build a workload with and without them in
+one process and time the two side by side.
 """
 
-from typing import TypeVar
-
 import jax.numpy as jnp
-from jax import lax
 from jaxtyping import Array, Int
 
 PIN = True
-BARRIER = True
-
-_T = TypeVar("_T")
-
-
-def barrier(x: _T) -> _T:
-    """`lax.optimization_barrier(x)` (any pytree): the values in `x` are computed before,
-    and not fused into, what reads them, on backends that keep the barrier through fusion.
-    The identity when `BARRIER` is False."""
-    return lax.optimization_barrier(x) if BARRIER else x
 
 
 def materialise(x: Array) -> Array:

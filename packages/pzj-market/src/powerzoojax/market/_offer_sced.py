@@ -37,7 +37,6 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
 from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
-from powerzoojax.physics._pin import barrier
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 
@@ -277,9 +276,7 @@ def _offer_sced_simplex(
     # then relative.
     sx = jnp.maximum(jnp.max(wbar), 1.0)
     sc = jnp.maximum(jnp.max(jnp.abs(c)), 1e-3)
-    # Materialised here: otherwise XLA fuses the whole offer pipeline upstream (markups,
-    # sorting, scaling) into each element of the O(n²) merit-order comparison below.
-    cs, ws, ds, f0 = barrier((c / sc, wbar / sx, demand / sx, f0))
+    cs, ws, ds = c / sc, wbar / sx, demand / sx
     a = jnp.concatenate(
         [jnp.concatenate([jnp.ones((1, n)), jnp.zeros((1, n_lim))], axis=1), jnp.concatenate([m_lim, -jnp.eye(n_lim)], axis=1)], axis=0
     )
@@ -298,7 +295,7 @@ def _offer_sced_simplex(
     budget = max(int(max_iter), 4 * (n_lim + 1))
     # The pivots see no tangents: derivatives come from the optimal vertex's KKT conditions.
     lp_data = lax.stop_gradient((a, b, cost, lo, hi, basis, binv, at_upper))
-    lp = barrier(bounded_dual_simplex(*lp_data, budget))
+    lp = bounded_dual_simplex(*lp_data, budget)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
 
     # Unsolved (line limits that cannot be met, or budget spent): the network-blind merit

@@ -17,7 +17,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.core._types import IntScalar
-from powerzoojax.physics._pin import barrier, store_once
+from powerzoojax.physics._pin import store_once
 
 N_TASK_SLOTS = 64
 # At most this many arrivals per task type per step (the reference: min(Poisson, 5)).
@@ -228,8 +228,7 @@ def _sorted_demand(
     keys = jax.lax.sort(packed, is_stable=False)
     slot = keys & ((1 << _SLOT_BITS) - 1)
     sorted_demand = jnp.where(keys == _NOT_CANDIDATE, 0, jnp.take_along_axis(demand, slot, axis=0))
-    # Materialise here where the backend honours the barrier (XLA:CPU strips it before fusion).
-    return barrier((keys, sorted_demand))
+    return keys, sorted_demand
 
 
 def _admitted_prefix(
