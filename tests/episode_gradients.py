@@ -36,8 +36,9 @@ class EpisodeGradients(NamedTuple):
     dones: np.ndarray  # (T,)
 
 
-def episode_gradients(env: Any, params: Any, steps: int = 5, seed: int = 0) -> EpisodeGradients:
-    """Run the probe of the module docstring for `steps` steps from a reset."""
+def episode_gradients(env: Any, params: Any, steps: int = 5, seed: int = 0, eps: float = EPS) -> EpisodeGradients:
+    """Run the probe of the module docstring for `steps` steps from a reset, with differences
+    of step `eps`."""
     a_dim = int(env.action_space(params).shape[0])
     o_dim = int(env.observation_space(params).shape[0])
     k_w, k_v, k_reset, k_roll = jr.split(jr.PRNGKey(seed), 4)
@@ -64,7 +65,7 @@ def episode_gradients(env: Any, params: Any, steps: int = 5, seed: int = 0) -> E
             return jnp.sum(rewards_and_dones(th, delta, True)[0])
 
         value, grad = jax.value_and_grad(ret)(theta)
-        shifted = jax.vmap(lambda s: ret(jax.tree.map(lambda x, v: x + s * EPS * v, theta, direction)))(
+        shifted = jax.vmap(lambda s: ret(jax.tree.map(lambda x, v: x + s * eps * v, theta, direction)))(
             jnp.asarray([1.0, -1.0])
         )
         jac_step = jax.jacrev(lambda d: rewards_and_dones(theta, d, True)[0])(delta)
@@ -79,7 +80,7 @@ def episode_gradients(env: Any, params: Any, steps: int = 5, seed: int = 0) -> E
         ret=float(value),
         grad_leaves=grad_leaves,
         directional=directional,
-        central_difference=(plus - minus) / (2 * EPS),
+        central_difference=(plus - minus) / (2 * eps),
         jac_step=np.asarray(jac_step),
         jac_auto=np.asarray(jac_auto),
         dones=np.asarray(dones),

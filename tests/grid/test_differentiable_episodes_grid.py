@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 import pytest
-from episode_gradients import episode_gradients, off_diagonal
+from episode_gradients import EPS, episode_gradients, off_diagonal
 
 TRANS_MODES = {"dc": (0, 0), "ac": (1, 0), "dcopf": (0, 1), "dcopf_ac": (1, 1), "acopf": (0, 2)}
 ENVS = [*(f"trans_{m}" for m in TRANS_MODES), "dist_33bw", "uc_case5_setpoints", "uc_case5_opf"]
@@ -39,7 +39,12 @@ def _gradients(name: str):
         case = load_case("5")
         batteries = make_battery_bundle(case, (1, 3), power_mw=20.0, energy_mwh=50.0)
         params = make_trans_params(case, max_steps=3, physics=physics, solver_mode=solver, resources=(batteries,))
-        return episode_gradients(TransGridEnv(), params)
+        # The AC-OPF's float32 interior point stops at a KKT tolerance, so each return it
+        # gives carries round-off of about 1e-6 relative that moves with the compiled
+        # program: at ε = 1e-2 that is up to 2e-3 of this difference quotient (measured
+        # 7e-4 and 2.1e-3 in two programs), at ε = 3e-2 a third of it, while the
+        # truncation error stays at 5e-5 (ε = 5e-2 already shows 1.8e-3 of curvature).
+        return episode_gradients(TransGridEnv(), params, eps=3e-2 if name == "trans_acopf" else EPS)
     if name == "dist_33bw":
         from powerzoojax.grid import DistGridEnv, make_dist_params
 
