@@ -169,6 +169,8 @@ class ACNetwork(eqx.Module):
     - `line_from`, `line_to`: `(L,)` branch ends.
     - `branch_g`, `branch_b`: `(L, 4)` branch pi-model admittances (ff, ft, tf, tt), zero
       for out-of-service lines.
+    - `shunt_g`, `shunt_b`: `(N,)` what `Ybus`'s diagonal holds beyond the branches' pi
+      models (the bus shunts) [p.u.].
     - `y_real_t`: `(2N, 2N)` real form of `Ybus`, mapping `[e f]` to `[Re I, Im I]`.
     - `y_row_abs`: `(N,)` `Σ_k |Y_ik|`, which sets the round-off floor of the convergence
       test.
@@ -203,6 +205,8 @@ class ACNetwork(eqx.Module):
     # Branch pi-model admittances, columns (ff, ft, tf, tt); zero for out-of-service lines.
     branch_g: Float[Array, "n_lines 4"]
     branch_b: Float[Array, "n_lines 4"]
+    shunt_g: Float[Array, " n_nodes"]
+    shunt_b: Float[Array, " n_nodes"]
     # [[G^T, B^T], [-B^T, G^T]]: maps [e f] to [Re I, Im I] in one GEMM (see `_bus_power`).
     y_real_t: Float[Array, "two_n two_n"]
     # sum_k |Y_ik|: the round-off floor of bus i's mismatch is about eps * this (see
@@ -285,6 +289,10 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         raise ValueError(f"make_ac_network: va_ref_deg must be finite, got {va_ref_deg}")
 
     y_branch = np.stack(_branch_pi_terms(case), axis=1)
+    at_ends = np.zeros(n, complex)
+    np.add.at(at_ends, np.asarray(case.line_from_idx), y_branch[:, 0])
+    np.add.at(at_ends, np.asarray(case.line_to_idx), y_branch[:, 3])
+    y_shunt = np.diagonal(y_bus) - at_ends
     cast = lambda x: jnp.asarray(np.asarray(x, np.float64), dtype)  # noqa: E731
     i32 = lambda x: jnp.asarray(np.asarray(x, np.int32))  # noqa: E731
     return ACNetwork(
@@ -309,6 +317,8 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
         line_to=i32(case.line_to_idx),
         branch_g=cast(np.real(y_branch)),
         branch_b=cast(np.imag(y_branch)),
+        shunt_g=cast(np.real(y_shunt)),
+        shunt_b=cast(np.imag(y_shunt)),
         y_real_t=cast(np.block([[np.real(y_bus).T, np.imag(y_bus).T], [-np.imag(y_bus).T, np.real(y_bus).T]])),
         y_row_abs=cast(np.abs(y_bus).sum(axis=1)),
         **_fdlf_operators(case, slack, is_pv, cast),
@@ -576,14 +586,8 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         return is_pv, q_target, inherited, jnp.zeros((), bool)
 
     def branch_current():
-        # Ybus = branch pi models + bus shunts; the shunts are the diagonal's remainder.
-        bg, bb = cast(net.branch_g), cast(net.branch_b)
-        at_ends = lambda x: jax.ops.segment_sum(  # noqa: E731
-            jnp.concatenate([x[:, 0], x[:, 3]]), jnp.concatenate([net.line_from, net.line_to]), num_segments=n
-        )
         return _krylov.branch_current(
-            net.line_from, net.line_to, bg, bb,
-            jnp.diagonal(cast(net.g)) - at_ends(bg), jnp.diagonal(cast(net.b)) - at_ends(bb),
+            net.line_from, net.line_to, cast(net.branch_g), cast(net.branch_b), cast(net.shunt_g), cast(net.shunt_b)
         )
 
     def fdlf_precond(c, is_pv):
