@@ -47,6 +47,7 @@ from powerzoojax.physics import (
     radial_3phase_power_flow,
     radial_power_flow,
 )
+from powerzoojax.utils.jax_utils import enable_x64
 
 
 @contextlib.contextmanager
@@ -147,7 +148,7 @@ def _workloads(batch: int):
     # The AC-OPF runs in float64 (float32 does not reach its tolerances): built, traced
     # and run inside `enable_x64` (the third element of its entry).
     for case_id in ("5", "14"):
-        with jax.enable_x64(True):
+        with enable_x64():
             case = load_case(case_id, source="matpower")
             setup = make_ac_opf_setup(case, dtype=jnp.float64)
             s = _scales(batch, case.n_nodes)
@@ -235,7 +236,7 @@ def main() -> None:
     for name, (fn, inputs, *x64) in _workloads(args.batch).items():
         if args.only and args.only not in name:
             continue
-        with jax.enable_x64(bool(x64 and x64[0])):
+        with enable_x64(bool(x64 and x64[0])):
             rows.append(_measure(name, fn, inputs, args.repeats))
         print(rows[-1], flush=True)
 

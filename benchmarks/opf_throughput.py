@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 from _record import record  # noqa: E402
 from powerzoojax.case import load_case  # noqa: E402
 from powerzoojax.physics import DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup  # noqa: E402
+from powerzoojax.utils.jax_utils import enable_x64
 
 
 def _instances(case, n, seed=0):
@@ -164,7 +165,7 @@ def _ac_opf_section(n_envs, repeats):
     case = load_case("5")
     print("\n| AC-OPF case 5 | N | compile s (CPU s) | ms / batch | solves/s | converged |")
     print("|---|---|---|---|---|---|")
-    with jax.enable_x64(True):
+    with enable_x64():
         setup = make_ac_opf_setup(case, dtype=jnp.float64)
         solve = jax.jit(jax.vmap(lambda pd, qd: ac_opf(setup, pd, qd)))
         rng = np.random.default_rng(0)

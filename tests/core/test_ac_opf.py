@@ -15,6 +15,7 @@ from pypower.api import ppoption, runopf
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import ac_opf, make_ac_opf_setup
+from powerzoojax.utils.jax_utils import enable_x64
 
 PD, QD, VM, LAM_P = 2, 3, 7, 13
 PG = 1
@@ -27,7 +28,7 @@ def _reference_ppc():
 
 @functools.cache
 def _solver():
-    with jax.enable_x64(True):
+    with enable_x64():
         setup = make_ac_opf_setup(load_case("5", source="matpower"), dtype=jnp.float64)
     return jax.jit(lambda pd, qd: ac_opf(setup, pd, qd))
 
@@ -39,7 +40,7 @@ def test_case5_matches_pypower_runopf(scale):
     ppc["bus"][:, QD] *= scale
     ref = runopf(ppc, ppoption(VERBOSE=0, OUT_ALL=0))
     assert ref["success"]
-    with jax.enable_x64(True):
+    with enable_x64():
         res = _solver()(jnp.asarray(ppc["bus"][:, PD]), jnp.asarray(ppc["bus"][:, QD]))
         assert res.p_mw.dtype == jnp.float64
         assert bool(res.converged)
@@ -52,7 +53,7 @@ def test_case5_matches_pypower_runopf(scale):
 
 def test_line_limits_respected_and_values_finite_when_overloaded():
     case = load_case("5", source="matpower")
-    with jax.enable_x64(True):
+    with enable_x64():
         solve = _solver()
         pd = jnp.asarray(np.asarray(case.node_pd, np.float64))
         qd = jnp.asarray(np.asarray(case.node_qd, np.float64))
@@ -83,7 +84,7 @@ def test_analytic_derivatives_match_autodiff():
     n = case.n_nodes
     y_from, y_to = build_branch_admittances(case)
     eye = np.eye(n)
-    with jax.enable_x64(True):
+    with enable_x64():
         ybus = jnp.asarray(build_ybus(case))
         ybr = jnp.asarray(np.concatenate([y_from, y_to]))
         cbr = jnp.asarray(np.concatenate([eye[np.asarray(case.line_from_idx)], eye[np.asarray(case.line_to_idx)]]))

@@ -18,6 +18,7 @@ from reference_matpower import matpower_ppc
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import ac_opf, make_ac_opf_setup
+from powerzoojax.utils.jax_utils import enable_x64
 
 PD, QD, RATE_A = 2, 3, 5
 PF, QF, PT, QT, MU_SF, MU_ST = 13, 14, 15, 16, 17, 18
@@ -67,7 +68,7 @@ def test_binding_flow_limits_match_pypower_runopf(scale):
 
     case = load_case("14", source="matpower")
     cap = np.where(rate < NO_RATING_MVA, rate, OUR_UNRATED_MVA)
-    with jax.enable_x64(True):
+    with enable_x64():
         rated_case = eqx.tree_at(
             lambda c: (c.line_cap, c.line_floor), case,
             (jnp.asarray(cap, case.line_cap.dtype), jnp.asarray(-cap, case.line_cap.dtype)),

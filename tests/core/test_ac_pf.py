@@ -19,6 +19,7 @@ from powerzoojax.case import load_case
 from powerzoojax.physics import _ac_pf as ac_pf_module
 from powerzoojax.physics import ac_power_flow, make_ac_network
 from powerzoojax.physics._trig import sincos
+from powerzoojax.utils.jax_utils import enable_x64
 
 CASES = ("5", "14", "118", "300")
 VM, VA, PD, QD, BUS_TYPE = 7, 8, 2, 3, 1
@@ -109,7 +110,7 @@ def test_float32_matches_pypower(case_id: str, seed: int) -> None:
 def test_float64_matches_pypower(case_id: str) -> None:
     ppc, pg, qg, pd, qd = _scaled_inputs(case_id, seed=7, f32_tables=True)
     ref = _run_reference(ppc)
-    with jax.enable_x64(True):
+    with enable_x64():
         net = make_ac_network(
             load_case(case_id, source="matpower"), dtype=jnp.float64, va_ref_deg=_slack_va_deg(case_id)
         )
@@ -320,11 +321,15 @@ def _assert_lanes_match_single_solves(batched, single, pg, pd, qd, net, n_lanes:
     for k in sorted({0, *order[:n_lanes].tolist()}):
         one = single(pg[k], pd[k], qd[k])
         assert bool(one.converged) == bool(conv[k]), k
+        if not bool(one.converged):
+            # An unsolvable lane's iterates wander (mismatches of hundreds of MW) until the
+            # divergence test or the cap stops them: the iteration it stops at follows the
+            # round-off, not the problem. Both runs fail it, with finite outputs.
+            assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(one)), k
+            continue
         # A single solve is a matrix-vector product, a batch a GEMM: their round-off may
         # move the convergence test across tol by one iteration.
         assert abs(int(one.n_iter) - int(batched.n_iter[k])) <= 1, k
-        if not bool(one.converged):
-            continue
         # Same iterations, but float32 GEMMs of different batch sizes round differently:
         # voltages agree to ~1e-6, MW-sized quantities to float32 resolution.
         for field, atol, rtol in (("vm", 1e-5, 0), ("va", 1e-5, 0), ("line_p_from_mw", 2e-3 + flow_ulp, 5e-5),
@@ -401,7 +406,7 @@ def test_sincos_matches_numpy_float64() -> None:
     assert float(s[400_001]) == 0.0 and float(c[400_001]) == 1.0
     bad = jax.jit(sincos)(jnp.asarray([np.nan, np.inf, -np.inf], jnp.float32))
     assert np.isnan(np.asarray(bad)).all()
-    with jax.enable_x64(True):
+    with enable_x64():
         x = jnp.asarray([0.3, 1e5], jnp.float64)
         s64, c64 = sincos(x)
         assert s64.dtype == jnp.float64

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from powerzoojax.case import load_case
 from powerzoojax.physics._ac_pf import ac_power_flow, make_ac_network
+from powerzoojax.utils.jax_utils import enable_x64
 
 pp = pytest.importorskip("pandapower")
 pn = pytest.importorskip("pandapower.networks")
@@ -110,7 +111,7 @@ def test_dc_power_flow_matches_pandapower_rundcpp(scale):
 
 @functools.cache
 def _ac_solver():
-    with jax.enable_x64(True):
+    with enable_x64():
         network = make_ac_network(load_case("29gb", source="matpower"), dtype=jnp.float64)
 
     def solve(p, q, pl, ql):
@@ -129,7 +130,7 @@ def test_ac_power_flow_matches_pandapower_runpp(scale):
              enforce_q_lims=False, tolerance_mva=1e-9)  # fmt: skip
     units_p = np.concatenate([[0.0], net.gen.p_mw, net.sgen.p_mw])
     units_q = np.concatenate([[0.0], np.zeros(len(net.gen)), net.sgen.q_mvar])
-    with jax.enable_x64(True):
+    with enable_x64():
         res = _ac_solver()(
             jnp.asarray(units_p), jnp.asarray(units_q),
             jnp.asarray(_per_bus(net.load.bus, net.load.p_mw)),

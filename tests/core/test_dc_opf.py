@@ -19,6 +19,7 @@ from powerzoojax.physics import (
     make_dc_opf_setup,
     marginal_cost,
 )
+from powerzoojax.utils.jax_utils import enable_x64
 
 N_BATCH = 8
 
@@ -274,7 +275,7 @@ def test_infeasible_instances_are_finite_values():
 
 def test_float64_inputs_give_float64_results():
     case = _case("5")
-    with jax.enable_x64(True):
+    with enable_x64():
         setup = make_dc_opf_setup(case)
         res = jax.jit(lambda load: dc_opf(setup, load, tol=1e-8, max_iter=60))(jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0], jnp.float64))
         assert res.p_mw.dtype == jnp.float64 and res.lmp.dtype == jnp.float64
@@ -300,7 +301,7 @@ def test_float64_reaches_the_vertex_of_a_near_flat_lp():
     case = _case("5")
     load, p_min, p_max, c = _NEAR_FLAT_LP
     ref = _highs("5", False, load, p_min, p_max, c)
-    with jax.enable_x64(True):
+    with enable_x64():
         setup = make_dc_opf_setup(case)
         f64 = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
         res = jax.jit(lambda *a: dc_opf(setup, a[0], p_min=a[1], p_max=a[2], cost_c=a[3], tol=1e-8, max_iter=40))(

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from powerzoojax.case import load_case
 from powerzoojax.physics import ac_opf, make_ac_opf_setup
 from powerzoojax.physics._ac_opf_grad import kkt_jacobian, kkt_parameters, kkt_residual
+from powerzoojax.utils.jax_utils import enable_x64
 
 REL_TOL = 1e-4
 SOLVE = dict(tol=1e-11, max_iter=80)
@@ -38,7 +39,7 @@ INPUTS = ("load_p", "load_q", "p_max", "cost_b", "rate_pu")
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import ac_power_flow, make_ac_network
+from powerzoojax.utils.jax_utils import enable_x64
 
 REL_TOL = 1e-4
 SOLVE = dict(tol=1e-12, max_iter=40)
@@ -27,7 +28,7 @@ STEP = {"p_gen": 1e-5, "load_p": 1e-5, "load_q": 1e-5, "v_set": 1e-6}
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import DCOPF_INFEASIBLE, DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup
+from powerzoojax.utils.jax_utils import enable_x64
 
 REL_TOL = 1e-4
 # The interior point reports the duals of its iterate, whose Hessian carries a proximal
@@ -44,7 +45,7 @@ PATHS = {
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

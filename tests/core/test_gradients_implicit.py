@@ -10,11 +10,12 @@ import pytest
 from powerzoojax.physics import _implicit
 from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.physics._small_linalg import lu_factor, lu_solve_transposed
+from powerzoojax.utils.jax_utils import enable_x64
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

@@ -17,6 +17,7 @@ from powerzoojax.physics import (
     radial_3phase_power_flow,
     radial_power_flow,
 )
+from powerzoojax.utils.jax_utils import enable_x64
 
 REL_TOL = 1e-4
 SOLVE = dict(tol=1e-13, max_iter=200)
@@ -25,7 +26,7 @@ STEP = 1e-6  # [p.u.] along directions of unit scale
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

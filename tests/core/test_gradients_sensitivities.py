@@ -21,13 +21,14 @@ from powerzoojax.physics import (
     make_dc_opf_setup,
     voltage_var_sensitivity,
 )
+from powerzoojax.utils.jax_utils import enable_x64
 
 SOLVE = dict(tol=1e-12, max_iter=40)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

@@ -31,6 +31,7 @@ from powerzoojax.physics import (
     make_radial_network,
     radial_power_flow,
 )
+from powerzoojax.utils.jax_utils import enable_x64
 
 CASE5_LOAD_MW = [100.0, 150.0, 200.0, 180.0, 120.0]
 
@@ -199,7 +200,7 @@ def test_ac_opf_case5_envelope_and_pypower(band):
 
     case = load_case("5")
     v_min, v_max = (0.94, 1.06) if band is None else band
-    with jax.enable_x64(True):
+    with enable_x64():
         setup = make_ac_opf_setup(case, dtype=jnp.float64)
         if band is not None:
             setup = eqx.tree_at(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from powerzoojax.physics._small_linalg import inverse_cholesky, spd_solve
+from powerzoojax.utils.jax_utils import enable_x64
 
 
 @pytest.mark.parametrize("n", [1, 5, 9, 54])
@@ -20,7 +21,7 @@ def test_inverse_factor_and_solves_match_numpy(n):
     m = rng.normal(size=(n, n))
     a = m @ m.T + n * np.eye(n)
     b, cols = rng.normal(size=n), rng.normal(size=(n, 3))
-    with jax.enable_x64(True):
+    with enable_x64():
         inv = np.asarray(inverse_cholesky(jnp.asarray(a)))
         np.testing.assert_allclose(inv, np.linalg.inv(np.linalg.cholesky(a)), rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(spd_solve(jnp.asarray(inv), jnp.asarray(b)), np.linalg.solve(a, b), rtol=1e-10)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from powerzoojax.utils.jax_utils import enable_x64
 
 pytestmark = pytest.mark.requires("powerzoojax.grid")
 
@@ -27,7 +28,7 @@ MAX_STEPS = 2
 
 @pytest.fixture(autouse=True, scope="module")
 def _float64():
-    with jax.enable_x64(True):
+    with enable_x64():
         yield
 
 

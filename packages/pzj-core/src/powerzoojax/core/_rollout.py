@@ -56,6 +56,8 @@ _POLICY_KEY_SALT = 0x5EED
 BATCH_MAJOR_MIN_ROW_BYTES = 256
 BATCH_RULE = True
 
+_empty = getattr(lax, "empty", jnp.zeros)
+
 
 def rollout(
     step_fn: StepFn,
@@ -163,9 +165,10 @@ def _time_loop(
     # Short rows are the scan's stacked (time-major) outputs, moved batch-major once after
     # the loop. Long rows are written in place into batch-major buffers; every step writes
     # its slice, so those need no initial value: `lax.empty` is a bare allocation on
-    # GPU/TPU (a zero fill on CPU, where it lowers to a broadcast).
+    # GPU/TPU (a zero fill on CPU, where it lowers to a broadcast; JAX releases before
+    # 0.7.2 have only the zero fill).
     buffers = [
-        lax.empty((s.shape[0], length, *s.shape[1:]), s.dtype) for s, short in zip(flat_shapes, out_short) if not short
+        _empty((s.shape[0], length, *s.shape[1:]), s.dtype) for s, short in zip(flat_shapes, out_short) if not short
     ]
 
     def body(carry, inputs):

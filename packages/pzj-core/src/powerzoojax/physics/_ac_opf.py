@@ -51,6 +51,7 @@ from powerzoojax.physics._ac_opf_model import (
 from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_parameters
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.core._types import where
 
 _XI = 0.99995
 _SIGMA = 0.1
@@ -139,7 +140,7 @@ def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) 
     **Arguments:**
 
     - `case`: the case.
-    - `dtype`: dtype of the operators; float64 (build inside `jax.enable_x64(True)`).
+    - `dtype`: dtype of the operators; float64 (build inside `powerzoojax.utils.jax_utils.enable_x64()`).
     - `va_ref_deg`: slack-bus angle [degrees], as in
       [`make_ac_network`][powerzoojax.physics.make_ac_network].
 
@@ -354,8 +355,8 @@ def ac_opf(
         dx, dlam = sol[:n_x], sol[n_x:]
         ds = -gv - s - jg_dot(j_flow, dx)
         dz = -z + (mu - z * ds) / s
-        ap = jnp.minimum(_XI * jnp.min(jnp.where(ds < 0, -s / jnp.where(ds < 0, ds, -1.0), jnp.inf)), 1.0)
-        ad = jnp.minimum(_XI * jnp.min(jnp.where(dz < 0, -z / jnp.where(dz < 0, dz, -1.0), jnp.inf)), 1.0)
+        ap = jnp.minimum(_XI * jnp.min(where(ds < 0, -s / where(ds < 0, ds, -1.0), jnp.inf)), 1.0)
+        ad = jnp.minimum(_XI * jnp.min(where(dz < 0, -z / where(dz < 0, dz, -1.0), jnp.inf)), 1.0)
         new = (x + ap * dx, lam + ad * dlam, z + ad * dz, s + ap * ds)
         ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) & ~done
         x, lam, z, s = (jnp.where(ok, nv, ov) for nv, ov in zip(new, (x, lam, z, s)))

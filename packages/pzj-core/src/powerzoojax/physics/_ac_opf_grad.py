@@ -50,6 +50,7 @@ from powerzoojax.physics._ac_opf_model import (
     reported_solution,
 )
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.core._types import where
 
 
 def kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max) -> dict:
@@ -164,7 +165,7 @@ def _safe_norm(re, im):
     """`|re + j im|` whose derivative at zero is zero (an idle line), not NaN."""
     sq = re * re + im * im
     positive = sq > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
+    return where(positive, jnp.sqrt(where(positive, sq, 1.0)), 0.0)
 
 
 def kkt_outputs(w: Array, theta: dict, active: Array) -> tuple:

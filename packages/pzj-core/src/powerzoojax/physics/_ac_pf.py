@@ -14,7 +14,7 @@ API (stable; the AC env modes and AC-OPF build on it):
   `net.slack_idx`; PV = type-2 or slack-type buses with an in-service unit; the rest PQ),
   default voltage set points from `unit_vg` of the in-service units (1 elsewhere), PV
   reactive limits, unit→bus and load→bus indices. Built in float64 on the host and
-  stored in `dtype`; build it inside `jax.enable_x64(True)` with
+  stored in `dtype`; build it inside `powerzoojax.utils.jax_utils.enable_x64()` with
   `dtype=jnp.float64` for a float64 solve.
 * `ac_power_flow` inputs [MW / MVAr]: `p_gen_mw (G)` unit active power (the slack
   bus' units are re-solved: their value only enters `unit_p_mw` via the split),
@@ -113,7 +113,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
-from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar
+from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar, where
 from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
@@ -246,7 +246,7 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
 
     - `case`: the case.
     - `dtype`: dtype of the stored operators; use `jnp.float64` inside
-      `jax.enable_x64(True)` for a float64 solve.
+      `powerzoojax.utils.jax_utils.enable_x64()` for a float64 solve.
     - `va_ref_deg`: angle of the slack bus [degrees]; `None` takes the case's own
       (`case.node_va_deg`). Every returned angle is relative to it, as in MATPOWER.
 
@@ -474,8 +474,8 @@ def _jacobian(g, b, vm, va, vif, slack: int, is_pv_red):
     ds_dvm = _drop(_drop(ds_dvm, slack, 0), slack, 1)
     m = vm.shape[0] - 1
     eye = jnp.eye(m, dtype=vm.dtype)
-    q_va = jnp.where(is_pv_red[:, None], 0.0, ds_dva.imag)
-    q_vm = jnp.where(is_pv_red[:, None], eye, ds_dvm.imag)
+    q_va = where(is_pv_red[:, None], 0.0, ds_dva.imag)
+    q_vm = where(is_pv_red[:, None], eye, ds_dvm.imag)
     top = jnp.concatenate([ds_dva.real, ds_dvm.real], axis=1)
     bottom = jnp.concatenate([q_va, q_vm], axis=1)
     return jnp.concatenate([top, bottom], axis=0)
@@ -518,7 +518,7 @@ _MIN_COMPACT = 16
 
 def _residual(net: "ACNetwork", lane: _Lane, p, q, is_pv, q_target):
     dp = _drop(p - lane.p_sched, net.slack_idx)
-    dq = _drop(jnp.where(is_pv, 0.0, q - q_target), net.slack_idx)
+    dq = _drop(where(is_pv, 0.0, q - q_target), net.slack_idx)
     return jnp.concatenate([dp, dq])
 
 
@@ -530,21 +530,21 @@ def _switched_schur_cg(net: "ACNetwork", dtype, rhs, sw, steps: int):
     """Voltage changes of the buses switched PV->PQ, in the space of the initial PV buses:
     `steps` Jacobi-preconditioned CG steps on the Schur system `S_ss y = r_s` of B'' with
     the PQ buses eliminated (`sw` selects the switched buses; `y` is 0 elsewhere)."""
-    r = jnp.where(sw, rhs @ net.fdlf_pv_rhs.astype(dtype), 0.0)
+    r = where(sw, rhs @ net.fdlf_pv_rhs.astype(dtype), 0.0)
     s_t, d_inv = net.fdlf_pv_schur_t.astype(dtype), net.fdlf_pv_inv_schur.astype(dtype)
     y = jnp.zeros_like(r)
     z = r * d_inv
     p_dir = z
     rz = jnp.sum(r * z, axis=-1, keepdims=True)
     for _ in range(steps):
-        ap = jnp.where(sw, p_dir @ s_t, 0.0)
+        ap = where(sw, p_dir @ s_t, 0.0)
         pap = jnp.sum(p_dir * ap, axis=-1, keepdims=True)
-        alpha = jnp.where(pap > 0, rz / jnp.where(pap > 0, pap, 1.0), 0.0)
+        alpha = where(pap > 0, rz / where(pap > 0, pap, 1.0), 0.0)
         y = y + alpha * p_dir
         r = r - alpha * ap
         z = r * d_inv
         rz_new = jnp.sum(r * z, axis=-1, keepdims=True)
-        beta = jnp.where(rz > 0, rz_new / jnp.where(rz > 0, rz, 1.0), 0.0)
+        beta = where(rz > 0, rz_new / where(rz > 0, rz, 1.0), 0.0)
         p_dir = z + beta * p_dir
         rz = rz_new
     return y
@@ -571,7 +571,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         near = err < _Q_SWITCH_MISMATCH
         over = near & is_pv & (q > q_hi)
         under = near & is_pv & (q < q_lo)
-        q_target = jnp.where(over, q_hi, jnp.where(under, q_lo, q_target))
+        q_target = where(over, q_hi, where(under, q_lo, q_target))
         is_pv = is_pv & ~(over | under)
         if inherited is not None:
             # A switch carried over from the previous solve is tested once, at the first
@@ -579,7 +579,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
             # at q_min with vm below) the bus would not need its limit, so it returns to PV
             # (and from then on switches like any PV bus, permanently: no oscillation).
             at_hi = q_target >= q_hi
-            release = near & inherited & jnp.where(at_hi, vm > vs, vm < vs)
+            release = near & inherited & where(at_hi, vm > vs, vm < vs)
             # A released bus' voltage is off its set point until the next update re-pins
             # it: no convergence declared on this iteration.
             return is_pv | release, q_target, inherited & ~near, jnp.any(release)
@@ -601,9 +601,9 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
 
         def apply(r):
             d_va = (r[:m] * inv_vm) @ cast(net.fdlf_bp_inv).T
-            rhs = jnp.where(red(is_pv), 0.0, r[m:] * inv_vm)
+            rhs = where(red(is_pv), 0.0, r[m:] * inv_vm)
             x = rhs @ cast(net.fdlf_pq_solve_t)
-            y = jnp.where(sw, _switched_schur_cg(net, dtype, rhs, sw, _KRYLOV_CG_STEPS), r[m:] @ pv_sel)
+            y = where(sw, _switched_schur_cg(net, dtype, rhs, sw, _KRYLOV_CG_STEPS), r[m:] @ pv_sel)
             return jnp.concatenate([d_va, x + y @ cast(net.fdlf_pv_out)])
 
         return apply
@@ -626,10 +626,10 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         vm_red = red(c.vm)
         d_va = -(f[:m] / vm_red) @ cast(net.fdlf_bp_inv).T
         ok = jnp.all(jnp.isfinite(d_va))
-        va = c.va + _insert_zero(jnp.where(ok, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
+        va = c.va + _insert_zero(where(ok, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
         trig = _loop_trig(va)
         p, q, _ = _bus_power(net, dtype, c.vm, va, trig)
-        rhs = red(jnp.where(is_pv, 0.0, q - q_target)) / vm_red
+        rhs = red(where(is_pv, 0.0, q - q_target)) / vm_red
         # PQ buses with every initial PV voltage held (B0 solve; PV rows of the operator
         # are zero, so rhs needs no masking).
         x = rhs @ cast(net.fdlf_pq_solve_t)
@@ -653,12 +653,12 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         conv = jnp.all(jnp.abs(f) < row_tol) & ~released
         d_va, d_vm, trig = solve_step(c, is_pv, q_target, f, vif)
         finite = jnp.all(jnp.isfinite(d_va)) & jnp.all(jnp.isfinite(d_vm))
-        clamp = lambda d: jnp.clip(jnp.where(finite, d, 0.0), -max_step, max_step)  # noqa: E731
+        clamp = lambda d: jnp.clip(where(finite, d, 0.0), -max_step, max_step)  # noqa: E731
         step = ~conv & finite
-        va = c.va + _insert_zero(jnp.where(step, clamp(d_va), 0.0), slack)
-        vm = c.vm + _insert_zero(jnp.where(step, clamp(d_vm), 0.0), slack)
-        vm = jnp.where(is_pv | is_slack, vs, vm)
-        vm = jnp.where(step, vm, c.vm)
+        va = c.va + _insert_zero(where(step, clamp(d_va), 0.0), slack)
+        vm = c.vm + _insert_zero(where(step, clamp(d_vm), 0.0), slack)
+        vm = where(is_pv | is_slack, vs, vm)
+        vm = where(step, vm, c.vm)
         # fdlf's angles after a step are exactly `va` (same clip; a step is finite).
         cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
         return _Carry(
@@ -670,8 +670,8 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
             done=conv | ~finite,
             converged=conv,
             mismatch=err,
-            cos_va=jnp.where(step, cos_va, c.cos_va),
-            sin_va=jnp.where(step, sin_va, c.sin_va),
+            cos_va=where(step, cos_va, c.cos_va),
+            sin_va=where(step, sin_va, c.sin_va),
             inherited=inherited,
         )
 
@@ -712,7 +712,7 @@ def _solve(net: "ACNetwork", lane: _Lane, init: _Carry, *, skip_when_done: bool 
             def body(c):
                 act = _active(c, lane)
                 new = step(lane, c)
-                keep = lambda a, b: jnp.where(act.reshape(act.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
+                keep = lambda a, b: where(act.reshape(act.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
                 return jax.tree.map(keep, new, c)
 
             return jax.lax.while_loop(lambda c: jnp.sum(_active(c, lane)) > cap, body, c)
@@ -744,9 +744,9 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
         lambda k: (k.it, k.done, k.converged), start, (jnp.zeros_like(c.it), solved, solved)
     )
     newton = _solve(net, lane, start, method="newton", skip_when_done=True, dtype=dtype, **opts)
-    keep = lambda a, b: jnp.where(solved, a, b)  # noqa: E731
+    keep = lambda a, b: where(solved, a, b)  # noqa: E731
     out = jax.tree.map(keep, eqx.tree_at(lambda k: k.converged, c, solved), newton)
-    return eqx.tree_at(lambda k: k.it, out, c.it + jnp.where(solved, 0, newton.it))
+    return eqx.tree_at(lambda k: k.it, out, c.it + where(solved, 0, newton.it))
 
 
 def _flows_bus_major(net: "ACNetwork", vm, va):
@@ -878,14 +878,14 @@ def ac_power_flow(
         side = jnp.asarray(init_pv_limit)
         inherited0 = net.is_pv & (side != 0)
         is_pv0 = net.is_pv & ~inherited0
-        q_target0 = jnp.where(inherited0, jnp.where(side > 0, q_hi, q_lo), q_sched)
+        q_target0 = where(inherited0, where(side > 0, q_hi, q_lo), q_sched)
 
     is_slack = jnp.arange(n) == net.slack_idx
     fixed_vm = net.is_pv | is_slack
     vm0 = jnp.ones((n,), dtype) if init_vm is None else cast(init_vm)
     va_ref = cast(net.va_ref)
     va0 = jnp.full((n,), va_ref, dtype) if init_va is None else cast(init_va)
-    vm0 = jnp.where(is_pv0 | is_slack, vs, vm0)
+    vm0 = where(is_pv0 | is_slack, vs, vm0)
     if init_va is not None:
         va0 = va0 - va0[net.slack_idx] + va_ref  # the slack angle is the reference
 
@@ -934,11 +934,11 @@ def ac_power_flow(
     converged = c.converged | jnp.all(jnp.abs(f) < row_tol)
     # A non-finite iterate can only come from overflow; report it as diverged, finite.
     ok = jnp.isfinite(err) & jnp.all(jnp.isfinite(c.vm)) & jnp.all(jnp.isfinite(c.va))
-    vm = jnp.where(ok, c.vm, vm0)
-    va = jnp.where(ok, c.va, va0)
-    p = jnp.where(ok, p, p_sched)
-    q = jnp.where(ok, q, q_sched)
-    err = jnp.where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype))
+    vm = where(ok, c.vm, vm0)
+    va = where(ok, c.va, va0)
+    p = where(ok, p, p_sched)
+    q = where(ok, q, q_sched)
+    err = where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype))
     converged = converged & ok
     vm, va, p, q = ac_pf_solution_derivatives(
         net, vm, va, p, q, c.is_pv, c.q_target, p_sched, q_sched, q_lo, q_hi, vs, converged
@@ -953,12 +953,12 @@ def ac_power_flow(
     at_slack = (net.unit_bus == net.slack_idx).astype(dtype) * unit_on
     n_slack_units = jnp.sum(at_slack)
     slack_extra = slack_p - jnp.sum(p_gen * at_slack)
-    slack_share = jnp.where(n_slack_units > 0, slack_extra / jnp.maximum(n_slack_units, 1.0), 0.0)
+    slack_share = where(n_slack_units > 0, slack_extra / jnp.maximum(n_slack_units, 1.0), 0.0)
     unit_p = p_gen + slack_share * at_slack
     regulating = fixed_vm[net.unit_bus].astype(dtype) * unit_on
     units_per_bus = unit_map @ regulating
     bus_share = bus_q_gen / jnp.maximum(units_per_bus, 1.0)
-    unit_q = jnp.where(regulating > 0, bus_share[net.unit_bus], q_gen)
+    unit_q = where(regulating > 0, bus_share[net.unit_bus], q_gen)
 
     pf, qf, pt, qt, s_from, s_to = fast_with_reference_derivative(_line_flows, _flows_bus_major, net, vm, va)
     switched = net.is_pv & ~c.is_pv
@@ -979,7 +979,7 @@ def ac_power_flow(
         line_s_to_mva=s_to,
         line_loading_mva=jnp.maximum(s_from, s_to),
         pv_switched=switched,
-        pv_limit=jnp.where(switched, jnp.where(c.q_target >= q_hi, 1, -1), 0).astype(jnp.int32),
+        pv_limit=where(switched, where(c.q_target >= q_hi, 1, -1), 0).astype(jnp.int32),
         converged=converged,
         n_iter=c.it,
         max_mismatch=err,

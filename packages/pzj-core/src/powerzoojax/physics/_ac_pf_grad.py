@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.core._types import where
 
 
 def _voltages(x, theta, aux):
@@ -65,7 +66,7 @@ def _residual_jacobian(x, theta, aux):
     pv = is_pv[pvpq][:, None]
     eye = jnp.eye(pvpq.shape[0], dtype=vm.dtype)
     top = jnp.concatenate([ds_dva.real, ds_dvm.real], axis=1)
-    bottom = jnp.concatenate([jnp.where(pv, 0.0, ds_dva.imag), jnp.where(pv, eye, ds_dvm.imag)], axis=1)
+    bottom = jnp.concatenate([where(pv, 0.0, ds_dva.imag), where(pv, eye, ds_dvm.imag)], axis=1)
     return jnp.concatenate([top, bottom], axis=0)
 
 

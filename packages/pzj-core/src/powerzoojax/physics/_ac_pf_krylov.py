@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
+from powerzoojax.core._types import where
 
 # Networks with at least this many buses take the Newton–Krylov step; smaller ones keep
 # the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov).
@@ -44,13 +45,13 @@ KRYLOV_FORCING = 1e-3
 
 def _safe_div(a, b):
     ok = b != 0
-    return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
+    return where(ok, a / where(ok, b, 1.0), 0.0)
 
 
 def _givens(a, b):
     """`(c, s)` with `[c s; −s c] [a; b] = [r; 0]`; identity when both are zero."""
     r = jnp.sqrt(a * a + b * b)
-    return jnp.where(r > 0, _safe_div(a, r), 1.0), _safe_div(b, r)
+    return where(r > 0, _safe_div(a, r), 1.0), _safe_div(b, r)
 
 
 def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: float) -> tuple[Array, Array]:
@@ -84,7 +85,7 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     def arnoldi(state):
         j, basis, zs, r_mat, cs, sn, g = state
         z = precond(basis[j])
-        zs = jnp.where((rows[:k] == j)[:, None], z, zs)
+        zs = where((rows[:k] == j)[:, None], z, zs)
         w = matvec(z)
         # Classical Gram–Schmidt twice against the first j + 1 basis vectors (the rest are 0).
         h = basis @ w
@@ -93,24 +94,24 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
         w = w - h2 @ basis
         h = h + h2
         h_next = jnp.sqrt(jnp.sum(w * w))
-        basis = jnp.where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
+        basis = where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
         # Column j of the Hessenberg matrix, rotated by the previous Givens rotations.
-        col = jnp.where(rows == j + 1, h_next, h)
+        col = where(rows == j + 1, h_next, h)
 
         def rotate(i, col):
             a, bb = col[i], col[i + 1]
             ci, si = cs[i], sn[i]
-            new = jnp.where(rows == i, ci * a + si * bb, jnp.where(rows == i + 1, -si * a + ci * bb, col))
-            return jnp.where(i < j, new, col)
+            new = where(rows == i, ci * a + si * bb, where(rows == i + 1, -si * a + ci * bb, col))
+            return where(i < j, new, col)
 
         col = lax.fori_loop(0, k, rotate, col)
         c, s = _givens(col[j], col[j + 1])
-        col = jnp.where(rows == j, c * col[j] + s * col[j + 1], jnp.where(rows == j + 1, 0.0, col))
-        cs = jnp.where(rows[:k] == j, c, cs)
-        sn = jnp.where(rows[:k] == j, s, sn)
+        col = where(rows == j, c * col[j] + s * col[j + 1], where(rows == j + 1, 0.0, col))
+        cs = where(rows[:k] == j, c, cs)
+        sn = where(rows[:k] == j, s, sn)
         gj = g[j]
-        g = jnp.where(rows == j, c * gj, jnp.where(rows == j + 1, -s * gj, g))
-        r_mat = jnp.where((rows[:k] == j)[None, :], col[:k, None], r_mat)
+        g = where(rows == j, c * gj, where(rows == j + 1, -s * gj, g))
+        r_mat = where((rows[:k] == j)[None, :], col[:k, None], r_mat)
         return j + 1, basis, zs, r_mat, cs, sn, g
 
     def running(state):
@@ -125,7 +126,7 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     def back(t, y):
         i = k - 1 - t
         rhs = g[i] - r_mat[i] @ y
-        return jnp.where((rows[:k] == i) & (i < steps), _safe_div(rhs, r_mat[i, i]), y)
+        return where((rows[:k] == i) & (i < steps), _safe_div(rhs, r_mat[i, i]), y)
 
     y = lax.fori_loop(0, k, back, jnp.zeros((k,), dtype))
     return y @ zs, steps
@@ -221,7 +222,7 @@ def krylov_newton_step(
         de, df = drop(de), drop(df)
         dp = de * ir_r + e_r * d_ir + df * ii_r + f_r * d_ii
         dq = df * ir_r + f_r * d_ir - de * ii_r - e_r * d_ii
-        return jnp.concatenate([dp, jnp.where(is_pv_red, x[m:], dq)])
+        return jnp.concatenate([dp, where(is_pv_red, x[m:], dq)])
 
     # Unweighted 2-norm: dividing each row by its convergence tolerance (which is the float32
     # round-off floor on stiff rows) lets GMRES leave those rows' residual near their floor,

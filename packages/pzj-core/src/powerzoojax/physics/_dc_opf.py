@@ -74,6 +74,7 @@ from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solv
 from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.core._types import where
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -342,7 +343,7 @@ def dc_opf(
     sol = dispatch_kkt_derivatives(sol, *problem, ok=capacity_ok & pinned)
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
-    p = jnp.where(total >= cap_hi, hi, jnp.where(total <= cap_lo, lo, p))
+    p = where(total >= cap_hi, hi, where(total <= cap_lo, lo, p))
     # A caller that steps through fixed load rows can pass their flows (`PTDF @ load`).
     load_flow = load @ ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
     flows = p @ m_u_t - load_flow
@@ -356,12 +357,12 @@ def dc_opf(
     violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
     lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
     converged = sol.converged & pinned
-    status = jnp.where(
+    status = where(
         ~capacity_ok | (converged & ~lines_ok) | (~converged & farkas),
         DCOPF_INFEASIBLE,
-        jnp.where(converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
+        where(converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
     ).astype(jnp.int32)
-    finite = lambda v: jnp.where(jnp.isfinite(v), v, 0.0)  # noqa: E731
+    finite = lambda v: where(jnp.isfinite(v), v, 0.0)  # noqa: E731
     return DCOPFResult(
         p_mw=p,
         line_flow_mw=flows,
@@ -385,6 +386,6 @@ def _rebalance(
 ) -> Float[Array, " n_units"]:
     """Move the (tiny) balance error left by clipping onto units with room, in proportion."""
     resid = total - jnp.sum(p)
-    room = jnp.where(resid > 0, hi - p, p - lo)
+    room = where(resid > 0, hi - p, p - lo)
     share = room / jnp.maximum(jnp.sum(room), 1e-12)
     return jnp.clip(p + resid * share, lo, hi)

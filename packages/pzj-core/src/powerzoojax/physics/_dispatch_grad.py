@@ -37,6 +37,7 @@ from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
+from powerzoojax.core._types import where
 
 _ACTIVE_TOL = {4: 1e-4, 8: 1e-7}  # of the widest unit range [MW]
 _DUAL_TOL = {4: 1e-3, 8: 1e-6}  # of the largest marginal cost [$/MWh]
@@ -60,7 +61,7 @@ def kkt_residual(z: Array, theta: tuple, aux: tuple) -> Array:
     f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + a_t @ mu))
     f_nu = jnp.sum(x) - total
     flow = x @ a_t
-    f_mu = jnp.where(active > 0, flow - row_hi, jnp.where(active < 0, flow - row_lo, mu))
+    f_mu = where(active > 0, flow - row_hi, where(active < 0, flow - row_lo, mu))
     return jnp.concatenate([f_x, f_nu[None], f_mu])
 
 

@@ -32,6 +32,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
+from powerzoojax.core._types import where
 
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
@@ -92,18 +93,18 @@ def bounded_dual_simplex(
         """Σ repair of the candidates ahead of each one in (ratio, index) order."""
         if n_vars <= _PAIRWISE_MAX_VARS:
             ahead = (ratio[None, :] < ratio[:, None]) | ((ratio[None, :] == ratio[:, None]) & index_before)
-            return jnp.sum(jnp.where(ahead, repair[None, :], 0.0), axis=1)
+            return jnp.sum(where(ahead, repair[None, :], 0.0), axis=1)
         # O(n log n): a stable sort keeps ties in index order, then an exclusive prefix sum.
         order = jnp.argsort(ratio, stable=True)
         sorted_repair = repair[order]
         return jnp.zeros_like(repair).at[order].set(jnp.cumsum(sorted_repair) - sorted_repair)
 
     def ratio_or_neg(eligible, ratio):
-        return jnp.where(eligible, ratio, -1.0)
+        return where(eligible, ratio, -1.0)
 
     def basic_values(basis, binv, at_upper):
         sel = _BasisSelection(basis, n_vars, a.dtype)
-        x_nb = jnp.where(sel.is_basic, 0.0, jnp.where(at_upper, hi, lo))
+        x_nb = where(sel.is_basic, 0.0, where(at_upper, hi, lo))
         x_b = _mv(binv, b - _mv(a, x_nb))
         return sel, sel.is_basic, x_nb, x_b
 
@@ -130,44 +131,44 @@ def bounded_dual_simplex(
         # column whose reduced cost has the wrong sign flips to its other bound (every
         # column is boxed), which restores dual feasibility and hands the repair back to
         # the dual pivots.
-        wrong = ~is_basic & jnp.where(at_upper, d > dual_tol, d < -dual_tol)
+        wrong = ~is_basic & where(at_upper, d > dual_tol, d < -dual_tol)
         refit = feasible & jnp.any(wrong)
         optimal = feasible & ~refit
         binv_r = _vm(e_r, binv)
-        alpha = jnp.where(below, -1.0, 1.0) * _vm(binv_r, a)
-        eligible = ~is_basic & jnp.where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
+        alpha = where(below, -1.0, 1.0) * _vm(binv_r, a)
+        eligible = ~is_basic & where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
         # Reduced costs clipped to their dual-feasible sign: round-off cannot flip a ratio.
         # Those within the dual tolerance are zero: on a dual-degenerate LP (tied unit
         # costs) they are round-off, different at every pivot, and ordering the ratio
         # test by them wanders without end; exact zeros leave ties to the column index.
-        d_feas = jnp.where(at_upper, jnp.maximum(-d, 0.0), jnp.maximum(d, 0.0))
-        d_feas = jnp.where(d_feas <= dual_tol, 0.0, d_feas)
+        d_feas = where(at_upper, jnp.maximum(-d, 0.0), jnp.maximum(d, 0.0))
+        d_feas = where(d_feas <= dual_tol, 0.0, d_feas)
         mag = jnp.abs(alpha)
-        ratio = jnp.where(eligible, d_feas / jnp.where(eligible, mag, 1.0), jnp.inf)
+        ratio = where(eligible, d_feas / where(eligible, mag, 1.0), jnp.inf)
         # Bound-flipping ratio test: walk the breakpoints in ratio order (ties by index);
         # each passed candidate flips to its other bound and repairs mag·range of the
         # infeasibility; the first one that completes the repair enters, else the last.
         # Flipped candidates' reduced costs change sign before the entering one's, so
         # the dual stays feasible. Pairwise [j, k] with k on the minor axis.
-        repair = jnp.where(eligible, mag * (hi - lo), 0.0)
+        repair = where(eligible, mag * (hi - lo), 0.0)
         before = repair_before(ratio, repair)
         completes = eligible & (before + repair >= jnp.max(viol))
-        q = jnp.where(jnp.any(completes), jnp.argmin(jnp.where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
-        ratio_q = jnp.sum(jnp.where(cols == q, ratio, 0.0), axis=0)
+        q = where(jnp.any(completes), jnp.argmin(where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
+        ratio_q = jnp.sum(where(cols == q, ratio, 0.0), axis=0)
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
         pivot = ~feasible & ~infeasible
         col = _mv(binv, sel.column(a, q))
         piv = jnp.sum(e_r * col, axis=0)
-        piv = jnp.where(pivot, piv, 1.0)
+        piv = where(pivot, piv, 1.0)
         new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
-        leaving = jnp.sum(jnp.where(rows == r, basis, 0), axis=0)
-        new_basis = jnp.where(rows == r, q, basis).astype(basis.dtype)
-        new_upper = jnp.where(cols == leaving, ~below, jnp.where(flipped, ~at_upper, at_upper))
-        binv = jnp.where(pivot, new_binv, binv)
-        basis = jnp.where(pivot, new_basis, basis)
-        at_upper = jnp.where(pivot, new_upper, jnp.where(refit, at_upper ^ wrong, at_upper))
-        status = jnp.where(optimal, SOLVED, jnp.where(infeasible, PRIMAL_INFEASIBLE, BUDGET)).astype(jnp.int32)
+        leaving = jnp.sum(where(rows == r, basis, 0), axis=0)
+        new_basis = where(rows == r, q, basis).astype(basis.dtype)
+        new_upper = where(cols == leaving, ~below, where(flipped, ~at_upper, at_upper))
+        binv = where(pivot, new_binv, binv)
+        basis = where(pivot, new_basis, basis)
+        at_upper = where(pivot, new_upper, where(refit, at_upper ^ wrong, at_upper))
+        status = where(optimal, SOLVED, where(infeasible, PRIMAL_INFEASIBLE, BUDGET)).astype(jnp.int32)
         return it + (pivot | refit).astype(jnp.int32), basis, binv, at_upper, status
 
     def cond(carry):
@@ -188,8 +189,8 @@ def bounded_dual_simplex(
     y = duals(sel, binv)
     y = y + _vm(c_b - _vm(y, b_mat), binv)
     d = c - _vm(y, a)
-    dual_ok = ~jnp.any(~is_basic & jnp.where(at_upper, d > dual_tol, d < -dual_tol))
-    status = jnp.where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
+    dual_ok = ~jnp.any(~is_basic & where(at_upper, d > dual_tol, d < -dual_tol))
+    status = where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
     x = x_nb + sel.spread(x_b)
     return DualSimplexResult(x=x, y=y, status=status.astype(jnp.int32), iterations=it)
 
@@ -254,8 +255,8 @@ def merit_order_start(
     idx = jnp.arange(n)
     # ahead[j, i]: column i is dispatched before column j (minor-axis sums below).
     ahead = (cost[None, :] < cost[:, None]) | ((cost[None, :] == cost[:, None]) & (idx[None, :] < idx[:, None]))
-    before = jnp.sum(jnp.where(ahead, width[None, :], 0.0), axis=1)
+    before = jnp.sum(where(ahead, width[None, :], 0.0), axis=1)
     rank = jnp.sum(ahead.astype(jnp.int32), axis=1)
-    marginal = jnp.argmax(jnp.where(before <= demand, rank, -1))
-    c_marg = jnp.sum(jnp.where(idx == marginal, cost, 0.0), axis=0)
+    marginal = jnp.argmax(where(before <= demand, rank, -1))
+    c_marg = jnp.sum(where(idx == marginal, cost, 0.0), axis=0)
     return before, marginal, (cost < c_marg) | ((cost == c_marg) & (idx < marginal))

@@ -43,6 +43,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, PyTree
 
 from powerzoojax.physics._small_linalg import lu_factor, lu_solve, lu_solve_transposed
+from powerzoojax.core._types import where
 
 # Unknowns up to which the plain-XLA LU is used (see the module docstring).
 _PLAIN_LU_MAX = 64
@@ -62,7 +63,7 @@ def _equilibration(jac: Float[Array, "n n"]) -> tuple[Array, Array]:
     [1, 2) (ones where `jac` is not finite: the derivative is then masked anyway)."""
     tiny = jnp.finfo(jac.dtype).tiny
     pow2 = lambda m: jnp.exp2(-jnp.floor(jnp.log2(jnp.maximum(m, tiny))))  # noqa: E731
-    finite = lambda v: jnp.where(jnp.isfinite(v), v, 1.0)  # noqa: E731
+    finite = lambda v: where(jnp.isfinite(v), v, 1.0)  # noqa: E731
     r = finite(pow2(jnp.max(jnp.abs(jac), axis=1)))
     c = finite(pow2(jnp.max(jnp.abs(r[:, None] * jac), axis=0)))
     return r, c
@@ -98,12 +99,12 @@ def _linear_solve(
     # masked to zero anyway).
     eye = jnp.eye(n, dtype=jac.dtype)
     identity = jnp.arange(n, dtype=factors[1].dtype)
-    factors = (jnp.where(regular, factors[0], eye), jnp.where(regular, factors[1], identity))
+    factors = (where(regular, factors[0], eye), where(regular, factors[1], identity))
     if min_norm:
         # The SVD path is taken (outside vmap: a cond) only where the LU found a pivot too
         # small; a non-finite matrix is swapped for the identity and reported as failed.
         finite = jnp.all(jnp.isfinite(scaled))
-        safe = jnp.where(finite, scaled, eye)
+        safe = where(finite, scaled, eye)
 
         def inner(b):
             return lax.cond(regular, lambda v: solve(factors, v), lambda v: _min_norm_solve(safe, v, rtol), b)
@@ -149,14 +150,14 @@ def _implicit_outputs_jvp(residual, outputs, jacobian, equilibrate, min_norm, pr
     _, f_dot = jax.jvp(f_of_theta, (theta_f,), (d_theta_f,))
     dx, regular = _linear_solve(jac, -f_dot, equilibrate, min_norm)
     good = ok & regular
-    dx = jnp.where(good, dx, 0.0)
+    dx = where(good, dx, 0.0)
 
     def out_of(xx, th):
         full = jax.tree.map(lambda v, orig: orig if v is None else v, th, theta, is_leaf=lambda v: v is None)
         return outputs(xx, full, aux)
 
     _, out_dot = jax.jvp(out_of, (x, theta_f), (dx, d_theta_f))
-    out_dot = jax.tree.map(lambda v, t: jnp.where(good, t, 0.0).astype(jnp.asarray(v).dtype), values, out_dot)
+    out_dot = jax.tree.map(lambda v, t: where(good, t, 0.0).astype(jnp.asarray(v).dtype), values, out_dot)
     return values, out_dot
 
 

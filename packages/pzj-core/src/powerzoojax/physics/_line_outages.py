@@ -30,6 +30,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
+from powerzoojax.core._types import where
 
 
 class LineOutagePTDF(eqx.Module):
@@ -135,7 +136,7 @@ def _ptdf_with_slots_opened(case: CaseData, slots: Int[Array, " k"], used: Bool[
     compensation = jnp.linalg.solve(lhs, mask[:, None] * ptdf[slots])
     redistributed = ptdf + transfer @ compensation
     return LineOutagePTDF(
-        ptdf=jnp.where((out | ~in_service)[:, None], 0.0, redistributed),
+        ptdf=where((out | ~in_service)[:, None], 0.0, redistributed),
         line_out=out,
         islanded=islanded,
         node_islanded=node_islanded,

@@ -44,6 +44,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._small_linalg import inverse_cholesky, lu_factor, lu_solve, spd_solve
+from powerzoojax.core._types import where
 
 _TAU = 0.995  # fraction of the distance to the boundary taken per step
 _RIDGE = 1e-5  # relative to the equilibrated diagonal (float32 pivots fail below ~1e-6)
@@ -222,7 +223,7 @@ def solve_dispatch_qp(
         return jnp.maximum(err, 0.1 * dual), jnp.maximum(err, _DUAL_WEIGHT_ACCEPT * dual)
 
     def max_step(v, dv):
-        ratio = jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf)
+        ratio = where(dv < 0, -v / where(dv < 0, dv, -1.0), jnp.inf)
         return jnp.min(ratio) if v.shape[0] else jnp.asarray(jnp.inf, dtype)
 
     def newton(state):
@@ -245,7 +246,7 @@ def solve_dispatch_qp(
             def ksolve_once(b):
                 return spd_solve(m_inv, b)
 
-            def ksolve(b):
+            def ksolve(b: Array) -> Array:
                 # Refinement steps against the un-ridged operator: float32 round-off in
                 # the factor otherwise leaves a residual floor above `tol`. From y = 0
                 # the first pass is the plain solve.
@@ -253,7 +254,7 @@ def solve_dispatch_qp(
         else:
             dd = jnp.zeros((0,), dtype)
 
-            def ksolve(b):
+            def ksolve(b: Array) -> Array:
                 return b / kdiag[:, None]
 
         def rhs_of(c_l, c_u, c_s, c_t):
@@ -327,13 +328,13 @@ def solve_dispatch_qp(
         new = newton(state)
         drive, accept = error(new)
         ok = jnp.isfinite(drive) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new]))
-        state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, state)
+        state = jax.tree.map(lambda a, b: where(ok, a, b), new, state)
         better_d = ok & (drive < err_d[0])
-        best_d = jax.tree.map(lambda a, b: jnp.where(better_d, a, b), new, best_d)
-        err_d = jnp.where(better_d, jnp.stack([drive, accept]), err_d)
+        best_d = jax.tree.map(lambda a, b: where(better_d, a, b), new, best_d)
+        err_d = where(better_d, jnp.stack([drive, accept]), err_d)
         better_a = ok & (accept < err_a)
-        best_a = jax.tree.map(lambda a, b: jnp.where(better_a, a, b), new, best_a)
-        err_a = jnp.where(better_a, accept, err_a)
+        best_a = jax.tree.map(lambda a, b: where(better_a, a, b), new, best_a)
+        err_a = where(better_a, accept, err_a)
         # A non-finite step ends the loop with the best iterates.
         return it + 1, state, best_d, err_d, best_a, err_a, (~ok) | (err_d[0] < 0.1 * tol)
 
@@ -342,12 +343,12 @@ def solve_dispatch_qp(
     carry0 = (jnp.asarray(0, jnp.int32), state0, state0, jnp.stack([drive0, accept0]), state0, accept0, drive0 < tol)
     n_it, _, best_d, err_d, best_a, err_a, _ = lax.while_loop(cond, body, carry0)
     use_d = err_d[1] < tol
-    state = jax.tree.map(lambda a, b: jnp.where(use_d, a, b), best_d, best_a)
-    err = jnp.where(use_d, err_d[1], err_a)
+    state = jax.tree.map(lambda a, b: where(use_d, a, b), best_d, best_a)
+    err = where(use_d, err_d[1], err_a)
     converged = err < tol
     x, nu, zl, zu, s, t, z, y = state
     x_pol, polished = _polish(x, zl, zu, s, z, r_, q_ - _PROX, c_, lo_, hi_, d_, a_t, h)
-    x = jnp.where(polished, x_pol, x)
+    x = where(polished, x_pol, x)
     return DispatchQPSolution(
         x=x * sx + lo_shift,
         nu=nu * sc,
@@ -392,28 +393,28 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         active = up | down
         top = jnp.concatenate(
             [
-                jnp.where(fixed[:, None], eye_n, jnp.diag(hess)),
-                jnp.where(fixed, 0.0, 1.0)[:, None],
-                jnp.where(fixed[:, None], 0.0, a_t),
+                where(fixed[:, None], eye_n, jnp.diag(hess)),
+                where(fixed, 0.0, 1.0)[:, None],
+                where(fixed[:, None], 0.0, a_t),
             ],
             axis=1,
         )
         mid = jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 1 + m), dtype)], axis=1)
         bottom = jnp.concatenate(
-            [jnp.where(active[:, None], a_t.T, 0.0), jnp.zeros((m, 1), dtype), eye_m * jnp.where(active, -reg, 1.0)[:, None]],
+            [where(active[:, None], a_t.T, 0.0), jnp.zeros((m, 1), dtype), eye_m * where(active, -reg, 1.0)[:, None]],
             axis=1,
         )
         kkt = jnp.concatenate([top, mid, bottom], axis=0)
         rhs = jnp.concatenate(
             [
-                jnp.where(fixed, jnp.where(at_lo, lo, hi), hess * x - grad),
+                where(fixed, where(at_lo, lo, hi), hess * x - grad),
                 total[None],
-                jnp.where(active, jnp.where(up, h[:m], -h[m:]), 0.0),
+                where(active, where(up, h[:m], -h[m:]), 0.0),
             ]
         )
         # Refinement against the unregularised system removes the regularisation's bias
         # (and float32 round-off in the factorisation) where that system is regular.
-        shift = jnp.concatenate([jnp.zeros((n + 1,), dtype), jnp.where(active, -reg, 0.0)])
+        shift = jnp.concatenate([jnp.zeros((n + 1,), dtype), where(active, -reg, 0.0)])
         kkt_exact = kkt - jnp.diag(shift)
         factor = lu_factor(kkt)
         sol_reg = lu_solve(factor, rhs)
@@ -425,10 +426,10 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         # degenerate vertex): then the regularised solution is checked instead.
         ok_exact, nxt = verify(sol_exact, at_lo, at_hi, up, down)
         ok_reg, nxt_reg = verify(sol_reg, at_lo, at_hi, up, down)
-        sol = jnp.where(ok_exact | ~ok_reg, sol_exact, sol_reg)
-        nxt = jax.tree.map(lambda a, b: jnp.where(ok_exact | ~ok_reg, a, b), nxt, nxt_reg)
+        sol = where(ok_exact | ~ok_reg, sol_exact, sol_reg)
+        nxt = jax.tree.map(lambda a, b: where(ok_exact | ~ok_reg, a, b), nxt, nxt_reg)
         ok = ok_exact | ok_reg
-        return jnp.where(ok, sol[:n], x), ok, nxt
+        return where(ok, sol[:n], x), ok, nxt
 
     def verify(sol, at_lo, at_hi, up, down):
         """Whether `sol` is a KKT point with the guessed active set, and the next guess."""
@@ -444,22 +445,22 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
             & jnp.all(ax >= -h[m:] - eps)
         )
         dual = (
-            jnp.all(jnp.where(at_lo, reduced >= -eps_dual, True))
-            & jnp.all(jnp.where(at_hi, reduced <= eps_dual, True))
-            & jnp.all(jnp.where(fixed, True, jnp.abs(reduced) <= eps_dual))
-            & jnp.all(jnp.where(up, w >= -eps_dual, True))
-            & jnp.all(jnp.where(down, w <= eps_dual, True))
+            jnp.all(where(at_lo, reduced >= -eps_dual, True))
+            & jnp.all(where(at_hi, reduced <= eps_dual, True))
+            & jnp.all(where(fixed, True, jnp.abs(reduced) <= eps_dual))
+            & jnp.all(where(up, w >= -eps_dual, True))
+            & jnp.all(where(down, w <= eps_dual, True))
         )
         finite = jnp.all(jnp.isfinite(sol))
         # Primal-dual active-set update for the next pass: a bound or row with a dual of
         # the wrong sign is released, a violated one is activated.
         nxt = (
-            jnp.where(at_lo, reduced > 0, xp < lo),
-            jnp.where(at_hi, reduced < 0, xp > hi),
-            jnp.where(up, w > 0, ax > h[:m]),
-            jnp.where(down, w < 0, ax < -h[m:]),
+            where(at_lo, reduced > 0, xp < lo),
+            where(at_hi, reduced < 0, xp > hi),
+            where(up, w > 0, ax > h[:m]),
+            where(down, w < 0, ax < -h[m:]),
         )
-        nxt = jax.tree.map(lambda a, b: jnp.where(finite, a, b), nxt, (at_lo, at_hi, up, down))
+        nxt = jax.tree.map(lambda a, b: where(finite, a, b), nxt, (at_lo, at_hi, up, down))
         return primal & dual & finite, nxt
 
     at_lo = zl > x - lo
@@ -476,7 +477,7 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         return k + 1, xp, ok, nxt
 
     _, xp, ok, _ = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, jnp.asarray(False), (at_lo, at_hi, up, down)))
-    return jnp.clip(jnp.where(ok, xp, x), lo, hi), ok
+    return jnp.clip(where(ok, xp, x), lo, hi), ok
 
 
 def rows_infeasible(
@@ -507,8 +508,8 @@ def rows_infeasible(
     over the 186 rows of case 118; 1e-3 missed marginally infeasible TSO steps, 0.5-1 MW
     over, whose margins were 5-7e-4, while feasible draws sit at <= -0.3).
     """
-    mu_upper = jnp.where(jnp.isfinite(mu_upper), jnp.maximum(mu_upper, 0.0), 0.0)
-    mu_lower = jnp.where(jnp.isfinite(mu_lower), jnp.maximum(mu_lower, 0.0), 0.0)
+    mu_upper = where(jnp.isfinite(mu_upper), jnp.maximum(mu_upper, 0.0), 0.0)
+    mu_lower = where(jnp.isfinite(mu_lower), jnp.maximum(mu_lower, 0.0), 0.0)
     g = a_t @ (mu_upper - mu_lower)
     const = jnp.dot(mu_upper, row_hi) - jnp.dot(mu_lower, row_lo)
     gn = g[None, :] - g[:, None]  # row j: g + ν at ν = −g_j
@@ -580,7 +581,7 @@ def solve_separable_dispatch(
         low, high = bracket
         mid = 0.5 * (low + high)
         short = jnp.sum(response(mid)) < total
-        return jnp.where(short, mid, low), jnp.where(short, high, mid)
+        return where(short, mid, low), where(short, high, mid)
 
     low, high = lax.fori_loop(0, n_bisect, halve, (p_lo - pad, p_hi + pad))
     x_low, x_high = response(low), response(high)

@@ -25,6 +25,7 @@ from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 from powerzoojax.physics._radial import radial_path_matrix, radial_tree_order
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.core._types import where
 
 # |V|² floor in the current injection: collapse gives finite values and converged=False.
 _V_SQ_FLOOR = 0.25
@@ -215,7 +216,7 @@ def _fixed_point_residual(x, load, network):
     """`V − sweep(V)` as real numbers (real parts, then imaginary): zero at the solution."""
     p, q = load
     v = _complex_of(x, p.shape)
-    s_load = jnp.where(network.phase_mask, p + 1j * q, 0.0).at[network.ref_bus].set(0.0)
+    s_load = where(network.phase_mask, p + 1j * q, 0.0).at[network.ref_bus].set(0.0)
     r = (v - _sweep(network, s_load, v)[0]).ravel()
     return jnp.concatenate([jnp.real(r), jnp.imag(r)])
 

@@ -23,6 +23,7 @@ round-off of solving through an explicit triangular inverse.
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
+from powerzoojax.core._types import where
 
 
 def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
@@ -45,7 +46,7 @@ def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
         r = both[:, j] @ both
         col = a[j] - r[:n]
         pivot = jnp.sqrt(col[j])
-        new = jnp.concatenate([jnp.where(idx >= j, col, 0.0), eye[j] - r[n:]]) / pivot
+        new = jnp.concatenate([where(idx >= j, col, 0.0), eye[j] - r[n:]]) / pivot
         return both.at[j].set(new)
 
     return lax.fori_loop(0, n, row, jnp.zeros((n, 2 * n), a.dtype))[:, n:]
@@ -74,16 +75,16 @@ def lu_factor(a: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Int[Array, "
 
     def eliminate(k, carry):
         lu, perm = carry
-        p = jnp.argmax(jnp.where(idx >= k, jnp.abs(lu[:, k]), -1.0))
+        p = jnp.argmax(where(idx >= k, jnp.abs(lu[:, k]), -1.0))
         row_k, row_p = lu[k], lu[p]
         lu = lu.at[k].set(row_p).at[p].set(row_k)
         perm_k, perm_p = perm[k], perm[p]
         perm = perm.at[k].set(perm_p).at[p].set(perm_k)
         pivot = lu[k, k]
         below = idx > k
-        mult = jnp.where(below, lu[:, k] / jnp.where(pivot == 0, 1.0, pivot), 0.0)
-        lu = lu - mult[:, None] * jnp.where(below, lu[k], 0.0)[None, :]
-        lu = lu.at[:, k].set(jnp.where(below, mult, lu[:, k]))
+        mult = where(below, lu[:, k] / where(pivot == 0, 1.0, pivot), 0.0)
+        lu = lu - mult[:, None] * where(below, lu[k], 0.0)[None, :]
+        lu = lu.at[:, k].set(where(below, mult, lu[:, k]))
         return lu, perm
 
     return lax.fori_loop(0, n, eliminate, (a, idx))
@@ -96,12 +97,12 @@ def lu_solve(factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Arr
     idx = jnp.arange(n)
 
     def forward(i, y):
-        return y.at[i].set(y[i] - jnp.where(idx < i, lu[i], 0.0) @ y)
+        return y.at[i].set(y[i] - where(idx < i, lu[i], 0.0) @ y)
 
     def backward(k, x):
         i = n - 1 - k
         pivot = lu[i, i]
-        return x.at[i].set((x[i] - jnp.where(idx > i, lu[i], 0.0) @ x) / jnp.where(pivot == 0, 1.0, pivot))
+        return x.at[i].set((x[i] - where(idx > i, lu[i], 0.0) @ x) / where(pivot == 0, 1.0, pivot))
 
     return lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b[perm]))
 
@@ -121,11 +122,11 @@ def lu_solve_transposed(
 
     def forward(i, z):
         pivot = lu[i, i]
-        return z.at[i].set((z[i] - jnp.where(idx < i, lu[:, i], 0.0) @ z) / jnp.where(pivot == 0, 1.0, pivot))
+        return z.at[i].set((z[i] - where(idx < i, lu[:, i], 0.0) @ z) / where(pivot == 0, 1.0, pivot))
 
     def backward(k, w):
         i = n - 1 - k
-        return w.at[i].set(w[i] - jnp.where(idx > i, lu[:, i], 0.0) @ w)
+        return w.at[i].set(w[i] - where(idx > i, lu[:, i], 0.0) @ w)
 
     w = lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b))
     return jnp.zeros_like(w).at[perm].set(w)

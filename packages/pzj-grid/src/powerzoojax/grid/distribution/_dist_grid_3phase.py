@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
-from powerzoojax.core._types import FloatScalar, Info, Key
+from powerzoojax.core._types import FloatScalar, Info, Key, where
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
 from powerzoojax.grid.distribution._invariants import three_phase_laws
@@ -364,9 +364,9 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
         mask = network.phase_mask
         v = flow.v_mag
         out_of_band = mask & ((v > params.v_max) | (v < params.v_min))
-        n_voltage = jnp.where(flow.converged, jnp.sum(out_of_band), jnp.sum(mask)).astype(jnp.int32)
-        voltage_excess = jnp.sum(jnp.where(mask, jnp.maximum(v - params.v_max, 0.0) + jnp.maximum(params.v_min - v, 0.0), 0.0))
-        vuf = jnp.where(params.three_phase_bus, flow.vuf_percent, 0.0)
+        n_voltage = where(flow.converged, jnp.sum(out_of_band), jnp.sum(mask)).astype(jnp.int32)
+        voltage_excess = jnp.sum(where(mask, jnp.maximum(v - params.v_max, 0.0) + jnp.maximum(params.v_min - v, 0.0), 0.0))
+        vuf = where(params.three_phase_bus, flow.vuf_percent, 0.0)
         n_vuf = jnp.sum(vuf > params.vuf_max).astype(jnp.int32)
         vuf_excess = jnp.sum(jnp.maximum(vuf - params.vuf_max, 0.0))
         current_conj = jnp.conj(flow.i_branch)

@@ -75,6 +75,7 @@ from powerzoojax.core import EnvParams, EnvState
 from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
+from powerzoojax.core._types import where
 
 # The models read TransGridParams and GridState fields, but are annotated with the core base
 # classes: both classes are defined in modules that import this one.
@@ -191,7 +192,7 @@ class _Dispatch(eqx.Module):
 
 
 def _finite(x: Array) -> Array:
-    return jnp.where(jnp.isfinite(x), x, 0.0)
+    return where(jnp.isfinite(x), x, 0.0)
 
 
 def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Array) -> NetworkSolution:
@@ -361,9 +362,9 @@ class ACPowerFlowModel(NetworkModel):
         switched = net.is_pv & (state.vm != net.v_set) & sane
         bus_q = params.case.nodes_units_map @ state.q_gen
         at_max = bus_q >= 0.5 * (net.q_min_mvar + net.q_max_mvar)
-        side = jnp.where(switched, jnp.where(at_max, 1, -1), 0).astype(jnp.int32)
-        vm = jnp.where(sane, state.vm, 1.0)
-        va = jnp.where(sane, state.va, net.va_ref)
+        side = where(switched, where(at_max, 1, -1), 0).astype(jnp.int32)
+        vm = where(sane, state.vm, 1.0)
+        va = where(sane, state.va, net.va_ref)
         return vm, va, side
 
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
@@ -391,15 +392,15 @@ class ACPowerFlowModel(NetworkModel):
         # angle), flagged by ``pf_converged`` and charged ``pf_failure_cost``.
         ok = pf.converged
         net = self.network
-        flat_vm = jnp.where(net.is_pv | (jnp.arange(net.is_pv.shape[0]) == net.slack_idx), net.v_set, 1.0)
+        flat_vm = where(net.is_pv | (jnp.arange(net.is_pv.shape[0]) == net.slack_idx), net.v_set, 1.0)
         flat_va = jnp.broadcast_to(net.va_ref, flat_vm.shape)
         dc = stage.flow
-        line_p = jnp.where(ok, _finite(pf.line_p_from_mw), dc.line_flow_mw)
-        line_q = jnp.where(ok, _finite(pf.line_q_from_mvar), 0.0)
-        loading = jnp.where(ok, _finite(pf.line_loading_mva), jnp.abs(dc.line_flow_mw))
+        line_p = where(ok, _finite(pf.line_p_from_mw), dc.line_flow_mw)
+        line_q = where(ok, _finite(pf.line_q_from_mvar), 0.0)
+        loading = where(ok, _finite(pf.line_loading_mva), jnp.abs(dc.line_flow_mw))
         thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
-        vm = jnp.where(ok, _finite(pf.vm), flat_vm)
-        va = jnp.where(ok, _finite(pf.va), flat_va)
+        vm = where(ok, _finite(pf.vm), flat_vm)
+        va = where(ok, _finite(pf.va), flat_va)
         over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
         info = {
             **stage.info,
@@ -407,15 +408,15 @@ class ACPowerFlowModel(NetworkModel):
             "pf_n_iter": pf.n_iter,
             "pf_max_mismatch": _finite(pf.max_mismatch),
         }
-        failure = jnp.where(pf.converged, zero, params.pf_failure_cost)
+        failure = where(pf.converged, zero, params.pf_failure_cost)
         return NetworkSolution(
             unit_power_mw=stage.flow.unit_power_mw,
             line_flow_mw=line_p,
             line_flow_q_mvar=line_q,
-            node_injection_mw=jnp.where(ok, _finite(pf.p_inj_mw), dc.node_injection_mw),
+            node_injection_mw=where(ok, _finite(pf.p_inj_mw), dc.node_injection_mw),
             vm=vm,
             va=va,
-            q_gen=jnp.where(ok, _finite(pf.unit_q_mvar), 0.0),
+            q_gen=where(ok, _finite(pf.unit_q_mvar), 0.0),
             thermal=jnp.sum(thermal_v),
             n_line_violations=jnp.sum((thermal_v > 0).astype(jnp.int32)),
             voltage=jnp.sum(over),
@@ -473,7 +474,7 @@ class ACOPFModel(NetworkModel):
         # iteration apart (a count reported would go in the env's iteration_count_keys).
         info = {
             "opf_converged": converged,
-            "opf_status": jnp.where(converged, 0, 1).astype(jnp.int32),
+            "opf_status": where(converged, 0, 1).astype(jnp.int32),
             "opf_objective": _finite(opf.objective),
             "opf_max_mismatch": _finite(opf.max_mismatch),
             "pf_converged": converged,
@@ -491,7 +492,7 @@ class ACOPFModel(NetworkModel):
             n_line_violations=jnp.sum((thermal_v > 1e-2).astype(jnp.int32)),
             voltage=jnp.sum(over),
             n_voltage_violations=jnp.sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
-            unserved_mw=jnp.where(converged, zero, params.pf_failure_cost),
+            unserved_mw=where(converged, zero, params.pf_failure_cost),
             info=info,
         )
 

@@ -30,7 +30,7 @@ import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
-from powerzoojax.core._types import Key
+from powerzoojax.core._types import Key, where
 from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.rl.algos._networks import MLP
 from powerzoojax.rl.algos._ppo import RunningStats, _discounted_returns, init_stats, update_stats
@@ -272,7 +272,7 @@ class SACTrainer(UpdateLoop):
             def act(k, obs, _):
                 k_pol, k_rand = jr.split(k)
                 a, _ = actor.sample(k_pol, obs)
-                a = jnp.where(random_phase, jr.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0), a)
+                a = where(random_phase, jr.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0), a)
                 return self.to_env_action(a), (obs, a)
 
             def one_env(k, s, o):
@@ -370,13 +370,13 @@ class SACTrainer(UpdateLoop):
             env_steps=((state.update + 1) * self.batch_size).astype(jnp.float32),
             mean_reward=jnp.mean(rewards),
             episodes_done=n_done.astype(jnp.float32),
-            episode_return=jnp.where(n_done > 0, jnp.sum(running * dones) / jnp.maximum(n_done, 1), jnp.nan),
+            episode_return=where(n_done > 0, jnp.sum(running * dones) / jnp.maximum(n_done, 1), jnp.nan),
         )
         new_state = SACState(
             policy=actor, critic=critic, target=target, log_alpha=log_alpha, actor_opt=a_opt, critic_opt=c_opt,
             alpha_opt=al_opt, buffer=buffer, buffer_pos=pos, buffer_fill=fill, env_state=env_state, obs=last_obs,
             key=key, update=state.update + 1, reward_stats=reward_stats,
-            episode_return=jnp.where(dones[-1], 0.0, running[-1]),
+            episode_return=where(dones[-1], 0.0, running[-1]),
         )
         metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, actor, k_eval, initial=(state.policy, k_eval)))
         return new_state, metrics

@@ -32,6 +32,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from powerzoojax.core import Key, rollout
 from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.core._distributed import put_global
+from powerzoojax.core._types import where
 
 # Fields of a training state whose leaves have the env axis first (split over the mesh).
 ENV_FIELDS = ("env_state", "obs", "discounted_return", "episode_return")
@@ -147,9 +148,12 @@ class UpdateLoop:
         spec = PartitionSpec(self.mesh.axis_names[0])
         # check_vma=False: the envs' loops start from constants, which shard_map's
         # varying-axis check rejects although each device computes its own slice only.
-        return jax.shard_map(fn, mesh=self.mesh, in_specs=(PartitionSpec(), spec), out_specs=spec, check_vma=False)(
-            shared, batched
+        # Typed as any callable: JAX releases before 0.8 type the mapped function by `f`'s
+        # first parameter only.
+        mapped: Callable[..., Any] = jax.shard_map(
+            fn, mesh=self.mesh, in_specs=(PartitionSpec(), spec), out_specs=spec, check_vma=False
         )
+        return mapped(shared, batched)
 
     def split_samples(self, tree: Any, axis: int = 0) -> Any:
         """Ask XLA to split `axis` (a sample axis) of every leaf over the mesh, so each device
@@ -206,7 +210,7 @@ class UpdateLoop:
         due = first | ((update_index + 1) % self.eval_every == 0) | (update_index + 1 == self.n_updates)
         if initial is not None:
             args = jax.tree.map(
-                lambda before, after: jnp.where(first, before, after) if eqx.is_array(after) else after, initial, args
+                lambda before, after: where(first, before, after) if eqx.is_array(after) else after, initial, args
             )
         return jax.lax.cond(due, lambda: evaluate(*args), lambda: _nan_of_shape(evaluate, *args))
 

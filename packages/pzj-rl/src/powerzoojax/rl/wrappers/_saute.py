@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 from powerzoojax.core import Box, Environment, EnvParams, make_box
-from powerzoojax.core._types import Info, Key
+from powerzoojax.core._types import Info, Key, where
 from powerzoojax.rl.wrappers._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
 from powerzoojax.rl.wrappers._log import (
     LogEnvState,
@@ -141,7 +141,7 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         budget_after = self._budget(state.episode_costs + selected)
         unsafe = jnp.any(budget_after < 0.0) if self.num_constraints else jnp.asarray(False)
         if self.use_reward_shaping:
-            reward = jnp.where(unsafe, jnp.asarray(self.unsafe_reward, jnp.float32), env_reward)
+            reward = where(unsafe, jnp.asarray(self.unsafe_reward, jnp.float32), env_reward)
         else:
             reward = env_reward
         fields = record_episode(state, reward, done)
