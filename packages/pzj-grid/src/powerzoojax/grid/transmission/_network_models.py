@@ -26,8 +26,9 @@ Protocol. A model is an `eqx.Module` subclassing [`NetworkModel`][powerzoojax.gr
   row index, the set-points [MW] (the agent's, or proportional to the load when the
   action has no unit entries; OPF models ignore them), the bundles' bus injections [MW]
   (None without bundles) and the state before the step (None at reset);
-- `solve_reset(params, inputs)` (optional): the solve behind `reset`; defaults to
-  `solve`;
+- `solve_reset(params, inputs)` (optional): the solve behind `reset`; defaults to a DC
+  power flow of the proportional set-points (with flat voltages in the AC layout), the
+  reset state of every built-in mode;
 - `is_ac` (class variable): whether the observation carries bus voltages (the AC
   layout, `L + N + D + G + 2`) and `make_trans_params` builds the reactive loads and
   voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`).
@@ -169,7 +170,13 @@ class NetworkModel(eqx.Module):
         """
 
     def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The solve behind `reset` (the step's solve unless a model says otherwise).
+        """The solve behind `reset`: a DC power flow of the proportional set-points in
+        `inputs`, with flat voltages (`vm = 1`, `va = 0`) and no reactive flows.
+
+        Every mode starts its episodes from this state, so an OPF's or AC power flow's
+        iterations stay out of `reset` and out of the auto-reset branch of every step
+        (where they would be compiled a second time). A model whose episodes must start
+        from its own solution overrides it.
 
         **Arguments:**
 
@@ -180,7 +187,7 @@ class NetworkModel(eqx.Module):
 
         A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution].
         """
-        return self.solve(params, inputs)
+        return DCPowerFlowModel().solve(params, inputs)
 
 
 class _Dispatch(eqx.Module):
@@ -431,8 +438,8 @@ class ACOPFModel(NetworkModel):
     flows; the set-points are ignored; reactive loads are the case's Qd.
 
     Thermal metric `|S_from|` beyond the rating. `reset` starts from proportional
-    dispatch, a DC power flow and flat voltages instead
-    ([`solve_reset`][powerzoojax.grid.transmission.ACOPFModel.solve_reset]). Info:
+    dispatch, a DC power flow and flat voltages, as every mode does
+    ([`solve_reset`][powerzoojax.grid.transmission.NetworkModel.solve_reset]). Info:
     `opf_converged`, `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
     `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
     `line_viol_mva` (Σ MVA beyond the rating at either end). Differentiable w.r.t. the
@@ -496,7 +503,3 @@ class ACOPFModel(NetworkModel):
             info=info,
         )
 
-    def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        # The reset state is proportional dispatch on a DC power flow with flat voltages:
-        # it also keeps the interior point out of the auto-reset branch of every step.
-        return DCPowerFlowModel().solve(params, inputs)
