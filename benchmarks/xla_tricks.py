@@ -3,10 +3,10 @@
 Each trick has a module-level switch, read when a function is traced:
 
 * ``pins``: ``physics._pin.PIN`` (``materialise`` / ``store_once``; False: the identity);
-* ``sincos``: ``physics._trig.POLYNOMIAL`` (the float32 polynomial ``sincos`` of the AC
-  power flow; False: ``jnp.sin`` / ``jnp.cos``);
 * ``peeled sweeps``: ``physics._radial._PEELED_SWEEPS`` (the radial sweeps run as straight
   code before the batched loop; off: 0, every sweep in the loop);
+* ``broadcast products``: ``physics._dual_simplex.BROADCAST_PRODUCTS`` (the dual simplex's
+  and its callers' matrix–vector products as broadcast multiplies and sums; False: ``@``);
 * ``batch rule``: ``core._rollout.BATCH_RULE`` (the batch-major ``custom_vmap`` rule of
   ``scan_rollout``; False: plain ``vmap`` of the scan, time-major then transposed).
 
@@ -57,7 +57,7 @@ import numpy as np
 
 from powerzoojax import envs
 from powerzoojax.core import _rollout
-from powerzoojax.physics import _pin, _radial, _trig
+from powerzoojax.physics import _dual_simplex, _pin, _radial
 from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
 
 HORIZON = 48
@@ -66,9 +66,9 @@ CHECK_RTOL = 1e-4
 # trick -> [(module, attribute, value with the trick off)]; "on" is the library's value.
 SWITCHES: dict[str, list[tuple[object, str, object]]] = {
     "pins": [(_pin, "PIN", False)],
-    "sincos": [(_trig, "POLYNOMIAL", False)],
     "peeled sweeps": [(_radial, "_PEELED_SWEEPS", 0)],
     "batch rule": [(_rollout, "BATCH_RULE", False)],
+    "broadcast products": [(_dual_simplex, "BROADCAST_PRODUCTS", False)],
 }
 
 
@@ -85,10 +85,11 @@ ROWS: tuple[Row, ...] = (
     Row("peeled sweeps", "DistGrid-case33bw-v0", 4096, "radial sweep loop"),
     Row("peeled sweeps", "dso-v0", 1024, "radial sweep loop"),
     Row("pins", "dso-v0", 1024, "post-reset resource states `materialise`"),
-    Row("sincos", "TransGrid-case118-ac-v0", 256, "AC power-flow angles"),
     Row("batch rule", "TransGrid-case5-dc-v0", 1024, "`vmap(scan_rollout)`"),
     Row("batch rule", "TransGrid-case5-dc-v0", 4096, "`vmap(scan_rollout)`"),
     Row("batch rule", "DistGrid-case33bw-v0", 4096, "`vmap(scan_rollout)`"),
+    Row("broadcast products", "TransGrid-case5-dcopf-v0", 1024, "dispatch LP + dual simplex"),
+    Row("broadcast products", "CostBasedMarket-case5-v0", 256, "offer SCED + dual simplex"),
 )
 
 

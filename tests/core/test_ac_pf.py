@@ -18,7 +18,6 @@ from pypower.api import ppoption, runpf
 from powerzoojax.case import load_case
 from powerzoojax.physics import _ac_pf as ac_pf_module
 from powerzoojax.physics import ac_power_flow, make_ac_network
-from powerzoojax.physics._trig import sincos
 from powerzoojax.utils.jax_utils import enable_x64
 
 CASES = ("5", "14", "118", "300")
@@ -389,29 +388,6 @@ def test_compacted_fdlf_lanes_match_newton() -> None:
     assert same.sum() >= 0.9 * cf.sum()
     np.testing.assert_allclose(np.asarray(fdlf.vm)[same], np.asarray(newton.vm)[same], atol=1e-4)
     np.testing.assert_allclose(np.asarray(fdlf.va)[same], np.asarray(newton.va)[same], atol=1e-4)
-
-
-def test_sincos_matches_numpy_float64() -> None:
-    """The float32 polynomial sin/cos (used for branch flows) against NumPy in float64:
-    within ~1 float32 ulp on a dense grid over [-40, 40] (angles of diverging solves
-    included), exact zeros/ones at 0, NaN for NaN/inf; float64 inputs go to jnp unchanged."""
-    xs = np.concatenate([np.linspace(-40.0, 40.0, 400_001, dtype=np.float32), np.float32([0.0, np.pi / 4, -np.pi / 2])])
-    s, c = jax.jit(sincos)(jnp.asarray(xs))
-    assert s.dtype == c.dtype == jnp.float32
-    x64 = xs.astype(np.float64)
-    for got, ref in ((s, np.sin(x64)), (c, np.cos(x64))):
-        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
-        err = np.abs(np.asarray(got, np.float64) - ref) / ulp
-        assert err.max() <= 1.5 and err.mean() < 0.35, (err.max(), err.mean())
-    assert float(s[400_001]) == 0.0 and float(c[400_001]) == 1.0
-    bad = jax.jit(sincos)(jnp.asarray([np.nan, np.inf, -np.inf], jnp.float32))
-    assert np.isnan(np.asarray(bad)).all()
-    with enable_x64():
-        x = jnp.asarray([0.3, 1e5], jnp.float64)
-        s64, c64 = sincos(x)
-        assert s64.dtype == jnp.float64
-        np.testing.assert_array_equal(np.asarray(s64), np.asarray(jnp.sin(x)))
-        np.testing.assert_array_equal(np.asarray(c64), np.asarray(jnp.cos(x)))
 
 
 def _schedule_set_points(case, n: int, seed: int) -> np.ndarray:

@@ -6,18 +6,6 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def test_sincos_off_is_jnp_sin_cos(monkeypatch):
-    from powerzoojax.physics import _trig
-
-    x = jnp.linspace(-40.0, 40.0, 1001, dtype=jnp.float32)
-    poly = jax.jit(lambda v: _trig.sincos(v))(x)
-    monkeypatch.setattr(_trig, "POLYNOMIAL", False)
-    s, c = jax.jit(lambda v: _trig.sincos(v))(x)
-    np.testing.assert_array_equal(np.asarray(s), np.asarray(jax.jit(jnp.sin)(x)))
-    np.testing.assert_array_equal(np.asarray(c), np.asarray(jax.jit(jnp.cos)(x)))
-    np.testing.assert_allclose(np.asarray(poly[0]), np.asarray(s), atol=1e-6)
-
-
 def test_pins_off_are_the_identity(monkeypatch):
     from powerzoojax.physics import _pin
 
@@ -39,3 +27,25 @@ def test_pins_off_are_the_identity(monkeypatch):
     off = jax.jit(lambda x, f: program(x, f))(x, f)
     for a, b in zip(jax.tree.leaves(on), jax.tree.leaves(off), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_broadcast_products_off_are_matmuls(monkeypatch):
+    from powerzoojax.physics import _dual_simplex
+
+    m = jnp.asarray(np.random.default_rng(0).normal(size=(5, 7)), jnp.float32)
+    v, w = jnp.linspace(-1.0, 1.0, 7), jnp.linspace(2.0, -1.0, 5)
+
+    def program(m, v, w):
+        return _dual_simplex.matvec(m, v), _dual_simplex.vecmat(w, m)
+
+    def jaxpr():  # a fresh function each time: traced anew, so the switch is read anew
+        return str(jax.make_jaxpr(lambda m, v, w: program(m, v, w))(m, v, w))
+
+    on = jax.jit(program)(m, v, w)
+    assert "dot_general" not in jaxpr()
+    monkeypatch.setattr(_dual_simplex, "BROADCAST_PRODUCTS", False)
+    assert jaxpr().count("dot_general") == 2
+    off = jax.jit(lambda m, v, w: program(m, v, w))(m, v, w)
+    np.testing.assert_allclose(np.asarray(on[0]), np.asarray(m @ v), rtol=1e-6, atol=1e-6)
+    for a, b in zip(on, off, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)

@@ -99,9 +99,8 @@ runs faster than the (batch, L) layout `vmap` gives. Derivatives (`jax.grad`/`ja
 w.r.t. the unit set-points, loads and voltage set points) do not differentiate the loop:
 it runs with its inputs' tangents stopped and the solution is differentiated implicitly at
 the final PV->PQ switches (`powerzoojax.physics._ac_pf_grad`); the flows' rule is
-differentiated as the plain bus-first computation. The flows' and the iteration's
-float32 sin/cos come from `powerzoojax.physics._trig.sincos` (XLA:CPU's own are
-not vectorised). Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
+differentiated as the plain bus-first computation. Measurements:
+`benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
 from typing import Any
@@ -118,7 +117,6 @@ from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._implicit import fast_with_reference_derivative
-from powerzoojax.physics._trig import sincos
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 PQ, PV, REF = 1, 2, 3
@@ -145,8 +143,7 @@ _Q_SWITCH_MISMATCH = 1e-2
 
 def _loop_trig(va):
     """`(cos va, sin va)` of the iteration's angles."""
-    s, c = sincos(va)
-    return c, s
+    return jnp.cos(va), jnp.sin(va)
 
 
 class ACNetwork(eqx.Module):
@@ -755,7 +752,7 @@ def _flows_bus_major(net: "ACNetwork", vm, va):
     extra = (1,) * (vm.ndim - 1)
     coef = lambda x, k: x[:, k].astype(vm.dtype).reshape((-1, *extra))  # noqa: E731
     bg, bb, base = net.branch_g, net.branch_b, net.base_mva
-    sin_va, cos_va = sincos(va)
+    sin_va, cos_va = jnp.sin(va), jnp.cos(va)
     ev, fv = vm * cos_va, vm * sin_va
     ef, ff_ = ev[net.line_from], fv[net.line_from]
     et, ft_ = ev[net.line_to], fv[net.line_to]

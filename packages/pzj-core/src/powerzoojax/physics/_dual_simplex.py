@@ -51,13 +51,22 @@ class DualSimplexResult(eqx.Module):
     iterations: Int[Array, ""]
 
 
+# False: every product below is a plain `@` (read when a function is traced), so that
+# `benchmarks/xla_tricks.py` can time both in one process.
+BROADCAST_PRODUCTS = True
+
+
 def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
     """`m @ v` as a broadcast multiply and a sum (see the module docstring)."""
+    if not BROADCAST_PRODUCTS:
+        return m @ v
     return jnp.sum(m * v[None, :], axis=1)
 
 
 def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
     """`v @ m` as a broadcast multiply and a sum (see the module docstring)."""
+    if not BROADCAST_PRODUCTS:
+        return v @ m
     return jnp.sum(v[:, None] * m, axis=0)
 
 
