@@ -137,7 +137,9 @@ def build(env, params, n_envs: int, horizon: int, trick: str, on: bool, key):
 
 def program_text(hlo: str) -> str:
     """Optimised HLO without source locations (the file, line and stack-frame tables and
-    each op's `metadata`), which differ between two builds called from different lines."""
+    each op's `metadata`), which differ between two builds called from different lines,
+    and without the numbers of instruction and computation names, which count every op
+    traced before (`%add.365`, `%region_15` compare as `%add`, `%region`)."""
     lines, kept, in_tables = hlo.splitlines(), [], False
     for line in lines:
         if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
@@ -145,7 +147,8 @@ def program_text(hlo: str) -> str:
         elif line.startswith(("%", "ENTRY")):
             in_tables = False
         if not in_tables:
-            kept.append(re.sub(r", metadata=\{[^}]*\}", "", line))
+            line = re.sub(r", metadata=\{[^}]*\}", "", line)
+            kept.append(re.sub(r"_\d+\b", "", re.sub(r"([%\w\-]+)\.\d+\b", r"\1", line)))
     return "\n".join(kept)
 
 

@@ -1,5 +1,7 @@
 """TransGridEnv (DC mode) against the env contract, the seeds' shapes and its own spec."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import jax.random as jr
@@ -143,3 +145,34 @@ def test_vmap_over_params(case5):
     )
     _, states = jax.vmap(env.reset, in_axes=(None, 0))(jr.PRNGKey(0), stacked)
     np.testing.assert_allclose(states.unit_power_mw.sum(axis=1), [750 * s for s in scales], rtol=1e-5)
+
+
+def _structure(hlo: str) -> str:
+    """Optimised HLO without metadata and without the numbers in names, which count every
+    op traced before (``%add.365``, ``%region_15``)."""
+    hlo = re.sub(r", metadata=\{[^}]*\}", "", hlo)
+    hlo = re.sub(r"_\d+\b", "", re.sub(r"([%\w\-]+)\.\d+\b", r"\1", hlo))
+    return "\n".join(line for line in hlo.splitlines() if not line.startswith("HloModule"))
+
+
+def test_vmapped_case5_rollout_is_plain_batching(trans5, monkeypatch):
+    """Every per-step row of case 5 (key, action, 5-bus observation, reward, info) is a
+    few bytes, so a batch-major loop would write nothing batch-major: `vmap(scan_rollout)`
+    compiles to the program of plain batching (the rule's switch off)."""
+    from powerzoojax.core import _rollout
+    from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
+
+    env, params = trans5
+    keys = jr.split(jr.PRNGKey(0), 8)
+    _, states = batch_reset(env, keys, params)
+    actions = jr.uniform(jr.PRNGKey(1), (8, 6, *env.action_space(params).shape), minval=-1.0, maxval=1.0)
+
+    def program():  # a fresh function each time: traced anew, so the switch is read anew
+        # The keys are a constant: the DC step draws nothing, and plain batching's program
+        # would drop an unused key argument where the rule's wrapper keeps it.
+        run = lambda s, a: jax.vmap(lambda k, s, a: scan_rollout(env, k, s, params, a))(keys, s, a)  # noqa: E731
+        return _structure(jax.jit(run).lower(states, actions).compile().as_text())
+
+    with_rule = program()
+    monkeypatch.setattr(_rollout, "BATCH_RULE", False)
+    assert with_rule == program()

@@ -11,7 +11,8 @@ a full extra pass over the trajectory (a quarter of the run time for case 118 at
 N = 4096). The rule runs the same loop with the step vmapped inside and writes each
 step's outputs straight into batch-major buffers; only rows too short for a strided
 write to pay (a scalar reward, a case-5 observation) are stacked time-major and
-transposed once after the loop. Values are identical to plain batching.
+transposed once after the loop; a rollout whose rows are all that short is batched
+plainly. Values are identical to plain batching.
 `BATCH_RULE = False` (read when `scan_rollout` is traced) leaves the rule off, so that
 `benchmarks/xla_tricks.py` can time both in one process.
 """
@@ -290,10 +291,28 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
 
     plain = functools.partial(_scan_rollout_unbatched, env, differentiable)
     env_step = env.step if differentiable else env.step_auto_reset
+    # One-step argument shapes -> whether every per-step row (key, action, observation,
+    # reward, costs, done, info) is short: seen while `custom_vmap` traces the unbatched
+    # loop, read by the rule, which runs next, so that it need not trace the step to know.
+    all_short: dict[tuple, bool] = {}
+
+    def signature(args: tuple) -> tuple:
+        leaves, tree = jax.tree.flatten(args)
+        return tree, tuple((tuple(x.shape), x.dtype) for x in leaves)
 
     @custom_vmap
     def fast(key, init_state, params, actions):
-        return plain(key, init_state, params, actions)
+        def step_fn(k, state, action):
+            out = env_step(k, state, action, params)
+            obs, _, *rest = out
+            if len(all_short) >= 64:
+                all_short.clear()
+            rows = jax.tree.leaves((k, action, obs, rest))
+            all_short[signature((k, state, action, params))] = all(_time_major(r.shape, r.dtype) for r in rows)
+            return out
+
+        final_state, _, outputs = rollout(step_fn, key, init_state, actions)
+        return (final_state, *outputs)
 
     @fast.def_vmap
     def fast_batched(axis_size, in_batched, key, init_state, params, actions):
@@ -304,6 +323,12 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
 
         keys, states, acts = broadcast(key, key_b), broadcast(init_state, state_b), broadcast(actions, actions_b)
         params_axes = jax.tree.map(lambda b: 0 if b else None, params_b)
+        one_params = jax.tree.map(lambda x, b: _shapes(x, 1 if b else 0), params, params_b)
+        if all_short.get(signature((_shapes(keys, 1), _shapes(states, 1), _shapes(acts, 2), one_params))):
+            # A batch-major loop would hold every row time-major: plain batching's layout,
+            # which plain batching runs faster (`benchmarks/results/xla-tricks.md`).
+            out = jax.vmap(plain, in_axes=(0, 0, params_axes, 0))(keys, states, params, acts)
+            return out, jax.tree.map(lambda _: True, out)
         batched_step = jax.vmap(env_step, in_axes=(0, 0, 0, params_axes))
         length = jax.tree.leaves(acts)[0].shape[1]
         step_keys = jax.vmap(lambda k: jr.split(k, length))(keys)
@@ -324,6 +349,11 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
         return jax.jvp(plain, primals, tangents)
 
     return run
+
+
+def _shapes(tree: PyTree, drop: int) -> PyTree:
+    """Shapes and dtypes of `tree`'s leaves without their `drop` leading axes."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[drop:], x.dtype), tree)
 
 
 def split_key_for_envs(key: Key, n_envs: int) -> Array:
