@@ -55,7 +55,6 @@ def _without_derivative_rules():
     """Replace every derivative wrapper by an identity while a program is traced."""
     patches = [
         (_ac_pf, "ac_pf_solution_derivatives", lambda net, vm, va, p, q, *rest: (vm, va, p, q)),
-        (_ac_pf, "fast_with_reference_derivative", lambda fast, reference, *args: fast(*args)),
         (_radial, "_solution_derivatives", lambda network, base, current_sq, v_recv, settled: (current_sq, v_recv)),
         (_radial_3phase, "implicit_outputs", lambda residual, outputs, values, *rest: values),
         (_dc_opf, "dispatch_kkt_derivatives", lambda sol, *args, **kwargs: sol),

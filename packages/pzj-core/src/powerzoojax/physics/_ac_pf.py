@@ -93,13 +93,11 @@ argument and `max_iter`/`tol` are traced, so changing them does not retrace;
 Batched solves: the iteration loop has a `custom_vmap` rule (`_solve`) that compacts
 the still-active instances into batches of 1/4 and 1/16 of the size (not below 16) instead
 of iterating every instance until the slowest one is done; each instance takes exactly the
-iterations it takes in the plain vmapped loop (same body, same stopping test). The branch
-flows have a `custom_vmap` rule too, computing bus-major (batch last), which XLA:CPU
-runs faster than the (batch, L) layout `vmap` gives. Derivatives (`jax.grad`/`jax.jvp`
-w.r.t. the unit set-points, loads and voltage set points) do not differentiate the loop:
-it runs with its inputs' tangents stopped and the solution is differentiated implicitly at
-the final PV->PQ switches (`powerzoojax.physics._ac_pf_grad`); the flows' rule is
-differentiated as the plain bus-first computation. Measurements:
+iterations it takes in the plain vmapped loop (same body, same stopping test). Derivatives
+(`jax.grad`/`jax.jvp` w.r.t. the unit set-points, loads and voltage set points) do not
+differentiate the loop: it runs with its inputs' tangents stopped and the solution is
+differentiated implicitly at the final PV->PQ switches (`powerzoojax.physics._ac_pf_grad`).
+Measurements:
 `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
@@ -116,7 +114,6 @@ from powerzoojax.core._types import BoolScalar, FloatScalar, IntScalar, where
 from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
-from powerzoojax.physics._implicit import fast_with_reference_derivative
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 
 PQ, PV, REF = 1, 2, 3
@@ -746,9 +743,9 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
     return eqx.tree_at(lambda k: k.it, out, c.it + where(solved, 0, newton.it))
 
 
-def _flows_bus_major(net: "ACNetwork", vm, va):
-    """Branch end flows [MW, MVAr, MVA] from voltages laid out bus-first: `vm, va` are
-    (N, *batch) and the outputs (L, *batch)."""
+def _line_flows(net: "ACNetwork", vm, va):
+    """Branch end flows [MW, MVAr, MVA] from bus voltages: `vm, va` are (N, *rest) and
+    the outputs (L, *rest)."""
     extra = (1,) * (vm.ndim - 1)
     coef = lambda x, k: x[:, k].astype(vm.dtype).reshape((-1, *extra))  # noqa: E731
     bg, bb, base = net.branch_g, net.branch_b, net.base_mva
@@ -766,26 +763,6 @@ def _flows_bus_major(net: "ACNetwork", vm, va):
     pf, qf = end_power(0, 1, ef, ff_, et, ft_)
     pt, qt = end_power(3, 2, et, ft_, ef, ff_)
     return pf, qf, pt, qt, jnp.sqrt(pf * pf + qf * qf), jnp.sqrt(pt * pt + qt * qt)
-
-
-@jax.custom_batching.custom_vmap
-def _line_flows(net: "ACNetwork", vm, va):
-    return _flows_bus_major(net, vm, va)
-
-
-@_line_flows.def_vmap
-def _line_flows_batched(axis_size, in_batched, net, vm, va):
-    # Under vmap the natural layout is (batch, L), where XLA:CPU runs these elementwise
-    # fusions several times slower than with the batch minor: compute bus-major and
-    # transpose back.
-    net_b, vm_b, va_b = in_batched
-    out_b = (True,) * 6
-    if any(jax.tree.leaves(net_b)):
-        axes = (jax.tree.map(lambda b: 0 if b else None, net_b), 0 if vm_b else None, 0 if va_b else None)
-        return jax.vmap(_flows_bus_major, in_axes=axes)(net, vm, va), out_b
-    bcast = lambda x, b: jnp.moveaxis(x if b else jnp.broadcast_to(x, (axis_size, *x.shape)), 0, -1)  # noqa: E731
-    out = _flows_bus_major(net, bcast(vm, vm_b), bcast(va, va_b))
-    return tuple(jnp.moveaxis(x, -1, 0) for x in out), out_b
 
 
 @_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method"))
@@ -957,7 +934,7 @@ def ac_power_flow(
     bus_share = bus_q_gen / jnp.maximum(units_per_bus, 1.0)
     unit_q = where(regulating > 0, bus_share[net.unit_bus], q_gen)
 
-    pf, qf, pt, qt, s_from, s_to = fast_with_reference_derivative(_line_flows, _flows_bus_major, net, vm, va)
+    pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
     switched = net.is_pv & ~c.is_pv
     return ACPFResult(
         vm=vm,

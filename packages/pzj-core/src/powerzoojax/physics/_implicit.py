@@ -205,37 +205,4 @@ def implicit_outputs(
     return _implicit_outputs(residual, outputs, jacobian, equilibrate, min_norm, values, x, theta, aux, ok)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _value_with_derivative_of(reference, value, args):
-    del reference, args
-    return value
-
-
-@_value_with_derivative_of.defjvp
-def _value_with_derivative_of_jvp(reference, primals, tangents):
-    value, args = primals
-    _, d_args = tangents
-    args_f = _float_tree(args)
-    d_args_f = jax.tree.map(lambda v, t: None if v is None else t, args_f, d_args, is_leaf=lambda v: v is None)
-
-    def of(a):
-        full = jax.tree.map(lambda v, orig: orig if v is None else v, a, args, is_leaf=lambda v: v is None)
-        return reference(*full)
-
-    _, out_dot = jax.jvp(of, (args_f,), (d_args_f,))
-    return value, jax.tree.map(lambda v, t: t.astype(jnp.asarray(v).dtype), value, out_dot)
-
-
-def fast_with_reference_derivative(fast: Callable, reference: Callable, *args) -> PyTree:
-    """`fast(*args)` in the forward pass, differentiated as `reference(*args)`.
-
-    For a function with a hand-written batching rule (`custom_vmap`), which JAX can
-    forward- but not reverse-differentiate: `fast` runs on the arguments with their
-    tangents stopped, and the derivative is that of `reference`, the same mathematics
-    in plain JAX. `reference` must be a module-level function (a static argument).
-    """
-    value = fast(*lax.stop_gradient(args))
-    return _value_with_derivative_of(reference, value, args)
-
-
-__all__ = ["fast_with_reference_derivative", "implicit_outputs"]
+__all__ = ["implicit_outputs"]
