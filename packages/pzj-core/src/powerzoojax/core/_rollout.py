@@ -291,9 +291,10 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
 
     plain = functools.partial(_scan_rollout_unbatched, env, differentiable)
     env_step = env.step if differentiable else env.step_auto_reset
-    # One-step argument shapes -> whether every per-step row (key, action, observation,
-    # reward, costs, done, info) is short: seen while `custom_vmap` traces the unbatched
-    # loop, read by the rule, which runs next, so that it need not trace the step to know.
+    # One env's argument shapes -> whether every per-step row (key, action, and each
+    # stacked output: observation, reward, costs, done, info) is short: seen while
+    # `custom_vmap` traces the unbatched rollout, read by the rule, which runs next, so
+    # that it need not trace the step to know.
     all_short: dict[tuple, bool] = {}
 
     def signature(args: tuple) -> tuple:
@@ -302,17 +303,12 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
 
     @custom_vmap
     def fast(key, init_state, params, actions):
-        def step_fn(k, state, action):
-            out = env_step(k, state, action, params)
-            obs, _, *rest = out
-            if len(all_short) >= 64:
-                all_short.clear()
-            rows = jax.tree.leaves((k, action, obs, rest))
-            all_short[signature((k, state, action, params))] = all(_time_major(r.shape, r.dtype) for r in rows)
-            return out
-
-        final_state, _, outputs = rollout(step_fn, key, init_state, actions)
-        return (final_state, *outputs)
+        out = plain(key, init_state, params, actions)
+        rows = jax.tree.leaves((_shapes(key, 0), _shapes(actions, 1), _shapes(out[1:], 1)))
+        if len(all_short) >= 64:
+            all_short.clear()
+        all_short[signature((key, init_state, actions, params))] = all(_time_major(r.shape, r.dtype) for r in rows)
+        return out
 
     @fast.def_vmap
     def fast_batched(axis_size, in_batched, key, init_state, params, actions):
@@ -324,7 +320,7 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
         keys, states, acts = broadcast(key, key_b), broadcast(init_state, state_b), broadcast(actions, actions_b)
         params_axes = jax.tree.map(lambda b: 0 if b else None, params_b)
         one_params = jax.tree.map(lambda x, b: _shapes(x, 1 if b else 0), params, params_b)
-        if all_short.get(signature((_shapes(keys, 1), _shapes(states, 1), _shapes(acts, 2), one_params))):
+        if all_short.get(signature((_shapes(keys, 1), _shapes(states, 1), _shapes(acts, 1), one_params))):
             # A batch-major loop would hold every row time-major: plain batching's layout,
             # which plain batching runs faster (`benchmarks/results/xla-tricks.md`).
             out = jax.vmap(plain, in_axes=(0, 0, params_axes, 0))(keys, states, params, acts)

@@ -97,8 +97,7 @@ iterations it takes in the plain vmapped loop (same body, same stopping test). D
 (`jax.grad`/`jax.jvp` w.r.t. the unit set-points, loads and voltage set points) do not
 differentiate the loop: it runs with its inputs' tangents stopped and the solution is
 differentiated implicitly at the final PV->PQ switches (`powerzoojax.physics._ac_pf_grad`).
-Measurements:
-`benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
+Measurements: `benchmarks/results/ac_pf.md`, `ac_pf_fallback.md`.
 """
 
 from typing import Any
@@ -744,10 +743,8 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
 
 
 def _line_flows(net: "ACNetwork", vm, va):
-    """Branch end flows [MW, MVAr, MVA] from bus voltages: `vm, va` are (N, *rest) and
-    the outputs (L, *rest)."""
-    extra = (1,) * (vm.ndim - 1)
-    coef = lambda x, k: x[:, k].astype(vm.dtype).reshape((-1, *extra))  # noqa: E731
+    """Branch end flows [MW, MVAr, MVA], each `(L,)`, from bus voltages `vm, va` `(N,)`."""
+    coef = lambda x, k: x[:, k].astype(vm.dtype)  # noqa: E731
     bg, bb, base = net.branch_g, net.branch_b, net.base_mva
     sin_va, cos_va = jnp.sin(va), jnp.cos(va)
     ev, fv = vm * cos_va, vm * sin_va
