@@ -89,3 +89,16 @@ def test_structural_hash_ignores_array_values():
     a, b = Holder(jnp.zeros(3), "x"), Holder(jnp.ones(3), "x")
     assert structural_hash(a) == structural_hash(b)
     assert structural_hash(a) != structural_hash(Holder(jnp.zeros(4), "x"))
+
+
+def test_ignored_entries_take_the_neutral_value_and_a_bad_mask_is_named():
+    from powerzoojax.core._guard import drop_ignored_entries
+
+    action, neutral = jnp.array([1.0, 2.0]), jnp.array([0.0, 0.5])
+    np.testing.assert_array_equal(np.asarray(drop_ignored_entries(action, neutral, np.array([True, False]), "E.step")), [0.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(drop_ignored_entries(action, neutral, np.array([True, True]), "E.step")), [0.0, 0.5])
+    assert drop_ignored_entries(action, neutral, None, "E.step") is action
+    with pytest.raises(ValueError, match=r"E\.step: ignored_action_entries must be None or a boolean array of the action's shape \(2,\), got int64 of shape \(2,\)"):
+        drop_ignored_entries(action, neutral, np.array([1, 0]), "E.step")
+    with pytest.raises(ValueError, match=r"shape \(2,\), got bool of shape \(3,\)"):
+        drop_ignored_entries(action, neutral, np.ones(3, bool), "E.step")

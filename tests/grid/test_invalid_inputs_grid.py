@@ -1,6 +1,7 @@
 """Every grid env under non-finite actions, and ``with_load_profiles`` under bad profiles."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -117,3 +118,53 @@ def test_with_load_profiles_rejects_bad_shapes_and_host_non_finite_values(name):
         call(bad)
     with pytest.raises(ValueError, match=rf"{arg} must be real numbers"):
         call(good.astype(np.complex64))
+
+
+@functools.lru_cache(maxsize=None)
+def _opf_with_batteries():
+    from powerzoojax.grid import TransGridEnv, make_trans_params
+    from powerzoojax.grid.resources import make_battery_bundle
+
+    case = _case("5")
+    batteries = make_battery_bundle(case, (1, 3), power_mw=20.0, energy_mwh=50.0)
+    return TransGridEnv(), make_trans_params(case, max_steps=3, solver_mode=1, resources=(batteries,))
+
+
+def test_opf_modes_declare_the_unit_set_points_ignored():
+    import powerzoojax.grid as grid
+
+    env = grid.TransGridEnv()
+    assert env.ignored_action_entries(grid.make_trans_params(_case("5"), max_steps=3)) is None
+    opf = grid.make_trans_params(_case("5"), max_steps=3, solver_mode=1)
+    np.testing.assert_array_equal(env.ignored_action_entries(opf), np.ones(5, bool))
+    ac_on_opf = grid.make_trans_params(_case("5"), max_steps=3, physics=1, solver_mode=1)
+    np.testing.assert_array_equal(env.ignored_action_entries(ac_on_opf), np.ones(5, bool))
+    ac_pf = grid.make_trans_params(_case("5"), max_steps=3, physics=1)
+    assert env.ignored_action_entries(ac_pf) is None
+    _, with_batteries = _opf_with_batteries()
+    np.testing.assert_array_equal(env.ignored_action_entries(with_batteries), [True] * 5 + [False] * 2)
+
+
+def test_ignored_entries_are_not_read_and_not_flagged():
+    """Under an OPF a NaN unit set-point changes nothing and is not an invalid action,
+    while a NaN battery entry still is; the step's program does not take the unit
+    entries at all (so a rollout does not compute them)."""
+    env, params = _opf_with_batteries()
+    _, state = env.reset(jr.PRNGKey(0), params)
+    step = jax.jit(jax.vmap(lambda a: env.step(jr.PRNGKey(1), state, a, params)))
+    base = np.array([0.0] * 5 + [0.4, -0.3], np.float32)
+    noisy_units = base.copy()
+    noisy_units[:5] = [np.nan, np.inf, -np.inf, 0.9, -0.7]
+    bad_battery = base.copy()
+    bad_battery[5] = np.nan
+    obs, next_state, reward, costs, _, info = step(jnp.asarray(np.stack([base, noisy_units, bad_battery])))
+    np.testing.assert_array_equal(np.asarray(info["invalid_action"]), [False, False, True])
+    for leaf in (obs, reward, costs, next_state.unit_power_mw, next_state.resource_states):
+        for row in jax.tree.leaves(leaf):
+            np.testing.assert_array_equal(np.asarray(row[1]), np.asarray(row[0]))
+    import powerzoojax.grid as grid
+
+    units_only = grid.make_trans_params(_case("5"), max_steps=3, solver_mode=1)
+    _, state0 = env.reset(jr.PRNGKey(0), units_only)
+    text = jax.jit(lambda a: env.step(jr.PRNGKey(1), state0, a, units_only)).lower(jnp.zeros(5)).as_text()
+    assert re.search(r"func\.func public @main\(\s*\)", text), "the compiled step still takes the action"

@@ -158,3 +158,28 @@ def test_checkpoints_are_kept_in_memory_without_an_output_dir():
 
     result = run_training(_stand_in_trainer(TrainConfig(n_checkpoints=3), 7, 3), jr.PRNGKey(0), progress=False)
     assert [(steps, int(policy)) for steps, policy in result.checkpoints] == [(20, 2), (50, 5), (70, 7)]
+
+
+def test_penalty_wrapper_forwards_the_ignored_action_entries():
+    import jax.numpy as jnp
+    import jax.random as jr
+    from toy_env import ToyEnv, make_toy_params
+
+    from powerzoojax.rl import PenaltyRewardWrapper
+
+    class IdleToyEnv(ToyEnv):
+        """The toy env, declaring its one action entry unread (its step still reads it)."""
+
+        def ignored_action_entries(self, params):
+            return np.ones((1,), bool)
+
+    params = make_toy_params(max_steps=3)
+    wrapped = PenaltyRewardWrapper(IdleToyEnv(), 1.0)
+    np.testing.assert_array_equal(wrapped.ignored_action_entries(params), [True])
+    assert PenaltyRewardWrapper(ToyEnv(), 1.0).ignored_action_entries(params) is None
+    _, state = wrapped.reset(jr.PRNGKey(0), params)
+    idle = wrapped.step(jr.PRNGKey(1), state, jnp.array([jnp.nan]), params)
+    neutral = wrapped.step(jr.PRNGKey(1), state, jnp.array([0.0]), params)
+    assert not bool(idle[-1]["invalid_action"])
+    np.testing.assert_array_equal(np.asarray(idle[0]), np.asarray(neutral[0]))
+    assert float(idle[2]) == float(neutral[2])

@@ -28,6 +28,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, PyTree
 from powerzoojax.core._guard import (
     as_action_array,
     check_params,
+    drop_ignored_entries,
     flag_invalid_action,
     flag_invalid_profiles,
     is_guarded,
@@ -165,7 +166,9 @@ def _guard_step(step: Any) -> Any:
             raise _own_shape_error(step, self, key, state, action, params) or shape_error from None
         action = checked
         low, high = (getattr(space, "low", -jnp.inf), getattr(space, "high", jnp.inf))
-        action, invalid = replace_non_finite(action, neutral_action(low, high, space.shape))
+        neutral = neutral_action(low, high, space.shape)
+        action = drop_ignored_entries(action, neutral, self.ignored_action_entries(params), owner)
+        action, invalid = replace_non_finite(action, neutral)
         obs, state, reward, costs, done, info = step(self, key, state, action, params)
         info = flag_invalid_profiles(flag_invalid_action(info, invalid), params)
         return obs, state, reward, costs, done, info
@@ -189,6 +192,11 @@ class Environment(eqx.Module):
       cleaned action, `info["invalid_action"]` is True and, where the env reports
       `is_safe`, `info["is_safe"]` is False. State, observation, reward and costs
       stay finite. `info["invalid_action"]` is present (False) on every step.
+    - Entries the step never reads under the params (`ignored_action_entries`, such as
+      `TransGridEnv`'s unit set-points when an OPF sets the dispatch) take their neutral
+      value before that check: whatever they hold changes nothing, so it is not
+      reported, and a compiled rollout does not compute them (a policy's or a random
+      draw's values for them are dead code that XLA removes).
     - Params whose `with_load_profiles` replaced non-finite profile values inside
       `jit` report it on every step as `info["invalid_load_profiles"]`.
 
@@ -323,6 +331,26 @@ class Environment(eqx.Module):
         A tuple of `info` keys.
         """
         return ()
+
+    def ignored_action_entries(self, params: EnvParams) -> np.ndarray | None:
+        """Which action entries `step` never reads under `params`; `None` when it reads
+        them all (the default).
+
+        The guard around `step` gives these entries their neutral value before its
+        non-finite check, so that nothing computed only for them survives in a compiled
+        program. An env whose action layout is fixed across modes but whose step
+        ignores part of it in some mode (an OPF that sets the dispatch) says so here.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        `None`, or a boolean NumPy array of the action space's shape, True where the
+        entry is ignored.
+        """
+        return None
 
     def physics_invariants(self, params: EnvParams) -> tuple[Invariant, ...]:
         """The laws this env's transitions obey under `params` (`()`: none declared).

@@ -60,6 +60,31 @@ def neutral_action(low: ArrayLike, high: ArrayLike, shape: tuple[int, ...]) -> A
     return jnp.clip(jnp.zeros(shape, jnp.float32), low, high)
 
 
+def drop_ignored_entries(
+    action: Shaped[Array, "*shape"], neutral: Shaped[Array, "*shape"], ignored: Any, owner: str
+) -> Shaped[Array, "*shape"]:
+    """`action` with the entries an env ignores (`ignored`, a host-side boolean mask of
+    the action's shape, or None for none) set to their neutral value.
+
+    When every entry is ignored the result does not depend on `action` at all, so tracing
+    drops whatever produced it; otherwise a select with a constant mask, which XLA folds.
+    """
+    if ignored is None:
+        return action
+    mask = np.asarray(ignored)
+    if mask.dtype != np.bool_ or mask.shape != tuple(action.shape):
+        raise ValueError(
+            f"{owner}: ignored_action_entries must be None or a boolean array of the action's shape "
+            f"{tuple(action.shape)}, got {mask.dtype} of shape {mask.shape}"
+        )
+    if not mask.any():
+        return action
+    fill = jnp.asarray(neutral, action.dtype)
+    if mask.all():
+        return fill
+    return jnp.where(mask, fill, action)
+
+
 def replace_non_finite(
     values: Shaped[Array, "*shape"], neutral: ArrayLike
 ) -> tuple[Shaped[Array, "*shape"], Bool[Array, ""]]:

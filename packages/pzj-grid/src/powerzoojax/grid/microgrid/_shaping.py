@@ -72,6 +72,9 @@ class DCMicrogridShapingWrapper(Environment):
     def iteration_count_keys(self, params: DCMicrogridParams) -> tuple[str, ...]:
         return self.env.iteration_count_keys(params)
 
+    def ignored_action_entries(self, params: DCMicrogridParams) -> np.ndarray | None:
+        return self.env.ignored_action_entries(params)
+
     def physics_invariants(self, params: DCMicrogridParams) -> tuple[Invariant, ...]:
         # The wrapper reshapes the reward only: the transitions are the inner env's.
         return self.env.physics_invariants(params)

@@ -31,7 +31,10 @@ Protocol. A model is an `eqx.Module` subclassing [`NetworkModel`][powerzoojax.gr
   reset state of every built-in mode;
 - `is_ac` (class variable): whether the observation carries bus voltages (the AC
   layout, `L + N + D + G + 2`) and `make_trans_params` builds the reactive loads and
-  voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`).
+  voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`);
+- `reads_setpoints` (property, True unless overridden): whether `solve` uses the
+  set-points; when it does not, the action's unit entries are ignored entries of the
+  env (`TransGridEnv.ignored_action_entries`).
 
 Every array of the [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution] must be finite; `thermal`, `voltage` and
 `unserved_mw` are the non-negative amounts the `thermal_overload`, `voltage_violation`
@@ -154,6 +157,13 @@ class NetworkModel(eqx.Module):
 
     is_ac: ClassVar[bool] = False
 
+    @property
+    def reads_setpoints(self) -> bool:
+        """Whether `solve` uses `inputs.dispatch_mw` (an OPF model sets the dispatch
+        itself). When it does not, `TransGridEnv` declares the action's unit entries
+        ignored, so a rollout does not compute them."""
+        return True
+
     @abc.abstractmethod
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
         """The step's network solve.
@@ -275,6 +285,10 @@ class DCOPFModel(NetworkModel):
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-4)
 
+    @property
+    def reads_setpoints(self) -> bool:
+        return False
+
     def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
         """The DC stage: the OPF dispatch with its DC flows.
 
@@ -344,6 +358,10 @@ class ACPowerFlowModel(NetworkModel):
     method: str = eqx.field(static=True, default="fdlf")
     warm_start: bool = eqx.field(static=True, default=False)
     is_ac: ClassVar[bool] = True
+
+    @property
+    def reads_setpoints(self) -> bool:
+        return self.dispatch_model.reads_setpoints
 
     def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
         """Initial voltages and PV→PQ switches from the previous step's state.
@@ -456,6 +474,10 @@ class ACOPFModel(NetworkModel):
     max_iter: int = eqx.field(static=True, default=50)
     tol: float = eqx.field(static=True, default=1e-4)
     is_ac: ClassVar[bool] = True
+
+    @property
+    def reads_setpoints(self) -> bool:
+        return False
 
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
         case, net = params.case, params.network

@@ -148,6 +148,14 @@ class TransGridEnv(Environment):
     def constraint_names(self, params: TransGridParams) -> tuple[str, ...]:
         return CONSTRAINT_NAMES
 
+    def ignored_action_entries(self, params: TransGridParams) -> np.ndarray | None:
+        # An OPF model sets the dispatch: the unit set-points are never read.
+        if not params.include_unit_dispatch or params.network_model.reads_setpoints:
+            return None
+        ignored = np.zeros((self.action_dim(params),), bool)
+        ignored[: params.case.n_units] = True
+        return ignored
+
     def iteration_count_keys(self, params: TransGridParams) -> tuple[str, ...]:
         # The AC power flow's Newton / fast-decoupled count (AC power-flow modes only).
         return ("pf_n_iter",) if params.acpf is not None else ()

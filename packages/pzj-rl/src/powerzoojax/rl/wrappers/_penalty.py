@@ -13,6 +13,7 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 from powerzoojax.core import Environment, EnvParams, EnvState, Space
 from powerzoojax.core._types import Key
@@ -62,6 +63,9 @@ class PenaltyRewardWrapper(Environment):
 
     def iteration_count_keys(self, params: EnvParams) -> tuple[str, ...]:
         return self.env.iteration_count_keys(params)
+
+    def ignored_action_entries(self, params: EnvParams) -> np.ndarray | None:
+        return self.env.ignored_action_entries(params)
 
     def reset(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:
         return self.env.reset(key, params)
