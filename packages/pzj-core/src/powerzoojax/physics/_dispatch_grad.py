@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._implicit import deferred_implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 from powerzoojax.core._types import where
 
@@ -146,9 +146,9 @@ def dispatch_kkt_derivatives(
 
     **Returns:** `sol`, values unchanged; see the module docstring for the derivative.
     """
-    z, theta, aux, settled = kkt_system(sol, cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi, ok)
     values = (sol.x, sol.nu, sol.mu_upper, sol.mu_lower)
-    x, nu, mu_upper, mu_lower = implicit_outputs(kkt_residual, _kkt_outputs, values, z, theta, aux, settled)
+    inputs = (sol, cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi, jnp.asarray(ok))
+    x, nu, mu_upper, mu_lower = deferred_implicit_outputs(kkt_system, kkt_residual, _kkt_outputs, values, inputs)
     return eqx.tree_at(lambda s: (s.x, s.nu, s.mu_upper, s.mu_lower), sol, (x, nu, mu_upper, mu_lower))
 
 

@@ -205,4 +205,55 @@ def implicit_outputs(
     return _implicit_outputs(residual, outputs, jacobian, equilibrate, min_norm, values, x, theta, aux, ok)
 
 
-__all__ = ["implicit_outputs"]
+def deferred_implicit_outputs(
+    system: Callable[..., tuple[Array, PyTree, PyTree, Array]],
+    residual: Callable[[Array, PyTree, PyTree], Array],
+    outputs: Callable[[Array, PyTree, PyTree], PyTree],
+    values: PyTree,
+    inputs: tuple,
+    jacobian: Callable[[Array, PyTree, PyTree], Array] | None = None,
+    equilibrate: bool = False,
+    min_norm: bool = False,
+) -> PyTree:
+    """`implicit_outputs` whose `(x, θ, aux, ok)` are `system(*inputs)`, built only when a
+    derivative is taken.
+
+    Reading an active set or a convergence test off a solution is work that only the
+    derivative uses: passed to `implicit_outputs` it is traced and lowered on every
+    forward call (and only then removed by XLA). Here it runs inside the derivative rule,
+    so a forward call costs nothing beyond `values`.
+
+    **Arguments:**
+
+    - `system`: `(*inputs) -> (x, θ, aux, ok)` as `implicit_outputs` takes them (a
+      module-level function: it is a static argument); `θ` must follow from `inputs`
+      so that its tangent does.
+    - `residual`, `outputs`, `values`, `jacobian`, `equilibrate`, `min_norm`: as in
+      `implicit_outputs`.
+    - `inputs`: a tuple of arrays and pytrees of arrays, the differentiable data among them.
+
+    **Returns:** `values`, with the derivative `implicit_outputs` would give them.
+    """
+    values = lax.stop_gradient(values)
+    return _deferred_outputs(system, residual, outputs, jacobian, equilibrate, min_norm, values, inputs)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4, 5))
+def _deferred_outputs(system, residual, outputs, jacobian, equilibrate, min_norm, values, inputs):
+    del system, residual, outputs, jacobian, equilibrate, min_norm, inputs
+    return values
+
+
+@_deferred_outputs.defjvp
+def _deferred_outputs_jvp(system, residual, outputs, jacobian, equilibrate, min_norm, primals, tangents):
+    values, inputs = primals
+    _, d_inputs = tangents
+
+    def solved(inputs):
+        x, theta, aux, ok = system(*inputs)
+        return implicit_outputs(residual, outputs, values, x, theta, aux, ok, jacobian, equilibrate, min_norm)
+
+    return jax.jvp(solved, (inputs,), (d_inputs,))
+
+
+__all__ = ["deferred_implicit_outputs", "implicit_outputs"]

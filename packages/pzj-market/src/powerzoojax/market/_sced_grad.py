@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._dispatch_grad import kkt_residual, kkt_system, split_kkt
-from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._implicit import deferred_implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 
@@ -54,9 +54,8 @@ def sced_kkt_derivatives(
         residual=jnp.zeros((), delta.dtype),
         certified=optimal,
     )
-    z, theta, aux, settled = kkt_system(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
-    # (δ, y) themselves are the values, so the forward pass computes nothing new.
-    return implicit_outputs(kkt_residual, _sced_outputs, (delta, y), z, theta, aux, settled)
+    inputs = (sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi, jnp.asarray(True))
+    return deferred_implicit_outputs(kkt_system, kkt_residual, _sced_outputs, (delta, y), inputs)
 
 
 def _sced_outputs(z, theta, aux):
