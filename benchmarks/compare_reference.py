@@ -17,7 +17,9 @@ so the one worker below runs unchanged in either environment.
 Per configuration and round, each side gets a fresh process (``--worker`` mode of this
 file, started with that side's interpreter), one after the other, so each
 ``first call s`` (trace, lower, compile and one run of the jitted function; imports and
-env construction not in it) is measured alone. After one warm-up call each, the tool
+env construction not in it) is measured alone; ``first result s`` adds what comes before
+it in a fresh process (importing JAX and the package, building the case, env and params),
+the wait a user sees from ``import`` to the first rollout. After one warm-up call each, the tool
 asks the two processes for ``--repeats`` timed calls each, alternating between them
 (A B B A A B ...), each with a new key and timed to ``block_until_ready``. On a shared
 machine the load changes over seconds, so calls that follow each other see nearly the
@@ -103,6 +105,7 @@ def _make_env(kind: str, case_id: str):
 def run_worker(kind: str, case_id: str, n_envs: int) -> None:
     """Serve one configuration in this (fresh) process: first the first call, then one
     timed call per ``t`` line read from stdin, each answered with a JSON line."""
+    started = time.perf_counter()
     import jax
     import numpy as np
 
@@ -110,7 +113,9 @@ def run_worker(kind: str, case_id: str, n_envs: int) -> None:
     from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
 
     env, params = _make_env(kind, case_id)
+    jax.block_until_ready(params)
     act_dim = int(env.action_space(params).shape[0])
+    setup_s = time.perf_counter() - started
 
     def collect(key):
         key, k_reset, k_actions, k_roll = jax.random.split(key, 4)
@@ -134,6 +139,8 @@ def run_worker(kind: str, case_id: str, n_envs: int) -> None:
     jax.block_until_ready(fn(jax.random.PRNGKey(1)))  # warm-up
     print(json.dumps({
         "first_call_s": first_call_s,
+        "setup_s": setup_s,
+        "first_result_s": setup_s + first_call_s,
         "mean_reward_first_call": mean_reward,
         "jax": jax.__version__,
         "package_file": powerzoojax.__file__,
@@ -283,8 +290,9 @@ def _fmt(x: float | None, spec: str) -> str:
 def table(rows: dict[str, dict[str, list[dict]]]) -> str:
     lines = [
         "| config | N | ours env-steps/s | reference env-steps/s | ratio (wall) | ratio (CPU) | ratio (best) "
-        "| per-round pair ratios | first call ours s | first call reference s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| per-round pair ratios | first call ours s | first call reference s "
+        "| first result ours s | first result reference s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for config, sides in rows.items():
         kind, case_id, n_envs = CONFIGS[config]
@@ -300,7 +308,8 @@ def table(rows: dict[str, dict[str, list[dict]]]) -> str:
             f"| {_fmt(o / r if o and r else None, '.2f')}× | {_fmt(oc / rc if oc and rc else None, '.2f')}× "
             f"| {_fmt(ob / rb if ob and rb else None, '.2f')}× "
             f"| {' '.join(per_round)} | {_fmt(_median(ours, 'first_call_s'), '.1f')} "
-            f"| {_fmt(_median(ref, 'first_call_s'), '.1f')} |"
+            f"| {_fmt(_median(ref, 'first_call_s'), '.1f')} "
+            f"| {_fmt(_median(ours, 'first_result_s'), '.1f')} | {_fmt(_median(ref, 'first_result_s'), '.1f')} |"
             + ("" if not errors else f" {'; '.join(sorted(set(errors)))}")
         )
     return "\n".join(lines)
@@ -349,7 +358,8 @@ def main() -> None:
                 r = res[side]
                 print(f"# round {rnd + 1} {config} {side}: "
                       + (r["error"] if "error" in r else
-                         f"{r['steps_per_s']:,.0f} env-steps/s, first call {r['first_call_s']:.1f} s, "
+                         f"{r['steps_per_s']:,.0f} env-steps/s, first call {r['first_call_s']:.1f} s "
+                         f"(first result {r['first_result_s']:.1f} s), "
                          f"jax {r['jax']}, load {load}"), file=sys.stderr, flush=True)
     versions = {
         side: sorted({r["jax"] for c in rows.values() for r in c[side] if "error" not in r}) for side in ("ours", "reference")
