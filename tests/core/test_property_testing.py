@@ -168,6 +168,19 @@ def test_property_tests_reuse_one_compiled_program():
     assert _programs(env, PARAMS).counts["rollout"] == 1
 
 
+def test_weakly_typed_actions_share_the_compiled_rollout():
+    from powerzoojax.testing import record_trajectory
+    from powerzoojax.testing._checks import _programs
+
+    env = ToyBattery(clip=True)
+    weak = jax.lax.broadcast(jnp.asarray(0.25), (5, 1))  # built from a Python scalar
+    assert weak.aval.weak_type
+    for acts in (weak, np.full((5, 1), 0.25, np.float32), jnp.full((5, 1), 0.25)):
+        traj, _ = record_trajectory(env, PARAMS, jax.random.PRNGKey(0), acts)
+        assert traj.action.dtype == np.float32
+    assert _programs(env, PARAMS).counts["rollout"] == 1
+
+
 # --- strategies ------------------------------------------------------------------------
 
 

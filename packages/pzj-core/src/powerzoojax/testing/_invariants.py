@@ -73,6 +73,9 @@ def record_trajectory(
     step's key).
     """
     programs = _programs(env, params)
+    # Strongly typed, so that actions built from Python scalars (weakly typed) and the
+    # same actions as a NumPy or typed array run one compiled rollout, not two.
+    actions = jax.tree.map(lambda a: jnp.asarray(a, dtype=jnp.asarray(a).dtype), actions)
     k_reset, k_roll = jr.split(key)
     if state is None:
         _, state = programs.reset(k_reset, params)
