@@ -76,3 +76,12 @@ def test_make_battery_params_rejects_bad_soc():
 
     with pytest.raises(ValueError, match="soc_min < soc_max"):
         make_battery_params(soc_min=0.9, soc_max=0.1)
+
+
+def test_renewable_params_take_a_list_of_capacity_factors():
+    from powerzoojax.grid import make_renewable_params
+
+    params = make_renewable_params(cf_profile=[0.1, 0.2, 0.3])
+    np.testing.assert_allclose(np.asarray(params.cf_profile), [0.1, 0.2, 0.3], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"make_renewable_params: capacity factors must be a non-empty finite sequence in \[0, 1\], got \[0.1, 1.5\]"):
+        make_renewable_params(cf_profile=[0.1, 1.5])

@@ -27,7 +27,8 @@ def _hours(n: int) -> np.ndarray:
     return 24.0 * np.arange(n) / n
 
 
-def _cf_vector(caller: str, cf: ArrayLike) -> np.ndarray:
+def _cf_vector(caller: str, cf: Any) -> np.ndarray:
+    # Any sequence of numbers (a list, a tuple, an array): the conversion below checks it.
     arr = np.asarray(cf, np.float64).reshape(-1)
     if arr.size < 1 or not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
         raise ValueError(f"{caller}: capacity factors must be a non-empty finite sequence in [0, 1], got {cf!r}")
