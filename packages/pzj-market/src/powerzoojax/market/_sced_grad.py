@@ -41,6 +41,12 @@ def sced_kkt_derivatives(
 
     **Returns:** `(delta, y)` with their derivatives (see the module docstring).
     """
+    inputs = (delta, y, prices, widths, demand, m_lim, row_lo, row_hi, optimal)
+    return deferred_implicit_outputs(_sced_kkt_system, kkt_residual, _sced_outputs, (delta, y), inputs)
+
+
+def _sced_kkt_system(delta, y, prices, widths, demand, m_lim, row_lo, row_hi, optimal):
+    """The dispatch KKT system of the SCED LP at `(δ, y)` (built only for a derivative)."""
     zeros = jnp.zeros_like(prices)
     y_lines = y[1:]
     sol = DispatchQPSolution(
@@ -54,8 +60,7 @@ def sced_kkt_derivatives(
         residual=jnp.zeros((), delta.dtype),
         certified=optimal,
     )
-    inputs = (sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi, jnp.asarray(True))
-    return deferred_implicit_outputs(kkt_system, kkt_residual, _sced_outputs, (delta, y), inputs)
+    return kkt_system(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
 
 
 def _sced_outputs(z, theta, aux):
