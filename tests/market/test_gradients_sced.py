@@ -62,8 +62,11 @@ def test_uncongested_price_follows_the_marginal_offer() -> None:
 
 
 def _check_finite_differences(congested: bool, seed: int, weight_seed: int, random_point: bool = False) -> None:
-    # Piecewise linear: a central difference inside the piece is exact up to float32
-    # rounding of the clearing (~1e-5 of the loss, over a step of 0.1: ~1e-4 absolute).
+    # Piecewise linear between jumps (an LMP is a step function of the load): inside one
+    # piece a central difference is exact up to the clearing's float32 rounding, ~1e-5 of
+    # the loss, so the step is wide (0.2) to keep that rounding below the tolerance. The
+    # loss of each end is summed in float64 from the clearing's float32 outputs: the
+    # test's own sum would add rounding of the same size.
     case, _, solve = _clearing(congested)
     rng = np.random.default_rng(weight_seed)
     w_lmp = jnp.asarray(rng.normal(size=case.n_nodes), jnp.float32)
@@ -73,6 +76,11 @@ def _check_finite_differences(congested: bool, seed: int, weight_seed: int, rand
         res = solve(load, prices)
         return w_lmp @ res.lmp + 0.1 * (w_p @ res.unit_power)
 
+    def loss_value(load, prices) -> float:
+        res = solve(load, prices)
+        lmp, power = np.asarray(res.lmp, np.float64), np.asarray(res.unit_power, np.float64)
+        return float(np.asarray(w_lmp, np.float64) @ lmp + 0.1 * (np.asarray(w_p, np.float64) @ power))
+
     load, prices = _point(congested, seed)
     grad = jax.grad(loss, argnums=(0, 1))
     g_load, g_prices = grad(load, prices)
@@ -80,21 +88,25 @@ def _check_finite_differences(congested: bool, seed: int, weight_seed: int, rand
         (0, g_load, load * jnp.asarray(rng.normal(size=load.shape), jnp.float32) / 100.0),
         (1, g_prices, jnp.asarray(rng.normal(size=prices.shape), jnp.float32)),
     ):
-        h = 5e-2
+        h = 0.2
 
         def at(step):
             return (load + step * d, prices) if which == 0 else (load, prices + step * d)
 
         slope = float(jnp.sum(g * d))
-        # The difference is only a derivative when both ends lie on the centre's piece (the
-        # same active set): their own directional derivatives then equal the centre's.
+        # The difference is only a derivative when both ends lie on the centre's piece: the
+        # same active set (their own directional derivatives equal the centre's) and no
+        # jump in between (the two one-sided differences agree).
         ends = [float(jnp.sum(grad(*at(step))[which] * d)) for step in (h, -h)]
-        same_piece = all(e == pytest.approx(slope, rel=1e-4, abs=1e-5) for e in ends)
+        upper, centre, lower = loss_value(*at(h)), loss_value(load, prices), loss_value(*at(-h))
+        same_piece = all(e == pytest.approx(slope, rel=1e-4, abs=1e-5) for e in ends) and (
+            (upper - centre) / h == pytest.approx((centre - lower) / h, abs=2e-4)
+        )
         if random_point:
             assume(same_piece)
         else:
-            assert same_piece, (ends, slope)
-        fd = float(loss(*at(h)) - loss(*at(-h))) / (2 * h)
+            assert same_piece, (ends, slope, upper, centre, lower)
+        fd = (upper - lower) / (2 * h)
         assert slope == pytest.approx(fd, rel=1e-3, abs=2e-4)
 
 
