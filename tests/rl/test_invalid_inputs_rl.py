@@ -119,6 +119,42 @@ def test_marl_non_finite_actions_are_replaced_and_flagged(name):
         assert not np.any(np.asarray(info["is_safe"])[1:])
 
 
+@pytest.mark.parametrize("solver_mode", [0, 1])
+def test_marl_entries_a_step_never_reads_are_not_flagged(solver_mode):
+    """Padding (the units' and the P-only battery's second entry next to a two-entry
+    battery) is never read, nor, under the DC-OPF (solver_mode 1), are the unit
+    set-points: a NaN there is neither an invalid action nor read; a NaN in an entry the
+    step reads still is."""
+    from powerzoojax.case import load_case
+    from powerzoojax.grid import TransGridEnv, make_trans_params
+    from powerzoojax.grid.resources import make_battery_bundle
+    from powerzoojax.rl.marl import GridMARLEnv
+
+    case5 = load_case("5")
+    two = make_battery_bundle(case5, (1,), power_mw=20.0, energy_mwh=50.0, enable_q_control=True)  # 2 entries
+    one = make_battery_bundle(case5, (3,), power_mw=10.0, energy_mwh=20.0)  # 1 entry
+    params = make_trans_params(case5, max_steps=3, resources=(two, one), solver_mode=solver_mode)
+    env = GridMARLEnv(TransGridEnv(), params)
+    units = case5.n_units
+    ignored = env.ignored_action_entries()
+    expected = np.zeros((env.num_agents, 2), bool)
+    expected[:units, 1] = True  # unit padding
+    expected[units + 1, 1] = True  # the one-entry battery's padding
+    expected[:units, 0] = solver_mode == 1  # the OPF sets the dispatch
+    np.testing.assert_array_equal(ignored, expected)
+
+    _, state = jax.jit(env.reset_arrays)(jr.PRNGKey(0))
+    reference = jnp.full((env.num_agents, 2), 0.3)
+    unread = jnp.where(jnp.asarray(expected), jnp.nan, reference)
+    read = reference.at[units, 0].set(jnp.nan)  # the two-entry battery's first entry
+    step = jax.jit(jax.vmap(lambda a: env.step_arrays(jr.PRNGKey(1), state, a)))
+    clean = jnp.where(jnp.asarray(expected), 0.0, reference)
+    obs, next_state, rewards, _, info = step(jnp.stack([clean, unread, read]))
+    np.testing.assert_array_equal(np.asarray(info["invalid_action"]), [False, False, True])
+    for leaf in (obs, rewards, *[x for x in jax.tree.leaves(next_state) if jnp.issubdtype(x.dtype, jnp.inexact)]):
+        np.testing.assert_array_equal(np.asarray(leaf[1]), np.asarray(leaf[0]))
+
+
 @pytest.mark.parametrize("name", MARL)
 def test_marl_dict_errors_name_the_agent(name):
     env = _marl(name)

@@ -36,6 +36,7 @@ class DeviceLayout(eqx.Module):
     action_src: Int[Array, " env_action_dim"]  # flat index into the stacked (A · action_dim) actions
     action_dim: int = eqx.field(static=True)
     own_dim: int = eqx.field(static=True)
+    agent_action_dims: tuple[int, ...] = eqx.field(static=True)  # each agent's own action size
 
 
 def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, bundle_obs_start: int) -> DeviceLayout:
@@ -67,7 +68,13 @@ def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, b
         mask[a, : len(ix)] = 1.0
     src = np.concatenate([a * action_dim + np.arange(n, dtype=np.int32) for a, n in enumerate(act_dims)])
     return DeviceLayout(
-        tuple(names), jnp.asarray(idx), jnp.asarray(mask), jnp.asarray(src, jnp.int32), int(action_dim), int(own_dim)
+        tuple(names),
+        jnp.asarray(idx),
+        jnp.asarray(mask),
+        jnp.asarray(src, jnp.int32),
+        int(action_dim),
+        int(own_dim),
+        tuple(int(n) for n in act_dims),
     )
 
 
@@ -142,6 +149,16 @@ class DeviceAgentsEnv(MultiAgentEnvironment):
         )
         info: Info = {**info, "constraint_costs": costs, "cost": info["cost_sum"]}
         return obs, env_state, reward, costs, done, info
+
+    def ignored_action_entries(self, params: Any = None) -> np.ndarray | None:
+        # Built from the layout's static sizes, not `action_src`: the adapter may be a
+        # traced argument, its arrays then unknown while the step is traced.
+        dims, width = self.layout.agent_action_dims, self.action_dim
+        src = np.concatenate([a * width + np.arange(n) for a, n in enumerate(dims)])
+        parent = self.env.ignored_action_entries(self._p(params))
+        read = np.zeros((len(dims) * width,), bool)
+        read[src] = True if parent is None else ~np.asarray(parent, bool)
+        return None if read.all() else ~read.reshape(len(dims), width)
 
     def constraint_names(self) -> tuple[str, ...]:
         return self.env.constraint_names(self.params)

@@ -29,7 +29,9 @@ terminal step belong to the next episode).
 
 Bad input follows the single-agent contract (`powerzoojax.core.Environment`): a
 non-finite action entry is replaced by 0 (the neutral value of `Box[-1, 1]`) and
-reported as `info["invalid_action"]` (and `is_safe` False where reported); wrong
+reported as `info["invalid_action"]` (and `is_safe` False where reported). Entries a
+step never reads (`ignored_action_entries`: the padding, and what the parent env
+ignores) are set to 0 first, so they are not checked; wrong
 shapes, unknown agents and params of the wrong class raise one-line errors naming the
 agent or value and what was expected.
 """
@@ -45,6 +47,7 @@ from jaxtyping import Array, Bool, Float, PyTree
 from powerzoojax.core import Box, EnvParams, make_box
 from powerzoojax.core._guard import (
     as_action_array,
+    drop_ignored_entries,
     flag_invalid_action,
     is_guarded,
     mark_guarded,
@@ -111,7 +114,8 @@ def _guard_step_arrays(step_arrays: Any) -> Any:
         shape = (self.num_agents, self.action_dim)
         actions = as_action_array(actions, f"{owner} (stacked actions (num_agents, action_dim))", shape)
         space = self.action_space()
-        neutral = neutral_action(space.low, space.high, (self.action_dim,))
+        neutral = jnp.broadcast_to(neutral_action(space.low, space.high, (self.action_dim,)), shape)
+        actions = drop_ignored_entries(actions, neutral, self.ignored_action_entries(params), owner)
         actions, invalid = replace_non_finite(actions, neutral)
         obs, state, rewards, done, info = step_arrays(self, key, state, actions, params)
         return obs, state, rewards, done, flag_invalid_action(info, invalid)
@@ -180,6 +184,18 @@ class MultiAgentEnvironment(eqx.Module):
     @abc.abstractmethod
     def action_dim(self) -> int:
         """Uniform per-agent action size (zero-padded)."""
+
+    def ignored_action_entries(self, params: EnvParams | None = None) -> np.ndarray | None:
+        """Which entries of the stacked actions `(num_agents, action_dim)` a step never reads
+        under `params` (default: the bound ones), as a host-side boolean array; `None` when
+        it reads them all.
+
+        The guard sets these entries to their neutral value before its non-finite check, so
+        a NaN there is not an `invalid_action`, and whatever computed them is dead code in a
+        compiled step. The device adapters ignore the padding of agents with a shorter
+        action and the entries their parent env ignores (the unit set-points under an OPF).
+        """
+        return None
 
     def observation_space(self, agent: str | None = None) -> Box:
         """Observation space of one agent.
