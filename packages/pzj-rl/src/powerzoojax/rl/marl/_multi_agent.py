@@ -186,14 +186,22 @@ class MultiAgentEnvironment(eqx.Module):
         """Uniform per-agent action size (zero-padded)."""
 
     def ignored_action_entries(self, params: EnvParams | None = None) -> np.ndarray | None:
-        """Which entries of the stacked actions `(num_agents, action_dim)` a step never reads
-        under `params` (default: the bound ones), as a host-side boolean array; `None` when
-        it reads them all.
+        """Which entries of the stacked actions a step never reads; `None` when it reads
+        them all (the default).
 
         The guard sets these entries to their neutral value before its non-finite check, so
         a NaN there is not an `invalid_action`, and whatever computed them is dead code in a
         compiled step. The device adapters ignore the padding of agents with a shorter
         action and the entries their parent env ignores (the unit set-points under an OPF).
+
+        **Arguments:**
+
+        - `params`: the params of the step; `None` takes the bound ones.
+
+        **Returns:**
+
+        `None`, or a boolean NumPy array of shape `(num_agents, action_dim)`, True where the
+        entry is ignored.
         """
         return None
 
