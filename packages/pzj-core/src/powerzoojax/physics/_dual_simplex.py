@@ -15,18 +15,15 @@ Every matrix–vector product is a broadcast multiply and a sum, not `@`: under 
 it fuses into element-wise loops over the batch, whereas XLA:CPU hands each `dot` of
 tiny rows to a separate library kernel, whose fixed cost dominates here.
 
-Those one-hot products (`B = A · onehotᵀ` is `rows² × vars` elements, the basic bounds and
-costs `rows × vars`) only pay while the LP is small: on a large network's LP (thousands of
-monitored lines) the final `B` alone would be hundreds of GB. Above `_ONEHOT_MAX_ELEMENTS`
-the same selections are gathers and scatters of the basis indices, which give the same
-values (a one-hot product adds exact zeros to the one picked entry).
+The basic columns are picked by gathers and scatters of the basis indices, not by
+one-hot products (a `rows × vars` selection matrix): those fuse under `vmap` too but
+cost a multiply per row and column, and measure slower on small and large LPs alike
+(`benchmarks/results/xla-tricks.md`).
 
 The loop is a `lax.while_loop` that stops when the instance is optimal or proven
 primal infeasible (a violated row no column can repair) or the budget is spent; under
 `vmap` it runs until the slowest lane stops, the others frozen by the loop's select.
 """
-
-from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -39,9 +36,6 @@ SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
 # work that fuses under ``vmap``); beyond it, a sort and a prefix sum, O(n log n).
 _PAIRWISE_MAX_VARS = 64
-# Up to this many elements a basis selection is a one-hot product (fuses under ``vmap``);
-# beyond it, a gather or scatter of the basis indices (see the module docstring).
-_ONEHOT_MAX_ELEMENTS = 1 << 16
 
 
 class DualSimplexResult(eqx.Module):
@@ -123,7 +117,7 @@ def bounded_dual_simplex(
         return where(eligible, ratio, -1.0)
 
     def basic_values(basis, binv, at_upper):
-        sel = _BasisSelection(basis, n_vars, a.dtype)
+        sel = _BasisSelection(basis, n_vars)
         x_nb = where(sel.is_basic, 0.0, where(at_upper, hi, lo))
         x_b = _mv(binv, b - _mv(a, x_nb))
         return sel, sel.is_basic, x_nb, x_b
@@ -216,37 +210,27 @@ def bounded_dual_simplex(
 
 
 class _BasisSelection:
-    """The basic columns of an LP: one-hot products on a small LP, index gathers and
-    scatters on a large one (`_ONEHOT_MAX_ELEMENTS`); both give the same values."""
+    """The basic columns of an LP, by gathers and scatters of the basis indices."""
 
-    def __init__(self, basis: Int[Array, " n_rows"], n_vars: int, dtype: Any):
+    def __init__(self, basis: Int[Array, " n_rows"], n_vars: int):
         self.basis = basis
         self.n_vars = n_vars
-        self.onehot = basis.shape[0] * n_vars <= _ONEHOT_MAX_ELEMENTS
-        if self.onehot:
-            self.matrix = (basis[:, None] == jnp.arange(n_vars)[None, :]).astype(dtype)  # (rows, vars)
-            self.is_basic = jnp.sum(self.matrix, axis=0) > 0
-        else:
-            self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
+        self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
 
     def pick(self, v: Float[Array, " n_vars"]) -> Float[Array, " n_rows"]:
         """`v` at the basic columns."""
-        return _mv(self.matrix, v) if self.onehot else v[self.basis]
+        return v[self.basis]
 
     def spread(self, v_b: Float[Array, " n_rows"]) -> Float[Array, " n_vars"]:
         """Values of the basic columns placed at their columns, zero elsewhere."""
-        return _vm(v_b, self.matrix) if self.onehot else jnp.zeros((self.n_vars,), v_b.dtype).at[self.basis].add(v_b)
+        return jnp.zeros((self.n_vars,), v_b.dtype).at[self.basis].add(v_b)
 
     def column(self, a: Float[Array, "r n_vars"], q: Int[Array, ""]) -> Float[Array, " r"]:
         """Column `q` of `a`."""
-        if self.onehot:
-            return _mv(a, (jnp.arange(self.n_vars) == q).astype(a.dtype))
         return lax.dynamic_index_in_dim(a, q, axis=1, keepdims=False)
 
     def columns(self, a: Float[Array, "r n_vars"]) -> Float[Array, "r n_rows"]:
-        """The basis matrix: the basic columns of `a`, `a @ onehotᵀ`."""
-        if self.onehot:
-            return jnp.sum(a[:, None, :] * self.matrix[None, :, :], axis=2)
+        """The basis matrix: the basic columns of `a`."""
         return a[:, self.basis]
 
 
