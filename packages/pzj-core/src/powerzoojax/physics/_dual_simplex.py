@@ -11,9 +11,10 @@ Reduced costs within the dual tolerance enter the ratio test as exact zeros, so 
 ties are broken by column index rather than by float32 round-off (which changes from pivot
 to pivot and kept a tied-cost LP such as case 1354pegase's DC-OPF from finishing).
 
-Every matrix–vector product is a broadcast multiply and a sum, not `@`: under `vmap`
-it fuses into element-wise loops over the batch, whereas XLA:CPU hands each `dot` of
-tiny rows to a separate library kernel, whose fixed cost dominates here.
+On a small LP every matrix–vector product is a broadcast multiply and a sum, not `@`:
+under `vmap` it fuses into element-wise loops over the batch, whereas XLA:CPU hands each
+`dot` of tiny rows to a separate library kernel, whose fixed cost dominates there. On
+matrices above `_BROADCAST_MAX_ELEMENTS` elements the products are `@`.
 
 The basic columns are picked by gathers and scatters of the basis indices, not by
 one-hot products (a `rows × vars` selection matrix): those fuse under `vmap` too but
@@ -48,18 +49,27 @@ class DualSimplexResult(eqx.Module):
 # False: every product below is a plain `@` (read when a function is traced), so that
 # `benchmarks/xla_tricks.py` can time both in one process.
 BROADCAST_PRODUCTS = True
+# Matrices of more elements than this take a plain `@` whatever the switch: there the
+# library kernel's fixed cost is small against the product itself.
+_BROADCAST_MAX_ELEMENTS = 4096
+
+
+def _broadcast(m: Array) -> bool:
+    return BROADCAST_PRODUCTS and m.shape[0] * m.shape[1] <= _BROADCAST_MAX_ELEMENTS
 
 
 def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
-    """`m @ v` as a broadcast multiply and a sum (see the module docstring)."""
-    if not BROADCAST_PRODUCTS:
+    """`m @ v`, as a broadcast multiply and a sum on a small matrix (see the module
+    docstring)."""
+    if not _broadcast(m):
         return m @ v
     return jnp.sum(m * v[None, :], axis=1)
 
 
 def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
-    """`v @ m` as a broadcast multiply and a sum (see the module docstring)."""
-    if not BROADCAST_PRODUCTS:
+    """`v @ m`, as a broadcast multiply and a sum on a small matrix (see the module
+    docstring)."""
+    if not _broadcast(m):
         return v @ m
     return jnp.sum(v[:, None] * m, axis=0)
 
