@@ -35,7 +35,7 @@ from powerzoojax.core._types import where
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
-# work that fuses under ``vmap``); beyond it, a sort and a prefix sum, O(n log n).
+# work that fuses under ``vmap``); beyond it, a bisection on the ratio, O(n) per step.
 _PAIRWISE_MAX_VARS = 64
 
 
@@ -113,15 +113,36 @@ def bounded_dual_simplex(
     rows = jnp.arange(n_rows)
     index_before = cols[None, :] < cols[:, None]  # [j, k]: k precedes j on equal ratios
 
-    def repair_before(ratio, repair):
-        """Σ repair of the candidates ahead of each one in (ratio, index) order."""
+    def first_to_complete(eligible, ratio, repair, need):
+        """`(found, q)`: the first candidate in (ratio, index) order at which the repair of
+        the candidates up to it, itself included, reaches `need` (off the candidates the
+        ratio is inf and the repair 0)."""
         if n_vars <= _PAIRWISE_MAX_VARS:
             ahead = (ratio[None, :] < ratio[:, None]) | ((ratio[None, :] == ratio[:, None]) & index_before)
-            return jnp.sum(where(ahead, repair[None, :], 0.0), axis=1)
-        # O(n log n): a stable sort keeps ties in index order, then an exclusive prefix sum.
-        order = jnp.argsort(ratio, stable=True)
-        sorted_repair = repair[order]
-        return jnp.zeros_like(repair).at[order].set(jnp.cumsum(sorted_repair) - sorted_repair)
+            before = jnp.sum(where(ahead, repair[None, :], 0.0), axis=1)
+            completes = eligible & (before + repair >= need)
+            return jnp.any(completes), jnp.argmin(where(completes, ratio, jnp.inf))
+        # Bisection on the ratio's bits (a non-negative float's bits order as its value) for
+        # the smallest ratio whose candidates, with every smaller one, reach `need`, then
+        # the first in index order among the candidates of that ratio: O(n) per step, where
+        # XLA:CPU's sort of a few hundred ratios per lane costs more than the rest of a pivot.
+        width = ratio.dtype.itemsize * 8
+        bits = lax.bitcast_convert_type(ratio, jnp.dtype(f"int{width}"))
+        found = jnp.sum(repair) >= need
+
+        def halve(_, bounds):
+            lo, hi = bounds
+            mid = lo + (hi - lo) // 2
+            reached = jnp.sum(where(bits <= mid, repair, 0.0)) >= need
+            return where(reached, lo, mid + 1), where(reached, mid, hi)
+
+        top = jnp.max(where(eligible, bits, 0))
+        _, t = lax.fori_loop(0, width - 1, halve, (jnp.zeros_like(top), top))
+        tie = eligible & (bits == t)
+        reach = tie & (jnp.sum(where(bits < t, repair, 0.0)) + jnp.cumsum(where(tie, repair, 0.0)) >= need)
+        # Rounding may leave the tie's own running sum just short: its last candidate then.
+        q = where(jnp.any(reach), jnp.argmax(reach), n_vars - 1 - jnp.argmax(tie[::-1]))
+        return found, q
 
     def ratio_or_neg(eligible, ratio):
         return where(eligible, ratio, -1.0)
@@ -175,9 +196,8 @@ def bounded_dual_simplex(
         # Flipped candidates' reduced costs change sign before the entering one's, so
         # the dual stays feasible. Pairwise [j, k] with k on the minor axis.
         repair = where(eligible, mag * (hi - lo), 0.0)
-        before = repair_before(ratio, repair)
-        completes = eligible & (before + repair >= jnp.max(viol))
-        q = where(jnp.any(completes), jnp.argmin(where(completes, ratio, jnp.inf)), jnp.argmax(ratio_or_neg(eligible, ratio)))
+        found, q_complete = first_to_complete(eligible, ratio, repair, jnp.max(viol))
+        q = where(found, q_complete, jnp.argmax(ratio_or_neg(eligible, ratio)))
         ratio_q = jnp.sum(where(cols == q, ratio, 0.0), axis=0)
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
