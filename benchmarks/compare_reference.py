@@ -68,6 +68,7 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
     "case5-dc-256": ("dc", "5", 256),
     "case5-dcopf-256": ("dcopf", "5", 256),
     "case5-dcopf-1024": ("dcopf", "5", 1024),
+    "case29gb-dcopf-64": ("dcopf", "29gb", 64),
 }
 KIND_LABEL = {"dc": "DC", "dcopf": "DC-OPF", "acpf": "AC PF", "uc": "UC", "dist": "DistGridEnv"}
 READY_MARKER = ".pzj-ready"
