@@ -61,10 +61,11 @@ def neutral_action(low: ArrayLike, high: ArrayLike, shape: tuple[int, ...]) -> A
 
 
 def drop_ignored_entries(
-    action: Shaped[Array, "*shape"], neutral: Shaped[Array, "*shape"], ignored: Any, owner: str
+    action: Shaped[Array, "*shape"], neutral: Shaped[Array, "..."], ignored: Any, owner: str
 ) -> Shaped[Array, "*shape"]:
     """`action` with the entries an env ignores (`ignored`, a host-side boolean mask of
-    the action's shape, or None for none) set to their neutral value.
+    the action's shape, or None for none) set to their neutral value (`neutral`, of the
+    action's shape or broadcastable to it).
 
     When every entry is ignored the result does not depend on `action` at all, so tracing
     drops whatever produced it; otherwise a select with a constant mask, which XLA folds.
@@ -79,7 +80,7 @@ def drop_ignored_entries(
         )
     if not mask.any():
         return action
-    fill = jnp.asarray(neutral, action.dtype)
+    fill = jnp.broadcast_to(jnp.asarray(neutral, action.dtype), action.shape)
     if mask.all():
         return fill
     return jnp.where(mask, fill, action)

@@ -66,7 +66,7 @@ def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, b
     for a, ix in enumerate(own):
         idx[a, : len(ix)] = ix
         mask[a, : len(ix)] = 1.0
-    src = np.concatenate([a * action_dim + np.arange(n, dtype=np.int32) for a, n in enumerate(act_dims)])
+    src = _action_src(act_dims, action_dim)
     return DeviceLayout(
         tuple(names),
         jnp.asarray(idx),
@@ -76,6 +76,12 @@ def device_layout(prefix: str, fixed_obs_idx: list[list[int]], bundles: tuple, b
         int(own_dim),
         tuple(int(n) for n in act_dims),
     )
+
+
+def _action_src(act_dims: list[int] | tuple[int, ...], action_dim: int) -> np.ndarray:
+    """Flat index, into the stacked `(A · action_dim)` actions, of each entry of the env's
+    action vector: every agent's own entries, padding skipped."""
+    return np.concatenate([a * action_dim + np.arange(n, dtype=np.int32) for a, n in enumerate(act_dims)])
 
 
 def gather_own(
@@ -154,7 +160,7 @@ class DeviceAgentsEnv(MultiAgentEnvironment):
         # Built from the layout's static sizes, not `action_src`: the adapter may be a
         # traced argument, its arrays then unknown while the step is traced.
         dims, width = self.layout.agent_action_dims, self.action_dim
-        src = np.concatenate([a * width + np.arange(n) for a, n in enumerate(dims)])
+        src = _action_src(dims, width)
         parent = self.env.ignored_action_entries(self._p(params))
         read = np.zeros((len(dims) * width,), bool)
         read[src] = True if parent is None else ~np.asarray(parent, bool)

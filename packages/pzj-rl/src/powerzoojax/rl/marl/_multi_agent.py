@@ -114,7 +114,7 @@ def _guard_step_arrays(step_arrays: Any) -> Any:
         shape = (self.num_agents, self.action_dim)
         actions = as_action_array(actions, f"{owner} (stacked actions (num_agents, action_dim))", shape)
         space = self.action_space()
-        neutral = jnp.broadcast_to(neutral_action(space.low, space.high, (self.action_dim,)), shape)
+        neutral = neutral_action(space.low, space.high, (self.action_dim,))
         actions = drop_ignored_entries(actions, neutral, self.ignored_action_entries(params), owner)
         actions, invalid = replace_non_finite(actions, neutral)
         obs, state, rewards, done, info = step_arrays(self, key, state, actions, params)
