@@ -59,7 +59,7 @@ row_hi = jnp.asarray(z["cap"][mon], dt) + flow
 m_t = jnp.asarray(z["mon_m_t"], dt)
 total = jnp.sum(jnp.asarray(node, dt))
 budget = 4 * (len(mon) + 1) + lo.shape[0] if maxp is None else maxp
-f = jax.jit(lambda *a: dl.solve_dispatch_lp(*a, penalty=1e3, max_pivots=budget))
+f = jax.jit(lambda *a: dl.solve_dispatch_lp(*a, penalty=1e3, max_pivots=budget)[0])
 t0 = time.time()
 sol = jax.block_until_ready(f(c, lo, hi, total, m_t, row_lo, row_hi))
 t1 = time.time()

@@ -36,7 +36,7 @@ def _tied_cost_lp(lane: int = 1, levels: int = 1):
     row_lo = setup.line_floor[setup.mon_idx] + flow
     row_hi = setup.line_cap[setup.mon_idx] + flow
     args = (jnp.asarray(cost, jnp.float32), setup.p_min, setup.p_max, jnp.sum(load), setup.mon_ptdf_units_t, row_lo, row_hi)
-    return args, jax.jit(solve_dispatch_lp)(*args)
+    return args, jax.jit(solve_dispatch_lp)(*args)[0]
 
 
 def _highs_violation(lin, lo, hi, total, a_t, row_lo, row_hi, penalty=1e3):

@@ -22,14 +22,16 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes):
                  line_cap=None, line_floor=None,                         # (n_lines,) runtime limits
                  p_init=None,                                            # (n_units,) warm start
                  load_flow_mw=None,                                      # (n_lines,) PTDF @ load, if known
+                 basis=None,                                             # res.basis of an earlier call
                  max_iter=30, tol=1e-4, line_penalty=1e3)
-    res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter
+    res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter, res.basis
 
 `DCOPFResult` fields: `p_mw (G)`, `line_flow_mw (L)` (from→to positive, every line),
 `node_injection_mw (N)`, `lmp (N)` [$/MWh], `lambda_balance` (system price),
 `mu_upper/mu_lower (L)` (line duals [$/MWh], 0 on unmonitored lines),
 `objective` (`TC` of `p_mw` [$/h]), `line_violation_mw` (Σ MW beyond the limits,
-> 0 only when the limits cannot all be met), `status`, `converged`, `n_iter`.
+> 0 only when the limits cannot all be met), `status`, `converged`, `n_iter`, `basis`
+(the dual simplex's final basis, to warm-start the next call).
 
 Status codes (int32): `DCOPF_OPTIMAL = 0`; `DCOPF_INFEASIBLE = 1` — load outside
 `[Σp_min, Σp_max]` (dispatch then sits at the nearest bound, flows use the real load) or
@@ -51,8 +53,10 @@ the Newton matrix is diagonal and each solve costs O(G) per iteration.
 Algorithm: with constant marginal costs (a `"linear"` setup, or a case whose
 `cost_a = cost_b = 0`, called without `cost_a`/`cost_b`/`ref_weight`) the optimum
 is a vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp`
-finds it exactly (elastic line limits, started from the merit order; `max_iter` is
-raised to its pivot budget, `tol` and `p_init` do not apply). Pass `cost_a`/`cost_b`
+finds it exactly (elastic line limits, started from the merit order, or from the
+`basis` of an earlier call with the same setup and costs, which on slowly changing
+loads leaves only the pivots where the binding lines changed; `max_iter` is raised to
+its pivot budget, `tol` and `p_init` do not apply). Pass `cost_a`/`cost_b`
 only for costs that are not linear: with them the primal–dual interior point of
 `powerzoojax.physics._qp_ipm` runs (Mehrotra predictor–corrector, elastic line limits),
 whose relative gap does not pin a linear optimum (on case 5 it left units tens of MW from
@@ -72,7 +76,7 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
 from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
-from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
+from powerzoojax.physics._dispatch_lp import DispatchBasis, cold_dispatch_basis, solve_dispatch_lp
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.core._types import where
 
@@ -135,6 +139,8 @@ class DCOPFResult(eqx.Module):
       `DCOPF_UNCONVERGED` (2: the iteration budget ran out).
     - `converged`: the solver met `tol`.
     - `n_iter`: iterations (or pivots, or bisection steps) taken.
+    - `basis`: the dual simplex's final basis, `valid` when it solved the LP (never on
+      the interior-point and bisection paths); pass it as the next call's `basis`.
     """
 
     p_mw: Float[Array, " n_units"]
@@ -149,6 +155,7 @@ class DCOPFResult(eqx.Module):
     status: Int[Array, ""]
     converged: Bool[Array, ""]
     n_iter: Int[Array, ""]
+    basis: DispatchBasis
 
 
 DCOPF_OBJECTIVES = ("polynomial", "linear")
@@ -239,6 +246,7 @@ def dc_opf(
     line_floor: Float[Array, " n_lines"] | None = None,
     p_init: Float[Array, " n_units"] | None = None,
     load_flow_mw: Float[Array, " n_lines"] | None = None,
+    basis: DispatchBasis | None = None,
     max_iter: int = 30,
     tol: float = 1e-4,
     line_penalty: float = 1e3,
@@ -264,6 +272,10 @@ def dc_opf(
     - `line_cap`, `line_floor`: `(L,)` runtime limits [MW] of the monitored lines.
     - `p_init`: `(G,)` warm start [MW] (interior point only).
     - `load_flow_mw`: `(L,)` `PTDF @ load` if the caller has it.
+    - `basis`: the `basis` of an earlier result of the same setup and costs: the dual
+      simplex starts from it (an invalid one, or `None`, from the merit order). Another
+      optimal vertex may be reached when the optimum is not unique (tied costs); the
+      cost is the same.
     - `max_iter`: iteration budget (static).
     - `tol`: tolerance on the scaled KKT residuals (static).
     - `line_penalty`: cost of one MW of line overload, as a multiple of the largest
@@ -306,6 +318,7 @@ def dc_opf(
     # The solvers' loops see no tangents: derivatives come from the KKT conditions at
     # the solution (`_dispatch_grad`), for `problem` as each branch poses it.
     sg = jax.lax.stop_gradient
+    final_basis = cold_dispatch_basis(lo.shape[0], n_mon)
     if n_mon == 0:
         # No monitored line: one system price clears the market; solved exactly by a
         # fixed-length price bisection (no Newton systems, no iteration-count spread
@@ -325,7 +338,9 @@ def dc_opf(
             # `max_iter` is raised to the pivot budget; `tol`/`p_init` do not apply.
             budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
             problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
-            sol = solve_dispatch_lp(*sg(problem[2:]), penalty=line_penalty, max_pivots=budget)
+            sol, final_basis = solve_dispatch_lp(
+                *sg(problem[2:]), penalty=line_penalty, max_pivots=budget, start=basis
+            )
             farkas = jnp.asarray(False)
         else:
             problem = (a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
@@ -378,6 +393,7 @@ def dc_opf(
         # did (the rebalance puts it there), so that answer is exact.
         converged=converged | ~capacity_ok,
         n_iter=sol.n_iter,
+        basis=final_basis,
     )
 
 

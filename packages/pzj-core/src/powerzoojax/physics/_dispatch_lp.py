@@ -19,15 +19,125 @@ one at `hi`, dearer at `lo`) with every `g` basic is dual feasible and its basis
 its own inverse, so the dual simplex starts without a factorisation and pivots only when
 a row binds. Solved in scaled units (MW ÷ the widest unit range, cost ÷ the largest
 `|c|`) so that float32 tolerances are relative.
+
+Warm start. The matrix and costs of a setup do not change between calls, only the
+demand and the bounds, so the optimal basis of one call stays dual feasible for the next
+(with each non-basic column at the bound its reduced cost's sign asks for), and a caller
+stepping through slowly changing loads can pass it back as `start`: the dual simplex then
+pivots only where the binding set moved. Its inverse is rebuilt from the matrix's
+structure rather than factorised: the slack columns of the basis are signed unit vectors,
+so the basis with one of its unit columns and every remaining row on a slack has a
+closed-form inverse, and each further basic unit column enters by one product-form pivot
+(an optimal basis has few: the units strictly between their bounds).
 """
 
+import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jax import lax
+from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
+from powerzoojax.core._types import where
+from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start, vecmat
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
+_REBUILD_PIVOT_TOL = 1e-5  # smallest pivot accepted while rebuilding a warm basis's inverse
+_DUAL_TOL = 1e-5  # the simplex's zero band of reduced costs (its `dual_tol`)
+
+
+class DispatchBasis(eqx.Module):
+    """A basis of the dispatch LP, to start the next solve of the same setup from.
+
+    **Arguments:**
+
+    - `columns`: `(m + 1,)` the basic column of each LP row (units `0..n−1`, then the
+      rows' flows, upper and lower violations, `m` each).
+    - `at_upper`: `(n + 3m,)` which non-basic columns sit at their upper bound.
+    - `valid`: whether this basis came from a solved LP; `False` starts from the merit
+      order instead.
+    """
+
+    columns: Int[Array, " n_basis"]
+    at_upper: Bool[Array, " n_columns"]
+    valid: Bool[Array, ""]
+
+
+def cold_dispatch_basis(n: int, m: int) -> DispatchBasis:
+    """The "no warm start" basis of a dispatch LP with `n` units and `m` rows (`valid`
+    is `False`; the other leaves only fix the shapes)."""
+    return DispatchBasis(
+        columns=jnp.concatenate([jnp.zeros((1,), jnp.int32), n + jnp.arange(m, dtype=jnp.int32)]),
+        at_upper=jnp.zeros((n + 3 * m,), bool),
+        valid=jnp.asarray(False),
+    )
+
+
+def _rebuild_basis(
+    a_lp: Float[Array, "m1 n_columns"], cost: Float[Array, " n_columns"], n: int, start: DispatchBasis
+) -> tuple[Int[Array, " m1"], Float[Array, "m1 m1"], Bool[Array, " n_columns"], Bool[Array, ""]]:
+    """`(basis, binv, at_upper, ok)` of the warm basis `start` on this LP (`a_lp` is
+    `[1ᵀ 0; P −I −I I]`); `ok` is `False` when `start` is not a usable basis.
+
+    The rows are re-ordered: row 0 takes the first basic unit column, every other row its
+    basic slack column, or the flow column if none; those columns' inverse is closed-form
+    (`[[1, 0], [−S p, S]]` with `S` the slacks' ±1 signs). The other basic unit columns
+    then replace flow columns by product-form pivots, each on the largest available pivot.
+    """
+    m1, n_cols = a_lp.shape
+    m = m1 - 1
+    dtype = a_lp.dtype
+    cols = start.columns
+    is_unit = cols < n
+    slack_row = where(is_unit, m, (cols - n) % m)  # row m: dropped by the scatters below
+    cover = jnp.zeros((m,), jnp.int32).at[slack_row].add(1, mode="drop")
+    sign = jnp.full((m,), -1.0, dtype).at[slack_row].set(where(cols >= n + 2 * m, 1.0, -1.0), mode="drop")
+    row_column = (n + jnp.arange(m, dtype=cols.dtype)).at[slack_row].set(cols, mode="drop")
+    first = jnp.argmax(is_unit)
+    ok = (
+        start.valid
+        & jnp.any(is_unit)
+        & jnp.all(cover <= 1)
+        & jnp.all((cols >= 0) & (cols < n_cols))
+    )
+    u0 = jnp.clip(cols[first], 0, n - 1)
+    p0 = lax.dynamic_index_in_dim(a_lp[1:], u0, axis=1, keepdims=False)
+    binv = jnp.concatenate(
+        [
+            jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
+            jnp.concatenate([(-sign * p0)[:, None], jnp.diag(sign)], axis=1),
+        ],
+        axis=0,
+    )
+    basis = jnp.concatenate([u0[None].astype(cols.dtype), row_column])
+    rows = jnp.arange(m1)
+    free_rows = jnp.concatenate([jnp.zeros((1,), bool), cover == 0])
+    pending = is_unit & (jnp.arange(m1) != first)
+
+    def enter(carry):
+        basis, binv, free_rows, pending, ok = carry
+        u = jnp.clip(cols[jnp.argmax(pending)], 0, n - 1)
+        col = matvec(binv, lax.dynamic_index_in_dim(a_lp, u, axis=1, keepdims=False))
+        r = jnp.argmax(where(free_rows, jnp.abs(col), -1.0))
+        e_r = rows == r
+        piv = jnp.sum(where(e_r, col, 0.0))
+        good = jnp.abs(piv) > _REBUILD_PIVOT_TOL
+        binv_r = jnp.sum(where(e_r[:, None], binv, 0.0), axis=0)
+        binv = binv - (col - e_r.astype(dtype))[:, None] * binv_r[None, :] / where(good, piv, 1.0)
+        basis = where(e_r, u, basis).astype(basis.dtype)
+        return basis, binv, free_rows & ~e_r, pending & (jnp.arange(m1) != jnp.argmax(pending)), ok & good
+
+    def more(carry):
+        return jnp.any(carry[3]) & carry[4]
+
+    basis, binv, _, _, ok = lax.while_loop(more, enter, (basis, binv, free_rows, pending & ok, ok))
+    # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
+    # a dual-feasible start); near-zero reduced costs keep the bound they had.
+    y = vecmat(cost[basis], binv)
+    d = cost - vecmat(y, a_lp)
+    is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
+    at_upper = ~is_basic & where(d < -_DUAL_TOL, True, where(d > _DUAL_TOL, False, start.at_upper))
+    ok = ok & jnp.all(jnp.isfinite(binv))
+    return basis, binv, at_upper, ok
 
 
 def solve_dispatch_lp(
@@ -40,7 +150,8 @@ def solve_dispatch_lp(
     row_hi: Float[Array, " m"],
     penalty: float = 1e3,
     max_pivots: int | None = None,
-) -> DispatchQPSolution:
+    start: DispatchBasis | None = None,
+) -> tuple[DispatchQPSolution, DispatchBasis]:
     """Optimal vertex of the linear dispatch above, in the caller's units.
 
     **Arguments:**
@@ -53,8 +164,12 @@ def solve_dispatch_lp(
     - `row_lo`, `row_hi`: `(m,)` row limits [MW].
     - `penalty`: cost of one MW of row violation, in multiples of the largest `|lin|`.
     - `max_pivots`: pivot budget (static); default `4 (m + 1) + n`.
+    - `start`: the final basis of an earlier solve with the same `lin`, `a_t` and
+      `penalty` (see the module docstring); `None`, or one not `valid`, starts from the
+      merit order.
 
-    **Returns:** a `DispatchQPSolution`: `x` [MW]; `nu` the balance dual (system price
+    **Returns:** `(solution, basis)`: the final basis, to pass as the next `start`
+    (`valid` when the LP was solved), and a `DispatchQPSolution`: `x` [MW]; `nu` the balance dual (system price
     `−nu` [$/MWh]); `mu_upper`/`mu_lower` (`≥ 0`) the row duals; `row_violation`
     `e⁺ + e⁻` [MW]; `converged` when the simplex reached an optimal basis; `n_iter` its
     pivots; `residual` the largest scaled bound violation of the final basis.
@@ -101,6 +216,11 @@ def solve_dispatch_lp(
         ],
         axis=0,
     )
+    if start is not None:
+        warm_basis, warm_binv, warm_upper, warm = _rebuild_basis(a_lp, cost, n, start)
+        basis = where(warm, warm_basis, basis)
+        binv = where(warm, warm_binv, binv)
+        at_upper = where(warm, warm_upper, at_upper)
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
     lp = bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
@@ -110,7 +230,7 @@ def solve_dispatch_lp(
     y = jnp.where(solved, lp.y, 0.0) * sc
     violation = jnp.where(solved, lp.x[n + m : n + 2 * m] + lp.x[n + 2 * m :], 0.0) * sx
     residual = jnp.max(jnp.maximum(lo_lp - lp.x, lp.x - hi_lp))
-    return DispatchQPSolution(
+    solution = DispatchQPSolution(
         x=lo + x * sx,
         nu=-y[0],
         mu_upper=jnp.maximum(-y[1:], 0.0),
@@ -121,4 +241,5 @@ def solve_dispatch_lp(
         residual=jnp.where(jnp.isfinite(residual), residual, jnp.inf),
         certified=solved,
     )
+    return solution, DispatchBasis(columns=lp.basis, at_upper=lp.at_upper, valid=solved)
 

@@ -44,6 +44,8 @@ class DualSimplexResult(eqx.Module):
     y: Float[Array, " n_rows"]
     status: Int[Array, ""]
     iterations: Int[Array, ""]
+    basis: Int[Array, " n_rows"]
+    at_upper: Bool[Array, " n_vars"]
 
 
 # False: every product below is a plain `@` (read when a function is traced), so that
@@ -236,7 +238,9 @@ def bounded_dual_simplex(
     dual_ok = ~jnp.any(~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol))
     status = where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
     x = x_nb + sel.spread(x_b)
-    return DualSimplexResult(x=x, y=y, status=status.astype(jnp.int32), iterations=it)
+    return DualSimplexResult(
+        x=x, y=y, status=status.astype(jnp.int32), iterations=it, basis=basis, at_upper=at_upper
+    )
 
 
 class _BasisSelection:

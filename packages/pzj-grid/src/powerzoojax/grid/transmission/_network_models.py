@@ -73,12 +73,13 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float, Int, PyTree
 
 from powerzoojax.core import EnvParams, EnvState
 from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
+from powerzoojax.physics._dispatch_lp import cold_dispatch_basis
 from powerzoojax.core._types import where
 
 # The models read TransGridParams and GridState fields, but are annotated with the core base
@@ -129,6 +130,8 @@ class NetworkSolution(eqx.Module):
     - `n_voltage_violations`: buses outside their limits, including a failed AC solve.
     - `unserved_mw`: load not served, charged on `power_balance` [MW].
     - `info`: entries added to the step's info (the same keys on every step).
+    - `memory`: what the model keeps for its next step (`GridState.network_memory`), with
+      the structure of its `initial_memory`; `()` for a model that keeps nothing.
     """
 
     unit_power_mw: Float[Array, " n_units"]
@@ -144,6 +147,7 @@ class NetworkSolution(eqx.Module):
     n_voltage_violations: Int[Array, ""]
     unserved_mw: Float[Array, ""]
     info: dict[str, Array]
+    memory: PyTree = ()
 
 
 class NetworkModel(eqx.Module):
@@ -163,6 +167,22 @@ class NetworkModel(eqx.Module):
         itself). When it does not, `TransGridEnv` declares the action's unit entries
         ignored, so a rollout does not compute them."""
         return True
+
+    def initial_memory(self, params: EnvParams) -> PyTree:
+        """What `reset` puts in `GridState.network_memory`: the memory a model carries from
+        one step to the next (read back from `inputs.previous`), here none (`()`). Every
+        `solve` must return a `memory` of the same structure, since an episode's end swaps
+        the reset state in.
+
+        **Arguments:**
+
+        - `params`: the env's params.
+
+        **Returns:**
+
+        A pytree of arrays.
+        """
+        return ()
 
     @abc.abstractmethod
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
@@ -201,11 +221,13 @@ class NetworkModel(eqx.Module):
 
 
 class _Dispatch(eqx.Module):
-    """The DC stage of a model: unit outputs with DC flows, load it could not serve, info."""
+    """The DC stage of a model: unit outputs with DC flows, load it could not serve, info
+    and the memory it keeps for the next step."""
 
     flow: DCFlow
     unserved_mw: Float[Array, ""]
     info: dict[str, Array]
+    memory: PyTree = ()
 
 
 def _finite(x: Array) -> Array:
@@ -229,6 +251,7 @@ def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Ar
         n_voltage_violations=jnp.asarray(0, jnp.int32),
         unserved_mw=stage.unserved_mw,
         info=stage.info,
+        memory=stage.memory,
     )
 
 
@@ -274,16 +297,34 @@ class DCOPFModel(NetworkModel):
 
     Info: `opf_status`, `opf_converged`, `opf_objective`, `opf_lambda`, `opf_ok`.
 
+    With `warm_start`, each step's dual simplex starts from the previous step's optimal
+    basis (kept in `GridState.network_memory`; an episode's first step starts cold): on
+    loads that change little from step to step only the binding lines that changed cost
+    pivots. Where the optimum is not unique (tied unit costs) a warm step may reach another
+    optimal dispatch than a cold one, at the same cost.
+
     **Arguments:**
 
     - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
     - `max_iter`: iteration cap (static).
     - `tol`: tolerance (static).
+    - `warm_start`: start each step from the last one's basis (static; linear costs with
+      monitored lines only, where the dual simplex solves the OPF).
     """
 
     setup: DCOPFSetup
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-4)
+    warm_start: bool = eqx.field(static=True, default=False)
+
+    @property
+    def _warm(self) -> bool:
+        return self.warm_start and self.setup.linear and self.setup.mon_idx.shape[0] > 0
+
+    def initial_memory(self, params: EnvParams) -> PyTree:
+        if not self._warm:
+            return ()
+        return cold_dispatch_basis(self.setup.p_min.shape[0], self.setup.mon_idx.shape[0])
 
     @property
     def reads_setpoints(self) -> bool:
@@ -306,7 +347,8 @@ class DCOPFModel(NetworkModel):
         node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
         if inputs.p_bus_mw is not None:
             node_load = node_load - inputs.p_bus_mw
-        opf = dc_opf(self.setup, node_load, max_iter=self.max_iter, tol=self.tol)
+        start = inputs.previous.network_memory if (self._warm and inputs.previous is not None) else None
+        opf = dc_opf(self.setup, node_load, basis=start, max_iter=self.max_iter, tol=self.tol)
         flow = DCFlow(unit_power_mw=opf.p_mw, line_flow_mw=opf.line_flow_mw, node_injection_mw=opf.node_injection_mw)
         info = {
             "opf_status": opf.status,
@@ -315,7 +357,12 @@ class DCOPFModel(NetworkModel):
             "opf_lambda": opf.lambda_balance,
             "opf_ok": opf.status == DCOPF_OPTIMAL,
         }
-        return _Dispatch(flow=flow, unserved_mw=jnp.abs(jnp.sum(node_load) - jnp.sum(opf.p_mw)), info=info)
+        return _Dispatch(
+            flow=flow,
+            unserved_mw=jnp.abs(jnp.sum(node_load) - jnp.sum(opf.p_mw)),
+            info=info,
+            memory=opf.basis if self._warm else (),
+        )
 
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
         stage = self.dispatch(params, inputs)
@@ -362,6 +409,9 @@ class ACPowerFlowModel(NetworkModel):
     @property
     def reads_setpoints(self) -> bool:
         return self.dispatch_model.reads_setpoints
+
+    def initial_memory(self, params: EnvParams) -> PyTree:
+        return self.dispatch_model.initial_memory(params)
 
     def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
         """Initial voltages and PV→PQ switches from the previous step's state.
@@ -448,6 +498,7 @@ class ACPowerFlowModel(NetworkModel):
             n_voltage_violations=jnp.sum((over > 0).astype(jnp.int32)) + (~pf.converged).astype(jnp.int32),
             unserved_mw=stage.unserved_mw + failure,
             info=info,
+            memory=stage.memory,
         )
 
 

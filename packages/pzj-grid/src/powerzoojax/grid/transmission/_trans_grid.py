@@ -4,7 +4,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from powerzoojax.core import (
     Invariant,
@@ -46,6 +46,8 @@ class GridState(EnvState):
     - `q_gen`: `(n_units,)` reactive output [MVAr] (0 in the DC modes).
     - `line_flow_q_mw`: `(n_lines,)` reactive flows [MVAr] (0 in the DC modes).
     - `resource_states`: the states of the params' resource bundles.
+    - `network_memory`: what the network model keeps from one step to the next (the
+      DC-OPF's last basis when it warm-starts; `()` for most models).
     """
 
     unit_power_mw: Float[Array, " n_units"]
@@ -59,6 +61,7 @@ class GridState(EnvState):
     q_gen: Float[Array, " n_units"]
     line_flow_q_mw: Float[Array, " n_lines"]
     resource_states: tuple = ()
+    network_memory: PyTree = ()
 
 
 class TransGridEnv(Environment):
@@ -210,6 +213,7 @@ class TransGridEnv(Environment):
             q_gen=net.q_gen,
             line_flow_q_mw=net.line_flow_q_mvar,
             resource_states=reset_bundles(params.resources, key),
+            network_memory=params.network_model.initial_memory(params),
         )
         return self._obs(state, params), state
 
@@ -275,6 +279,7 @@ class TransGridEnv(Environment):
             q_gen=net.q_gen,
             line_flow_q_mw=net.line_flow_q_mvar,
             resource_states=resource_states,
+            network_memory=net.memory,
         )
         next_state = auto_reset(self, key, next_state, params)
         info = {

@@ -330,6 +330,7 @@ def make_trans_params(
     opf_max_iter: int = 30,
     opf_tol: float = 1e-4,
     opf_objective: str = "linear",
+    opf_warm_start: bool | None = None,
     pf_failure_cost: float | int = 100.0,
     islanding_cost: float | int = 100.0,
     acopf_max_iter: int = 50,
@@ -365,6 +366,12 @@ def make_trans_params(
       `"polynomial"`, the case's full cost polynomial (see
       [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup]); the reward's generation
       cost is the full polynomial either way.
+    - `opf_warm_start`: start each step's DC-OPF from the previous step's optimal basis
+      (linear objective with monitored lines, where a dual simplex solves it; see
+      [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel]). `None` (default): when
+      the OPF monitors at least 16 lines. On fewer a cold start needs only a few pivots
+      and the warm start's bookkeeping costs more than it saves (case 5, 2 lines: 20 %
+      slower steps); on case 29gb (99 lines) steps are 10× faster.
     - `pf_failure_cost`: cost added to `power_balance` on a step whose AC power flow or
       AC-OPF does not converge.
     - `islanding_cost`: cost added to `power_balance` (with the load cut off) on every
@@ -398,6 +405,8 @@ def make_trans_params(
     if not isinstance(pf_warm_start, (bool, np.bool_)):
         raise TypeError(f"make_trans_params: pf_warm_start must be a bool, got {pf_warm_start!r}")
     opf_tol = _finite_scalar("opf_tol", opf_tol, positive=True)
+    if opf_warm_start is not None and not isinstance(opf_warm_start, (bool, np.bool_)):
+        raise TypeError(f"make_trans_params: opf_warm_start must be a bool or None, got {opf_warm_start!r}")
     if opf_objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_trans_params: opf_objective must be one of {DCOPF_OBJECTIVES}, got {opf_objective!r}")
     acopf_tol = _finite_scalar("acopf_tol", acopf_tol, positive=True)
@@ -452,6 +461,7 @@ def make_trans_params(
             case, physics, solver_mode,
             pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
             opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
+            opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start),
         )
     ac_fields: dict = {}
     if network_model.is_ac:
@@ -492,6 +502,10 @@ def make_trans_params(
     )
 
 
+# Monitored lines from which the DC-OPF warm-starts by default (see `opf_warm_start`).
+_WARM_START_MIN_LINES = 16
+
+
 def _mode_model(
     case: CaseData,
     physics: int,
@@ -506,13 +520,16 @@ def _mode_model(
     opf_objective: str,
     acopf_max_iter: int,
     acopf_tol: float,
+    opf_warm_start: bool | None,
 ) -> NetworkModel:
     """The network model of a `(physics, solver_mode)` mode (table in the models' module)."""
     if solver_mode == 2:
         return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
-    dc: DCPowerFlowModel | DCOPFModel = (
-        DCOPFModel(make_dc_opf_setup(case, objective=opf_objective), max_iter=opf_max_iter, tol=opf_tol) if solver_mode == 1 else DCPowerFlowModel()
-    )
+    dc: DCPowerFlowModel | DCOPFModel = DCPowerFlowModel()
+    if solver_mode == 1:
+        setup = make_dc_opf_setup(case, objective=opf_objective)
+        warm = setup.mon_idx.shape[0] >= _WARM_START_MIN_LINES if opf_warm_start is None else opf_warm_start
+        dc = DCOPFModel(setup, max_iter=opf_max_iter, tol=opf_tol, warm_start=warm)
     if physics == 0:
         return dc
     return ACPowerFlowModel(
