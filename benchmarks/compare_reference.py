@@ -69,6 +69,10 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
     "case5-dcopf-256": ("dcopf", "5", 256),
     "case5-dcopf-1024": ("dcopf", "5", 1024),
     "case29gb-dcopf-64": ("dcopf", "29gb", 64),
+    "case29gb-dcopf-512": ("dcopf", "29gb", 512),
+    "case533mt_hi-dcopf-16": ("dcopf", "533mt_hi", 16),
+    "case552gb-dcopf-4": ("dcopf", "552gb", 4),
+    "case1354pegase-dcopf-4": ("dcopf", "1354pegase", 4),
 }
 KIND_LABEL = {"dc": "DC", "dcopf": "DC-OPF", "acpf": "AC PF", "uc": "UC", "dist": "DistGridEnv"}
 READY_MARKER = ".pzj-ready"

@@ -37,12 +37,60 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.core._types import where
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start, vecmat
+from powerzoojax.physics._dual_simplex import (
+    SOLVED,
+    DenseLPMatrix,
+    LPMatrix,
+    bounded_dual_simplex,
+    matvec,
+    merit_order_start,
+    vecmat,
+)
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
 _REBUILD_PIVOT_TOL = 1e-5  # smallest pivot accepted while rebuilding a warm basis's inverse
 _DUAL_TOL = 1e-5  # the simplex's zero band of reduced costs (its `dual_tol`)
+# LPs with more matrix entries than this take their products from `ElasticRowsMatrix`
+# (O(n m) each) instead of the dense `[1ᵀ 0; P −I −I I]` (O(m (n + 3m))); smaller ones keep
+# the dense matrix, whose broadcast products fuse under `vmap` (`_dual_simplex`).
+STRUCTURED_MIN_ENTRIES = 4096
+
+
+class ElasticRowsMatrix(LPMatrix):
+    """The dispatch LP's matrix `[1ᵀ 0 0 0; P −I −I I]` (`m + 1` rows; columns: `n` units,
+    then the rows' flows, upper and lower violations), by products with `P` alone: the
+    other three blocks are signed unit columns."""
+
+    def __init__(self, p: Float[Array, "m n"]):
+        self.p = p
+        self.m, self.n = p.shape
+        self.shape = (self.m + 1, self.n + 3 * self.m)
+        self.dtype = p.dtype
+
+    def matvec(self, x):
+        n, m = self.n, self.m
+        units, flow, up, down = x[:n], x[n : n + m], x[n + m : n + 2 * m], x[n + 2 * m :]
+        return jnp.concatenate([jnp.sum(units)[None], matvec(self.p, units) - flow - up + down])
+
+    def vecmat(self, y):
+        y_rows = y[1:]
+        return jnp.concatenate([y[0] + vecmat(y_rows, self.p), -y_rows, -y_rows, y_rows])
+
+    def column(self, q):
+        n, m = self.n, self.m
+        unit = jnp.concatenate(
+            [jnp.ones((1,), self.dtype), lax.dynamic_index_in_dim(self.p, jnp.clip(q, 0, n - 1), axis=1, keepdims=False)]
+        )
+        row = jnp.concatenate([jnp.asarray([-1]), jnp.arange(m)]) == (q - n) % m
+        slack = where(row, where(q >= n + 2 * m, 1.0, -1.0), 0.0).astype(self.dtype)
+        return where(q < n, unit, slack)
+
+    def basis_matvec(self, basis, x_b):
+        return self.matvec(jnp.zeros((self.shape[1],), x_b.dtype).at[basis].add(x_b))
+
+    def basis_vecmat(self, y, basis):
+        return self.vecmat(y)[basis]
 
 
 class DispatchBasis(eqx.Module):
@@ -73,7 +121,7 @@ def cold_dispatch_basis(n: int, m: int) -> DispatchBasis:
 
 
 def _rebuild_basis(
-    a_lp: Float[Array, "m1 n_columns"], cost: Float[Array, " n_columns"], n: int, start: DispatchBasis
+    a_lp: LPMatrix, cost: Float[Array, " n_columns"], n: int, start: DispatchBasis
 ) -> tuple[Int[Array, " m1"], Float[Array, "m1 m1"], Bool[Array, " n_columns"], Bool[Array, ""]]:
     """`(basis, binv, at_upper, ok)` of the warm basis `start` on this LP (`a_lp` is
     `[1ᵀ 0; P −I −I I]`); `ok` is `False` when `start` is not a usable basis.
@@ -100,7 +148,7 @@ def _rebuild_basis(
         & jnp.all((cols >= 0) & (cols < n_cols))
     )
     u0 = jnp.clip(cols[first], 0, n - 1)
-    p0 = lax.dynamic_index_in_dim(a_lp[1:], u0, axis=1, keepdims=False)
+    p0 = a_lp.column(u0)[1:]
     binv = jnp.concatenate(
         [
             jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
@@ -116,7 +164,7 @@ def _rebuild_basis(
     def enter(carry):
         basis, binv, free_rows, pending, ok = carry
         u = jnp.clip(cols[jnp.argmax(pending)], 0, n - 1)
-        col = matvec(binv, lax.dynamic_index_in_dim(a_lp, u, axis=1, keepdims=False))
+        col = matvec(binv, a_lp.column(u))
         r = jnp.argmax(where(free_rows, jnp.abs(col), -1.0))
         e_r = rows == r
         piv = jnp.sum(where(e_r, col, 0.0))
@@ -133,7 +181,7 @@ def _rebuild_basis(
     # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
     # a dual-feasible start); near-zero reduced costs keep the bound they had.
     y = vecmat(cost[basis], binv)
-    d = cost - vecmat(y, a_lp)
+    d = cost - a_lp.vecmat(y)
     is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
     at_upper = ~is_basic & where(d < -_DUAL_TOL, True, where(d > _DUAL_TOL, False, start.at_upper))
     ok = ok & jnp.all(jnp.isfinite(binv))
@@ -189,13 +237,18 @@ def solve_dispatch_lp(
     # |A x| ≤ Σ width / sx ≤ n in scaled units (|PTDF| ≤ 1), so no violation exceeds this.
     e_hi = n + jnp.maximum(jnp.max(jnp.abs(rlo), initial=0.0), jnp.max(jnp.abs(rhi), initial=0.0)) + 1.0
     eye = jnp.eye(m, dtype=dtype)
-    a_lp = jnp.concatenate(
-        [
-            jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 3 * m), dtype)], axis=1),
-            jnp.concatenate([a.astype(dtype), -eye, -eye, eye], axis=1),
-        ],
-        axis=0,
-    )
+    if (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES:
+        op: LPMatrix = ElasticRowsMatrix(a.astype(dtype))
+    else:
+        op = DenseLPMatrix(
+            jnp.concatenate(
+                [
+                    jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 3 * m), dtype)], axis=1),
+                    jnp.concatenate([a.astype(dtype), -eye, -eye, eye], axis=1),
+                ],
+                axis=0,
+            )
+        )
     b = jnp.zeros((m + 1,), dtype).at[0].set(ds)
     pen = jnp.full((2 * m,), penalty, dtype)
     cost = jnp.concatenate([cs, jnp.zeros((m,), dtype), pen])
@@ -217,12 +270,12 @@ def solve_dispatch_lp(
         axis=0,
     )
     if start is not None:
-        warm_basis, warm_binv, warm_upper, warm = _rebuild_basis(a_lp, cost, n, start)
+        warm_basis, warm_binv, warm_upper, warm = _rebuild_basis(op, cost, n, start)
         basis = where(warm, warm_basis, basis)
         binv = where(warm, warm_binv, binv)
         at_upper = where(warm, warm_upper, at_upper)
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = bounded_dual_simplex(a_lp, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
+    lp = bounded_dual_simplex(op, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)

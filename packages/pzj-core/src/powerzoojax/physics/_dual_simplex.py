@@ -21,6 +21,10 @@ one-hot products (a `rows × vars` selection matrix): those fuse under `vmap` to
 cost a multiply per row and column, and measure slower on small and large LPs alike
 (`benchmarks/results/xla-tricks.md`).
 
+The constraint matrix is a dense array or an `LPMatrix`, which gives only the products
+the method needs: a caller whose matrix has structure (the dispatch LP's signed unit
+columns) then pays for its nonzeros, not for every entry.
+
 The loop is a `lax.while_loop` that stops when the instance is optimal or proven
 primal infeasible (a violated row no column can repair) or the budget is spent; under
 `vmap` it runs until the slowest lane stops, the others frozen by the loop's select.
@@ -79,8 +83,60 @@ def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
 _mv, _vm = matvec, vecmat
 
 
+class LPMatrix:
+    """A constraint matrix `A` (`rows × vars`) given by the products the dual simplex
+    takes of it. Subclasses implement every method; `DenseLPMatrix` wraps an array."""
+
+    shape: tuple[int, int]
+    dtype: jnp.dtype
+
+    def matvec(self, x: Float[Array, " n_vars"]) -> Float[Array, " n_rows"]:
+        """`A x`."""
+        raise NotImplementedError
+
+    def vecmat(self, y: Float[Array, " n_rows"]) -> Float[Array, " n_vars"]:
+        """`yᵀ A`."""
+        raise NotImplementedError
+
+    def column(self, q: Int[Array, ""]) -> Float[Array, " n_rows"]:
+        """Column `q` of `A`."""
+        raise NotImplementedError
+
+    def basis_matvec(self, basis: Int[Array, " n_rows"], x_b: Float[Array, " n_rows"]) -> Float[Array, " n_rows"]:
+        """`B x_b`, `B` the columns `basis` of `A`."""
+        raise NotImplementedError
+
+    def basis_vecmat(self, y: Float[Array, " n_rows"], basis: Int[Array, " n_rows"]) -> Float[Array, " n_rows"]:
+        """`yᵀ B`, `B` the columns `basis` of `A`."""
+        raise NotImplementedError
+
+
+class DenseLPMatrix(LPMatrix):
+    """A dense constraint matrix (products as in `matvec` / `vecmat`)."""
+
+    def __init__(self, a: Float[Array, "n_rows n_vars"]):
+        self.a = a
+        self.shape = (a.shape[0], a.shape[1])
+        self.dtype = a.dtype
+
+    def matvec(self, x):
+        return _mv(self.a, x)
+
+    def vecmat(self, y):
+        return _vm(y, self.a)
+
+    def column(self, q):
+        return lax.dynamic_index_in_dim(self.a, q, axis=1, keepdims=False)
+
+    def basis_matvec(self, basis, x_b):
+        return _mv(self.a[:, basis], x_b)
+
+    def basis_vecmat(self, y, basis):
+        return _vm(y, self.a[:, basis])
+
+
 def bounded_dual_simplex(
-    a: Float[Array, "n_rows n_vars"],
+    a: Float[Array, "n_rows n_vars"] | LPMatrix,
     b: Float[Array, " n_rows"],
     c: Float[Array, " n_vars"],
     lo: Float[Array, " n_vars"],
@@ -96,7 +152,7 @@ def bounded_dual_simplex(
 ) -> DualSimplexResult:
     """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
-    `basis` holds the basic column of each row, `binv` its inverse, `at_upper` which
+    `a` is an array or an `LPMatrix`. `basis` holds the basic column of each row, `binv` its inverse, `at_upper` which
     non-basic variables sit at `hi` (the rest at `lo`). `status`: `SOLVED`,
     `PRIMAL_INFEASIBLE` or `BUDGET`; `x` is the last basic solution.
 
@@ -110,7 +166,8 @@ def bounded_dual_simplex(
     three cost levels: 1e-5 left 37 LPs cycling to the pivot budget, 3e-4 none, and every
     cost within 1e-5 of HiGHS's (`benchmarks/results/large-cases.md`).
     """
-    n_rows, n_vars = a.shape
+    op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a)
+    n_rows, n_vars = op.shape
     cols = jnp.arange(n_vars)
     rows = jnp.arange(n_rows)
     index_before = cols[None, :] < cols[:, None]  # [j, k]: k precedes j on equal ratios
@@ -152,7 +209,7 @@ def bounded_dual_simplex(
     def basic_values(basis, binv, at_upper):
         sel = _BasisSelection(basis, n_vars)
         x_nb = where(sel.is_basic, 0.0, where(at_upper, hi, lo))
-        x_b = _mv(binv, b - _mv(a, x_nb))
+        x_b = _mv(binv, b - op.matvec(x_nb))
         return sel, sel.is_basic, x_nb, x_b
 
     def duals(sel, binv):
@@ -164,16 +221,16 @@ def bounded_dual_simplex(
         lo_b, hi_b = sel.pick(lo), sel.pick(hi)
         viol = jnp.maximum(lo_b - x_b, x_b - hi_b)
         r = jnp.argmax(viol)
-        e_r = (rows == r).astype(a.dtype)
+        e_r = (rows == r).astype(op.dtype)
         feasible = jnp.max(viol) <= primal_tol
         below = jnp.sum(e_r * (lo_b - x_b), axis=0) > 0
         y = duals(sel, binv)
         # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
         # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
         # can pick the wrong entering column and stop on a suboptimal vertex.
-        d = c - _vm(y, a)
+        d = c - op.vecmat(y)
         y = y + _vm(sel.pick(d), binv)
-        d = c - _vm(y, a)
+        d = c - op.vecmat(y)
         # A primal-feasible basis is optimal only if it is dual feasible too; a non-basic
         # column whose reduced cost has the wrong sign flips to its other bound (every
         # column is boxed), which restores dual feasibility and hands the repair back to
@@ -182,7 +239,7 @@ def bounded_dual_simplex(
         refit = feasible & jnp.any(wrong)
         optimal = feasible & ~refit
         binv_r = _vm(e_r, binv)
-        alpha = where(below, -1.0, 1.0) * _vm(binv_r, a)
+        alpha = where(below, -1.0, 1.0) * op.vecmat(binv_r)
         eligible = ~is_basic & where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
         # Reduced costs clipped to their dual-feasible sign: round-off cannot flip a ratio.
         # Those within the dual tolerance are zero: on a dual-degenerate LP (tied unit
@@ -204,7 +261,7 @@ def bounded_dual_simplex(
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
         pivot = ~feasible & ~infeasible
-        col = _mv(binv, sel.column(a, q))
+        col = _mv(binv, op.column(q))
         piv = jnp.sum(e_r * col, axis=0)
         piv = where(pivot, piv, 1.0)
         new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
@@ -227,14 +284,13 @@ def bounded_dual_simplex(
     # so repeat) all of it into each of them.
     # The budget may end on a pivot: check optimality of the final basis once more.
     sel, is_basic, x_nb, x_b = basic_values(basis, binv, at_upper)
-    b_mat = sel.columns(a)  # B, (rows, rows)
     # One step of iterative refinement against B itself removes the product-form drift.
-    x_b = x_b + _mv(binv, b - _mv(a, x_nb) - _mv(b_mat, x_b))
+    x_b = x_b + _mv(binv, b - op.matvec(x_nb) - op.basis_matvec(basis, x_b))
     viol = jnp.max(jnp.maximum(sel.pick(lo) - x_b, x_b - sel.pick(hi)))
     c_b = sel.pick(c)
     y = duals(sel, binv)
-    y = y + _vm(c_b - _vm(y, b_mat), binv)
-    d = c - _vm(y, a)
+    y = y + _vm(c_b - op.basis_vecmat(y, basis), binv)
+    d = c - op.vecmat(y)
     dual_ok = ~jnp.any(~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol))
     status = where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
     x = x_nb + sel.spread(x_b)
@@ -258,14 +314,6 @@ class _BasisSelection:
     def spread(self, v_b: Float[Array, " n_rows"]) -> Float[Array, " n_vars"]:
         """Values of the basic columns placed at their columns, zero elsewhere."""
         return jnp.zeros((self.n_vars,), v_b.dtype).at[self.basis].add(v_b)
-
-    def column(self, a: Float[Array, "r n_vars"], q: Int[Array, ""]) -> Float[Array, " r"]:
-        """Column `q` of `a`."""
-        return lax.dynamic_index_in_dim(a, q, axis=1, keepdims=False)
-
-    def columns(self, a: Float[Array, "r n_vars"]) -> Float[Array, "r n_rows"]:
-        """The basis matrix: the basic columns of `a`."""
-        return a[:, self.basis]
 
 
 def merit_order_start(
