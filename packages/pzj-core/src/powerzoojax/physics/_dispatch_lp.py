@@ -130,6 +130,11 @@ def _rebuild_basis(
     basic slack column, or the flow column if none; those columns' inverse is closed-form
     (`[[1, 0], [−S p, S]]` with `S` the slacks' ±1 signs). The other basic unit columns
     then replace flow columns by product-form pivots, each on the largest available pivot.
+
+    Every column of that inverse but the balance row's is `S_r e_r` until a pivot on row
+    `r` fills it, and a pivot on row `r` changes only the filled columns and column `r`. So
+    the pivots update the filled columns alone, at most `min(n, m + 1)` of them (`W`), in
+    `O(m)` per column rather than `O(m²)` per pivot, and the full inverse is written once.
     """
     m1, n_cols = a_lp.shape
     m = m1 - 1
@@ -149,42 +154,57 @@ def _rebuild_basis(
     )
     u0 = jnp.clip(cols[first], 0, n - 1)
     p0 = a_lp.column(u0)[1:]
-    binv = jnp.concatenate(
-        [
-            jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
-            jnp.concatenate([(-sign * p0)[:, None], jnp.diag(sign)], axis=1),
-        ],
-        axis=0,
-    )
+    s_ext = jnp.concatenate([jnp.ones((1,), dtype), sign])
+    k_max = min(n, m1)
+    slots = jnp.arange(k_max)
+    # Filled columns of the inverse (slot 0: the balance row's) and the rows they belong to
+    # (`m1`: an empty slot).
+    w = jnp.zeros((m1, k_max), dtype).at[:, 0].set(jnp.concatenate([jnp.ones((1,), dtype), -sign * p0]))
+    w_rows = jnp.full((k_max,), m1, jnp.int32).at[0].set(0)
     basis = jnp.concatenate([u0[None].astype(cols.dtype), row_column])
     rows = jnp.arange(m1)
+    filled = rows == 0
     free_rows = jnp.concatenate([jnp.zeros((1,), bool), cover == 0])
-    pending = is_unit & (jnp.arange(m1) != first)
+    pending = is_unit & (rows != first)
 
     def enter(carry):
-        basis, binv, free_rows, pending, ok = carry
-        u = jnp.clip(cols[jnp.argmax(pending)], 0, n - 1)
-        col = matvec(binv, a_lp.column(u))
+        basis, w, w_rows, filled, free_rows, pending, ok = carry
+        slot = jnp.sum(filled.astype(jnp.int32))
+        nxt = jnp.argmax(pending)
+        u = jnp.clip(cols[nxt], 0, n - 1)
+        a_u = a_lp.column(u)
+        col = matvec(w, a_u.at[w_rows].get(mode="fill", fill_value=0.0)) + where(filled, 0.0, s_ext * a_u)
         r = jnp.argmax(where(free_rows, jnp.abs(col), -1.0))
         e_r = rows == r
         piv = jnp.sum(where(e_r, col, 0.0))
         good = jnp.abs(piv) > _REBUILD_PIVOT_TOL
-        binv_r = jnp.sum(where(e_r[:, None], binv, 0.0), axis=0)
-        binv = binv - (col - e_r.astype(dtype))[:, None] * binv_r[None, :] / where(good, piv, 1.0)
+        piv = where(good, piv, 1.0)
+        w_r = jnp.sum(where(e_r[:, None], w, 0.0), axis=0)
+        s_r = jnp.sum(where(e_r, s_ext, 0.0))
+        delta = col - e_r.astype(dtype)
+        w = w - delta[:, None] * w_r[None, :] / piv
+        w = where(slots[None, :] == slot, (where(e_r, s_r, 0.0) - delta * s_r / piv)[:, None], w)
+        w_rows = where(slots == slot, r, w_rows).astype(w_rows.dtype)
         basis = where(e_r, u, basis).astype(basis.dtype)
-        return basis, binv, free_rows & ~e_r, pending & (jnp.arange(m1) != jnp.argmax(pending)), ok & good
+        return basis, w, w_rows, filled | e_r, free_rows & ~e_r, pending & (rows != nxt), ok & good
 
     def more(carry):
-        return jnp.any(carry[3]) & carry[4]
+        return jnp.any(carry[5]) & carry[6]
 
-    basis, binv, _, _, ok = lax.while_loop(more, enter, (basis, binv, free_rows, pending & ok, ok))
+    init = (basis, w, w_rows, filled, free_rows, pending & ok, ok)
+    basis, w, w_rows, filled, _, _, ok = lax.while_loop(more, enter, init)
+    # The full inverse by gathering each filled row's column from `W` (XLA:CPU's scatters
+    # are slow element loops).
+    slot_of = jnp.zeros((m1,), jnp.int32).at[w_rows].set(slots.astype(jnp.int32), mode="drop")
+    binv = where(filled[None, :], w[:, slot_of], jnp.diag(s_ext))
     # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
     # a dual-feasible start); near-zero reduced costs keep the bound they had.
-    y = vecmat(cost[basis], binv)
+    c_b = cost[basis]
+    y = where(filled, vecmat(c_b, w)[slot_of], c_b * s_ext)
     d = cost - a_lp.vecmat(y)
     is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
     at_upper = ~is_basic & where(d < -_DUAL_TOL, True, where(d > _DUAL_TOL, False, start.at_upper))
-    ok = ok & jnp.all(jnp.isfinite(binv))
+    ok = ok & jnp.all(jnp.isfinite(w))
     return basis, binv, at_upper, ok
 
 
