@@ -59,3 +59,55 @@ def test_a_large_lp_solves_alike_through_either_matrix(monkeypatch):
     np.testing.assert_allclose(np.asarray(structured.x), np.asarray(dense.x), atol=1e-3)
     np.testing.assert_allclose(float(structured.nu), float(dense.nu), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(structured.row_violation), np.asarray(dense.row_violation), atol=1e-3)
+
+
+def test_the_slack_inverse_tracks_the_dense_inverse_through_every_kind_of_pivot():
+    # Every pivot kind: a unit replaces a slack, a slack of a unit-covered row replaces a unit,
+    # a slack replaces another slack of its own row (a sign change), a slack of a covered row
+    # replaces a slack of another row, and a unit replaces a unit. After each, the slack
+    # inverse's solves and rows equal those of the dense inverse of the same basis.
+    from powerzoojax.physics._dispatch_lp import SlackBasisInverse
+
+    rng = np.random.default_rng(2)
+    n, m = 4, 5
+    m1 = m + 1
+    p = rng.uniform(-1, 1, (m, n))
+    a = _dense(p)
+    op = ElasticRowsMatrix(jnp.asarray(p, jnp.float32))
+    g, up, down = (lambda j: n + j - 1), (lambda j: n + m + j - 1), (lambda j: n + 2 * m + j - 1)  # row j's slacks
+    basis = np.array([0] + [g(j) for j in range(1, m1)])
+    k = min(n, m1)
+    w = jnp.zeros((m1, k)).at[:, 0].set(jnp.asarray(np.concatenate([[1.0], p[:, 0]]), jnp.float32))
+    inv = SlackBasisInverse.from_filled(
+        w, jnp.full((k,), m1, jnp.int32).at[0].set(0), jnp.asarray([1.0] + [-1.0] * m, jnp.float32), n, m
+    )
+
+    def check(inv, basis):
+        dense = np.linalg.inv(a[:, basis])
+        v = rng.standard_normal(m1)
+        np.testing.assert_allclose(np.asarray(inv.solve(jnp.asarray(v, jnp.float32))), dense @ v, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(inv.solve_t(jnp.asarray(v, jnp.float32))), v @ dense, rtol=1e-4, atol=1e-4)
+        for r in range(m1):
+            e_r = jnp.asarray(np.eye(m1)[r], jnp.float32)
+            np.testing.assert_allclose(np.asarray(inv.row(jnp.asarray(r), e_r)), dense[r], rtol=1e-4, atol=1e-4)
+
+    check(inv, basis)
+    # (position, entering column): each keeps the basis non-singular for this P.
+    steps = [
+        (2, 1),  # unit 1 replaces row 2's flow: row 2 becomes covered
+        (4, 2),  # unit 2 replaces row 4's flow
+        (3, up(3)),  # a slack of the same row (flow -> upper violation): a sign change
+        (3, down(3)),  # and back to the other sign
+        (2, g(2)),  # row 2's flow replaces unit 1 at position 2
+        (5, g(4)),  # row 4's flow (a covered row) replaces row 5's flow: row 5 becomes covered
+        (0, 3),  # unit 3 replaces unit 0
+    ]
+    for r, q in steps:
+        e_r = jnp.asarray(np.eye(m1)[r], jnp.float32)
+        col = inv.solve(op.column(jnp.asarray(q)))
+        piv = col[r]
+        assert abs(float(piv)) > 1e-3, (r, q)
+        inv = inv.pivot(jnp.asarray(r), e_r, inv.row(jnp.asarray(r), e_r), col, piv, jnp.asarray(basis[r]), jnp.asarray(q))
+        basis = basis.copy()
+        basis[r] = q
+        check(inv, basis)

@@ -32,6 +32,7 @@ closed-form inverse, and each further basic unit column enters by one product-fo
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
@@ -39,6 +40,8 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import where
 from powerzoojax.physics._dual_simplex import (
     SOLVED,
+    BasisInverse,
+    DenseInverse,
     DenseLPMatrix,
     LPMatrix,
     bounded_dual_simplex,
@@ -110,6 +113,109 @@ class DispatchBasis(eqx.Module):
     valid: Bool[Array, ""]
 
 
+class SlackBasisInverse(BasisInverse):
+    """`B⁻¹` of a dispatch-LP basis, kept in the columns that are not signed unit vectors.
+
+    The slack columns of the LP are signed unit vectors `σ e_j`. Column `j` of `B⁻¹`
+    (LP row `j`) is therefore `σ e_p` while row `j`'s slack is basic at position `p`, and
+    is "filled" (dense) only while units cover the row; a pivot keeps that true (it fills
+    the column of a slack that leaves, and empties that of a slack that enters). There are
+    as many filled columns as basic units, at most `k = min(n, m + 1)`, so each operation
+    costs `O(m k)` instead of the dense inverse's `O(m²)`.
+
+    **Arguments:**
+
+    - `w`: `(m + 1, k)` the filled columns, one per slot.
+    - `slot_row`: `(k,)` the LP row of each slot (`m + 1`: an empty slot).
+    - `slot_of_row`: `(m + 1,)` the slot of each filled row (`k`: not filled).
+    - `pos_of_row`: `(m + 1,)` the position of each other row's basic slack (`m + 1` for a
+      filled row).
+    - `row_of_pos`: `(m + 1,)` the row of the slack basic at each position (`m + 1` at a
+      unit's position).
+    - `sign_of_row`: `(m + 1,)` the sign `σ` of each other row's basic slack.
+    - `n`, `m`: units and rows of the LP (static).
+    """
+
+    w: Float[Array, "m1 k"]
+    slot_row: Int[Array, " k"]
+    slot_of_row: Int[Array, " m1"]
+    pos_of_row: Int[Array, " m1"]
+    row_of_pos: Int[Array, " m1"]
+    sign_of_row: Float[Array, " m1"]
+    n: int = eqx.field(static=True)
+    m: int = eqx.field(static=True)
+
+    @staticmethod
+    def _at(v: Array, idx: Array) -> Array:
+        return v.at[idx].get(mode="fill", fill_value=0)
+
+    def solve(self, v):
+        slack = self._at(self.sign_of_row, self.row_of_pos) * self._at(v, self.row_of_pos)
+        return matvec(self.w, self._at(v, self.slot_row)) + slack
+
+    def solve_t(self, c_b):
+        k = self.w.shape[1]
+        filled = self._at(vecmat(c_b, self.w), self.slot_of_row)
+        return where(self.slot_of_row < k, filled, self.sign_of_row * self._at(c_b, self.pos_of_row))
+
+    def row(self, r, e_r):
+        k = self.w.shape[1]
+        w_r = lax.dynamic_index_in_dim(self.w, r, axis=0, keepdims=False)
+        return where(self.slot_of_row < k, self._at(w_r, self.slot_of_row), where(self.pos_of_row == r, self.sign_of_row, 0.0))
+
+    def pivot(self, r, e_r, row_r, col, piv, leaving, entering):
+        n, m = self.n, self.m
+        m1, k = m + 1, self.w.shape[1]
+        rows, slots = jnp.arange(m1), jnp.arange(k)
+        w_r = lax.dynamic_index_in_dim(self.w, r, axis=0, keepdims=False)
+        delta = col - e_r
+        w = self.w - delta[:, None] * w_r[None, :] / piv
+        leave_slack, enter_slack = leaving >= n, entering >= n
+        c0 = where(leave_slack, (leaving - n) % m + 1, m1)  # row of the slack that leaves
+        j = where(enter_slack, (entering - n) % m + 1, m1)  # row of the slack that enters
+        same_row = leave_slack & enter_slack & (j == c0)
+        j_slot = self._at(jnp.concatenate([self.slot_of_row, jnp.asarray([k])]), j)
+        j_filled = enter_slack & (j_slot < k)
+        c0_joins = leave_slack & ~same_row
+        sigma0 = self._at(self.sign_of_row, c0)
+        c0_slot = where(j_filled, j_slot, jnp.argmax(self.slot_row == m1))
+        # The leaving slack's column, σ₀ e_r before the pivot, after it:
+        w = where((slots == c0_slot)[None, :] & c0_joins, (sigma0 * e_r - delta * sigma0 / piv)[:, None], w)
+        slot_row = where(j_filled & (slots == j_slot), m1, self.slot_row)
+        slot_row = where(c0_joins & (slots == c0_slot), c0, slot_row)
+        slot_of_row = where(j_filled & (rows == j), k, self.slot_of_row)
+        slot_of_row = where(c0_joins & (rows == c0), c0_slot, slot_of_row)
+        pos_of_row = where(c0_joins & (rows == c0), m1, self.pos_of_row)
+        pos_of_row = where(enter_slack & (rows == j), r, pos_of_row)
+        row_of_pos = where(rows == r, where(enter_slack, j, m1), self.row_of_pos)
+        sign_new = where(entering >= n + 2 * m, 1.0, -1.0)
+        sign_of_row = where(enter_slack & (rows == j), sign_new, self.sign_of_row)
+        return SlackBasisInverse(
+            w,
+            slot_row.astype(self.slot_row.dtype),
+            slot_of_row.astype(self.slot_of_row.dtype),
+            pos_of_row.astype(self.pos_of_row.dtype),
+            row_of_pos.astype(self.row_of_pos.dtype),
+            sign_of_row.astype(self.sign_of_row.dtype),
+            n,
+            m,
+        )
+
+    @staticmethod
+    def from_filled(
+        w: Float[Array, "m1 k"], slot_row: Int[Array, " k"], sign_of_row: Float[Array, " m1"], n: int, m: int
+    ) -> "SlackBasisInverse":
+        """The inverse of a basis whose slack of each unfilled row `j` sits at position `j`."""
+        m1, k = m + 1, w.shape[1]
+        rows = jnp.arange(m1, dtype=jnp.int32)
+        slot_of_row = jnp.full((m1,), k, jnp.int32).at[slot_row].set(jnp.arange(k, dtype=jnp.int32), mode="drop")
+        filled = slot_of_row < k
+        return SlackBasisInverse(
+            w, slot_row.astype(jnp.int32), slot_of_row, where(filled, m1, rows).astype(jnp.int32),
+            where(filled, m1, rows).astype(jnp.int32), sign_of_row, n, m,
+        )
+
+
 def cold_dispatch_basis(n: int, m: int) -> DispatchBasis:
     """The "no warm start" basis of a dispatch LP with `n` units and `m` rows (`valid`
     is `False`; the other leaves only fix the shapes)."""
@@ -121,10 +227,11 @@ def cold_dispatch_basis(n: int, m: int) -> DispatchBasis:
 
 
 def _rebuild_basis(
-    a_lp: LPMatrix, cost: Float[Array, " n_columns"], n: int, start: DispatchBasis
-) -> tuple[Int[Array, " m1"], Float[Array, "m1 m1"], Bool[Array, " n_columns"], Bool[Array, ""]]:
-    """`(basis, binv, at_upper, ok)` of the warm basis `start` on this LP (`a_lp` is
-    `[1ᵀ 0; P −I −I I]`); `ok` is `False` when `start` is not a usable basis.
+    a_lp: LPMatrix, cost: Float[Array, " n_columns"], n: int, start: DispatchBasis, thin: bool
+) -> tuple[Int[Array, " m1"], BasisInverse, Bool[Array, " n_columns"], Bool[Array, ""]]:
+    """`(basis, inverse, at_upper, ok)` of the warm basis `start` on this LP (`a_lp` is
+    `[1ᵀ 0; P −I −I I]`); `ok` is `False` when `start` is not a usable basis. The inverse
+    is a `SlackBasisInverse` when `thin`, else a `DenseInverse`.
 
     The rows are re-ordered: row 0 takes the first basic unit column, every other row its
     basic slack column, or the flow column if none; those columns' inverse is closed-form
@@ -193,10 +300,14 @@ def _rebuild_basis(
 
     init = (basis, w, w_rows, filled, free_rows, pending & ok, ok)
     basis, w, w_rows, filled, _, _, ok = lax.while_loop(more, enter, init)
-    # The full inverse by gathering each filled row's column from `W` (XLA:CPU's scatters
-    # are slow element loops).
+    # The full inverse, when wanted, by gathering each filled row's column from `W`
+    # (XLA:CPU's scatters are slow element loops).
     slot_of = jnp.zeros((m1,), jnp.int32).at[w_rows].set(slots.astype(jnp.int32), mode="drop")
-    binv = where(filled[None, :], w[:, slot_of], jnp.diag(s_ext))
+    inv: BasisInverse = (
+        SlackBasisInverse.from_filled(w, w_rows, s_ext, n, m)
+        if thin
+        else DenseInverse(where(filled[None, :], w[:, slot_of], jnp.diag(s_ext)))
+    )
     # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
     # a dual-feasible start); near-zero reduced costs keep the bound they had.
     c_b = cost[basis]
@@ -205,7 +316,7 @@ def _rebuild_basis(
     is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
     at_upper = ~is_basic & where(d < -_DUAL_TOL, True, where(d > _DUAL_TOL, False, start.at_upper))
     ok = ok & jnp.all(jnp.isfinite(w))
-    return basis, binv, at_upper, ok
+    return basis, inv, at_upper, ok
 
 
 def solve_dispatch_lp(
@@ -257,7 +368,8 @@ def solve_dispatch_lp(
     # |A x| ≤ Σ width / sx ≤ n in scaled units (|PTDF| ≤ 1), so no violation exceeds this.
     e_hi = n + jnp.maximum(jnp.max(jnp.abs(rlo), initial=0.0), jnp.max(jnp.abs(rhi), initial=0.0)) + 1.0
     eye = jnp.eye(m, dtype=dtype)
-    if (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES:
+    thin = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
+    if thin:
         op: LPMatrix = ElasticRowsMatrix(a.astype(dtype))
     else:
         op = DenseLPMatrix(
@@ -280,22 +392,31 @@ def solve_dispatch_lp(
     at_upper = jnp.concatenate([ahead_of_marginal, jnp.zeros((3 * m,), bool)])
     basis = jnp.concatenate([marginal[None], n + jnp.arange(m)]).astype(jnp.int32)
     marginal_col = matvec(a.astype(dtype), (idx == marginal).astype(dtype))
-    # Assembled from blocks, not by `.at[1:, 1:].set(-eye)`: that scatter's (m², 2) index
-    # array is a program constant (67 MB on case 2383wp) which XLA then constant-folds.
-    binv = jnp.concatenate(
-        [
-            jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
-            jnp.concatenate([marginal_col[:, None], -eye], axis=1),
-        ],
-        axis=0,
-    )
+    inv: BasisInverse
+    if thin:
+        k = min(n, m + 1)
+        w = jnp.zeros((m + 1, k), dtype).at[:, 0].set(jnp.concatenate([jnp.ones((1,), dtype), marginal_col]))
+        signs = jnp.concatenate([jnp.ones((1,), dtype), -jnp.ones((m,), dtype)])
+        inv = SlackBasisInverse.from_filled(w, jnp.full((k,), m + 1, jnp.int32).at[0].set(0), signs, n, m)
+    else:
+        # Assembled from blocks, not by `.at[1:, 1:].set(-eye)`: that scatter's (m², 2) index
+        # array is a program constant (67 MB on case 2383wp) which XLA then constant-folds.
+        inv = DenseInverse(
+            jnp.concatenate(
+                [
+                    jnp.concatenate([jnp.ones((1, 1), dtype), jnp.zeros((1, m), dtype)], axis=1),
+                    jnp.concatenate([marginal_col[:, None], -eye], axis=1),
+                ],
+                axis=0,
+            )
+        )
     if start is not None:
-        warm_basis, warm_binv, warm_upper, warm = _rebuild_basis(op, cost, n, start)
+        warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, thin)
         basis = where(warm, warm_basis, basis)
-        binv = where(warm, warm_binv, binv)
+        inv = jax.tree.map(lambda w_, c_: where(warm, w_, c_), warm_inv, inv)
         at_upper = where(warm, warm_upper, at_upper)
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = bounded_dual_simplex(op, b, cost, lo_lp, hi_lp, basis, binv, at_upper, budget, primal_tol=_FEAS_TOL)
+    lp = bounded_dual_simplex(op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)

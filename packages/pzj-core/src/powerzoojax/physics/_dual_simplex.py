@@ -31,6 +31,7 @@ primal infeasible (a violated row no column can repair) or the budget is spent; 
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
@@ -135,6 +136,56 @@ class DenseLPMatrix(LPMatrix):
         return _vm(y, self.a[:, basis])
 
 
+class BasisInverse(eqx.Module):
+    """`B⁻¹` of the current basis (rows: basis positions; columns: LP rows), by the
+    operations the dual simplex takes of it. Subclasses implement every method;
+    `DenseInverse` holds the matrix."""
+
+    def solve(self, v: Float[Array, " n_rows"]) -> Float[Array, " n_rows"]:
+        """`B⁻¹ v`."""
+        raise NotImplementedError
+
+    def solve_t(self, c_b: Float[Array, " n_rows"]) -> Float[Array, " n_rows"]:
+        """`c_bᵀ B⁻¹`."""
+        raise NotImplementedError
+
+    def row(self, r: Int[Array, ""], e_r: Float[Array, " n_rows"]) -> Float[Array, " n_rows"]:
+        """Row `r` of `B⁻¹` (`e_r` is `r` one-hot)."""
+        raise NotImplementedError
+
+    def pivot(
+        self,
+        r: Int[Array, ""],
+        e_r: Float[Array, " n_rows"],
+        row_r: Float[Array, " n_rows"],
+        col: Float[Array, " n_rows"],
+        piv: Float[Array, ""],
+        leaving: Int[Array, ""],
+        entering: Int[Array, ""],
+    ) -> "BasisInverse":
+        """The inverse once column `entering` (`col = B⁻¹ a_entering`, `piv = col[r]`)
+        replaces column `leaving` at position `r` (`row_r` is row `r` of `B⁻¹`)."""
+        raise NotImplementedError
+
+
+class DenseInverse(BasisInverse):
+    """`B⁻¹` as a matrix, updated by a rank-1 (product-form) step per pivot."""
+
+    binv: Float[Array, "n_rows n_rows"]
+
+    def solve(self, v):
+        return _mv(self.binv, v)
+
+    def solve_t(self, c_b):
+        return _vm(c_b, self.binv)
+
+    def row(self, r, e_r):
+        return _vm(e_r, self.binv)
+
+    def pivot(self, r, e_r, row_r, col, piv, leaving, entering):
+        return DenseInverse(self.binv - (col - e_r)[:, None] * row_r[None, :] / piv)
+
+
 def bounded_dual_simplex(
     a: Float[Array, "n_rows n_vars"] | LPMatrix,
     b: Float[Array, " n_rows"],
@@ -142,7 +193,7 @@ def bounded_dual_simplex(
     lo: Float[Array, " n_vars"],
     hi: Float[Array, " n_vars"],
     basis: Int[Array, " n_rows"],
-    binv: Float[Array, "n_rows n_rows"],
+    binv: Float[Array, "n_rows n_rows"] | BasisInverse,
     at_upper: Bool[Array, " n_vars"],
     max_iter: int,
     primal_tol: float = 1e-5,
@@ -152,7 +203,8 @@ def bounded_dual_simplex(
 ) -> DualSimplexResult:
     """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
-    `a` is an array or an `LPMatrix`. `basis` holds the basic column of each row, `binv` its inverse, `at_upper` which
+    `a` is an array or an `LPMatrix`. `basis` holds the basic column of each row, `binv`
+    its inverse (an array or a `BasisInverse`), `at_upper` which
     non-basic variables sit at `hi` (the rest at `lo`). `status`: `SOLVED`,
     `PRIMAL_INFEASIBLE` or `BUDGET`; `x` is the last basic solution.
 
@@ -167,6 +219,7 @@ def bounded_dual_simplex(
     cost within 1e-5 of HiGHS's (`benchmarks/results/large-cases.md`).
     """
     op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a)
+    inv0 = binv if isinstance(binv, BasisInverse) else DenseInverse(binv)
     n_rows, n_vars = op.shape
     cols = jnp.arange(n_vars)
     rows = jnp.arange(n_rows)
@@ -206,30 +259,30 @@ def bounded_dual_simplex(
     def ratio_or_neg(eligible, ratio):
         return where(eligible, ratio, -1.0)
 
-    def basic_values(basis, binv, at_upper):
+    def basic_values(basis, inv, at_upper):
         sel = _BasisSelection(basis, n_vars)
         x_nb = where(sel.is_basic, 0.0, where(at_upper, hi, lo))
-        x_b = _mv(binv, b - op.matvec(x_nb))
+        x_b = inv.solve(b - op.matvec(x_nb))
         return sel, sel.is_basic, x_nb, x_b
 
-    def duals(sel, binv):
-        return _vm(sel.pick(c), binv)  # yᵀ = c_Bᵀ B⁻¹
+    def duals(sel, inv):
+        return inv.solve_t(sel.pick(c))  # yᵀ = c_Bᵀ B⁻¹
 
     def body(carry):
-        it, basis, binv, at_upper, status = carry
-        sel, is_basic, _, x_b = basic_values(basis, binv, at_upper)
+        it, basis, inv, at_upper, status = carry
+        sel, is_basic, _, x_b = basic_values(basis, inv, at_upper)
         lo_b, hi_b = sel.pick(lo), sel.pick(hi)
         viol = jnp.maximum(lo_b - x_b, x_b - hi_b)
         r = jnp.argmax(viol)
         e_r = (rows == r).astype(op.dtype)
         feasible = jnp.max(viol) <= primal_tol
         below = jnp.sum(e_r * (lo_b - x_b), axis=0) > 0
-        y = duals(sel, binv)
+        y = duals(sel, inv)
         # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
         # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
         # can pick the wrong entering column and stop on a suboptimal vertex.
         d = c - op.vecmat(y)
-        y = y + _vm(sel.pick(d), binv)
+        y = y + inv.solve_t(sel.pick(d))
         d = c - op.vecmat(y)
         # A primal-feasible basis is optimal only if it is dual feasible too; a non-basic
         # column whose reduced cost has the wrong sign flips to its other bound (every
@@ -238,7 +291,7 @@ def bounded_dual_simplex(
         wrong = ~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol)
         refit = feasible & jnp.any(wrong)
         optimal = feasible & ~refit
-        binv_r = _vm(e_r, binv)
+        binv_r = inv.row(r, e_r)
         alpha = where(below, -1.0, 1.0) * op.vecmat(binv_r)
         eligible = ~is_basic & where(at_upper, alpha < -pivot_tol, alpha > pivot_tol)
         # Reduced costs clipped to their dual-feasible sign: round-off cannot flip a ratio.
@@ -261,35 +314,35 @@ def bounded_dual_simplex(
         flipped = eligible & ((ratio < ratio_q) | ((ratio == ratio_q) & (cols < q)))
         infeasible = ~feasible & ~jnp.any(eligible)
         pivot = ~feasible & ~infeasible
-        col = _mv(binv, op.column(q))
+        col = inv.solve(op.column(q))
         piv = jnp.sum(e_r * col, axis=0)
         piv = where(pivot, piv, 1.0)
-        new_binv = binv - (col - e_r)[:, None] * binv_r[None, :] / piv
         leaving = jnp.sum(where(rows == r, basis, 0), axis=0)
+        new_inv = inv.pivot(r, e_r, binv_r, col, piv, leaving, q)
         new_basis = where(rows == r, q, basis).astype(basis.dtype)
         new_upper = where(cols == leaving, ~below, where(flipped, ~at_upper, at_upper))
-        binv = where(pivot, new_binv, binv)
+        inv = jax.tree.map(lambda new, old: where(pivot, new, old), new_inv, inv)
         basis = where(pivot, new_basis, basis)
         at_upper = where(pivot, new_upper, where(refit, at_upper ^ wrong, at_upper))
         status = where(optimal, SOLVED, where(infeasible, PRIMAL_INFEASIBLE, BUDGET)).astype(jnp.int32)
-        return it + (pivot | refit).astype(jnp.int32), basis, binv, at_upper, status
+        return it + (pivot | refit).astype(jnp.int32), basis, inv, at_upper, status
 
     def cond(carry):
         it, _, _, _, status = carry
         return (status == BUDGET) & (it < max_iter)
 
-    init = (jnp.asarray(0, jnp.int32), basis, binv, at_upper, jnp.asarray(BUDGET, jnp.int32))
-    it, basis, binv, at_upper, status = lax.while_loop(cond, body, init)
+    init = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, jnp.asarray(BUDGET, jnp.int32))
+    it, basis, inv, at_upper, status = lax.while_loop(cond, body, init)
     # The refinement below feeds several reductions; unmaterialised, XLA would fuse (and
     # so repeat) all of it into each of them.
     # The budget may end on a pivot: check optimality of the final basis once more.
-    sel, is_basic, x_nb, x_b = basic_values(basis, binv, at_upper)
+    sel, is_basic, x_nb, x_b = basic_values(basis, inv, at_upper)
     # One step of iterative refinement against B itself removes the product-form drift.
-    x_b = x_b + _mv(binv, b - op.matvec(x_nb) - op.basis_matvec(basis, x_b))
+    x_b = x_b + inv.solve(b - op.matvec(x_nb) - op.basis_matvec(basis, x_b))
     viol = jnp.max(jnp.maximum(sel.pick(lo) - x_b, x_b - sel.pick(hi)))
     c_b = sel.pick(c)
-    y = duals(sel, binv)
-    y = y + _vm(c_b - op.basis_vecmat(y, basis), binv)
+    y = duals(sel, inv)
+    y = y + inv.solve_t(c_b - op.basis_vecmat(y, basis))
     d = c - op.vecmat(y)
     dual_ok = ~jnp.any(~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol))
     status = where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
