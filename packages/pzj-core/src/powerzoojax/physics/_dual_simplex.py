@@ -1,7 +1,8 @@
 """Bounded-variable dual simplex for small dense LPs, written for `vmap`.
 
 Solves `min cᵀx  s.t.  A x = b,  lo ≤ x ≤ hi` from a dual-feasible starting basis given
-with its explicit inverse. Each pivot is a rank-1 (product-form) update of `B⁻¹`; the
+with its inverse: the matrix, or a `BasisInverse` that keeps it in a structured form.
+Each pivot is a rank-1 (product-form) update of `B⁻¹`; the
 basic values and duals are recomputed from `B⁻¹` every iteration, so no float32 error
 accumulates in them. The leaving row is the most infeasible basic variable; the entering
 column comes from a bound-flipping ratio test: candidates whose reduced cost changes sign before
