@@ -345,10 +345,16 @@ class DCOPFModel(NetworkModel):
         """
         net = params.network
         node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
+        # The profile row's line flows are tabulated (`PTDF @ load`, per row); bundle
+        # injections change them, so with bundles the OPF computes them itself.
+        load_flow = params.load_line_flow_mw[inputs.row]
         if inputs.p_bus_mw is not None:
             node_load = node_load - inputs.p_bus_mw
+            load_flow = None
         start = inputs.previous.network_memory if (self._warm and inputs.previous is not None) else None
-        opf = dc_opf(self.setup, node_load, basis=start, max_iter=self.max_iter, tol=self.tol)
+        opf = dc_opf(
+            self.setup, node_load, load_flow_mw=load_flow, basis=start, max_iter=self.max_iter, tol=self.tol
+        )
         flow = DCFlow(unit_power_mw=opf.p_mw, line_flow_mw=opf.line_flow_mw, node_injection_mw=opf.node_injection_mw)
         info = {
             "opf_status": opf.status,
