@@ -66,6 +66,9 @@ _DUAL_TOL = 1e-5  # the simplex's zero band of reduced costs (its `dual_tol`)
 # (see the module docstring); smaller ones keep the dense matrix and inverse, whose
 # broadcast products fuse under `vmap` (`_dual_simplex`).
 STRUCTURED_MIN_ENTRIES = 4096
+# `SlackBasisInverse` with the structured products (None), or forced on or off (read when a
+# function is traced), so that a benchmark can time both in one process.
+THIN_INVERSE: bool | None = None
 
 
 class ElasticRowsMatrix(LPMatrix):
@@ -376,8 +379,9 @@ def solve_dispatch_lp(
     # |A x| ≤ Σ width / sx ≤ n in scaled units (|PTDF| ≤ 1), so no violation exceeds this.
     e_hi = n + jnp.maximum(jnp.max(jnp.abs(rlo), initial=0.0), jnp.max(jnp.abs(rhi), initial=0.0)) + 1.0
     eye = jnp.eye(m, dtype=dtype)
-    thin = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
-    if thin:
+    structured = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
+    thin = structured if THIN_INVERSE is None else THIN_INVERSE
+    if structured:
         op: LPMatrix = ElasticRowsMatrix(a.astype(dtype))
     else:
         op = DenseLPMatrix(
