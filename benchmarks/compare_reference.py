@@ -71,6 +71,7 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
     "case29gb-dcopf-64": ("dcopf", "29gb", 64),
     "case29gb-dcopf-512": ("dcopf", "29gb", 512),
     "case533mt_hi-dcopf-16": ("dcopf", "533mt_hi", 16),
+    "case533mt_hi-dc-16": ("dc", "533mt_hi", 16),
     "case552gb-dcopf-4": ("dcopf", "552gb", 4),
     "case1354pegase-dcopf-4": ("dcopf", "1354pegase", 4),
     "case2383wp-dcopf-2": ("dcopf", "2383wp", 2),

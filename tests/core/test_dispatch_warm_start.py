@@ -166,3 +166,16 @@ def test_dc_opf_without_monitored_lines_returns_an_invalid_basis():
     assert not bool(res.basis.valid)
     assert res.basis.columns.shape == (1,) and res.basis.at_upper.shape == (setup.p_min.shape[0],)
 
+
+
+def test_a_warm_start_on_the_same_lp_makes_no_pivot():
+    # The start is checked for optimality before the loop: the LP it solved is solved.
+    _, setup, _ = _rated_118()
+    cost, steps = _load_walk()
+    args = _lp_args(setup, cost, steps[2])
+    cold, basis = _cold(*args)
+    warm, again = _warm(*args, start=basis)
+    assert bool(jnp.all(warm.converged)) and bool(jnp.all(again.valid))
+    np.testing.assert_array_equal(np.asarray(warm.n_iter), 0)
+    np.testing.assert_allclose(np.asarray(warm.x), np.asarray(cold.x), atol=1e-3)
+    np.testing.assert_allclose(np.asarray(warm.nu), np.asarray(cold.nu), rtol=1e-5)

@@ -428,7 +428,9 @@ def solve_dispatch_lp(
         inv = jax.tree.map(lambda w_, c_: where(warm, w_, c_), warm_inv, inv)
         at_upper = where(warm, warm_upper, at_upper)
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = bounded_dual_simplex(op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL)
+    lp = bounded_dual_simplex(
+        op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL, check_start=start is not None
+    )
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)

@@ -201,6 +201,7 @@ def bounded_dual_simplex(
     pivot_tol: float = 1e-6,
     dual_tol: float = 1e-5,
     optimality_tol: float = 3e-4,
+    check_start: bool = False,
 ) -> DualSimplexResult:
     """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
@@ -218,6 +219,9 @@ def bounded_dual_simplex(
     the reduced cost). On case 118 with every line rated 100 MW, 512 random loads, one or
     three cost levels: 1e-5 left 37 LPs cycling to the pivot budget, 3e-4 none, and every
     cost within 1e-5 of HiGHS's (`benchmarks/results/large-cases.md`).
+
+    `check_start` (static): test the starting basis for optimality before the loop, which
+    pays when starts are often optimal already (warm starts).
     """
     op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a)
     inv0 = binv if isinstance(binv, BasisInverse) else DenseInverse(binv)
@@ -269,15 +273,13 @@ def bounded_dual_simplex(
     def duals(sel, inv):
         return inv.solve_t(sel.pick(c))  # yᵀ = c_Bᵀ B⁻¹
 
-    def body(carry):
-        it, basis, inv, at_upper, status = carry
+    def violations(basis, inv, at_upper):
         sel, is_basic, _, x_b = basic_values(basis, inv, at_upper)
         lo_b, hi_b = sel.pick(lo), sel.pick(hi)
-        viol = jnp.maximum(lo_b - x_b, x_b - hi_b)
-        r = jnp.argmax(viol)
-        e_r = (rows == r).astype(op.dtype)
-        feasible = jnp.max(viol) <= primal_tol
-        below = jnp.sum(e_r * (lo_b - x_b), axis=0) > 0
+        return sel, is_basic, lo_b - x_b, jnp.maximum(lo_b - x_b, x_b - hi_b)
+
+    def wrong_signs(sel, is_basic, inv, at_upper):
+        """Reduced costs, and the non-basic columns whose reduced cost has the wrong sign."""
         y = duals(sel, inv)
         # One refinement step against the basis itself (``yᵀB`` is ``yᵀA`` at the basic
         # columns): the product-form inverse drifts, and a reduced cost wrong by that drift
@@ -289,7 +291,16 @@ def bounded_dual_simplex(
         # column whose reduced cost has the wrong sign flips to its other bound (every
         # column is boxed), which restores dual feasibility and hands the repair back to
         # the dual pivots.
-        wrong = ~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol)
+        return d, ~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol)
+
+    def body(carry):
+        it, basis, inv, at_upper, status = carry
+        sel, is_basic, below_by, viol = violations(basis, inv, at_upper)
+        r = jnp.argmax(viol)
+        e_r = (rows == r).astype(op.dtype)
+        feasible = jnp.max(viol) <= primal_tol
+        below = jnp.sum(e_r * below_by, axis=0) > 0
+        d, wrong = wrong_signs(sel, is_basic, inv, at_upper)
         refit = feasible & jnp.any(wrong)
         optimal = feasible & ~refit
         binv_r = inv.row(r, e_r)
@@ -332,7 +343,14 @@ def bounded_dual_simplex(
         it, _, _, _, status = carry
         return (status == BUDGET) & (it < max_iter)
 
-    init = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, jnp.asarray(BUDGET, jnp.int32))
+    status0 = jnp.asarray(BUDGET, jnp.int32)
+    if check_start:
+        # An optimal start (a warm start on an unchanged LP) then skips the loop, whose
+        # ratio test costs most of a pass even when no lane pivots.
+        sel0, is_basic0, _, viol0 = violations(basis, inv0, at_upper)
+        _, wrong0 = wrong_signs(sel0, is_basic0, inv0, at_upper)
+        status0 = where((jnp.max(viol0) <= primal_tol) & ~jnp.any(wrong0), SOLVED, BUDGET).astype(jnp.int32)
+    init = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, status0)
     it, basis, inv, at_upper, status = lax.while_loop(cond, body, init)
     # The refinement below feeds several reductions; unmaterialised, XLA would fuse (and
     # so repeat) all of it into each of them.
