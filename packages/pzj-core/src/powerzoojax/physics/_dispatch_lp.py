@@ -61,7 +61,7 @@ from powerzoojax.physics._qp_ipm import DispatchQPSolution
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
 _REBUILD_PIVOT_TOL = 1e-5  # smallest pivot accepted while rebuilding a warm basis's inverse
-_DUAL_TOL = 1e-5  # the simplex's zero band of reduced costs (its `dual_tol`)
+_OPTIMALITY_TOL = 3e-4  # the wrong-signed reduced cost the simplex accepts at an optimum (its `optimality_tol`)
 # LPs with more matrix entries than this use `ElasticRowsMatrix` and `SlackBasisInverse`
 # (see the module docstring); smaller ones keep the dense matrix and inverse, whose
 # broadcast products fuse under `vmap` (`_dual_simplex`).
@@ -320,12 +320,14 @@ def _rebuild_basis(
         else DenseInverse(where(filled[None, :], w[:, slot_of], jnp.diag(s_ext)))
     )
     # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
-    # a dual-feasible start); near-zero reduced costs keep the bound they had.
+    # a dual-feasible start). Reduced costs within the simplex's optimality tolerance keep
+    # the bound they had: it accepted them so, and flipping one over round-off would move
+    # the vertex and cost a pivot back.
     c_b = cost[basis]
     y = where(filled, vecmat(c_b, w)[slot_of], c_b * s_ext)
     d = cost - a_lp.vecmat(y)
     is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
-    at_upper = ~is_basic & where(d < -_DUAL_TOL, True, where(d > _DUAL_TOL, False, start.at_upper))
+    at_upper = ~is_basic & where(d < -_OPTIMALITY_TOL, True, where(d > _OPTIMALITY_TOL, False, start.at_upper))
     ok = ok & jnp.all(jnp.isfinite(w))
     return basis, inv, at_upper, ok
 
