@@ -21,6 +21,7 @@ Two parts:
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -30,6 +31,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from xla_tricks import git_commit, loadavg, make_collect, timed
+
+# The tests' independent HiGHS reference of the same LP.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from reference_lp import highs_elastic_dispatch  # noqa: E402
 
 
 def rollout_row(case_id: str, n_envs: int, horizon: int, rounds: int) -> str:
@@ -62,20 +67,6 @@ def rollout_row(case_id: str, n_envs: int, horizon: int, rounds: int) -> str:
         f"| {case_id} | {n_envs} | {1e3 * statistics.median(t_cold):.1f} | {1e3 * statistics.median(t_warm):.1f} "
         f"| {statistics.median(ratios):.3f} | {built[False][1]:.2f} / {built[True][1]:.2f} | {rel:.1e} |"
     )
-
-
-def _highs_cost(lin, lo, hi, total, a_t, row_lo, row_hi, penalty=1e3):
-    from scipy.optimize import linprog
-
-    lin, lo, hi, a_t, row_lo, row_hi = (np.asarray(v, np.float64) for v in (lin, lo, hi, a_t, row_lo, row_hi))
-    n, m = a_t.shape
-    c = np.concatenate([lin, np.full(2 * m, penalty * np.max(np.abs(lin)))])
-    a_ub = np.block([[a_t.T, -np.eye(m), np.zeros((m, m))], [-a_t.T, np.zeros((m, m)), -np.eye(m)]])
-    res = linprog(
-        c, A_ub=a_ub, b_ub=np.concatenate([row_hi, -row_lo]), A_eq=np.concatenate([np.ones(n), np.zeros(2 * m)])[None],
-        b_eq=[float(total)], bounds=[(lo[i], hi[i]) for i in range(n)] + [(0, None)] * (2 * m), method="highs",
-    )
-    return float(res.fun)
 
 
 def walk_row(sigma: float, seeds: int, lanes: int, steps: int) -> str:
@@ -123,7 +114,7 @@ def walk_row(sigma: float, seeds: int, lanes: int, steps: int) -> str:
                 ours = float(np.asarray(lin, np.float64) @ x) + 1e3 * float(jnp.max(lin)) * float(
                     np.sum(np.asarray(sol_w.row_violation[k], np.float64))
                 )
-                best = _highs_cost(*[np.asarray(a[k]) if i in (3, 5, 6) else np.asarray(a) for i, a in enumerate(args)])
+                _, best = highs_elastic_dispatch(*[np.asarray(a[k]) if i in (3, 5, 6) else np.asarray(a) for i, a in enumerate(args)])
                 worst = max(worst, abs(ours - best) / abs(best))
             start = basis_w
     return (

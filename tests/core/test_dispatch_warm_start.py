@@ -10,7 +10,7 @@ import numpy as np
 from powerzoojax.case import load_case
 from powerzoojax.physics import DispatchBasis, dc_opf, make_dc_opf_setup
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
-from scipy.optimize import linprog
+from reference_lp import highs_elastic_dispatch
 
 _LANES, _STEPS = 6, 4
 
@@ -51,17 +51,8 @@ def _load_walk(seed: int = 0, sigma: float = 0.05):
     return cost, [jnp.asarray(s, jnp.float32) for s in steps]
 
 
-def _highs_cost(lin, lo, hi, total, a_t, row_lo, row_hi, penalty=1e3):
-    lin, lo, hi, a_t, row_lo, row_hi = (np.asarray(v, np.float64) for v in (lin, lo, hi, a_t, row_lo, row_hi))
-    n, m = a_t.shape
-    c = np.concatenate([lin, np.full(2 * m, penalty * np.max(np.abs(lin)))])
-    a_ub = np.block([[a_t.T, -np.eye(m), np.zeros((m, m))], [-a_t.T, np.zeros((m, m)), -np.eye(m)]])
-    res = linprog(
-        c, A_ub=a_ub, b_ub=np.concatenate([row_hi, -row_lo]), A_eq=np.concatenate([np.ones(n), np.zeros(2 * m)])[None],
-        b_eq=[float(total)], bounds=[(lo[i], hi[i]) for i in range(n)] + [(0, None)] * (2 * m), method="highs",
-    )
-    assert res.status == 0, res.message
-    return float(res.fun)
+def _highs_cost(*args):
+    return highs_elastic_dispatch(*args)[1]
 
 
 def _our_cost(args, sol, lane):

@@ -14,7 +14,7 @@ import pytest
 from powerzoojax.case import load_case
 from powerzoojax.physics import make_dc_opf_setup
 from powerzoojax.physics._dispatch_lp import solve_dispatch_lp
-from scipy.optimize import linprog
+from reference_lp import highs_elastic_dispatch as _highs_violation
 
 
 @functools.cache
@@ -37,20 +37,6 @@ def _tied_cost_lp(lane: int = 1, levels: int = 1):
     row_hi = setup.line_cap[setup.mon_idx] + flow
     args = (jnp.asarray(cost, jnp.float32), setup.p_min, setup.p_max, jnp.sum(load), setup.mon_ptdf_units_t, row_lo, row_hi)
     return args, jax.jit(solve_dispatch_lp)(*args)[0]
-
-
-def _highs_violation(lin, lo, hi, total, a_t, row_lo, row_hi, penalty=1e3):
-    """Least total row violation [MW] of the same elastic LP, by HiGHS, in float64."""
-    lin, lo, hi, a_t, row_lo, row_hi = (np.asarray(v, np.float64) for v in (lin, lo, hi, a_t, row_lo, row_hi))
-    n, m = a_t.shape
-    c = np.concatenate([lin, np.full(2 * m, penalty * np.max(np.abs(lin)))])
-    a_ub = np.block([[a_t.T, -np.eye(m), np.zeros((m, m))], [-a_t.T, np.zeros((m, m)), -np.eye(m)]])
-    b_ub = np.concatenate([row_hi, -row_lo])
-    a_eq = np.concatenate([np.ones(n), np.zeros(2 * m)])[None]
-    bounds = [(lo[i], hi[i]) for i in range(n)] + [(0, None)] * (2 * m)
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[float(total)], bounds=bounds, method="highs")
-    assert res.status == 0, res.message
-    return float(np.sum(res.x[n:])), float(res.fun)
 
 
 def test_tied_costs_converge_in_few_pivots():
