@@ -101,3 +101,23 @@ def test_opf_warm_start_must_be_a_bool_or_none(case5, bad):
 
     with pytest.raises(TypeError, match="opf_warm_start"):
         make_trans_params(case5, solver_mode=1, opf_warm_start=bad)
+
+
+def test_a_forced_warm_start_on_a_small_lp_costs_what_a_cold_one_costs(case5):
+    # Case 5's LP keeps the dense matrix and inverse: the warm start rebuilds a dense one.
+    from powerzoojax.grid import TransGridEnv, make_trans_params
+
+    env = TransGridEnv()
+    base = make_trans_params(case5, solver_mode=1).load_profiles[0]
+    rows = np.asarray(base)[None] * (1 + 0.1 * np.random.default_rng(0).standard_normal((6, base.shape[0])))
+    objectives = {}
+    for warm in (False, True):
+        params = make_trans_params(case5, rows, max_steps=20, solver_mode=1, opf_warm_start=warm)
+        _, state = env.reset(jax.random.PRNGKey(0), params)
+        step = jax.jit(env.step)
+        objectives[warm] = []
+        for t in range(6):
+            _, state, _, _, _, info = step(jax.random.PRNGKey(t), state, jnp.zeros(case5.n_units), params)
+            objectives[warm].append(float(info["opf_objective"]))
+    assert bool(state.network_memory.valid)
+    np.testing.assert_allclose(objectives[True], objectives[False], rtol=2e-5)

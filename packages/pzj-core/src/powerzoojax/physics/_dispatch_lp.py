@@ -212,6 +212,14 @@ class SlackBasisInverse(BasisInverse):
             m,
         )
 
+    def to_dense(self) -> DenseInverse:
+        """The same inverse as a matrix: each filled row's column gathered from `w`, the
+        others `σ e_p` (a gather: XLA:CPU's scatters are slow element loops)."""
+        m1, k = self.w.shape
+        filled = jnp.take(self.w, self.slot_of_row, axis=1, mode="fill", fill_value=0.0)
+        unit = where(jnp.arange(m1)[:, None] == self.pos_of_row[None, :], self.sign_of_row[None, :], 0.0)
+        return DenseInverse(where(self.slot_of_row[None, :] < k, filled, unit))
+
     @staticmethod
     def from_filled(
         w: Float[Array, "m1 k"], slot_row: Int[Array, " k"], sign_of_row: Float[Array, " m1"], n: int, m: int
@@ -246,13 +254,9 @@ def _rebuild_basis(
 
     The rows are re-ordered: row 0 takes the first basic unit column, every other row its
     basic slack column, or the flow column if none; those columns' inverse is closed-form
-    (`[[1, 0], [−S p, S]]` with `S` the slacks' ±1 signs). The other basic unit columns
-    then replace flow columns by product-form pivots, each on the largest available pivot.
-
-    Every column of that inverse but the balance row's is `S_r e_r` until a pivot on row
-    `r` fills it, and a pivot on row `r` changes only the filled columns and column `r`. So
-    the pivots update the filled columns alone, at most `min(n, m + 1)` of them (`W`), in
-    `O(m)` per column rather than `O(m²)` per pivot, and the full inverse is written once.
+    (`[[1, 0], [−S p, S]]` with `S` the slacks' ±1 signs), a `SlackBasisInverse` with one
+    filled column. The other basic unit columns then replace flow columns by its pivots,
+    each on the largest available pivot.
     """
     m1, n_cols = a_lp.shape
     m = m1 - 1
@@ -273,63 +277,41 @@ def _rebuild_basis(
     u0 = jnp.clip(cols[first], 0, n - 1)
     p0 = a_lp.column(u0)[1:]
     s_ext = jnp.concatenate([jnp.ones((1,), dtype), sign])
-    k_max = min(n, m1)
-    slots = jnp.arange(k_max)
-    # Filled columns of the inverse (slot 0: the balance row's) and the rows they belong to
-    # (`m1`: an empty slot).
-    w = jnp.zeros((m1, k_max), dtype).at[:, 0].set(jnp.concatenate([jnp.ones((1,), dtype), -sign * p0]))
-    w_rows = jnp.full((k_max,), m1, jnp.int32).at[0].set(0)
+    k = min(n, m1)
+    w = jnp.zeros((m1, k), dtype).at[:, 0].set(jnp.concatenate([jnp.ones((1,), dtype), -sign * p0]))
+    inv = SlackBasisInverse.from_filled(w, jnp.full((k,), m1, jnp.int32).at[0].set(0), s_ext, n, m)
     basis = jnp.concatenate([u0[None].astype(cols.dtype), row_column])
     rows = jnp.arange(m1)
-    filled = rows == 0
     free_rows = jnp.concatenate([jnp.zeros((1,), bool), cover == 0])
     pending = is_unit & (rows != first)
 
     def enter(carry):
-        basis, w, w_rows, filled, free_rows, pending, ok = carry
-        slot = jnp.sum(filled.astype(jnp.int32))
+        basis, inv, free_rows, pending, ok = carry
         nxt = jnp.argmax(pending)
         u = jnp.clip(cols[nxt], 0, n - 1)
-        a_u = a_lp.column(u)
-        col = matvec(w, a_u.at[w_rows].get(mode="fill", fill_value=0.0)) + where(filled, 0.0, s_ext * a_u)
+        col = inv.solve(a_lp.column(u))
         r = jnp.argmax(where(free_rows, jnp.abs(col), -1.0))
         e_r = rows == r
         piv = jnp.sum(where(e_r, col, 0.0))
         good = jnp.abs(piv) > _REBUILD_PIVOT_TOL
-        piv = where(good, piv, 1.0)
-        w_r = jnp.sum(where(e_r[:, None], w, 0.0), axis=0)
-        s_r = jnp.sum(where(e_r, s_ext, 0.0))
-        delta = col - e_r.astype(dtype)
-        w = w - delta[:, None] * w_r[None, :] / piv
-        w = where(slots[None, :] == slot, (where(e_r, s_r, 0.0) - delta * s_r / piv)[:, None], w)
-        w_rows = where(slots == slot, r, w_rows).astype(w_rows.dtype)
+        leaving = jnp.sum(where(e_r, basis, 0))
+        inv = inv.pivot(r, e_r.astype(dtype), None, col, where(good, piv, 1.0), leaving, u)
         basis = where(e_r, u, basis).astype(basis.dtype)
-        return basis, w, w_rows, filled | e_r, free_rows & ~e_r, pending & (rows != nxt), ok & good
+        return basis, inv, free_rows & ~e_r, pending & (rows != nxt), ok & good
 
     def more(carry):
-        return jnp.any(carry[5]) & carry[6]
+        return jnp.any(carry[3]) & carry[4]
 
-    init = (basis, w, w_rows, filled, free_rows, pending & ok, ok)
-    basis, w, w_rows, filled, _, _, ok = lax.while_loop(more, enter, init)
-    # The full inverse, when wanted, by gathering each filled row's column from `W`
-    # (XLA:CPU's scatters are slow element loops).
-    slot_of = jnp.zeros((m1,), jnp.int32).at[w_rows].set(slots.astype(jnp.int32), mode="drop")
-    inv: BasisInverse = (
-        SlackBasisInverse.from_filled(w, w_rows, s_ext, n, m)
-        if thin
-        else DenseInverse(where(filled[None, :], w[:, slot_of], jnp.diag(s_ext)))
-    )
+    basis, inv, _, _, ok = lax.while_loop(more, enter, (basis, inv, free_rows, pending & ok, ok))
     # Each non-basic column at the bound its reduced cost asks for (the dual simplex needs
     # a dual-feasible start). Reduced costs within the simplex's optimality tolerance keep
     # the bound they had: it accepted them so, and flipping one over round-off would move
     # the vertex and cost a pivot back.
-    c_b = cost[basis]
-    y = where(filled, vecmat(c_b, w)[slot_of], c_b * s_ext)
-    d = cost - a_lp.vecmat(y)
+    d = cost - a_lp.vecmat(inv.solve_t(cost[basis]))
     is_basic = jnp.zeros((n_cols,), bool).at[basis].set(True)
     at_upper = ~is_basic & where(d < -_OPTIMALITY_TOL, True, where(d > _OPTIMALITY_TOL, False, start.at_upper))
-    ok = ok & jnp.all(jnp.isfinite(w))
-    return basis, inv, at_upper, ok
+    ok = ok & jnp.all(jnp.isfinite(inv.w))
+    return basis, (inv if thin else inv.to_dense()), at_upper, ok
 
 
 def solve_dispatch_lp(

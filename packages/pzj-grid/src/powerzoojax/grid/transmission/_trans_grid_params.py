@@ -370,8 +370,8 @@ def make_trans_params(
       (linear objective with monitored lines, where a dual simplex solves it; see
       [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel]). `None` (default): when
       the OPF monitors at least 16 lines. On fewer a cold start needs only a few pivots
-      and the warm start's bookkeeping costs more than it saves (case 5, 2 lines: 20 %
-      slower steps); on case 29gb (99 lines) steps are 10× faster.
+      and the warm start's bookkeeping costs more than it saves (case 5, 2 lines: slower
+      steps and a longer first call; on case 29gb, 99 lines, about 10× faster steps).
     - `pf_failure_cost`: cost added to `power_balance` on a step whose AC power flow or
       AC-OPF does not converge.
     - `islanding_cost`: cost added to `power_balance` (with the load cut off) on every
