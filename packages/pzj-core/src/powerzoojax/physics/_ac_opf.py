@@ -52,6 +52,7 @@ from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_paramet
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 _XI = 0.99995
 _SIGMA = 0.1
@@ -256,7 +257,7 @@ def ac_opf(
         vn = lax.complex(jnp.cos(va), jnp.sin(va))
         v = vm * vn
         s_bus, ibus, dsb_dva, dsb_dvm = bus_derivatives(ybus, v, vn)
-        h = jnp.concatenate([s_bus.real - (umap @ pg - pd), s_bus.imag - (umap @ qg - qd), va[slack : slack + 1] - va_ref])
+        h = jnp.concatenate([s_bus.real - (hp.matmul(umap, pg) - pd), s_bus.imag - (hp.matmul(umap, qg) - qd), va[slack : slack + 1] - va_ref])
         jh = jnp.concatenate(
             [
                 jnp.concatenate([dsb_dva.real, dsb_dvm.real, -umap, zeros_ng], axis=1),
@@ -287,13 +288,13 @@ def ac_opf(
     def jg_t(j_flow, r):
         """`Jgᵀ r` (bound rows are ±identity)."""
         rf, vhi_, vlo_, phi_, plo_, qhi_, qlo_ = split_g(r)
-        jv = rf @ j_flow
+        jv = hp.matmul(rf, j_flow)
         return jnp.concatenate([jv[:n], jv[n:] + vhi_ - vlo_, phi_ - plo_, qhi_ - qlo_])
 
     def jg_dot(j_flow, dx):
         """`Jg dx`."""
         _, dvm, dpg, dqg = split(dx)
-        return jnp.concatenate([j_flow @ dx[: 2 * n], dvm, -dvm, dpg, -dpg, dqg, -dqg])
+        return jnp.concatenate([hp.matmul(j_flow, dx[: 2 * n]), dvm, -dvm, dpg, -dpg, dqg, -dqg])
 
     def newton_matrix(lam, z, w, j_flow, d2f, aux):
         """`∇²L + Jgᵀ diag(w) Jg` with `w = z/s`."""
@@ -301,7 +302,7 @@ def ac_opf(
         lam_s = lax.complex(lam[:n], -lam[n : 2 * n])
         h_v = bus_hessian(ybus, v, ibus, lam_s) + branch_sq_hessian(ybr, cbr, v, s_br, dsr_dva, dsr_dvm, z[:n_flow])
         wf, wvhi, wvlo, wphi, wplo, wqhi, wqlo = split_g(w)
-        h_v = h_v + j_flow.T @ (wf[:, None] * j_flow)
+        h_v = h_v + hp.matmul(j_flow.T, wf[:, None] * j_flow)
         h_v = h_v + jnp.diag(jnp.concatenate([jnp.zeros((n,), dtype), wvhi + wvlo]))
         h_g = jnp.diag(jnp.concatenate([d2f + wphi + wplo, wqhi + wqlo]))
         z_vg = jnp.zeros((2 * n, 2 * g_units), dtype)
@@ -331,11 +332,11 @@ def ac_opf(
         # the compile time), at the price of one extra evaluation at the end.
         it, x, lam, z, s, best, _ = carry
         h, gv, jh, j_flow, df, d2f, aux = evaluate(x)
-        lx = df + lam @ jh + jg_t(j_flow, z)
+        lx = df + hp.matmul(lam, jh) + jg_t(j_flow, z)
         x_scale = 1.0 + jnp.max(jnp.abs(x))
         feas = jnp.maximum(jnp.max(jnp.abs(h)), jnp.max(jnp.maximum(gv, 0.0))) / x_scale
         grad = jnp.max(jnp.abs(lx)) / (1.0 + jnp.maximum(jnp.max(jnp.abs(lam)), jnp.max(jnp.abs(z))))
-        comp = jnp.dot(z, s) / x_scale
+        comp = hp.dot(z, s) / x_scale
         err = jnp.maximum(jnp.maximum(feas, grad), comp)
         err = jnp.where(jnp.isfinite(err), err, big)
         # Keep the best iterate seen: in float32 the error stalls around 1e-5..1e-3 and
@@ -344,7 +345,7 @@ def ac_opf(
         best = jax.tree.map(lambda nv, ov: jnp.where(better, nv, ov), (x, lam, err, jnp.max(jnp.abs(h))), best)
         done = err < tol
 
-        mu = jnp.maximum(_SIGMA * jnp.dot(z, s) / n_in, mu_floor)
+        mu = jnp.maximum(_SIGMA * hp.dot(z, s) / n_in, mu_floor)
         m_mat = newton_matrix(lam, z, z / s, j_flow, d2f, aux)
         n_vec = lx + jg_t(j_flow, (mu + z * gv) / s)
         kkt = jnp.block([[m_mat, jh.T], [jh, jnp.zeros((n_eq, n_eq), dtype)]])

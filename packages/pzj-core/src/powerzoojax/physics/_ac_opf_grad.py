@@ -51,6 +51,7 @@ from powerzoojax.physics._ac_opf_model import (
 )
 from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 
 def kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max) -> dict:
@@ -98,7 +99,7 @@ def _model(x, theta):
     s_bus, ibus, dsb_dva, dsb_dvm = bus_derivatives(ybus, v, vn)
     slack = net.slack_idx
     h = jnp.concatenate(
-        [s_bus.real - (umap @ pg - theta["pd"]), s_bus.imag - (umap @ qg - theta["qd"]), va[slack : slack + 1] - cast(net.va_ref)]
+        [s_bus.real - (hp.matmul(umap, pg) - theta["pd"]), s_bus.imag - (hp.matmul(umap, qg) - theta["qd"]), va[slack : slack + 1] - cast(net.va_ref)]
     )
     zeros_ng = jnp.zeros((n, g_units), dtype)
     slack_row = jnp.zeros((1, 2 * n + 2 * g_units), dtype).at[0, slack].set(1.0)
@@ -136,7 +137,7 @@ def kkt_residual(w: Array, theta: dict, active: Array) -> Array:
     x, lam, z = _split_w(w, theta)
     h, gv, jh, jg, df, _, _ = _model(x, theta)
     z_held = jnp.where(active, z, 0.0)
-    return jnp.concatenate([df + lam @ jh + z_held @ jg, h, jnp.where(active, gv, z)])
+    return jnp.concatenate([df + hp.matmul(lam, jh) + hp.matmul(z_held, jg), h, jnp.where(active, gv, z)])
 
 
 def kkt_jacobian(w: Array, theta: dict, active: Array) -> Array:

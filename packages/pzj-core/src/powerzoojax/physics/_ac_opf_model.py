@@ -8,6 +8,7 @@ JAX autodiff.
 """
 
 import jax.numpy as jnp
+from powerzoojax.core import _precision as hp
 
 
 def branch_flows(net, vm, va, dtype):
@@ -28,7 +29,7 @@ def branch_flows(net, vm, va, dtype):
 
 def bus_derivatives(y, v, vn):
     """`S = V conj(Y V)` and MATPOWER's `dSbus_dV` (polar): `dS/dVa, dS/dVm`."""
-    ibus = y @ v
+    ibus = hp.matmul(y, v)
     ds_dva = 1j * v[:, None] * jnp.conj(jnp.diag(ibus) - y * v[None, :])
     ds_dvm = v[:, None] * jnp.conj(y * vn[None, :]) + jnp.diag(jnp.conj(ibus) * vn)
     return v * jnp.conj(ibus), ibus, ds_dva, ds_dvm
@@ -40,7 +41,7 @@ def bus_hessian(y, v, ibus, lam):
     a = lam * v
     c = a[:, None] * jnp.conj(y * v[None, :])
     d = jnp.conj(y).T * v[None, :]
-    e = jnp.conj(v)[:, None] * (d * lam[None, :] - jnp.diag(d @ lam))
+    e = jnp.conj(v)[:, None] * (d * lam[None, :] - jnp.diag(hp.matmul(d, lam)))
     f = c - jnp.diag(a * jnp.conj(ibus))
     gi = 1.0 / jnp.abs(v)
     gva = 1j * gi[:, None] * (e - f)
@@ -50,8 +51,8 @@ def bus_hessian(y, v, ibus, lam):
 
 def branch_derivatives(ybr, cbr, v, vn):
     """Branch-end power `S_br = (Cbr V) conj(Ybr V)` and MATPOWER's `dSbr_dV` (polar)."""
-    i_br = ybr @ v
-    v_br = cbr @ v
+    i_br = hp.matmul(ybr, v)
+    v_br = hp.matmul(cbr, v)
     ds_dva = 1j * (jnp.conj(i_br)[:, None] * (cbr * v[None, :]) - v_br[:, None] * jnp.conj(ybr * v[None, :]))
     ds_dvm = v_br[:, None] * jnp.conj(ybr * vn[None, :]) + jnp.conj(i_br)[:, None] * (cbr * vn[None, :])
     return v_br * jnp.conj(i_br), ds_dva, ds_dvm
@@ -60,17 +61,17 @@ def branch_derivatives(ybr, cbr, v, vn):
 def branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
     """MATPOWER's `d2ASbr_dV2`: the (Va, Vm) Hessian of `Σ μ |S_br|²` (real `μ`)."""
     lam = jnp.conj(s_br) * mu
-    a = jnp.conj(ybr).T @ (lam[:, None] * cbr)
+    a = hp.matmul(jnp.conj(ybr).T, lam[:, None] * cbr)
     b = jnp.conj(v)[:, None] * a * v[None, :]
-    d = jnp.diag((a @ v) * jnp.conj(v))
-    e = jnp.diag((a.T @ jnp.conj(v)) * v)
+    d = jnp.diag((hp.matmul(a, v)) * jnp.conj(v))
+    e = jnp.diag((hp.matmul(a.T, jnp.conj(v))) * v)
     f = b + b.T
     gi = 1.0 / jnp.abs(v)
     sva = 1j * gi[:, None] * (b - b.T - d + e)
     m = mu[:, None]
-    haa = f - d - e + ds_dva.T @ (m * jnp.conj(ds_dva))
-    hva = sva + ds_dvm.T @ (m * jnp.conj(ds_dva))
-    hvv = gi[:, None] * f * gi[None, :] + ds_dvm.T @ (m * jnp.conj(ds_dvm))
+    haa = f - d - e + hp.matmul(ds_dva.T, m * jnp.conj(ds_dva))
+    hva = sva + hp.matmul(ds_dvm.T, m * jnp.conj(ds_dva))
+    hvv = gi[:, None] * f * gi[None, :] + hp.matmul(ds_dvm.T, m * jnp.conj(ds_dvm))
     return 2.0 * jnp.block([[haa, hva.T], [hva, hvv]]).real
 
 

@@ -21,6 +21,7 @@ from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 
 def _voltages(x, theta, aux):
@@ -34,7 +35,7 @@ def _voltages(x, theta, aux):
 def _bus_power(vm, va, y_real_t):
     e, f = vm * jnp.cos(va), vm * jnp.sin(va)
     n = vm.shape[0]
-    current = jnp.concatenate([e, f]) @ y_real_t
+    current = hp.matmul(jnp.concatenate([e, f]), y_real_t)
     i_re, i_im = current[:n], current[n:]
     return e * i_re + f * i_im, f * i_re - e * i_im
 
@@ -59,7 +60,7 @@ def _residual_jacobian(x, theta, aux):
     y = (y_real_t[:n, :n] + 1j * y_real_t[:n, n:]).T
     v_unit = jnp.exp(1j * va)
     v = vm * v_unit
-    current = y @ v
+    current = hp.matmul(y, v)
     ds_dva = 1j * (jnp.diag(v * jnp.conj(current)) - v[:, None] * jnp.conj(y * v[None, :]))
     ds_dvm = v[:, None] * jnp.conj(y * v_unit[None, :]) + jnp.diag(jnp.conj(current) * v_unit)
     ds_dva, ds_dvm = ds_dva[pvpq][:, pvpq], ds_dvm[pvpq][:, pvpq]

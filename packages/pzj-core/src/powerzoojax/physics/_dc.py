@@ -14,6 +14,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from powerzoojax.core._types import FloatScalar, IntScalar
+from powerzoojax.core import _precision as hp
 
 
 class DCNetwork(eqx.Module):
@@ -141,7 +142,7 @@ def load_line_flows(net: DCNetwork, load_mw: Float[Array, "*rows n_loads"]) -> F
 
     `(n_lines,)` or `(T, n_lines)` flows [MW].
     """
-    return load_mw @ net.ptdf_loads_t
+    return hp.matmul(load_mw, net.ptdf_loads_t)
 
 
 def dc_power_flow(
@@ -171,14 +172,14 @@ def dc_power_flow(
     total_load = jnp.sum(load_mw)
     imbalance = total_load - jnp.sum(dispatch_mw)
     unit_power = dispatch_mw + imbalance * net.slack_unit_weights
-    node_load = load_mw if net.loads_are_nodes else net.loads_to_nodes @ load_mw
+    node_load = load_mw if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, load_mw)
     residual = jnp.sum(unit_power) - total_load
     padded = jnp.concatenate([unit_power, jnp.zeros((1,), unit_power.dtype)])
     node_generation = jnp.sum(padded[net.node_unit_slots], axis=-1)
     node_injection = node_generation - node_load - residual * net.slack_node
     if load_flow_mw is None:
         load_flow_mw = load_line_flows(net, load_mw)
-    line_flow = unit_power @ net.ptdf_units_t - load_flow_mw
+    line_flow = hp.matmul(unit_power, net.ptdf_units_t) - load_flow_mw
     return DCFlow(unit_power_mw=unit_power, line_flow_mw=line_flow, node_injection_mw=node_injection)
 
 

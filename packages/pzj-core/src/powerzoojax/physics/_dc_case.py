@@ -12,6 +12,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.physics._dc import dc_thermal_check
+from powerzoojax.core import _precision as hp
 
 
 def dc_power_flow_on_case(
@@ -46,9 +47,9 @@ def dc_power_flow_on_case(
     weights = jnp.where(n_on_slack > 0, on_slack / jnp.maximum(n_on_slack, 1.0), 0.0)
     actual = p + (jnp.sum(load) - jnp.sum(p)) * weights
     residual = jnp.sum(actual) - jnp.sum(load)
-    injection = case.nodes_units_map @ actual - load
+    injection = hp.matmul(case.nodes_units_map, actual) - load
     injection = injection.at[case.slack_bus_idx].add(-residual)
-    return case.ptdf @ injection, injection, actual
+    return hp.matmul(case.ptdf, injection), injection, actual
 
 
 def dc_power_flow_on_case_with_check(

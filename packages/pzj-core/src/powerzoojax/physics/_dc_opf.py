@@ -79,6 +79,7 @@ from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
 from powerzoojax.physics._dispatch_lp import DispatchBasis, cold_dispatch_basis, solve_dispatch_lp
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
 DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
@@ -329,7 +330,7 @@ def dc_opf(
         farkas = jnp.asarray(False)
     else:
         load_flow_mon = (
-            load @ mon_ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
+            hp.matmul(load, mon_ptdf_t) if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
         )
         row_lo, row_hi = floor[setup.mon_idx] + load_flow_mon, cap[setup.mon_idx] + load_flow_mon
         if setup.linear and cost_a is None and cost_b is None and ref_weight is None:
@@ -360,12 +361,12 @@ def dc_opf(
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
     p = where(total >= cap_hi, hi, where(total <= cap_lo, lo, p))
     # A caller that steps through fixed load rows can pass their flows (`PTDF @ load`).
-    load_flow = load @ ptdf_t if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
-    flows = p @ m_u_t - load_flow
-    injection = setup.nodes_units_map.astype(dtype) @ p - load
+    load_flow = hp.matmul(load, ptdf_t) if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)
+    flows = hp.matmul(p, m_u_t) - load_flow
+    injection = hp.matmul(setup.nodes_units_map.astype(dtype), p) - load
     lam = -sol.nu
     mu_net = sol.mu_upper - sol.mu_lower
-    lmp = lam - mon_ptdf_t @ mu_net
+    lmp = lam - hp.matmul(mon_ptdf_t, mu_net)
     n_lines = cap.shape[0]
     mu_upper = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_upper)
     mu_lower = jnp.zeros((n_lines,), dtype).at[setup.mon_idx].set(sol.mu_lower)

@@ -38,6 +38,7 @@ from jaxtyping import Array, Bool, Float
 from powerzoojax.physics._implicit import deferred_implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 _ACTIVE_TOL = {4: 1e-4, 8: 1e-7}  # of the widest unit range [MW]
 _DUAL_TOL = {4: 1e-3, 8: 1e-6}  # of the largest marginal cost [$/MWh]
@@ -58,9 +59,9 @@ def kkt_residual(z: Array, theta: tuple, aux: tuple) -> Array:
     n, m = a_t.shape
     x, nu, mu = split_kkt(z, n, m)
     grad = (cubic * x + quad) * x + lin
-    f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + a_t @ mu))
+    f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + hp.matmul(a_t, mu)))
     f_nu = jnp.sum(x) - total
-    flow = x @ a_t
+    flow = hp.matmul(x, a_t)
     f_mu = where(active > 0, flow - row_hi, where(active < 0, flow - row_lo, mu))
     return jnp.concatenate([f_x, f_nu[None], f_mu])
 
@@ -102,7 +103,7 @@ def kkt_system(
     at_hi = (hi - x <= tol) & (width > _FIXED_WIDTH * scale_x)
     at_lo = (x - lo <= tol) | (width <= _FIXED_WIDTH * scale_x)
     held = jnp.where(at_hi, 1, jnp.where(at_lo, -1, 0))
-    flow = x @ a_t
+    flow = hp.matmul(x, a_t)
     priced = _DUAL_TOL[size] * scale_c
     upper = (row_hi - flow <= tol) & (mu > priced)
     lower = (flow - row_lo <= tol) & (mu < -priced)

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 
 SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
@@ -70,7 +71,7 @@ def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
     """`m @ v`, as a broadcast multiply and a sum on a small matrix (see the module
     docstring)."""
     if not _broadcast(m):
-        return m @ v
+        return hp.matmul(m, v)
     return jnp.sum(m * v[None, :], axis=1)
 
 
@@ -78,7 +79,7 @@ def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
     """`v @ m`, as a broadcast multiply and a sum on a small matrix (see the module
     docstring)."""
     if not _broadcast(m):
-        return v @ m
+        return hp.matmul(v, m)
     return jnp.sum(v[:, None] * m, axis=0)
 
 

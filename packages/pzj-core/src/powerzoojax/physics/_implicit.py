@@ -44,6 +44,7 @@ from jaxtyping import Array, Bool, Float, PyTree
 
 from powerzoojax.physics._small_linalg import lu_factor, lu_solve, lu_solve_transposed
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 # Unknowns up to which the plain-XLA LU is used (see the module docstring).
 _PLAIN_LU_MAX = 64
@@ -71,7 +72,7 @@ def _equilibration(jac: Float[Array, "n n"]) -> tuple[Array, Array]:
 
 def _min_norm_solve(scaled: Float[Array, "n n"], b: Float[Array, " n"], rtol: float) -> Array:
     """`scaled⁺ b`: singular values below `rtol` times the largest count as zero."""
-    return jnp.linalg.pinv(scaled, rtol=rtol) @ b
+    return hp.matmul(jnp.linalg.pinv(scaled, rtol=rtol), b)
 
 
 def _linear_solve(
@@ -119,11 +120,11 @@ def _linear_solve(
     if equilibrate:
         # jac = R⁻¹ S C⁻¹ with S the scaled matrix: jac⁻¹ b = C S⁻¹ R b, jac⁻ᵀ b = R S⁻ᵀ C b.
         x = lax.custom_linear_solve(
-            lambda v: jac @ v, rhs, solve=lambda _, b: c * inner(r * b), transpose_solve=lambda _, b: r * inner_t(c * b)
+            lambda v: hp.matmul(jac, v), rhs, solve=lambda _, b: c * inner(r * b), transpose_solve=lambda _, b: r * inner_t(c * b)
         )
     else:
         x = lax.custom_linear_solve(
-            lambda v: jac @ v, rhs, solve=lambda _, b: inner(b), transpose_solve=lambda _, b: inner_t(b)
+            lambda v: hp.matmul(jac, v), rhs, solve=lambda _, b: inner(b), transpose_solve=lambda _, b: inner_t(b)
         )
     return x, ok
 

@@ -31,6 +31,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 
 class LineOutagePTDF(eqx.Module):
@@ -134,7 +135,7 @@ def _ptdf_with_slots_opened(case: CaseData, slots: Int[Array, " k"], used: Bool[
     transfer = ptdf[:, case.line_from_idx[slots]] - ptdf[:, case.line_to_idx[slots]]
     lhs = jnp.eye(slots.shape[0], dtype=ptdf.dtype) - mask[:, None] * transfer[slots] * mask[None, :]
     compensation = jnp.linalg.solve(lhs, mask[:, None] * ptdf[slots])
-    redistributed = ptdf + transfer @ compensation
+    redistributed = ptdf + hp.matmul(transfer, compensation)
     return LineOutagePTDF(
         ptdf=where((out | ~in_service)[:, None], 0.0, redistributed),
         line_out=out,

@@ -45,6 +45,7 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._small_linalg import inverse_cholesky, lu_factor, lu_solve, spd_solve
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 _TAU = 0.995  # fraction of the distance to the boundary taken per step
 _RIDGE = 1e-5  # relative to the equilibrated diagonal (float32 pivots fail below ~1e-6)
@@ -147,7 +148,7 @@ def solve_dispatch_qp(
     lo_shift = lo
     cost_lo = generation_cost(lo, cubic, quad, lin)
     quad, lin = quad + 2.0 * cubic * lo, (cubic * lo + quad) * lo + lin
-    row_lo, row_hi = row_lo - lo @ a_t, row_hi - lo @ a_t
+    row_lo, row_hi = row_lo - hp.matmul(lo, a_t), row_hi - hp.matmul(lo, a_t)
     total = total - jnp.sum(lo)
     x0 = None if x0 is None else x0 - lo
     lo, hi = jnp.zeros_like(lo), hi - lo
@@ -168,11 +169,11 @@ def solve_dispatch_qp(
     ridge = _RIDGE_F64 if dtype == jnp.float64 else _RIDGE
 
     def g_of(x):  # stacked rows [A x; −A x]
-        ax = x @ a_t
+        ax = hp.matmul(x, a_t)
         return jnp.concatenate([ax, -ax])
 
     def gt_of(v):  # Gᵀ v
-        return a_t @ (v[:m] - v[m:])
+        return hp.matmul(a_t, v[:m] - v[m:])
 
     # Initial point: the warm start or the proportional fill, strictly inside the box.
     width = hi_ - lo_
@@ -202,7 +203,7 @@ def solve_dispatch_qp(
         r_p = g_of(x) + s - t - h
         r_t = pi_ - z - y
         xl, xu = x - lo_, hi_ - x
-        mu = (jnp.dot(zl, xl) + jnp.dot(zu, xu) + jnp.dot(z, s) + jnp.dot(y, t)) / n_compl
+        mu = (hp.dot(zl, xl) + hp.dot(zu, xu) + hp.dot(z, s) + hp.dot(y, t)) / n_compl
         return r_d, r_e, r_p, r_t, xl, xu, mu, hess
 
     def error(state):
@@ -236,9 +237,9 @@ def solve_dispatch_qp(
             w_net = wt[:m] + wt[m:]
 
             def kmul(v):  # (H + Aᵀ W A) v for the columns of v, without forming the matrix
-                return kdiag[:, None] * v + a_t @ (w_net[:, None] * (a_t.T @ v))
+                return kdiag[:, None] * v + hp.matmul(a_t, w_net[:, None] * (hp.matmul(a_t.T, v)))
 
-            kmat = a_t @ (w_net[:, None] * a_t.T) + jnp.diag(kdiag)
+            kmat = hp.matmul(a_t, w_net[:, None] * a_t.T) + jnp.diag(kdiag)
             scale = lax.rsqrt(jnp.maximum(jnp.diag(kmat), 1e-30))
             # K⁻¹ ≈ S (S K S + ridge)⁻¹ S = Mᵀ M with M = W S, W the inverse factor.
             m_inv = inverse_cholesky(scale[:, None] * kmat * scale[None, :] + ridge * eye) * scale[None, :]
@@ -294,10 +295,10 @@ def solve_dispatch_qp(
         ap, ad = steps(aff)
         dx, _, dzl, dzu, ds, dt, dz, dy = aff
         mu_aff = (
-            jnp.dot(zl + ad * dzl, xl + ap * dx)
-            + jnp.dot(zu + ad * dzu, xu - ap * dx)
-            + jnp.dot(z + ad * dz, s + ap * ds)
-            + jnp.dot(y + ad * dy, t + ap * dt)
+            hp.dot(zl + ad * dzl, xl + ap * dx)
+            + hp.dot(zu + ad * dzu, xu - ap * dx)
+            + hp.dot(z + ad * dz, s + ap * ds)
+            + hp.dot(y + ad * dy, t + ap * dt)
         ) / n_compl
         sigma = jnp.clip(mu_aff / jnp.maximum(mu, 1e-30), 0.0, 1.0) ** 3
         smu = sigma * mu
@@ -418,10 +419,10 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         kkt_exact = kkt - jnp.diag(shift)
         factor = lu_factor(kkt)
         sol_reg = lu_solve(factor, rhs)
-        sol_reg = sol_reg + lu_solve(factor, rhs - kkt @ sol_reg)
+        sol_reg = sol_reg + lu_solve(factor, rhs - hp.matmul(kkt, sol_reg))
         sol_exact = sol_reg
         for _ in range(_POLISH_REFINE):
-            sol_exact = sol_exact + lu_solve(factor, rhs - kkt_exact @ sol_exact)
+            sol_exact = sol_exact + lu_solve(factor, rhs - hp.matmul(kkt_exact, sol_exact))
         # The unregularised refinement diverges where that system is singular (a
         # degenerate vertex): then the regularised solution is checked instead.
         ok_exact, nxt = verify(sol_exact, at_lo, at_hi, up, down)
@@ -435,8 +436,8 @@ def _polish(x, zl, zu, s, z, cubic, quad, lin, lo, hi, total, a_t, h):
         """Whether `sol` is a KKT point with the guessed active set, and the next guess."""
         fixed = at_lo | at_hi
         xp, nu, w = sol[:n], sol[n], sol[n + 1 :]
-        ax = xp @ a_t
-        reduced = _poly_terms(xp, cubic, quad, lin)[0] + nu + a_t @ w
+        ax = hp.matmul(xp, a_t)
+        reduced = _poly_terms(xp, cubic, quad, lin)[0] + nu + hp.matmul(a_t, w)
         primal = (
             (jnp.abs(jnp.sum(xp) - total) <= eps)
             & jnp.all(xp >= lo - eps)
@@ -510,14 +511,14 @@ def rows_infeasible(
     """
     mu_upper = where(jnp.isfinite(mu_upper), jnp.maximum(mu_upper, 0.0), 0.0)
     mu_lower = where(jnp.isfinite(mu_lower), jnp.maximum(mu_lower, 0.0), 0.0)
-    g = a_t @ (mu_upper - mu_lower)
-    const = jnp.dot(mu_upper, row_hi) - jnp.dot(mu_lower, row_lo)
+    g = hp.matmul(a_t, mu_upper - mu_lower)
+    const = hp.dot(mu_upper, row_hi) - hp.dot(mu_lower, row_lo)
     gn = g[None, :] - g[:, None]  # row j: g + ν at ν = −g_j
     phi = jnp.sum(jnp.minimum(gn * lo[None, :], gn * hi[None, :]), axis=1) + g * total
     bound = jnp.max(phi) - const
     size = (
-        jnp.dot(mu_upper, jnp.abs(row_hi))
-        + jnp.dot(mu_lower, jnp.abs(row_lo))
+        hp.dot(mu_upper, jnp.abs(row_hi))
+        + hp.dot(mu_lower, jnp.abs(row_lo))
         + jnp.sum(jnp.abs(g) * jnp.maximum(jnp.abs(lo), jnp.abs(hi)))
         + jnp.max(jnp.abs(g)) * jnp.abs(total)
     )

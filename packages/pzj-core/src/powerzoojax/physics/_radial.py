@@ -39,6 +39,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.core import _precision as hp
 
 # Bounds on v² in both sweeps (0.5 <= |v| <= 2 p.u.): keep the current finite when a
 # heavily overloaded feeder collapses. No operating point lies on them (the nose of a
@@ -321,10 +322,10 @@ def _sweep_base(
     v_slack_sq: Float[Array, ""],
 ) -> Float[Array, " n_sweep"]:
     """`c`: everything in `y` but the losses' contribution, once per solve."""
-    p0 = p_load @ network.path_matrix
-    q0 = q_load @ network.path_matrix
+    p0 = hp.matmul(p_load, network.path_matrix)
+    q0 = hp.matmul(q_load, network.path_matrix)
     drop = 2.0 * (network.r_pu * p0 + network.x_pu * q0)
-    return jnp.concatenate([p0, q0, v_slack_sq + drop @ network.sweep_drop_matrix])
+    return jnp.concatenate([p0, q0, v_slack_sq + hp.matmul(drop, network.sweep_drop_matrix)])
 
 
 def _sweep_bounds(b: int) -> tuple[Array, Array]:
@@ -372,7 +373,7 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
 
     def body(carry: _Carry) -> _Carry:
         n_iter, current_sq, v_recv, _, g_prev, f_prev = carry
-        v_new, g = _sweep_terms(jnp.clip(base + current_sq @ network.sweep_loss_matrix, lower, upper), b)
+        v_new, g = _sweep_terms(jnp.clip(base + hp.matmul(current_sq, network.sweep_loss_matrix), lower, upper), b)
         residual = jnp.max(jnp.abs(v_new - v_recv), axis=1)
         # A NaN residual (NaN loads) would otherwise look converged to the `>=` test.
         residual = jnp.where(jnp.isnan(residual), jnp.inf, residual)
@@ -380,7 +381,7 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
         # then depth-1 Anderson mixing on the preconditioned steps: one secant step on the
         # last two removes most of what the constant Jacobian misses. 33bw with random
         # ±0.5 MW DER at every bus: at most 7-8 sweeps (8 with mixing alone, 15 plain).
-        f = (g - current_sq) @ network.sweep_precond
+        f = hp.matmul(g - current_sq, network.sweep_precond)
         g = current_sq + f
         df = f - f_prev
         gamma = jnp.sum(df * f, axis=1) / jnp.maximum(jnp.sum(df * df, axis=1), 1e-30)
@@ -493,7 +494,7 @@ def _sweep(
     # The flows of the final currents (slack supply = Σ loads + Σ losses to rounding);
     # only the flow columns of the product.
     flows = jnp.clip(
-        base[: 2 * b] + current_sq @ network.sweep_loss_matrix[:, : 2 * b], -_FLOW_BOUND, _FLOW_BOUND
+        base[: 2 * b] + hp.matmul(current_sq, network.sweep_loss_matrix[:, : 2 * b]), -_FLOW_BOUND, _FLOW_BOUND
     )
     p_branch, q_branch = flows[:b], flows[b:]
     # v_recv holds the non-slack buses in bus order: insert the slack's (a static slice,
@@ -507,13 +508,13 @@ def _fixed_point_residual(current_sq, base, matrices):
     """`ℓ' − ℓ` of one sweep: zero at the solution (the quasi-Newton step and the
     mixing only change how the iteration gets there)."""
     loss_matrix, lower, upper = matrices
-    _, current_new = _sweep_terms(jnp.clip(base + current_sq @ loss_matrix, lower, upper), current_sq.shape[0])
+    _, current_new = _sweep_terms(jnp.clip(base + hp.matmul(current_sq, loss_matrix), lower, upper), current_sq.shape[0])
     return current_new - current_sq
 
 
 def _fixed_point_outputs(current_sq, base, matrices):
     loss_matrix, lower, upper = matrices
-    v_recv, _ = _sweep_terms(jnp.clip(base + current_sq @ loss_matrix, lower, upper), current_sq.shape[0])
+    v_recv, _ = _sweep_terms(jnp.clip(base + hp.matmul(current_sq, loss_matrix), lower, upper), current_sq.shape[0])
     return current_sq, v_recv
 
 
@@ -523,7 +524,7 @@ def _solution_derivatives(network: RadialNetwork, base: Array, current_sq: Array
     where the sweep did not settle or the solution sits on a safety bound (there the
     clipped equations are not the physics)."""
     lower, upper = _sweep_bounds(network.n_branches)
-    y = base + lax.stop_gradient(current_sq) @ network.sweep_loss_matrix
+    y = base + hp.matmul(lax.stop_gradient(current_sq), network.sweep_loss_matrix)
     inside = jnp.all((y > lower) & (y < upper))
     matrices = (network.sweep_loss_matrix.astype(base.dtype), lower.astype(base.dtype), upper.astype(base.dtype))
     return implicit_outputs(
@@ -600,8 +601,8 @@ def radial_power_flow(
         q_branch=q_branch,
         p_loss=network.r_pu * current_sq,
         q_loss=network.x_pu * current_sq,
-        p_slack=p_branch @ network.root_branch + p_load[slack],
-        q_slack=q_branch @ network.root_branch + q_load[slack],
+        p_slack=hp.matmul(p_branch, network.root_branch) + p_load[slack],
+        q_slack=hp.matmul(q_branch, network.root_branch) + q_load[slack],
         converged=converged,
         n_iter=n_iter,
         residual=residual,

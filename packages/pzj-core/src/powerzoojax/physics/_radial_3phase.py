@@ -26,6 +26,7 @@ from powerzoojax.physics._radial import radial_path_matrix, radial_tree_order
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._implicit import implicit_outputs
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 # |V|² floor in the current injection: collapse gives finite values and converged=False.
 _V_SQ_FLOOR = 0.25
@@ -201,9 +202,9 @@ def _sweep(network: Radial3PhaseNetwork, s_load: Array, v: Array) -> tuple[Array
     v_sq = jnp.maximum(jnp.real(v) ** 2 + jnp.imag(v) ** 2, _V_SQ_FLOOR)
     # conj(S / V) = conj(S) V / |V|²
     i_load = jnp.conj(s_load) * v / v_sq
-    i_branch = network.downstream_matrix.astype(ctype) @ i_load
-    drop = jnp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
-    v_new = network.v_ref.astype(ctype) - network.path_matrix.astype(ctype) @ drop
+    i_branch = hp.matmul(network.downstream_matrix.astype(ctype), i_load)
+    drop = hp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
+    v_new = network.v_ref.astype(ctype) - hp.matmul(network.path_matrix.astype(ctype), drop)
     return jnp.where(network.phase_mask, v_new, 0.0), i_branch
 
 
@@ -288,7 +289,7 @@ def radial_3phase_power_flow(
     _, i_branch = _sweep(network, s_load, v)
     v_mag = jnp.abs(v)
     s_recv = v[network.recv_idx] * jnp.conj(i_branch)
-    s_loss = jnp.conj(i_branch) * jnp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
+    s_loss = jnp.conj(i_branch) * hp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
     return Radial3PhaseFlow(
         v=v,
         v_mag=v_mag,

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 
 def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
@@ -43,7 +44,7 @@ def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
         # `both` = [Lᵀ | W], rows >= j still zero. Column j of Lᵀ holds row j of L
         # (entries < j so far), so one vector-matrix product gives both updates:
         # Lᵀ[j] = (a[j] − Σ_{i<j} L[j,i] Lᵀ[i]) / pivot, W[j] = (e_j − Σ_{i<j} L[j,i] W[i]) / pivot.
-        r = both[:, j] @ both
+        r = hp.matmul(both[:, j], both)
         col = a[j] - r[:n]
         pivot = jnp.sqrt(col[j])
         new = jnp.concatenate([where(idx >= j, col, 0.0), eye[j] - r[n:]]) / pivot
@@ -58,7 +59,7 @@ def spd_solve(inv_factor: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float
         # Column by column: on XLA:CPU a vmapped batch of matrix-vector products is
         # several times faster than the same batch of (n, n) @ (n, 2) products.
         return jnp.stack([spd_solve(inv_factor, b[:, i]) for i in range(b.shape[1])], axis=1)
-    return inv_factor.T @ (inv_factor @ b)
+    return hp.matmul(inv_factor.T, hp.matmul(inv_factor, b))
 
 
 def lu_factor(a: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Int[Array, " n"]]:
@@ -97,12 +98,12 @@ def lu_solve(factors: tuple[Float[Array, "n n"], Int[Array, " n"]], b: Float[Arr
     idx = jnp.arange(n)
 
     def forward(i, y):
-        return y.at[i].set(y[i] - where(idx < i, lu[i], 0.0) @ y)
+        return y.at[i].set(y[i] - hp.matmul(where(idx < i, lu[i], 0.0), y))
 
     def backward(k, x):
         i = n - 1 - k
         pivot = lu[i, i]
-        return x.at[i].set((x[i] - where(idx > i, lu[i], 0.0) @ x) / where(pivot == 0, 1.0, pivot))
+        return x.at[i].set((x[i] - hp.matmul(where(idx > i, lu[i], 0.0), x)) / where(pivot == 0, 1.0, pivot))
 
     return lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b[perm]))
 
@@ -122,11 +123,11 @@ def lu_solve_transposed(
 
     def forward(i, z):
         pivot = lu[i, i]
-        return z.at[i].set((z[i] - where(idx < i, lu[:, i], 0.0) @ z) / where(pivot == 0, 1.0, pivot))
+        return z.at[i].set((z[i] - hp.matmul(where(idx < i, lu[:, i], 0.0), z)) / where(pivot == 0, 1.0, pivot))
 
     def backward(k, w):
         i = n - 1 - k
-        return w.at[i].set(w[i] - where(idx > i, lu[:, i], 0.0) @ w)
+        return w.at[i].set(w[i] - hp.matmul(where(idx > i, lu[:, i], 0.0), w))
 
     w = lax.fori_loop(0, n, backward, lax.fori_loop(0, n, forward, b))
     return jnp.zeros_like(w).at[perm].set(w)

@@ -25,6 +25,7 @@ from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.market._invariants import market_laws
 from powerzoojax.physics import dc_thermal_check
+from powerzoojax.core import _precision as hp
 
 CONSTRAINT_NAMES = ("thermal_overload",)
 # Pivot budget of the SCED's dual simplex (it stops at the exact vertex: `tol` is passed
@@ -233,7 +234,7 @@ class AbstractMarketEnv(Environment):
 
     def _node_load(self, time_step: Int[Array, ""], params: MarketParams) -> Float[Array, " n_nodes"]:
         row = time_step % params.load_profiles.shape[0]
-        return params.nodes_loads_map @ params.load_profiles[row]
+        return hp.matmul(params.nodes_loads_map, params.load_profiles[row])
 
     def _clear(
         self, node_load: Float[Array, " n_nodes"], offers: Float[Array, "n_units n_segments"], params: MarketParams

@@ -39,6 +39,7 @@ from powerzoojax.core._types import FloatScalar
 from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
+from powerzoojax.core import _precision as hp
 
 OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
 STATUS_NAMES = ("optimal", "infeasible", "unconverged")

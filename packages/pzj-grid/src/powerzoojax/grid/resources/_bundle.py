@@ -34,6 +34,7 @@ from jaxtyping import Array, Float, Int
 
 from powerzoojax.core import Invariant
 from powerzoojax.core._types import Key
+from powerzoojax.core import _precision as hp
 
 BundleCtx = dict[str, Any]
 
@@ -252,8 +253,8 @@ def step_bundles(
     # injections once, where an elementwise add chain over devices gets the devices' whole
     # step fused into it and recomputed for every bus.
     to_bus = (jnp.concatenate(bus_idx)[:, None] == jnp.arange(n_bus)[None, :]).astype(jnp.float32)
-    p_bus = jnp.dot(jnp.concatenate(p_dev), to_bus)
-    q_bus = jnp.dot(jnp.concatenate(q_dev), to_bus)
+    p_bus = hp.dot(jnp.concatenate(p_dev), to_bus)
+    q_bus = hp.dot(jnp.concatenate(q_dev), to_bus)
     return BundlesStep(tuple(new_states), p_bus, q_bus, jnp.concatenate(obs), cost_sum, stats)
 
 

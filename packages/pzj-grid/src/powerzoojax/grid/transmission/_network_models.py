@@ -81,6 +81,7 @@ from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
 from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
 from powerzoojax.physics._dispatch_lp import cold_dispatch_basis
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 # The models read TransGridParams and GridState fields, but are annotated with the core base
 # classes: both classes are defined in modules that import this one.
@@ -281,8 +282,8 @@ class DCPowerFlowModel(NetworkModel):
             slack_shift = total * net.slack_unit_weights
             flow = DCFlow(
                 unit_power_mw=flow.unit_power_mw - slack_shift,
-                line_flow_mw=flow.line_flow_mw - slack_shift @ net.ptdf_units_t + p_bus @ params.ptdf_nodes_t,
-                node_injection_mw=flow.node_injection_mw + p_bus - params.case.nodes_units_map @ slack_shift,
+                line_flow_mw=flow.line_flow_mw - hp.matmul(slack_shift, net.ptdf_units_t) + hp.matmul(p_bus, params.ptdf_nodes_t),
+                node_injection_mw=flow.node_injection_mw + p_bus - hp.matmul(params.case.nodes_units_map, slack_shift),
             )
         return _Dispatch(flow=flow, unserved_mw=jnp.zeros((), jnp.float32), info={})
 
@@ -344,7 +345,7 @@ class DCOPFModel(NetworkModel):
         info.
         """
         net = params.network
-        node_load = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
+        node_load = inputs.load_mw if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, inputs.load_mw)
         # The profile row's line flows are tabulated (`PTDF @ load`, per row); bundle
         # injections change them, so with bundles the OPF computes them itself.
         load_flow = params.load_line_flow_mw[inputs.row]
@@ -441,7 +442,7 @@ class ACPowerFlowModel(NetworkModel):
         net = self.network
         sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
         switched = net.is_pv & (state.vm != net.v_set) & sane
-        bus_q = params.case.nodes_units_map @ state.q_gen
+        bus_q = hp.matmul(params.case.nodes_units_map, state.q_gen)
         at_max = bus_q >= 0.5 * (net.q_min_mvar + net.q_max_mvar)
         side = where(switched, where(at_max, 1, -1), 0).astype(jnp.int32)
         vm = where(sane, state.vm, 1.0)
@@ -538,8 +539,8 @@ class ACOPFModel(NetworkModel):
 
     def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
         case, net = params.case, params.network
-        node_p = inputs.load_mw if net.loads_are_nodes else net.loads_to_nodes @ inputs.load_mw
-        node_q = params.load_q_mvar if net.loads_are_nodes else net.loads_to_nodes @ params.load_q_mvar
+        node_p = inputs.load_mw if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, inputs.load_mw)
+        node_q = params.load_q_mvar if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, params.load_q_mvar)
         if inputs.p_bus_mw is not None:
             node_p = node_p - inputs.p_bus_mw  # bundle Q is ignored
         # Differentiable w.r.t. the loads (the resources' injections) through ac_opf's KKT
@@ -570,7 +571,7 @@ class ACOPFModel(NetworkModel):
             unit_power_mw=p,
             line_flow_mw=_finite(opf.line_p_from_mw),
             line_flow_q_mvar=_finite(opf.line_q_from_mvar),
-            node_injection_mw=case.nodes_units_map @ p - node_p,
+            node_injection_mw=hp.matmul(case.nodes_units_map, p) - node_p,
             vm=vm,
             va=_finite(opf.va),
             q_gen=_finite(opf.q_mvar),

@@ -35,6 +35,7 @@ from powerzoojax.physics import (
     make_dc_network,
     proportional_dispatch,
 )
+from powerzoojax.core import _precision as hp
 
 UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
 _TIME_CAP = 1000  # time-in-state saturates here (only "long enough" matters)
@@ -505,7 +506,7 @@ class UnitCommitmentEnv(Environment):
             if preference is not None:
                 # The preference tilts the linear cost toward its set-point in [lo, hi].
                 cost_c = cost_c - params.dispatch_preference_weight * denormalize_action(preference, lo, hi)
-            node_load = load if params.network.loads_are_nodes else params.network.loads_to_nodes @ load
+            node_load = load if params.network.loads_are_nodes else hp.matmul(params.network.loads_to_nodes, load)
             opf = dc_opf(
                 params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
                 max_iter=params.dcopf_max_iter, tol=params.dcopf_tol,
@@ -522,7 +523,7 @@ class UnitCommitmentEnv(Environment):
         flow = dc_power_flow(params.network, setpoint, load, load_flow)
         power = flow.unit_power_mw * commit
         # Zeroing an off slack unit unbalances the network: flows from the realised output.
-        line_flow = power @ params.network.ptdf_units_t - load_flow
+        line_flow = hp.matmul(power, params.network.ptdf_units_t) - load_flow
         zero = jnp.zeros((), jnp.float32)
         return _Dispatch(power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero, params.total_load_mw[row] - jnp.sum(power))
 

@@ -55,6 +55,7 @@ from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.rl.algos._networks import ActorCritic, BetaActorCritic
 from powerzoojax.rl.algos._ppo import PPOTrainer, TrainState
 from powerzoojax.rl.wrappers._running_stats import update_stats
+from powerzoojax.core import _precision as hp
 
 
 class APGTrainer(PPOTrainer):
@@ -138,7 +139,7 @@ class APGTrainer(PPOTrainer):
         env_state, last_obs, outs = self.per_env_shard(envs, policy, batched)
         rewards = outs[1]
         discounts = cfg.gamma ** jnp.arange(cfg.n_steps, dtype=jnp.float32)
-        loss = -jnp.mean(rewards @ discounts) / cfg.n_steps
+        loss = -jnp.mean(hp.matmul(rewards, discounts)) / cfg.n_steps
         return loss, (env_state, last_obs, outs)
 
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, Array]]:

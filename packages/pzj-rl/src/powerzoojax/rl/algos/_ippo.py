@@ -31,6 +31,7 @@ from powerzoojax.rl.algos._ppo import (
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._update_loop import UpdateLoop
 from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
+from powerzoojax.core import _precision as hp
 
 SHARED = "shared"
 _MARKET_KEYS = ("lmp", "unit_power", "ramp_binding_rate", "gen_cost", "load_mw")
@@ -386,7 +387,7 @@ class IPPOTrainer(UpdateLoop):
             cost_adv, cost_ret = jax.vmap(
                 lambda c, v, lv: gae(c, flat_na(dones), v, lv, cfg.cost_gamma, cfg.gae_lambda), in_axes=(2, 2, 1), out_axes=2
             )(flat_na(costs), flat_na(values[..., 1:]), last_values[..., 1:].reshape(N * A, self.n_costs))
-            adv = adv - cost_adv.reshape(T * N, A, self.n_costs) @ lam
+            adv = adv - hp.matmul(cost_adv.reshape(T * N, A, self.n_costs), lam)
             batch["cost_return"] = cost_ret.reshape(T * N, A, self.n_costs)
         batch["advantage"] = adv
 

@@ -53,6 +53,7 @@ from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
 # The running statistics live with the wrappers (NormalizeObservation shares them); the
 # trainers import them from here.
 from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats  # noqa: F401
+from powerzoojax.core import _precision as hp
 
 _REWARD_CLIP = 10.0
 
@@ -495,7 +496,7 @@ class PPOTrainer(UpdateLoop):
             )(costs, values[..., 1:], last_values[:, 1:])
             # Combined before normalising: λ keeps its meaning (scaled reward per scaled
             # cost), and a cost channel that is (nearly) always zero adds no noise.
-            adv = adv - flat(cost_adv) @ lam
+            adv = adv - hp.matmul(flat(cost_adv), lam)
             batch["cost_return"] = flat(cost_ret)
         batch["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
 

@@ -8,6 +8,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 from powerzoojax.core._types import Info, Key
 from powerzoojax.rl.marl._multi_agent import MARLState, MultiAgentEnvironment
+from powerzoojax.core import _precision as hp
 
 
 PLANNER_SAMPLES = 512
@@ -64,7 +65,7 @@ class MarketMARLEnv(MultiAgentEnvironment):
         p: Any = self._p(params)  # MarketMARLParams (pzj-market, an optional distribution)
         s = state.env_state
         row = (s.episode_start_idx + s.time_step) % p.load_profiles.shape[0]
-        load_mw = p.nodes_loads_map @ p.load_profiles[row]
+        load_mw = hp.matmul(p.nodes_loads_map, p.load_profiles[row])
         final_state, done, profit, info = market_marl_step(key, s, jnp.reshape(actions, (-1,)), p)
         info = {**info, "load_mw": load_mw}
         return market_marl_observations(final_state, p), MARLState(final_state), profit, done, info
