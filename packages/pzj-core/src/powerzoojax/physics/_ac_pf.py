@@ -114,6 +114,7 @@ from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.core import _precision as hp
 
 PQ, PV, REF = 1, 2, 3
 # "fdlf": fast-decoupled, then Newton on the instances it leaves unconverged;
@@ -430,7 +431,7 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
     cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
     e, f = vm * cos_va, vm * sin_va
     n = net.n_nodes
-    current = jnp.concatenate([e, f], axis=-1) @ net.y_real_t.astype(dtype)
+    current = hp.matmul(jnp.concatenate([e, f], axis=-1), net.y_real_t.astype(dtype))
     i_re, i_im = current[..., :n], current[..., n:]
     p = e * i_re + f * i_im
     q = f * i_re - e * i_im
@@ -523,14 +524,14 @@ def _switched_schur_cg(net: "ACNetwork", dtype, rhs, sw, steps: int):
     """Voltage changes of the buses switched PV->PQ, in the space of the initial PV buses:
     `steps` Jacobi-preconditioned CG steps on the Schur system `S_ss y = r_s` of B'' with
     the PQ buses eliminated (`sw` selects the switched buses; `y` is 0 elsewhere)."""
-    r = where(sw, rhs @ net.fdlf_pv_rhs.astype(dtype), 0.0)
+    r = where(sw, hp.matmul(rhs, net.fdlf_pv_rhs.astype(dtype)), 0.0)
     s_t, d_inv = net.fdlf_pv_schur_t.astype(dtype), net.fdlf_pv_inv_schur.astype(dtype)
     y = jnp.zeros_like(r)
     z = r * d_inv
     p_dir = z
     rz = jnp.sum(r * z, axis=-1, keepdims=True)
     for _ in range(steps):
-        ap = where(sw, p_dir @ s_t, 0.0)
+        ap = where(sw, hp.matmul(p_dir, s_t), 0.0)
         pap = jnp.sum(p_dir * ap, axis=-1, keepdims=True)
         alpha = where(pap > 0, rz / where(pap > 0, pap, 1.0), 0.0)
         y = y + alpha * p_dir
@@ -590,14 +591,14 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         # entry through as the bus's voltage change, which the PQ buses follow through K.
         inv_vm = 1.0 / jnp.maximum(red(c.vm), _KRYLOV_VM_FLOOR)
         pv_sel = cast(net.fdlf_pv_sel)
-        sw = (red(~is_pv).astype(dtype) @ pv_sel) > 0.5
+        sw = (hp.matmul(red(~is_pv).astype(dtype), pv_sel)) > 0.5
 
         def apply(r):
-            d_va = (r[:m] * inv_vm) @ cast(net.fdlf_bp_inv).T
+            d_va = hp.matmul(r[:m] * inv_vm, cast(net.fdlf_bp_inv).T)
             rhs = where(red(is_pv), 0.0, r[m:] * inv_vm)
-            x = rhs @ cast(net.fdlf_pq_solve_t)
-            y = where(sw, _switched_schur_cg(net, dtype, rhs, sw, _KRYLOV_CG_STEPS), r[m:] @ pv_sel)
-            return jnp.concatenate([d_va, x + y @ cast(net.fdlf_pv_out)])
+            x = hp.matmul(rhs, cast(net.fdlf_pq_solve_t))
+            y = where(sw, _switched_schur_cg(net, dtype, rhs, sw, _KRYLOV_CG_STEPS), hp.matmul(r[m:], pv_sel))
+            return jnp.concatenate([d_va, x + hp.matmul(y, cast(net.fdlf_pv_out))])
 
         return apply
 
@@ -617,7 +618,7 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         # of the initial PV buses reduced to their diagonal, so B0^-1 solves the PQ
         # buses with every initial PV voltage held.
         vm_red = red(c.vm)
-        d_va = -(f[:m] / vm_red) @ cast(net.fdlf_bp_inv).T
+        d_va = hp.matmul(-(f[:m] / vm_red), cast(net.fdlf_bp_inv).T)
         ok = jnp.all(jnp.isfinite(d_va))
         va = c.va + _insert_zero(where(ok, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
         trig = _loop_trig(va)
@@ -625,14 +626,14 @@ def _make_body(net: "ACNetwork", lane: _Lane, *, dtype, method: str, enforce_q_l
         rhs = red(where(is_pv, 0.0, q - q_target)) / vm_red
         # PQ buses with every initial PV voltage held (B0 solve; PV rows of the operator
         # are zero, so rhs needs no masking).
-        x = rhs @ cast(net.fdlf_pq_solve_t)
+        x = hp.matmul(rhs, cast(net.fdlf_pq_solve_t))
         # Buses switched PV->PQ since the start keep their B0 row; their voltages solve
         # the Schur system S_ss y = r_s of B'' with the PQ buses eliminated (precomputed
         # over every initial PV bus), then the PQ buses follow through K. No
         # refactorisation, fixed shapes, all in the space of the initial PV buses.
-        sw = (red(~is_pv).astype(dtype) @ cast(net.fdlf_pv_sel)) > 0.5
+        sw = (hp.matmul(red(~is_pv).astype(dtype), cast(net.fdlf_pv_sel))) > 0.5
         y = _switched_schur_cg(net, dtype, rhs, sw, _FDLF_CG_STEPS)
-        x = x + y @ cast(net.fdlf_pv_out)
+        x = x + hp.matmul(y, cast(net.fdlf_pv_out))
         return d_va, -x, trig
 
     solve_step = fdlf_step if method == "fdlf" else newton_step
@@ -831,10 +832,10 @@ def ac_power_flow(
     # longer index vector (extra pseudo-loads) with `eqx.tree_at`.
     unit_map = jax.nn.one_hot(net.unit_bus, n, dtype=dtype).T
     load_map = jax.nn.one_hot(net.load_bus, n, dtype=dtype).T
-    load_p = load_map @ cast(load_p_mw)
-    load_q = load_map @ cast(load_q_mvar)
-    gen_p_bus = unit_map @ p_gen
-    gen_q_bus = unit_map @ q_gen
+    load_p = hp.matmul(load_map, cast(load_p_mw))
+    load_q = hp.matmul(load_map, cast(load_q_mvar))
+    gen_p_bus = hp.matmul(unit_map, p_gen)
+    gen_q_bus = hp.matmul(unit_map, q_gen)
     p_sched = (gen_p_bus - load_p) / base
     q_sched = (gen_q_bus - load_q) / base
     vs = cast(net.v_set) if v_set is None else cast(v_set)
@@ -927,7 +928,7 @@ def ac_power_flow(
     slack_share = where(n_slack_units > 0, slack_extra / jnp.maximum(n_slack_units, 1.0), 0.0)
     unit_p = p_gen + slack_share * at_slack
     regulating = fixed_vm[net.unit_bus].astype(dtype) * unit_on
-    units_per_bus = unit_map @ regulating
+    units_per_bus = hp.matmul(unit_map, regulating)
     bus_share = bus_q_gen / jnp.maximum(units_per_bus, 1.0)
     unit_q = where(regulating > 0, bus_share[net.unit_bus], q_gen)
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import where
+from powerzoojax.core import _precision as hp
 
 # Networks with at least this many buses take the Newton–Krylov step; smaller ones keep
 # the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov).
@@ -88,10 +89,10 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
         zs = where((rows[:k] == j)[:, None], z, zs)
         w = matvec(z)
         # Classical Gram–Schmidt twice against the first j + 1 basis vectors (the rest are 0).
-        h = basis @ w
-        w = w - h @ basis
-        h2 = basis @ w
-        w = w - h2 @ basis
+        h = hp.matmul(basis, w)
+        w = w - hp.matmul(h, basis)
+        h2 = hp.matmul(basis, w)
+        w = w - hp.matmul(h2, basis)
         h = h + h2
         h_next = jnp.sqrt(jnp.sum(w * w))
         basis = where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
@@ -125,11 +126,11 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     # Back-substitution R y = g over the first `steps` rows (the rest of y stays 0).
     def back(t, y):
         i = k - 1 - t
-        rhs = g[i] - r_mat[i] @ y
+        rhs = g[i] - hp.matmul(r_mat[i], y)
         return where((rows[:k] == i) & (i < steps), _safe_div(rhs, r_mat[i, i]), y)
 
     y = lax.fori_loop(0, k, back, jnp.zeros((k,), dtype))
-    return y @ zs, steps
+    return hp.matmul(y, zs), steps
 
 
 def branch_current(

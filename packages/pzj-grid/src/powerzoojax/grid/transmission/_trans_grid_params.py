@@ -34,6 +34,7 @@ from powerzoojax.physics import (
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
 from powerzoojax.physics._ac_pf import AC_PF_METHODS
 from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup, make_dc_opf_setup
+from powerzoojax.core import _precision as hp
 
 MODE_NAMES = {
     (0, 0): "DC power flow, agent dispatch",
@@ -257,8 +258,8 @@ class TransGridParams(EnvParams):
     def _with_outage(self, outage: LineOutagePTDF) -> "TransGridParams":
         """These params with every PTDF-derived operator rebuilt from `outage`."""
         case, model = self.case, self.network_model
-        ptdf_units_t = (outage.ptdf @ case.nodes_units_map).T
-        ptdf_loads_t = (outage.ptdf @ case.nodes_loads_map).T
+        ptdf_units_t = (hp.matmul(outage.ptdf, case.nodes_units_map)).T
+        ptdf_loads_t = (hp.matmul(outage.ptdf, case.nodes_loads_map)).T
         network = eqx.tree_at(lambda n: (n.ptdf_units_t, n.ptdf_loads_t), self.network, (ptdf_units_t, ptdf_loads_t))
         if isinstance(model, DCOPFModel):
             setup = model.setup
@@ -279,7 +280,7 @@ class TransGridParams(EnvParams):
             p.network, p.load_line_flow_mw, p.network_model, p.line_out, p.islanded, p.node_islanded,
         )
         values = (
-            network, self.load_profiles @ ptdf_loads_t, model, outage.line_out, outage.islanded, outage.node_islanded,
+            network, hp.matmul(self.load_profiles, ptdf_loads_t), model, outage.line_out, outage.islanded, outage.node_islanded,
         )
         params = eqx.tree_at(fields, self, values)
         if self.ptdf_nodes_t is not None:
@@ -454,7 +455,7 @@ def make_trans_params(
         profiles = np.asarray(load_profiles)
 
     p_max = np.asarray(case.unit_p_max, np.float64)
-    ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
+    ptdf_loads = hp.matmul(np.asarray(case.ptdf, np.float64), np.asarray(case.nodes_loads_map, np.float64))
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     if network_model is None:
         network_model = _mode_model(
@@ -479,7 +480,7 @@ def make_trans_params(
         case=case,
         network=make_dc_network(case),
         load_profiles=f32(profiles),
-        load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
+        load_line_flow_mw=f32(hp.matmul(np.asarray(profiles, np.float64), ptdf_loads.T)),
         cost_thermal_weight=f32(cost_thermal_weight),
         reward_scale=f32(reward_scale),
         inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
