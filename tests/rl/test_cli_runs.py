@@ -253,7 +253,7 @@ def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
     sidecar = json.loads(checkpoints[-1].read_text())
     assert str(checkpoints[-1].with_suffix(".eqx")) in err
     rows = (out / "metrics.jsonl").read_text().splitlines()
-    assert len(rows) == sidecar["update"] >= 1 and len(sidecar["metrics"]) == sidecar["update"]
+    assert len(rows) == sidecar["update"] >= 1 and sidecar["metrics"]["update"] == sidecar["update"]
     assert (out / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -299,3 +299,39 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
         assert pixels.shape[0] > 300 and np.mean(np.any(pixels < 245, axis=2)) > 0.02
     with Image.open(plots / "episode.gif") as gif:
         assert gif.n_frames == 48
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_eval_and_resume_fall_back_to_the_newest_intact_checkpoint(run, tmp_path, capsys):
+    import shutil
+
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    folder = tmp_path / "run"
+    shutil.copytree(out, folder)
+    newest = folder / "checkpoints" / "update_000004.eqx"
+    newest.write_bytes(newest.read_bytes()[:-10])  # a truncated write
+    assert main(["eval", str(folder), "--episodes", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("powerzoojax-train: note: ")
+    assert "update_000004.eqx (corrupted" in captured.err and "using update_000003.eqx" in captured.err
+    assert json.loads(captured.out)["checkpoint"] == os.path.join("checkpoints", "update_000003.eqx")
+    assert main(["--resume", str(folder), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "using update_000003.eqx" in captured.err
+    assert json.loads(captured.out)["env_steps"] == 4 * 128
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_eval_of_the_best_checkpoint(run, capsys):
+    from powerzoojax.rl.training import best_checkpoint
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    best = best_checkpoint(str(out))
+    assert best is not None
+    assert main(["eval", str(out), "--episodes", "1", "--checkpoint", "best"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["checkpoint"] == os.path.relpath(best, out)
+    assert report["env_steps_trained"] == json.loads(open(best[:-4] + ".json").read())["env_steps"]

@@ -90,6 +90,7 @@ from powerzoojax.rl.algos import (
 )
 from powerzoojax.rl.training import (
     CheckpointError,
+    CheckpointWarning,
     LoadedPolicy,
     PresetDef,
     RunRecord,
@@ -130,7 +131,7 @@ __all__ = [
     "make_ippo_typed_lagrangian_train", "make_ders_marl_env", "ppo_loss",
     "SACActor", "SACState", "SACTrainer", "make_sac_train", "APGTrainer", "make_apg_train", "PenaltyRewardWrapper",
     "RunRecord", "bootstrap_ci", "iqm", "load_manifest", "norm_score", "paired_sign_flip_test", "summarize",
-    "write_manifest", "CheckpointError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run",
+    "write_manifest", "CheckpointError", "CheckpointWarning", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run",
     "load_policy", "ClipAction", "ClipObservation", "FrameStack", "NormalizeObservation", "RescaleAction",
     "RunningStats", "TimeLimit",
 ]

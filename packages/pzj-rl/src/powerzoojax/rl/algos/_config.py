@@ -26,7 +26,7 @@ PROGRESS_BARS = ("line", "tqdm")
 WANDB_MODES = ("offline", "online", "disabled")
 # Fields that change only what the host shows and writes, never a trained number: a
 # resumed run may change them, and a complete config file may leave them out.
-HOST_ONLY_FIELDS = ("loggers", "wandb_project", "wandb_mode", "progress_bar")
+HOST_ONLY_FIELDS = ("loggers", "wandb_project", "wandb_mode", "progress_bar", "keep_checkpoints")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,9 @@ class TrainConfig:
     - `cost_gamma`: discount of the cost returns.
     - `cost_scale`: divisor of costs and thresholds, one number or one per constraint.
     - `log_lambda_max`: bound of `|log λ|`.
-    - `n_checkpoints`: policies kept during the run.
+    - `n_checkpoints`: policy snapshots kept in memory in `TrainResult.checkpoints`, at
+      evenly spaced updates (1: the final policy only, so the result has none beside
+      `params`); not files on disk (see `keep_checkpoints`).
     - `n_eval_envs`: accepted, not used (PPO-Lagrangian evaluates on the common schedule).
     - `saute_horizon`, `saute_unsafe_reward`, `saute_use_reward_shaping`: the
       [`SauteWrapper`][powerzoojax.rl.wrappers.SauteWrapper] options of `"saute_ppo"`.
@@ -83,6 +85,8 @@ class TrainConfig:
     - `wandb_project`, `wandb_mode`: the W&B project and mode (offline by default).
     - `progress_bar`: `"line"` (the built-in status line) or `"tqdm"` (tqdm's terminal or
       notebook bar, `pip install 'pzj-rl[progress]'`).
+    - `keep_checkpoints`: checkpoint files a run folder keeps: the newest
+      `keep_checkpoints` plus the one with the best evaluation return (host side only).
     """
 
     # common
@@ -139,11 +143,13 @@ class TrainConfig:
     wandb_project: str = "powerzoojax"
     wandb_mode: str = "offline"
     progress_bar: str = "line"
+    keep_checkpoints: int = 3
 
     def __post_init__(self):
         if self.algo not in ALGOS:
             raise ValueError(f"TrainConfig: algo must be one of {list(ALGOS)}, got {self.algo!r}")
-        for name in ("total_timesteps", "num_envs", "n_steps", "n_epochs", "n_minibatches", "n_checkpoints"):
+        for name in ("total_timesteps", "num_envs", "n_steps", "n_epochs", "n_minibatches", "n_checkpoints",
+                     "keep_checkpoints"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainConfig: {name} must be a positive integer, got {value!r}")

@@ -3,23 +3,42 @@
 A run may be stopped at any instant (Ctrl-C, a job scheduler's SIGTERM, a full disk);
 every file is therefore written to a temporary name in its own folder and moved into
 place with `os.replace`, so a reader sees the old file or the new one, never half of
-one.
+one. The file gets the permissions `open()` would give it (`0o666` less the umask, so
+`0o644` under the usual umask): a run folder is shared with collaborators like any
+other output, whereas `tempfile.mkstemp` alone would leave every file private (`0o600`).
 """
 
 import hashlib
 import os
 import tempfile
+import threading
 
 
 class OutputDirError(ValueError):
     """The output folder cannot receive the run's files (raised before training starts)."""
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def new_file_mode() -> int:
+    """The mode `open(path, "w")` gives a new file: `0o666` less the process umask.
+
+    The umask can only be read by setting it, so it is set and restored under a lock.
+    """
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: str, data: bytes | str) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and `os.replace`."""
+    """Write `data` to `path` through a temporary file in the same folder and `os.replace`,
+    with the permissions of a file created by `open()` (see the module docstring)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()

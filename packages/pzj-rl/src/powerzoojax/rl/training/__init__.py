@@ -10,7 +10,16 @@ function, and a subpackage of that name would be shadowed by it.)"""
 
 from powerzoojax.rl.algos._config import TrainConfig, load_config, save_config
 from powerzoojax.rl.algos._result import TrainResult
-from powerzoojax.rl.training._checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from powerzoojax.rl.training._checkpoint import (
+    CheckpointError,
+    CheckpointWarning,
+    best_checkpoint,
+    latest_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 from powerzoojax.rl.training._policy import LoadedPolicy, evaluate_run, load_policy
 from powerzoojax.rl.training._presets import PresetDef, get_preset, list_presets
 from powerzoojax.rl.training._protocol import (
@@ -28,9 +37,9 @@ from powerzoojax.rl.training._runner import TrainingDiverged, TrainingInterrupte
 from powerzoojax.rl.training._train import evaluate, make_act, make_train, random_act, train
 
 __all__ = [
-    "CheckpointError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run", "load_policy",
+    "CheckpointError", "CheckpointWarning", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run", "load_policy",
     "PresetDef", "RunRecord", "TrainConfig", "TrainResult", "bootstrap_ci", "evaluate", "get_preset", "iqm",
-    "latest_checkpoint", "list_presets", "load_checkpoint", "load_config", "load_manifest", "make_act",
+    "best_checkpoint", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config", "load_manifest", "make_act",
     "make_train", "norm_score", "paired_sign_flip_test", "plot_learning_curve", "random_act", "run_training",
-    "save_checkpoint", "save_config", "summarize", "train", "write_manifest",
+    "prune_checkpoints", "resolve_checkpoint", "save_checkpoint", "save_config", "summarize", "train", "write_manifest",
 ]

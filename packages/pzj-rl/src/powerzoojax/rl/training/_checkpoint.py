@@ -1,12 +1,21 @@
 """Checkpoints of a training run: the whole training state plus a JSON sidecar.
 
-`checkpoints/update_NNNNNN.eqx` holds `eqx.tree_serialise_leaves` of the training
-state — policy, optimiser state, env states, PRNG key, normalisation statistics,
-Lagrange multipliers — so a resumed run continues bit for bit. The sidecar
-`update_NNNNNN.json` holds the format version, the config, the preset (when the run
-came from one), the update and env-step counts, the metric rows so far and the SHA-256
-of the `.eqx` bytes; both files are written atomically, the sidecar last, so a
-checkpoint without a sidecar is an unfinished write and is ignored.
+`checkpoints/update_NNNNNN.eqx` (the update count, zero-padded to six digits) holds
+`eqx.tree_serialise_leaves` of the training state — policy, optimiser state, env
+states, PRNG key, normalisation statistics, Lagrange multipliers — so a resumed run
+continues bit for bit. The sidecar `update_NNNNNN.json` holds the format version, the
+config, the preset (when the run came from one), the update and env-step counts, the
+checkpoint's own metric row (the run's history is `metrics.jsonl` in the run folder, which
+a resumed run reads back up to the checkpoint's update), the evaluation return it is
+ranked by (`score`) and the SHA-256 of the `.eqx` bytes; both files are written
+atomically, the sidecar last, so a checkpoint without a sidecar is an unfinished write
+and is ignored.
+
+A run keeps the newest `keep_checkpoints` checkpoints plus the best one (the highest
+deterministic evaluation return, `eval_returns`, of the policy saved; see
+`prune_checkpoints`), so a run folder's size does not grow with the run's length. A run
+folder resolves to its newest checkpoint whose bytes match their checksum: a newer one
+that is corrupted or half-written is skipped with a one-line `CheckpointWarning`.
 
 A checkpoint holds the global state whatever the run's device layout: a state split over
 the devices of several processes is gathered first, and process 0 writes it. Any number
@@ -15,7 +24,9 @@ of processes and devices can resume from it.
 
 import io
 import json
+import math
 import os
+import warnings
 from typing import Any
 
 import equinox as eqx
@@ -27,7 +38,10 @@ from powerzoojax.rl.algos._config import HOST_ONLY_FIELDS
 from powerzoojax.core._distributed import gather_to_host, is_writer
 from powerzoojax.rl.algos._files import atomic_write, sha256_bytes, sha256_file
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
+# Format 2 sidecars repeated the whole metrics history; they are still read.
+READABLE_FORMATS = (2, 3)
+WHICH = ("latest", "best")
 # The one config field a resumed run may change: a longer run continues the same one.
 _EXTENDABLE = ("total_timesteps",)
 
@@ -36,8 +50,26 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used: missing, corrupted, non-finite, or from another run."""
 
 
+class CheckpointWarning(UserWarning):
+    """A run folder's newest checkpoint was unusable and an older intact one is used instead."""
+
+
 def sidecar_path(path: str) -> str:
     return os.path.splitext(path)[0] + ".json"
+
+
+def checkpoint_score(rows: list[dict[str, Any]], update: int) -> float | None:
+    """The deterministic evaluation return of the policy after `update` updates, or None.
+
+    Row `update - 1` holds that policy's evaluation when one was due on that update, bar
+    the first row, which scores the untrained policy. A checkpoint written between
+    evaluations has no score of its own (an earlier evaluation scored another policy) and
+    is never the best one.
+    """
+    if not 1 < update <= len(rows):
+        return None
+    value = rows[update - 1].get("eval_returns")
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def save_checkpoint(
@@ -50,7 +82,8 @@ def save_checkpoint(
     - `path`: the checkpoint file.
     - `trainer`: the trainer (its config is recorded).
     - `state`: the training state.
-    - `rows`: the metric rows so far.
+    - `rows`: the metric rows so far (the sidecar keeps the checkpoint's own row and its
+      `score`, see `checkpoint_score`).
     - `preset`: name of the preset, recorded so `load_policy` can rebuild the env.
 
     In a multi-process run every process calls it (the state's env-split leaves are
@@ -74,7 +107,8 @@ def save_checkpoint(
         "n_updates": trainer.n_updates,
         "sha256": sha256_bytes(data),
         "config": trainer.config._asdict(),
-        "metrics": rows[:update],
+        "metrics": rows[update - 1] if 0 < update <= len(rows) else None,
+        "score": checkpoint_score(rows, update),
     }
     atomic_write(path, data)
     atomic_write(sidecar_path(path), json.dumps(sidecar))
@@ -91,9 +125,9 @@ def read_sidecar(path: str) -> dict[str, Any]:
             sidecar = json.load(f)
     except json.JSONDecodeError as err:
         raise CheckpointError(f"checkpoint {path}: sidecar {side} is not valid JSON ({err})") from None
-    if sidecar.get("format") != CHECKPOINT_FORMAT:
+    if sidecar.get("format") not in READABLE_FORMATS:
         raise CheckpointError(
-            f"checkpoint {path}: format {sidecar.get('format')!r}, expected {CHECKPOINT_FORMAT}"
+            f"checkpoint {path}: format {sidecar.get('format')!r}, expected one of {list(READABLE_FORMATS)}"
         )
     digest = sha256_file(path)
     if digest != sidecar.get("sha256"):
@@ -170,7 +204,32 @@ def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tu
     state = jax.tree.map(lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, state)
     if not learned_state_is_finite(state):
         raise CheckpointError(f"checkpoint {path} holds NaN or infinite policy/optimiser values; it cannot be resumed or evaluated")
-    return state, list(sidecar["metrics"])
+    return state, _history(path, sidecar)
+
+
+def _history(path: str, sidecar: dict[str, Any]) -> list[dict[str, Any]]:
+    """The metric rows of updates 1 .. the checkpoint's: from the sidecar (format 2) or
+    from `metrics.jsonl` of the run folder holding `checkpoints/` (format 3)."""
+    if sidecar["format"] == 2:
+        return list(sidecar["metrics"])
+    update = int(sidecar["update"])
+    metrics = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), "metrics.jsonl")
+    rows: list[dict[str, Any]] = []
+    if os.path.isfile(metrics):
+        with open(metrics) as f:
+            for line in f:
+                if len(rows) == update:
+                    break
+                if line.strip():
+                    rows.append(json.loads(line))
+    if len(rows) < update:
+        warnings.warn(
+            f"checkpoint {path}: {metrics} holds {len(rows)} of its {update} metric rows; the run's history "
+            "before them is left empty (NaN) in the result",
+            CheckpointWarning, stacklevel=3,
+        )
+        rows += [{} for _ in range(update - len(rows))]
+    return rows
 
 
 def list_checkpoints(output_dir: str) -> list[str]:
@@ -183,8 +242,49 @@ def list_checkpoints(output_dir: str) -> list[str]:
     return [p for p in paths if os.path.isfile(sidecar_path(p))]
 
 
+def _score(path: str) -> float | None:
+    """The `score` a sidecar records, without verifying the checkpoint (None if unreadable)."""
+    try:
+        with open(sidecar_path(path)) as f:
+            score = json.load(f).get("score")
+    except (OSError, ValueError):
+        return None
+    return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None
+
+
+def _best(paths: list[str]) -> str | None:
+    """The path with the highest score (the newest among equal ones), or None if none has one."""
+    scored = [(score, i, p) for i, p in enumerate(paths) if (score := _score(p)) is not None]
+    return max(scored)[2] if scored else None
+
+
+def prune_checkpoints(output_dir: str, keep: int) -> list[str]:
+    """Delete all but the newest `keep` complete checkpoints and the best one of a run folder.
+
+    **Arguments:**
+
+    - `output_dir`: the run folder.
+    - `keep`: newest checkpoints kept (at least 1).
+
+    **Returns:**
+
+    The checkpoint files deleted (each with its sidecar, the sidecar first, so no
+    half-deleted checkpoint ever looks complete).
+    """
+    found = list_checkpoints(output_dir)
+    kept = set(found[-keep:]) | {_best(found)}
+    gone = [p for p in found if p not in kept]
+    for path in gone:
+        for name in (sidecar_path(path), path):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+    return gone
+
+
 def latest_checkpoint(output_dir: str) -> str | None:
-    """The newest complete checkpoint of a run folder.
+    """The newest complete checkpoint of a run folder (not verified: see `resolve_checkpoint`).
 
     **Arguments:**
 
@@ -198,14 +298,74 @@ def latest_checkpoint(output_dir: str) -> str | None:
     return found[-1] if found else None
 
 
-def resolve_checkpoint(path: str) -> str:
-    """A checkpoint path from a checkpoint file, its sidecar, or a run folder (its newest checkpoint)."""
+def best_checkpoint(output_dir: str) -> str | None:
+    """The complete checkpoint of a run folder with the highest evaluation return (`score`
+    in its sidecar; the newest among equal ones), or `None` when no checkpoint was evaluated.
+
+    **Arguments:**
+
+    - `output_dir`: the run folder.
+
+    **Returns:**
+
+    Its path, or `None`.
+    """
+    return _best(list_checkpoints(output_dir))
+
+
+def _newest_intact(candidates: list[str], folder: str) -> str:
+    """The first of `candidates` (newest first) whose sidecar and checksum verify; warns once,
+    in one line, when newer ones were skipped."""
+    skipped: list[str] = []
+    for path in candidates:
+        try:
+            read_sidecar(path)
+        except CheckpointError as err:
+            reason = str(err).replace(f"checkpoint {path}", "", 1).lstrip(": ")
+            if reason.startswith("is corrupted"):
+                reason = "corrupted: its SHA-256 does not match its sidecar's"
+            skipped.append(f"{os.path.basename(path)} ({reason})")
+            continue
+        if skipped:
+            warnings.warn(
+                f"{folder}: skipped {len(skipped)} unusable checkpoint(s), {'; '.join(skipped)}; using "
+                f"{os.path.basename(path)}, the newest intact one",
+                CheckpointWarning, stacklevel=3,
+            )
+        return path
+    if skipped:
+        raise CheckpointError(f"{folder} holds no intact checkpoint: {'; '.join(skipped)}")
+    raise CheckpointError(f"{folder} holds no checkpoint (expected {os.path.join(folder, 'checkpoints', 'update_*.eqx')})")
+
+
+def resolve_checkpoint(path: str, which: str = "latest") -> str:
+    """A checkpoint path from a checkpoint file, its sidecar, or a run folder.
+
+    **Arguments:**
+
+    - `path`: a checkpoint `.eqx`, its `.json` sidecar, or a run folder.
+    - `which`: for a run folder, `"latest"` (its newest intact checkpoint: newer ones whose
+      files are missing, unreadable or fail their checksum are skipped with a one-line
+      `CheckpointWarning`) or `"best"` (the highest evaluation return; a corrupted best
+      one falls back to the newest intact checkpoint, with the same warning).
+
+    **Returns:**
+
+    The checkpoint file. `CheckpointError` when a folder holds no intact checkpoint.
+    """
+    if which not in WHICH:
+        raise ValueError(f"resolve_checkpoint: which must be one of {list(WHICH)}, got {which!r}")
     path = os.fspath(path)
     if os.path.isdir(path):
-        found = latest_checkpoint(path)
-        if found is None:
-            raise CheckpointError(f"{path} holds no checkpoint (expected {os.path.join(path, 'checkpoints', 'update_*.eqx')})")
-        return found
+        found = list_checkpoints(path)[::-1]
+        if which == "best":
+            best = _best(found)
+            if best is None:
+                raise CheckpointError(
+                    f"{path} holds no evaluated checkpoint (the run had no evaluation, eval_freq=0); use the latest one"
+                )
+            found = [best] + [p for p in found if p != best]
+        return _newest_intact(found, path)
     if path.endswith(".json"):
         return os.path.splitext(path)[0] + ".eqx"
     return path

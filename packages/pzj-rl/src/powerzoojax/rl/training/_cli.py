@@ -29,12 +29,14 @@ the signal number when SIGINT / SIGTERM stopped training (after checkpointing).
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -205,6 +207,26 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+@contextlib.contextmanager
+def _notes():
+    """Show a `CheckpointWarning` (an unusable checkpoint skipped for an older intact one) as
+    one `powerzoojax-train: note: ...` line on stderr; other warnings pass through."""
+    from powerzoojax.rl.training._checkpoint import CheckpointWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, CheckpointWarning):
+            sys.stderr.write(f"powerzoojax-train: note: {message}\n")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CheckpointWarning)
+        warnings.showwarning = show
+        yield
+
+
 def _resume_source(path: str) -> tuple[str, dict[str, Any]]:
     from powerzoojax.rl.training._checkpoint import read_sidecar, resolve_checkpoint
 
@@ -214,8 +236,13 @@ def _resume_source(path: str) -> tuple[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "eval":
-        return eval_main(argv[1:])
+    with _notes():
+        if argv and argv[0] == "eval":
+            return eval_main(argv[1:])
+        return _train_main(argv)
+
+
+def _train_main(argv: list[str]) -> int:
     parser = _train_parser()
     args = parser.parse_args(argv)
     from powerzoojax.rl.algos._config import TrainConfig
@@ -319,6 +346,9 @@ def eval_main(argv: list[str]) -> int:
         "prints the evaluation as JSON and writes RUN_DIR/eval.json.",
     )
     parser.add_argument("run", metavar="RUN_DIR", help="run folder (or a checkpoint .eqx)")
+    parser.add_argument("--checkpoint", choices=("latest", "best"), default="latest",
+                        help="for a run folder: its newest intact checkpoint (default) or the one with the best "
+                        "evaluation return")
     parser.add_argument("--episodes", type=int, default=32, help="evaluation episodes (default: 32)")
     parser.add_argument("--split", choices=SPLITS, default="iid",
                         help="iid (default): the training distribution on fresh episodes, or a task preset's iid split; "
@@ -336,7 +366,7 @@ def eval_main(argv: list[str]) -> int:
 
     try:
         report = evaluate_run(args.run, episodes=args.episodes, split=args.split, seed=args.seed, trace_path=args.trace,
-                              plots_dir=args.plots)
+                              plots_dir=args.plots, which=args.checkpoint)
     except NotImplementedError as err:
         return _fail(EXIT_NOT_IMPLEMENTED, str(err))
     except (CheckpointError, KeyError, TypeError, ValueError) as err:

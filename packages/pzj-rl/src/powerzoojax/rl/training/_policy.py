@@ -94,8 +94,10 @@ def _act_fn(trainer: Any, state: Any, deterministic: bool) -> Callable[[jax.Arra
     return sample
 
 
-def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool = True) -> LoadedPolicy:
-    """The policy of a checkpoint (or of a run folder's newest checkpoint) and its env.
+def load_policy(
+    path: str | os.PathLike, *, env: Any = None, deterministic: bool = True, which: str = "latest"
+) -> LoadedPolicy:
+    """The policy of a checkpoint (or of a run folder's newest intact checkpoint) and its env.
 
     The sidecar's checksum is verified and a checkpoint holding NaN is refused
     (`CheckpointError`). The env is rebuilt from the preset the run was trained on.
@@ -107,6 +109,8 @@ def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool
       bound wrapper used for training).
     - `deterministic`: act with the mean action; `False` samples from the policy's
       distribution with the given key.
+    - `which`: for a run folder, `"latest"` or `"best"` (see
+      [`resolve_checkpoint`][powerzoojax.rl.training.resolve_checkpoint]).
 
     **Returns:**
 
@@ -114,7 +118,7 @@ def load_policy(path: str | os.PathLike, *, env: Any = None, deterministic: bool
     """
     from powerzoojax.rl.training._train import build_trainer
 
-    checkpoint = resolve_checkpoint(os.fspath(path))
+    checkpoint = resolve_checkpoint(os.fspath(path), which)
     sidecar = read_sidecar(checkpoint)
     config = load_config(sidecar["config"])
     preset = sidecar.get("preset")
@@ -238,13 +242,16 @@ def write_episode_plots(trace: dict[str, np.ndarray], case: Any, folder: str, ti
 def evaluate_run(
     run: str | os.PathLike, *, episodes: int = 32, split: str = "iid", seed: int | None = None,
     trace_path: str | os.PathLike | None = None, write: bool = True, plots_dir: str | os.PathLike | None = None,
+    which: str = "latest",
 ) -> dict[str, Any]:
-    """Evaluate the newest checkpoint of a run folder (or a checkpoint file) with the
+    """Evaluate the newest intact checkpoint of a run folder (or a checkpoint file) with the
     deterministic policy, and write the report to `eval.json` in the run folder.
 
     **Arguments:**
 
     - `run`: run folder or checkpoint file.
+    - `which`: for a run folder, its `"latest"` or `"best"` checkpoint (see
+      [`resolve_checkpoint`][powerzoojax.rl.training.resolve_checkpoint]).
     - `episodes`: evaluation episodes.
     - `split`: for a preset that belongs to a benchmark task (`dso-nflex`,
       `dso-nflex-safe`), that task's `iid` or out-of-distribution split; for any other run
@@ -268,7 +275,7 @@ def evaluate_run(
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"evaluate: episodes must be a positive integer, got {episodes!r}")
     run = os.fspath(run)
-    loaded = load_policy(run)
+    loaded = load_policy(run, which=which)
     wrapped, task = _split_env(loaded, split)
     seed = loaded.config.seed + _EVAL_SEED_OFFSET if seed is None else seed
     key = jr.PRNGKey(seed)

@@ -9,7 +9,9 @@ Files in `output_dir`: `metrics.csv` and `metrics.jsonl` (one row per update; th
 rows also go to TensorBoard / Weights & Biases with `config.loggers`, see
 `._loggers`), `learning_curve.png`, `config.yaml`, `result.json` and
 `checkpoints/update_NNNNNN.eqx` + `.json` (see `._checkpoint`), a checkpoint
-every `checkpoint_every` updates and at the end. Every file is replaced atomically.
+every `checkpoint_every` updates and at the end, of which the newest
+`config.keep_checkpoints` and the best-evaluated one are kept. Every file is replaced
+atomically, with the permissions `open()` would give it.
 
 Between chunks the host also checks the run's health: a non-finite loss, gradient norm
 or policy parameter stops training with [`TrainingDiverged`][powerzoojax.rl.training.TrainingDiverged] (the last good
@@ -39,7 +41,12 @@ from powerzoojax.core._distributed import any_process, is_writer
 from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.rl.algos._files import OutputDirError, atomic_write, check_output_dir
 from powerzoojax.rl.algos._result import TrainResult
-from powerzoojax.rl.training._checkpoint import learned_state_is_finite, load_checkpoint, save_checkpoint
+from powerzoojax.rl.training._checkpoint import (
+    learned_state_is_finite,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
 from powerzoojax.rl.training._loggers import check_logger_folder, make_progress, open_loggers
 from powerzoojax.rl.training._report import metric_rows, plot_learning_curve, write_metrics
 from powerzoojax.rl.training._units import channel_units
@@ -270,8 +277,12 @@ def run_training(
             stop = any_process(bool(received))
             due = (done // every > last_saved // every) or done >= n_updates or bool(due_mark) or stop
             if output_dir is not None and due:
+                # The metrics files first: a resumed run reads its history back from them.
+                log_rows()
                 last_path = checkpoint_path(done)
                 save_checkpoint(last_path, trainer, state, rows, preset=preset)
+                if writer:
+                    prune_checkpoints(output_dir, cfg.keep_checkpoints)
                 last_saved = done
             if due_mark and (output_dir is not None or cfg.n_checkpoints > 1):
                 checkpoints.append((done * trainer.batch_size, state.policy))
