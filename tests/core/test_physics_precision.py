@@ -81,3 +81,51 @@ def test_env_reset_and_step_name_the_precision_of_every_product(env_id):
     step = jax.make_jaxpr(env.step)(key, state, action, params)
     found = unset_products(reset.jaxpr) + unset_products(step.jaxpr)
     assert not found, f"{env_id}: {len(found)} products with no precision, first at {sorted(set(found))[:5]}"
+
+
+# One id per family and mode: the gradient of a step goes through every implicit-gradient
+# rule (AC power flow, AC-OPF, DC-OPF, the radial sweep, the market clearing).
+_GRADIENT_IDS = (
+    "TransGrid-case14-dc-v0", "TransGrid-case14-dcopf-v0", "TransGrid-case14-ac-v0", "TransGrid-case14-acopf-v0",
+    "TransGrid-case14-dcopf_ac-v0", "UnitCommitment-case14-v0", "DistGrid-case33bw-v0", "DistGrid3Phase-case123-v0",
+    "CostBasedMarket-case5-v0", "BidBasedMarket-case5-v0", "dc_microgrid-v0", "ders-v0",
+)
+
+
+def _installed_gradient_ids():
+    from powerzoojax.envs import list_envs
+
+    return [env_id for env_id in _GRADIENT_IDS if env_id in list_envs()]
+
+
+@pytest.mark.parametrize("env_id", _installed_gradient_ids())
+def test_the_gradient_of_a_step_names_the_precision_of_every_product(env_id):
+    from powerzoojax.envs import make
+
+    env, params = make(env_id)
+    key = jax.random.PRNGKey(0)
+    _, state = jax.eval_shape(env.reset, key, params)
+    action = jax.eval_shape(env.action_space(params).sample, key)
+
+    def step_value(a, s):
+        _, _, reward, costs, _, _ = env.step(key, s, a, params)
+        return reward + jnp.sum(costs)
+
+    found = unset_products(jax.make_jaxpr(jax.grad(step_value))(action, state).jaxpr)
+    assert not found, f"{env_id}: {len(found)} products with no precision, first at {sorted(set(found))[:5]}"
+
+
+def test_the_sensitivities_name_the_precision_of_every_product():
+    from powerzoojax.case import load_case
+    from powerzoojax.physics import ac_ptdf, lmp_load_sensitivity, make_ac_network, make_dc_opf_setup, voltage_var_sensitivity
+
+    case = load_case("14")
+    net = make_ac_network(case)
+    p_gen, load_p, load_q = (jnp.asarray(x, jnp.float32) for x in (case.unit_pg, case.node_pd, case.node_qd))
+    jaxprs = [
+        jax.make_jaxpr(lambda p, lp, lq: ac_ptdf(net, p, None, lp, lq))(p_gen, load_p, load_q),
+        jax.make_jaxpr(lambda p, lp, lq: voltage_var_sensitivity(net, p, None, lp, lq))(p_gen, load_p, load_q),
+        jax.make_jaxpr(lambda lp: lmp_load_sensitivity(make_dc_opf_setup(case), lp))(load_p),
+    ]
+    found = [site for j in jaxprs for site in unset_products(j.jaxpr)]
+    assert not found, f"{len(found)} products with no precision, first at {sorted(set(found))[:5]}"
