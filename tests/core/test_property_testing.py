@@ -255,3 +255,40 @@ def test_bad_strategy_arguments_are_named():
     with pytest.raises(ValueError, match="no reference case"):
         pst.case_ids("transmission", max_buses=2)
 
+
+
+def test_strategies_leave_pythons_random_state_alone():
+    """Nothing the strategies call while hypothesis draws may touch the global `random`
+    state (hypothesis flags it with a HypothesisDeprecationWarning). The suite imports the
+    library under beartype (the jaxtyping import hook in pyproject's addopts), which samples
+    one item of a `list[float]`-style argument with `random`: helpers called inside a draw
+    must take arrays or bare containers, and library code (case loading, the shipped
+    profiles) must run when the strategy is built, not when it is drawn from."""
+    import warnings
+
+    from hypothesis.errors import HypothesisDeprecationWarning
+
+    from powerzoojax.testing.strategies import _cached_case, _shipped_shape
+
+    _cached_case.cache_clear()  # so the cases and profiles are built again in this test
+    _shipped_shape.cache_clear()
+    box = make_box(-1.0, 1.0, (3,))
+
+    @settings(max_examples=10, deadline=None, database=None)
+    @given(data=st.data())
+    def draw_everything(data):
+        case = data.draw(pst.cases(ids=("5", "14")))
+        data.draw(pst.cases())
+        data.draw(pst.connected_line_outages(case, max_outages=2))
+        data.draw(pst.load_profiles(case, st.integers(1, 3), shape="shipped", case_id="14" if case.n_nodes == 14 else "5"))
+        data.draw(pst.action_sequences(box, 2))
+        data.draw(pst.action_sequences(box, 2, invalid=True))
+        data.draw(pst.actions(MultiDiscrete(nvec=jnp.asarray([2, 4]), n_dims=2, shape=(2,))))
+        data.draw(pst.marl_action_dicts({"a": box, "b": Discrete(n=2)}, invalid_agents=1))
+        data.draw(pst.prng_keys())
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        draw_everything()
+    flagged = [str(w.message) for w in caught if issubclass(w.category, HypothesisDeprecationWarning)]
+    assert not flagged, flagged[:3]

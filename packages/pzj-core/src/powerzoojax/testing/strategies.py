@@ -24,6 +24,7 @@ import numpy as np
 
 try:
     from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "powerzoojax.testing.strategies needs hypothesis: install the testing extra, "
@@ -66,12 +67,16 @@ def case_ids(
     source: str = "reference",
 ) -> st.SearchStrategy[str]:
     """Ids of shipped cases matching the filters, smallest first (shrinks to the smallest)."""
+    return st.sampled_from(_matching_ids("case_ids", grid_type, max_buses, phase, source))
+
+
+def _matching_ids(caller: str, grid_type: str | None, max_buses: int, phase: int | None, source: str) -> list[str]:
     ids = list_cases(grid_type=grid_type, max_buses=max_buses, phase=phase, source=source)
     if not ids:
         raise ValueError(
-            f"case_ids: no {source} case with grid_type={grid_type!r}, phase={phase!r} and at most {max_buses} buses"
+            f"{caller}: no {source} case with grid_type={grid_type!r}, phase={phase!r} and at most {max_buses} buses"
         )
-    return st.sampled_from(ids)
+    return ids
 
 
 @functools.lru_cache(maxsize=32)
@@ -87,9 +92,16 @@ def cases(
     source: str = "reference",
 ) -> st.SearchStrategy[CaseData]:
     """Shipped cases (loaded once per id and reused): from `ids`, or every case that
-    `case_ids` lists for the filters."""
-    id_strategy = st.sampled_from(tuple(ids)) if ids is not None else case_ids(grid_type, max_buses=max_buses, source=source)
-    return id_strategy.map(lambda case_id: _cached_case(str(case_id), source))
+    `case_ids` lists for the filters; shrinks to the first (the smallest).
+
+    The cases are loaded here, when the strategy is built, not while hypothesis draws:
+    loading runs library code on the host, and nothing called during a draw may touch
+    Python's global `random` state (a runtime type checker such as beartype does, when it
+    samples an item of a container argument).
+    """
+    if ids is None:
+        ids = tuple(_matching_ids("cases", grid_type, max_buses, 1, source))
+    return st.sampled_from([_cached_case(str(case_id), source) for case_id in ids])
 
 
 def _in_service(case: CaseData) -> np.ndarray:
@@ -124,7 +136,10 @@ def connected_line_outages(case: CaseData, *, max_outages: int = 1) -> st.Search
     in_service = np.flatnonzero(_in_service(case))
     n_lines = int(np.asarray(case.line_status).shape[0])
 
-    def mask_of(chosen: list[int]) -> np.ndarray:
+    # `list`, not `list[int]`: a function called while hypothesis draws must not consume
+    # Python's global `random` state, and a runtime type checker (beartype, as the test
+    # suite runs it) samples one item of an element-typed container hint with `random`.
+    def mask_of(chosen: list) -> np.ndarray:
         mask = np.zeros(n_lines, bool)
         mask[np.asarray(chosen, int)] = True
         return mask
@@ -179,6 +194,8 @@ def load_profiles(
     n_loads = d_min.shape[0]
     rows = n_rows if isinstance(n_rows, st.SearchStrategy) else st.just(int(n_rows))
     unit = st.floats(0.0, 1.0, allow_nan=False, width=32)
+    # Built now, outside any draw (see `cases`): the measured shape comes from library code.
+    series = _shipped_shape((case_id, "reference")) if shape != "random" and case_id is not None else None
 
     @st.composite
     def draw(draw_fn):
@@ -188,7 +205,7 @@ def load_profiles(
         if kind == "random":
             u = np.asarray(draw_fn(st.lists(unit, min_size=t * n_loads, max_size=t * n_loads)), np.float64).reshape(t, n_loads)
         else:
-            series = _shipped_shape((case_id, "reference"))
+            assert series is not None  # kind == "shipped" only when the series was built
             start = draw_fn(st.integers(0, max(0, series.shape[0] - t)))
             u = np.broadcast_to(series[start : start + t, None], (t, n_loads))
         return (s * (d_min + u * (d_max - d_min))).astype(np.float32)
@@ -315,11 +332,13 @@ def _valid_flat(space: Space, n: int) -> st.SearchStrategy[np.ndarray]:
     """`n` valid actions of `space` stacked on a leading axis."""
     if isinstance(space, Box):
         low, high = _box_bounds(space)
-        size = n * int(np.prod(space.shape, dtype=int))
-        unit = st.lists(st.floats(0.0, 1.0, allow_nan=False, width=32), min_size=size, max_size=size)
+        # Every entry drawn on its own (no fill value), each shrinking to 0: the low bound.
+        # Drawn as an array, not a list, so nothing consumes Python's global `random` while
+        # hypothesis draws (see `connected_line_outages`).
+        unit = hnp.arrays(np.float32, (n, *space.shape), elements=st.floats(0.0, 1.0, width=32), fill=st.nothing())
 
-        def place(u: list[float]) -> np.ndarray:
-            u_arr = np.asarray(u, np.float64).reshape((n, *space.shape))
+        def place(u: np.ndarray) -> np.ndarray:
+            u_arr = np.asarray(u, np.float64)
             # Clip: low + u·(high − low) may round past high in float32.
             return np.clip(low + u_arr * (high - low), low, high).astype(np.dtype(space.dtype))
 
