@@ -11,6 +11,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jaxtyping import Array
 from powerzoojax.core import Environment, rollout
+from powerzoojax.core._provider import missing_extra_message
 from powerzoojax.core._types import Key
 from powerzoojax.rl.algos._config import TrainConfig
 from powerzoojax.rl.algos._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
@@ -29,6 +30,38 @@ _NOT_YET = {
 }
 AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "apg", "ippo", "ippo_typed", "ippo_typed_lagrangian")
 _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
+
+
+class MissingDistributionError(ModuleNotFoundError):
+    """A preset's env needs pzj-grid or pzj-market, which is not installed.
+
+    Its message is the one line `python -m powerzoojax` prints for the same preset, naming
+    the pzj-rl extra that installs the distribution; `name` is the missing module. A
+    subclass of `ModuleNotFoundError`, so code that catches the import error still does.
+    """
+
+
+def _preset_env(name: str, env_factory: Callable[[], Any]) -> Any:
+    """`env_factory()`, with a missing grid or market distribution reported in one line."""
+    try:
+        return env_factory()
+    except ImportError as err:
+        message = missing_extra_message(err, f"preset {name!r}")
+        if message is None:
+            raise
+        raise MissingDistributionError(message, name=_missing_module(err)) from None
+
+
+def _missing_module(err: BaseException) -> str | None:
+    """Name of the first `ModuleNotFoundError` in the chain of `err` (None if there is none)."""
+    cause: BaseException | None = err
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ModuleNotFoundError):
+            return cause.name
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> Any:
@@ -128,7 +161,7 @@ def build_trainer(
         from powerzoojax.rl.training._presets import get_preset
 
         preset = get_preset(preset_or_env)
-        env = preset.env_factory()
+        env = _preset_env(preset_or_env, preset.env_factory)
         config = preset.config if config is None else config
         reward_fn = preset.reward_fn if reward_fn is None else reward_fn
         preset_name = preset_or_env
@@ -188,7 +221,10 @@ def train(
 
     **Returns:**
 
-    The [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+    The [`TrainResult`][powerzoojax.rl.algos.TrainResult]. A preset whose env needs a
+    distribution that is not installed raises `MissingDistributionError` (an
+    `ImportError`) naming the extra to install, e.g. `preset 'gencos-case5-ippo-dev' needs
+    pzj-market, which is not installed: pip install 'pzj-rl[market]' (or 'pzj-rl[all]')`.
     """
     from powerzoojax.rl.training._checkpoint import resolve_checkpoint
 
