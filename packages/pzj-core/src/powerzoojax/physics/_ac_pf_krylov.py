@@ -42,6 +42,10 @@ KRYLOV_MAX_STEPS = 40
 # 1e-3 the outer iteration converges at the rate of exact Newton until the mismatch is near
 # the float32 floor.
 KRYLOV_FORCING = 1e-3
+# Arnoldi loop of the GMRES solve (see `fgmres`): "while" ends at the forcing tolerance,
+# "fixed" runs a fixed trip count of masked steps. Read when `ac_power_flow` is traced.
+KRYLOV_LOOPS = ("while", "fixed")
+KRYLOV_LOOP = "while"
 
 
 def _safe_div(a, b):
@@ -55,12 +59,17 @@ def _givens(a, b):
     return where(r > 0, _safe_div(a, r), 1.0), _safe_div(b, r)
 
 
-def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: float) -> tuple[Array, Array]:
+def fgmres(
+    matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: float, loop: str = "while"
+) -> tuple[Array, Array]:
     """Flexible right-preconditioned GMRES (one cycle from zero) for `A x = b`.
 
     Flexible: the preconditioned vectors are kept, so the preconditioner may differ from
     one Arnoldi step to the next (here it ends in a fixed number of CG steps, which are
-    not linear in their right-hand side).
+    not linear in their right-hand side). The Givens rotations of the least-squares
+    problem are accumulated in a `(max_steps + 1)²` matrix, so one Arnoldi step is a fixed
+    handful of vector operations (no inner loop over the previous rotations) and under
+    `vmap` every lane's step is the same few products.
 
     **Arguments:**
 
@@ -69,12 +78,18 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     - `b`: right-hand side.
     - `max_steps`: largest Krylov subspace (static).
     - `rtol`: stop once the estimated residual `‖b − A x‖₂ ≤ rtol ‖b‖₂`.
+    - `loop`: `"while"` (a `while_loop` that ends when the residual test passes; under
+      `vmap`, when it passes on every lane) or `"fixed"` (a `fori_loop` of `max_steps`
+      Arnoldi steps, each masked off once the test passes: a fixed trip count) (static).
+      Both give the same result.
 
     **Returns:**
 
     `(x, steps)`: the minimal-residual solution over the Krylov subspace built, and the
     number of Arnoldi steps taken (int32).
     """
+    if loop not in KRYLOV_LOOPS:
+        raise ValueError(f"fgmres: loop must be one of {KRYLOV_LOOPS}, got {loop!r}")
     n, k = b.shape[-1], max_steps
     dtype = b.dtype
     beta = jnp.sqrt(jnp.sum(b * b))
@@ -83,9 +98,15 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
     basis0 = jnp.zeros((k + 1, n), dtype).at[0].set(_safe_div(b, beta))
     g0 = jnp.zeros((k + 1,), dtype).at[0].set(beta)
 
+    def row(x, j):
+        # Row (or entry) j of x by a masked sum: exact, and a plain reduction when j is
+        # batched (a vmapped dynamic index would be a gather).
+        mask = (rows[: x.shape[0]] == j).reshape((-1,) + (1,) * (x.ndim - 1))
+        return jnp.sum(where(mask, x, 0.0), axis=0)
+
     def arnoldi(state):
-        j, basis, zs, r_mat, cs, sn, g = state
-        z = precond(basis[j])
+        j, basis, zs, r_mat, rot, g = state
+        z = precond(row(basis, j))
         zs = where((rows[:k] == j)[:, None], z, zs)
         w = matvec(z)
         # Classical Gram–Schmidt twice against the first j + 1 basis vectors (the rest are 0).
@@ -96,41 +117,62 @@ def fgmres(matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: floa
         h = h + h2
         h_next = jnp.sqrt(jnp.sum(w * w))
         basis = where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
-        # Column j of the Hessenberg matrix, rotated by the previous Givens rotations.
-        col = where(rows == j + 1, h_next, h)
-
-        def rotate(i, col):
-            a, bb = col[i], col[i + 1]
-            ci, si = cs[i], sn[i]
-            new = where(rows == i, ci * a + si * bb, where(rows == i + 1, -si * a + ci * bb, col))
-            return where(i < j, new, col)
-
-        col = lax.fori_loop(0, k, rotate, col)
-        c, s = _givens(col[j], col[j + 1])
-        col = where(rows == j, c * col[j] + s * col[j + 1], where(rows == j + 1, 0.0, col))
-        cs = where(rows[:k] == j, c, cs)
-        sn = where(rows[:k] == j, s, sn)
-        gj = g[j]
-        g = where(rows == j, c * gj, where(rows == j + 1, -s * gj, g))
+        # Column j of the Hessenberg matrix, rotated by the previous Givens rotations
+        # (their product `rot`; its rows from j + 1 on are still the identity's).
+        col = hp.matmul(rot, where(rows == j + 1, h_next, h))
+        a, bb = row(col, j), row(col, j + 1)
+        c, s = _givens(a, bb)
+        rot_j, rot_j1 = row(rot, j), row(rot, j + 1)
+        rot = where(
+            (rows == j)[:, None], c * rot_j + s * rot_j1, where((rows == j + 1)[:, None], c * rot_j1 - s * rot_j, rot)
+        )
+        col = where(rows == j, c * a + s * bb, where(rows == j + 1, 0.0, col))
         r_mat = where((rows[:k] == j)[None, :], col[:k, None], r_mat)
-        return j + 1, basis, zs, r_mat, cs, sn, g
+        # The rotated right-hand side beta e_1; its entry j + 1 is the residual estimate.
+        g = where(rows == j, c * row(g, j), where(rows == j + 1, -s * row(g, j), g))
+        return j + 1, basis, zs, r_mat, rot, g
 
     def running(state):
         j, *_, g = state
-        return (j < k) & (jnp.abs(g[j]) > target)
+        return (j < k) & (jnp.abs(row(g, j)) > target)
 
-    zero_k = jnp.zeros((k,), dtype)
-    init = (jnp.zeros((), jnp.int32), basis0, jnp.zeros((k, n), dtype), jnp.zeros((k, k), dtype), zero_k, zero_k, g0)
-    steps, _, zs, r_mat, _, _, g = lax.while_loop(running, arnoldi, init)
+    zero_k = jnp.zeros((k, k), dtype)
+    init = (jnp.zeros((), jnp.int32), basis0, jnp.zeros((k, n), dtype), zero_k, jnp.eye(k + 1, dtype=dtype), g0)
+    if loop == "while":
+        state = lax.while_loop(running, arnoldi, init)
+    else:
+
+        def masked(_, state):
+            go = running(state)
+            return jax.tree.map(lambda new, old: where(go, new, old), arnoldi(state), state)
+
+        state = lax.fori_loop(0, k, masked, init)
+    steps, _, zs, r_mat, _, g = state
 
     # Back-substitution R y = g over the first `steps` rows (the rest of y stays 0).
     def back(t, y):
         i = k - 1 - t
-        rhs = g[i] - hp.matmul(r_mat[i], y)
+        rhs = g[i] - jnp.sum(r_mat[i] * y)
         return where((rows[:k] == i) & (i < steps), _safe_div(rhs, r_mat[i, i]), y)
 
     y = lax.fori_loop(0, k, back, jnp.zeros((k,), dtype))
     return hp.matmul(y, zs), steps
+
+
+def dense_current(y_real_t: Float[Array, "two_n two_n"]) -> Callable[[Array, Array], tuple[Array, Array]]:
+    """`(e, f) ↦ (Re I, Im I)` of `I = Ybus V` by one product with the real form of `Ybus`
+    (`[e f] @ [[Gᵀ, Bᵀ], [−Bᵀ, Gᵀ]]`, `ACNetwork.y_real_t`): under `vmap` a
+    `(batch, 2N) × (2N, 2N)` matrix product, the accelerators' strength, where
+    `branch_current`'s gathers and scatter-adds are not. For networks small enough that
+    the dense `Ybus` is cheap (it is stored anyway for the mismatch).
+    """
+    n = y_real_t.shape[-1] // 2
+
+    def apply(e, f):
+        cur = hp.matmul(jnp.concatenate([e, f], axis=-1), y_real_t)
+        return cur[..., :n], cur[..., n:]
+
+    return apply
 
 
 def branch_current(
@@ -185,6 +227,10 @@ def krylov_newton_step(
     f: Float[Array, " two_m"],
     slack: int,
     precond: Callable[[Array], Array],
+    *,
+    max_steps: int | None = None,
+    rtol: float | None = None,
+    loop: str | None = None,
 ) -> tuple[Array, Array]:
     """Approximate Newton step `(Δva, Δvm)` over the non-slack buses: `J Δx = −F` by
     preconditioned flexible GMRES, `J` being the Jacobian of `ac_power_flow`'s Newton step
@@ -200,6 +246,8 @@ def krylov_newton_step(
     - `f`: `(2 (N − 1),)` mismatch `[ΔP; ΔQ]` (zero on PV Q rows).
     - `slack`: slack bus index (static).
     - `precond`: `r ↦` an approximation of `J⁻¹ r` (the fast-decoupled solve).
+    - `max_steps`, `rtol`, `loop`: GMRES options (`fgmres`); `None` takes
+      `KRYLOV_MAX_STEPS`, `KRYLOV_FORCING`, `KRYLOV_LOOP` (static).
 
     **Returns:**
 
@@ -229,5 +277,12 @@ def krylov_newton_step(
     # round-off floor on stiff rows) lets GMRES leave those rows' residual near their floor,
     # and on case 2383wp that shifted the angles of whole areas by up to 2.8e-4 rad against
     # PYPOWER (9e-5 unweighted, 5.6e-5 with the dense LU).
-    dx, _ = fgmres(matvec, precond, -f, max_steps=KRYLOV_MAX_STEPS, rtol=KRYLOV_FORCING)
+    dx, _ = fgmres(
+        matvec,
+        precond,
+        -f,
+        max_steps=KRYLOV_MAX_STEPS if max_steps is None else max_steps,
+        rtol=KRYLOV_FORCING if rtol is None else rtol,
+        loop=KRYLOV_LOOP if loop is None else loop,
+    )
     return dx[:m], dx[m:]

@@ -403,6 +403,8 @@ class ACPowerFlowModel(NetworkModel):
     - `warm_start`: start from the previous state's voltages and PV→PQ switches (see
       [`warm_start_from`][powerzoojax.grid.transmission.ACPowerFlowModel.warm_start_from])
       (static).
+    - `newton_step`: `"auto"`, `"dense"` or `"krylov"`, the Newton step of
+      [`ac_power_flow`][powerzoojax.physics.ac_power_flow] (static).
     """
 
     network: ACNetwork
@@ -411,6 +413,7 @@ class ACPowerFlowModel(NetworkModel):
     tol: float = eqx.field(static=True, default=1e-5)
     method: str = eqx.field(static=True, default="fdlf")
     warm_start: bool = eqx.field(static=True, default=False)
+    newton_step: str = eqx.field(static=True, default="auto")
     is_ac: ClassVar[bool] = True
 
     @property
@@ -465,7 +468,7 @@ class ACPowerFlowModel(NetworkModel):
         pf = ac_power_flow(
             self.network, stage.flow.unit_power_mw, None, load_p, load_q,
             init_vm=init_vm, init_va=init_va, init_pv_limit=init_pv_limit,
-            max_iter=self.max_iter, tol=self.tol, method=self.method,
+            max_iter=self.max_iter, tol=self.tol, method=self.method, newton_step=self.newton_step,
         )
         zero = jnp.zeros((), jnp.float32)
         # A failed solve's last iterate is not a physical state (voltages of -3 p.u. were
