@@ -11,7 +11,7 @@ not an XLA flag, and XLA ignored it), so the process is pinned to one CPU, which
 
 The CPU tuning flags (``--xla_cpu_*``, forced host devices) are dropped, with a note on
 stderr, when the run targets a GPU (``JAX_PLATFORMS`` names ``cuda``, ``gpu`` or
-``rocm``, as ``suite.py --device gpu`` sets it): they tune a backend that is not used.
+``rocm``, as ``suite.py --device gpu`` sets it, or ``tpu``): they tune a backend that is not used.
 """
 
 import os
@@ -21,9 +21,9 @@ CPU_ONLY_PREFIXES = ("--xla_cpu_", "--xla_force_host_platform_device_count")
 
 
 def targets_gpu() -> bool:
-    """Whether ``JAX_PLATFORMS`` asks for a GPU backend."""
+    """Whether ``JAX_PLATFORMS`` asks for an accelerator (GPU or TPU) backend."""
     platforms = os.environ.get("JAX_PLATFORMS", "").lower().split(",")
-    return any(p.strip() in ("cuda", "gpu", "rocm") for p in platforms)
+    return any(p.strip() in ("cuda", "gpu", "rocm", "tpu") for p in platforms)
 
 
 def add_xla_flags(*flags: str) -> None:

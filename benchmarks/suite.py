@@ -1,6 +1,7 @@
-"""Every throughput benchmark in one command, one table: on the CPU or on a GPU.
+"""Every throughput benchmark in one command, one table: on the CPU, a GPU or a TPU.
 
     uv run python benchmarks/suite.py --device gpu                 # the full set on a GPU
+    scripts/accelerator_run.sh python3 benchmarks/suite.py --device tpu   # on an offline TPU host
     uv run python benchmarks/suite.py --device cpu --quick         # a smoke run (small N, few repeats)
     uv run python benchmarks/suite.py --device cpu --only rollout training --output table.md
 
@@ -11,7 +12,7 @@ configuration they time (they append it to the file named by ``PZJ_BENCH_RECORD`
 or compile seconds. The scripts' own output (references, accuracy checks, machine lines)
 goes to the terminal as they run.
 
-``--device gpu`` runs every script with ``JAX_PLATFORMS=cuda`` and without the XLA:CPU
+``--device gpu`` (``tpu``) runs every script with ``JAX_PLATFORMS=cuda`` (``tpu``) and without the XLA:CPU
 tuning (forced host devices, single-core pinning, ``--xla_cpu_*`` flags: ``_xla_env``
 drops them on a GPU run). When JAX finds no GPU it stops at once with exit code 2 and says
 what to install (``pzj-core[cuda12]`` or ``[cuda13]``) instead of timing the CPU under a GPU
@@ -63,7 +64,7 @@ BENCHMARKS = (
     ("ippo", "ippo_throughput.py", ["--quick"], ["--quick", "--n-envs", "64", "--n-steps", "8"], None),
 )
 NAMES = tuple(b[0] for b in BENCHMARKS)
-PLATFORM = {"cpu": "cpu", "gpu": "cuda"}
+PLATFORM = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
 
 
 def plan(device: str, quick: bool, only: tuple[str, ...] = (), cores: int | None = None) -> list[tuple[str, list[str]]]:
@@ -82,9 +83,9 @@ def plan(device: str, quick: bool, only: tuple[str, ...] = (), cores: int | None
 
 def child_env(device: str, record_path: str) -> dict[str, str]:
     env = dict(os.environ, JAX_PLATFORMS=PLATFORM[device], PZJ_BENCH_RECORD=record_path)
-    if device == "gpu":
+    if device in ("gpu", "tpu"):
         # Each script is its own process, one after another: no need to grab 75 % of the
-        # GPU's memory up front, and an inherited XLA:CPU flag has nothing to tune.
+        # device's memory up front, and an inherited XLA:CPU flag has nothing to tune.
         env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(("--xla_cpu_", "--xla_force_host"))]
         env["XLA_FLAGS"] = " ".join(flags)
@@ -97,7 +98,7 @@ def probe(device: str) -> tuple[dict | None, str]:
     code = (
         "import json, jax\n"
         "try:\n"
-        f"    d = jax.devices({'gpu' if device == 'gpu' else 'cpu'!r})\n"
+        f"    d = jax.devices({device!r})\n"
         "except Exception as err:\n"
         "    print(json.dumps({'error': f'{type(err).__name__}: {err}'}))\n"
         "else:\n"
@@ -139,7 +140,7 @@ def table(rows: list[dict], header: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", choices=("cpu", "gpu"), required=True, help="the backend every script runs on")
+    ap.add_argument("--device", choices=("cpu", "gpu", "tpu"), required=True, help="the backend every script runs on")
     ap.add_argument("--quick", action="store_true", help="a smoke run: small batches, few repeats (minutes on a CPU)")
     ap.add_argument("--only", nargs="+", choices=NAMES, default=(), metavar="NAME",
                     help=f"run these benchmarks only ({', '.join(NAMES)})")
@@ -159,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             f"suite.py --device {args.device}: no {args.device.upper()} found by JAX ({problem}). "
             + ("Install JAX's CUDA wheels (uv sync --all-packages --extra cuda12, or pip install 'pzj-core[cuda12]' / "
                "'pzj-core[cuda13]') on a Linux machine with an NVIDIA driver, or run --device cpu.\n"
-               if args.device == "gpu" else "\n")
+               if args.device == "gpu" else
+               "On a TPU VM, JAX's libtpu must be installed (pip install 'pzj-core[tpu]'; on an offline host, "
+               "scripts/accelerator_run.sh).\n" if args.device == "tpu" else "\n")
         )
         return 2
     load_before = os.getloadavg()[0]

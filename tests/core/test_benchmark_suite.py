@@ -24,7 +24,7 @@ def _module(name: str):
 def test_every_throughput_script_is_in_the_suite_on_both_devices():
     suite = _module("suite")
     scripts = {p.name for p in BENCHMARKS.glob("*_throughput.py")}
-    for device in ("cpu", "gpu"):
+    for device in ("cpu", "gpu", "tpu"):
         for quick in (False, True):
             planned = {os.path.basename(argv[1]) for _, argv in suite.plan(device, quick)}
             assert planned == scripts, (device, quick, planned ^ scripts)
@@ -33,12 +33,15 @@ def test_every_throughput_script_is_in_the_suite_on_both_devices():
 def test_cpu_tuning_is_left_out_of_a_gpu_run(monkeypatch):
     suite = _module("suite")
     cpu = [" ".join(argv) for _, argv in suite.plan("cpu", False, cores=2)]
-    gpu = [" ".join(argv) for _, argv in suite.plan("gpu", False, cores=2)]
+    for device in ("gpu", "tpu"):
+        accelerator = [" ".join(argv) for _, argv in suite.plan(device, False, cores=2)]
+        assert not any("--host-devices" in c or "--single-thread" in c or "--one-thread" in c for c in accelerator)
     assert sum("--host-devices 2" in c for c in cpu) == 2
-    assert not any("--host-devices" in c or "--single-thread" in c or "--one-thread" in c for c in gpu)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=false --xla_force_host_platform_device_count=2")
     env = suite.child_env("gpu", "record.jsonl")
     assert env["JAX_PLATFORMS"] == "cuda" and env["XLA_FLAGS"] == ""
+    env = suite.child_env("tpu", "record.jsonl")
+    assert env["JAX_PLATFORMS"] == "tpu" and env["XLA_FLAGS"] == ""
     assert suite.child_env("cpu", "record.jsonl")["XLA_FLAGS"].startswith("--xla_cpu_use_fusion_emitters=false")
 
     xla_env = _module("_xla_env")
