@@ -11,9 +11,8 @@ Usage (from the repository root)::
 Two folders are written: ``reference/`` and ``matpower/``, each with its ``manifest.json``.
 
 Reference tables (``reference/``): the benchmark case tables of PowerZooJax (MIT licence),
-one JSON file per case id in ``shared/data/reference_cases/`` beside the repository (found
-as ``../shared`` or ``./shared`` relative to the repository root, in ``$PZJ_SHARED_DIR``, or
-given with ``--reference-dir``). Each file holds four header+rows tables (``nodes``, ``units``,
+one JSON file per case id in ``tests/data/reference_cases/`` of the repository (or a folder
+given with ``--reference-dir``; ``tests/data/README.md`` records where they come from). Each file holds four header+rows tables (``nodes``, ``units``,
 ``lines``, ``loads``) and the builder's ``base_mva``. They are copied without changing a
 value: numeric columns become one float64 array per table (``<table>`` with its column
 names in ``<table>_columns``), the unit ``type`` strings (fuel types) are kept as
@@ -50,7 +49,6 @@ import io
 import json
 import math
 import operator
-import os
 import pathlib
 import re
 import sys
@@ -841,15 +839,9 @@ REFERENCE_BUILDER_RULES = {
 
 
 def find_reference_dir(explicit: pathlib.Path | None = None) -> pathlib.Path:
-    """The folder of the reference JSON tables: ``explicit``, else ``data/reference_cases``
-    of ``$PZJ_SHARED_DIR`` or of ``shared/`` beside or inside the repository."""
-    if explicit is not None:
-        candidates = [explicit]
-    else:
-        shared = [REPO_ROOT.parent / "shared", REPO_ROOT / "shared"]
-        if os.environ.get("PZJ_SHARED_DIR"):
-            shared.insert(0, pathlib.Path(os.environ["PZJ_SHARED_DIR"]))
-        candidates = [folder / "data" / "reference_cases" for folder in shared]
+    """The folder of the reference JSON tables: ``explicit``, else the repository's
+    ``tests/data/reference_cases``."""
+    candidates = [explicit if explicit is not None else REPO_ROOT / "tests" / "data" / "reference_cases"]
     for candidate in candidates:
         if (candidate / REFERENCE_LICENCE_FILE).is_file():
             return candidate

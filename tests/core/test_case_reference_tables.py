@@ -1,19 +1,16 @@
 """Shipped reference benchmark tables (the default ids) against their JSON source files,
 and their provenance.
 
-The JSON files live in ``shared/data/reference_cases/`` beside the repository (CI puts
-``shared/`` at ``../shared`` relative to the repository root; ``$PZJ_SHARED_DIR`` points
-elsewhere). Each case is re-read here straight from its JSON file and every `CaseData`
-field compared with the builder rules written out independently of
-``powerzoojax.case._tables``. Without that folder the comparisons skip (saying so); the
-provenance checks of the shipped files run regardless.
+The JSON files are kept in ``tests/data/reference_cases/`` (byte for byte the extraction
+that ``scripts/build_cases.py`` converts; see ``tests/data/README.md``). Each case is re-read
+here straight from its JSON file and every `CaseData` field compared with the builder rules
+written out independently of ``powerzoojax.case._tables``.
 """
 
 import hashlib
 import importlib.resources
 import importlib.util
 import json
-import os
 import pathlib
 import re
 
@@ -45,23 +42,7 @@ UNREAD = {
 }
 
 
-def _reference_dir() -> pathlib.Path | None:
-    roots = [REPO_ROOT.parent / "shared", REPO_ROOT / "shared"]
-    if os.environ.get("PZJ_SHARED_DIR"):
-        roots.insert(0, pathlib.Path(os.environ["PZJ_SHARED_DIR"]))
-    for root in roots:
-        folder = root / "data" / "reference_cases"
-        if folder.is_dir():
-            return folder
-    return None
-
-
-REFERENCE_DIR = _reference_dir()
-needs_json = pytest.mark.skipif(
-    REFERENCE_DIR is None,
-    reason="reference JSON tables not found: expected shared/data/reference_cases at ../shared "
-    "or ./shared relative to the repository root (or under $PZJ_SHARED_DIR)",
-)
+REFERENCE_DIR = REPO_ROOT / "tests" / "data" / "reference_cases"
 
 
 def _json(case_id: str) -> dict:
@@ -89,13 +70,11 @@ def _manifest() -> dict:
 # Every field against the JSON file.
 
 
-@needs_json
 def test_every_json_file_is_a_registered_default_id():
     ids = sorted(p.stem.removeprefix("case") for p in REFERENCE_DIR.glob("case*.json"))
     assert ids == sorted(REFERENCE_IDS) == sorted(list_cases())
 
 
-@needs_json
 @pytest.mark.parametrize("case_id", REFERENCE_PARAMS)
 def test_nodes_match_json(case_id):
     doc, case = _json(case_id), load_case(case_id)
@@ -134,7 +113,6 @@ def test_nodes_match_json(case_id):
     _close(case.node_y, default("y", 0.0))
 
 
-@needs_json
 @pytest.mark.parametrize("case_id", REFERENCE_PARAMS)
 def test_units_match_json(case_id):
     doc, case = _json(case_id), load_case(case_id)
@@ -177,7 +155,6 @@ def test_units_match_json(case_id):
         assert case.unit_fuel_type is None
 
 
-@needs_json
 @pytest.mark.parametrize("case_id", REFERENCE_PARAMS)
 def test_lines_match_json(case_id):
     doc, case = _json(case_id), load_case(case_id)
@@ -201,7 +178,6 @@ def test_lines_match_json(case_id):
     np.testing.assert_array_equal(case.line_status, default("status", 1.0))
 
 
-@needs_json
 @pytest.mark.parametrize("case_id", REFERENCE_PARAMS)
 def test_loads_match_json(case_id):
     doc, case = _json(case_id), load_case(case_id)
@@ -217,7 +193,6 @@ def test_loads_match_json(case_id):
     np.testing.assert_array_equal(bus_map.sum(axis=0), 1.0)
 
 
-@needs_json
 @pytest.mark.parametrize("case_id", REFERENCE_IDS)
 def test_every_numeric_json_column_is_read_or_listed(case_id):
     doc = _json(case_id)
@@ -307,7 +282,6 @@ def test_notice_keeps_the_mit_licence():
     )
 
 
-@needs_json
 def test_manifest_hashes_the_json_sources_and_licence():
     manifest = _manifest()
     licence = (REFERENCE_DIR / "LICENSE-PowerZooJax").read_text()
@@ -323,7 +297,6 @@ def test_manifest_hashes_the_json_sources_and_licence():
         assert entry["source"] == json.loads(raw)["source"]
 
 
-@needs_json
 def test_build_script_reproduces_shipped_reference_files(tmp_path):
     spec = importlib.util.spec_from_file_location(
         "build_cases", REPO_ROOT / "scripts" / "build_cases.py"
@@ -334,3 +307,17 @@ def test_build_script_reproduces_shipped_reference_files(tmp_path):
     assert sorted(rebuilt) == sorted(f"reference/{p.name}" for p in SHIPPED.iterdir())
     for name, content in rebuilt.items():
         assert content == (SHIPPED / name.removeprefix("reference/")).read_bytes(), name
+
+
+def test_test_data_files_match_their_recorded_checksums():
+    """tests/data/README.md lists every data file with its SHA-256 (its provenance record)."""
+    data = REPO_ROOT / "tests" / "data"
+    listed = dict(
+        (name, digest)
+        for digest, name in re.findall(r"^    ([0-9a-f]{64})  (\S+)$", (data / "README.md").read_text(), flags=re.MULTILINE)
+    )
+    present = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file() and p.name != "README.md")
+    assert sorted(listed) == present, "tests/data/README.md must list exactly the files of tests/data"
+    for name, digest in listed.items():
+        assert hashlib.sha256((data / name).read_bytes()).hexdigest() == digest, f"tests/data/{name} changed"
+    assert (data / "gb" / "LICENSE-PowerZooJax").read_bytes() == (data / "reference_cases" / "LICENSE-PowerZooJax").read_bytes()

@@ -1,6 +1,7 @@
-"""GB open-data readers: Elexon files from ``shared/data/gb`` (read in place, never copied),
-and NESO / generation-by-type readers on small files generated here from the published
-``.schema.json`` column lists (the large files are not in the mirror)."""
+"""GB open-data readers: the Elexon files in ``tests/data/gb`` (read in place; see the README
+there for their source, licence and re-encoding), and NESO / generation-by-type readers on
+small files generated here from the published ``.schema.json`` column lists (those source
+files are large and not in the repository)."""
 
 import json
 import pathlib
@@ -10,12 +11,7 @@ import pytest
 
 pd = pytest.importorskip("pandas", reason="GB readers need pandas (pzj-core[data])")
 
-_REPO = pathlib.Path(__file__).resolve().parents[2]
-_CANDIDATES = (_REPO.parent / "shared" / "data" / "gb", pathlib.Path("/work/shared/data/gb"))
-GB_DIR = next((p for p in _CANDIDATES if p.is_dir()), None)
-needs_gb = pytest.mark.skipif(
-    GB_DIR is None, reason=f"GB open-data folder not found (looked in {', '.join(map(str, _CANDIDATES))})"
-)
+GB_DIR = pathlib.Path(__file__).resolve().parents[1] / "data" / "gb"
 try:
     import pyarrow  # noqa: F401
 
@@ -44,9 +40,8 @@ def _check_samples(frame, sidecar: dict, mapping: dict[str, str]) -> None:
             assert frame.column(signal)[index] == pytest.approx(row[column]), (stamp, signal)
 
 
-@needs_gb
 @needs_pyarrow
-def test_elexon_demand_reader_on_the_shared_file():
+def test_elexon_demand_reader_on_the_elexon_file():
     from powerzoojax.data import read_elexon_demand
 
     sidecar = _sidecar(DEMAND)
@@ -59,9 +54,8 @@ def test_elexon_demand_reader_on_the_shared_file():
     _check_samples(frame, sidecar, {"load.actual_mw": "Actual", "load.forecast_da_mw": "DAForecast"})
 
 
-@needs_gb
 @needs_pyarrow
-def test_elexon_mid_reader_on_the_shared_file():
+def test_elexon_mid_reader_on_the_elexon_file():
     from powerzoojax.data import read_elexon_mid
 
     sidecar = _sidecar(MID)
@@ -75,7 +69,6 @@ def test_elexon_mid_reader_on_the_shared_file():
         sidecar["numeric_statistics"]["mid_price_APXMIDP"]["mean"], rel=1e-9)
 
 
-@needs_gb
 @needs_pyarrow
 def test_loader_reads_gb_files_with_documented_gap_filling():
     from powerzoojax.data import DataLoader, gb_windows
@@ -129,7 +122,6 @@ NESO_DAYS = [("2024-03-30", 48), ("2024-03-31", 46), ("2024-04-01", 48),
              ("2024-10-26", 48), ("2024-10-27", 50), ("2024-10-28", 48)]
 
 
-@needs_gb
 @pytest.mark.parametrize("form", ["csv_iso", "csv_neso_dates", "parquet"])
 def test_neso_reader_follows_the_schema_across_clock_changes(tmp_path, form):
     from powerzoojax.data import read_neso_demand
@@ -160,7 +152,6 @@ def test_neso_reader_follows_the_schema_across_clock_changes(tmp_path, form):
     np.testing.assert_array_equal(frame.values[:3, 0], [20_010, 20_020, 20_030])
 
 
-@needs_gb
 def test_loader_uses_a_neso_file_and_fills_missing_rows(tmp_path):
     from powerzoojax.data import DataLoader
 
@@ -176,7 +167,6 @@ def test_loader_uses_a_neso_file_and_fills_missing_rows(tmp_path):
     assert previous.values[10, 0] == previous.values[11, 0] == 20_100
 
 
-@needs_gb
 def test_generation_reader_derives_wind_from_the_schema_columns(tmp_path):
     from powerzoojax.data import DataLoader, read_elexon_generation
 
