@@ -68,6 +68,9 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
     "case5-dc-256": ("dc", "5", 256),
     "case5-dcopf-256": ("dcopf", "5", 256),
     "case5-dcopf-1024": ("dcopf", "5", 1024),
+    "case5-dcopf-4096": ("dcopf", "5", 4096),
+    "case118-uc-4096": ("uc", "118", 4096),
+    "case118-acpf-4096": ("acpf", "118", 4096),
     "case29gb-dcopf-64": ("dcopf", "29gb", 64),
     "case29gb-dcopf-512": ("dcopf", "29gb", 512),
     "case533mt_hi-dcopf-16": ("dcopf", "533mt_hi", 16),
@@ -209,6 +212,9 @@ class Worker:
 
     def __init__(self, python: str, config: str, timeout: float):
         kind, case_id, n_envs = CONFIGS[config]
+        # PYTHONPATH is dropped so each side imports its own package; an interpreter that needs
+        # one (an offline accelerator host's, see scripts/accelerator_run.sh) is a wrapper script
+        # that sets it.
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
         cmd = [python, os.path.abspath(__file__), "--worker", kind, case_id, str(n_envs)]
         # cwd outside both source trees, so each interpreter imports its own installed package
@@ -249,24 +255,33 @@ class Worker:
                 self.proc.wait()
 
 
-def run_round(pythons: dict[str, str], config: str, order: tuple[str, str], repeats: int, timeout: float) -> dict:
+def run_round(
+    pythons: dict[str, str], config: str, order: tuple[str, str], repeats: int, timeout: float, one_at_a_time: bool = False,
+) -> dict:
     """One round of ``config``: a fresh process per side, started one after the other in
     ``order`` (each first call measured alone), then ``repeats`` timed calls alternating
-    between them. Returns per side ``{first_call_s, steps_per_s, cpu_steps_per_s, ...}``."""
+    between them, or with ``one_at_a_time`` each side's calls before the next side starts
+    (a TPU admits one process at a time; a dedicated chip has no load to pair). Returns per side ``{first_call_s, steps_per_s, cpu_steps_per_s, ...}``."""
     n_steps = CONFIGS[config][2] * HORIZON
     workers: dict[str, Worker] = {}
     errors: dict[str, dict] = {}
+    calls: dict[str, list[dict]] = {}
     try:
         for side in order:
             try:
                 workers[side] = Worker(pythons[side], config, timeout)
             except RuntimeError as err:  # this side cannot run the workload; the other still runs
                 errors[side] = {"error": str(err)}
+                continue
+            if one_at_a_time:  # an accelerator one process holds at a time: time, then free it
+                calls[side] = [workers[side].call() for _ in range(repeats)]
+                workers[side].close()
         running = [side for side in order if side in workers]
-        calls: dict[str, list[dict]] = {side: [] for side in running}
-        for i in range(repeats):
-            for side in running if i % 2 == 0 else running[::-1]:
-                calls[side].append(workers[side].call())
+        if not one_at_a_time:
+            calls = {side: [] for side in running}
+            for i in range(repeats):
+                for side in running if i % 2 == 0 else running[::-1]:
+                    calls[side].append(workers[side].call())
     except RuntimeError as err:
         return {side: {"error": str(err)} for side in order}
     finally:
@@ -287,6 +302,8 @@ def run_round(pythons: dict[str, str], config: str, order: tuple[str, str], repe
     if errors:
         return result
     # Ratio of each adjacent pair of calls (same moment of the machine's load).
+    if one_at_a_time:
+        return result
     pairs = [r["wall"] / o["wall"] for r, o in zip(calls["reference"], calls["ours"])]
     result["ours"]["pair_ratio"] = statistics.median(pairs)
     return result
@@ -347,6 +364,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one process may take (default 1800)")
     ap.add_argument("--ref-commit", default=None, help="commit of the checkout, when it is not a git work tree")
     ap.add_argument("--json", default=None, help="also write every process's result to this file")
+    ap.add_argument("--one-at-a-time", action="store_true",
+                    help="time each side's calls before the next side starts (for a TPU, which one process holds)")
     args = ap.parse_args()
 
     checkout = os.path.abspath(args.checkout)
@@ -365,7 +384,7 @@ def main() -> None:
     for rnd in range(args.rounds):
         order = ("ours", "reference") if rnd % 2 == 0 else ("reference", "ours")
         for config in args.configs:
-            res = run_round(pythons, config, order, args.repeats, args.timeout)
+            res = run_round(pythons, config, order, args.repeats, args.timeout, args.one_at_a_time)
             load = loadavg()
             for side in order:
                 res[side]["loadavg"] = load

@@ -6,11 +6,12 @@
 #
 #   scripts/accelerator_run.sh python3 benchmarks/suite.py --device tpu
 #   scripts/accelerator_run.sh python3 benchmarks/device_agreement.py --compare .accelerator/cpu_reference.npz
-#   scripts/accelerator_run.sh python3 benchmarks/compare_reference.py .accelerator/reference \
-#       --ref-python /tmp/pzj-reference-python --ours-python python3 --ref-commit "$(cat .accelerator/reference/COMMIT)"
+#   scripts/accelerator_run.sh python3 benchmarks/compare_reference.py .accelerator/reference --one-at-a-time \
+#       --ref-python /tmp/pzj-reference-python --ours-python /tmp/pzj-python --ref-commit "$(cat .accelerator/reference/COMMIT)"
 #
-# With a bundled reference (.accelerator/reference), /tmp/pzj-reference-python runs the
-# host's Python with the reference's package instead of this project's.
+# /tmp/pzj-python runs the host's Python with this project's packages; with a bundled
+# reference (.accelerator/reference), /tmp/pzj-reference-python runs it with the
+# reference's package instead (compare_reference.py starts each side without PYTHONPATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site=${PZJ_SITE:-/tmp/pzj-site}
@@ -42,5 +43,7 @@ if [ -d .accelerator/reference ] && [ ! -f "$site-reference/.complete" ]; then
   chmod +x /tmp/pzj-reference-python
   touch "$site-reference/.complete"
 fi
+printf '#!/usr/bin/env bash\nPYTHONPATH="%s" exec python3 "$@"\n' "${PYTHONPATH:+$PYTHONPATH:}$site" > /tmp/pzj-python
+chmod +x /tmp/pzj-python
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site"
 exec "$@"
