@@ -107,3 +107,25 @@ def test_pzj_rl_declares_the_grid_market_all_adapter_and_logger_extras():
         root = tomllib.load(f)
     assert sorted(root["project"]["dependencies"]) == sorted(DISTRIBUTIONS)
     assert root["build-system"]["build-backend"] == "hatchling.build"
+
+
+def test_accelerator_extras_pin_the_locked_jax_and_exclude_each_other():
+    """pzj-core's cuda12 / cuda13 / tpu extras pin the jax the workspace locks, and the
+    workspace declares them as conflicting, so uv never installs two JAX plugins together
+    (and `uv sync` alone stays the CPU environment)."""
+    import re
+    import tomllib
+
+    with open(os.path.join(ROOT, "packages", "pzj-core", "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        uv = tomllib.load(f)["tool"]["uv"]
+    (locked,) = [c.split("==")[1] for c in uv["constraint-dependencies"] if c.startswith("jax==")]
+    accelerators = ("cuda12", "cuda13", "tpu")
+    for extra in accelerators:
+        assert extras[extra] == [f"jax[{extra}]=={locked}; sys_platform == 'linux'"], (extra, extras[extra])
+    groups = [sorted(item["extra"] for item in group if item["package"] == "pzj-core") for group in uv["conflicts"]]
+    assert sorted(accelerators) in groups, uv["conflicts"]
+    with open(os.path.join(ROOT, "uv.lock"), encoding="utf-8") as f:
+        lock = f.read()
+    assert re.search(r'\{ package = "pzj-core", extra = "tpu" \}', lock), "uv.lock is stale: run uv lock"
