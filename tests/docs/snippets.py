@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
+README = DOCS_DIR.parent / "README.md"
 
 NO_RUN_TITLE = 'title="not run in tests"'
 NO_RUN_COMMENT = "# Not run in tests:"

@@ -1,4 +1,5 @@
-"""Every ```python block of docs/**/*.md runs, so the documentation cannot drift from the code.
+"""Every ```python block of docs/**/*.md and of README.md runs, so the documentation cannot
+drift from the code.
 
 Blocks of one page run in sequence in one namespace, in a process of their own (what a
 reader pasting the page into a script gets). The processes are forked from one page server
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets import DOCS_DIR, NO_RUN_COMMENT, pages, python_blocks, required_modules
+from snippets import DOCS_DIR, NO_RUN_COMMENT, README, pages, python_blocks, required_modules
 
 RUNNER = Path(__file__).resolve().parent / "run_page.py"
 REPO_ROOT = DOCS_DIR.parent
@@ -31,10 +32,20 @@ def _installed(module: str) -> bool:
 
 
 def _page_id(page: Path) -> str:
-    return page.relative_to(DOCS_DIR).as_posix()
+    return page.name if page == README else page.relative_to(DOCS_DIR).as_posix()
 
 
-_PAGES_WITH_CODE = [page for page in pages() if any(b.runs for b in python_blocks(page.read_text(encoding="utf-8")))]
+# README.md carries no front matter (GitHub would show it); what its blocks import beyond pzj-core.
+README_REQUIRES = ("powerzoojax.grid", "powerzoojax.rl", "matplotlib", "gymnasium", "pettingzoo")
+
+
+def _requirements(page: Path) -> tuple[str, ...]:
+    return README_REQUIRES if page == README else required_modules(page.read_text(encoding="utf-8"))
+
+
+_PAGES_WITH_CODE = [
+    page for page in [*pages(), README] if any(b.runs for b in python_blocks(page.read_text(encoding="utf-8")))
+]
 
 
 def _child_environment() -> dict[str, str]:
@@ -62,6 +73,7 @@ def test_requirements_name_distributions(page: Path):
 
 def test_docs_have_runnable_pages():
     assert len(_PAGES_WITH_CODE) >= 10, [_page_id(p) for p in _PAGES_WITH_CODE]
+    assert README in _PAGES_WITH_CODE
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +92,7 @@ def page_server():
 
 @pytest.mark.parametrize("page", _PAGES_WITH_CODE, ids=_page_id)
 def test_page_code_runs(page: Path, tmp_path: Path, page_server):
-    missing = [m for m in required_modules(page.read_text(encoding="utf-8")) if not _installed(m)]
+    missing = [m for m in _requirements(page) if not _installed(m)]
     if missing:
         pytest.skip(f"{_page_id(page)} needs {', '.join(missing)}, which is not installed in this environment")
     request = {
@@ -100,7 +112,7 @@ def test_page_code_runs(page: Path, tmp_path: Path, page_server):
     assert returncode == 0, f"{_page_id(page)} failed (exit {returncode}):\n{stdout[-4000:]}\n{stderr[-8000:]}"
 
 
-@pytest.mark.parametrize("page", pages(), ids=_page_id)
+@pytest.mark.parametrize("page", [*pages(), README], ids=_page_id)
 def test_blocks_left_out_say_why(page: Path):
     for block in python_blocks(page.read_text(encoding="utf-8")):
         if not block.runs:
