@@ -36,6 +36,9 @@ def test_help_lists_every_config_field_with_type_and_default(capsys):
         if field.name == "seed":
             assert "--seed SEED" in text
             continue
+        if field.name == "eval_episodes":  # the reference's unused name: a hidden alias of --eval_num_episodes
+            assert "--eval_episodes" not in text and "--eval_num_episodes" in text
+            continue
         default = ",".join(map(str, field.default)) if isinstance(field.default, tuple) else field.default
         type_name = _converter(field.type)[1]
         assert f"--{field.name}" in text, field.name
@@ -67,10 +70,11 @@ def test_every_yaml_key_is_a_flag_of_the_same_name():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("cut", r"is incomplete or malformed: missing key\(s\) \[.*'hidden_dims'"),
         ("num_envs: [8\n", r"is not valid YAML at line 2"),
         ("full+num_envs: many", r"has bad value\(s\): num_envs: (TrainConfig: num_envs must be a positive integer|expected int), got 'many'"),
         ("full+mystery: 3", r"unknown key\(s\) \['mystery'\]"),
+        ("num_env: 8\n", r"unknown key\(s\) \['num_env'\] \('num_env': did you mean 'num_envs'\?\)"),
+        ("algo: td3\n", r"algo 'td3' is not implemented; algorithms: \['ppo', 'ppo_lagrangian'"),
     ],
 )
 def test_a_bad_config_file_is_an_error_naming_the_file_and_keys(tmp_path, capsys, text, expected):
@@ -81,10 +85,7 @@ def test_a_bad_config_file_is_an_error_naming_the_file_and_keys(tmp_path, capsys
     from powerzoojax.rl.training._cli import main
 
     full = config_yaml(TrainConfig())
-    if text == "cut":
-        lines = full.splitlines(keepends=True)
-        text = "".join(lines[: len(lines) // 2])  # cut at a line boundary: valid YAML, half the keys
-    elif text.startswith("full+"):
+    if text.startswith("full+"):
         key = text[len("full+"):].split(":")[0]
         text = "".join(line for line in full.splitlines(keepends=True) if not line.startswith(key + ":")) + text[5:] + "\n"
     path = tmp_path / "partial.yaml"
@@ -192,6 +193,7 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     # Case 5's nominal profile and a deterministic policy make every episode the same, so
     # the evaluation's statistics must agree with the separately rolled-out trace.
     assert saved["return"]["std"] == pytest.approx(0.0, abs=1e-4)
+    assert saved["distinct_episodes"] == 1 and saved["note"].startswith("all 3 episodes were identical")
     assert saved["return"]["mean"] == pytest.approx(float(np.sum(trace["reward"])), rel=1e-5)
     for i, name in enumerate(trace["cost_names"]):
         assert saved["costs"][str(name)]["mean"] == pytest.approx(float(np.sum(trace["constraint_costs"][:, i])), rel=1e-5, abs=1e-6)
@@ -335,3 +337,112 @@ def test_eval_of_the_best_checkpoint(run, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["checkpoint"] == os.path.relpath(best, out)
     assert report["env_steps_trained"] == json.loads(open(best[:-4] + ".json").read())["env_steps"]
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_an_oversized_num_envs_is_refused_before_allocating(tmp_path, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    # A billion envs: the state alone is hundreds of GB; refused from its shapes, nothing allocated.
+    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", *TINY, "--num_envs", "1000000000"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "num_envs=1000000000" in err and "GB" in err and "lower num_envs" in err
+    assert not list((tmp_path / "checkpoints").glob("*.eqx"))
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_a_program_larger_than_free_memory_is_refused_with_its_figure(tmp_path, capsys, monkeypatch):
+    import re
+
+    from powerzoojax.rl.training import _runner
+    from powerzoojax.rl.training._cli import main
+
+    # Pretend the host has 20 kB free: the state of 8 envs fits, the compiled chunk does not.
+    monkeypatch.setattr(_runner, "available_memory", lambda: (20_000, "host memory (CPU backend)"))
+    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", *TINY, "--total_timesteps", "256"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    match = re.search(r"num_envs=8, n_steps=16, eval_num_episodes=32 needs about (\d+) kB for one compiled chunk", err)
+    assert match and int(match.group(1)) > 20 and "more than the 20 kB of free host memory" in err
+    assert not list((tmp_path / "checkpoints").glob("*.eqx"))
+
+
+def test_help_lists_the_implemented_algorithms_only(capsys):
+    from powerzoojax.rl.algos._config import IMPLEMENTED_ALGOS
+    from powerzoojax.rl.training._cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = _flat(capsys.readouterr().out)
+    assert "{" + ",".join(IMPLEMENTED_ALGOS) + "}" in text
+    assert {"apg", "ippo_typed", "ippo_typed_lagrangian"} <= set(IMPLEMENTED_ALGOS)
+    assert not {"td3", "dqn", "mappo"} & set(text.replace(",", " ").replace("{", " ").replace("}", " ").split())
+    assert "policy snapshots kept in memory" in text  # --n_checkpoints says what it is
+    with pytest.raises(SystemExit) as exit_:
+        main(["--preset", PRESET, "--algo", "td3"])
+    assert exit_.value.code == 2 and "invalid choice: 'td3'" in capsys.readouterr().err
+
+
+def test_a_missing_config_file_is_a_one_line_error(tmp_path, capsys):
+    from powerzoojax.rl.training._cli import main
+
+    missing = tmp_path / "nowhere.yaml"
+    assert main(["--preset", PRESET, "--config", str(missing), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"powerzoojax-train: config file {missing} does not exist\n"
+
+
+def test_a_partial_config_overrides_the_preset():
+    from powerzoojax.rl.algos._config import ConfigFileError, load_config
+    from powerzoojax.rl.training._presets import get_preset
+
+    preset = get_preset(PRESET).config
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write("num_envs: 8\nlr: 0.01\neval_episodes: 4\nhidden_dims: [16, 16]\n")
+    config = load_config(f.name, base=preset)
+    os.unlink(f.name)
+    assert (config.num_envs, config.learning_rate, config.eval_num_episodes, config.hidden_dims) == (8, 0.01, 4, (16, 16))
+    assert config.replace(num_envs=preset.num_envs, learning_rate=preset.learning_rate,
+                          eval_num_episodes=preset.eval_num_episodes, hidden_dims=preset.hidden_dims) == preset
+    with pytest.raises(ConfigFileError, match=r"unknown key\(s\) \['mystery'\]"):
+        load_config({"mystery": 1}, base=preset)
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_a_partial_config_file_and_the_eval_episodes_alias_on_the_command_line(tmp_path, capsys):
+    import yaml
+
+    from powerzoojax.rl.training._cli import main
+    from powerzoojax.rl.training._presets import get_preset
+
+    path = tmp_path / "small.yaml"
+    path.write_text("num_envs: 8\nn_steps: 16\nhidden_dims: [16, 16]\nn_epochs: 1\nn_minibatches: 2\ntotal_timesteps: 128\n")
+    out = tmp_path / "run"
+    assert main(["--preset", PRESET, "--config", str(path), "--eval_episodes", "2", "--output", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    preset = get_preset(PRESET).config
+    assert saved["num_envs"] == 8 and saved["eval_num_episodes"] == 2 and "eval_episodes" not in saved
+    assert saved["learning_rate"] == preset.learning_rate and saved["normalize_rewards"] is True
+    assert "# policy snapshots kept in memory" in (out / "config.yaml").read_text()
+
+
+@pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
+def test_eval_plots_into_an_unwritable_place_keep_eval_json(run, tmp_path, capsys):
+    import shutil
+
+    from powerzoojax.rl.training._cli import main
+
+    out, _ = run
+    folder = tmp_path / "run"
+    shutil.copytree(out, folder)
+    (folder / "eval.json").unlink(missing_ok=True)
+    blocked = tmp_path / "plots"
+    blocked.write_text("a file where the folder should be")
+    assert main(["eval", str(folder), "--episodes", "1", "--plots", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write the plots into {blocked}" in err and "eval.json was written" in err
+    assert json.loads((folder / "eval.json").read_text())["episodes"] == 1

@@ -63,9 +63,23 @@ def test_yaml_round_trip(tmp_path):
     c = TrainConfig(algo="ppo_lagrangian", hidden_dims=(32, 16), cost_thresholds=(1.0, 2.0), lambda_lr=(0.1, 0.2))
     path = tmp_path / "c.yaml"
     save_config(c, path)
-    assert "hidden_dims:\n- 32\n- 16" in path.read_text()
+    text = path.read_text()
+    assert "\nhidden_dims: [32, 16]  # hidden widths of the networks." in text
+    assert "\nn_checkpoints: 1  # policy snapshots kept in memory" in text  # every key says what it does
     assert load_config(path) == c
     assert load_config(c._asdict()) == c
+
+
+def test_eval_episodes_is_read_as_eval_num_episodes_and_warns_when_set(tmp_path):
+    from powerzoojax.rl import TrainConfig, load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("eval_episodes: 6\n")
+    assert load_config(path).eval_num_episodes == 6
+    path.write_text("eval_episodes: 6\neval_num_episodes: 3\n")
+    assert load_config(path).eval_num_episodes == 3  # the field that counts wins
+    with pytest.warns(UserWarning, match=r"eval_episodes=6 is not used; evaluations run eval_num_episodes=128"):
+        TrainConfig(eval_episodes=6)
 
 
 def test_load_config_aliases_and_warns_on_unknown_keys(tmp_path):

@@ -6,8 +6,10 @@ them by group.
 """
 
 import dataclasses
+import difflib
 import math
 import os
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +18,13 @@ ALGOS = (
     "ppo", "sac", "apg", "td3", "dqn", "ppo_lagrangian", "saute_ppo", "ippo", "ippo_typed",
     "ippo_typed_lagrangian", "mappo",
 )
+# The algorithms that train here. `td3`, `dqn` and `mappo` are names of the reference's
+# config that its trainer refuses too; `make_train` raises `NotImplementedError` for them
+# and the command line does not offer them.
+IMPLEMENTED_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "apg", "ippo", "ippo_typed", "ippo_typed_lagrangian")
+# The reference's name of the evaluation size, which its trainer ignored; a config file and
+# the command line read it as `eval_num_episodes`.
+EVAL_EPISODES_DEFAULT = 128
 # Fields that may be given as a scalar or as one value per selected constraint.
 _PER_CONSTRAINT = ("lambda_lr", "cost_scale")
 _TUPLE_FIELDS = ("hidden_dims", "cost_thresholds", "lambda_lr", "cost_scale")
@@ -35,8 +44,10 @@ class TrainConfig:
 
     **Arguments:**
 
-    - `algo`: one of `ALGOS` (`"ppo"`, `"sac"`, `"apg"`, `"ppo_lagrangian"`, `"saute_ppo"`,
-      `"ippo"`, `"ippo_typed"`, `"ippo_typed_lagrangian"`, ...).
+    - `algo`: one of `IMPLEMENTED_ALGOS` (`"ppo"`, `"ppo_lagrangian"`, `"saute_ppo"`, `"sac"`,
+      `"apg"`, `"ippo"`, `"ippo_typed"`, `"ippo_typed_lagrangian"`); the reference's
+      `"td3"`, `"dqn"` and `"mappo"` are accepted here but not trained (`make_train`
+      raises `NotImplementedError`).
     - `total_timesteps`: env steps of the run.
     - `num_envs`: parallel envs.
     - `seed`: seed of the run.
@@ -45,7 +56,9 @@ class TrainConfig:
     - `max_grad_norm`: global-norm gradient clipping (every trainer, APG included).
     - `eval_freq`: env steps between evaluations (and one after the last update); 0 turns
       evaluation off.
-    - `eval_episodes`: accepted, not used (use `eval_num_episodes`).
+    - `eval_episodes`: the reference's field, accepted but not used (a `UserWarning` when
+      set): the evaluation size is `eval_num_episodes`. Config files and the command line
+      read `eval_episodes` as `eval_num_episodes`.
     - `n_steps`: steps per env per update (for `"apg"` the truncation length of the
       backpropagated window).
     - `n_epochs`: passes over each batch.
@@ -99,7 +112,7 @@ class TrainConfig:
     gamma: float = 0.99
     max_grad_norm: float = 0.5
     eval_freq: int = 10_000
-    eval_episodes: int = 128
+    eval_episodes: int = EVAL_EPISODES_DEFAULT
     # PPO
     n_steps: int = 128
     n_epochs: int = 4
@@ -189,6 +202,12 @@ class TrainConfig:
             raise ValueError(f"TrainConfig: wandb_mode must be one of {list(WANDB_MODES)}, got {self.wandb_mode!r}")
         if not self.wandb_project:
             raise ValueError("TrainConfig: wandb_project must be a non-empty name")
+        if self.eval_episodes != EVAL_EPISODES_DEFAULT:
+            warnings.warn(
+                f"TrainConfig: eval_episodes={self.eval_episodes!r} is not used; evaluations run eval_num_episodes="
+                f"{self.eval_num_episodes} episodes (set that field)",
+                UserWarning, stacklevel=3,
+            )
 
     # -- derived values ----------------------------------------------------------------
     @property
@@ -354,6 +373,10 @@ def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
     try:
         with open(path) as f:
             data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigFileError(f"config file {os.fspath(path)} does not exist") from None
+    except OSError as err:
+        raise ConfigFileError(f"config file {os.fspath(path)} cannot be read ({err.strerror or type(err).__name__})") from None
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
@@ -365,22 +388,28 @@ def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_config(
-    source: str | os.PathLike | Mapping[str, Any], config_cls: type = TrainConfig, *, complete: bool = False
+    source: str | os.PathLike | Mapping[str, Any], config_cls: type = TrainConfig, *, complete: bool = False,
+    base: TrainConfig | None = None,
 ) -> TrainConfig:
     """A config from a YAML file path or a dict.
 
     Lists become tuples, numbers are coerced to the field types, `lr` is read as
-    `learning_rate`. Unknown keys are dropped with a `UserWarning` naming them.
+    `learning_rate`; in a file, `eval_episodes` is read as `eval_num_episodes` (the
+    field that counts) unless the file also gives `eval_num_episodes`. Unknown keys are
+    dropped with a `UserWarning` naming them (an error with `base` or `complete`).
 
     **Arguments:**
 
     - `source`: a YAML file path or a mapping.
     - `config_cls`: the config class to build.
     - `complete`: every field must be present (bar the logging fields of
-      `HOST_ONLY_FIELDS`) and no key may be unknown (what the command
-      line uses, where the file replaces a preset's config), so a file cut short or
-      mistyped is a `ConfigFileError` naming the file and the missing or bad keys. Values
-      that do not fit their field are reported the same way in both modes.
+      `HOST_ONLY_FIELDS` and the unused `eval_episodes`) and no key may be unknown, so a file cut short or mistyped is a
+      `ConfigFileError` naming the file and the missing or bad keys.
+    - `base`: the config the source overrides (what the command line passes: the preset's):
+      keys not given keep `base`'s values, and an unknown key is a `ConfigFileError`
+      naming it.
+
+    Values that do not fit their field are reported the same way in every mode.
 
     **Returns:**
 
@@ -388,18 +417,25 @@ def load_config(
     """
     where = "config" if isinstance(source, Mapping) else f"config file {os.fspath(source)}"
     data = dict(source) if isinstance(source, Mapping) else _read_yaml(source)
+    if not isinstance(source, Mapping) and "eval_episodes" in data:
+        alias = data.pop("eval_episodes")
+        data.setdefault("eval_num_episodes", alias)
     data = {_ALIASES.get(k, k): v for k, v in data.items()}
     known = [f.name for f in dataclasses.fields(config_cls)]
-    unknown = sorted(k for k in data if k not in known)
+    unknown = sorted(str(k) for k in data if k not in known)
     if complete:
-        missing = [k for k in known if k not in data and k not in HOST_ONLY_FIELDS]
+        missing = [k for k in known if k not in data and k not in HOST_ONLY_FIELDS and k != "eval_episodes"]
         if missing or unknown:
             parts = ([f"missing key(s) {missing}"] if missing else []) + ([f"unknown key(s) {unknown}"] if unknown else [])
             raise ConfigFileError(f"{where} is incomplete or malformed: {'; '.join(parts)}")
+    elif unknown and base is not None:
+        close = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+        hints = "".join(f" ({k!r}: did you mean {m[0]!r}?)" for k, m in close.items() if m)
+        raise ConfigFileError(f"{where}: unknown key(s) {unknown}{hints}; keys are TrainConfig's fields")
     elif unknown:
         warnings.warn(f"load_config: ignoring unknown config key(s) {unknown}", UserWarning, stacklevel=2)
     values = {k: v for k, v in data.items() if k in known}
-    if isinstance(source, Mapping):
+    if isinstance(source, Mapping) and base is None:
         return config_cls(**_coerce(values))
     bad = []
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
@@ -413,16 +449,45 @@ def load_config(
     if bad:
         raise ConfigFileError(f"{where} has bad value(s): " + "; ".join(bad))
     try:
-        return config_cls(**_coerce(values))
+        return base.replace(**values) if base is not None else config_cls(**_coerce(values))
     except (TypeError, ValueError) as err:
         raise ConfigFileError(f"{where}: {err}") from None
 
 
+def field_docs() -> dict[str, str]:
+    """One line per `TrainConfig` field, from the class docstring's argument list (what
+    `--help` and the comments of `config_yaml` show)."""
+    cached = getattr(field_docs, "_cache", None)
+    if cached is not None:
+        return cached
+    doc = TrainConfig.__doc__ or ""
+    bullets = re.findall(r"^    - (`[^:]+`): (.*?)(?=^    - `|^    \S|\Z)", doc, flags=re.MULTILINE | re.DOTALL)
+    out: dict[str, str] = {}
+    for names, text in bullets:
+        text = " ".join(text.split())
+        text = re.sub(r"\[`?([^\]`]+)`?\]\[[^\]]+\]", r"\1", text).replace("`", "")
+        for name in re.findall(r"`(\w+)`", names):
+            out[name] = text
+    field_docs._cache = out  # pyright: ignore[reportFunctionMemberAccess]
+    return out
+
+
 def config_yaml(config: TrainConfig) -> str:
-    """`config` as YAML text (fields in declaration order)."""
+    """`config` as YAML text: one `key: value` line per field in declaration order, each
+    with a comment saying what the field does (`eval_episodes`, which nothing reads, is
+    left out while it holds its default)."""
     import yaml
 
-    return yaml.safe_dump(config._asdict(), sort_keys=False)
+    docs = field_docs()
+    lines = []
+    for key, value in config._asdict().items():
+        if key == "eval_episodes" and value == EVAL_EPISODES_DEFAULT:
+            continue
+        text = yaml.safe_dump({key: value}, default_flow_style=True, width=1 << 16).strip()
+        text = text[1:-1] if text.startswith("{") and text.endswith("}") else text
+        doc = docs.get(key, "")
+        lines.append(f"{text}  # {doc}" if doc else text)
+    return "\n".join(lines) + "\n"
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:

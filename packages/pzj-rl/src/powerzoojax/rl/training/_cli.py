@@ -8,8 +8,12 @@
 
 Every `TrainConfig` field is a flag of the same name (`--learning_rate` or
 `--learning-rate`; `--lr` as in the YAML files); `--help` lists them with their
-types and defaults. `--config PATH` (a complete YAML config) replaces the preset's
-config; the flags override single fields of either. `--output PATH`: a folder that
+types, defaults and meaning. `--algo` offers the implemented algorithms (ppo,
+ppo_lagrangian, saute_ppo, sac, apg, ippo, ippo_typed, ippo_typed_lagrangian). The
+evaluation size is `--eval_num_episodes` (`--eval_episodes`, the reference's name, is
+read as it). `--config PATH` (a YAML file of config fields) overrides the preset's
+config: keys not given keep the preset's values, an unknown key is an error naming
+it; the flags override single fields of both. `--output PATH`: a folder that
 receives `result.json` (+ the weights `result.eqx`), `metrics.csv`/`.jsonl`,
 `learning_curve.png`, `config.yaml` and `checkpoints/`; a path ending in `.json`
 names the result file and the rest goes next to it. `--resume` takes a checkpoint or
@@ -23,9 +27,11 @@ SLURM / Open MPI, where JAX reads them from the environment). The env batch
 0 writes the output folder, and every process can `--resume` from it. `--mesh` splits
 the batch over the devices of a single process.
 
-Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad config, output
-folder problem, unusable checkpoint), 3 not implemented, 4 training diverged, 128 +
-the signal number when SIGINT / SIGTERM stopped training (after checkpointing).
+Exit codes: 0 done, 1 no preset given, 2 bad input (unknown preset, bad or missing
+config file, output folder problem, unusable checkpoint, a run larger than the free
+memory: refused before it starts, with XLA's estimate), 3 not implemented, 4 training
+diverged, 128 + the signal number when SIGINT / SIGTERM stopped training (after
+checkpointing). Every error is one line on stderr.
 """
 
 import argparse
@@ -104,23 +110,34 @@ def _flag_names(name: str) -> list[str]:
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per `TrainConfig` field (bar `seed`), with its type and default in the help."""
-    from powerzoojax.rl.algos._config import TrainConfig
+    """One flag per `TrainConfig` field (bar `seed`), with its type, default and meaning in
+    the help. `--algo` offers the implemented algorithms only; `--eval_episodes` (the
+    reference's unused field) is a hidden alias of `--eval_num_episodes`."""
+    from powerzoojax.rl.algos._config import IMPLEMENTED_ALGOS, TrainConfig, field_docs
 
+    docs = field_docs()
     group = parser.add_argument_group(
         "config overrides", "each TrainConfig field; the default shown is TrainConfig's (a preset may set its own)"
     )
     for field in dataclasses.fields(TrainConfig):
-        if field.name == "seed":
+        if field.name in ("seed", "eval_episodes"):
             continue
         parse, type_name = _converter(field.type)
         default = field.default
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        metavar = type_name.split()[0].upper() if " " not in type_name else "VALUE"
+        choices: tuple[str, ...] | None = None
+        doc = docs.get(field.name, "")
+        if field.name == "algo":
+            choices, doc = IMPLEMENTED_ALGOS, "the training algorithm"
+            metavar = "{" + ",".join(IMPLEMENTED_ALGOS) + "}"
         group.add_argument(
-            *_flag_names(field.name), dest=field.name, type=parse, default=argparse.SUPPRESS,
-            metavar=type_name.split()[0].upper() if " " not in type_name else "VALUE",
-            help=f"{type_name} (default: {shown})",
+            *_flag_names(field.name), dest=field.name, type=parse, default=argparse.SUPPRESS, metavar=metavar,
+            choices=choices, help=f"{type_name} (default: {shown})" + (f": {doc}" if doc else "").replace("%", "%%"),
         )
+    parse, _ = _converter(int)
+    group.add_argument("--eval_episodes", "--eval-episodes", dest="eval_num_episodes", type=parse,
+                       default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def _overrides(extra: list[str]) -> dict[str, Any]:
@@ -147,15 +164,19 @@ def _print_presets(stream) -> None:
 
 
 def _train_parser() -> argparse.ArgumentParser:
+    from powerzoojax.rl.algos._config import IMPLEMENTED_ALGOS
+
     parser = argparse.ArgumentParser(
         prog="powerzoojax-train",
-        description="Train a PowerZooJax preset (PPO, PPO-Lagrangian, Sauté-PPO, SAC, IPPO). "
+        description=f"Train a PowerZooJax preset with one of the algorithms {', '.join(IMPLEMENTED_ALGOS)} "
+        "(--algo; each preset sets its own, see --list-presets). "
         "`powerzoojax-train eval RUN_DIR --help` evaluates a finished or stopped run.",
     )
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     parser.add_argument("--preset", metavar="NAME", help="preset to train (see --list-presets)")
     parser.add_argument("--seed", type=int, default=None, help="PRNG seed (42; on --resume, the run's own)")
-    parser.add_argument("--config", metavar="PATH", help="complete YAML config replacing the preset's")
+    parser.add_argument("--config", metavar="PATH", help="YAML file of config fields overriding the preset's "
+                        "(the keys not given keep the preset's values; the flags override both)")
     parser.add_argument("--output", metavar="PATH", help="output folder, or the result JSON path")
     parser.add_argument("--resume", metavar="CHECKPOINT_OR_RUN_DIR", help="continue a run from a checkpoint "
                         "(a run folder: its newest); same config, --total_timesteps may grow")
@@ -257,7 +278,7 @@ def _train_main(argv: list[str]) -> int:
     if problem is not None:
         return _fail(EXIT_BAD_INPUT, problem)
 
-    from powerzoojax.rl.algos._config import ConfigFileError, load_config
+    from powerzoojax.rl.algos._config import IMPLEMENTED_ALGOS, ConfigFileError, load_config
     from powerzoojax.rl.algos._files import OutputDirError
     from powerzoojax.rl.training._checkpoint import CheckpointError
     from powerzoojax.rl.training._presets import get_preset
@@ -281,9 +302,13 @@ def _train_main(argv: list[str]) -> int:
         if not preset:
             parser.print_help(sys.stderr)
             return 1
-        get_preset(preset)
+        base = get_preset(preset).config if config is None else config
         if args.config:
-            config = load_config(args.config, complete=True)
+            config = load_config(args.config, base=base)
+            if config.algo not in IMPLEMENTED_ALGOS:
+                return _fail(EXIT_BAD_INPUT, f"config file {args.config}: algo {config.algo!r} is not implemented; "
+                             f"algorithms: {list(IMPLEMENTED_ALGOS)}")
+            seed = config.seed if seed is None else seed
     except KeyError as err:
         return _fail(EXIT_BAD_INPUT, err.args[0])
     except (ConfigFileError, CheckpointError) as err:
@@ -371,5 +396,9 @@ def eval_main(argv: list[str]) -> int:
         return _fail(EXIT_NOT_IMPLEMENTED, str(err))
     except (CheckpointError, KeyError, TypeError, ValueError) as err:
         return _fail(EXIT_BAD_INPUT, str(err.args[0] if isinstance(err, KeyError) else err))
+    except OSError as err:  # the run folder's eval.json
+        return _fail(EXIT_BAD_INPUT, f"cannot write {err.filename or args.run} ({err.strerror or type(err).__name__})")
     print(json.dumps(report, indent=2))
+    if report.get("note"):
+        sys.stderr.write(f"powerzoojax-train: note: {report['note']}\n")
     return 0

@@ -20,7 +20,7 @@ import jax.random as jr
 import numpy as np
 from powerzoojax.core import rollout
 from powerzoojax.rl.algos._config import TrainConfig, load_config
-from powerzoojax.rl.algos._files import atomic_write
+from powerzoojax.rl.algos._files import OutputDirError, atomic_write
 from powerzoojax.rl.training._checkpoint import CheckpointError, load_checkpoint, read_sidecar, resolve_checkpoint
 from powerzoojax.rl.training._units import channel_units, reported_channels
 
@@ -166,6 +166,18 @@ def _split_env(loaded: LoadedPolicy, split: str) -> tuple[Any, Any]:
     return eqx.tree_at(where, loaded.wrapped, params), task
 
 
+def _reason(err: OSError) -> str:
+    where = f": {err.filename}" if err.filename else ""
+    return f"{err.strerror or type(err).__name__}{where}"
+
+
+def _distinct_episodes(out: dict[str, np.ndarray]) -> int:
+    """How many of the evaluated episodes differ (in return or any cost channel)."""
+    rows = np.concatenate([np.asarray(out[k], np.float64).reshape(len(out["return"]), -1)
+                           for k in ("return", "cost_sum", "constraint_costs")], axis=1)
+    return int(len(np.unique(rows, axis=0)))
+
+
 def _stats(x: np.ndarray) -> dict[str, float]:
     x = np.asarray(x, np.float64)
     return {"mean": float(x.mean()), "std": float(x.std()), "min": float(x.min()), "max": float(x.max())}
@@ -220,16 +232,34 @@ def _save_figure(fig: Any, path: str) -> None:
     atomic_write(path, buffer.getvalue())
 
 
+def transmission_trace_extras(params: Any, n_steps: int) -> dict[str, np.ndarray]:
+    """`load_mw` (total load per step of an episode from reset [MW]) and `reward_unit` for
+    params of the transmission env, whose trace carries neither; `{}` for other params."""
+    try:
+        from powerzoojax.grid.transmission import TransGridParams
+    except ImportError:
+        return {}
+    if not isinstance(params, TransGridParams):
+        return {}
+    profiles = np.asarray(params.load_profiles, np.float64)
+    rows = np.arange(n_steps) % profiles.shape[0]
+    unit = f"−{float(params.reward_scale):g} × generation cost [$/h]"
+    if params.unit_limit_price is not None:
+        unit += f", {float(params.unit_limit_price):g} $/MWh outside unit limits"
+    return {"load_mw": profiles[rows].sum(axis=1), "reward_unit": np.asarray(unit, dtype=str)}
+
+
 def write_episode_plots(trace: dict[str, np.ndarray], case: Any, folder: str, title: str) -> list[str]:
-    """`episode.png` (`plot_episode`) and, for an env on a case,
+    """`episode.png` (`plot_episode`, with the case's unit limits) and, for an env on a case,
     `network.png` (`plot_network` at the episode's busiest step)
     and `episode.gif` (`animate_episode`) in `folder`; returns the paths."""
     from powerzoojax.viz import animate_episode, episode_series, plot_episode, plot_network
 
     os.makedirs(folder, exist_ok=True)
     paths = [os.path.join(folder, "episode.png")]
-    _save_figure(plot_episode(trace, title=title), paths[0])
     series = episode_series(trace)
+    limits_case = case if case is not None and series.dispatch is not None and series.dispatch.shape[1] == case.n_units else None
+    _save_figure(plot_episode(trace, title=title, case=limits_case), paths[0])
     if case is not None and series.states:
         busiest = int(np.nanargmax(np.nansum(series.dispatch, axis=1))) if series.dispatch is not None else series.n_steps // 2
         path = os.path.join(folder, "network.png")
@@ -268,7 +298,14 @@ def evaluate_run(
 
     The report: the episode return (mean, std, min, max over `episodes`), the summed cost
     and each cost channel (mean episode sum, with its unit, and the fraction of steps it
-    was positive) and, for task presets, the task's metrics on one episode.
+    was positive), `distinct_episodes` (how many of the episodes differ at all) and, for
+    task presets, the task's metrics on one episode. An env without randomness (case 5's
+    presets: one fixed load profile, the same initial state) and a deterministic policy give
+    identical episodes; the report then says so in `note` rather than presenting a std of
+    0 as a measured spread.
+
+    `eval.json` is written before the trace and the plots; a trace or plot folder that
+    cannot be written is an `OutputDirError` (one line, naming the path) after it.
     """
     from powerzoojax.rl.training._train import evaluate
 
@@ -312,22 +349,42 @@ def evaluate_run(
         agent = task.rollout(env, params, k_task, lambda obs, state, k: loaded.policy(obs, k))
         baseline = task.baseline_rollout(env, params, k_task, task.baseline_names()[0])
         report["task_metrics"] = {k: float(v) for k, v in task.compute_metrics(agent, baseline).items()}
+    distinct = _distinct_episodes(out)
+    report["distinct_episodes"] = distinct
+    if distinct == 1 and episodes > 1:
+        report["note"] = (
+            f"all {episodes} episodes were identical (std 0 by construction): the env draws nothing at random on "
+            "this split (case 5's presets: one fixed load profile and initial state) and the policy is deterministic, "
+            "so one episode is the whole evaluation"
+        )
+    eval_json = os.path.join(run, "eval.json") if write and os.path.isdir(run) else None
+    if eval_json is not None:
+        # Written before the trace and the plots, so a folder that cannot take them does not lose it.
+        atomic_write(eval_json, json.dumps(report, indent=2))
+    kept = f"; {eval_json} was written" if eval_json else ""
     trace: dict[str, Any] = {}
     if trace_path is not None or plots_dir is not None:
         trace = _trace(wrapped, loaded.policy, jr.fold_in(key, 2))
         trace["cost_names"] = np.asarray(names, dtype=str)
         trace["cost_units"] = np.asarray([units[n] for n in names], dtype=str)
+        trace.update(transmission_trace_extras(_physical(wrapped)[1], int(np.asarray(trace["reward"]).shape[0])))
     if trace_path is not None:
         import io
 
         buffer = io.BytesIO()
         np.savez(buffer, **trace)
-        atomic_write(os.fspath(trace_path), buffer.getvalue())
+        try:
+            atomic_write(os.fspath(trace_path), buffer.getvalue())
+        except OSError as err:
+            raise OutputDirError(f"cannot write the trace {os.fspath(trace_path)} ({_reason(err)}){kept}") from None
         report["trace"] = os.fspath(trace_path)
     if plots_dir is not None:
         _, params = _physical(wrapped)
         title = f"{loaded.config.algo} on {loaded.preset or wrapped.name}, {split} split"
-        report["plots"] = write_episode_plots(trace, getattr(params, "case", None), os.fspath(plots_dir), title)
-    if write and os.path.isdir(run):
-        atomic_write(os.path.join(run, "eval.json"), json.dumps(report, indent=2))
+        try:
+            report["plots"] = write_episode_plots(trace, getattr(params, "case", None), os.fspath(plots_dir), title)
+        except OSError as err:
+            raise OutputDirError(f"cannot write the plots into {os.fspath(plots_dir)} ({_reason(err)}){kept}") from None
+    if eval_json is not None and (trace_path is not None or plots_dir is not None):
+        atomic_write(eval_json, json.dumps(report, indent=2))
     return report

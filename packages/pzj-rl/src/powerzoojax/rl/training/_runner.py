@@ -84,6 +84,108 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.checkpoint = checkpoint
 
 
+class InsufficientMemoryError(ValueError):
+    """The run needs more memory than its device (or, on CPU, the host) has free.
+
+    Raised before training starts, from XLA's own figures for the compiled program
+    (`Compiled.memory_analysis()`: its arguments, outputs and working buffers per
+    device), so an oversized `num_envs` is a one-line refusal naming the figure rather
+    than an allocation failure deep inside XLA or the kernel's out-of-memory kill.
+    """
+
+
+def _gb(n: int) -> str:
+    if n >= 10**8:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e6:.1f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
+
+
+def _host_available_bytes() -> int | None:
+    """Free host memory: `MemAvailable` of /proc/meminfo, capped by the cgroup's limit
+    (a container or a batch job's allocation), or None where neither can be read."""
+    free = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file) as f:
+                limit = f.read().strip()
+            with open(usage_file) as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 1 << 60:
+            room = max(0, int(limit) - usage)
+            free = room if free is None else min(free, room)
+        break
+    return free
+
+
+def available_memory() -> tuple[int | None, str]:
+    """`(bytes free, where)` for a compiled program on this process's devices: the smallest
+    free device memory (`bytes_limit - bytes_in_use`) on an accelerator, free host memory
+    on CPU; `(None, ...)` when the backend does not say."""
+    devices = jax.local_devices()
+    if devices[0].platform == "cpu":
+        return _host_available_bytes(), "host memory (CPU backend)"
+    free = []
+    for device in devices:
+        stats = device.memory_stats() or {}
+        if "bytes_limit" in stats:
+            free.append(int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)))
+    return (min(free) if free else None), f"{devices[0].platform} device memory"
+
+
+def _fields(cfg: TrainConfig) -> str:
+    return f"num_envs={cfg.num_envs}, n_steps={cfg.n_steps}, eval_num_episodes={cfg.eval_num_episodes}"
+
+
+def check_state_memory(trainer: Any, key: jax.Array) -> None:
+    """Refuse (`InsufficientMemoryError`) a training state larger than the free memory,
+    before allocating it (its shapes come from `jax.eval_shape`, nothing is computed)."""
+    shapes = jax.eval_shape(trainer.init, key)
+    need = sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes))
+    if trainer.mesh is not None:
+        need //= trainer.mesh.devices.size
+    free, where = available_memory()
+    problem = None
+    if free is not None and need > free:
+        problem = (f"the training state alone needs {_gb(need)} ({_fields(trainer.config)}), more than the "
+                   f"{_gb(free)} of free {where}; lower num_envs")
+    if any_process(problem is not None):
+        raise InsufficientMemoryError(problem or "another process of the run lacks memory for the training state")
+
+
+def check_program_memory(trainer: Any, compiled: Any, what: str) -> None:
+    """Refuse (`InsufficientMemoryError`) a compiled program whose memory (XLA's
+    `memory_analysis()`: arguments + outputs + temporaries − aliased buffers, per device)
+    exceeds the free memory, before it runs."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - a backend without the analysis: nothing to check against
+        stats = None
+    problem = None
+    if stats is not None:
+        need = (stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+                - stats.alias_size_in_bytes)
+        free, where = available_memory()
+        if free is not None and need > free:
+            problem = (
+                f"{_fields(trainer.config)} needs about {_gb(need)} for {what} (XLA's estimate: "
+                f"{_gb(stats.temp_size_in_bytes)} of working buffers, {_gb(stats.argument_size_in_bytes)} of state), "
+                f"more than the {_gb(free)} of free {where}; lower num_envs (or n_steps, eval_num_episodes)"
+            )
+    if any_process(problem is not None):
+        raise InsufficientMemoryError(problem or f"another process of the run lacks memory for {what}")
+
+
 def chunk_size(n_updates: int, n_reports: int) -> int:
     """Updates per compiled chunk for about `n_reports` reports over the run."""
     return max(1, math.ceil(n_updates / max(1, n_reports)))
@@ -193,8 +295,12 @@ def run_training(
         _check_output_dir_everywhere(output_dir, writer)
     if writer:
         check_logger_folder(cfg, output_dir)
+    check_state_memory(trainer, trainer.place_key(key))
     if not chunked:
-        result = trainer(key)
+        placed = trainer.place_key(key)
+        compiled = trainer._jit_train.lower(placed).compile()
+        check_program_memory(trainer, compiled, "the whole run")
+        result = trainer.result(*compiled(placed))
         problem = divergence(metric_rows({k: np.asarray(v) for k, v in result.metrics.items()}), list(result.metrics), 0)
         if problem is not None:
             raise TrainingDiverged(f"training diverged: {problem} (no checkpoint kept: run with output_dir)", 0, None)
@@ -214,9 +320,11 @@ def run_training(
     every = size if checkpoint_every is None else checkpoint_every
     size = size if record else min(size, every)
     clock = time.perf_counter()
-    run_chunk = lambda s: trainer._jit_chunk(s, size)  # noqa: E731
+    # Compiled ahead, so its memory is checked before it runs (and timed apart with
+    # wall_time_warmup); the same trainer and chunk length reuse the cached program.
+    run_chunk = trainer._jit_chunk.lower(state, size).compile()
+    check_program_memory(trainer, run_chunk, f"one compiled chunk of {size} update(s)")
     if record and cfg.wall_time_warmup:
-        run_chunk = trainer._jit_chunk.lower(state, size).compile()
         clock = time.perf_counter()
     marks = sorted({max(1, round(i * n_updates / cfg.n_checkpoints)) for i in range(1, cfg.n_checkpoints + 1)})
     last_kept = last_saved = int(state.update)
