@@ -13,14 +13,17 @@ SPEC_PRESETS = [
     "gencos-case5-ippo", "gencos-case5-ippo-dev", "dc-microgrid", "dc-microgrid-safe",
 ]
 APG_PRESETS = ["case5-economic-dispatch-apg", "dso-nflex-apg"]
+REFERENCE_VARIANTS = ["case5-economic-dispatch-reference", "case5-safe-dispatch-reference"]
 
 
 def test_all_sixteen_presets_are_listed():
     from powerzoojax.rl import list_presets
 
     rows = list_presets()
-    assert sorted(r["name"] for r in rows) == sorted(SPEC_PRESETS + APG_PRESETS)
+    assert sorted(r["name"] for r in rows) == sorted(SPEC_PRESETS + APG_PRESETS + REFERENCE_VARIANTS)
     assert all(set(r) == {"name", "description", "algo", "total_timesteps"} for r in rows)
+    # Every description says which cost channels the preset constrains.
+    assert all("constrains" in r["description"] for r in rows), [r["name"] for r in rows if "constrains" not in r["description"]]
 
 
 def test_unknown_preset_lists_the_names():
@@ -68,10 +71,20 @@ def test_case5_presets_build():
     from powerzoojax.rl import LogWrapper, SafeRLWrapper, get_preset
 
     ed = get_preset("case5-economic-dispatch")
-    assert isinstance(ed.env_factory(), LogWrapper) and ed.config.algo == "ppo"
+    ed_env = ed.env_factory()
+    assert isinstance(ed_env, LogWrapper) and ed.config.algo == "ppo"
+    assert float(ed_env.params.unit_limit_price) == 300.0  # the power balance is priced in the reward
+    reference = get_preset("case5-economic-dispatch-reference")
+    ref_env = reference.env_factory()
+    # The reference's reward-only configuration: same config, the reference's cost model.
+    assert isinstance(ref_env, LogWrapper) and ref_env.params.unit_limit_price is None and reference.config == ed.config
     safe = get_preset("case5-safe-dispatch")
     env = safe.env_factory()
     assert isinstance(env, SafeRLWrapper) and safe.config.algo == "ppo_lagrangian"
+    assert env.selected_constraint_names == ("thermal_overload", "power_balance") and env.cost_thresholds == (0.0, 0.0)
+    assert env.params.unit_limit_price is None and safe.config.cost_thresholds == (0.0, 0.0)
+    safe_ref = get_preset("case5-safe-dispatch-reference")
+    env = safe_ref.env_factory()
     assert env.selected_constraint_names == ("thermal_overload",) and env.cost_thresholds == (0.0,)
     apg = get_preset("case5-economic-dispatch-apg")
     assert isinstance(apg.env_factory(), LogWrapper) and apg.config.algo == "apg"

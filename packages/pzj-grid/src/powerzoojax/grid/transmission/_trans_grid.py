@@ -97,7 +97,10 @@ class TransGridEnv(Environment):
     Action in [-1, 1]: `[unit set-points (G, if include_unit_dispatch) | bundle slices]`;
       unit set-points map onto `[p_min, p_max]` and the slack-bus units take up the
       imbalance; in OPF modes the unit entries are ignored.
-    Reward `−reward_scale · TC(p)` with `TC` the generation cost [$/h].
+    Reward `−reward_scale · TC(p)` with `TC` the generation cost [$/h] of the realised
+      output (the reference's model, which a slack unit outside its limits can exploit:
+      below zero its cubic cost is negative), or with `unit_limit_price=π` in
+      `make_trans_params`, `TC(clip(p, p_min, p_max)) + π · Σ MW outside the limits`.
     Costs (non-negative, in this order): `thermal_overload` (Σ MW / MVA beyond line limits ×
       `cost_thermal_weight`), `voltage_violation` (Σ p.u. outside `[v_min, v_max]`; 0 in
       DC), `power_balance` (Σ MW of realised output outside unit limits, plus load the OPF
@@ -251,12 +254,16 @@ class TransGridEnv(Environment):
             dispatch = proportional_dispatch(jnp.sum(load), case.unit_p_min, case.unit_p_max)
         net = params.network_model.solve(params, NetworkInputs(load, row, dispatch, p_bus, state))
 
-        gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
-        power_balance = (
-            unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max)
-            + net.unserved_mw
-            + params.islanding_penalty(load)
-        )
+        outside_limits = unit_limit_violation(net.unit_power_mw, case.unit_p_min, case.unit_p_max)
+        if params.unit_limit_price is None:  # the reference: the polynomial of the realised output
+            gen_cost = generation_cost(net.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
+        else:  # output within the limits at the polynomial, the MW outside at the limit price
+            within = jnp.clip(net.unit_power_mw, case.unit_p_min, case.unit_p_max)
+            gen_cost = (
+                generation_cost(within, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
+                + params.unit_limit_price * outside_limits
+            )
+        power_balance = outside_limits + net.unserved_mw + params.islanding_penalty(load)
         thermal_cost = params.cost_thermal_weight * net.thermal
         costs = stack_costs(thermal_cost, net.voltage, power_balance, resource_cost)
         reward = -params.reward_scale * gen_cost

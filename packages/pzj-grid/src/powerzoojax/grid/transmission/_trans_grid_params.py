@@ -63,8 +63,11 @@ class TransGridParams(EnvParams):
     - `load_line_flow_mw`: `(T, n_lines)` line flows caused by each profile row's loads
       [MW], derived from `load_profiles` (swap profiles with `with_load_profiles` so the two
       stay consistent).
-    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `cost_thermal_weight`: weight of the `thermal_overload` cost channel.
     - `reward_scale`: multiplier of the reward.
+    - `unit_limit_price`: price [$/MWh] of realised output outside a unit's
+      `[p_min, p_max]` in the generation cost, or `None` for the reference cost model
+      (see `make_trans_params`).
     - `inv_line_scale`, `inv_unit_scale`, `inv_total_capacity`: observation normalisers
       [1/MW].
     - `network_model`: the [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel].
@@ -117,6 +120,9 @@ class TransGridParams(EnvParams):
     pf_failure_cost: Float[Array, ""] | None = None
     # (N, L) PTDF transposed: only built when resource bundles inject at arbitrary buses.
     ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
+    # Price of output outside the unit limits [$/MWh]; None keeps the reference's cost of
+    # the realised output (see make_trans_params' unit_limit_price).
+    unit_limit_price: Float[Array, ""] | None = None
     # Set by with_load_profiles: True when non-finite profile values given inside jit were
     # replaced by 0 (reported on every step as info["invalid_load_profiles"]).
     invalid_load_profiles: Bool[Array, ""] | None = eqx.field(default=None, kw_only=True)
@@ -337,6 +343,7 @@ def make_trans_params(
     acopf_max_iter: int = 50,
     acopf_tol: float = 1e-4,
     network_model: NetworkModel | None = None,
+    unit_limit_price: float | int | None = None,
 ) -> TransGridParams:
     """Validate inputs on the host and build [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams].
 
@@ -348,7 +355,7 @@ def make_trans_params(
     - `max_steps`: episode length [steps].
     - `delta_t_hours`: step length [hours].
     - `steps_per_day`: steps in one day.
-    - `cost_thermal_weight`: weight of the thermal overload in the reward.
+    - `cost_thermal_weight`: weight of the `thermal_overload` cost channel.
     - `reward_scale`: multiplier of the reward.
     - `physics`: 0 (DC) or 1 (AC power flow).
     - `solver_mode`: 0 (agent dispatch), 1 (DC-OPF dispatch) or 2 (AC-OPF).
@@ -382,6 +389,16 @@ def make_trans_params(
     - `network_model`: a model of your own in place of the mode's (the solver options
       above then do not apply); its `is_ac` decides the observation layout and whether the
       reactive loads and voltage limits are built.
+    - `unit_limit_price`: how the generation cost treats realised output outside a unit's
+      `[p_min, p_max]` (the slack-bus units take up any imbalance of the agent's
+      set-points, unclamped). `None` (default) is the reference's cost model: the cost
+      polynomial of the realised output, wherever it lies, so a slack unit driven below
+      zero earns a negative cost (its cubic term) and one driven past `p_max` pays only its
+      own marginal cost: an agent trained on the reward alone learns to break the power
+      balance. A price `π` [$/MWh] costs a unit at its output clipped into its limits plus
+      `π` per MW outside them, so the reward never gains from leaving them; the MW stay
+      reported on the `power_balance` channel either way. Pick `π` above every marginal
+      cost of the case (the presets use 1,000 $/MWh).
 
     **Returns:**
 
@@ -413,6 +430,8 @@ def make_trans_params(
     acopf_tol = _finite_scalar("acopf_tol", acopf_tol, positive=True)
     pf_failure_cost = _finite_scalar("pf_failure_cost", pf_failure_cost, non_negative=True)
     islanding_cost = _finite_scalar("islanding_cost", islanding_cost, non_negative=True)
+    if unit_limit_price is not None:
+        unit_limit_price = _finite_scalar("unit_limit_price", unit_limit_price, non_negative=True)
     if physics not in (0, 1) or isinstance(physics, bool):
         raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
     if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
@@ -455,7 +474,7 @@ def make_trans_params(
         profiles = np.asarray(load_profiles)
 
     p_max = np.asarray(case.unit_p_max, np.float64)
-    ptdf_loads = hp.matmul(np.asarray(case.ptdf, np.float64), np.asarray(case.nodes_loads_map, np.float64))
+    ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     if network_model is None:
         network_model = _mode_model(
@@ -480,7 +499,7 @@ def make_trans_params(
         case=case,
         network=make_dc_network(case),
         load_profiles=f32(profiles),
-        load_line_flow_mw=f32(hp.matmul(np.asarray(profiles, np.float64), ptdf_loads.T)),
+        load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
         cost_thermal_weight=f32(cost_thermal_weight),
         reward_scale=f32(reward_scale),
         inv_line_scale=f32(1.0 / np.maximum(np.abs(np.asarray(case.line_cap, np.float64)), 1.0)),
@@ -492,6 +511,7 @@ def make_trans_params(
         node_islanded=jnp.zeros((case.n_nodes,), bool),
         islanding_cost=f32(islanding_cost),
         ptdf_nodes_t=f32(np.asarray(case.ptdf, np.float64).T) if resources else None,
+        unit_limit_price=None if unit_limit_price is None else f32(unit_limit_price),
         **ac_fields,
         resources=resources,
         max_steps=max_steps,

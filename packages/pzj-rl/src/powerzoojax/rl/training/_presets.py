@@ -1,7 +1,8 @@
 """Named, ready-to-train setups: `list_presets()`, `get_preset(name)`, `train(name)`.
 
 All sixteen names of the reference exist and build their env (`preset.env_factory()`),
-beside two analytic-policy-gradient presets on the same envs (`*-apg`).
+beside two analytic-policy-gradient presets on the same envs (`*-apg`) and the
+reference's own case-5 configurations (`*-reference`, see below).
 The IPPO presets add `normalize_rewards=True` (profits are in $, thousands per step) to
 the reference configs. Data: `dso-nflex*` use the DSO task's synthetic feeder shapes,
 `dc-microgrid*` the env's synthetic default profiles, `ders-medium*` and `tso-*` the
@@ -13,20 +14,37 @@ training profiles (`gencos-case5-ippo-dev`: a flat mid-load day, no data).
 
 `case5-economic-dispatch`: `LogWrapper(TransGridEnv)` on case 5 with the nominal
 load `0.5 · d_max` (750 MW in all), 48 half-hour steps; reward `−0.01 · generation
-cost`. Cheapest dispatch pushes the 600 MW / 10 $/MWh unit at bus 5, which overloads
-the 240 MW line 4–5 by about 19 MW (random actions almost never overload a line).
+cost` with output outside a unit's limits priced at `CASE5_LIMIT_PRICE` = 300 $/MWh
+(`make_trans_params(unit_limit_price=...)`). Constrains no cost channel: the power
+balance is priced in the reward instead, because with the reference's cost model the
+slack-bus units absorb the agent's imbalance at their own marginal cost (14–15 $/MWh,
+the cheapest after the bus-5 unit), so PPO on the reward alone learns to run them past
+their ratings (`power_balance` rises from 313 to 597 MW·step in 61 k steps). Priced above
+every marginal cost of the case (10–40 $/MWh), leaving the limits never pays, and the
+policy's return improves while `power_balance` falls to 0; `thermal_overload` stays 0
+(at 750 MW even the cheapest dispatch keeps line 4–5 within its 240 MW rating).
+
+`case5-economic-dispatch-reference`: the same env and PPO config with the reference's
+reward-only cost model (`unit_limit_price=None`), identical to the reference preset of
+that name, for comparing benchmark numbers. Constrains nothing; its policies break the
+power balance (above).
 
 `case5-economic-dispatch-apg`, `dso-nflex-apg`: the envs of `case5-economic-dispatch` and
 `dso-nflex` trained by [`make_apg_train`][powerzoojax.rl.algos.make_apg_train]
 (backpropagation through 8-step windows of the differentiable env, gradients clipped
 at global norm 1). APG needs far fewer env steps than PPO on these dispatch problems,
-whose reward is a smooth function of the action through the physics.
+whose reward is a smooth function of the action through the physics. Constrain nothing.
 
-`case5-safe-dispatch`: the same env under `SafeRLWrapper` with the
-`thermal_overload` channel (MW above line limits, summed over lines, per step) and a
-per-episode threshold of 0 MW: no overload is allowed, so the policy must keep the
-bus-5 unit below the line limit at a slightly higher generation cost (≈ 90 vs 82
-reward units per step at the optimum).
+`case5-safe-dispatch`: the reference's reward-only env under `SafeRLWrapper` with the
+`thermal_overload` and `power_balance` channels, each with a per-episode threshold of
+0 (MW·step), trained by PPO-Lagrangian. The power-balance constraint binds on this data:
+PPO on the same reward breaks it (above), the Lagrangian policy keeps the slack units
+within their limits. The thermal channel stays 0 for both at this load.
+`case5-safe-dispatch-reference`: the reference's `case5-safe-dispatch` (thermal
+overload only, threshold 0), whose constraint never binds at the nominal load.
+
+Every other preset's description names the cost channels it constrains ("constrains
+none" where the env's costs are only logged).
 """
 
 from collections.abc import Callable
@@ -52,15 +70,24 @@ class PresetDef(NamedTuple):
     config: TrainConfig
 
 
-def _case5_env(safe: bool) -> Any:
+# Price of output outside a unit's limits in the case-5 presets [$/MWh]: far above every
+# marginal cost of the case (10–40 $/MWh), so leaving the limits never pays.
+CASE5_LIMIT_PRICE = 300.0
+
+
+def _case5_env(safe_channels: tuple[str, ...] = (), *, priced: bool = False) -> Any:
+    """Case 5 at its nominal load; `priced` prices output outside the unit limits in the
+    reward, `safe_channels` constrains those channels at threshold 0 (SafeRLWrapper)."""
     from powerzoojax.case import load_case
     from powerzoojax.envs import TransGridEnv, make_trans_params
     from powerzoojax.rl.wrappers._log import LogWrapper
     from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 
-    params = make_trans_params(load_case("5"), max_steps=48)
-    if safe:
-        return SafeRLWrapper(TransGridEnv(), params, selected_names=("thermal_overload",), cost_thresholds=(0.0,))
+    params = make_trans_params(load_case("5"), max_steps=48, unit_limit_price=CASE5_LIMIT_PRICE if priced else None)
+    if safe_channels:
+        return SafeRLWrapper(
+            TransGridEnv(), params, selected_names=safe_channels, cost_thresholds=(0.0,) * len(safe_channels)
+        )
     return LogWrapper(TransGridEnv(), params)
 
 
@@ -190,101 +217,117 @@ _APG = TrainConfig(
 
 PRESETS: dict[str, PresetDef] = {
     "battery-soc-tracking": PresetDef(
-        "Single battery tracking a state-of-charge target (BatteryEnv, 48 steps)",
+        "Single battery tracking a state-of-charge target (BatteryEnv, 48 steps); constrains none",
         _battery_env, None, TrainConfig(total_timesteps=100_000, num_envs=64, n_steps=48),
     ),
     "case5-economic-dispatch": PresetDef(
-        "Case-5 DC economic dispatch: minimise generation cost (TransGridEnv, LogWrapper)",
-        lambda: _case5_env(False), None, _CASE5,
+        "Case-5 DC economic dispatch, output outside unit limits priced at 300 $/MWh in the reward; "
+        "constrains none (TransGridEnv, LogWrapper)",
+        lambda: _case5_env(priced=True), None, _CASE5,
+    ),
+    "case5-economic-dispatch-reference": PresetDef(
+        "The reference's case-5 economic dispatch, reward = generation cost only (slack units may leave "
+        "their limits); constrains none",
+        lambda: _case5_env(), None, _CASE5,
     ),
     "case5-economic-dispatch-apg": PresetDef(
-        "Case-5 DC economic dispatch by analytic policy gradient through the env (TransGridEnv, LogWrapper)",
-        lambda: _case5_env(False), None, _APG,
+        "Case-5 DC economic dispatch (limit-priced, as case5-economic-dispatch) by analytic policy gradient "
+        "through the env; constrains none",
+        lambda: _case5_env(priced=True), None, _APG,
     ),
     "case5-safe-dispatch": PresetDef(
-        "Case-5 DC dispatch with no line overload allowed (SafeRLWrapper thermal_overload, threshold 0)",
-        lambda: _case5_env(True), None,
+        "Case-5 DC dispatch on the reference reward, constrains thermal_overload and power_balance "
+        "(SafeRLWrapper, thresholds 0)",
+        lambda: _case5_env(("thermal_overload", "power_balance")), None,
+        _CASE5.replace(
+            algo="ppo_lagrangian", learning_rate=2e-3, cost_thresholds=(0.0, 0.0), lambda_lr=0.5, cost_scale=1000.0
+        ),
+    ),
+    "case5-safe-dispatch-reference": PresetDef(
+        "The reference's case-5 safe dispatch: constrains thermal_overload only (threshold 0; never binds "
+        "at the nominal load)",
+        lambda: _case5_env(("thermal_overload",)), None,
         _CASE5.replace(
             algo="ppo_lagrangian", learning_rate=2e-3, cost_thresholds=(0.0,), lambda_lr=0.5, cost_scale=1000.0
         ),
     ),
     "case5-ippo": PresetDef(
-        "Case-5 dispatch as 5 unit agents (GridMARLEnv)",
+        "Case-5 dispatch as 5 unit agents (GridMARLEnv, reference reward); constrains none",
         _case5_marl_env, None,
         TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48, n_minibatches=4,
                     learning_rate=1e-3, ent_coef=0.0, normalize_rewards=True, eval_num_episodes=32),
     ),
     "case5-ippo-battery": PresetDef(
-        "Case-5 dispatch, 5 units + batteries at buses 1 and 3 (7 agents, GridMARLEnv)",
+        "Case-5 dispatch, 5 units + batteries at buses 1 and 3 (7 agents, GridMARLEnv); constrains none",
         _case5_battery_marl_env, None,
         TrainConfig(algo="ippo", total_timesteps=200_000, num_envs=16, n_steps=48),
     ),
     "dso-nflex": PresetDef(
-        "DSO loss minimisation with 6 flexible loads on case33bw (DistGridEnv)",
+        "DSO loss minimisation with 6 flexible loads on case33bw (DistGridEnv); constrains none",
         lambda: _dso_env(False), None,
         TrainConfig(total_timesteps=3_000_000, num_envs=128, n_steps=48, **_LARGE),
     ),
     "dso-nflex-apg": PresetDef(
-        "DSO loss minimisation on case33bw by analytic policy gradient through the feeder (DistGridEnv)",
+        "DSO loss minimisation on case33bw by analytic policy gradient through the feeder (DistGridEnv); constrains none",
         lambda: _dso_env(False), None,
         _APG.replace(total_timesteps=40_960, num_envs=32, hidden_dims=(128, 128), gamma=0.995,
                      normalize_observations=True, eval_freq=4_096),
     ),
     "dso-nflex-safe": PresetDef(
-        "DSO with a voltage-violation constraint (SafeRLWrapper, threshold 0)",
+        "DSO loss minimisation; constrains voltage_violation (SafeRLWrapper, threshold 0)",
         lambda: _dso_env(True), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=3_000_000, num_envs=128, n_steps=48,
                     cost_thresholds=(0.0,), **_LARGE),
     ),
     "ders-medium": PresetDef(
-        "12 DER agents on case141, local observations (DistGridMARLEnv)",
+        "12 DER agents on case141, local observations (DistGridMARLEnv); constrains none (voltage shaped into the reward)",
         _ders_env, None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48, **_LARGE),
     ),
     "ders-medium-safe": PresetDef(
-        "DERs with voltage shaping; thresholds (0, 0, 0) logged only",
+        "DERs with voltage shaping; constrains none (thresholds (0, 0, 0) are logged only)",
         _ders_env, None,
         TrainConfig(algo="ippo_typed", total_timesteps=15_000_000, num_envs=64, n_steps=48,
                     cost_thresholds=(0.0, 0.0, 0.0), **_LARGE),
     ),
     "tso-ed": PresetDef(
-        "TSO economic dispatch on case118, commitment off (UnitCommitmentEnv)",
+        "TSO economic dispatch on case118, commitment off (UnitCommitmentEnv); constrains none",
         lambda: _tso_env("ed"), None,
         TrainConfig(total_timesteps=5_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
                     normalize_observations=True),
     ),
     "tso-uc": PresetDef(
-        "TSO security-constrained unit commitment on case118 (UnitCommitmentEnv)",
+        "TSO unit commitment on case118, line-limited DC-OPF dispatch (UnitCommitmentEnv); constrains none",
         lambda: _tso_env("uc"), None,
         TrainConfig(total_timesteps=10_000_000, num_envs=64, n_steps=48, hidden_dims=(256, 256), gamma=0.995,
                     normalize_observations=True),
     ),
     "tso-scuc-safe": PresetDef(
-        "TSO SCUC with thermal and reserve constraints (SafeRLWrapper, thresholds 0)",
+        "TSO SCUC; constrains thermal_overload and reserve_shortfall (SafeRLWrapper, thresholds 0)",
         lambda: _tso_env("scuc"), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=10_000_000, num_envs=64, n_steps=48,
                     hidden_dims=(256, 256), gamma=0.995, cost_thresholds=(0.0, 0.0), normalize_observations=True),
     ),
     "gencos-case5-ippo": PresetDef(
-        "5 generating companies bidding in a case-5 market with GB load profiles (MarketMARLEnv)",
+        "5 generating companies bidding in a case-5 market with GB load profiles (MarketMARLEnv); constrains none",
         lambda: _gencos_env(False), None,
         TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
                     gamma=0.995, eval_freq=100_000, normalize_rewards=True),
     ),
     "gencos-case5-ippo-dev": PresetDef(
-        "GenCos market on a flat mid-load profile (MarketMARLEnv, no data needed)",
+        "GenCos market on a flat mid-load profile (MarketMARLEnv, no data needed); constrains none",
         lambda: _gencos_env(True), None,
         TrainConfig(algo="ippo", total_timesteps=5_000_000, num_envs=256, n_steps=48, hidden_dims=(128, 128),
                     gamma=0.995, eval_freq=100_000, normalize_rewards=True),
     ),
     "dc-microgrid": PresetDef(
-        "Data-centre microgrid, 288 five-minute steps (DataCenterMicrogridEnv)",
+        "Data-centre microgrid, 288 five-minute steps (DataCenterMicrogridEnv); constrains none",
         lambda: _dcmg_env(False), None,
         TrainConfig(total_timesteps=5_000_000, num_envs=128, n_steps=288, hidden_dims=(256, 256), gamma=0.999,
                     normalize_observations=True),
     ),
     "dc-microgrid-safe": PresetDef(
-        "Data-centre microgrid with SLA, over-temperature and power-deficit constraints",
+        "Data-centre microgrid; constrains sla, overtemp and power_deficit (SafeRLWrapper, thresholds 0)",
         lambda: _dcmg_env(True), None,
         TrainConfig(algo="ppo_lagrangian", total_timesteps=5_000_000, num_envs=128, n_steps=288,
                     hidden_dims=(256, 256), gamma=0.999, cost_thresholds=(0.0, 0.0, 0.0), normalize_observations=True),
