@@ -55,8 +55,8 @@ def test_readme_fences_close_and_headings_are_headings():
 
 
 def test_an_unclosed_fence_is_caught():
-    # The shape of a bug README.md once had: a bash block without its closing fence, so the
-    # next section's heading became code and the fences after it paired up wrongly.
+    # A bash block without its closing fence: the next section's heading becomes code and
+    # the fences after it pair up wrongly.
     page = "# T\n\n## One\n\n```bash\nuv run pytest\n\n## Two\n\n```python\nx = 1\n```\n\ntext\n\n```python\ny = 2\n```\n"
     assert markdown_problems(page) == [
         "line 5: the ```bash fence holds the opening fence of line 10: a closing fence is missing",
