@@ -10,8 +10,10 @@ rollout kernel, and every output is kept: observations, rewards, costs, done fla
 info dict and the next state (flows, voltages, dispatch, solver statuses). `--compare`
 reruns the same rollouts and reports, per id, the worst floating-point difference
 relative to the magnitude of its array (`|a - b| / max(max|b|, 1e-6)`), and every integer
-or boolean output that differs (converged flags, statuses). Iteration counters are
-reported but not held to equality. `--matmul-precision default|highest` sets JAX's global
+or boolean output that differs (converged flags, statuses). Iteration counters and solver
+residuals are reported but not held to equality; where an env reports `*converged`
+flags, values are compared on the steps every solver converged on (and all before them
+in that env), since an unconverged step has no solution to agree on. `--matmul-precision default|highest` sets JAX's global
 matmul precision, to show that the physics no longer depends on it.
 
 Exit code: 0 when every id agrees within `--rtol` with identical flags, 1 otherwise.
@@ -35,6 +37,9 @@ DEFAULT_IDS = (
 )
 # Outputs that count work rather than describe the grid: reported, never required equal.
 COUNTERS = ("iter", "pivot", "sweep", "n_steps")
+# Solver residuals: round-off-sized by construction (below the solver's tolerance), so
+# their relative difference is noise; reported as the largest absolute value on each side.
+RESIDUALS = ("mismatch", "residual")
 
 
 def run(env_id: str, n_envs: int, horizon: int, seed: int) -> dict[str, np.ndarray]:
@@ -63,10 +68,34 @@ def run(env_id: str, n_envs: int, horizon: int, seed: int) -> dict[str, np.ndarr
     return {jax.tree_util.keystr(path): np.asarray(x) for path, x in leaves}
 
 
+def _converged_steps(ref: dict[str, np.ndarray]) -> np.ndarray | None:
+    """`(N, T)` mask of the steps whose every solver reports convergence, or None when the
+    env reports none. A step a solver leaves unconverged (random actions can push a feeder
+    past voltage collapse) has no solution to agree on, nor do the states after it."""
+    flags = [v for k, v in ref.items() if k.startswith("['outputs']") and k.endswith("converged']") and v.ndim == 2]
+    if not flags:
+        return None
+    ok = np.logical_and.reduce([f.astype(bool) for f in flags])
+    return np.logical_and.accumulate(ok, axis=1)  # a later state carries an earlier failure
+
+
 def compare(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> tuple[float, str, list[str], list[str]]:
     worst, where, flags, counters = 0.0, "", [], []
+    steps = _converged_steps(ref)
+    if steps is not None and not steps.all():
+        counters.append(f"compared on the {int(steps.sum())} of {steps.size} steps every solver converged on (and before)")
     for name, b in ref.items():
         a = got[name]
+        if steps is not None and not name.endswith("converged']"):
+            if name.startswith("['outputs']") and b.shape[:2] == steps.shape:
+                keep = steps.reshape(steps.shape + (1,) * (b.ndim - 2))
+                a, b = np.where(keep, a, np.zeros_like(a)), np.where(keep, b, np.zeros_like(b))
+            elif name.startswith("['final_state']") and b.shape[:1] == steps.shape[:1]:
+                keep = steps[:, -1].reshape((-1,) + (1,) * (b.ndim - 1))
+                a, b = np.where(keep, a, np.zeros_like(a)), np.where(keep, b, np.zeros_like(b))
+        if np.issubdtype(b.dtype, np.floating) and any(r in name.lower() for r in RESIDUALS):
+            counters.append(f"{name}: largest {np.nanmax(np.abs(b)):.2e} saved, {np.nanmax(np.abs(a)):.2e} now")
+            continue
         if np.issubdtype(b.dtype, np.floating):
             fin = np.isfinite(b) & np.isfinite(a)
             if not np.array_equal(np.isfinite(a), np.isfinite(b)):
@@ -84,9 +113,8 @@ def compare(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> tuple[flo
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--save", metavar="NPZ", help="run and save every output here")
-    mode.add_argument("--compare", metavar="NPZ", help="run and compare with a saved run")
+    ap.add_argument("--save", metavar="NPZ", help="save every output here")
+    ap.add_argument("--compare", metavar="NPZ", help="compare with a saved run")
     ap.add_argument("--ids", nargs="+", default=DEFAULT_IDS, help="env ids (default: one per family and mode)")
     ap.add_argument("--n-envs", type=int, default=8)
     ap.add_argument("--horizon", type=int, default=6)
@@ -94,6 +122,8 @@ def main() -> int:
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--matmul-precision", choices=("default", "highest", "bfloat16"), default="default")
     args = ap.parse_args()
+    if not (args.save or args.compare):
+        ap.error("pass --save NPZ, --compare NPZ or both")
     if args.matmul_precision != "default":
         jax.config.update("jax_default_matmul_precision", args.matmul_precision)
     print(f"JAX {jax.__version__} on {jax.devices()[0].platform} ({jax.devices()[0].device_kind}); "
