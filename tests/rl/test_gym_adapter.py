@@ -38,7 +38,7 @@ def rollout_single(env, seed, actions):
     out = [obs]
     for action in actions:
         obs, reward, terminated, truncated, info = env.step(action)
-        out.append((obs, reward, terminated, info["costs"]))
+        out.append((obs, reward, terminated, info["costs"], truncated))
     return out
 
 
@@ -76,7 +76,7 @@ def test_toy_env_passes_check_env(toy):
     assert env.constraint_names == ("out_of_band",)
 
 
-def test_same_seed_same_trajectory_and_episode_end_is_a_termination(toy):
+def test_same_seed_same_trajectory_and_the_horizon_is_a_truncation(toy):
     from powerzoojax.rl.adapters import GymnasiumEnv
 
     actions = [np.array([a], np.float32) for a in (0.5, -1.0, 1.0, 0.0)]
@@ -87,9 +87,28 @@ def test_same_seed_same_trajectory_and_episode_end_is_a_termination(toy):
         np.testing.assert_array_equal(a[0], b[0])
         assert a[1] == b[1] and a[2] == b[2]
     assert not np.array_equal(first[0], other[0])
-    # max_steps = 3: the third step ends the episode; the adapter never truncates.
-    assert [step[2] for step in first[1:]] == [False, False, True, False]
-    assert all(isinstance(step[1], float) and isinstance(step[2], bool) for step in first[1:])
+    # max_steps = 3: the third step reaches the horizon, a time limit in Gymnasium's terms:
+    # truncated, not terminated; the fourth step is the first of the next episode.
+    assert [step[4] for step in first[1:]] == [False, False, True, False]
+    assert [step[2] for step in first[1:]] == [False, False, False, False]
+    assert all(isinstance(step[1], float) and isinstance(step[2], bool) and isinstance(step[4], bool) for step in first[1:])
+
+
+def test_an_episode_the_env_ends_before_the_horizon_is_a_termination(toy):
+    from powerzoojax.rl.adapters import GymnasiumEnv, GymnasiumVectorEnv
+
+    # The toy env ends at its 3 steps; an adapter that counts a longer horizon sees an early end.
+    env = GymnasiumEnv(*toy)
+    env.max_steps = 10
+    steps = rollout_single(env, 7, [np.zeros(1, np.float32)] * 4)
+    assert [(s[2], s[4]) for s in steps[1:]] == [(False, False), (False, False), (True, False), (False, False)]
+    venv = GymnasiumVectorEnv(*toy, num_envs=2)
+    venv.max_steps = 10
+    venv.reset(seed=0)
+    for _ in range(2):
+        venv.step(np.zeros((2, 1), np.float32))
+    _, _, term, trunc, _ = venv.step(np.zeros((2, 1), np.float32))
+    assert term.all() and not trunc.any()
 
 
 def test_reset_without_seed_continues_the_key_stream(toy):
@@ -190,7 +209,7 @@ def test_vector_env_next_step_autoreset(toy):
         obs, reward, term, trunc, infos = venv.step(zeros)
         assert not term.any() and not trunc.any() and infos["_costs"].all()
     obs, reward, term, trunc, infos = venv.step(zeros)
-    assert term.all() and not trunc.any() and (reward != 0).all()
+    assert trunc.all() and not term.any() and (reward != 0).all()  # the horizon: a truncation
     terminal_obs = obs.copy()
     # The next step resets: actions ignored, reward 0, no termination, info masked out.
     obs, reward, term, trunc, infos = venv.step(np.ones((4, 1), np.float32))
@@ -276,8 +295,8 @@ def test_vector_env_disabled_autoreset_and_rejected_same_step(toy):
     venv = GymnasiumVectorEnv(*toy, num_envs=2, autoreset_mode="Disabled")
     venv.reset(seed=0)
     for _ in range(3):
-        _, _, term, _, _ = venv.step(np.zeros((2, 1), np.float32))
-    assert term.all()
+        _, _, term, trunc, _ = venv.step(np.zeros((2, 1), np.float32))
+    assert trunc.all() and not term.any()
     with pytest.raises(RuntimeError, match="envs \\[0, 1\\] ended; with autoreset_mode DISABLED"):
         venv.step(np.zeros((2, 1), np.float32))
     venv.reset(options={"reset_mask": np.array([True, True])})

@@ -80,8 +80,9 @@ def test_agents_rewards_and_the_episode_end(team):
         obs, rewards, terms, truncs, infos = env.step(actions)
         assert rewards["right"] == pytest.approx(2.0 * rewards["left"])
         np.testing.assert_array_equal(obs["right"], -obs["left"])
-        assert terms == {"left": step == MAX_STEPS - 1, "right": step == MAX_STEPS - 1}
-        assert truncs == {"left": False, "right": False}
+        # The horizon is a time limit: every agent is truncated together, none terminated.
+        assert truncs == {"left": step == MAX_STEPS - 1, "right": step == MAX_STEPS - 1}
+        assert terms == {"left": False, "right": False}
         assert "cost_sum" in infos["left"]
     assert env.agents == []
     with pytest.raises(RuntimeError, match="no live agents"):

@@ -5,12 +5,22 @@ taken mod 2³²); every later `reset()` and `step` splits that key, so one seed 
 action sequence give one trajectory. The `i`-th env of `GymnasiumVectorEnv` reset
 with seed `s` follows the trajectory of this env reset with `s + i`.
 
-Episode end: every PowerZooJax episode ends after `params.max_steps` steps, the end of the
-task's horizon (a day of dispatch), which its reward accounts for (terminal penalties); it is
-reported as `terminated=True` (`truncated=False`), as our own trainers treat `done`: no
-bootstrapping past it. Our `step` resets in the same step, so the observation returned with
-`terminated=True` is already the next episode's first one; learners that stop at a
-termination never read it, and the next `reset()` starts a fresh episode anyway.
+Episode end: a PowerZooJax episode ends after `params.max_steps` steps, the end of the
+task's fixed horizon (a day of dispatch). In Gymnasium's terms that is a time limit, not a
+terminal state of the system (the grid goes on the next day), so the step that reaches
+`max_steps` is reported as `truncated=True, terminated=False`, and learners that bootstrap
+across truncations (Stable-Baselines3, CleanRL) do so. An episode the env ends earlier (an
+env whose own `done` fires before `max_steps`) is reported as `terminated=True`. The JAX
+side keeps its one `done` flag; our own trainers treat it as the end of the task, without
+bootstrapping.
+
+Our `step` resets in the same step and keeps no final observation, so the observation
+returned with `truncated=True` is already the next episode's first one: a learner that
+bootstraps from it values the state the next day starts in, which is the continuation
+of the day-to-day process when the state carries little over (case 5's dispatch: the time
+of day), and an approximation where the reset restores stored state (a battery's
+state of charge restarts at its initial value). The next `reset()` starts a fresh
+episode either way.
 """
 
 from typing import Any, ClassVar
@@ -53,7 +63,8 @@ class GymnasiumEnv(gymnasium.Env):
     `observation_space` / `action_space` are our spaces converted
     (`to_gymnasium_space`); `step` returns `(obs, reward, terminated, truncated,
     info)` with `info` the env's info as NumPy arrays plus `info["costs"]`, the
-    constraint-cost vector ordered as `constraint_names`. Reset and step each run one
+    constraint-cost vector ordered as `constraint_names`; the step that reaches
+    `params.max_steps` is a truncation (see the module docstring). Reset and step each run one
     compiled program, shared by all adapters over equal envs.
     """
 
@@ -74,6 +85,8 @@ class GymnasiumEnv(gymnasium.Env):
         self._obs: Any = None
         self._rewards: list[float] = []
         self._layout: _kernels.HostLayout | None = None
+        self.max_steps = int(self.params.max_steps)
+        self._t = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Start an episode: `(obs, info)`; `seed` restarts the PRNG key (see the module docstring)."""
@@ -85,6 +98,7 @@ class GymnasiumEnv(gymnasium.Env):
         self._key, obs, self._state = _kernels.reset_one(self.env, self._key, self.params)
         self._obs = obs
         self._rewards = []
+        self._t = 0
         return np.array(jax.device_get(obs)), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -101,7 +115,12 @@ class GymnasiumEnv(gymnasium.Env):
         self._rewards.append(float(reward))
         info = dict(info)
         info["costs"] = costs
-        return obs, float(reward), bool(done), False, info
+        self._t += 1
+        ended = bool(done)
+        truncated = ended and self._t >= self.max_steps
+        if ended:
+            self._t = 0  # the returned state is already the next episode's first
+        return obs, float(reward), ended and not truncated, truncated, info
 
     def render(self) -> np.ndarray | None:
         """The current state as an `(H, W, 3)` uint8 array (`render_mode="rgb_array"`), else None."""

@@ -7,12 +7,14 @@ without the final observation). Gymnasium's default, `AutoresetMode.NEXT_STEP`, 
 this class implements, reports the episode's end on that step (`terminations[i]` True)
 and resets env `i` on the *next* `step`, which ignores `actions[i]` and returns the
 new episode's first observation with reward 0 and `terminations[i]` / `truncations[i]`
-False. Here the reset state our step produced is kept for that next step, so the batch
+False. An episode that reaches `params.max_steps` (the task's fixed horizon) ends with
+`truncations[i]` True and `terminations[i]` False; one the env ends earlier, with
+`terminations[i]` True (see `GymnasiumEnv`). Here the reset state our step produced is kept for that next step, so the batch
 still runs as one program. `AutoresetMode.DISABLED` is supported too (`reset(options=
 {"reset_mask": mask})` restarts ended envs; stepping one that ended raises);
 `SAME_STEP` is not, since it hands back the final observation, which our same-step
-auto-reset does not keep. As in `GymnasiumEnv`, an episode's end is a termination
-and the observation returned with it is already the next episode's first.
+auto-reset does not keep. As in `GymnasiumEnv`, the observation returned with an
+episode's end is already the next episode's first.
 
 Infos follow Gymnasium's vector convention: `infos[k]` is an `(N, ...)` array and
 `infos["_" + k]` a boolean mask of the envs it is valid for (False for envs that were
@@ -53,7 +55,8 @@ class GymnasiumVectorEnv(VectorEnv):
 
     `reset(seed=s)` seeds env `i` with `s + i` (a list gives one seed per env);
     `step(actions)` takes an `(N, ...)` NumPy batch and returns `(obs (N, ...),
-    rewards (N,) float32, terminations (N,) bool, truncations (N,) bool, infos)`.
+    rewards (N,) float32, terminations (N,) bool, truncations (N,) bool, infos)`; an
+    episode reaching `params.max_steps` ends with a truncation.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 - replaced per instance
@@ -100,6 +103,8 @@ class GymnasiumVectorEnv(VectorEnv):
         self._states: Any = None
         self._obs: Any = None
         self._ended = np.zeros(self.num_envs, bool)
+        self.max_steps = int(self.params.max_steps)
+        self._t = np.zeros(self.num_envs, np.int64)
         self._rewards: list[list[float]] = [[] for _ in range(self.num_envs)]
         self._layout: _kernels.HostLayout | None = None
 
@@ -130,12 +135,14 @@ class GymnasiumVectorEnv(VectorEnv):
         if mask is None or self._states is None:
             self._keys, self._obs, self._states = _kernels.reset_batch(self.env, self._keys, self.params)
             self._ended[:] = False
+            self._t[:] = 0
             self._rewards = [[] for _ in range(self.num_envs)]
         else:
             self._keys, self._obs, self._states = _kernels.reset_masked(
                 self.env, self._keys, self.params, jnp.asarray(mask), self._states, self._obs
             )
             self._ended[mask] = False
+            self._t[mask] = 0
             for i in np.flatnonzero(mask):
                 self._rewards[i] = []
         return np.array(jax.device_get(self._obs)), {}
@@ -173,10 +180,13 @@ class GymnasiumVectorEnv(VectorEnv):
             infos[key] = value
             infos["_" + key] = stepped.copy()
         self._ended = done.copy()
+        self._t[stepped] += 1
+        truncated = done & (self._t >= self.max_steps)
+        self._t[done] = 0  # their returned state is already the next episode's first
         if self.render_mode is not None:
             for i in range(self.num_envs):
                 self._rewards[i] = [] if skip[i] else [*self._rewards[i], float(reward[i])]
-        return obs, reward.astype(np.float32, copy=False), done.copy(), np.zeros(self.num_envs, bool), infos
+        return obs, reward.astype(np.float32, copy=False), done & ~truncated, truncated, infos
 
     # -- render ------------------------------------------------------------------------
     def render(self) -> tuple[np.ndarray, ...] | None:

@@ -3,9 +3,10 @@
 Works for every `MultiAgentEnvironment` (`GridMARLEnv`,
 `DistGridMARLEnv`, `DistGrid3PhaseMARLEnv`, `MarketMARLEnv`): `possible_agents` is the
 adapter's fixed agent order; all agents act every step and the episode ends for all of them
-together after `max_steps` steps, reported as a termination (see
-`GymnasiumEnv` on why); `agents` is then empty until
-`reset`. Seeding as in `GymnasiumEnv`: `reset(seed=s)` starts the PRNG key from
+together after `max_steps` steps, the task's fixed horizon, reported as a truncation
+(`truncations[agent]` True, `terminations[agent]` False; an episode the env ends earlier is
+a termination; see `GymnasiumEnv` on why, and on the observation returned with it);
+`agents` is then empty until `reset`. Seeding as in `GymnasiumEnv`: `reset(seed=s)` starts the PRNG key from
 `s`. Each step is one compiled call of the adapter's stacked step.
 
 Per-agent `infos[agent]` hold the (shared) env info as NumPy arrays, the same array
@@ -60,6 +61,8 @@ class PettingZooParallelEnv(ParallelEnv):
         self._obs: Any = None
         self._rewards: list[float] = []
         self._np_random: np.random.Generator | None = None
+        self.max_steps = int(env.max_steps)
+        self._t = 0
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         """The agent's observation space (the same object on every call)."""
@@ -86,6 +89,7 @@ class PettingZooParallelEnv(ParallelEnv):
         self._key, obs, self._state = _kernels.marl_reset(self.env, self._key)
         self._obs = obs
         self._rewards = []
+        self._t = 0
         self.agents = list(self.possible_agents)
         host = np.array(jax.device_get(obs))
         return {a: host[i] for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
@@ -109,8 +113,10 @@ class PettingZooParallelEnv(ParallelEnv):
         observations = {a: obs[i] for i, a in enumerate(agents)}
         reward_dict = {a: float(rewards[i]) for i, a in enumerate(agents)}
         self._rewards.append(float(np.mean(rewards)))
-        terminations = {a: ended for a in agents}
-        truncations = {a: False for a in agents}
+        self._t += 1
+        truncated = ended and self._t >= self.max_steps
+        terminations = {a: ended and not truncated for a in agents}
+        truncations = {a: truncated for a in agents}
         infos = {a: dict(info) for a in agents}
         if ended:
             self.agents = []
