@@ -194,7 +194,7 @@ def test_plot_episode_of_a_recorded_trajectory_draws_reward_and_labelled_costs(t
     _assert_drawn(fig)
     labels = [text.get_text() for ax in fig.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
     assert any(label.startswith("out_of_band [p.u.]") for label in labels), labels
-    assert [ax.get_ylabel() for ax in fig.axes] == ["reward per step", "cost per step"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["reward per step\n[env units]", "cost per step"]
 
 
 def test_plot_episode_of_rollout_outputs_and_of_an_eval_trace_file(toy, tmp_path):
@@ -227,7 +227,7 @@ def test_plot_episode_of_rollout_outputs_and_of_an_eval_trace_file(toy, tmp_path
     fig = plot_episode(path)
     _assert_drawn(fig)
     assert [ax.get_ylabel() for ax in fig.axes] == [
-        "power [MW]", "dispatch [MW]", "price [$/MWh]", "reward per step", "cost per step"]
+        "power [MW]", "unit output [MW]", "price [$/MWh]", "reward per step\n[env units]", "cost per step"]
 
 
 def test_episode_series_rejects_a_batch_and_unknown_inputs():
@@ -292,3 +292,87 @@ def test_viz_imports_without_matplotlib_and_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "ERR plot_network needs matplotlib: pip install 'pzj-core[viz]'" in out.stdout, out.stderr
+
+
+def _legend_texts(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [] if legend is None else [text.get_text() for text in legend.get_texts()]
+
+
+def test_plot_episode_reads_as_a_power_engineer_expects(case5):
+    """A flat 750 MW episode with float noise: the power axis starts at 0 with no offset and
+    draws the load; a slack unit past its rating is marked; the reward has its unit; the
+    legends sit beside the panels, not over the curves."""
+    from powerzoojax.viz import plot_episode
+
+    T = 8
+    rng = np.random.default_rng(0)
+    dispatch = np.tile([64.0, 100.0, 270.0, 10.0, 306.0], (T, 1)) + rng.normal(0.0, 4e-5, (T, 5))  # unit 0: 64 of 40 MW
+    trace = {"reward": np.full(T, -80.0), "constraint_costs": np.full((T, 1), 24.0), "cost_names": np.asarray(["power_balance"]),
+             "cost_units": np.asarray(["MW"]), "load_mw": np.full(T, 750.0), "delta_t_hours": np.float32(0.5),
+             "reward_unit": np.asarray("−0.01 × generation cost [$/h]"), "state/unit_power_mw": dispatch}
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plot_episode(trace, case=case5)
+    FigureCanvasAgg(fig).draw()  # offsets and legend positions are computed at draw time
+    power, units, reward, _ = fig.axes
+    assert power.get_ylim()[0] == 0.0 and power.yaxis.get_major_formatter().get_offset() == ""
+    assert _legend_texts(power) == ["load", "generation (Σ units)"]
+    texts = _legend_texts(units)
+    assert "unit 0 [5, 40] MW" in texts and "outside its limits (8 steps)" in texts
+    assert reward.get_ylabel() == "reward per step\n[−0.01 × generation cost [$/h]]"
+    for ax in fig.axes:  # every legend lies to the right of its axes
+        legend = ax.get_legend()
+        assert legend is not None
+        assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+    with pytest.raises(ValueError, match="the case has 5 units, the episode's dispatch 3"):
+        plot_episode({"reward": np.zeros(T), "state/unit_power_mw": np.zeros((T, 3))}, case=case5)
+
+
+def test_plot_network_labels_every_bus_clear_of_the_slack_box_and_flows_on_lines(case5):
+    from powerzoojax.viz import plot_network
+
+    state = _dc_state(case5)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plot_network(case5, state)
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    texts = [t for t in ax.texts]
+    bus_labels = {t.get_text(): t for t in texts if t.get_text() in {"1", "2", "3", "4", "5"}}
+    assert set(bus_labels) == {"1", "2", "3", "4", "5"} and all(t.get_fontsize() >= 8 for t in bus_labels.values())
+    # Bus 1's label starts beyond the slack box drawn around it.
+    slack = ax.collections[2]  # lines, buses, then the slack box
+    centre = ax.transData.transform(slack.get_offsets()[0])
+    half_side = 0.5 * np.sqrt(slack.get_sizes()[0]) * fig.dpi / 72.0
+    assert bus_labels["1"].get_window_extent().x0 >= centre[0] + half_side
+    # Every in-service line carries its MW and an arrow.
+    flow = np.abs(state["line_flow_mw"])
+    flow_texts = sorted(float(t.get_text()) for t in texts if t.get_text() not in bus_labels and t.get_text())
+    np.testing.assert_allclose(flow_texts, np.sort(flow), rtol=5e-3)
+    arrows = [t for t in texts if t.arrow_patch is not None]
+    assert len(arrows) == case5.n_lines
+    legend = _legend_texts(ax)
+    assert "slack bus" in legend and "unrated line (no loading)" in legend
+    assert any(t.startswith("units' output: ring grows with it") for t in legend)
+    assert any("MW, arrow = P direction" in t for t in legend)
+
+
+def test_an_unrated_case_colours_by_flow_and_labels_its_buses(case118):
+    from powerzoojax.viz import plot_network
+
+    fig = plot_network(case118, _dc_state(case118))
+    assert [ax.get_ylabel() for ax in fig.axes[1:]] == ["|P| [MW] (the case rates no line)"]
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert len(labels) == case118.n_nodes and "69" in labels
+
+
+def test_plot_network_title_counts_in_the_singular():
+    from powerzoojax.case import load_case
+    from powerzoojax.viz import plot_network
+
+    case = load_case("33bw")
+    assert case.n_units == 1
+    fig = plot_network(case)
+    assert fig.axes[0].get_title().endswith("1 unit (no state)")
+    assert len(fig.axes) == 1  # no state, no colour bar

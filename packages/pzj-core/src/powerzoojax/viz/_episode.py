@@ -5,26 +5,27 @@ from typing import Any
 
 import numpy as np
 
+import jax
+
 from powerzoojax.viz._mpl import new_figure
-from powerzoojax.viz._series import EpisodeSeries, episode_series
+from powerzoojax.viz._series import UNDECLARED_UNIT, EpisodeSeries, episode_series
 
-# Units drawn one by one in the dispatch stack; the rest are summed into one band.
-MAX_STACKED_UNITS = 8
+# Units drawn one by one in the dispatch panel; the rest are summed into one line.
+MAX_SHOWN_UNITS = 8
+_OUTSIDE_COLOUR = "#d7191c"
 
 
-def _dispatch_bands(dispatch: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
-    """The stacked bands `(T,)` and labels: the largest producers, then the others summed."""
-    # NaN (a terminal step's state, see EpisodeSeries) stays NaN: the stack has a gap there.
-    produced = np.maximum(dispatch, 0.0)
-    order = np.argsort(-np.nansum(produced, axis=0), kind="stable")
-    shown = order[:MAX_STACKED_UNITS] if produced.shape[1] > MAX_STACKED_UNITS + 1 else order
-    bands = [produced[:, i] for i in shown]
+def _unit_groups(dispatch: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
+    """Unit index groups `(k,)` and labels: the largest producers one by one, the rest together."""
+    order = np.argsort(-np.nansum(np.abs(dispatch), axis=0), kind="stable")
+    shown = order[:MAX_SHOWN_UNITS] if dispatch.shape[1] > MAX_SHOWN_UNITS + 1 else order
+    groups = [np.asarray([i]) for i in shown]
     labels = [f"unit {i}" for i in shown]
     rest = np.setdiff1d(order, shown)
     if rest.size:
-        bands.append(produced[:, rest].sum(axis=1))
+        groups.append(rest)
         labels.append(f"{rest.size} other units")
-    return bands, labels
+    return groups, labels
 
 
 def panels(series: EpisodeSeries) -> list[str]:
@@ -42,20 +43,65 @@ def panels(series: EpisodeSeries) -> list[str]:
     return out
 
 
-def draw_panel(ax: Any, name: str, s: EpisodeSeries) -> None:
-    """Draw one panel of `plot_episode` on `ax`."""
+def _mw_axis(ax: Any, *values: np.ndarray | None) -> None:
+    """MW on a plain axis from 0 (or the lowest value): no offset, so float noise on a flat
+    series reads as a flat line at its level, not as a curve under `1e-5+7.5e2`."""
+    finite = [v[np.isfinite(v)] for v in values if v is not None]
+    finite = [v for v in finite if v.size]
+    low = min([0.0, *(float(v.min()) for v in finite)])
+    high = max([1.0, *(float(v.max()) for v in finite)])
+    ax.set_ylim(low - 0.05 * (high - low) if low < 0 else 0.0, high + 0.12 * (high - low))
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+
+
+def _unit_limits(case: Any, n_units: int) -> tuple[np.ndarray, np.ndarray] | None:
+    if case is None:
+        return None
+    p_min = np.asarray(jax.device_get(case.unit_p_min), np.float64)
+    p_max = np.asarray(jax.device_get(case.unit_p_max), np.float64)
+    if p_min.shape != (n_units,):
+        raise ValueError(f"plot_episode: the case has {p_min.shape[0]} units, the episode's dispatch {n_units}")
+    return p_min, p_max
+
+
+def draw_panel(ax: Any, name: str, s: EpisodeSeries, *, case: Any = None, reward_unit: str | None = None) -> None:
+    """Draw one panel of `plot_episode` on `ax` (`case`: unit limits for the dispatch panel)."""
     x = s.time
     if name == "power":
+        generation = None if s.dispatch is None else s.dispatch.sum(axis=1)
         if s.load is not None:
-            ax.plot(x, s.load, color="#222222", lw=1.8, label="load")
-        if s.dispatch is not None:
-            ax.plot(x, s.dispatch.sum(axis=1), color="#e08a00", lw=1.4, ls="--", label="generation")
+            ax.plot(x, s.load, color="#222222", lw=2.4, label="load")
+        if generation is not None:
+            ax.plot(x, generation, color="#e08a00", lw=1.4, ls="--", label="generation (Σ units)")
+        _mw_axis(ax, s.load, generation)
         ax.set_ylabel("power [MW]")
     elif name == "dispatch":
         assert s.dispatch is not None  # panels() lists only the panels with data
-        bands, labels = _dispatch_bands(s.dispatch)
-        ax.stackplot(x, *bands, labels=labels, alpha=0.85)
-        ax.set_ylabel("dispatch [MW]")
+        limits = _unit_limits(case, s.dispatch.shape[1])
+        groups, labels = _unit_groups(s.dispatch)
+        outside_any = np.zeros(s.n_steps, bool)
+        for k, (group, label) in enumerate(zip(groups, labels)):
+            colour = f"C{k % 10}"
+            p = s.dispatch[:, group].sum(axis=1)
+            line_label = label
+            if limits is not None:
+                low, high = limits[0][group].sum(), limits[1][group].sum()
+                line_label = f"{label} [{low:g}, {high:g}] MW"
+                ax.axhline(high, color=colour, lw=0.8, ls=":", alpha=0.9)
+                below = s.dispatch[:, group] < limits[0][group] - 1e-3
+                above = s.dispatch[:, group] > limits[1][group] + 1e-3
+                outside = np.any(below | above, axis=1)
+                outside_any |= outside
+                if outside.any():
+                    ax.plot(x[outside], p[outside], ls="none", marker="x", ms=6, mew=1.6, color=_OUTSIDE_COLOUR)
+            ax.plot(x, p, color=colour, lw=1.5, label=line_label)
+        if outside_any.any():
+            ax.plot([], [], ls="none", marker="x", ms=6, mew=1.6, color=_OUTSIDE_COLOUR,
+                    label=f"outside its limits ({int(outside_any.sum())} steps)")
+        if limits is not None:
+            ax.plot([], [], color="#555555", lw=0.8, ls=":", label="p_max (same colour)")
+        _mw_axis(ax, s.dispatch.sum(axis=1) if len(groups) > 1 else None, *(s.dispatch[:, g].sum(axis=1) for g in groups))
+        ax.set_ylabel("unit output [MW]")
     elif name == "prices":
         p = s.prices
         assert p is not None  # panels() lists only the panels with data
@@ -67,17 +113,19 @@ def draw_panel(ax: Any, name: str, s: EpisodeSeries) -> None:
         ax.set_ylabel("price [$/MWh]")
     elif name == "reward":
         assert s.reward is not None  # episode_series always sets one
-        ax.plot(x, s.reward, color="#31a354", lw=1.6, label=f"reward (episode sum {np.nansum(s.reward):.4g})")
-        ax.set_ylabel("reward per step")
+        unit = reward_unit or UNDECLARED_UNIT
+        ax.plot(x, s.reward, color="#31a354", lw=1.6, label=f"reward (episode sum {np.nansum(s.reward):,.6g})")
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        ax.set_ylabel(f"reward per step\n[{unit}]")
     elif name == "costs":
         assert s.costs is not None  # panels() lists only the panels with data
         for i, (channel, unit) in enumerate(zip(s.cost_names, s.cost_units)):
-            ax.plot(x, s.costs[:, i], lw=1.4, label=f"{channel} [{unit}] (sum {np.nansum(s.costs[:, i]):.4g})")
+            ax.plot(x, s.costs[:, i], lw=1.4, label=f"{channel} [{unit}] (sum {np.nansum(s.costs[:, i]):,.4g})")
         ax.set_ylabel("cost per step")
     ax.grid(alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(loc="upper left", fontsize=7, ncol=2 if len(handles) > 4 else 1, framealpha=0.8)
+    if handles:  # beside the axes, never over the curves
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, framealpha=0.8, borderaxespad=0.0)
 
 
 def plot_episode(
@@ -88,15 +136,18 @@ def plot_episode(
     load_mw: Any = None,
     delta_t_hours: float | int | None = None,
     title: str | None = None,
+    case: Any = None,
+    reward_unit: str | None = None,
 ) -> Any:
     """Plot one episode: load and generation, dispatch per unit, prices, reward and costs.
 
     Host-side matplotlib, never inside `jit`. A panel is drawn when the trace has its
-    data: power (`load_mw` and the summed dispatch) [MW], dispatch stacked by unit
-    (the eight largest producers, the rest summed; units absorbing power are left out of
-    the stack, not of the generation line) [MW], prices (one price, or the mean
-    and range over buses) [$/MWh], reward per step, and each cost channel per step with
-    its unit.
+    data: power (`load_mw` and the summed dispatch, on a plain MW axis from 0) [MW],
+    output per unit (the eight largest units one by one, the rest summed; with `case`,
+    each unit's limits in its legend, its `p_max` dotted and red crosses on the steps a
+    unit is outside its limits, e.g. a slack unit past its rating) [MW], prices (one
+    price, or the mean and range over buses) [$/MWh], reward per step with its unit, and
+    each cost channel per step with its unit. Legends sit beside the panels.
 
     **Arguments:**
 
@@ -108,15 +159,20 @@ def plot_episode(
     - `load_mw`: load per step `(T,)` or `(T, n_loads)` [MW] when the trace lacks it.
     - `delta_t_hours`: step length in hours, for a time axis in hours.
     - `title`: figure title.
+    - `case`: the episode's case (`params.case`), for the units' limits.
+    - `reward_unit`: what the reward measures, e.g. `"−0.01 × generation cost [$/h]"`
+      (default: the trace's `reward_unit`, else `"env units"`).
 
     **Returns:** the matplotlib `Figure`.
     """
     s = episode_series(trace, cost_names=cost_names, cost_units=cost_units, load_mw=load_mw, delta_t_hours=delta_t_hours)
+    if reward_unit is None:
+        reward_unit = s.reward_unit
     names = panels(s)
-    fig = new_figure("plot_episode", (8.0, 1.2 + 1.9 * len(names)))
+    fig = new_figure("plot_episode", (10.0, 1.2 + 1.9 * len(names)))
     axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
     for ax, name in zip(axes, names):
-        draw_panel(ax, name, s)
+        draw_panel(ax, name, s, case=case, reward_unit=reward_unit)
     axes[-1].set_xlabel(s.time_label)
     fig.suptitle(title if title is not None else f"episode of {s.n_steps} steps")
     return fig

@@ -8,7 +8,8 @@ Accepted forms, all host-side NumPy once read:
   `(obs, reward, done, info, ...)`;
 * the `.npz` trace of `python -m powerzoojax eval RUN_DIR --trace PATH` (or its path),
   or any mapping with the same keys: `reward`, `constraint_costs`, `cost_names`,
-  `cost_units`, `done`, `delta_t_hours`, `info/<key>` and `state/<field>`.
+  `cost_units`, `reward_unit`, `load_mw`, `done`, `delta_t_hours`, `info/<key>` and
+  `state/<field>`.
 
 Series are found by name: load `load_mw` (in the trace or its info), dispatch
 `unit_power_mw` (state) / `unit_power` / `realized_p_mw` (info), prices `lmp` /
@@ -42,6 +43,7 @@ class EpisodeSeries:
     - `prices`: `(T,)` or `(T, n_buses)` prices or LMPs [$/MWh].
     - `done`: `(T,)` episode-end flags.
     - `delta_t_hours`: the step length [h], when known.
+    - `reward_unit`: what the reward measures, when the trace says (`reward_unit`).
     - `states`: the float fields of the state each step returned, keyed by field name
       (NaN on a terminal step, whose returned state already belongs to the next episode).
     """
@@ -56,6 +58,7 @@ class EpisodeSeries:
     prices: np.ndarray | None = None
     done: np.ndarray | None = None
     delta_t_hours: float | None = None
+    reward_unit: str | None = None
     states: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -230,10 +233,12 @@ def episode_series(
     done = flat.get("done")
     dt = delta_t_hours if delta_t_hours is not None else flat.get("delta_t_hours")
     states = {k[len("state/"):]: np.asarray(v, np.float64) for k, v in flat.items() if k.startswith("state/")}
+    reward_unit = _names(flat.get("reward_unit"))
     return EpisodeSeries(
         n_steps=n_steps, reward=reward, costs=costs, cost_names=names, cost_units=units, load=load,
         dispatch=None if dispatch is None else dispatch.reshape(n_steps, -1),
         prices=None if prices is None else prices.reshape(n_steps, -1),
         done=None if done is None else np.asarray(done, bool),
         delta_t_hours=None if dt is None else float(np.asarray(dt)), states=states,
+        reward_unit=reward_unit[0] if len(reward_unit) == 1 else None,
     )
