@@ -36,16 +36,26 @@ from powerzoojax.core import _precision as hp
 # milliseconds for a preconditioned GMRES solve to the forcing tolerance
 # (benchmarks/results/large-cases.md).
 KRYLOV_MIN_BUSES = 500
-# Largest Krylov subspace of one Newton step (one GMRES cycle, no restart).
+# Largest Krylov subspace of one Newton step (one GMRES cycle, no restart) on networks of
+# KRYLOV_MIN_BUSES buses and more.
 KRYLOV_MAX_STEPS = 40
 # Relative linear residual at which GMRES stops: ‖F + J Δx‖₂ ≤ KRYLOV_FORCING · ‖F‖₂. With
 # 1e-3 the outer iteration converges at the rate of exact Newton until the mismatch is near
 # the float32 floor.
 KRYLOV_FORCING = 1e-3
 # Arnoldi loop of the GMRES solve (see `fgmres`): "while" ends at the forcing tolerance,
-# "fixed" runs a fixed trip count of masked steps. Read when `ac_power_flow` is traced.
+# "fixed" runs a fixed trip count of masked steps with in-place basis updates.
 KRYLOV_LOOPS = ("while", "fixed")
 KRYLOV_LOOP = "while"
+# The same two settings for networks below KRYLOV_MIN_BUSES, which take the Krylov step on
+# accelerators (GPU, TPU), many instances at once (the env's batched Newton re-solve):
+# there each Arnoldi step costs a few passes over every lane's Krylov basis, so the
+# subspace is kept small and the trip count fixed. With the fast-decoupled preconditioner
+# case 118's Newton steps need 5-9 Arnoldi steps for the forcing tolerance (mean 6.8, at
+# most 23 of 720 solves).
+KRYLOV_SMALL_MAX_STEPS = 12
+KRYLOV_SMALL_LOOP = "fixed"
+# Every module constant here is read when `ac_power_flow` is traced.
 
 
 def _safe_div(a, b):
@@ -80,8 +90,11 @@ def fgmres(
     - `rtol`: stop once the estimated residual `‖b − A x‖₂ ≤ rtol ‖b‖₂`.
     - `loop`: `"while"` (a `while_loop` that ends when the residual test passes; under
       `vmap`, when it passes on every lane) or `"fixed"` (a `fori_loop` of `max_steps`
-      Arnoldi steps, each masked off once the test passes: a fixed trip count) (static).
-      Both give the same result.
+      Arnoldi steps, each masked off once the test passes) (static). Both give the same
+      result. Under `vmap` the while loop's step index differs between lanes, so it reads
+      and writes the Krylov basis by masks over the whole basis; the fixed loop's index is
+      the trip count, shared by every lane, so it slices and updates one basis row in place
+      (a lane past its test writes zeros), several passes over the basis less per step.
 
     **Returns:**
 
@@ -136,17 +149,40 @@ def fgmres(
         j, *_, g = state
         return (j < k) & (jnp.abs(row(g, j)) > target)
 
+    def fixed_step(i, state):
+        # Step i of every lane: in-place row updates at the shared index i; a lane whose
+        # test has passed writes zero rows and keeps its rotations and right-hand side.
+        steps, basis, zs, r_mat, rot, g = state
+        go = running(state)
+        z = where(go, precond(lax.dynamic_index_in_dim(basis, i, keepdims=False)), 0.0)
+        zs = lax.dynamic_update_index_in_dim(zs, z, i, 0)
+        w = matvec(z)
+        h = hp.matmul(basis, w)
+        w = w - hp.matmul(h, basis)
+        h2 = hp.matmul(basis, w)
+        w = w - hp.matmul(h2, basis)
+        h = h + h2
+        h_next = jnp.sqrt(jnp.sum(w * w))
+        basis = lax.dynamic_update_index_in_dim(basis, _safe_div(w, h_next), i + 1, 0)
+        col = hp.matmul(rot, where(rows == i + 1, h_next, h))
+        a, bb = col[i], col[i + 1]
+        c, s = _givens(a, bb)
+        c, s = where(go, c, 1.0), where(go, s, 0.0)
+        rot_i, rot_i1 = rot[i], rot[i + 1]
+        rot = where(
+            (rows == i)[:, None], c * rot_i + s * rot_i1, where((rows == i + 1)[:, None], c * rot_i1 - s * rot_i, rot)
+        )
+        col = where(go, where(rows == i, c * a + s * bb, where(rows == i + 1, 0.0, col)), 0.0)
+        r_mat = lax.dynamic_update_slice(r_mat, col[:k, None], (0, i))
+        g = where(rows == i, c * g[i], where(rows == i + 1, -s * g[i], g))
+        return steps + go.astype(jnp.int32), basis, zs, r_mat, rot, g
+
     zero_k = jnp.zeros((k, k), dtype)
     init = (jnp.zeros((), jnp.int32), basis0, jnp.zeros((k, n), dtype), zero_k, jnp.eye(k + 1, dtype=dtype), g0)
     if loop == "while":
         state = lax.while_loop(running, arnoldi, init)
     else:
-
-        def masked(_, state):
-            go = running(state)
-            return jax.tree.map(lambda new, old: where(go, new, old), arnoldi(state), state)
-
-        state = lax.fori_loop(0, k, masked, init)
+        state = lax.fori_loop(0, k, fixed_step, init)
     steps, _, zs, r_mat, _, g = state
 
     # Back-substitution R y = g over the first `steps` rows (the rest of y stays 0).
@@ -247,7 +283,8 @@ def krylov_newton_step(
     - `slack`: slack bus index (static).
     - `precond`: `r ↦` an approximation of `J⁻¹ r` (the fast-decoupled solve).
     - `max_steps`, `rtol`, `loop`: GMRES options (`fgmres`); `None` takes
-      `KRYLOV_MAX_STEPS`, `KRYLOV_FORCING`, `KRYLOV_LOOP` (static).
+      `KRYLOV_MAX_STEPS`, `KRYLOV_FORCING`, `KRYLOV_LOOP`, or below `KRYLOV_MIN_BUSES`
+      buses `KRYLOV_SMALL_MAX_STEPS`, `KRYLOV_SMALL_LOOP` (static).
 
     **Returns:**
 
@@ -277,12 +314,13 @@ def krylov_newton_step(
     # round-off floor on stiff rows) lets GMRES leave those rows' residual near their floor,
     # and on case 2383wp that shifted the angles of whole areas by up to 2.8e-4 rad against
     # PYPOWER (9e-5 unweighted, 5.6e-5 with the dense LU).
+    large = n >= KRYLOV_MIN_BUSES
     dx, _ = fgmres(
         matvec,
         precond,
         -f,
-        max_steps=KRYLOV_MAX_STEPS if max_steps is None else max_steps,
+        max_steps=(KRYLOV_MAX_STEPS if large else KRYLOV_SMALL_MAX_STEPS) if max_steps is None else max_steps,
         rtol=KRYLOV_FORCING if rtol is None else rtol,
-        loop=KRYLOV_LOOP if loop is None else loop,
+        loop=(KRYLOV_LOOP if large else KRYLOV_SMALL_LOOP) if loop is None else loop,
     )
     return dx[:m], dx[m:]
