@@ -69,6 +69,7 @@ def setup(algo: str):
         algo=algo, total_timesteps=UPDATES * 4 * 4, num_envs=4, n_steps=4, n_epochs=2, n_minibatches=2,
         hidden_dims=(8,), eval_freq=2 * 4 * 4, eval_num_episodes=4, normalize_observations=True,
         normalize_rewards=True, cost_thresholds=(0.1,) if algo == "ppo_lagrangian" else (),
+        keep_checkpoints=UPDATES,  # every checkpoint stays: the run is resumed from the half-way one
     )
     if algo == "ippo_typed":
         return toy_marl(), config.replace(normalize_rewards=False)

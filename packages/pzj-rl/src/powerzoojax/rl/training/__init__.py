@@ -33,11 +33,16 @@ from powerzoojax.rl.training._protocol import (
     write_manifest,
 )
 from powerzoojax.rl.training._report import plot_learning_curve
-from powerzoojax.rl.training._runner import TrainingDiverged, TrainingInterrupted, run_training
+from powerzoojax.rl.training._runner import (
+    InsufficientMemoryError,
+    TrainingDiverged,
+    TrainingInterrupted,
+    run_training,
+)
 from powerzoojax.rl.training._train import evaluate, make_act, make_train, random_act, train
 
 __all__ = [
-    "CheckpointError", "CheckpointWarning", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run", "load_policy",
+    "CheckpointError", "CheckpointWarning", "InsufficientMemoryError", "LoadedPolicy", "TrainingDiverged", "TrainingInterrupted", "evaluate_run", "load_policy",
     "PresetDef", "RunRecord", "TrainConfig", "TrainResult", "bootstrap_ci", "evaluate", "get_preset", "iqm",
     "best_checkpoint", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config", "load_manifest", "make_act",
     "make_train", "norm_score", "paired_sign_flip_test", "plot_learning_curve", "random_act", "run_training",
