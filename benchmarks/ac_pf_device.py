@@ -138,7 +138,8 @@ def _configure(v: Variant) -> None:
 
 def make_rollout(v: Variant, case_id: str, n_envs: int, horizon: int):
     env = TransGridEnv()
-    params = make_trans_params(load_case(case_id), max_steps=horizon, physics=1, pf_method=v.method)
+    # One step longer than the rollout: no auto-reset, the final state is the last step's.
+    params = make_trans_params(load_case(case_id), max_steps=horizon + 1, physics=1, pf_method=v.method)
     model = dataclasses.replace(params.network_model, newton_step=v.step)
     params = eqx.tree_at(lambda p: p.network_model, params, model)
     act_dim = env.action_space(params).shape[0]
