@@ -47,12 +47,12 @@ from powerzoojax.physics._dc_opf import (  # noqa: E402
     dc_opf,
     make_dc_opf_setup,
 )
-from powerzoojax.physics._dispatch_lp import DispatchBasis  # noqa: E402
+from powerzoojax.physics._dispatch_lp import DispatchBasis, DispatchLPTuning  # noqa: E402
 from powerzoojax.physics._qp_ipm import DispatchQPSolution, solve_dispatch_qp  # noqa: E402
 
 __all__ += [
     "DCOPF_INFEASIBLE", "DCOPF_OBJECTIVES", "DCOPF_OPTIMAL", "DCOPF_STATUS_NAMES", "DCOPF_UNCONVERGED", "DCOPFResult", "DCOPFSetup",
-    "DispatchBasis", "DispatchQPSolution", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp",
+    "DispatchBasis", "DispatchLPTuning", "DispatchQPSolution", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp",
 ]
 
 from powerzoojax.physics._ac_opf import ACOPFResult, ACOPFSetup, ac_opf, make_ac_opf_setup  # noqa: E402

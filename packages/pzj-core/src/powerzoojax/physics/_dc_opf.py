@@ -50,22 +50,26 @@ setup; case 118 has none) enter the optimisation, which is a static set: a runti
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
-Algorithm: with constant marginal costs (a `"linear"` setup, or a case whose
-`cost_a = cost_b = 0`, called without `cost_a`/`cost_b`/`ref_weight`) the optimum
-is a vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp`
-finds it exactly (elastic line limits, started from the merit order, or from the
-`basis` of an earlier call with the same setup and costs, which on slowly changing
-loads leaves only the pivots where the binding lines changed; `max_iter` is raised to
-its pivot budget, `tol` and `p_init` do not apply). Pass `cost_a`/`cost_b`
-only for costs that are not linear: with them the primal–dual interior point of
-`powerzoojax.physics._qp_ipm` runs (Mehrotra predictor–corrector, elastic line limits),
-whose relative gap does not pin a linear optimum (on case 5 it left units tens of MW from
-the vertex), so on a linear cost it reports OPTIMAL only when its active-set polish
-certifies a KKT point. A setup with no monitored line (case 118 as
+Algorithm, chosen by the costs' values: with constant marginal costs (`cost_a = 0` and
+`cost_b + ref_weight = 0` everywhere, whether they come from the setup or are passed as
+arrays of zeros) the optimum is a vertex and the bounded dual simplex of
+`powerzoojax.physics._dispatch_lp` finds it exactly (elastic line limits, started from
+the merit order, or from the `basis` of an earlier call with the same setup and costs,
+which on slowly changing loads leaves only the pivots where the binding lines changed;
+`max_iter` is raised to its pivot budget, `tol` and `p_init` do not apply). Otherwise the
+primal–dual interior point of `powerzoojax.physics._qp_ipm` runs (Mehrotra
+predictor–corrector, elastic line limits). The setup's own costs are checked on the host
+when it is built; overrides in the graph by a `lax.cond` (one program for both: no
+recompiles), which under `vmap` with per-instance costs runs both solvers and keeps each
+instance's own answer. An
+interior point's relative gap does not pin a linear optimum (on case 5 it left units
+tens of MW from the vertex), which is why linear costs never reach it. A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
 bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
 default, float64 when it is float64).
 """
+
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -74,9 +78,15 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
-from powerzoojax.physics._qp_ipm import rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._qp_ipm import DispatchQPSolution, rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
 from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
-from powerzoojax.physics._dispatch_lp import DispatchBasis, cold_dispatch_basis, solve_dispatch_lp
+from powerzoojax.physics._dispatch_lp import (
+    DispatchBasis,
+    DispatchLPTuning,
+    check_tuning,
+    cold_dispatch_basis,
+    solve_dispatch_lp,
+)
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
@@ -102,6 +112,8 @@ class DCOPFSetup(eqx.Module):
     - `p_min`, `p_max`: `(G,)` unit limits [MW].
     - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients [$/MWh].
     - `linear`: marginal costs are constant, so the dual simplex solves it (static).
+    - `lp_tuning`: how that dual simplex runs (static; the same optimum for every value):
+      a `DispatchLPTuning`, or `None` for the device's own (chosen at lowering).
     """
 
     ptdf_units_t: Float[Array, "n_units n_lines"]
@@ -119,6 +131,7 @@ class DCOPFSetup(eqx.Module):
     cost_c: Float[Array, " n_units"]
     # Marginal costs constant (`cost_a = cost_b = 0`): solved by the dual simplex.
     linear: bool = eqx.field(static=True, default=False)
+    lp_tuning: DispatchLPTuning | None = eqx.field(static=True, default=None)
 
 
 class DCOPFResult(eqx.Module):
@@ -168,6 +181,7 @@ def make_dc_opf_setup(
     line_floor: Float[np.ndarray, " n_lines"] | None = None,
     *,
     objective: str = "polynomial",
+    lp_tuning: DispatchLPTuning | None = None,
 ) -> DCOPFSetup:
     """Build the DC-OPF operators of a `CaseData` on the host.
 
@@ -182,11 +196,17 @@ def make_dc_opf_setup(
       linear terms, so their `TC` is not convex and only the linear objective is a
       well-posed program on them; the transmission and unit-commitment envs use it by
       default.
+    - `lp_tuning`: how the dual simplex of a linear-cost setup runs (a
+      [`DispatchLPTuning`][powerzoojax.physics.DispatchLPTuning]: masked pivots unrolled
+      before its loop, a start optimality test, one-hot basis selections); `None` (default)
+      picks per device when the program is lowered: the plain loop on a CPU, the unrolled
+      form elsewhere. Every choice gives the same optimum.
 
     **Returns:**
 
     A [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup] (float32 leaves).
     """
+    lp_tuning = check_tuning(lp_tuning, "make_dc_opf_setup")
     if objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")
     ptdf = np.asarray(case.ptdf, np.float64)
@@ -229,6 +249,7 @@ def make_dc_opf_setup(
         cost_c=f32(case.unit_cost_c),
         linear=objective == "linear"
         or bool(np.all(np.asarray(case.unit_cost_a) == 0) and np.all(np.asarray(case.unit_cost_b) == 0)),
+        lp_tuning=lp_tuning,
     )
 
 
@@ -333,25 +354,42 @@ def dc_opf(
             hp.matmul(load, mon_ptdf_t) if load_flow_mw is None else jnp.asarray(load_flow_mw, dtype)[setup.mon_idx]
         )
         row_lo, row_hi = floor[setup.mon_idx] + load_flow_mon, cap[setup.mon_idx] + load_flow_mon
-        if setup.linear and cost_a is None and cost_b is None and ref_weight is None:
-            # Constant marginal costs: the optimum is a vertex, found exactly by the dual
-            # simplex (an interior point's relative gap leaves MW between near-tied units).
-            # `max_iter` is raised to the pivot budget; `tol`/`p_init` do not apply.
-            budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
-            problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
-            sol, final_basis = solve_dispatch_lp(
-                *sg(problem[2:]), penalty=line_penalty, max_pivots=budget, start=basis
+        # Constant marginal costs: the optimum is a vertex, found exactly by the dual
+        # simplex (an interior point's relative gap leaves MW between near-tied units).
+        # `max_iter` is raised to the pivot budget; `tol`/`p_init` do not apply.
+        budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
+        lp_problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
+        qp_problem = (a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
+
+        def by_lp(_: Any) -> tuple[DispatchQPSolution, DispatchBasis, Bool[Array, ""]]:
+            sol, out_basis = solve_dispatch_lp(
+                *sg(lp_problem[2:]), penalty=line_penalty, max_pivots=budget, start=basis, tuning=setup.lp_tuning
             )
-            farkas = jnp.asarray(False)
-        else:
-            problem = (a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
-            sol = solve_dispatch_qp(
-                *sg(problem), penalty=line_penalty, max_iter=max_iter, tol=tol, x0=sg(p_init),
-            )
+            return sol, out_basis, jnp.asarray(False)
+
+        def by_ipm(_: Any) -> tuple[DispatchQPSolution, DispatchBasis, Bool[Array, ""]]:
+            sol = solve_dispatch_qp(*sg(qp_problem), penalty=line_penalty, max_iter=max_iter, tol=tol, x0=sg(p_init))
             # An iteration that stops early on an infeasible instance (float32 steps turn
             # non-finite near the elastic optimum) still carries row duals near the penalty
             # on the violated lines: a Farkas certificate from them classifies it.
             farkas = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
+            return sol, final_basis, farkas
+
+        # The algorithm follows the costs' values, not whether overrides were passed: the
+        # setup's own costs were checked on the host when it was built; overrides (traced
+        # here) in the graph by `lax.cond` (under `vmap` with per-instance costs both
+        # solvers run and each instance keeps its own answer). One trace: no recompiles.
+        linear = _linear_costs(setup, cost_a, cost_b, ref_weight)
+        if linear is None:
+            is_linear = jnp.all(a == 0) & jnp.all(quad == 0)
+            sol, final_basis, farkas = jax.lax.cond(is_linear, by_lp, by_ipm, None)
+            problem = tuple(where(is_linear, x_lp, x_qp) for x_lp, x_qp in zip(lp_problem, qp_problem))
+        elif linear:
+            sol, final_basis, farkas = by_lp(None)
+            problem = lp_problem
+        else:
+            sol, final_basis, farkas = by_ipm(None)
+            problem = qp_problem
 
     # On a linear cost a relative duality gap does not pin the dispatch (near-tied units
     # can sit MW from the vertex): there only an exact KKT point counts as optimal.
@@ -396,6 +434,15 @@ def dc_opf(
         n_iter=sol.n_iter,
         basis=final_basis,
     )
+
+
+def _linear_costs(setup: DCOPFSetup, cost_a: Any, cost_b: Any, ref_weight: Any) -> bool | None:
+    """Marginal costs constant (`a = 0` and `b + ref_weight = 0` everywhere): the setup's
+    host-side check when its own costs apply, else None (the graph tells: `dc_opf` is
+    jitted, so overrides are always traced there)."""
+    if cost_a is None and cost_b is None and ref_weight is None:
+        return setup.linear
+    return None
 
 
 def _rebalance(

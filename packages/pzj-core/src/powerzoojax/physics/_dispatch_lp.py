@@ -37,7 +37,17 @@ pivots only where the binding set moved. Its inverse is rebuilt from the same st
 rather than factorised: the basis with one of its unit columns and every remaining row on
 a slack has a closed-form inverse, and each further basic unit column enters by one
 product-form pivot (an optimal basis has few: the units strictly between their bounds).
+
+Tuning per device. How the dual simplex runs (`DispatchLPTuning`: unrolled masked pivots
+before its loop, the start's optimality test, one-hot basis selections) changes the
+program, not the optimum. A CPU runs the loop alone with gathers (`CPU_TUNING`), where it
+measures fastest; other devices, where each kernel's launch costs more than a small LP's
+arithmetic, take `ACCELERATOR_TUNING`. Unless the caller names one, the choice is made
+when the program is lowered for its device (`jax.lax.platform_dependent`), so the same
+jitted function is right on either.
 """
+
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -51,7 +61,9 @@ from powerzoojax.physics._dual_simplex import (
     BasisInverse,
     DenseInverse,
     DenseLPMatrix,
+    DualSimplexResult,
     LPMatrix,
+    _ONE_HOT_MAX_ELEMENTS,
     bounded_dual_simplex,
     matvec,
     merit_order_start,
@@ -69,6 +81,51 @@ STRUCTURED_MIN_ENTRIES = 4096
 # `SlackBasisInverse` with the structured products (None), or forced on or off (read when a
 # function is traced), so that a benchmark can time both in one process.
 THIN_INVERSE: bool | None = None
+
+
+class DispatchLPTuning(NamedTuple):
+    """How the dual simplex of `solve_dispatch_lp` runs; every value gives the same optimum
+    (see `powerzoojax.physics._dual_simplex`). Static: hashable, a jit cache key.
+
+    **Arguments:**
+
+    - `fixed_pivots`: simplex iterations unrolled before the loop, each masked per LP
+      (`≥ 0`; 0: the loop alone). Pays where a loop trip's kernel launches cost more than
+      the pivots skipped lanes compute for nothing.
+    - `start_test`: test the starting basis for optimality before the loop (always on with
+      a warm start): a batch whose every start is optimal then runs no loop body.
+    - `one_hot`: the dense LP's basis selections by comparisons instead of gathers and
+      scatters (the structured large-LP forms keep their gathers).
+    """
+
+    fixed_pivots: int = 0
+    start_test: bool = False
+    one_hot: bool = False
+
+
+# The loop alone, with gathers: fastest on a CPU (benchmarks/results/opf.md).
+CPU_TUNING = DispatchLPTuning()
+# Every other device: the case-5 seed workload's LPs start optimal (no pivot), so the start
+# test skips the loop's body; two unrolled pivots cover most rated-line LPs of case 5 and
+# 14 (benchmarks/results/opf.md has the pivot counts); gathers become comparisons.
+ACCELERATOR_TUNING = DispatchLPTuning(fixed_pivots=2, start_test=True, one_hot=True)
+
+
+def check_tuning(tuning: DispatchLPTuning | None, caller: str) -> DispatchLPTuning | None:
+    """`tuning` if it is `None` (per device) or a valid `DispatchLPTuning`; else a
+    `ValueError` naming the bad value and `caller`."""
+    if tuning is None:
+        return None
+    if not isinstance(tuning, DispatchLPTuning):
+        raise ValueError(f"{caller}: lp_tuning must be a DispatchLPTuning or None, got {tuning!r}")
+    k = tuning.fixed_pivots
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"{caller}: lp_tuning.fixed_pivots must be an int >= 0, got {k!r}")
+    if not isinstance(tuning.start_test, bool) or not isinstance(tuning.one_hot, bool):
+        raise ValueError(
+            f"{caller}: lp_tuning.start_test and .one_hot must be bools, got {tuning.start_test!r}, {tuning.one_hot!r}"
+        )
+    return tuning
 
 
 class ElasticRowsMatrix(LPMatrix):
@@ -325,6 +382,7 @@ def solve_dispatch_lp(
     penalty: float = 1e3,
     max_pivots: int | None = None,
     start: DispatchBasis | None = None,
+    tuning: DispatchLPTuning | None = None,
 ) -> tuple[DispatchQPSolution, DispatchBasis]:
     """Optimal vertex of the linear dispatch above, in the caller's units.
 
@@ -341,6 +399,8 @@ def solve_dispatch_lp(
     - `start`: the final basis of an earlier solve with the same `lin`, `a_t` and
       `penalty` (see the module docstring); `None`, or one not `valid`, starts from the
       merit order.
+    - `tuning`: how the dual simplex runs (static, see `DispatchLPTuning`); `None` takes
+      `CPU_TUNING` on a CPU and `ACCELERATOR_TUNING` elsewhere, chosen at lowering.
 
     **Returns:** `(solution, basis)`: the final basis, to pass as the next `start`
     (`valid` when the LP was solved), and a `DispatchQPSolution`: `x` [MW]; `nu` the balance dual (system price
@@ -348,6 +408,7 @@ def solve_dispatch_lp(
     `e⁺ + e⁻` [MW]; `converged` when the simplex reached an optimal basis; `n_iter` its
     pivots; `residual` the largest scaled bound violation of the final basis.
     """
+    tuning = check_tuning(tuning, "solve_dispatch_lp")
     n, m = a_t.shape
     dtype = jnp.result_type(lin.dtype, jnp.float32)
     hi = jnp.maximum(hi, lo)
@@ -365,17 +426,15 @@ def solve_dispatch_lp(
     eye = jnp.eye(m, dtype=dtype)
     structured = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
     thin = structured if THIN_INVERSE is None else THIN_INVERSE
-    if structured:
-        op: LPMatrix = ElasticRowsMatrix(a.astype(dtype))
-    else:
-        op = DenseLPMatrix(
-            jnp.concatenate(
-                [
-                    jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 3 * m), dtype)], axis=1),
-                    jnp.concatenate([a.astype(dtype), -eye, -eye, eye], axis=1),
-                ],
-                axis=0,
-            )
+    dense_a = None
+    big = (m + 1) * (n + 3 * m) > _ONE_HOT_MAX_ELEMENTS
+    if not structured:
+        dense_a = jnp.concatenate(
+            [
+                jnp.concatenate([jnp.ones((1, n), dtype), jnp.zeros((1, 3 * m), dtype)], axis=1),
+                jnp.concatenate([a.astype(dtype), -eye, -eye, eye], axis=1),
+            ],
+            axis=0,
         )
     b = jnp.zeros((m + 1,), dtype).at[0].set(ds)
     pen = jnp.full((2 * m,), penalty, dtype)
@@ -406,15 +465,24 @@ def solve_dispatch_lp(
                 axis=0,
             )
         )
-    if start is not None:
-        warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, thin)
-        basis = where(warm, warm_basis, basis)
-        inv = jax.tree.map(lambda w_, c_: where(warm, w_, c_), warm_inv, inv)
-        at_upper = where(warm, warm_upper, at_upper)
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
-    lp = bounded_dual_simplex(
-        op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL, check_start=start is not None
-    )
+
+    def run(t: DispatchLPTuning, basis=basis, inv=inv, at_upper=at_upper) -> DualSimplexResult:
+        op = ElasticRowsMatrix(a.astype(dtype)) if dense_a is None else DenseLPMatrix(dense_a, t.one_hot and not big)
+        if start is not None:
+            warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, thin)
+            basis = where(warm, warm_basis, basis)
+            inv = jax.tree.map(lambda w_, c_: where(warm, w_, c_), warm_inv, inv)
+            at_upper = where(warm, warm_upper, at_upper)
+        return bounded_dual_simplex(
+            op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL,
+            check_start=start is not None or t.start_test, fixed_pivots=t.fixed_pivots, one_hot=t.one_hot,
+        )
+
+    if tuning is None:
+        lp = lax.platform_dependent(cpu=lambda: run(CPU_TUNING), default=lambda: run(ACCELERATOR_TUNING))
+    else:
+        lp = run(tuning)
     solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)

@@ -17,10 +17,12 @@ under `vmap` it fuses into element-wise loops over the batch, whereas XLA:CPU ha
 `dot` of tiny rows to a separate library kernel, whose fixed cost dominates there. On
 matrices above `_BROADCAST_MAX_ELEMENTS` elements the products are `@`.
 
-The basic columns are picked by gathers and scatters of the basis indices, not by
-one-hot products (a `rows × vars` selection matrix): those fuse under `vmap` too but
-cost a multiply per row and column, and measure slower on small and large LPs alike
-(`benchmarks/results/xla-tricks.md`).
+The basic columns are picked by gathers and scatters of the basis indices by default,
+not by one-hot comparisons (a `rows × vars` selection): those fuse under `vmap` too but
+cost an operation per row and column, and measure slower on a CPU on small and large LPs
+alike (`benchmarks/results/xla-tricks.md`). `one_hot=True` takes the comparisons: on an
+accelerator a batched gather or scatter of a few indices per lane is a slow kernel of its
+own, while the comparisons fuse with the element-wise work around them.
 
 The constraint matrix is a dense array or an `LPMatrix`, which gives only the products
 the method needs: a caller whose matrix has structure (the dispatch LP's signed unit
@@ -29,6 +31,13 @@ columns) then pays for its nonzeros, not for every entry.
 The loop is a `lax.while_loop` that stops when the instance is optimal or proven
 primal infeasible (a violated row no column can repair) or the budget is spent; under
 `vmap` it runs until the slowest lane stops, the others frozen by the loop's select.
+`fixed_pivots = K` puts K iterations of the same body before it, unrolled in the program,
+each masked per lane exactly as the loop's select masks it (a stopped lane's iteration is
+a no-op), so the result is the loop's. The loop then runs only for lanes still going; if
+none is, its condition is evaluated once. Each trip of a loop is a chain of kernels that
+XLA cannot fuse with what comes before or after it; on an accelerator, where a kernel's
+launch costs more than a small LP's arithmetic, unrolled iterations fuse into fewer
+kernels. On a CPU the loop is as fast, and every lane then pays only for its own pivots.
 """
 
 import equinox as eqx
@@ -61,6 +70,9 @@ BROADCAST_PRODUCTS = True
 # Matrices of more elements than this take a plain `@` whatever the switch: there the
 # library kernel's fixed cost is small against the product itself.
 _BROADCAST_MAX_ELEMENTS = 4096
+# LPs of more matrix entries than this keep the gathers whatever `one_hot` says: each
+# comparison selection costs rows × columns operations.
+_ONE_HOT_MAX_ELEMENTS = 4096
 
 
 def _broadcast(m: Array) -> bool:
@@ -115,12 +127,17 @@ class LPMatrix:
 
 
 class DenseLPMatrix(LPMatrix):
-    """A dense constraint matrix (products as in `matvec` / `vecmat`)."""
+    """A dense constraint matrix (products as in `matvec` / `vecmat`).
 
-    def __init__(self, a: Float[Array, "n_rows n_vars"]):
+    `one_hot`: pick columns by comparisons with the column index instead of a dynamic
+    slice or gather (see the module docstring).
+    """
+
+    def __init__(self, a: Float[Array, "n_rows n_vars"], one_hot: bool = False):
         self.a = a
         self.shape = (a.shape[0], a.shape[1])
         self.dtype = a.dtype
+        self.one_hot = one_hot
 
     def matvec(self, x):
         return _mv(self.a, x)
@@ -129,13 +146,21 @@ class DenseLPMatrix(LPMatrix):
         return _vm(y, self.a)
 
     def column(self, q):
+        if self.one_hot:
+            return jnp.sum(where(jnp.arange(self.shape[1])[None, :] == q, self.a, 0.0), axis=1)
         return lax.dynamic_index_in_dim(self.a, q, axis=1, keepdims=False)
 
+    def _basis_columns(self, basis: Int[Array, " n_basis"]) -> Float[Array, "a_rows n_basis"]:
+        if self.one_hot:
+            hits = basis[:, None] == jnp.arange(self.shape[1])[None, :]
+            return jnp.sum(where(hits[None, :, :], self.a[:, None, :], 0.0), axis=2)
+        return self.a[:, basis]
+
     def basis_matvec(self, basis, x_b):
-        return _mv(self.a[:, basis], x_b)
+        return _mv(self._basis_columns(basis), x_b)
 
     def basis_vecmat(self, y, basis):
-        return _vm(y, self.a[:, basis])
+        return _vm(y, self._basis_columns(basis))
 
 
 class BasisInverse(eqx.Module):
@@ -203,6 +228,8 @@ def bounded_dual_simplex(
     dual_tol: float = 1e-5,
     optimality_tol: float = 3e-4,
     check_start: bool = False,
+    fixed_pivots: int = 0,
+    one_hot: bool = False,
 ) -> DualSimplexResult:
     """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
@@ -222,11 +249,22 @@ def bounded_dual_simplex(
     cost within 1e-5 of HiGHS's (`benchmarks/results/large-cases.md`).
 
     `check_start` (static): test the starting basis for optimality before the loop, which
-    pays when starts are often optimal already (warm starts).
+    pays when starts are often optimal already (warm starts), and lets a batch whose
+    every start is optimal skip the loop's body.
+
+    `fixed_pivots` (static, `≥ 0`): iterations unrolled before the loop, masked per lane
+    (see the module docstring); the result is the same for every value.
+
+    `one_hot` (static): basis selections by comparisons instead of gathers and scatters
+    (see the module docstring), on LPs of at most `_ONE_HOT_MAX_ELEMENTS` matrix entries
+    (their cost grows with rows × columns); the same values.
     """
-    op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a)
+    if isinstance(fixed_pivots, bool) or not isinstance(fixed_pivots, int) or fixed_pivots < 0:
+        raise ValueError(f"bounded_dual_simplex: fixed_pivots must be an int >= 0, got {fixed_pivots!r}")
+    n_rows, n_vars = a.shape
+    one_hot = one_hot and n_rows * n_vars <= _ONE_HOT_MAX_ELEMENTS
+    op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a, one_hot)
     inv0 = binv if isinstance(binv, BasisInverse) else DenseInverse(binv)
-    n_rows, n_vars = op.shape
     cols = jnp.arange(n_vars)
     rows = jnp.arange(n_rows)
     index_before = cols[None, :] < cols[:, None]  # [j, k]: k precedes j on equal ratios
@@ -266,7 +304,7 @@ def bounded_dual_simplex(
         return where(eligible, ratio, -1.0)
 
     def basic_values(basis, inv, at_upper):
-        sel = _BasisSelection(basis, n_vars)
+        sel = _BasisSelection(basis, n_vars, one_hot)
         x_nb = where(sel.is_basic, 0.0, where(at_upper, hi, lo))
         x_b = inv.solve(b - op.matvec(x_nb))
         return sel, sel.is_basic, x_nb, x_b
@@ -351,8 +389,12 @@ def bounded_dual_simplex(
         sel0, is_basic0, _, viol0 = violations(basis, inv0, at_upper)
         _, wrong0 = wrong_signs(sel0, is_basic0, inv0, at_upper)
         status0 = where((jnp.max(viol0) <= primal_tol) & ~jnp.any(wrong0), SOLVED, BUDGET).astype(jnp.int32)
-    init = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, status0)
-    it, basis, inv, at_upper, status = lax.while_loop(cond, body, init)
+    carry = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, status0)
+    for _ in range(fixed_pivots):
+        # The loop's own step: a lane the loop would have stopped keeps its state.
+        go = cond(carry)
+        carry = jax.tree.map(lambda new, old: where(go, new, old), body(carry), carry)
+    it, basis, inv, at_upper, status = lax.while_loop(cond, body, carry)
     # The refinement below feeds several reductions; unmaterialised, XLA would fuse (and
     # so repeat) all of it into each of them.
     # The budget may end on a pivot: check optimality of the final basis once more.
@@ -373,19 +415,30 @@ def bounded_dual_simplex(
 
 
 class _BasisSelection:
-    """The basic columns of an LP, by gathers and scatters of the basis indices."""
+    """The basic columns of an LP, by gathers and scatters of the basis indices, or with
+    `one_hot` by comparisons of them with every column index (`rows × vars`; see the
+    module docstring). Both give the same values: each basic column is picked once."""
 
-    def __init__(self, basis: Int[Array, " n_rows"], n_vars: int):
+    def __init__(self, basis: Int[Array, " n_rows"], n_vars: int, one_hot: bool = False):
         self.basis = basis
         self.n_vars = n_vars
-        self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
+        self.one_hot = one_hot
+        if one_hot:
+            self.hits = basis[:, None] == jnp.arange(n_vars)[None, :]
+            self.is_basic = jnp.any(self.hits, axis=0)
+        else:
+            self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)
 
     def pick(self, v: Float[Array, " n_vars"]) -> Float[Array, " n_rows"]:
         """`v` at the basic columns."""
+        if self.one_hot:
+            return jnp.sum(where(self.hits, v[None, :], jnp.zeros((), v.dtype)), axis=1)
         return v[self.basis]
 
     def spread(self, v_b: Float[Array, " n_rows"]) -> Float[Array, " n_vars"]:
         """Values of the basic columns placed at their columns, zero elsewhere."""
+        if self.one_hot:
+            return jnp.sum(where(self.hits, v_b[:, None], jnp.zeros((), v_b.dtype)), axis=0)
         return jnp.zeros((self.n_vars,), v_b.dtype).at[self.basis].add(v_b)
 
 
