@@ -10,9 +10,10 @@ rows of a configuration run in this one process, their timed calls interleaved (
 calls every variant once, in an order that rotates per round).
 
 Variants (``--variants``): ``auto`` the device's own choice (``lp_tuning=None``: CPU
-tuning on a CPU, accelerator tuning elsewhere); ``kK`` K masked pivots unrolled before
-the loop (``k0``: the loop alone, the CPU tuning), then ``+s`` the start's optimality
-test before the loop and ``+h`` one-hot basis selections, e.g. ``k2+s+h``.
+tuning on a CPU, accelerator tuning elsewhere, ``k0+u2+s+h``); ``kK`` K masked pivots
+unrolled before the loop (``k0``: the loop alone, the CPU tuning), then ``+uU`` U masked
+pivots unrolled into each trip of the loop, ``+s`` the start's optimality test before
+the loop and ``+h`` one-hot basis selections, e.g. ``k2+s+h``.
 
 Cases (``--cases``): a case id as registered (``5``, ``118``, ...), or the id with ``r``
 (``5r``, ``14r``) for the same case with every line rated at ``--rating`` MW in both
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 HORIZON = 48
-DEFAULT_VARIANTS = ("k0", "auto", "k0+s", "k0+s+h", "k1+s+h", "k2+s+h", "k4+s+h", "k2")
+DEFAULT_VARIANTS = ("k0", "auto", "k0+s", "k0+s+h", "k0+u4+s+h", "k1+h", "k2+s+h")
 
 
 def parse_variant(spec: str):
@@ -53,9 +54,14 @@ def parse_variant(spec: str):
     if spec == "auto":
         return None
     head, *flags = spec.split("+")
-    if not head.startswith("k") or not head[1:].isdigit() or any(f not in ("s", "h") for f in flags):
-        raise SystemExit(f"opf_device: variant {spec!r} is not 'auto' or kK[+s][+h] (e.g. k2+s+h)")
-    return DispatchLPTuning(fixed_pivots=int(head[1:]), start_test="s" in flags, one_hot="h" in flags)
+    trips = [f for f in flags if f.startswith("u") and f[1:].isdigit() and int(f[1:]) >= 1]
+    ok = head.startswith("k") and head[1:].isdigit() and len(trips) <= 1
+    if not ok or any(f not in ("s", "h") and f not in trips for f in flags):
+        raise SystemExit(f"opf_device: variant {spec!r} is not 'auto' or kK[+uU][+s][+h] (e.g. k0+u2+s+h)")
+    return DispatchLPTuning(
+        fixed_pivots=int(head[1:]), start_test="s" in flags, one_hot="h" in flags,
+        pivots_per_trip=int(trips[0][1:]) if trips else 1,
+    )
 
 
 def make_case(spec: str, rating: float):

@@ -1,5 +1,6 @@
 """Tunings of the dispatch LP's dual simplex (`DispatchLPTuning`: masked pivots unrolled
-before the loop, the start's optimality test, one-hot basis selections) change the
+before the loop or into each trip of it, the start's optimality test, one-hot basis
+selections) change the
 program, not the answer: on rated-line LPs of cases 5, 14 and 118 every tuning returns
 the loop's own solution and basis, which agree with HiGHS; lanes that finish inside the
 unrolled pivots and lanes that need the loop after them are both covered; the device's
@@ -73,7 +74,7 @@ def _assert_highs(args, sol, lanes):
 @pytest.mark.parametrize(
     "case_id, rating, lanes, tunings",
     [
-        ("5", 150.0, 48, (DispatchLPTuning(3), DispatchLPTuning(2, True, True))),
+        ("5", 150.0, 48, (DispatchLPTuning(3), DispatchLPTuning(1, True, True, pivots_per_trip=3))),
         ("14", 150.0, 24, (ACCELERATOR_TUNING,)),
         pytest.param("118", 150.0, 8, (DispatchLPTuning(2, True, True),), marks=pytest.mark.slow),
     ],
@@ -90,7 +91,8 @@ def test_every_tuning_returns_the_loops_solution_which_agrees_with_highs(case_id
 
 def test_lanes_finish_inside_the_unrolled_pivots_and_after_them_in_the_loop():
     """K = 3 on case 5 rated at 150 MW: lanes of 2 and 3 iterations finish inside the
-    prefix, lanes of 4 or more need the loop after it; every lane as the loop alone."""
+    prefix, lanes of 4 or more need the loop after it; every lane as the loop alone. (With
+    3 pivots a trip, the parametrised test above, lanes stop inside a trip too.)"""
     _, _, args = _rated("5", 150.0, 48)
     base_sol, base_basis = _solver(CPU_TUNING)(*args)
     iters = np.asarray(base_sol.n_iter)
@@ -154,6 +156,7 @@ def test_dc_opf_with_a_tuning_traces_once_and_agrees_with_the_loop():
     [
         (DispatchLPTuning(-1), "fixed_pivots must be an int >= 0, got -1"),
         (DispatchLPTuning(True), "fixed_pivots must be an int >= 0, got True"),
+        (DispatchLPTuning(pivots_per_trip=0), "pivots_per_trip must be an int >= 1, got 0"),
         (DispatchLPTuning(2, 1, False), "start_test and .one_hot must be bools, got 1, False"),  # pyright: ignore[reportArgumentType]
     ],
 )

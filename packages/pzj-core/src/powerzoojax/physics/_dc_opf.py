@@ -198,7 +198,8 @@ def make_dc_opf_setup(
       default.
     - `lp_tuning`: how the dual simplex of a linear-cost setup runs (a
       [`DispatchLPTuning`][powerzoojax.physics.DispatchLPTuning]: masked pivots unrolled
-      before its loop, a start optimality test, one-hot basis selections); `None` (default)
+      before its loop or into each of its trips, a start optimality test, one-hot basis
+      selections); `None` (default)
       picks per device when the program is lowered: the plain loop on a CPU, the unrolled
       form elsewhere. Every choice gives the same optimum.
 

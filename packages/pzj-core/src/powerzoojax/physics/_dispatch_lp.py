@@ -38,9 +38,9 @@ rather than factorised: the basis with one of its unit columns and every remaini
 a slack has a closed-form inverse, and each further basic unit column enters by one
 product-form pivot (an optimal basis has few: the units strictly between their bounds).
 
-Tuning per device. How the dual simplex runs (`DispatchLPTuning`: unrolled masked pivots
-before its loop, the start's optimality test, one-hot basis selections) changes the
-program, not the optimum. A CPU runs the loop alone with gathers (`CPU_TUNING`), where it
+Tuning per device. How the dual simplex runs (`DispatchLPTuning`: masked pivots unrolled
+before its loop or into each trip of it, the start's optimality test, one-hot basis
+selections) changes the program, not the optimum. A CPU runs the loop alone with gathers (`CPU_TUNING`), where it
 measures fastest; other devices, where each kernel's launch costs more than a small LP's
 arithmetic, take `ACCELERATOR_TUNING`. Unless the caller names one, the choice is made
 when the program is lowered for its device (`jax.lax.platform_dependent`), so the same
@@ -96,19 +96,23 @@ class DispatchLPTuning(NamedTuple):
       a warm start): a batch whose every start is optimal then runs no loop body.
     - `one_hot`: the dense LP's basis selections by comparisons instead of gathers and
       scatters (the structured large-LP forms keep their gathers).
+    - `pivots_per_trip`: masked iterations unrolled into each trip of the loop (`≥ 1`):
+      fewer trips, and no unused iterations for a batch that needs none.
     """
 
     fixed_pivots: int = 0
     start_test: bool = False
     one_hot: bool = False
+    pivots_per_trip: int = 1
 
 
 # The loop alone, with gathers: fastest on a CPU (benchmarks/results/opf.md).
 CPU_TUNING = DispatchLPTuning()
 # Every other device: the case-5 seed workload's LPs start optimal (no pivot), so the start
-# test skips the loop's body; two unrolled pivots cover most rated-line LPs of case 5 and
-# 14 (benchmarks/results/opf.md has the pivot counts); gathers become comparisons.
-ACCELERATOR_TUNING = DispatchLPTuning(fixed_pivots=2, start_test=True, one_hot=True)
+# test skips the loop's body, where an unrolled prefix would compute its pivots for
+# nothing; two pivots a trip halve the trips of rated-line LPs (2 to 7 pivots on case 5,
+# 1 or 2 on case 14: benchmarks/results/opf.md); gathers become comparisons.
+ACCELERATOR_TUNING = DispatchLPTuning(fixed_pivots=0, start_test=True, one_hot=True, pivots_per_trip=2)
 
 
 def check_tuning(tuning: DispatchLPTuning | None, caller: str) -> DispatchLPTuning | None:
@@ -121,6 +125,9 @@ def check_tuning(tuning: DispatchLPTuning | None, caller: str) -> DispatchLPTuni
     k = tuning.fixed_pivots
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise ValueError(f"{caller}: lp_tuning.fixed_pivots must be an int >= 0, got {k!r}")
+    u = tuning.pivots_per_trip
+    if isinstance(u, bool) or not isinstance(u, int) or u < 1:
+        raise ValueError(f"{caller}: lp_tuning.pivots_per_trip must be an int >= 1, got {u!r}")
     if not isinstance(tuning.start_test, bool) or not isinstance(tuning.one_hot, bool):
         raise ValueError(
             f"{caller}: lp_tuning.start_test and .one_hot must be bools, got {tuning.start_test!r}, {tuning.one_hot!r}"
@@ -477,6 +484,7 @@ def solve_dispatch_lp(
         return bounded_dual_simplex(
             op, b, cost, lo_lp, hi_lp, basis, inv, at_upper, budget, primal_tol=_FEAS_TOL,
             check_start=start is not None or t.start_test, fixed_pivots=t.fixed_pivots, one_hot=t.one_hot,
+            pivots_per_trip=t.pivots_per_trip,
         )
 
     if tuning is None:

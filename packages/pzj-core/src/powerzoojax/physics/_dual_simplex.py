@@ -37,7 +37,11 @@ a no-op), so the result is the loop's. The loop then runs only for lanes still g
 none is, its condition is evaluated once. Each trip of a loop is a chain of kernels that
 XLA cannot fuse with what comes before or after it; on an accelerator, where a kernel's
 launch costs more than a small LP's arithmetic, unrolled iterations fuse into fewer
-kernels. On a CPU the loop is as fast, and every lane then pays only for its own pivots.
+kernels. `pivots_per_trip = U` unrolls U such masked iterations into each trip of the
+loop instead: a batch whose lanes all stop early pays for no unused iterations beyond the
+last trip's, and a batch that needs none (every start optimal, see `check_start`) for
+none at all. On a CPU the plain loop is as fast, and every lane then pays only for its
+own pivots.
 """
 
 import equinox as eqx
@@ -230,6 +234,7 @@ def bounded_dual_simplex(
     check_start: bool = False,
     fixed_pivots: int = 0,
     one_hot: bool = False,
+    pivots_per_trip: int = 1,
 ) -> DualSimplexResult:
     """Optimal `x` and duals `y` (`∂ cost / ∂ b`) from a dual-feasible basis.
 
@@ -255,12 +260,17 @@ def bounded_dual_simplex(
     `fixed_pivots` (static, `≥ 0`): iterations unrolled before the loop, masked per lane
     (see the module docstring); the result is the same for every value.
 
+    `pivots_per_trip` (static, `≥ 1`): masked iterations unrolled into each trip of the
+    loop; the result is the same for every value.
+
     `one_hot` (static): basis selections by comparisons instead of gathers and scatters
     (see the module docstring), on LPs of at most `_ONE_HOT_MAX_ELEMENTS` matrix entries
     (their cost grows with rows × columns); the same values.
     """
     if isinstance(fixed_pivots, bool) or not isinstance(fixed_pivots, int) or fixed_pivots < 0:
         raise ValueError(f"bounded_dual_simplex: fixed_pivots must be an int >= 0, got {fixed_pivots!r}")
+    if isinstance(pivots_per_trip, bool) or not isinstance(pivots_per_trip, int) or pivots_per_trip < 1:
+        raise ValueError(f"bounded_dual_simplex: pivots_per_trip must be an int >= 1, got {pivots_per_trip!r}")
     n_rows, n_vars = a.shape
     one_hot = one_hot and n_rows * n_vars <= _ONE_HOT_MAX_ELEMENTS
     op = a if isinstance(a, LPMatrix) else DenseLPMatrix(a, one_hot)
@@ -389,12 +399,20 @@ def bounded_dual_simplex(
         sel0, is_basic0, _, viol0 = violations(basis, inv0, at_upper)
         _, wrong0 = wrong_signs(sel0, is_basic0, inv0, at_upper)
         status0 = where((jnp.max(viol0) <= primal_tol) & ~jnp.any(wrong0), SOLVED, BUDGET).astype(jnp.int32)
-    carry = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, status0)
-    for _ in range(fixed_pivots):
+    def masked(carry):
         # The loop's own step: a lane the loop would have stopped keeps its state.
         go = cond(carry)
-        carry = jax.tree.map(lambda new, old: where(go, new, old), body(carry), carry)
-    it, basis, inv, at_upper, status = lax.while_loop(cond, body, carry)
+        return jax.tree.map(lambda new, old: where(go, new, old), body(carry), carry)
+
+    def trip(carry):
+        for _ in range(pivots_per_trip):
+            carry = masked(carry)
+        return carry
+
+    carry = (jnp.asarray(0, jnp.int32), basis, inv0, at_upper, status0)
+    for _ in range(fixed_pivots):
+        carry = masked(carry)
+    it, basis, inv, at_upper, status = lax.while_loop(cond, body if pivots_per_trip == 1 else trip, carry)
     # The refinement below feeds several reductions; unmaterialised, XLA would fuse (and
     # so repeat) all of it into each of them.
     # The budget may end on a pivot: check optimality of the final basis once more.
