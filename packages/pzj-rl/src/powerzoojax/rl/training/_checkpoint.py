@@ -171,7 +171,9 @@ def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tu
 
     **Returns:**
 
-    `(state, rows)`: the training state and the metric rows so far.
+    `(state, rows)`: the training state and the metric rows of updates 1 .. the
+    checkpoint's, read from `metrics.jsonl` of the run folder holding `checkpoints/`
+    (rows it lacks are left empty, with a `CheckpointWarning`).
 
     Raises [`CheckpointError`][powerzoojax.rl.training.CheckpointError] (a `ValueError`)
     when the files are missing or their checksum does not match, when the checkpoint was

@@ -150,7 +150,7 @@ def _fields(cfg: TrainConfig) -> str:
 def check_state_memory(trainer: Any, key: jax.Array) -> None:
     """Refuse (`InsufficientMemoryError`) a training state larger than the free memory,
     before allocating it (its shapes come from `jax.eval_shape`, nothing is computed)."""
-    shapes = jax.eval_shape(trainer.init, key)
+    shapes = trainer._jit_init.eval_shape(key)  # traced once per trainer, then cached
     need = sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(shapes))
     if trainer.mesh is not None:
         need //= trainer.mesh.devices.size
@@ -297,10 +297,10 @@ def run_training(
         check_logger_folder(cfg, output_dir)
     check_state_memory(trainer, trainer.place_key(key))
     if not chunked:
-        placed = trainer.place_key(key)
-        compiled = trainer._jit_train.lower(placed).compile()
-        check_program_memory(trainer, compiled, "the whole run")
-        result = trainer.result(*compiled(placed))
+        lower = getattr(getattr(trainer, "_jit_train", None), "lower", None)
+        if lower is not None:  # compiled ahead for its memory figure; trainer(key) reuses the program
+            check_program_memory(trainer, lower(trainer.place_key(key)).compile(), "the whole run")
+        result = trainer(key)
         problem = divergence(metric_rows({k: np.asarray(v) for k, v in result.metrics.items()}), list(result.metrics), 0)
         if problem is not None:
             raise TrainingDiverged(f"training diverged: {problem} (no checkpoint kept: run with output_dir)", 0, None)
@@ -320,12 +320,16 @@ def run_training(
     every = size if checkpoint_every is None else checkpoint_every
     size = size if record else min(size, every)
     clock = time.perf_counter()
-    # Compiled ahead, so its memory is checked before it runs (and timed apart with
-    # wall_time_warmup); the same trainer and chunk length reuse the cached program.
-    run_chunk = trainer._jit_chunk.lower(state, size).compile()
-    check_program_memory(trainer, run_chunk, f"one compiled chunk of {size} update(s)")
-    if record and cfg.wall_time_warmup:
-        clock = time.perf_counter()
+    run_chunk = lambda s: trainer._jit_chunk(s, size)  # noqa: E731
+    lower = getattr(trainer._jit_chunk, "lower", None)
+    if lower is not None:
+        # Compiled ahead, so its memory is checked before it runs (and, with
+        # wall_time_warmup, its compilation is not timed); the calls reuse the program.
+        compiled = lower(state, size).compile()
+        check_program_memory(trainer, compiled, f"one compiled chunk of {size} update(s)")
+        if record and cfg.wall_time_warmup:
+            run_chunk = compiled
+            clock = time.perf_counter()
     marks = sorted({max(1, round(i * n_updates / cfg.n_checkpoints)) for i in range(1, cfg.n_checkpoints + 1)})
     last_kept = last_saved = int(state.update)
     last_path = None
