@@ -21,8 +21,10 @@ Newton step, ``auto`` (the default: dense LU on a CPU, Krylov elsewhere), ``dens
 ``krylov``; OPTIONs: ``fixed`` / ``while`` (the GMRES Arnoldi loop), ``kNN`` (at most NN
 Arnoldi steps per Newton step) (both set in ``powerzoojax.physics._ac_pf_krylov`` for small
 and large networks alike: ``KRYLOV_SMALL_LOOP``, ``KRYLOV_LOOP``, ``KRYLOV_SMALL_MAX_STEPS``,
-``KRYLOV_MAX_STEPS``; unset, each keeps the library's setting), ``nostall`` (no Newton stall
-stop: every unconverged instance runs to the iteration cap, as before the stall test).
+``KRYLOV_MAX_STEPS``; unset, each keeps the library's setting), ``cgNN`` (NN conjugate-gradient
+steps for the switched PV buses in the Krylov preconditioner, ``_KRYLOV_CG_STEPS``, 8 by
+default), ``nostall`` (no Newton stall stop: every unconverged instance runs to the
+iteration cap, as before the stall test).
 ``fdlf/dense-nostall`` is the CPU default before the stall test. The module constants an
 option sets are read when the program is traced; each variant is traced afresh
 (``jax.clear_caches()``).
@@ -90,6 +92,7 @@ class Variant:
     step: str
     loop: str | None
     max_steps: int | None
+    cg_steps: int | None
     stall: bool
 
 
@@ -102,20 +105,23 @@ def parse_variant(name: str) -> Variant:
     step, *options = rest.split("-") if rest else ["auto"]
     if step not in STEPS:
         raise ValueError(f"variant {name!r}: Newton step must be one of {STEPS}, got {step!r}")
-    loop, max_steps, stall = None, None, True
+    loop, max_steps, cg_steps, stall = None, None, None, True
     for opt in options:
         if opt in _ac_pf_krylov.KRYLOV_LOOPS:
             loop = opt
         elif opt.startswith("k") and opt[1:].isdigit() and int(opt[1:]) > 0:
             max_steps = int(opt[1:])
+        elif opt.startswith("cg") and opt[2:].isdigit():
+            cg_steps = int(opt[2:])
         elif opt == "nostall":
             stall = False
         else:
-            raise ValueError(f"variant {name!r}: option must be fixed, while, kNN or nostall, got {opt!r}")
-    return Variant(name, method, step, loop, max_steps, stall)
+            raise ValueError(f"variant {name!r}: option must be fixed, while, kNN, cgNN or nostall, got {opt!r}")
+    return Variant(name, method, step, loop, max_steps, cg_steps, stall)
 
 
 _STALL_DEFAULT = _ac_pf._NEWTON_STALL_ITERS
+_CG_DEFAULT = _ac_pf._KRYLOV_CG_STEPS
 
 
 _KRYLOV_DEFAULTS = {
@@ -133,6 +139,7 @@ def _configure(v: Variant) -> None:
     if v.max_steps is not None:
         _ac_pf_krylov.KRYLOV_MAX_STEPS = _ac_pf_krylov.KRYLOV_SMALL_MAX_STEPS = v.max_steps
     _ac_pf._NEWTON_STALL_ITERS = _STALL_DEFAULT if v.stall else 10**9
+    _ac_pf._KRYLOV_CG_STEPS = _CG_DEFAULT if v.cg_steps is None else v.cg_steps
     jax.clear_caches()
 
 
