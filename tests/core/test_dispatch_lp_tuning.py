@@ -172,3 +172,25 @@ def test_the_simplex_refuses_a_negative_prefix():
             a, jnp.ones(1), jnp.ones(2), jnp.zeros(2), jnp.ones(2), jnp.zeros(1, jnp.int32), jnp.eye(1),
             jnp.zeros(2, bool), 4, fixed_pivots=-2,
         )
+
+
+def test_an_env_with_a_tuning_traces_its_step_once_and_steps_as_the_loop():
+    from powerzoojax.envs import TransGridEnv, make_trans_params
+    from powerzoojax.testing import check_no_retrace
+
+    case = load_case("5")
+    env = TransGridEnv()
+    tuned = make_trans_params(case, max_steps=4, solver_mode=1, opf_lp_tuning=ACCELERATOR_TUNING)
+    assert tuned.network_model.setup.lp_tuning == ACCELERATOR_TUNING
+    assert check_no_retrace(env, tuned, n_episodes=1) == {"reset": 1, "step": 1, "rollout": 1}
+    plain = make_trans_params(case, max_steps=4, solver_mode=1, opf_lp_tuning=CPU_TUNING)
+    key = jax.random.PRNGKey(3)
+    outs = []
+    for params in (tuned, plain):
+        _, state = env.reset(key, params)
+        action = jnp.zeros(env.action_space(params).shape)
+        _, _, reward, _, _, info = env.step(key, state, action, params)
+        outs.append((float(reward), int(info["opf_status"])))
+    assert outs[0] == outs[1]
+    with pytest.raises(ValueError, match="fixed_pivots must be an int >= 0, got -3"):
+        make_trans_params(case, max_steps=4, solver_mode=1, opf_lp_tuning=DispatchLPTuning(-3))

@@ -34,6 +34,7 @@ from powerzoojax.physics import (
 from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
 from powerzoojax.physics._ac_pf import AC_PF_METHODS
 from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup, make_dc_opf_setup
+from powerzoojax.physics._dispatch_lp import DispatchLPTuning
 from powerzoojax.core import _precision as hp
 
 MODE_NAMES = {
@@ -338,6 +339,7 @@ def make_trans_params(
     opf_tol: float = 1e-4,
     opf_objective: str = "linear",
     opf_warm_start: bool | None = None,
+    opf_lp_tuning: DispatchLPTuning | None = None,
     pf_failure_cost: float | int = 100.0,
     islanding_cost: float | int = 100.0,
     acopf_max_iter: int = 50,
@@ -380,6 +382,9 @@ def make_trans_params(
       the OPF monitors at least 16 lines. On fewer a cold start needs only a few pivots
       and the warm start's bookkeeping costs more than it saves (case 5, 2 lines: slower
       steps and a longer first call; on case 29gb, 99 lines, about 10× faster steps).
+    - `opf_lp_tuning`: how that dual simplex runs, a
+      [`DispatchLPTuning`][powerzoojax.physics.DispatchLPTuning] (static; the same optimum
+      for every value). `None` (default): per device, chosen when the step is compiled.
     - `pf_failure_cost`: cost added to `power_balance` on a step whose AC power flow or
       AC-OPF does not converge.
     - `islanding_cost`: cost added to `power_balance` (with the load cut off) on every
@@ -481,7 +486,7 @@ def make_trans_params(
             case, physics, solver_mode,
             pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
             opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
-            opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start),
+            opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start), opf_lp_tuning=opf_lp_tuning,
         )
     ac_fields: dict = {}
     if network_model.is_ac:
@@ -542,13 +547,14 @@ def _mode_model(
     acopf_max_iter: int,
     acopf_tol: float,
     opf_warm_start: bool | None,
+    opf_lp_tuning: DispatchLPTuning | None = None,
 ) -> NetworkModel:
     """The network model of a `(physics, solver_mode)` mode (table in the models' module)."""
     if solver_mode == 2:
         return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
     dc: DCPowerFlowModel | DCOPFModel = DCPowerFlowModel()
     if solver_mode == 1:
-        setup = make_dc_opf_setup(case, objective=opf_objective)
+        setup = make_dc_opf_setup(case, objective=opf_objective, lp_tuning=opf_lp_tuning)
         warm = setup.mon_idx.shape[0] >= _WARM_START_MIN_LINES if opf_warm_start is None else opf_warm_start
         dc = DCOPFModel(setup, max_iter=opf_max_iter, tol=opf_tol, warm_start=warm)
     if physics == 0:
