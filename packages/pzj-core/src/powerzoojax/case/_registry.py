@@ -302,7 +302,7 @@ _REFERENCE_CASES: tuple[CaseMeta, ...] = (
     _reference(
         "552gb", "transmission", 552,
         "GB 552-bus network: 2385 units with fuel types, 673 lines (reactance and ratings "
-        "only), 552 load shares summing to 1",
+        "only), 552 load shares summing to 1 (not MW: scale them by a national demand, see the cases guide)",
     ),
     _reference(
         "533mt_hi", "distribution", 533,
