@@ -292,6 +292,9 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
     # The trace carries what the pictures need: the env's states, its info and the step length.
     series = episode_series(trace_path)
     assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
+    # The transmission env's load and the reward's unit, which its info does not carry.
+    np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
+    assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
     assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
     trace = np.load(trace_path)
     assert "info/gen_cost" in trace.files and trace["info/gen_cost"].shape == (48,)

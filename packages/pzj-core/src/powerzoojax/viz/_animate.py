@@ -94,7 +94,8 @@ def animate_episode(
             if frame_network is not None:
                 case, net_ax, pos, equal, quantities, scales = frame_network
                 net_ax.clear()
-                mappables = draw_network(net_ax, case, pos, quantities[i], scales, labels=case.n_nodes <= 40, equal_aspect=equal)
+                mappables = draw_network(net_ax, case, pos, quantities[i], scales, labels=case.n_nodes <= 40, equal_aspect=equal,
+                                         legend=False)
                 if i == 0:
                     add_colorbars(fig, net_ax, mappables, quantities[i].ac)
                 net_ax.set_title(f"after step {t} (steps 0 to {s.n_steps - 1})")

@@ -113,7 +113,7 @@ def draw_panel(ax: Any, name: str, s: EpisodeSeries, *, case: Any = None, reward
         ax.set_ylabel("price [$/MWh]")
     elif name == "reward":
         assert s.reward is not None  # episode_series always sets one
-        unit = reward_unit or UNDECLARED_UNIT
+        unit = reward_unit or s.reward_unit or UNDECLARED_UNIT
         ax.plot(x, s.reward, color="#31a354", lw=1.6, label=f"reward (episode sum {np.nansum(s.reward):,.6g})")
         ax.ticklabel_format(axis="y", style="plain", useOffset=False)
         ax.set_ylabel(f"reward per step\n[{unit}]")

@@ -206,9 +206,10 @@ def default_scales(case: CaseData, quantities: list[NetworkQuantities]) -> Scale
 
 def draw_network(
     ax: Any, case: CaseData, pos: np.ndarray, q: NetworkQuantities, scales: Scales, *, labels: bool,
-    equal_aspect: bool,
+    equal_aspect: bool, legend: bool = True,
 ) -> dict[str, Any]:
-    """Draw lines, buses and units on `ax`; returns the colour mappables (for colour bars)."""
+    """Draw lines, buses and units on `ax` (with the legend of the marks unless `legend` is
+    False, e.g. on an animation's frames); returns the colour mappables (for colour bars)."""
     import matplotlib.colors as mcolors
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
@@ -276,7 +277,8 @@ def draw_network(
     if equal_aspect:  # true coordinates keep their proportions; computed layouts fill the axes
         ax.set_aspect("equal", adjustable="datalim")
     ax.set_axis_off()
-    _legend(ax, case, q, status, bus_size, float(per_bus.max()), by_flow)
+    if legend:
+        _legend(ax, case, q, status, bus_size, float(per_bus.max()), by_flow)
     mappables = {"line": ScalarMappable(norm=line_norm, cmap=line_cmap)} if q.flow is not None else {}
     if by_flow:
         mappables["line_by_flow"] = mappables.pop("line")
