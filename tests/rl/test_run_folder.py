@@ -132,3 +132,22 @@ def test_no_intact_checkpoint_is_a_one_line_error(run_dir, tmp_path):
     with pytest.raises(CheckpointError, match=r"holds no intact checkpoint: update_\d+\.eqx \(corrupted") as err:
         resolve_checkpoint(str(folder))
     assert "\n" not in str(err.value)
+
+
+def test_the_checkpoints_guide_names_the_files_as_written():
+    from snippets import DOCS_DIR
+
+    text = (DOCS_DIR / "guides" / "checkpoints.md").read_text(encoding="utf-8")
+    assert "checkpoints/update_<NNNNNN>.eqx" in text and "update_000007.eqx" in text and "step_<" not in text
+    assert "keep_checkpoints" in text and "n_checkpoints" in text
+
+
+def test_distinct_episodes_counts_episodes_that_differ():
+    from powerzoojax.rl.training._policy import _distinct_episodes
+
+    same = {"return": np.full(4, -3.0), "cost_sum": np.zeros(4), "constraint_costs": np.zeros((4, 2))}
+    assert _distinct_episodes(same) == 1
+    costs = np.zeros((4, 2))
+    costs[3, 1] = 0.5  # one episode differs in one cost channel only
+    assert _distinct_episodes({**same, "constraint_costs": costs}) == 2
+    assert _distinct_episodes({**same, "return": np.arange(4.0)}) == 4
