@@ -273,6 +273,7 @@ def draw_network(
             )
     if q.flow is not None and case.n_nodes <= 40 and np.any(q.flow > 0):
         _flow_labels(ax, pos, f, t, status, q)
+    ax.margins(0.12)  # room for the rings and labels at the edges
     ax.autoscale_view()
     if equal_aspect:  # true coordinates keep their proportions; computed layouts fill the axes
         ax.set_aspect("equal", adjustable="datalim")
@@ -324,7 +325,7 @@ def _legend(ax: Any, case: CaseData, q: NetworkQuantities, status: np.ndarray, b
         unit = "MVA" if q.ac else "MW"
         flows = f"; labels: {unit}, arrow = P direction" if case.n_nodes <= 40 else ""
         handles.append(Line2D([], [], color="#555555", lw=3, label=f"width grows with |flow|{flows}"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, -0.01), fontsize=7, ncol=2, frameon=False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, -0.01), fontsize=7, ncol=1, frameon=False)
 
 
 def add_colorbars(fig: Any, ax: Any, mappables: dict[str, Any], ac: bool) -> None:
