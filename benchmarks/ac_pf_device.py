@@ -22,8 +22,8 @@ Newton step, ``auto`` (the default: dense LU on a CPU, Krylov elsewhere), ``dens
 Arnoldi steps per Newton step) (both set in ``powerzoojax.physics._ac_pf_krylov`` for small
 and large networks alike: ``KRYLOV_SMALL_LOOP``, ``KRYLOV_LOOP``, ``KRYLOV_SMALL_MAX_STEPS``,
 ``KRYLOV_MAX_STEPS``; unset, each keeps the library's setting), ``cgNN`` (NN conjugate-gradient
-steps for the switched PV buses in the Krylov preconditioner, ``_KRYLOV_CG_STEPS``, 8 by
-default), ``nostall`` (no Newton stall stop: every unconverged instance runs to the
+steps for the switched PV buses in the Krylov preconditioner, ``_KRYLOV_SMALL_CG_STEPS``
+and ``_KRYLOV_CG_STEPS``, 4 and 8 by default), ``nostall`` (no Newton stall stop: every unconverged instance runs to the
 iteration cap, as before the stall test).
 ``fdlf/dense-nostall`` is the CPU default before the stall test. The module constants an
 option sets are read when the program is traced; each variant is traced afresh
@@ -121,7 +121,7 @@ def parse_variant(name: str) -> Variant:
 
 
 _STALL_DEFAULT = _ac_pf._NEWTON_STALL_ITERS
-_CG_DEFAULT = _ac_pf._KRYLOV_CG_STEPS
+_CG_DEFAULTS = (_ac_pf._KRYLOV_SMALL_CG_STEPS, _ac_pf._KRYLOV_CG_STEPS)
 
 
 _KRYLOV_DEFAULTS = {
@@ -139,7 +139,8 @@ def _configure(v: Variant) -> None:
     if v.max_steps is not None:
         _ac_pf_krylov.KRYLOV_MAX_STEPS = _ac_pf_krylov.KRYLOV_SMALL_MAX_STEPS = v.max_steps
     _ac_pf._NEWTON_STALL_ITERS = _STALL_DEFAULT if v.stall else 10**9
-    _ac_pf._KRYLOV_CG_STEPS = _CG_DEFAULT if v.cg_steps is None else v.cg_steps
+    small, large = _CG_DEFAULTS if v.cg_steps is None else (v.cg_steps, v.cg_steps)
+    _ac_pf._KRYLOV_SMALL_CG_STEPS, _ac_pf._KRYLOV_CG_STEPS = small, large
     jax.clear_caches()
 
 
