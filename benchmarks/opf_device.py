@@ -89,7 +89,7 @@ def pivot_histogram(params) -> dict[int, int]:
 
     net, setup = params.network, params.network_model.setup
     prof = jnp.asarray(params.load_profiles)
-    node = prof if net.loads_are_nodes else prof @ jnp.asarray(net.loads_to_nodes).T
+    node = prof if net.loads_are_nodes else jnp.matmul(prof, jnp.asarray(net.loads_to_nodes).T, precision="highest")
     solve = jax.jit(jax.vmap(lambda load, flow: dc_opf(setup, load, load_flow_mw=flow).n_iter))
     counts = np.bincount(np.asarray(solve(node, jnp.asarray(params.load_line_flow_mw))))
     return {int(k): int(v) for k, v in enumerate(counts) if v}
