@@ -69,6 +69,16 @@ def _givens(a, b):
     return where(r > 0, _safe_div(a, r), 1.0), _safe_div(b, r)
 
 
+def _orthogonalise(basis, w):
+    """`(h, w', ‖w'‖)`: `w` made orthogonal to the rows of `basis` by classical Gram–Schmidt
+    applied twice (rows not yet filled are zero and drop out), with its coefficients."""
+    h = hp.matmul(basis, w)
+    w = w - hp.matmul(h, basis)
+    h2 = hp.matmul(basis, w)
+    w = w - hp.matmul(h2, basis)
+    return h + h2, w, jnp.sqrt(jnp.sum(w * w))
+
+
 def fgmres(
     matvec, precond, b: Float[Array, " n"], *, max_steps: int, rtol: float, loop: str = "while"
 ) -> tuple[Array, Array]:
@@ -121,14 +131,7 @@ def fgmres(
         j, basis, zs, r_mat, rot, g = state
         z = precond(row(basis, j))
         zs = where((rows[:k] == j)[:, None], z, zs)
-        w = matvec(z)
-        # Classical Gram–Schmidt twice against the first j + 1 basis vectors (the rest are 0).
-        h = hp.matmul(basis, w)
-        w = w - hp.matmul(h, basis)
-        h2 = hp.matmul(basis, w)
-        w = w - hp.matmul(h2, basis)
-        h = h + h2
-        h_next = jnp.sqrt(jnp.sum(w * w))
+        h, w, h_next = _orthogonalise(basis, matvec(z))
         basis = where((rows == j + 1)[:, None], _safe_div(w, h_next), basis)
         # Column j of the Hessenberg matrix, rotated by the previous Givens rotations
         # (their product `rot`; its rows from j + 1 on are still the identity's).
@@ -156,13 +159,7 @@ def fgmres(
         go = running(state)
         z = where(go, precond(lax.dynamic_index_in_dim(basis, i, keepdims=False)), 0.0)
         zs = lax.dynamic_update_index_in_dim(zs, z, i, 0)
-        w = matvec(z)
-        h = hp.matmul(basis, w)
-        w = w - hp.matmul(h, basis)
-        h2 = hp.matmul(basis, w)
-        w = w - hp.matmul(h2, basis)
-        h = h + h2
-        h_next = jnp.sqrt(jnp.sum(w * w))
+        h, w, h_next = _orthogonalise(basis, matvec(z))
         basis = lax.dynamic_update_index_in_dim(basis, _safe_div(w, h_next), i + 1, 0)
         col = hp.matmul(rot, where(rows == i + 1, h_next, h))
         a, bb = col[i], col[i + 1]
