@@ -174,6 +174,7 @@ def test_the_simplex_refuses_a_negative_prefix():
         )
 
 
+@pytest.mark.requires("powerzoojax.grid")
 def test_an_env_with_a_tuning_traces_its_step_once_and_steps_as_the_loop():
     from powerzoojax.envs import TransGridEnv, make_trans_params
     from powerzoojax.testing import check_no_retrace
