@@ -145,10 +145,8 @@ _FDLF_CG_STEPS = 4
 # on a CPU (networks of KRYLOV_MIN_BUSES buses and more).
 _KRYLOV_CG_STEPS = 8
 # The same below KRYLOV_MIN_BUSES buses, where the Krylov step is the accelerators' (GPU,
-# TPU) Newton step: each CG step is a few small sequential kernels in every Arnoldi step,
-# about a third of its kernels at 8 steps. Case 118, 1,024 random set-point instances
-# (and case 300, 64): the dense step's converged flags with 8, 4 or 2 steps, voltages
-# within 4.3e-5 / 5.2e-5 / 7.5e-5 of it.
+# TPU) Newton step: each CG step adds small sequential kernels to every Arnoldi step, and
+# fewer steps keep the dense step's converged flags (benchmarks/results/ac_pf.md).
 _KRYLOV_SMALL_CG_STEPS = 4
 # Voltage magnitudes below this [p.u.] are taken as this in the preconditioner's 1 / vm
 # scaling (a diverging iterate may pass through 0).
@@ -157,10 +155,8 @@ _ROUNDOFF_FACTOR = 4.0
 # The Newton loop stops an instance whose max |mismatch| has not reached a new minimum in
 # this many iterations: it has stalled (cycling through PV->PQ switches or wandering
 # beyond the nose point) and would otherwise run to `max_iter`, the cost of a batch where
-# points no method solves are common. Case 118 under uniform random set-points (1,024
-# instances, Q limits, flat start): every instance Newton solves does so within 12
-# iterations, with at most 6 in a row without a new minimum; the instances it does not
-# solve stall after 15 iterations on average instead of running 30.
+# points no method solves are common. The margin over the longest run without a new
+# minimum among solved instances is in benchmarks/results/ac_pf.md.
 _NEWTON_STALL_ITERS = 8
 # Q limits are checked once max |mismatch| is below this [p.u.]: 1e-2 switches the same buses
 # as 1e-3 on cases 14/118 (random loads +-10 %) and saves 1-2 fdlf iterations per solve.
@@ -459,9 +455,7 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
     """
     cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
     e, f = vm * cos_va, vm * sin_va
-    n = net.n_nodes
-    current = hp.matmul(jnp.concatenate([e, f], axis=-1), net.y_real_t.astype(dtype))
-    i_re, i_im = current[..., :n], current[..., n:]
+    i_re, i_im = _krylov.dense_current(net.y_real_t.astype(dtype))(e, f)
     p = e * i_re + f * i_im
     q = f * i_re - e * i_im
     return p, q, (e, f, i_re, i_im)

@@ -63,7 +63,6 @@ from powerzoojax.physics._dual_simplex import (
     DenseLPMatrix,
     DualSimplexResult,
     LPMatrix,
-    _ONE_HOT_MAX_ELEMENTS,
     bounded_dual_simplex,
     matvec,
     merit_order_start,
@@ -434,7 +433,6 @@ def solve_dispatch_lp(
     structured = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
     thin = structured if THIN_INVERSE is None else THIN_INVERSE
     dense_a = None
-    big = (m + 1) * (n + 3 * m) > _ONE_HOT_MAX_ELEMENTS
     if not structured:
         dense_a = jnp.concatenate(
             [
@@ -475,7 +473,7 @@ def solve_dispatch_lp(
     budget = 4 * (m + 1) + n if max_pivots is None else int(max_pivots)
 
     def run(t: DispatchLPTuning, basis=basis, inv=inv, at_upper=at_upper) -> DualSimplexResult:
-        op = ElasticRowsMatrix(a.astype(dtype)) if dense_a is None else DenseLPMatrix(dense_a, t.one_hot and not big)
+        op = ElasticRowsMatrix(a.astype(dtype)) if dense_a is None else DenseLPMatrix(dense_a, t.one_hot)
         if start is not None:
             warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, thin)
             basis = where(warm, warm_basis, basis)

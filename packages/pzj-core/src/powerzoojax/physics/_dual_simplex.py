@@ -134,14 +134,15 @@ class DenseLPMatrix(LPMatrix):
     """A dense constraint matrix (products as in `matvec` / `vecmat`).
 
     `one_hot`: pick columns by comparisons with the column index instead of a dynamic
-    slice or gather (see the module docstring).
+    slice or gather (see the module docstring); ignored on matrices of more than
+    `_ONE_HOT_MAX_ELEMENTS` entries.
     """
 
     def __init__(self, a: Float[Array, "n_rows n_vars"], one_hot: bool = False):
         self.a = a
         self.shape = (a.shape[0], a.shape[1])
         self.dtype = a.dtype
-        self.one_hot = one_hot
+        self.one_hot = one_hot and a.shape[0] * a.shape[1] <= _ONE_HOT_MAX_ELEMENTS
 
     def matvec(self, x):
         return _mv(self.a, x)
