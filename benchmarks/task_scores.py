@@ -34,6 +34,7 @@ Run from the repository root::
     uv run python benchmarks/task_scores.py --quick --out scores.json            # minutes on a CPU
     uv run python benchmarks/task_scores.py --tasks dso dcmg --budget-scale 0.01 --out scores.json
     uv run python benchmarks/task_scores.py --plot scores.json --png curves.png  # learning curves
+    uv run python benchmarks/task_scores.py --report scores.json                 # the tables again
     uv run python benchmarks/task_scores.py --resume-check                       # checkpoint/resume PASS/FAIL
 
 The same command runs on a CPU, GPU or TPU host (JAX picks the device). It needs only the
@@ -234,13 +235,16 @@ def summarize_split(
             "costs": {c: float(np.mean(np.asarray(b["costs"])[..., i])) for i, c in enumerate(channels)},
         }
     out["baselines"] = base
+    out["norm_score"], out["norm_score_ci95"], out["norm_score_status"] = math.nan, [math.nan, math.nan], "missing_anchor"
     if floor in base and ceiling in base:
         f, c = base[floor]["return"], base[ceiling]["return"]
-        out["norm_score"] = safe_norm_score(out["return"]["iqm"], f, c)
-        per_seed = [safe_norm_score(v, f, c) for v in ret.mean(axis=1)]
-        out["norm_score_ci95"] = seed_stats(per_seed)["ci95"]
-    else:
-        out["norm_score"], out["norm_score_ci95"] = math.nan, [math.nan, math.nan]
+        # As the protocol's diagnostic: only when the strong baseline beats the weak one.
+        gap = c - f
+        out["norm_score_status"] = "ok" if gap > 1e-9 * max(1.0, abs(f)) else ("tied_anchors" if gap == 0 else "inverted_anchors")
+        if out["norm_score_status"] == "ok":
+            out["norm_score"] = safe_norm_score(out["return"]["iqm"], f, c)
+            per_seed = [safe_norm_score(v, f, c) for v in ret.mean(axis=1)]
+            out["norm_score_ci95"] = seed_stats(per_seed)["ci95"]
     # A return gain bought by violations: better than the floor while paying more in some
     # channel than every baseline.
     worse = [
@@ -304,6 +308,8 @@ def markdown_tables(results: dict[str, Any]) -> str:
                 for n, b in s["baselines"].items()
             )
             flags = []
+            if s.get("norm_score_status", "ok") != "ok":
+                flags.append(f"no NormScore: {run.get('ceiling', 'ceiling')} ≤ {run.get('floor', 'floor')} on this split")
             if s.get("gain_with_violations"):
                 flags.append("gain with violations: " + ", ".join(s["costlier_channels"]))
             for c, sat in s.get("constraints", {}).items():
@@ -602,6 +608,7 @@ def run_preset(
         for split, r in ev.items()
     }
     print(f"[{preset}] evaluated {len(splits)} splits in {eval_s:.1f} s", file=stream, flush=True)
+    raw = jsonable({split: {"agent": r["agent"], "baselines": r["baselines"]} for split, r in ev.items()})
     return {
         "task": task_def.name, "preset": preset, "algo": cfg.algo, "test_split": task_def.test_split,
         "channels": channels, "constrained": thresholds, "floor": task_def.floor, "ceiling": task_def.ceiling,
@@ -615,8 +622,27 @@ def run_preset(
             "env_steps_per_s": steps / max(tr["train_s"], 1e-9), "chunk_updates": tr["chunk"], "n_chunks": tr["n_chunks"],
         },
         "curves": curve_summary(tr["curves"]),
+        "episodes": raw,  # per seed and episode: return, cost sums and violation steps per channel
         "eval_s": eval_s, "wall_s": time.perf_counter() - t_wall,
     }
+
+
+def resummarize(results: dict[str, Any]) -> dict[str, Any]:
+    """The split statistics of a results JSON recomputed from its per-episode values."""
+    for run in results["runs"]:
+        if "episodes" not in run:
+            continue
+        floor = run.get("floor", TASKS[run["task"]].floor)
+        ceiling = run.get("ceiling", TASKS[run["task"]].ceiling)
+        run["splits"] = {
+            split: summarize_split(
+                {k: np.asarray(v, np.float64) for k, v in r["agent"].items()},
+                {n: {k: np.asarray(v, np.float64) for k, v in b.items()} for n, b in r["baselines"].items()},
+                run["channels"], floor, ceiling, run.get("constrained"),
+            )
+            for split, r in run["episodes"].items()
+        }
+    return results
 
 
 # ----------------------------------------------------------------------------- plot
@@ -770,6 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", default=None, help="also write the markdown tables here")
     parser.add_argument("--plot", default=None, metavar="JSON", help="draw the learning curves of a results JSON")
     parser.add_argument("--png", default="task_scores_curves.png", help="PNG of --plot")
+    parser.add_argument("--report", default=None, metavar="JSON", help="print the tables of a results JSON (recomputed)")
     parser.add_argument("--resume-check", action="store_true", help="checkpoint / resume / evaluate check: PASS or FAIL")
     parser.add_argument("--resume-preset", default="dso-nflex", help="preset of --resume-check")
     args = parser.parse_args(argv)
@@ -777,6 +804,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot:
         with open(args.plot) as f:
             print(plot(json.load(f), args.png))
+        return 0
+    if args.report:
+        with open(args.report) as f:
+            table = markdown_tables(resummarize(json.load(f)))
+        print(table)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(table + "\n")
         return 0
     if args.resume_check:
         task_name = next((t.name for t in TASKS.values() if args.resume_preset in t.presets), None)
