@@ -291,6 +291,7 @@ def markdown_tables(results: dict[str, Any]) -> str:
     lines = [
         f"Hardware: {results['hardware_name']}; {results['date']}; seeds {results['n_seeds']}; "
         f"episodes per split {results['eval_episodes']}; budget scale {results['budget_scale']}"
+        + "".join(f", {t} {v}" for t, v in (results.get("task_budget_scale") or {}).items())
         + (" (--quick)" if results.get("quick") else ""),
         "",
         "| preset | algo | split | return IQM [95 % CI] | NormScore | costs per episode, IQM [95 % CI] | "
@@ -788,6 +789,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--presets", nargs="+", default=None, help="only these presets of the chosen tasks")
     parser.add_argument("--seeds", type=int, default=N_SEEDS, help="number of seeds (0 .. n-1)")
     parser.add_argument("--budget-scale", type=float, default=1.0, help="fraction of each preset's env steps")
+    parser.add_argument("--task-budget-scale", nargs="+", default=[], metavar="TASK=SCALE",
+                        help="per-task budget scale, overriding --budget-scale (e.g. tso=0.001 dso=0.02)")
     parser.add_argument("--max-envs", type=int, default=None, help="cap on the preset's parallel envs")
     parser.add_argument("--quick", action="store_true", help="two updates on at most 16 envs, 2 episodes per split")
     parser.add_argument("--eval-episodes", type=int, default=None, help="episodes per split (default 16; --quick 2)")
@@ -824,6 +827,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("PASS" if ok else "FAIL")
         return 0 if ok else 1
 
+    scales = {}
+    for item in args.task_budget_scale:
+        task, _, value = item.partition("=")
+        if task not in TASKS or not value:
+            parser.error(f"--task-budget-scale takes TASK=SCALE with TASK one of {list(TASKS)}, got {item!r}")
+        scales[task] = float(value)
     hw = hardware()
     eval_episodes = args.eval_episodes or (2 if args.quick else 16)
     seeds = list(range(args.seeds))
@@ -831,7 +840,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python benchmarks/task_scores.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "hardware": hw, "hardware_name": hardware_name(hw), "n_seeds": len(seeds), "eval_episodes": eval_episodes,
-        "budget_scale": args.budget_scale, "quick": args.quick, "reference": REFERENCE, "runs": [],
+        "budget_scale": args.budget_scale, "task_budget_scale": scales, "quick": args.quick, "reference": REFERENCE, "runs": [],
     }
     print(f"task scores on {results['hardware_name']}", flush=True)
     import jax.random as jr
@@ -845,7 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 evaluator = evaluator or Evaluator(name, eval_episodes, jr.PRNGKey(12345))
                 run = run_preset(
-                    task_def, preset, seeds=seeds, budget_scale=args.budget_scale, quick=args.quick,
+                    task_def, preset, seeds=seeds, budget_scale=scales.get(name, args.budget_scale), quick=args.quick,
                     max_envs=args.max_envs, n_chunks=args.chunks, eval_episodes=eval_episodes, evaluator=evaluator,
                 )
             except Exception as err:  # noqa: BLE001 - one preset failing is reported, the others still run

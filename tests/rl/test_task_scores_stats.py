@@ -135,3 +135,21 @@ def test_a_results_json_is_resummarised_from_its_episodes(ts, tmp_path):
     assert math.isnan(split["norm_score"])  # the anchors named in the run were not baselines of the split
     assert again["norm_score"] == pytest.approx(ts.summarize_split(agent, base, ["a", "b"], "weak", "strong")["norm_score"])
     assert again["return"]["iqm"] == pytest.approx(split["return"]["iqm"])
+
+
+@pytest.mark.slow
+@pytest.mark.requires("powerzoojax.grid")
+def test_quick_run_of_one_preset_writes_scores_and_curves(ts, tmp_path):
+    """`--quick` end to end on one preset with two seeds (minutes: it compiles a trainer)."""
+    out = tmp_path / "scores.json"
+    rc = ts.main(["--quick", "--tasks", "dso", "--presets", "dso-nflex", "--seeds", "2", "--out", str(out)])
+    assert rc == 0
+    results = json.loads(out.read_text())
+    (run,) = results["runs"]
+    assert set(run["splits"]) == {"iid", "summer_ood", "zone_holdout"}
+    assert run["training"]["n_updates"] == 2 and run["training"]["n_seeds"] == 2
+    assert np.asarray(run["curves"]["env_steps"]).shape == (2, 2)
+    assert np.isfinite(run["splits"]["iid"]["return"]["iqm"])
+    assert set(run["splits"]["iid"]["baselines"]) == {"no_control", "tou", "droop"}
+    png = ts.plot(results, str(tmp_path / "curves.png"))
+    assert Path(png).stat().st_size > 0
