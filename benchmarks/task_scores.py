@@ -670,12 +670,14 @@ def plot(results: dict[str, Any], png: str) -> str:
         ax.fill_between(x, np.nanmin(y, axis=0), np.nanmax(y, axis=0), color="C0", alpha=0.25, linewidth=0)
         ax.set_title(f"{run['preset']} ({run['algo']})", fontsize=9)
         ax.set_xlabel("env steps per seed", fontsize=8)
+        ax.set_ylabel("training episode return", fontsize=8, color="C0")
         ax.tick_params(labelsize=7)
         if "episode_cost" in c:
             ax2 = ax.twinx()
             yc = np.asarray(c["episode_cost"], np.float64)
             ax2.plot(x, np.nanmedian(yc, axis=0), color="C3", linestyle="--", label="episode cost")
             ax2.tick_params(labelsize=7, colors="C3")
+            ax2.set_ylabel("episode cost (constrained)", fontsize=8, color="C3")
     for ax in list(axes.flat)[len(runs):]:
         ax.axis("off")
     fig.suptitle(f"Training curves, {len(runs)} presets, {results['n_seeds']} seeds (median, min-max); "
