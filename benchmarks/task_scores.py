@@ -294,8 +294,8 @@ def markdown_tables(results: dict[str, Any]) -> str:
         + "".join(f", {t} {v}" for t, v in (results.get("task_budget_scale") or {}).items())
         + (" (--quick)" if results.get("quick") else ""),
         "",
-        "| preset | algo | split | return IQM [95 % CI] | NormScore | costs per episode, IQM [95 % CI] | "
-        "baselines (return; costs) | flags |",
+        ("| preset | algo | split | return IQM [95 % CI] | NormScore | costs per episode, IQM [95 % CI] | "
+         "baselines (return; costs) | flags |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     for run in results["runs"]:
@@ -325,8 +325,8 @@ def markdown_tables(results: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "| preset | env steps per seed (preset) | envs | updates | compile s | train s | "
-        "env-steps/s (all seeds, incl. update) | eval s | wall s |",
+        ("| preset | env steps per seed (preset) | envs | updates | compile s | train s | "
+         "env-steps/s (all seeds, incl. update) | eval s | wall s |"),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for run in results["runs"]:
@@ -359,7 +359,7 @@ def scaled_config(config: Any, budget_scale: float, quick: bool, max_envs: int |
     if quick:
         total = 2 * per_update
     else:
-        total = max(per_update, int(round(config.total_timesteps * budget_scale / per_update)) * per_update)
+        total = max(per_update, round(config.total_timesteps * budget_scale / per_update) * per_update)
     return config.replace(total_timesteps=total, num_envs=num_envs, n_minibatches=max(1, n_mb), eval_freq=0)
 
 
@@ -751,7 +751,7 @@ def resume_check(preset: str, task_name: str, *, updates: int = 4, max_envs: int
         st = SeedTrainer(trainer, half)
         keys = jax.vmap(jr.PRNGKey)(np.asarray([0, 1], np.uint32))
         s0 = st.init(keys)
-        s_mid, m1 = st.run(s0)
+        s_mid, _ = st.run(s0)
         s_full, m2 = st.run(s_mid)
         path = os.path.join(root, "seeds.eqx")
         eqx.tree_serialise_leaves(path, s_mid)
@@ -839,7 +839,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     eval_episodes = args.eval_episodes or (2 if args.quick else 16)
     seeds = list(range(args.seeds))
     results: dict[str, Any] = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python benchmarks/task_scores.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "hardware": hw, "hardware_name": hardware_name(hw), "n_seeds": len(seeds), "eval_episodes": eval_episodes,
         "budget_scale": args.budget_scale, "task_budget_scale": scales, "quick": args.quick, "reference": REFERENCE, "runs": [],
