@@ -24,6 +24,16 @@ Run from the repository root::
 
 Targets (2-core CPU): ≥ 200 k env-steps/s at N = 256, first compile < 20 s. Numbers
 depend on what else runs on the machine: the load average is printed with the table.
+
+``--preset NAME`` times a named preset instead, with its own env and config (``num_envs``,
+``n_steps``, network, algorithm; ``--n-envs`` is ignored), ``--updates`` updates per call;
+its evaluation stays on unless ``--no-eval``. ``--compare-screen`` (unit-commitment
+presets) builds the same trainer twice in one process, once with the DC-OPF's line
+screen (the preset as shipped) and once with every rated line in every LP
+(``opf_screen_rows=0``, the earlier path), compiles each, and times them in alternating
+rounds; the table gives both and the ratio::
+
+    uv run python benchmarks/train_throughput.py --preset tso-uc --updates 3 --compare-screen
 """
 
 import argparse
@@ -102,6 +112,87 @@ def measure(
     }
 
 
+def _without_screen(env):
+    """The same bound wrapper with every rated line in every step's DC-OPF."""
+    import dataclasses
+
+    import equinox as eqx
+
+    params = dataclasses.replace(env.params, line_screen=None, opf_screen_rows=0)
+    return eqx.tree_at(lambda e: e.params, env, params)
+
+
+def _timed_runs(compiled: dict, key_count: int) -> dict:
+    import jax
+    import jax.random as jr
+
+    times = {name: [] for name in compiled}
+    for i in range(key_count):
+        names = list(compiled) if i % 2 == 0 else list(reversed(compiled))
+        for name in names:
+            t = time.perf_counter()
+            jax.block_until_ready(compiled[name](jr.PRNGKey(i + 1)))
+            times[name].append(time.perf_counter() - t)
+    return times
+
+
+def measure_preset(name: str, updates: int, repeats: int, evaluate: bool, compare_screen: bool) -> dict:
+    """Training throughput of a preset (its env and config), and with `compare_screen`
+    the same trainer on the unscreened DC-OPF, timed in alternating rounds."""
+    import jax
+    import jax.random as jr
+    from powerzoojax.rl import get_preset, make_train
+
+    preset = get_preset(name)
+    env = preset.env_factory()
+    config = preset.config
+    batch = config.num_envs * config.n_steps
+    config = config.replace(total_timesteps=updates * batch, **({} if evaluate else {"eval_freq": 0}))
+    envs = {"screened": env}
+    if compare_screen:
+        envs["all lines"] = _without_screen(env)
+    key = jr.PRNGKey(0)
+    compiled, compile_s, first_s, trainers = {}, {}, {}, {}
+    for label, e in envs.items():
+        trainer = make_train(e, config)
+        t0 = time.perf_counter()
+        compiled[label] = jax.jit(trainer.train).lower(key).compile()
+        compile_s[label] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled[label](key))
+        first_s[label] = time.perf_counter() - t0
+        trainers[label] = trainer
+    times = _timed_runs(compiled, repeats)
+    rollout = {}
+    for label, trainer in trainers.items():
+        state = jax.jit(trainer.init)(key)
+        collect = jax.jit(lambda s, k, t=trainer: t._collect(s, k)).lower(state, key).compile()
+        jax.block_until_ready(collect(state, key))
+        ct = []
+        for i in range(repeats):
+            t = time.perf_counter()
+            jax.block_until_ready(collect(state, jr.PRNGKey(i + 1)))
+            ct.append(time.perf_counter() - t)
+        rollout[label] = trainer.batch_size / statistics.median(ct)
+    steps = trainers["screened"].n_updates * trainers["screened"].batch_size
+    return {
+        "preset": name,
+        "n_envs": config.num_envs,
+        "steps_per_update": batch,
+        "updates": trainers["screened"].n_updates,
+        "evaluation": evaluate and config.eval_freq > 0,
+        "variants": {
+            label: {
+                "compile_s": compile_s[label],
+                "first_call_s": first_s[label],
+                "env_steps_per_s": steps / statistics.median(times[label]),
+                "rollout_env_steps_per_s": rollout[label],
+            }
+            for label in envs
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-envs", type=int, nargs="+", default=[64, 256, 1024])
@@ -114,8 +205,33 @@ def main() -> None:
     parser.add_argument("--separate-critic", action="store_true", help="separate actor and critic MLPs")
     parser.add_argument("--full-shuffle", action="store_true", help="one permutation of the whole batch per epoch")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--preset", help="time this preset (its env and config) instead of case 5")
+    parser.add_argument("--no-eval", action="store_true", help="with --preset: turn the preset's evaluation off")
+    parser.add_argument("--compare-screen", action="store_true",
+                        help="with --preset: also the unscreened DC-OPF, in the same process")
     parser.add_argument("--single", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.preset is not None:
+        info = machine_info()
+        r = measure_preset(args.preset, args.updates, args.repeats, not args.no_eval, args.compare_screen)
+        info["load_average_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        print(f"machine: {info['cpu']}, {info['cores']} cores, JAX {info['jax']} ({info['backend']}), "
+              f"load average {info['load_average_1min']:.2f} before / {info['load_average_1min_after']:.2f} after")
+        print(f"preset {r['preset']}: N = {r['n_envs']}, {r['steps_per_update']:,} env steps per update, "
+              f"{r['updates']} updates per call, evaluation {'on' if r['evaluation'] else 'off'}\n")
+        print("| DC-OPF | compile s | first call s | training env-steps/s | rollout-only env-steps/s |")
+        print("|---|---:|---:|---:|---:|")
+        for label, v in r["variants"].items():
+            print(f"| {label} | {v['compile_s']:.1f} | {v['first_call_s']:.1f} | {v['env_steps_per_s']:,.0f} "
+                  f"| {v['rollout_env_steps_per_s']:,.0f} |")
+        if "all lines" in r["variants"]:
+            v = r["variants"]
+            print(f"\nscreened / all lines: training {v['screened']['env_steps_per_s'] / v['all lines']['env_steps_per_s']:.2f}x, "
+                  f"rollout {v['screened']['rollout_env_steps_per_s'] / v['all lines']['rollout_env_steps_per_s']:.2f}x")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"machine": info, "results": r}, f, indent=2)
+        return
     shared = not args.separate_critic
     shuffle = "full" if args.full_shuffle else "blocks"
     if args.single is not None:

@@ -197,6 +197,7 @@ def _tso_params(
     data_loader=None,
     split: str = "train",
     source: str = "simbench",
+    opf_screen_rows: int | None = None,
 ) -> UCParams:
     if split not in TSO_SPLITS:
         raise ValueError(f"unknown TSO split {split!r}; valid: {TSO_SPLITS}")
@@ -228,6 +229,7 @@ def _tso_params(
         dcopf_tol=dcopf_tol,
         sample_start_on_reset=sample_start_on_reset,
         fixed_episode_start_idx=fixed_episode_start_idx,
+        opf_screen_rows=opf_screen_rows,
     )
 
 
@@ -250,6 +252,7 @@ def make_tso_case118_params(
     split: str = "train",
     *,
     source: str = "simbench",
+    opf_screen_rows: int | None = None,
 ) -> UCParams:
     """Unit-commitment params of the TSO task on case118 (benchmark ratings).
 
@@ -279,6 +282,9 @@ def make_tso_case118_params(
       `None` uses the shipped `source` data.
     - `split`: data split of the default profile.
     - `source`: dataset of the default profile.
+    - `opf_screen_rows`: rows of the screened DC-OPF (see
+      [`make_uc_params`][powerzoojax.grid.transmission.make_uc_params]); 0 puts every
+      rated line in every step's LP.
 
     **Returns:**
 
@@ -291,6 +297,7 @@ def make_tso_case118_params(
         cost_thermal_weight=cost_thermal_weight, solver_mode=solver_mode, dcopf_max_iter=dcopf_max_iter,
         dcopf_tol=dcopf_tol, sample_start_on_reset=sample_start_on_reset,
         fixed_episode_start_idx=fixed_episode_start_idx, data_loader=data_loader, split=split, source=source,
+        opf_screen_rows=opf_screen_rows,
     )
 
 

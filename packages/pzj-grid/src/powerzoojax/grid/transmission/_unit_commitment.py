@@ -3,6 +3,7 @@
 from typing import Any, overload
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
@@ -25,7 +26,14 @@ from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._guard import checked_profiles
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.transmission._invariants import unit_commitment_laws
-from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup  # noqa: F401
+from powerzoojax.physics._dc_opf import (  # noqa: F401
+    DCOPF_OBJECTIVES,
+    DCOPF_OPTIMAL,
+    UNLIMITED_MW,
+    DCOPFSetup,
+    dc_opf,
+    make_dc_opf_setup,
+)
 from powerzoojax.physics import (
     DCNetwork,
     dc_power_flow,
@@ -41,6 +49,49 @@ UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
 _TIME_CAP = 1000  # time-in-state saturates here (only "long enough" matters)
 _TIME_OBS_SCALE = 200.0
 _LINE_COUNT_TOL_MW = 1e-2
+# Rows of the screened dispatch LP (see `LineScreen`): on case118's TSO task under random
+# commitments at most 15 lines could bind on a step, 2.3 on average (benchmarks/results/tso_uc.md).
+DEFAULT_OPF_SCREEN_ROWS = 16
+# A line enters the screened LP when its flow could come within this of a limit: covers
+# the float32 rounding of the bound (sums of ~50 terms of at most a few GW).
+_SCREEN_MARGIN_MW = 1.0
+
+
+class LineScreen(eqx.Module):
+    """Bounds on each monitored line's flow over the dispatches a step allows (see
+    [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv]).
+
+    For units `lo ≤ p ≤ hi` with `Σp = Σlo + room`, weak duality bounds the flow's unit
+    part for every `λ`: `m·p ≤ m·lo + λ·room + Σ max(m − λ, 0)·(hi − lo)` (and the mirror
+    image from below); the breakpoints `λ` are quantiles of the line's unit PTDFs `m`,
+    so the bound is close to the exact one (a fractional knapsack) without sorting.
+
+    **Arguments:**
+
+    - `lam`: `(n_mon, n_lambda)` the breakpoints of each monitored line.
+    - `above`, `below`: `(n_units, n_mon, n_lambda)` `max(m − λ, 0)` and `max(λ − m, 0)`.
+    """
+
+    lam: Float[Array, "n_mon n_lambda"]
+    above: Float[Array, "n_units n_mon n_lambda"]
+    below: Float[Array, "n_units n_mon n_lambda"]
+
+
+_SCREEN_BREAKPOINTS = 8  # λ per line: on case118's TSO task as tight as the exact bound to 2 %
+
+
+def make_line_screen(dcopf: DCOPFSetup) -> LineScreen:
+    """The `LineScreen` of a DC-OPF setup's monitored lines (host)."""
+    m_u = np.asarray(dcopf.mon_ptdf_units_t, np.float64)  # (G, n_mon)
+    n_units = m_u.shape[0]
+    ranks = np.unique(np.round(np.linspace(0, n_units - 1, _SCREEN_BREAKPOINTS)).astype(int))
+    lam = np.sort(m_u, axis=0)[ranks].T  # (n_mon, n_lambda)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return LineScreen(
+        lam=f32(lam),
+        above=f32(np.maximum(m_u[:, :, None] - lam[None], 0.0)),
+        below=f32(np.maximum(lam[None] - m_u[:, :, None], 0.0)),
+    )
 
 
 class UCState(EnvState):
@@ -109,6 +160,9 @@ class UCParams(EnvParams):
     - `solver_mode`: 0 agent dispatch, 1 DC-OPF dispatch (static).
     - `sample_start_on_reset`: draw the start row on reset (static).
     - `dcopf_max_iter`, `dcopf_tol`: DC-OPF iteration cap and tolerance (static).
+    - `line_screen`: the `LineScreen` of the monitored lines, `None` when every monitored
+      line enters the LP.
+    - `opf_screen_rows`: rows of the screened LP (static; 0 without a screen).
     """
 
     case: CaseData
@@ -148,6 +202,8 @@ class UCParams(EnvParams):
     sample_start_on_reset: bool = eqx.field(static=True, default=False, kw_only=True)
     dcopf_max_iter: int = eqx.field(static=True, default=30, kw_only=True)
     dcopf_tol: float = eqx.field(static=True, default=1e-4, kw_only=True)
+    line_screen: LineScreen | None = eqx.field(default=None, kw_only=True)
+    opf_screen_rows: int = eqx.field(static=True, default=0, kw_only=True)
 
     def with_load_profiles(self, load_profiles: ArrayLike) -> "UCParams":
         """These params with new load profiles (usable inside `jit`/`vmap`).
@@ -228,6 +284,7 @@ def make_uc_params(
     init_state: Any = None,
     keep_time: Any = None,
     init_power: Any = None,
+    opf_screen_rows: int | None = None,
 ) -> UCParams:
     """Validate inputs on the host and build [`UCParams`][powerzoojax.grid.transmission.UCParams].
 
@@ -267,6 +324,10 @@ def make_uc_params(
     - `init_state`: 1/0 at reset (absent: all on).
     - `keep_time`: signed steps already spent in that state (absent: 200).
     - `init_power`: output at reset [MW] (absent: `p_min·status`).
+    - `opf_screen_rows`: with more monitored lines than this, each step's DC-OPF takes
+      only this many line rows, those whose flow could reach a limit (the answer is the
+      same; see [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv]);
+      `None` takes `DEFAULT_OPF_SCREEN_ROWS`, 0 always solves with every monitored line.
 
     **Returns:**
 
@@ -278,6 +339,10 @@ def make_uc_params(
     max_steps = positive_int(fn, "max_steps", max_steps)
     steps_per_day = positive_int(fn, "steps_per_day", steps_per_day)
     dcopf_max_iter = positive_int(fn, "dcopf_max_iter", dcopf_max_iter)
+    if opf_screen_rows is None:
+        opf_screen_rows = DEFAULT_OPF_SCREEN_ROWS
+    if isinstance(opf_screen_rows, bool) or not isinstance(opf_screen_rows, (int, np.integer)) or opf_screen_rows < 0:
+        raise ValueError(f"{fn}: opf_screen_rows must be an int >= 0 or None, got {opf_screen_rows!r}")
     delta_t_hours = finite_scalar(fn, "delta_t_hours", delta_t_hours, positive=True)
     reserve_margin_frac = finite_scalar(fn, "reserve_margin_frac", reserve_margin_frac, non_negative=True)
     reward_scale = finite_scalar(fn, "reward_scale", reward_scale)
@@ -368,10 +433,12 @@ def make_uc_params(
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     i32 = lambda x: jnp.asarray(np.asarray(x).astype(np.int32))  # noqa: E731
     profiles32 = f32(profiles)
+    dcopf = make_dc_opf_setup(case, objective=opf_objective)
+    screened = solver_mode == 1 and 0 < int(opf_screen_rows) < dcopf.mon_idx.shape[0]
     return UCParams(
         case=case,
         network=network,
-        dcopf=make_dc_opf_setup(case, objective=opf_objective),
+        dcopf=dcopf,
         load_profiles=profiles32,
         load_line_flow_mw=load_line_flows(network, profiles32),
         total_load_mw=f32(profiles.sum(axis=1)),
@@ -403,6 +470,8 @@ def make_uc_params(
         sample_start_on_reset=bool(sample_start_on_reset),
         dcopf_max_iter=dcopf_max_iter,
         dcopf_tol=dcopf_tol,
+        line_screen=make_line_screen(dcopf) if screened else None,
+        opf_screen_rows=int(opf_screen_rows) if screened else 0,
     )
 
 
@@ -414,6 +483,95 @@ class _Dispatch(eqx.Module):
     n_iter: Array
     line_slack_mw: Array
     balance_gap_mw: Array
+    full_lp: Array
+
+
+def _opf_fields(opf: Any) -> tuple[Array, ...]:
+    """What the env keeps of a `DCOPFResult`."""
+    return opf.p_mw, opf.line_flow_mw, opf.converged, opf.status, opf.n_iter, opf.line_violation_mw
+
+
+def _flow_bounds(
+    params: UCParams, lo: Float[Array, " n_units"], hi: Float[Array, " n_units"], demand: Float[Array, ""],
+    load_flow_mon: Float[Array, " n_mon"],
+) -> tuple[Float[Array, " n_mon"], Float[Array, " n_mon"]]:
+    """Upper and lower bounds [MW] on each monitored line's flow over every dispatch
+    `lo ≤ p ≤ hi`, `Σp = clip(demand, Σlo, Σhi)` (see `LineScreen`)."""
+    screen, setup = params.line_screen, params.dcopf
+    width = hi - lo
+    room = jnp.clip(demand, jnp.sum(lo), jnp.sum(hi)) - jnp.sum(lo)
+    base = hp.matmul(lo, setup.mon_ptdf_units_t) - load_flow_mon
+    rise = jnp.min(screen.lam * room + hp.einsum("g,glr->lr", width, screen.above), axis=1)
+    fall = jnp.max(screen.lam * room - hp.einsum("g,glr->lr", width, screen.below), axis=1)
+    return base + rise, base + fall
+
+
+def _screened_opf(
+    params: UCParams,
+    node_load: Float[Array, " n_nodes"],
+    lo: Float[Array, " n_units"],
+    hi: Float[Array, " n_units"],
+    cost_c: Float[Array, " n_units"],
+    load_flow: Float[Array, " n_lines"],
+) -> tuple[tuple[Array, ...], Bool[Array, ""]]:
+    """The DC-OPF with only the `opf_screen_rows` monitored lines nearest to binding as
+    rows, and whether it had to be solved again with every monitored line.
+
+    A line whose flow cannot reach a limit over every dispatch the step allows
+    (`_flow_bounds`) cannot change the optimum: the LP without its row has the same
+    feasible dispatches, so the same answer. When more lines than rows could reach a limit,
+    or a line left out is over a limit at the answer, the full LP runs (a loop of zero or
+    one trip: under `vmap` a batch pays for it only when one of its instances needs it).
+    That fallback's answer carries no derivative.
+    """
+    setup, k = params.dcopf, params.opf_screen_rows
+    sg = jax.lax.stop_gradient
+    hi = jnp.maximum(hi, lo)
+    mon = setup.mon_idx
+    cap, floor = setup.line_cap[mon], setup.line_floor[mon]
+    flow_max, flow_min = _flow_bounds(params, sg(lo), sg(hi), sg(jnp.sum(node_load)), sg(load_flow[mon]))
+    excess = jnp.maximum(flow_max - cap, floor - flow_min)
+    may_bind = excess > -_SCREEN_MARGIN_MW
+    rows = jnp.sort(jax.lax.top_k(excess, k)[1])
+    sub = eqx.tree_at(
+        lambda s: (s.mon_idx, s.mon_ptdf_units_t, s.mon_ptdf_t),
+        setup,
+        (mon[rows], setup.mon_ptdf_units_t[:, rows], setup.mon_ptdf_t[:, rows]),
+    )
+    kwargs = dict(max_iter=params.dcopf_max_iter, tol=params.dcopf_tol)
+    # Load outside the committed range: the dispatch is the violated bounds whatever the
+    # LP does (`dc_opf`), so its rows are lifted and it starts optimal instead of pivoting
+    # on lines no unit can relieve. The same test as `dc_opf`'s.
+    demand, span = jnp.sum(node_load), jnp.maximum(jnp.max(hi - lo), 1.0)
+    capacity_ok = (demand >= jnp.sum(lo) - 1e-6 * span) & (demand <= jnp.sum(hi) + 1e-6 * span)
+    lifted = jnp.asarray(UNLIMITED_MW, setup.line_cap.dtype)
+    opf = dc_opf(
+        sub, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
+        line_cap=jnp.where(capacity_ok, setup.line_cap, lifted), line_floor=jnp.where(capacity_ok, setup.line_floor, -lifted),
+        **kwargs,
+    )
+    # Against the real limits (those of the LP may be lifted).
+    violation = jnp.sum(
+        jnp.maximum(opf.line_flow_mw - setup.line_cap, 0.0) + jnp.maximum(setup.line_floor - opf.line_flow_mw, 0.0)
+    )
+    opf = eqx.tree_at(lambda r: r.line_violation_mw, opf, violation)
+    flows = opf.line_flow_mw[mon]
+    left_out = jnp.ones(mon.shape, bool).at[rows].set(False)
+    over = left_out & ((flows > cap) | (flows < floor))
+    need_full = capacity_ok & ((jnp.sum(may_bind.astype(jnp.int32)) > k) | jnp.any(over))
+    small = _opf_fields(opf)
+
+    def solve_full(carry: tuple) -> tuple:
+        # The inputs pass through the loop's flag: loop-invariant, XLA would hoist the
+        # solve out of the loop and run it on every step.
+        go, inputs, _ = carry
+        load_c, lo_c, hi_c, cost_c_c, flow_c = jax.tree.map(lambda x: jnp.where(go, x, jnp.zeros_like(x)), inputs)
+        full = dc_opf(setup, load_c, p_min=lo_c, p_max=hi_c, cost_c=cost_c_c, load_flow_mw=flow_c, **kwargs)
+        return jnp.asarray(False), inputs, _opf_fields(full)
+
+    inputs = jax.tree.map(sg, (node_load, lo, hi, cost_c, load_flow))
+    _, _, full = jax.lax.while_loop(lambda c: c[0], solve_full, (need_full, inputs, jax.tree.map(sg, small)))
+    return jax.tree.map(lambda f, s: jnp.where(need_full, f, s), full, small), need_full
 
 
 class UnitCommitmentEnv(Environment):
@@ -443,6 +601,12 @@ class UnitCommitmentEnv(Environment):
     steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
     Load rows are `episode_start_idx + t` (not wrapped): the profile must hold
     `start + max_steps` rows (checked on the host).
+    With more monitored lines than `opf_screen_rows`, a step's DC-OPF takes as rows only
+    the `opf_screen_rows` lines whose flow comes nearest to a limit over every dispatch
+    the step's windows and load allow (a bound per line, `LineScreen`): a line that cannot
+    reach a limit cannot change the optimum, so the answer is the full LP's. When more
+    lines could reach a limit, or a line left out ends over one, the step solves the full
+    LP instead (`info["opf_full_lp"]`).
     """
     def action_dim(self, params: UCParams) -> int:
         """Length of the action vector.
@@ -507,14 +671,19 @@ class UnitCommitmentEnv(Environment):
                 # The preference tilts the linear cost toward its set-point in [lo, hi].
                 cost_c = cost_c - params.dispatch_preference_weight * denormalize_action(preference, lo, hi)
             node_load = load if params.network.loads_are_nodes else hp.matmul(params.network.loads_to_nodes, load)
-            opf = dc_opf(
-                params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
-                max_iter=params.dcopf_max_iter, tol=params.dcopf_tol,
-            )
+            if params.line_screen is None:
+                opf = dc_opf(
+                    params.dcopf, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
+                    max_iter=params.dcopf_max_iter, tol=params.dcopf_tol,
+                )
+                fields, full = _opf_fields(opf), jnp.asarray(False)
+            else:
+                fields, full = _screened_opf(params, node_load, lo, hi, cost_c, load_flow)
+            p_mw, flows, converged, status, n_iter, violation = fields
             # Load the committed units cannot cover stays unserved (reported, and priced by the
             # reserve channel) rather than landing on a slack unit that may be off.
-            gap = params.total_load_mw[row] - jnp.sum(opf.p_mw)
-            return _Dispatch(opf.p_mw, opf.line_flow_mw, opf.converged, opf.status, opf.n_iter, opf.line_violation_mw, gap)
+            gap = params.total_load_mw[row] - jnp.sum(p_mw)
+            return _Dispatch(p_mw, flows, converged, status, n_iter, violation, gap, full)
         case = params.case
         if preference is None:
             setpoint = proportional_dispatch(params.total_load_mw[row], case.unit_p_min * commit, case.unit_p_max * commit)
@@ -525,7 +694,10 @@ class UnitCommitmentEnv(Environment):
         # Zeroing an off slack unit unbalances the network: flows from the realised output.
         line_flow = hp.matmul(power, params.network.ptdf_units_t) - load_flow
         zero = jnp.zeros((), jnp.float32)
-        return _Dispatch(power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero, params.total_load_mw[row] - jnp.sum(power))
+        return _Dispatch(
+            power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero,
+            params.total_load_mw[row] - jnp.sum(power), jnp.asarray(False),
+        )
 
     def _obs(self, state: UCState, params: UCParams) -> Float[Array, " obs_dim"]:
         case = params.case
@@ -671,6 +843,8 @@ class UnitCommitmentEnv(Environment):
             "opf_status": dispatch.status,
             # The DC-OPF's iterations (0 in solver_mode 0, which solves no OPF).
             "opf_iterations": dispatch.n_iter,
+            # The screened DC-OPF was solved again with every monitored line (see the class docstring).
+            "opf_full_lp": dispatch.full_lp,
             # Σ MW outside the ramp/commitment window (the DC-PF slack in solver_mode 0).
             "opf_box_residual_mw": jnp.sum(jnp.maximum(dispatch.unit_power_mw - hi, 0.0) + jnp.maximum(lo - dispatch.unit_power_mw, 0.0)),
             "opf_line_residual_mw": dispatch.line_slack_mw,
