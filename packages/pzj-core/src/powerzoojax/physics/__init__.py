@@ -62,3 +62,23 @@ __all__ += ["ACOPFResult", "ACOPFSetup", "ac_opf", "make_ac_opf_setup"]
 from powerzoojax.physics.sensitivities import ac_ptdf, lmp_load_sensitivity, voltage_var_sensitivity  # noqa: E402
 
 __all__ += ["ac_ptdf", "lmp_load_sensitivity", "voltage_var_sensitivity"]
+
+from powerzoojax.physics._ac_outages import (  # noqa: E402
+    ACLineOutageNetwork,
+    ACOutageModel,
+    ac_network_with_line_outages,
+    ac_network_with_line_outages_at,
+    make_ac_outage_model,
+)
+from powerzoojax.physics._contingency import (  # noqa: E402
+    ContingencyResult,
+    contingency_screen,
+    sampled_line_pair_outages,
+    single_line_outages,
+)
+
+__all__ += [
+    "ACLineOutageNetwork", "ACOutageModel", "ContingencyResult", "ac_network_with_line_outages",
+    "ac_network_with_line_outages_at", "contingency_screen", "make_ac_outage_model", "sampled_line_pair_outages",
+    "single_line_outages",
+]

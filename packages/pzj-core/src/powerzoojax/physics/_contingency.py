@@ -1,0 +1,291 @@
+"""Batched AC contingency screening: one program solves the power flow of every outage set.
+
+`contingency_screen(model, p_gen, q_gen, load_p, load_q, outages)` solves the intact network
+once, then, for each row of `outages` (line indices, `-1` padding), opens those lines in the
+graph ([`ac_network_with_line_outages_at`][powerzoojax.physics.ac_network_with_line_outages_at])
+and solves [`ac_power_flow`][powerzoojax.physics.ac_power_flow] warm-started from the intact
+solution (voltages and PV->PQ switches), as contingency tools do. The outage sets are a
+`vmap` (in chunks of `batch_size` when given), so a screen of every single-line outage of a
+case is one compiled program, and changing the sets does not recompile.
+
+Per outage set it reports bus voltages, branch flows and loadings against ratings, the
+overloaded lines, the buses outside their voltage band, the convergence flag, the
+iteration count and whether the set islands buses. An islanding set is flagged, not solved:
+its voltages and flows are the intact network's and `converged` is False.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from powerzoojax.case import CaseData
+from powerzoojax.core._types import FloatScalar, IntScalar, where
+from powerzoojax.physics._ac_outages import ACOutageModel, ac_network_with_line_outages_at
+from powerzoojax.physics._ac_pf import AC_PF_METHODS, NEWTON_STEPS, ACPFResult, ac_power_flow
+from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._contingency_fdlf import ScreenSolution as _Solved
+from powerzoojax.physics._contingency_fdlf import fdlf_outage_solve, outage_terms
+from powerzoojax.physics._line_outages import _component_labels
+
+# Outage sets the Newton fallback solves together (each round gathers this many of the
+# sets the fast-decoupled loop left unconverged).
+_FALLBACK_LANES = 16
+
+
+def _newton_fallback(newton, outages, res, islanded, batch_size):
+    """Re-solve by Newton, on the outaged network, every set `res` leaves unconverged
+    (islanding sets excepted), `_FALLBACK_LANES` at a time; a batch where every set
+    converged pays one loop test."""
+    n_sets = outages.shape[0]
+    lanes = min(_FALLBACK_LANES, n_sets, batch_size or n_sets)
+    todo0 = ~res.converged & ~islanded
+
+    def body(carry):
+        res, todo = carry
+        pick = jnp.nonzero(todo, size=lanes, fill_value=n_sets)[0]
+        real = pick < n_sets
+        solved, _ = jax.vmap(newton)(outages[jnp.minimum(pick, n_sets - 1)])
+        solved = eqx.tree_at(lambda r: r.n_iter, solved, solved.n_iter + res.n_iter[jnp.minimum(pick, n_sets - 1)])
+        target = jnp.where(real, pick, n_sets)  # out of range: dropped
+        res = jax.tree.map(lambda a, b: a.at[target].set(b, mode="drop"), res, solved)
+        return res, todo.at[target].set(False, mode="drop")
+
+    res, _ = jax.lax.while_loop(lambda c: jnp.any(c[1]), body, (res, todo0))
+    return res
+
+
+class ContingencyResult(eqx.Module):
+    """Result of [`contingency_screen`][powerzoojax.physics.contingency_screen]; `C` outage sets.
+
+    **Arguments:**
+
+    - `base`: the intact network's [`ACPFResult`][powerzoojax.physics.ACPFResult].
+    - `outages`: `(C, k)` the screened line indices (`-1` padding).
+    - `vm`, `va`: `(C, N)` bus voltage magnitude [p.u.] and angle [rad].
+    - `line_p_from_mw`, `line_q_from_mvar`, `line_p_to_mw`, `line_q_to_mvar`: `(C, L)` end flows
+      [MW, MVAr]; zero on the opened lines.
+    - `line_loading_mva`: `(C, L)` the larger end's apparent power [MVA].
+    - `loading_percent`: `(C, L)` loading over the rating [%]; 0 for lines without a rating.
+    - `overloaded`: `(C, L)` lines above 100 % of their rating.
+    - `n_overloads`: `(C,)` int, overloaded lines.
+    - `max_loading_percent`: `(C,)` the most loaded line's loading [%].
+    - `vm_low`, `vm_high`: `(C, N)` buses below / above their voltage band.
+    - `n_voltage_violations`: `(C,)` int, buses outside their band.
+    - `converged`: `(C,)` the power flow converged (False for an islanding set).
+    - `islanded`: `(C,)` the set cuts buses off the slack (not solved).
+    - `n_iter`: `(C,)` int, iterations taken from the warm start.
+    - `max_mismatch`: `(C,)` largest mismatch at the returned iterate [p.u.].
+    """
+
+    base: ACPFResult
+    outages: Int[Array, "n_sets k"]
+    vm: Float[Array, "n_sets n_nodes"]
+    va: Float[Array, "n_sets n_nodes"]
+    line_p_from_mw: Float[Array, "n_sets n_lines"]
+    line_q_from_mvar: Float[Array, "n_sets n_lines"]
+    line_p_to_mw: Float[Array, "n_sets n_lines"]
+    line_q_to_mvar: Float[Array, "n_sets n_lines"]
+    line_loading_mva: Float[Array, "n_sets n_lines"]
+    loading_percent: Float[Array, "n_sets n_lines"]
+    overloaded: Bool[Array, "n_sets n_lines"]
+    n_overloads: Int[Array, " n_sets"]
+    max_loading_percent: Float[Array, " n_sets"]
+    vm_low: Bool[Array, "n_sets n_nodes"]
+    vm_high: Bool[Array, "n_sets n_nodes"]
+    n_voltage_violations: Int[Array, " n_sets"]
+    converged: Bool[Array, " n_sets"]
+    islanded: Bool[Array, " n_sets"]
+    n_iter: Int[Array, " n_sets"]
+    max_mismatch: Float[Array, " n_sets"]
+
+
+@_solver_entry(static_argnames=("enforce_q_limits", "method", "newton_step", "batch_size", "warm_start"))
+def contingency_screen(
+    model: ACOutageModel,
+    p_gen_mw: Float[Array, " n_units"],
+    q_gen_mvar: Float[Array, " n_units"] | None,
+    load_p_mw: Float[Array, " n_loads"],
+    load_q_mvar: Float[Array, " n_loads"],
+    outages: Int[Array, "..."],
+    *,
+    v_set: Float[Array, " n_nodes"] | None = None,
+    rate_mva: Float[Array, " n_lines"] | None = None,
+    v_min: Float[Array, " n_nodes"] | float | FloatScalar = 0.94,
+    v_max: Float[Array, " n_nodes"] | float | FloatScalar = 1.06,
+    max_iter: int | IntScalar = 30,
+    tol: float | FloatScalar = 1e-5,
+    enforce_q_limits: bool = True,
+    method: str = "newton",
+    newton_step: str = "auto",
+    batch_size: int | None = None,
+    warm_start: bool = True,
+) -> ContingencyResult:
+    """AC power flow of every outage set in `outages` (one row each), batched in one program.
+
+    **Arguments:**
+
+    - `model`: the [`ACOutageModel`][powerzoojax.physics.ACOutageModel] of the case.
+    - `p_gen_mw`, `q_gen_mvar`, `load_p_mw`, `load_q_mvar`, `v_set`: the operating point, as
+      for [`ac_power_flow`][powerzoojax.physics.ac_power_flow] (`q_gen_mvar=None`: zeros).
+    - `outages`: `(C, k)` line indices opened together per set; `-1` pads shorter sets
+      (e.g. `single_line_outages(case)` for N-1).
+    - `rate_mva`: `(L,)` line ratings [MVA]; `None` or values `<= 0`: no rating.
+    - `v_min`, `v_max`: voltage band [p.u.], scalars or `(N,)` (e.g. the case's `node_v_min`).
+    - `max_iter`, `tol`, `enforce_q_limits`, `method`, `newton_step`: the power flow's options.
+    - `batch_size`: outage sets solved together (`None`: all at once); smaller bounds memory.
+    - `warm_start`: start each outage from the intact solution (static).
+
+    **Returns:**
+
+    A [`ContingencyResult`][powerzoojax.physics.ContingencyResult].
+    """
+    if method not in AC_PF_METHODS:
+        raise ValueError(f"contingency_screen: method must be one of {AC_PF_METHODS}, got {method!r}")
+    if newton_step not in NEWTON_STEPS:
+        raise ValueError(f"contingency_screen: newton_step must be one of {NEWTON_STEPS}, got {newton_step!r}")
+    outages = jnp.asarray(outages)
+    if outages.ndim != 2 or not jnp.issubdtype(outages.dtype, jnp.integer):
+        raise ValueError(
+            f"contingency_screen: outages must be a 2-D integer array (sets x lines), got shape "
+            f"{outages.shape} and dtype {outages.dtype}"
+        )
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"contingency_screen: batch_size must be a positive int or None, got {batch_size}")
+    opts = dict(max_iter=max_iter, tol=tol, enforce_q_limits=enforce_q_limits, method=method, newton_step=newton_step)
+    base = ac_power_flow(model.network, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, **opts)
+    pv_limit = base.pv_limit if enforce_q_limits else None
+    start = dict(init_vm=base.vm, init_va=base.va, init_pv_limit=pv_limit) if warm_start else {}
+    outages = outages.astype(jnp.int32)
+
+    def newton(lines):
+        opened = ac_network_with_line_outages_at(model, lines)
+        res = ac_power_flow(opened.network, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, **start, **opts)
+        return _Solved(
+            vm=res.vm, va=res.va, line_p_from_mw=res.line_p_from_mw, line_q_from_mvar=res.line_q_from_mvar,
+            line_p_to_mw=res.line_p_to_mw, line_q_to_mvar=res.line_q_to_mvar, line_loading_mva=res.line_loading_mva,
+            converged=res.converged & ~opened.islanded, n_iter=res.n_iter, max_mismatch=res.max_mismatch,
+        ), opened.islanded
+
+    def fast(lines):
+        terms = outage_terms(model, lines)
+        init = (base.vm, base.va, pv_limit) if warm_start else (None, None, None)
+        res = fdlf_outage_solve(
+            model, terms, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, *init,
+            max_iter=max_iter, tol=tol, enforce_q_limits=enforce_q_limits,
+        )
+        return res, terms.islanded
+
+    one = newton if method == "newton" else fast
+    if batch_size is None:
+        res, islanded = jax.vmap(one)(outages)
+    else:
+        res, islanded = jax.lax.map(one, outages, batch_size=batch_size)
+    if method == "fdlf":
+        opts["method"] = "newton"
+        res = _newton_fallback(newton, outages, res, islanded, batch_size)
+
+    dtype = res.vm.dtype
+    rate = jnp.zeros((model.network.n_lines,), dtype) if rate_mva is None else jnp.asarray(rate_mva, dtype)
+    has_rate = rate > 0
+    loading_pct = where(has_rate, 100.0 * res.line_loading_mva / where(has_rate, rate, 1.0), 0.0)
+    overloaded = loading_pct > 100.0
+    vm_low = res.vm < jnp.asarray(v_min, dtype)
+    vm_high = res.vm > jnp.asarray(v_max, dtype)
+    converged = res.converged & ~islanded
+    return ContingencyResult(
+        base=base,
+        outages=outages,
+        vm=res.vm,
+        va=res.va,
+        line_p_from_mw=res.line_p_from_mw,
+        line_q_from_mvar=res.line_q_from_mvar,
+        line_p_to_mw=res.line_p_to_mw,
+        line_q_to_mvar=res.line_q_to_mvar,
+        line_loading_mva=res.line_loading_mva,
+        loading_percent=loading_pct,
+        overloaded=overloaded,
+        n_overloads=jnp.sum(overloaded, axis=1, dtype=jnp.int32),
+        max_loading_percent=jnp.max(loading_pct, axis=1),
+        vm_low=vm_low,
+        vm_high=vm_high,
+        n_voltage_violations=jnp.sum(vm_low | vm_high, axis=1, dtype=jnp.int32),
+        converged=converged,
+        islanded=islanded,
+        n_iter=res.n_iter,
+        max_mismatch=res.max_mismatch,
+    )
+
+
+def single_line_outages(case: CaseData, *, connected_only: bool = True) -> Int[np.ndarray, "n_sets 1"]:
+    """Every N-1 line outage of `case` as a `(C, 1)` int32 array for
+    [`contingency_screen`][powerzoojax.physics.contingency_screen] (host-side).
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `connected_only`: keep only the in-service lines whose outage leaves every bus
+      connected to the slack (the others island buses and are flagged, not solved).
+
+    **Returns:**
+
+    `(C, 1)` int32 line indices.
+    """
+    in_service = np.flatnonzero(np.asarray(case.line_status) > 0)
+    if connected_only:
+        in_service = in_service[~_islanding_lines(case)[in_service]]
+    return in_service.astype(np.int32)[:, None]
+
+
+def sampled_line_pair_outages(case: CaseData, n_sets: int, *, seed: int = 0) -> Int[np.ndarray, "n_sets 2"]:
+    """`n_sets` distinct random N-2 outage pairs of in-service lines (host-side), each of
+    which leaves the network connected: a sample of the N-2 set for
+    [`contingency_screen`][powerzoojax.physics.contingency_screen].
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `n_sets`: pairs to draw (at most the number of connected pairs).
+    - `seed`: the NumPy generator's seed.
+
+    **Returns:**
+
+    `(n_sets, 2)` int32 line indices.
+    """
+    if n_sets < 1:
+        raise ValueError(f"sampled_line_pair_outages: n_sets must be a positive int, got {n_sets}")
+    lines = single_line_outages(case)[:, 0]
+    n_pairs = lines.size * (lines.size - 1) // 2
+    if n_sets > n_pairs:
+        raise ValueError(f"sampled_line_pair_outages: n_sets={n_sets} exceeds the {n_pairs} pairs of this case")
+    rng = np.random.default_rng(seed)
+    status = np.asarray(case.line_status) > 0
+    f, t, n = np.asarray(case.line_from_idx), np.asarray(case.line_to_idx), int(case.n_nodes)
+    chosen: set[tuple[int, int]] = set()
+    label = jax.jit(_component_labels, static_argnums=3)
+    while len(chosen) < n_sets:
+        a, b = sorted(rng.choice(lines, 2, replace=False).tolist())
+        if (a, b) in chosen:
+            continue
+        active = status.copy()
+        active[[a, b]] = False
+        labels = np.asarray(label(jnp.asarray(f), jnp.asarray(t), jnp.asarray(active), n))
+        if np.all(labels == labels[int(case.slack_bus_idx)]):
+            chosen.add((a, b))
+    return np.asarray(sorted(chosen), np.int32)
+
+
+def _islanding_lines(case: CaseData) -> Bool[np.ndarray, " n_lines"]:
+    """Lines whose single outage cuts buses off the slack (the bridges of the graph)."""
+    status = np.asarray(case.line_status) > 0
+    f, t, n = np.asarray(case.line_from_idx), np.asarray(case.line_to_idx), int(case.n_nodes)
+
+    def cut(line):
+        labels = _component_labels(jnp.asarray(f), jnp.asarray(t), jnp.asarray(status) & (jnp.arange(f.size) != line), n)
+        return jnp.any(labels != labels[int(case.slack_bus_idx)])
+
+    return np.asarray(jax.jit(jax.vmap(cut))(jnp.arange(f.size)))
+
+
+__all__ = ["ContingencyResult", "contingency_screen", "sampled_line_pair_outages", "single_line_outages"]

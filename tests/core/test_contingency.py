@@ -1,0 +1,277 @@
+"""AC line outages inside `jit` and the batched contingency screen.
+
+The outaged network built in the graph is checked against `make_ac_network` of the case with
+the line taken out on the host (Ybus, branch terms and every fast-decoupled operator), and
+the screen's solutions against PYPOWER's `runpf` on the same outaged MATPOWER tables, with
+the same equations (reactive limits off on both sides): every single-line outage of case
+118 and case 300 that keeps the network connected (the full sets are slow-marked; a
+stride of them runs by default).
+"""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pypower.api import ppoption, runpf
+from reference_matpower import matpower_ppc
+
+from powerzoojax.case import load_case
+from powerzoojax.physics import (
+    ac_network_with_line_outages,
+    ac_network_with_line_outages_at,
+    ac_power_flow,
+    contingency_screen,
+    make_ac_network,
+    make_ac_outage_model,
+    sampled_line_pair_outages,
+    single_line_outages,
+)
+
+VM, VA, BUS_TYPE, PD, QD = 7, 8, 1, 2, 3
+PG, GEN_STATUS = 1, 7
+BR_STATUS, PF, QF, PT, QT = 10, 13, 14, 15, 16
+# Case 118's line 8 (bus 9-10) is the only link of bus 10: its outage islands the bus.
+ISLANDING_LINE_118 = 8
+OPERATORS = (
+    "g", "b", "y_real_t", "y_row_abs", "branch_g", "branch_b", "fdlf_bp_inv", "fdlf_bpp_inv",
+    "fdlf_pq_solve_t", "fdlf_pv_rhs", "fdlf_pv_sel", "fdlf_pv_inv_schur", "fdlf_pv_schur_t", "fdlf_pv_out",
+)
+
+
+@functools.cache
+def _case(case_id: str):
+    return load_case(case_id, source="matpower")
+
+
+def _slack_va_deg(case_id: str) -> float:
+    bus = matpower_ppc(f"case{case_id}")["bus"]
+    return float(bus[bus[:, BUS_TYPE] == 3, VA][0])
+
+
+@functools.cache
+def _model(case_id: str):
+    case = _case(case_id)
+    return make_ac_outage_model(case, make_ac_network(case, va_ref_deg=_slack_va_deg(case_id)))
+
+
+@functools.cache
+def _inputs(case_id: str):
+    """The case's own operating point (MW / MVAr), float32."""
+    ppc = matpower_ppc(f"case{case_id}")
+    on = ppc["gen"][:, GEN_STATUS] > 0
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return f32(ppc["gen"][:, PG] * on), f32(ppc["bus"][:, PD]), f32(ppc["bus"][:, QD])
+
+
+@functools.cache
+def _screen(method: str, enforce_q_limits: bool = False, max_iter: int = 30):
+    def run(model, pg, pd, qd, outages):
+        return contingency_screen(
+            model, pg, None, pd, qd, outages, method=method, enforce_q_limits=enforce_q_limits, max_iter=max_iter
+        )
+
+    return jax.jit(run)
+
+
+@functools.cache
+def _pypower(case_id: str, line: int):
+    """PYPOWER's solution of the MATPOWER case with branch `line` out (reactive limits off)."""
+    ppc = matpower_ppc(f"case{case_id}")
+    ppc["branch"][line, BR_STATUS] = 0
+    result, success = runpf(ppc, ppoption(VERBOSE=0, OUT_ALL=0, PF_TOL=1e-10, PF_MAX_IT=30))
+    return bool(success), result
+
+
+def _host_network(case_id: str, line: int):
+    case = _case(case_id)
+    status = np.asarray(case.line_status).copy()
+    status[line] = 0
+    opened = eqx.tree_at(lambda c: c.line_status, case, jnp.asarray(status))
+    return make_ac_network(opened, va_ref_deg=_slack_va_deg(case_id))
+
+
+@pytest.mark.parametrize("case_id,position", [("118", 20), ("118", 0), ("300", 5), ("300", 250)])
+def test_opened_network_equals_the_host_built_network(case_id: str, position: int) -> None:
+    """Both in-graph builds (Woodbury for an index list, dense inverses for a mask) give
+    the operators `make_ac_network` computes in float64 for the case with the line out."""
+    line = int(single_line_outages(_case(case_id))[position, 0])
+    model, ref = _model(case_id), _host_network(case_id, line)
+    mask = jnp.zeros((model.network.n_lines,), bool).at[line].set(True)
+    for opened in (
+        jax.jit(ac_network_with_line_outages_at)(model, jnp.array([line, -1])),
+        jax.jit(ac_network_with_line_outages)(model, mask),
+    ):
+        assert not bool(opened.islanded)
+        assert np.asarray(opened.line_out).tolist() == np.asarray(mask).tolist()
+        for name in OPERATORS:
+            got, want = np.asarray(getattr(opened.network, name)), np.asarray(getattr(ref, name))
+            scale = max(float(np.max(np.abs(want))), 1.0)
+            assert np.max(np.abs(got - want)) <= 2e-5 * scale, name
+
+
+def test_no_outage_leaves_the_network_as_built() -> None:
+    model = _model("118")
+    opened = ac_network_with_line_outages_at(model, jnp.array([-1]))
+    for name in OPERATORS:
+        np.testing.assert_allclose(
+            np.asarray(getattr(opened.network, name)), np.asarray(getattr(model.network, name)), atol=1e-5, rtol=1e-5
+        )
+
+
+def _check_against_pypower(case_id: str, res, lines) -> None:
+    base = _case(case_id).base_mva
+    for row, line in enumerate(lines):
+        ok, ref = _pypower(case_id, int(line))
+        assert bool(res.converged[row]) == ok, f"line {line}: converged {bool(res.converged[row])}, PYPOWER {ok}"
+        if not ok:
+            continue
+        np.testing.assert_allclose(np.asarray(res.vm[row]), ref["bus"][:, VM], atol=1e-4, rtol=0, err_msg=f"line {line}")
+        np.testing.assert_allclose(
+            np.asarray(res.va[row]), np.deg2rad(ref["bus"][:, VA]), atol=1e-4, rtol=0, err_msg=f"line {line}"
+        )
+        for field, col in (("line_p_from_mw", PF), ("line_q_from_mvar", QF), ("line_p_to_mw", PT), ("line_q_to_mvar", QT)):
+            # PYPOWER leaves an opened branch's flows at 0 too.
+            np.testing.assert_allclose(
+                np.asarray(getattr(res, field)[row]) / base, ref["branch"][:, col] / base, atol=1e-2, rtol=0,
+                err_msg=f"line {line} {field}",
+            )
+
+
+def _n_minus_1(case_id: str, stride: int):
+    return single_line_outages(_case(case_id))[::stride]
+
+
+@pytest.mark.parametrize(
+    "case_id,method,stride",
+    [
+        ("118", "newton", 9),
+        ("118", "fdlf", 9),
+        ("300", "fdlf_only", 41),
+        pytest.param("118", "newton", 1, marks=pytest.mark.slow),
+        pytest.param("118", "fdlf", 1, marks=pytest.mark.slow),
+        pytest.param("300", "fdlf_only", 1, marks=pytest.mark.slow),
+        # Every set's verdict, with the Newton re-solve of the 16 sets that have no solution.
+        pytest.param("300", "fdlf", 1, marks=pytest.mark.slow),
+        pytest.param("300", "newton", 8, marks=pytest.mark.slow),
+    ],
+)
+def test_single_line_outages_match_pypower(case_id: str, method: str, stride: int) -> None:
+    outages = _n_minus_1(case_id, stride)
+    res = _screen(method)(_model(case_id), *_inputs(case_id), jnp.asarray(outages))
+    assert not np.any(np.asarray(res.islanded))
+    _check_against_pypower(case_id, res, outages[:, 0])
+    assert np.all(np.asarray(res.line_loading_mva)[np.arange(len(outages)), outages[:, 0]] == 0.0)
+
+
+def test_islanding_outage_is_flagged_and_finite() -> None:
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    outages = jnp.array([[ISLANDING_LINE_118], [20]])
+    res = _screen("fdlf")(model, pg, pd, qd, outages)
+    assert np.asarray(res.islanded).tolist() == [True, False]
+    assert np.asarray(res.converged).tolist() == [False, True]
+    for leaf in jax.tree.leaves(res):
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            assert np.all(np.isfinite(np.asarray(leaf)))
+    # The mask path flags the same set; its network stays the intact one (finite).
+    mask = jnp.zeros((model.network.n_lines,), bool).at[ISLANDING_LINE_118].set(True)
+    opened = ac_network_with_line_outages(model, mask)
+    assert bool(opened.islanded)
+    assert np.flatnonzero(np.asarray(opened.node_islanded)).tolist() == [9]
+    for name in OPERATORS:
+        assert np.all(np.isfinite(np.asarray(getattr(opened.network, name))))
+
+
+def test_newton_fallback_finishes_what_fdlf_leaves() -> None:
+    """With a 3-iteration budget the fast-decoupled loop leaves outages unconverged; the
+    default "fdlf" re-solves them by Newton (more updates than the budget in total) and
+    matches PYPOWER, while "fdlf_only" reports them unconverged."""
+    model, inputs = _model("118"), _inputs("118")
+    outages = _n_minus_1("118", 9)
+    only = _screen("fdlf_only", max_iter=3)(model, *inputs, jnp.asarray(outages))
+    fallback = _screen("fdlf", max_iter=3)(model, *inputs, jnp.asarray(outages))
+    missed = ~np.asarray(only.converged)
+    assert missed.sum() >= 3
+    assert np.all(np.asarray(fallback.converged))
+    # (A lane may pass the final re-check at its last fast-decoupled iterate in one program
+    # and not the other: it then needs no Newton update.)
+    assert np.all(np.asarray(fallback.n_iter)[missed] >= 3)
+    assert np.sum(np.asarray(fallback.n_iter)[missed] > 3) >= 3
+    _check_against_pypower("118", fallback, outages[:, 0])
+
+
+def test_masks_change_without_a_retrace_and_vmap_equals_single_solves() -> None:
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    traces = []
+
+    @jax.jit
+    def solve(mask):
+        traces.append(1)
+        opened = ac_network_with_line_outages(model, mask)
+        return ac_power_flow(opened.network, pg, None, pd, qd, method="fdlf", enforce_q_limits=False)
+
+    lines = (3, 20, 100)
+    masks = jnp.zeros((len(lines), model.network.n_lines), bool).at[jnp.arange(len(lines)), jnp.array(lines)].set(True)
+    singles = [solve(m) for m in masks]
+    assert len(traces) == 1
+    batched = jax.jit(jax.vmap(solve))(masks)
+    for k, one in enumerate(singles):
+        assert bool(one.converged) and bool(batched.converged[k])
+        np.testing.assert_allclose(np.asarray(batched.vm[k]), np.asarray(one.vm), atol=1e-5)
+        np.testing.assert_allclose(np.asarray(batched.va[k]), np.asarray(one.va), atol=1e-5)
+    _check_against_pypower("118", jax.tree.map(lambda x: x, batched), lines)
+
+
+def test_screen_reports_overloads_and_voltage_violations() -> None:
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    outages = jnp.asarray(_n_minus_1("118", 9))
+    rate = jnp.full((model.network.n_lines,), 120.0)
+    res = contingency_screen(
+        model, pg, None, pd, qd, outages, rate_mva=rate, v_min=0.95, v_max=1.05, method="fdlf_only"
+    )
+    loading = np.asarray(res.line_loading_mva)
+    np.testing.assert_allclose(np.asarray(res.loading_percent), loading / 1.2, rtol=1e-5)
+    assert np.asarray(res.overloaded).tolist() == (loading > 120.0).tolist()
+    assert np.asarray(res.n_overloads).tolist() == (loading > 120.0).sum(axis=1).tolist()
+    vm = np.asarray(res.vm)
+    assert np.asarray(res.n_voltage_violations).tolist() == ((vm < 0.95) | (vm > 1.05)).sum(axis=1).tolist()
+    assert np.asarray(res.n_overloads).max() > 0
+    # Chunked batches give the same screen.
+    chunked = contingency_screen(model, pg, None, pd, qd, outages, rate_mva=rate, batch_size=8, method="fdlf_only")
+    np.testing.assert_allclose(np.asarray(chunked.vm), vm, atol=1e-6)
+
+
+def test_sampled_pairs_are_connected_distinct_and_screened() -> None:
+    case = _case("118")
+    pairs = sampled_line_pair_outages(case, 12, seed=1)
+    assert pairs.shape == (12, 2) and len({tuple(p) for p in pairs.tolist()}) == 12
+    res = _screen("fdlf")(_model("118"), *_inputs("118"), jnp.asarray(pairs))
+    assert not np.any(np.asarray(res.islanded))
+    assert np.all(np.asarray(res.line_loading_mva)[np.arange(12)[:, None], pairs] == 0.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(method="gauss"), "method must be one of"),
+        (dict(newton_step="lu"), "newton_step must be one of"),
+        (dict(batch_size=0), "batch_size must be a positive int"),
+    ],
+)
+def test_screen_rejects_bad_options(kwargs, message) -> None:
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    with pytest.raises(ValueError, match=message):
+        contingency_screen(model, pg, None, pd, qd, jnp.array([[1]]), **kwargs)
+
+
+def test_screen_rejects_a_flat_outage_list() -> None:
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    with pytest.raises(ValueError, match="outages must be a 2-D integer array"):
+        contingency_screen(model, pg, None, pd, qd, jnp.array([1, 2]))
+
+
+def test_sampled_pairs_reject_bad_counts() -> None:
+    with pytest.raises(ValueError, match="n_sets must be a positive int"):
+        sampled_line_pair_outages(_case("118"), 0)
