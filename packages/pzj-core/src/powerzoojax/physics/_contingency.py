@@ -168,8 +168,8 @@ def contingency_screen(
             converged=res.converged & ~opened.islanded, n_iter=res.n_iter, max_mismatch=res.max_mismatch,
         ), opened.islanded
 
-    def fast(lines):
-        terms = outage_terms(model, lines)
+    def fast(chunk):
+        terms = jax.vmap(lambda lines: outage_terms(model, lines))(chunk)
         init = (base.vm, base.va, pv_limit) if warm_start else (None, None, None)
         res = fdlf_outage_solve(
             model, terms, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, *init,
@@ -177,11 +177,20 @@ def contingency_screen(
         )
         return res, terms.islanded
 
-    one = newton if method == "newton" else fast
-    if batch_size is None:
-        res, islanded = jax.vmap(one)(outages)
+    n_sets = outages.shape[0]
+    if method == "newton":
+        if batch_size is None:
+            res, islanded = jax.vmap(newton)(outages)
+        else:
+            res, islanded = jax.lax.map(newton, outages, batch_size=batch_size)
+    elif batch_size is None or batch_size >= n_sets:
+        res, islanded = fast(outages)
     else:
-        res, islanded = jax.lax.map(one, outages, batch_size=batch_size)
+        # Chunks of batch_size sets, the last padded with empty sets (-1: nothing opened).
+        n_chunks = -(-n_sets // batch_size)
+        padded = jnp.full((n_chunks * batch_size, outages.shape[1]), -1, jnp.int32).at[:n_sets].set(outages)
+        res, islanded = jax.lax.map(fast, padded.reshape(n_chunks, batch_size, -1))
+        res, islanded = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:])[:n_sets], (res, islanded))
     if method == "fdlf":
         opts["method"] = "newton"
         res = _newton_fallback(newton, outages, res, islanded, batch_size)

@@ -36,7 +36,11 @@ from powerzoojax.physics._ac_pf import (
     _line_flows,
     _switched_schur_cg,
 )
+from powerzoojax.physics._compaction import compaction_caps, compacting_loop
 from powerzoojax.physics._line_outages import _component_labels
+
+# Smallest compacted batch (as `ac_power_flow`'s batched loop).
+_MIN_COMPACT = 16
 
 
 class OutageTerms(eqx.Module):
@@ -132,12 +136,15 @@ class ScreenSolution(eqx.Module):
 
 def fdlf_outage_solve(
     model: ACOutageModel,
-    terms: OutageTerms,
+    batch: OutageTerms,
     p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, init_vm, init_va, init_pv_limit,
     *, max_iter, tol, enforce_q_limits: bool, max_step: float = 1.0,
 ) -> ScreenSolution:
-    """Fast-decoupled power flow of the intact network with `terms`' lines opened (see the
-    module docstring), started from `init_*` (the intact solution, or flat when `None`)."""
+    """Fast-decoupled power flows of the intact network with each of `batch`'s outage sets
+    opened (`batch` has a leading set axis; see the module docstring), started from `init_*`
+    (the intact solution, or flat when `None`). The loop runs batched and compacts the
+    still-active sets like `ac_power_flow`'s batched loop (`_compaction`), so a few slow
+    sets do not keep the whole batch iterating."""
     net = model.network
     dtype = jnp.result_type(p_gen_mw, load_p_mw, load_q_mvar)
     cast = lambda x: jnp.asarray(x).astype(dtype)  # noqa: E731
@@ -158,10 +165,10 @@ def fdlf_outage_solve(
     row_tol = jnp.maximum(cast(tol), jnp.concatenate([floor, floor]))
     is_slack = jnp.arange(n) == slack
     y_real_t = cast(net.y_real_t)
-    yg, yb = cast(terms.y_g), cast(terms.y_b)
-    hot_f, hot_t = cast(terms.hot_from), cast(terms.hot_to)
 
-    def power(vm, va):
+    def power(terms, vm, va):
+        yg, yb = cast(terms.y_g), cast(terms.y_b)
+        hot_f, hot_t = cast(terms.hot_from), cast(terms.hot_to)
         e, f = vm * jnp.cos(va), vm * jnp.sin(va)
         i_re, i_im = _krylov.dense_current(y_real_t)(e, f)
         ef, ff, et, ft = e[terms.from_bus], f[terms.from_bus], e[terms.to_bus], f[terms.to_bus]
@@ -194,8 +201,8 @@ def fdlf_outage_solve(
     bp_inv_t, pq_solve_t = cast(net.fdlf_bp_inv).T, cast(net.fdlf_pq_solve_t)
     pv_sel, pv_out = cast(net.fdlf_pv_sel), cast(net.fdlf_pv_out)
 
-    def body(s: _State) -> _State:
-        p, q = power(s.vm, s.va)
+    def body(terms: OutageTerms, s: _State) -> _State:
+        p, q = power(terms, s.vm, s.va)
         err0 = jnp.max(jnp.abs(residual(p, q, s.is_pv, s.q_target)))
         is_pv, q_target, inherited, released = switch(s, q, err0)
         f = residual(p, q, is_pv, q_target)
@@ -204,7 +211,7 @@ def fdlf_outage_solve(
         d_va = -_low_rank(hp.matmul(f[:m] / vm_red, bp_inv_t), terms.bp_cols, terms.bp_core, terms.idx, terms.valid)
         ok = jnp.all(jnp.isfinite(d_va))
         va = s.va + _insert_zero(where(ok & ~conv, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
-        p, q = power(s.vm, va)
+        p, q = power(terms, s.vm, va)
         rhs = red(where(is_pv, 0.0, q - q_target)) / vm_red
         x = _low_rank(hp.matmul(rhs, pq_solve_t), terms.b0_cols, terms.b0_core, terms.idx, terms.valid)
         sw = hp.matmul(red(~is_pv).astype(dtype), pv_sel) > 0.5
@@ -233,18 +240,37 @@ def fdlf_outage_solve(
         vm=vm0, va=va0, is_pv=is_pv0, q_target=q_target0, inherited=inherited0,
         it=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
     )
+    def _finish(terms: OutageTerms, s: _State) -> ScreenSolution:
+        p, q = power(terms, s.vm, s.va)
+        f = residual(p, q, s.is_pv, s.q_target)
+        err = jnp.max(jnp.abs(f))
+        ok = jnp.isfinite(err) & jnp.all(jnp.isfinite(s.vm)) & jnp.all(jnp.isfinite(s.va))
+        converged = (s.converged | jnp.all(jnp.abs(f) < row_tol)) & ok & ~terms.islanded
+        vm, va = where(ok, s.vm, vm0), where(ok, s.va, va0)
+        pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
+        opened = lambda x: where(terms.line_out, 0.0, x)  # noqa: E731
+        return ScreenSolution(
+            vm=vm, va=va, line_p_from_mw=opened(pf), line_q_from_mvar=opened(qf), line_p_to_mw=opened(pt),
+            line_q_to_mvar=opened(qt), line_loading_mva=opened(jnp.maximum(s_from, s_to)), converged=converged,
+            n_iter=s.it, max_mismatch=where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype)),
+        )
+
     max_iter = jnp.asarray(max_iter, jnp.int32)
-    s = jax.lax.while_loop(lambda s: ~s.done & (s.it < max_iter), body, init)
-    p, q = power(s.vm, s.va)
-    f = residual(p, q, s.is_pv, s.q_target)
-    err = jnp.max(jnp.abs(f))
-    ok = jnp.isfinite(err) & jnp.all(jnp.isfinite(s.vm)) & jnp.all(jnp.isfinite(s.va))
-    converged = (s.converged | jnp.all(jnp.abs(f) < row_tol)) & ok & ~terms.islanded
-    vm, va = where(ok, s.vm, vm0), where(ok, s.va, va0)
-    pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
-    opened = lambda x: where(terms.line_out, 0.0, x)  # noqa: E731
-    return ScreenSolution(
-        vm=vm, va=va, line_p_from_mw=opened(pf), line_q_from_mvar=opened(qf), line_p_to_mw=opened(pt),
-        line_q_to_mvar=opened(qt), line_loading_mva=opened(jnp.maximum(s_from, s_to)), converged=converged,
-        n_iter=s.it, max_mismatch=where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype)),
-    )
+    n_sets = batch.islanded.shape[0]
+    init = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_sets, *jnp.shape(x))), init)
+    step = jax.vmap(body)
+
+    def active(_, s):
+        return ~s.done & (s.it < max_iter)
+
+    def run(lanes, c, cap: int):
+        def loop_body(c):
+            act = active(lanes, c)
+            new = step(lanes, c)
+            keep = lambda a, b: where(act.reshape(act.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
+            return jax.tree.map(keep, new, c)
+
+        return jax.lax.while_loop(lambda c: jnp.sum(active(lanes, c)) > cap, loop_body, c)
+
+    s = compacting_loop(run, active, batch, init, compaction_caps(n_sets, _MIN_COMPACT), skip_when_done=True)
+    return jax.vmap(lambda terms, s: _finish(terms, s))(batch, s)
