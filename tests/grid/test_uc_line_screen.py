@@ -61,6 +61,23 @@ def test_flow_bounds_contain_the_extreme_flows():
     assert np.median(gaps) < 0.05, np.median(gaps)
 
 
+def test_screen_rows_default_and_errors():
+    from powerzoojax.case import load_case
+    from powerzoojax.grid import make_uc_params
+    from powerzoojax.grid.tasks.tso import make_tso_case14_params
+
+    # case118's 186 monitored lines: screened to 16 rows by default; case14: the full LP.
+    from powerzoojax.grid.tasks.tso import make_tso_uc_params
+
+    default = make_tso_uc_params("118", split="iid")
+    assert default.opf_screen_rows == 16 and default.line_screen is not None
+    assert make_tso_case14_params().line_screen is None
+    assert _params(2).opf_screen_rows == 2
+    assert _params(0).line_screen is None and _params(0).opf_screen_rows == 0
+    with pytest.raises(ValueError, match="opf_screen_rows must be an int >= 0 or None, got -1"):
+        make_uc_params(load_case("5"), opf_screen_rows=-1)
+
+
 @functools.cache
 def _rollout(rows: int):
     from powerzoojax.grid import UnitCommitmentEnv

@@ -320,6 +320,7 @@ def make_tso_case14_params(
     data_loader=None,
     split: str = "train",
     source: str = "simbench",
+    opf_screen_rows: int | None = None,
 ) -> UCParams:
     """As [`make_tso_case118_params`][powerzoojax.grid.tasks.tso.make_tso_case118_params] on
     case14 (small sanity / debug task).
@@ -329,7 +330,7 @@ def make_tso_case14_params(
     - `load_profiles`, `max_steps`, `delta_t_hours`, `reserve_margin_frac`, `enable_uc`,
       `enable_reserve`, `forecast_horizon_steps`, `reward_scale`, `solver_mode`,
       `dcopf_max_iter`, `dcopf_tol`, `cost_thermal_weight`, `sample_start_on_reset`,
-      `fixed_episode_start_idx`, `data_loader`, `split`, `source`: as for
+      `fixed_episode_start_idx`, `data_loader`, `split`, `source`, `opf_screen_rows`: as for
       `make_tso_case118_params` (`load_profiles` of shape `(T, 14)` or `(T,)`).
 
     **Returns:**
@@ -343,6 +344,7 @@ def make_tso_case14_params(
         cost_thermal_weight=cost_thermal_weight, solver_mode=solver_mode, dcopf_max_iter=dcopf_max_iter,
         dcopf_tol=dcopf_tol, sample_start_on_reset=sample_start_on_reset,
         fixed_episode_start_idx=fixed_episode_start_idx, data_loader=data_loader, split=split, source=source,
+        opf_screen_rows=opf_screen_rows,
     )
 
 

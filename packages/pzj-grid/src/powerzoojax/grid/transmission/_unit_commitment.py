@@ -50,8 +50,11 @@ _TIME_CAP = 1000  # time-in-state saturates here (only "long enough" matters)
 _TIME_OBS_SCALE = 200.0
 _LINE_COUNT_TOL_MW = 1e-2
 # Rows of the screened dispatch LP (see `LineScreen`): on case118's TSO task under random
-# commitments at most 15 lines could bind on a step, 2.3 on average (benchmarks/results/tso_uc.md).
+# commitments at most 15 lines could bind on a step, 1.5 on average (benchmarks/results/tso_uc.md).
 DEFAULT_OPF_SCREEN_ROWS = 16
+# `opf_screen_rows=None` screens only setups with at least this many times as many
+# monitored lines (case118: 186; case14 and smaller keep the full LP).
+_SCREEN_MIN_RATIO = 4
 # A line enters the screened LP when its flow could come within this of a limit: covers
 # the float32 rounding of the bound (sums of ~50 terms of at most a few GW).
 _SCREEN_MARGIN_MW = 1.0
@@ -327,7 +330,8 @@ def make_uc_params(
     - `opf_screen_rows`: with more monitored lines than this, each step's DC-OPF takes
       only this many line rows, those whose flow could reach a limit (the answer is the
       same; see [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv]);
-      `None` takes `DEFAULT_OPF_SCREEN_ROWS`, 0 always solves with every monitored line.
+      `None` takes `DEFAULT_OPF_SCREEN_ROWS` (16) on cases with at least four times as
+      many monitored lines, else 0; 0 always solves with every monitored line.
 
     **Returns:**
 
@@ -339,9 +343,9 @@ def make_uc_params(
     max_steps = positive_int(fn, "max_steps", max_steps)
     steps_per_day = positive_int(fn, "steps_per_day", steps_per_day)
     dcopf_max_iter = positive_int(fn, "dcopf_max_iter", dcopf_max_iter)
-    if opf_screen_rows is None:
-        opf_screen_rows = DEFAULT_OPF_SCREEN_ROWS
-    if isinstance(opf_screen_rows, bool) or not isinstance(opf_screen_rows, (int, np.integer)) or opf_screen_rows < 0:
+    if opf_screen_rows is not None and (
+        isinstance(opf_screen_rows, bool) or not isinstance(opf_screen_rows, (int, np.integer)) or opf_screen_rows < 0
+    ):
         raise ValueError(f"{fn}: opf_screen_rows must be an int >= 0 or None, got {opf_screen_rows!r}")
     delta_t_hours = finite_scalar(fn, "delta_t_hours", delta_t_hours, positive=True)
     reserve_margin_frac = finite_scalar(fn, "reserve_margin_frac", reserve_margin_frac, non_negative=True)
@@ -434,7 +438,11 @@ def make_uc_params(
     i32 = lambda x: jnp.asarray(np.asarray(x).astype(np.int32))  # noqa: E731
     profiles32 = f32(profiles)
     dcopf = make_dc_opf_setup(case, objective=opf_objective)
-    screened = solver_mode == 1 and 0 < int(opf_screen_rows) < dcopf.mon_idx.shape[0]
+    n_mon = dcopf.mon_idx.shape[0]
+    if opf_screen_rows is None:
+        # Screening pays where the full LP is several times the screened one.
+        opf_screen_rows = DEFAULT_OPF_SCREEN_ROWS if n_mon >= _SCREEN_MIN_RATIO * DEFAULT_OPF_SCREEN_ROWS else 0
+    screened = solver_mode == 1 and 0 < int(opf_screen_rows) < n_mon
     return UCParams(
         case=case,
         network=network,
@@ -547,7 +555,8 @@ def _screened_opf(
     lifted = jnp.asarray(UNLIMITED_MW, setup.line_cap.dtype)
     opf = dc_opf(
         sub, node_load, p_min=lo, p_max=hi, cost_c=cost_c, load_flow_mw=load_flow,
-        line_cap=jnp.where(capacity_ok, setup.line_cap, lifted), line_floor=jnp.where(capacity_ok, setup.line_floor, -lifted),
+        line_cap=jnp.where(capacity_ok, setup.line_cap, lifted),
+        line_floor=jnp.where(capacity_ok, setup.line_floor, -lifted),
         **kwargs,
     )
     # Against the real limits (those of the LP may be lifted).
