@@ -196,9 +196,10 @@ def test_bad_outage_masks_are_refused(mask, match):
         params.with_line_outages(mask)
 
 
-def test_ac_modes_refuse_in_graph_outages():
-    params = make_trans_params(load_case("5"), physics=1, max_steps=4)
-    with pytest.raises(ValueError, match=r"ACPowerFlowModel .* expected a DC mode .*with_line_status"):
+def test_ac_opf_mode_refuses_in_graph_outages():
+    # The AC power-flow modes take outages (tests/grid/test_trans_ac_outages.py); AC-OPF does not.
+    params = make_trans_params(load_case("5"), physics=1, solver_mode=2, max_steps=4)
+    with pytest.raises(ValueError, match=r"ACOPFModel .* expected a DC or AC power-flow mode .*with_line_status"):
         params.with_line_outages(np.zeros(6, bool))
 
 

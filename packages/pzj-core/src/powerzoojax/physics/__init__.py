@@ -82,3 +82,7 @@ __all__ += [
     "ac_network_with_line_outages_at", "contingency_screen", "make_ac_outage_model", "sampled_line_pair_outages",
     "single_line_outages",
 ]
+
+from powerzoojax.physics._ac_outages import ac_network_with_line_outages_of_case  # noqa: E402
+
+__all__ += ["ac_network_with_line_outages_of_case"]

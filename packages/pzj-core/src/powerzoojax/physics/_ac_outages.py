@@ -328,7 +328,122 @@ def ac_network_with_line_outages_at(model: ACOutageModel, lines: Int[Array, " k"
     return _open_slots(model, slots, (lines >= 0) & ~jnp.any(earlier, axis=1))
 
 
+
+
+def _in_graph_model(case: CaseData, network: ACNetwork, line_out: Bool[Array, " n_lines"]):
+    """B', B'' (over the non-slack buses, `line_out` opened) and the PV / PQ positions built
+    in the graph from the case's branch data: for params whose case and network are traced."""
+    n, slack, dtype = network.n_nodes, network.slack_idx, network.g.dtype
+    f32 = lambda x: jnp.asarray(x).astype(dtype)  # noqa: E731
+    keep = f32(jnp.asarray(case.line_status) > 0) * f32(~jnp.asarray(line_out, bool))
+    x, r, b, ratio = f32(case.line_x), f32(case.line_r), f32(case.line_b), f32(case.line_ratio)
+    w_p = keep / x  # B': r = 0, no charging, taps 1
+    y_im = -x / (r * r + x * x)  # Im(1 / (r + jx))
+    s_tt = -(y_im + b / 2.0) * keep  # -Im of y_tt, y_ff = y_tt / ratio^2, y_ft = y_tf = -y_s / ratio
+    s_ft = y_im / ratio * keep
+    hot_f = jax.nn.one_hot(network.line_from, n, dtype=dtype)
+    hot_t = jax.nn.one_hot(network.line_to, n, dtype=dtype)
+
+    def assemble(ff, ft, tt):
+        return (hp.matmul(hot_f.T, ff[:, None] * hot_f) + hp.matmul(hot_f.T, ft[:, None] * hot_t)
+                + hp.matmul(hot_t.T, ft[:, None] * hot_f) + hp.matmul(hot_t.T, tt[:, None] * hot_t))
+
+    reduce = lambda a: jnp.delete(jnp.delete(a, slack, axis=0, assume_unique_indices=True), slack, axis=1,  # noqa: E731
+                                  assume_unique_indices=True)
+    bp = reduce(assemble(w_p, -w_p, w_p))
+    bpp = reduce(assemble(s_tt / (ratio * ratio), s_ft, s_tt) - jnp.diag(f32(network.shunt_b)))
+    pv_pos = jnp.argmax(network.fdlf_pv_sel, axis=0).astype(jnp.int32)
+    m, n_pv = n - 1, network.fdlf_pv_sel.shape[1]
+    is_pv_red = jnp.zeros((m,), bool).at[pv_pos].set(True)
+    pq_pos = jnp.nonzero(~is_pv_red, size=m - n_pv)[0].astype(jnp.int32)
+    return bp, bpp, pv_pos, pq_pos, is_pv_red
+
+
+def _branch_terms_of_case(case: CaseData, dtype) -> tuple[Array, Array]:
+    """`(L, 4)` real and imaginary pi-model terms (ff, ft, tf, tt) of every in-service branch,
+    from the case's branch data in the graph (as `make_ac_network` builds them on the host)."""
+    f = lambda x: jnp.asarray(x).astype(jnp.complex64 if dtype == jnp.float32 else jnp.complex128)  # noqa: E731
+    on = f(jnp.asarray(case.line_status) > 0)
+    y_s = on / (f(case.line_r) + 1j * f(case.line_x))
+    tap = f(case.line_ratio) * jnp.exp(1j * jnp.deg2rad(f(case.line_angle)))
+    y_tt = y_s + on * 1j * f(case.line_b) / 2.0
+    y = jnp.stack([y_tt / (tap * jnp.conj(tap)), -y_s / jnp.conj(tap), -y_s / tap, y_tt], axis=1)
+    return jnp.real(y).astype(dtype), jnp.imag(y).astype(dtype)
+
+
+def ac_network_with_line_outages_of_case(
+    case: CaseData, network: ACNetwork, line_out: Bool[Array, " n_lines"], already_out: Bool[Array, " n_lines"] | None = None
+) -> ACLineOutageNetwork:
+    """[`ac_network_with_line_outages`][powerzoojax.physics.ac_network_with_line_outages]
+    without a host-built model: the fast-decoupled matrices are assembled from the case's
+    branch data and inverted in the graph, so `case` and `network` may themselves be traced
+    (env params under `jit`). `network` must be `make_ac_network(case)` (any reference angle).
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `network`: its [`ACNetwork`][powerzoojax.physics.ACNetwork].
+    - `line_out`: `(L,)` bool outage mask.
+    - `already_out`: `(L,)` lines `network` has open already (a previous result's
+      `line_out`): they are closed again first, so the new mask replaces the old one.
+
+    **Returns:**
+
+    An [`ACLineOutageNetwork`][powerzoojax.physics.ACLineOutageNetwork].
+    """
+    n, slack, dtype = network.n_nodes, network.slack_idx, network.g.dtype
+    in_service = jnp.asarray(case.line_status) > 0
+    if already_out is not None:
+        closed = network.branch_g, network.branch_b
+        terms_g, terms_b = _branch_terms_of_case(case, dtype)
+        back = (jnp.asarray(already_out, bool) & in_service).astype(dtype)[:, None]
+        rows_ = jax.nn.one_hot(jnp.concatenate([network.line_from, network.line_from, network.line_to, network.line_to]),
+                               n, dtype=dtype)
+        cols_ = jax.nn.one_hot(jnp.concatenate([network.line_from, network.line_to, network.line_from, network.line_to]),
+                               n, dtype=dtype)
+        plus = lambda y, t: y + hp.matmul(rows_.T, (t * back).T.reshape(-1)[:, None] * cols_)  # noqa: E731
+        network = eqx.tree_at(
+            lambda x: (x.g, x.b, x.branch_g, x.branch_b), network,
+            (plus(network.g, terms_g), plus(network.b, terms_b), closed[0] + terms_g * back, closed[1] + terms_b * back),
+        )
+    out = jnp.asarray(line_out, bool) & in_service
+    labels = _component_labels(network.line_from, network.line_to, in_service & ~out, n)
+    node_islanded = labels != labels[slack]
+    islanded = jnp.any(node_islanded)
+    opened = out & ~islanded
+    bp, bpp, pv_pos, pq_pos, is_pv_red = _in_graph_model(case, network, opened)
+    b0 = where(is_pv_red[:, None], jnp.diag(jnp.diagonal(bpp)), bpp)
+    bp_inv, b0_inv = jnp.linalg.inv(bp), jnp.linalg.inv(b0)
+    keep_line = where(opened, 0.0, 1.0).astype(dtype)
+    rows = jax.nn.one_hot(jnp.concatenate([network.line_from, network.line_from, network.line_to, network.line_to]), n,
+                          dtype=dtype)
+    cols = jax.nn.one_hot(jnp.concatenate([network.line_from, network.line_to, network.line_from, network.line_to]), n,
+                          dtype=dtype)
+
+    def minus_stamps(y, stamps):
+        vals = (stamps * (1.0 - keep_line)[:, None]).T.reshape(-1)
+        return y - hp.matmul(rows.T, vals[:, None] * cols)
+
+    g, b = minus_stamps(network.g, network.branch_g), minus_stamps(network.b, network.branch_b)
+    shim = ACOutageModel(
+        network=network, in_service=in_service, bp_stamp=jnp.zeros((network.n_lines, 4), dtype),
+        bpp_stamp=jnp.zeros((network.n_lines, 4), dtype), bp=bp, bpp=bpp, bp_inv=bp_inv, b0_inv=b0_inv,
+        pv_pos=pv_pos, pq_pos=pq_pos,
+    )
+    ops = _switch_operators(shim, b0_inv, bpp[pv_pos], dtype)
+    y_real_t = jnp.concatenate([jnp.concatenate([g.T, b.T], axis=1), jnp.concatenate([-b.T, g.T], axis=1)], axis=0)
+    net = eqx.tree_at(
+        lambda x: (x.g, x.b, x.y_real_t, x.y_row_abs, x.branch_g, x.branch_b, x.fdlf_bp_inv, x.fdlf_bpp_inv,
+                   x.fdlf_pq_solve_t, x.fdlf_pv_rhs, x.fdlf_pv_inv_schur, x.fdlf_pv_schur_t, x.fdlf_pv_out),
+        network,
+        (g, b, y_real_t, jnp.sum(jnp.sqrt(g * g + b * b), axis=1), network.branch_g * keep_line[:, None],
+         network.branch_b * keep_line[:, None], bp_inv, ops["fdlf_bpp_inv"], ops["fdlf_pq_solve_t"],
+         ops["fdlf_pv_rhs"], ops["fdlf_pv_inv_schur"], ops["fdlf_pv_schur_t"], ops["fdlf_pv_out"]),
+    )
+    return ACLineOutageNetwork(network=net, line_out=out, islanded=islanded, node_islanded=node_islanded)
+
+
 __all__ = [
     "ACLineOutageNetwork", "ACOutageModel", "ac_network_with_line_outages", "ac_network_with_line_outages_at",
-    "make_ac_outage_model",
+    "ac_network_with_line_outages_of_case", "make_ac_outage_model",
 ]

@@ -24,6 +24,7 @@ from powerzoojax.grid.transmission._network_models import (
 from powerzoojax.physics import (
     ACNetwork,
     DCNetwork,
+    ac_network_with_line_outages_of_case,
     LineOutagePTDF,
     line_outage_ptdf,
     line_outage_ptdf_of_lines,
@@ -191,8 +192,11 @@ class TransGridParams(EnvParams):
         sets `islanded` (`info["islanded"]` on every step) and charges `islanding_cost` plus
         the load of the cut-off buses on `power_balance`; the flows are then those of the case
         with the opened lines' flows zeroed (finite, not physical). The DC power-flow and
-        DC-OPF modes (and models of your own that read `params.network`) honour outages; the
-        AC modes raise.
+        DC-OPF modes (and models of your own that read `params.network`) honour outages, and
+        so do the AC power-flow modes: their AC network is rebuilt in the graph
+        ([`ac_network_with_line_outages_of_case`][powerzoojax.physics.ac_network_with_line_outages_of_case]:
+        `Ybus`, branch terms, fast-decoupled operators), so `vmap` over masks gives N-1
+        scenarios for domain randomisation; the AC-OPF mode raises.
 
         **Arguments:**
 
@@ -203,9 +207,9 @@ class TransGridParams(EnvParams):
         New [`TransGridParams`][powerzoojax.grid.transmission.TransGridParams].
 
         Raises:
-            ValueError: for a mask not of shape `(n_lines,)` or not boolean, or in an AC mode
-                (the AC network is built on the host: rebuild the case with
-                `case.with_line_status` and `make_trans_params` instead).
+            ValueError: for a mask not of shape `(n_lines,)` or not boolean, or in the AC-OPF
+                mode (rebuild the case with `case.with_line_status` and `make_trans_params`
+                instead).
         """
         n_lines = self.case.n_lines
         if jnp.shape(line_out) != (n_lines,) or jnp.result_type(line_out) != jnp.bool_:
@@ -214,7 +218,15 @@ class TransGridParams(EnvParams):
                 f"(True = out), got shape {jnp.shape(line_out)} and dtype {jnp.result_type(line_out)}"
             )
         self._check_dc_mode("with_line_outages")
-        return self._with_outage(line_outage_ptdf(self.case, jnp.asarray(line_out)))
+        params = self._with_outage(line_outage_ptdf(self.case, jnp.asarray(line_out)))
+        if isinstance(self.network_model, ACPowerFlowModel):
+            # The AC network with the lines opened in the graph (Ybus, branch terms and the
+            # fast-decoupled operators); the earlier mask's lines are closed again first.
+            opened = ac_network_with_line_outages_of_case(
+                self.case, self.network_model.network, jnp.asarray(line_out), already_out=self.line_out
+            )
+            params = eqx.tree_at(lambda p: p.network_model.network, params, opened.network)
+        return params
 
     def with_line_outages_at(self, lines: Shaped[Array | np.ndarray, "..."]) -> "TransGridParams":
         """[`with_line_outages`][powerzoojax.grid.transmission.TransGridParams.with_line_outages]
@@ -250,15 +262,18 @@ class TransGridParams(EnvParams):
                     f"TransGridParams.with_line_outages_at: line indices {bad.tolist()} outside [-1, {n_lines}) "
                     "(-1 = no line)"
                 )
+        if isinstance(self.network_model, ACPowerFlowModel):
+            lines = jnp.asarray(lines)
+            return self.with_line_outages(jnp.zeros((n_lines,), bool).at[jnp.clip(lines, 0, n_lines - 1)].max(lines >= 0))
         self._check_dc_mode("with_line_outages_at")
         return self._with_outage(line_outage_ptdf_of_lines(self.case, jnp.asarray(lines)))
 
     def _check_dc_mode(self, method: str) -> None:
         model = self.network_model
-        if model.is_ac:
+        if model.is_ac and not isinstance(model, ACPowerFlowModel):
             raise ValueError(
                 f"TransGridParams.{method}: {type(model).__name__} (mode {MODE_NAMES.get((self.physics, self.solver_mode))!r}) "
-                "does not support in-graph line outages; expected a DC mode (physics=0, solver_mode 0 or 1). Rebuild the case "
+                "does not support in-graph line outages; expected a DC or AC power-flow mode (solver_mode 0 or 1). Rebuild the case "
                 "with case.with_line_status(...) and call make_trans_params for an AC study."
             )
 
@@ -268,21 +283,24 @@ class TransGridParams(EnvParams):
         ptdf_units_t = (hp.matmul(outage.ptdf, case.nodes_units_map)).T
         ptdf_loads_t = (hp.matmul(outage.ptdf, case.nodes_loads_map)).T
         network = eqx.tree_at(lambda n: (n.ptdf_units_t, n.ptdf_loads_t), self.network, (ptdf_units_t, ptdf_loads_t))
-        if isinstance(model, DCOPFModel):
-            setup = model.setup
+        # The DC-OPF stage, alone or ahead of an AC power flow, drops the opened lines' limits.
+        dcopf = model if isinstance(model, DCOPFModel) else getattr(model, "dispatch_model", None)
+        if isinstance(dcopf, DCOPFModel):
+            setup = dcopf.setup
             ptdf_t = outage.ptdf.T
             opened = outage.line_out
-            model = eqx.tree_at(
+            dcopf = eqx.tree_at(
                 lambda m: (
                     m.setup.ptdf_units_t, m.setup.ptdf_t, m.setup.mon_ptdf_units_t, m.setup.mon_ptdf_t,
                     m.setup.line_cap, m.setup.line_floor,
                 ),
-                model,
+                dcopf,
                 (
                     ptdf_units_t, ptdf_t, ptdf_units_t[:, setup.mon_idx], ptdf_t[:, setup.mon_idx],
                     jnp.where(opened, UNLIMITED_MW, setup.line_cap), jnp.where(opened, -UNLIMITED_MW, setup.line_floor),
                 ),
             )
+            model = dcopf if isinstance(model, DCOPFModel) else eqx.tree_at(lambda m: m.dispatch_model, model, dcopf)
         fields = lambda p: (  # noqa: E731
             p.network, p.load_line_flow_mw, p.network_model, p.line_out, p.islanded, p.node_islanded,
         )
