@@ -570,12 +570,14 @@ def _screened_opf(
     need_full = capacity_ok & ((jnp.sum(may_bind.astype(jnp.int32)) > k) | jnp.any(over))
     small = _opf_fields(opf)
 
+    full_setup = jax.tree.map(sg, setup)  # the loop carries no tangents (no reverse mode through it)
+
     def solve_full(carry: tuple) -> tuple:
         # The inputs pass through the loop's flag: loop-invariant, XLA would hoist the
         # solve out of the loop and run it on every step.
         go, inputs, _ = carry
         load_c, lo_c, hi_c, cost_c_c, flow_c = jax.tree.map(lambda x: jnp.where(go, x, jnp.zeros_like(x)), inputs)
-        full = dc_opf(setup, load_c, p_min=lo_c, p_max=hi_c, cost_c=cost_c_c, load_flow_mw=flow_c, **kwargs)
+        full = dc_opf(full_setup, load_c, p_min=lo_c, p_max=hi_c, cost_c=cost_c_c, load_flow_mw=flow_c, **kwargs)
         return jnp.asarray(False), inputs, _opf_fields(full)
 
     inputs = jax.tree.map(sg, (node_load, lo, hi, cost_c, load_flow))
