@@ -8,10 +8,13 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import pytest
+from hypothesis import given, settings
+
+import powerzoojax.testing.strategies as pst
 
 from powerzoojax.case import load_case
 from powerzoojax.grid import TransGridEnv, make_trans_params
-from powerzoojax.physics import make_ac_network
+from powerzoojax.physics import ac_power_flow, make_ac_network
 from powerzoojax.physics._dc_opf import UNLIMITED_MW
 
 OPERATORS = ("g", "b", "branch_g", "branch_b", "fdlf_bp_inv", "fdlf_pq_solve_t", "fdlf_pv_rhs", "fdlf_pv_out")
@@ -85,3 +88,28 @@ def test_islanding_mask_is_flagged_with_finite_state() -> None:
     assert bool(info["islanded"])
     for leaf in (obs, reward, costs, state.line_flow_mw):
         assert np.all(np.isfinite(np.asarray(leaf)))
+
+
+_CASE14 = load_case("14")
+_PARAMS14 = make_trans_params(_CASE14, physics=1, max_steps=4)
+
+
+@jax.jit
+def _solve_with_outages(mask):
+    net = _PARAMS14.with_line_outages(mask).network_model.network
+    return ac_power_flow(net, _CASE14.unit_pg, None, _CASE14.node_pd, _CASE14.node_qd, method="fdlf")
+
+
+@settings(max_examples=6, deadline=None)
+@given(pst.connected_line_outages(_CASE14, max_outages=2))
+def test_outage_strategy_masks_solve_like_the_host_network_in_ac(mask):
+    """Any connected outage set the kit draws: the AC params' in-graph network solves to the
+    host-rebuilt network's solution."""
+    got = _solve_with_outages(jnp.asarray(mask))
+    status = np.asarray(_CASE14.line_status) * ~mask
+    host = make_ac_network(eqx.tree_at(lambda c: c.line_status, _CASE14, jnp.asarray(status, np.int32)))
+    want = ac_power_flow(host, _CASE14.unit_pg, None, _CASE14.node_pd, _CASE14.node_qd, method="fdlf")
+    assert bool(got.converged) and bool(want.converged)
+    np.testing.assert_allclose(np.asarray(got.vm), np.asarray(want.vm), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.va), np.asarray(want.va), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.line_p_from_mw)[mask], 0.0, atol=1e-6)

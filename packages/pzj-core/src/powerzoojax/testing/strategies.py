@@ -132,7 +132,9 @@ def _connected_without(case: CaseData, out: np.ndarray) -> bool:
 
 def connected_line_outages(case: CaseData, *, max_outages: int = 1) -> st.SearchStrategy[np.ndarray]:
     """Boolean masks over the case's lines (True = out) of at most `max_outages` in-service
-    lines whose removal keeps every bus connected; shrinks to no outage."""
+    lines whose removal keeps every bus connected; shrinks to no outage. For
+    `TransGridParams.with_line_outages` in the DC and AC power-flow modes, and for
+    `powerzoojax.physics.ac_network_with_line_outages`."""
     in_service = np.flatnonzero(_in_service(case))
     n_lines = int(np.asarray(case.line_status).shape[0])
 
