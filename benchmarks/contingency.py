@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=["118", "300"])
     parser.add_argument("--methods", nargs="+", default=["fdlf_only", "fdlf"])
     parser.add_argument("--threads", nargs="+", type=int, default=sorted({1, os.cpu_count() or 1}))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="case 118 only, 3 repeats")
     args = parser.parse_args()
     if args.quick:
@@ -129,7 +129,7 @@ def main() -> None:
     for case_id, name, r, ratio in rows:
         ratio_s = "-" if ratio is None else f"{ratio:.2f}"
         print(f"{case_id:>5} {name:<26} {r['n']:>5} {r['first']:>8.1f} {1e3 * r['median']:>10.1f} {r['rate']:>10.0f} "
-              f"{r['conv']:>5} {r['iters']:>9} {ratio_s:>6}")
+              f"{r['conv']:>5} {r['iters']:>9} {ratio_s:>6}", flush=True)
 
 
 if __name__ == "__main__":
