@@ -22,6 +22,7 @@ from powerzoojax.case import load_case
 from powerzoojax.physics import (
     ac_network_with_line_outages,
     ac_network_with_line_outages_at,
+    ac_network_with_line_outages_of_case,
     ac_power_flow,
     contingency_screen,
     make_ac_network,
@@ -275,3 +276,17 @@ def test_screen_rejects_a_flat_outage_list() -> None:
 def test_sampled_pairs_reject_bad_counts() -> None:
     with pytest.raises(ValueError, match="n_sets must be a positive int"):
         sampled_line_pair_outages(_case("118"), 0)
+
+
+def test_every_product_names_its_precision() -> None:
+    from test_physics_precision import unset_products
+
+    model, (pg, pd, qd) = _model("118"), _inputs("118")
+    case = _case("118")
+    mask = jnp.zeros((case.n_lines,), bool).at[20].set(True)
+    for fn, args in (
+        (lambda o: contingency_screen(model, pg, None, pd, qd, o, method="fdlf"), (jnp.array([[20], [30]]),)),
+        (lambda m: ac_network_with_line_outages(model, m), (mask,)),
+        (lambda m: ac_network_with_line_outages_of_case(case, model.network, m, already_out=m), (mask,)),
+    ):
+        assert unset_products(jax.make_jaxpr(fn)(*args).jaxpr) == []
