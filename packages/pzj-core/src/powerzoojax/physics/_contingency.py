@@ -1,11 +1,13 @@
 """Batched AC contingency screening: one program solves the power flow of every outage set.
 
 `contingency_screen(model, p_gen, q_gen, load_p, load_q, outages)` solves the intact network
-once, then, for each row of `outages` (line indices, `-1` padding), opens those lines in the
-graph ([`ac_network_with_line_outages_at`][powerzoojax.physics.ac_network_with_line_outages_at])
-and solves [`ac_power_flow`][powerzoojax.physics.ac_power_flow] warm-started from the intact
-solution (voltages and PV->PQ switches), as contingency tools do. The outage sets are a
-`vmap` (in chunks of `batch_size` when given), so a screen of every single-line outage of a
+once, then every row of `outages` (line indices, `-1` padding) warm-started from the intact
+solution (voltages and PV->PQ switches), as contingency tools do. With the fast-decoupled
+methods the outage sets share the intact network's matrices and each adds a low-rank
+correction (`_contingency_fdlf`); `"fdlf"` then re-solves by Newton, on the outaged network
+([`ac_network_with_line_outages_at`][powerzoojax.physics.ac_network_with_line_outages_at]),
+every set that loop leaves unconverged; `"newton"` solves every set that way. The sets are a
+batch (in chunks of `batch_size` when given), so a screen of every single-line outage of a
 case is one compiled program, and changing the sets does not recompile.
 
 Per outage set it reports bus voltages, branch flows and loadings against ratings, the
