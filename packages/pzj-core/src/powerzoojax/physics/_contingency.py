@@ -119,7 +119,7 @@ def contingency_screen(
     max_iter: int | IntScalar = 30,
     tol: float | FloatScalar = 1e-5,
     enforce_q_limits: bool = True,
-    method: str = "newton",
+    method: str = "fdlf",
     newton_step: str = "auto",
     batch_size: int | None = None,
     warm_start: bool = True,
@@ -135,7 +135,9 @@ def contingency_screen(
       (e.g. `single_line_outages(case)` for N-1).
     - `rate_mva`: `(L,)` line ratings [MVA]; `None` or values `<= 0`: no rating.
     - `v_min`, `v_max`: voltage band [p.u.], scalars or `(N,)` (e.g. the case's `node_v_min`).
-    - `max_iter`, `tol`, `enforce_q_limits`, `method`, `newton_step`: the power flow's options.
+    - `max_iter`, `tol`, `enforce_q_limits`, `newton_step`: the power flow's options.
+    - `method`: `"fdlf"` (default: the shared-operator fast-decoupled loop, then Newton on the
+      sets it leaves unconverged), `"fdlf_only"` (that loop alone) or `"newton"` (static).
     - `batch_size`: outage sets solved together (`None`: all at once); smaller bounds memory.
     - `warm_start`: start each outage from the intact solution (static).
 
