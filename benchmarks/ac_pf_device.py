@@ -25,8 +25,6 @@ and large networks alike: ``KRYLOV_SMALL_LOOP``, ``KRYLOV_LOOP``, ``KRYLOV_SMALL
 steps for the switched PV buses in the Krylov preconditioner, ``_KRYLOV_SMALL_CG_STEPS``
 and ``_KRYLOV_CG_STEPS``, 4 and 8 by default), ``nostall`` (no Newton stall stop: every unconverged instance runs to the
 iteration cap, as before the stall test).
-``refNN`` (NN refining Newton steps on the difference-form mismatch after the loop,
-``_REFINE_STEPS``; ``ref0`` is the solve without them).
 ``fdlf/dense-nostall`` is the CPU default before the stall test. The module constants an
 option sets are read when the program is traced; each variant is traced afresh
 (``jax.clear_caches()``).
@@ -96,7 +94,6 @@ class Variant:
     max_steps: int | None
     cg_steps: int | None
     stall: bool
-    refine: int | None = None
 
 
 def parse_variant(name: str) -> Variant:
@@ -108,7 +105,7 @@ def parse_variant(name: str) -> Variant:
     step, *options = rest.split("-") if rest else ["auto"]
     if step not in STEPS:
         raise ValueError(f"variant {name!r}: Newton step must be one of {STEPS}, got {step!r}")
-    loop, max_steps, cg_steps, stall, refine = None, None, None, True, None
+    loop, max_steps, cg_steps, stall = None, None, None, True
     for opt in options:
         if opt in _ac_pf_krylov.KRYLOV_LOOPS:
             loop = opt
@@ -118,15 +115,12 @@ def parse_variant(name: str) -> Variant:
             cg_steps = int(opt[2:])
         elif opt == "nostall":
             stall = False
-        elif opt.startswith("ref") and opt[3:].isdigit():
-            refine = int(opt[3:])
         else:
-            raise ValueError(f"variant {name!r}: option must be fixed, while, kNN, cgNN, nostall or refNN, got {opt!r}")
-    return Variant(name, method, step, loop, max_steps, cg_steps, stall, refine)
+            raise ValueError(f"variant {name!r}: option must be fixed, while, kNN, cgNN or nostall, got {opt!r}")
+    return Variant(name, method, step, loop, max_steps, cg_steps, stall)
 
 
 _STALL_DEFAULT = _ac_pf._NEWTON_STALL_ITERS
-_REFINE_DEFAULT = _ac_pf._REFINE_STEPS
 _CG_DEFAULTS = (_ac_pf._KRYLOV_SMALL_CG_STEPS, _ac_pf._KRYLOV_CG_STEPS)
 
 
@@ -145,7 +139,6 @@ def _configure(v: Variant) -> None:
     if v.max_steps is not None:
         _ac_pf_krylov.KRYLOV_MAX_STEPS = _ac_pf_krylov.KRYLOV_SMALL_MAX_STEPS = v.max_steps
     _ac_pf._NEWTON_STALL_ITERS = _STALL_DEFAULT if v.stall else 10**9
-    _ac_pf._REFINE_STEPS = _REFINE_DEFAULT if v.refine is None else v.refine
     small, large = _CG_DEFAULTS if v.cg_steps is None else (v.cg_steps, v.cg_steps)
     _ac_pf._KRYLOV_SMALL_CG_STEPS, _ac_pf._KRYLOV_CG_STEPS = small, large
     jax.clear_caches()

@@ -84,13 +84,14 @@ API (stable; the AC env modes and AC-OPF build on it):
   points beyond what any method solves do not run to `max_iter` (they set the length of
   a batched loop). Newton solves converge quadratically once near; the threshold keeps
   every solution of case 118 under random set-points (see the constant).
-* Refinement: the loop's mismatch (one dense `Ybus` product) stops at the float32
-  round-off of `|Ybus| |V|`, which leaves the voltages a few ulps of `1e-5` off and lets
-  two devices, each with its own Newton step, stop at different points. Converged
-  instances then take `_REFINE_STEPS` (2) fast-decoupled iterations on the mismatch
-  summed over the branches in difference form (`y (V_t - V_f)`, no cancellation), and the
-  reported injections and flows use that form too: voltages land within 1-2 float32 ulps
-  of the exact solution whichever step the loop took (`benchmarks/ac_pf_precision.py`).
+* Refinement (`refine_steps`, off by default): the loop's mismatch (one dense `Ybus`
+  product) stops at the float32 round-off of `|Ybus| |V|`, so two devices, each with its
+  own Newton step, stop at points a few 1e-6 apart. Converged instances may then take
+  fast-decoupled iterations on the mismatch summed over the branches in difference form
+  (`y (V_t - V_f)`, no cancellation), the reported injections and flows computed the same
+  way: the voltages land within 1-2 float32 ulps of the exact solution. Reactive flows
+  stay about 1e-5 of their range apart even so: one ulp of a voltage moves them that much
+  on case 118 (`benchmarks/ac_pf_precision.py`).
 * Reference angle: the slack bus keeps `net.va_ref` (the case's angle, see
   `make_ac_network`); flat starts put every angle there.
 * `ACPFResult` fields: `vm, va` (N, p.u. / rad), `p_inj_mw, q_inj_mvar` (N,
@@ -165,8 +166,6 @@ _ROUNDOFF_FACTOR = 4.0
 # points no method solves are common. The margin over the longest run without a new
 # minimum among solved instances is in benchmarks/results/ac_pf.md.
 _NEWTON_STALL_ITERS = 8
-# Fast-decoupled iterations on the difference-form mismatch after the loop (`_refine`).
-_REFINE_STEPS = 2
 # Q limits are checked once max |mismatch| is below this [p.u.]: 1e-2 switches the same buses
 # as 1e-3 on cases 14/118 (random loads +-10 %) and saves 1-2 fdlf iterations per solve.
 _Q_SWITCH_MISMATCH = 1e-2
@@ -470,15 +469,29 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
     return p, q, (e, f, i_re, i_im)
 
 
-def _branch_currents(net: "ACNetwork", e, f):
+def _branch_ends(net: "ACNetwork", e, f):
+    """`(e_f, f_f, e_t, f_t, e_t - e_f, f_t - f_f)`, each `(L,)`: the branch ends' voltages and
+    their differences, by products with the 0/±1 incidence (exact: one term, or one
+    difference, per entry), which batch better on a CPU than gathers."""
+    dtype = e.dtype
+    sel_f = jax.nn.one_hot(net.line_from, net.n_nodes, dtype=dtype).T
+    sel_t = jax.nn.one_hot(net.line_to, net.n_nodes, dtype=dtype).T
+    ends = hp.matmul(jnp.stack([e, f]), jnp.concatenate([sel_f, sel_t, sel_t - sel_f], axis=1))
+    n_lines = net.n_lines
+    ef, et, de = ends[0, :n_lines], ends[0, n_lines : 2 * n_lines], ends[0, 2 * n_lines :]
+    ff, ft, df = ends[1, :n_lines], ends[1, n_lines : 2 * n_lines], ends[1, 2 * n_lines :]
+    return ef, ff, et, ft, de, df
+
+
+def _branch_currents(net: "ACNetwork", ends):
     """End currents `(Re I_f, Im I_f, Re I_t, Im I_t)` of every branch, `(L,)` each, from
-    the bus voltages `V = e + j f`, in difference form: `I_f = y_ft (V_t - V_f) + (y_ff +
-    y_ft) V_f` (and the same for the to end). The series terms of `y_ff V_f + y_ft V_t`
-    nearly cancel (|y| ~ 1e2-1e3 p.u. against currents of ~1 p.u.); taking the voltage
-    difference first leaves float32 round-off relative to the current, not to |y| |V|."""
-    bg, bb = net.branch_g.astype(e.dtype), net.branch_b.astype(e.dtype)
-    ef, ff, et, ft = e[net.line_from], f[net.line_from], e[net.line_to], f[net.line_to]
-    de, df = et - ef, ft - ff
+    its ends' voltages (`_branch_ends`), in difference form: `I_f = y_ft (V_t - V_f) +
+    (y_ff + y_ft) V_f` (and the same for the to end). The series terms of `y_ff V_f +
+    y_ft V_t` nearly cancel (|y| ~ 1e2-1e3 p.u. against currents of ~1 p.u.); taking the
+    voltage difference first leaves float32 round-off relative to the current, not to
+    |y| |V|."""
+    ef, ff, et, ft, de, df = ends
+    bg, bb = net.branch_g.astype(ef.dtype), net.branch_b.astype(ef.dtype)
 
     def mul(k, x, y):
         return bg[:, k] * x - bb[:, k] * y, bb[:, k] * x + bg[:, k] * y
@@ -499,7 +512,7 @@ def _bus_power_by_branches(net: "ACNetwork", dtype, vm, va, trig=None):
     final refinement and the reported injections, not for every iteration."""
     cos_va, sin_va = (jnp.cos(va), jnp.sin(va)) if trig is None else trig
     e, f = vm * cos_va, vm * sin_va
-    if_re, if_im, it_re, it_im = _branch_currents(net, e, f)
+    if_re, if_im, it_re, it_im = _branch_currents(net, _branch_ends(net, e, f))
     ends = jax.nn.one_hot(jnp.concatenate([net.line_from, net.line_to]), net.n_nodes, dtype=dtype)
     i_re = net.shunt_g.astype(dtype) * e - net.shunt_b.astype(dtype) * f
     i_im = net.shunt_b.astype(dtype) * e + net.shunt_g.astype(dtype) * f
@@ -896,16 +909,37 @@ def _newton_fallback(net: "ACNetwork", lane: _Lane, init: _Carry, c: _Carry, *, 
 
 def _line_flows(net: "ACNetwork", vm, va):
     """Branch end flows [MW, MVAr, MVA], each `(L,)`, from bus voltages `vm, va` `(N,)`."""
+    coef = lambda x, k: x[:, k].astype(vm.dtype)  # noqa: E731
+    bg, bb, base = net.branch_g, net.branch_b, net.base_mva
+    sin_va, cos_va = jnp.sin(va), jnp.cos(va)
+    ev, fv = vm * cos_va, vm * sin_va
+    ef, ff_ = ev[net.line_from], fv[net.line_from]
+    et, ft_ = ev[net.line_to], fv[net.line_to]
+
+    def end_power(k_self, k_other, e_s, f_s, e_o, f_o):
+        gs, bs, go, bo = coef(bg, k_self), coef(bb, k_self), coef(bg, k_other), coef(bb, k_other)
+        i_re = gs * e_s - bs * f_s + go * e_o - bo * f_o
+        i_im = bs * e_s + gs * f_s + bo * e_o + go * f_o
+        return (e_s * i_re + f_s * i_im) * base, (f_s * i_re - e_s * i_im) * base
+
+    pf, qf = end_power(0, 1, ef, ff_, et, ft_)
+    pt, qt = end_power(3, 2, et, ft_, ef, ff_)
+    return pf, qf, pt, qt, jnp.sqrt(pf * pf + qf * qf), jnp.sqrt(pt * pt + qt * qt)
+
+
+def _line_flows_by_differences(net: "ACNetwork", vm, va):
+    """`_line_flows` from the difference-form end currents (`_branch_currents`)."""
     ev, fv = vm * jnp.cos(va), vm * jnp.sin(va)
-    if_re, if_im, it_re, it_im = _branch_currents(net, ev, fv)
-    ef, ff_, et, ft_ = ev[net.line_from], fv[net.line_from], ev[net.line_to], fv[net.line_to]
+    ends = _branch_ends(net, ev, fv)
+    if_re, if_im, it_re, it_im = _branch_currents(net, ends)
+    ef, ff_, et, ft_ = ends[:4]
     base = net.base_mva
     pf, qf = (ef * if_re + ff_ * if_im) * base, (ff_ * if_re - ef * if_im) * base
     pt, qt = (et * it_re + ft_ * it_im) * base, (ft_ * it_re - et * it_im) * base
     return pf, qf, pt, qt, jnp.sqrt(pf * pf + qf * qf), jnp.sqrt(pt * pt + qt * qt)
 
 
-@_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method", "newton_step"))
+@_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method", "newton_step", "refine_steps"))
 def ac_power_flow(
     net: ACNetwork,
     p_gen_mw: Float[Array, " n_units"],
@@ -923,6 +957,7 @@ def ac_power_flow(
     max_step: float = 1.0,
     method: str = "newton",
     newton_step: str = "auto",
+    refine_steps: int = 0,
 ) -> ACPFResult:
     """Solve the AC power flow of `net` (MATPOWER's Newton power flow, or fast-decoupled).
 
@@ -937,9 +972,8 @@ def ac_power_flow(
     default every network on a GPU or TPU, take an inexact Newton–Krylov step (GMRES
     preconditioned by the fast-decoupled operators) instead of factorising the dense
     Jacobian (`newton_step`). A Newton solve whose mismatch stops decreasing (8 iterations
-    without a new minimum) ends unconverged before `max_iter`. Converged solutions are
-    refined by two fast-decoupled iterations on a cancellation-free (branch-wise) mismatch,
-    so that they agree with the exact solution, and across devices, to float32 round-off.
+    without a new minimum) ends unconverged before `max_iter`. `refine_steps` polishes
+    converged float32 solutions on a cancellation-free (branch-wise) mismatch.
 
     **Arguments:**
 
@@ -965,6 +999,13 @@ def ac_power_flow(
       GMRES preconditioned by the fast-decoupled operators: products only), or `"auto"`:
       Krylov on networks of 500 buses or more; below that the dense LU on a CPU and the
       Krylov step on other devices (GPU, TPU), chosen when the program is lowered.
+    - `refine_steps`: fast-decoupled iterations taken by each converged instance after
+      the loop on the mismatch summed over the branches in difference form; with any,
+      the reported injections and flows use that form too (static). The loop's mismatch
+      (one dense `Ybus` product) stops at the float32 round-off of `|Ybus| |V|`: on case
+      118 the voltages end about 5e-6 off the exact solution. Two iterations take them to
+      1-2 float32 ulps of it whichever Newton step the loop took (so two devices agree to
+      that), at about 1.2-1.5x the solve's time on a CPU (`benchmarks/ac_pf_precision.py`).
 
     **Returns:**
 
@@ -1052,11 +1093,16 @@ def ac_power_flow(
     c = _solve(net, lane, init, method="newton" if method == "newton" else "fdlf", **opts)
     if method == "fdlf":
         c = _newton_fallback(net, lane, init, c, **opts)
-    for _ in range(_REFINE_STEPS):
+    if not isinstance(refine_steps, int) or refine_steps < 0:
+        raise ValueError(f"ac_power_flow: refine_steps must be an int >= 0, got {refine_steps!r}")
+    for _ in range(refine_steps):
         c = _refine(net, lane, c, **opts)
     # The loop may stop on the iteration budget right after an update: re-check the
     # mismatch at the returned iterate (also the only place the final P, Q come from).
-    p, q, _ = _bus_power_by_branches(net, dtype, c.vm, c.va)
+    if refine_steps:
+        p, q, _ = _bus_power_by_branches(net, dtype, c.vm, c.va)
+    else:
+        p, q, _ = _bus_power(net, dtype, c.vm, c.va, (c.cos_va, c.sin_va))
     f = _residual(net, lane, p, q, c.is_pv, c.q_target)
     err = jnp.max(jnp.abs(f))
     # The loop's own test (taken at this same iterate when it stopped on convergence)
@@ -1092,7 +1138,7 @@ def ac_power_flow(
     bus_share = bus_q_gen / jnp.maximum(units_per_bus, 1.0)
     unit_q = where(regulating > 0, bus_share[net.unit_bus], q_gen)
 
-    pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
+    pf, qf, pt, qt, s_from, s_to = (_line_flows_by_differences if refine_steps else _line_flows)(net, vm, va)
     switched = net.is_pv & ~c.is_pv
     return ACPFResult(
         vm=vm,
