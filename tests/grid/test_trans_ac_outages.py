@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 import powerzoojax.testing.strategies as pst
 
@@ -100,16 +100,26 @@ def _solve_with_outages(mask):
     return ac_power_flow(net, _CASE14.unit_pg, None, _CASE14.node_pd, _CASE14.node_qd, method="fdlf")
 
 
+def _mask14(*lines: int) -> np.ndarray:
+    return np.isin(np.arange(_CASE14.n_lines), lines)
+
+
 @settings(max_examples=6, deadline=None)
 @given(pst.connected_line_outages(_CASE14, max_outages=2))
+@example(_mask14(3))
+@example(_mask14(6, 10))
 def test_outage_strategy_masks_solve_like_the_host_network_in_ac(mask):
-    """Any connected outage set the kit draws: the AC params' in-graph network solves to the
-    host-rebuilt network's solution."""
+    """Any connected outage set the kit draws: the AC params' in-graph network reaches the
+    host-rebuilt network's verdict, and its solution where there is one (a connected
+    outage can still leave no power-flow solution at the case's dispatch: case 14 without
+    line 0, its main 1-2 link, has none)."""
     got = _solve_with_outages(jnp.asarray(mask))
     status = np.asarray(_CASE14.line_status) * ~mask
     host = make_ac_network(eqx.tree_at(lambda c: c.line_status, _CASE14, jnp.asarray(status, np.int32)))
     want = ac_power_flow(host, _CASE14.unit_pg, None, _CASE14.node_pd, _CASE14.node_qd, method="fdlf")
-    assert bool(got.converged) and bool(want.converged)
+    assert bool(got.converged) == bool(want.converged)
+    if not bool(want.converged):
+        return
     np.testing.assert_allclose(np.asarray(got.vm), np.asarray(want.vm), atol=1e-5)
     np.testing.assert_allclose(np.asarray(got.va), np.asarray(want.va), atol=1e-5)
     np.testing.assert_allclose(np.asarray(got.line_p_from_mw)[mask], 0.0, atol=1e-6)

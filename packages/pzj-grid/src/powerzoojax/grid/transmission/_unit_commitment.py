@@ -506,6 +506,8 @@ def _flow_bounds(
     """Upper and lower bounds [MW] on each monitored line's flow over every dispatch
     `lo ≤ p ≤ hi`, `Σp = clip(demand, Σlo, Σhi)` (see `LineScreen`)."""
     screen, setup = params.line_screen, params.dcopf
+    if screen is None:
+        raise ValueError("_flow_bounds: the params have no line screen (opf_screen_rows=0)")
     width = hi - lo
     room = jnp.clip(demand, jnp.sum(lo), jnp.sum(hi)) - jnp.sum(lo)
     base = hp.matmul(lo, setup.mon_ptdf_units_t) - load_flow_mon
