@@ -101,40 +101,23 @@ def _gb(n: int) -> str:
 
 
 def _host_available_bytes() -> int | None:
-    """Free host memory: `MemAvailable` of /proc/meminfo, capped by the cgroup's limit
-    (a container or a batch job's allocation), or None where neither can be read."""
-    free = None
+    """The host's physical memory (`os.sysconf`), or None where the OS does not say. The
+    total rather than the OS's free figure, which leaves out reclaimable page cache: the
+    check must never refuse a run that fits, only one the machine cannot hold at all."""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    free = int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit_file) as f:
-                limit = f.read().strip()
-            with open(usage_file) as f:
-                usage = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit() and int(limit) < 1 << 60:
-            room = max(0, int(limit) - usage)
-            free = room if free is None else min(free, room)
-        break
-    return free
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page_size if pages > 0 and page_size > 0 else None
 
 
 def available_memory() -> tuple[int | None, str]:
     """`(bytes free, where)` for a compiled program on this process's devices: the smallest
-    free device memory (`bytes_limit - bytes_in_use`) on an accelerator, free host memory
-    on CPU; `(None, ...)` when the backend does not say."""
+    free device memory (`bytes_limit - bytes_in_use`) on an accelerator, the host's
+    physical memory on CPU; `(None, ...)` when the backend does not say."""
     devices = jax.local_devices()
     if devices[0].platform == "cpu":
-        return _host_available_bytes(), "host memory (CPU backend)"
+        return _host_available_bytes(), "host memory (CPU backend; the machine's physical total)"
     free = []
     for device in devices:
         stats = device.memory_stats() or {}
