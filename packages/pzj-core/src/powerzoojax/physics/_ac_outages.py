@@ -33,7 +33,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.case._matrices import _branch_pi_terms, build_ybus
 from powerzoojax.core import _precision as hp
 from powerzoojax.core._types import where
-from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
+from powerzoojax.physics._ac_pf import ACNetwork, _fast_decoupled_cases, make_ac_network
 from powerzoojax.physics._line_outages import _component_labels
 
 # Opened lines per set up to which the Woodbury update is used (as a share of the
@@ -86,20 +86,6 @@ class ACLineOutageNetwork(eqx.Module):
     line_out: Bool[Array, " n_lines"]
     islanded: Bool[Array, ""]
     node_islanded: Bool[Array, " n_nodes"]
-
-
-def _fast_decoupled_cases(case: CaseData) -> tuple[CaseData, CaseData]:
-    """The cases whose `Ybus` imaginary parts are B' (r = 0, no shunts or charging, taps 1,
-    no phase shift) and B'' (no phase shift), as `make_ac_network` builds them."""
-    zeros = lambda x: jnp.zeros_like(jnp.asarray(x, jnp.float32))  # noqa: E731
-    case_p = eqx.tree_at(
-        lambda c: (c.node_gs, c.node_bs, c.line_b, c.line_r, c.line_ratio, c.line_angle),
-        case,
-        (zeros(case.node_gs), zeros(case.node_bs), zeros(case.line_b), zeros(case.line_r),
-         jnp.ones_like(case.line_ratio), zeros(case.line_angle)),
-    )
-    case_pp = eqx.tree_at(lambda c: c.line_angle, case, zeros(case.line_angle))
-    return case_p, case_pp
 
 
 def make_ac_outage_model(case: CaseData, network: ACNetwork | None = None, dtype=jnp.float32) -> ACOutageModel:

@@ -352,11 +352,9 @@ def make_ac_network(case, dtype=jnp.float32, va_ref_deg: float | None = None) ->
     )
 
 
-def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
-    """Pre-inverted XB fast-decoupled matrices (MATPOWER `makeB` alg 2), or zeros when
-    the network is singular (an island): the fdlf solve then reports non-convergence."""
-    n = int(case.n_nodes)
-    keep = np.flatnonzero(np.arange(n) != slack)
+def _fast_decoupled_cases(case) -> tuple:
+    """The cases whose `Ybus` imaginary parts are B' (r = 0, no shunts or charging, taps 1,
+    no phase shift) and B'' (no phase shift), as `make_ac_network` builds them."""
     zeros = lambda x: jnp.zeros_like(jnp.asarray(x, jnp.float32))  # noqa: E731
     case_p = eqx.tree_at(
         lambda c: (c.node_gs, c.node_bs, c.line_b, c.line_r, c.line_ratio, c.line_angle),
@@ -365,6 +363,15 @@ def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
          jnp.ones_like(case.line_ratio), zeros(case.line_angle)),
     )
     case_pp = eqx.tree_at(lambda c: c.line_angle, case, zeros(case.line_angle))
+    return case_p, case_pp
+
+
+def _fdlf_operators(case, slack: int, is_pv: np.ndarray, cast) -> dict:
+    """Pre-inverted XB fast-decoupled matrices (MATPOWER `makeB` alg 2), or zeros when
+    the network is singular (an island): the fdlf solve then reports non-convergence."""
+    n = int(case.n_nodes)
+    keep = np.flatnonzero(np.arange(n) != slack)
+    case_p, case_pp = _fast_decoupled_cases(case)
     bp = -np.imag(build_ybus(case_p))[np.ix_(keep, keep)]
     bpp_full = -np.imag(build_ybus(case_pp))[np.ix_(keep, keep)]
     bpp = bpp_full.copy()
