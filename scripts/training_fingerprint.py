@@ -42,7 +42,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "ippo_typed": ("case5-ippo-battery", dict(_SMALL, n_minibatches=2, algo="ippo_typed", normalize_observations=True)),
     "ippo_typed_lagrangian": (
         "case5-ippo",
-        dict(_SMALL, n_minibatches=2, algo="ippo_typed_lagrangian", cost_thresholds=(0.0, 0.0), lambda_lr=0.5),
+        dict(_SMALL, n_minibatches=2, algo="ippo_typed_lagrangian", cost_thresholds=(0.0,) * 4, lambda_lr=0.5),
     ),
     "apg": ("case5-economic-dispatch-apg", dict(_SMALL, normalize_observations=True)),
 }
