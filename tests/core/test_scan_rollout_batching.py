@@ -96,23 +96,22 @@ def test_grad_through_vmapped_rollout(batch):
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_alone), rtol=1e-5, atol=1e-6)
 
 
-def test_batch_rule_off_is_plain_vmap_with_the_same_values(batch, monkeypatch):
-    """``BATCH_RULE = False`` (the A/B switch of ``benchmarks/xla_tricks.py``) traces plain
-    ``vmap`` of the scan (no ``custom_vmap`` in the program) and gives the same trajectory."""
+def test_plain_vmap_of_the_scan_gives_the_same_values(batch):
+    """Plain ``vmap`` of the scan (the unbatched rollout, the batch rule's reference and the
+    "off" side of ``benchmarks/xla_tricks.py``) has no ``custom_vmap`` in its program and
+    gives the same trajectory as ``vmap(scan_rollout)`` with the rule."""
     from powerzoojax.core import _rollout
     from powerzoojax.utils.jax_utils import scan_rollout
 
     env, params, keys, states, actions = batch
 
-    def run(k, s, a):
+    def with_rule(k, s, a):
         return jax.vmap(lambda k, s, a: scan_rollout(env, k, s, params, a))(k, s, a)
 
-    def program():  # a fresh function each time: traced anew, so the switch is read anew
-        return jax.make_jaxpr(lambda k, s, a: run(k, s, a))(keys, states, actions)
+    def plain(k, s, a):
+        return jax.vmap(lambda k, s, a: _rollout._scan_rollout_unbatched(env, False, k, s, params, a))(k, s, a)
 
-    with_rule = jax.jit(run)(keys, states, actions)
     # The rule's wrapper (a custom_jvp around the custom_vmap) is in the program only with it.
-    assert "custom_jvp_call" in str(program())
-    monkeypatch.setattr(_rollout, "BATCH_RULE", False)
-    assert "custom_jvp_call" not in str(program())
-    _assert_equal(jax.jit(lambda k, s, a: run(k, s, a))(keys, states, actions), with_rule)
+    assert "custom_jvp_call" in str(jax.make_jaxpr(with_rule)(keys, states, actions))
+    assert "custom_jvp_call" not in str(jax.make_jaxpr(plain)(keys, states, actions))
+    _assert_equal(jax.jit(plain)(keys, states, actions), jax.jit(with_rule)(keys, states, actions))

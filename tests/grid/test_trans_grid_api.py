@@ -155,10 +155,10 @@ def _structure(hlo: str) -> str:
     return "\n".join(line for line in hlo.splitlines() if not line.startswith("HloModule"))
 
 
-def test_vmapped_case5_rollout_is_plain_batching(trans5, monkeypatch):
+def test_vmapped_case5_rollout_is_plain_batching(trans5):
     """Every per-step row of case 5 (key, action, 5-bus observation, reward, info) is a
     few bytes, so a batch-major loop would write nothing batch-major: `vmap(scan_rollout)`
-    compiles to the program of plain batching (the rule's switch off)."""
+    compiles to the program of plain batching (`vmap` of the unbatched rollout)."""
     from powerzoojax.core import _rollout
     from powerzoojax.utils.jax_utils import batch_reset, scan_rollout
 
@@ -167,12 +167,13 @@ def test_vmapped_case5_rollout_is_plain_batching(trans5, monkeypatch):
     _, states = batch_reset(env, keys, params)
     actions = jr.uniform(jr.PRNGKey(1), (8, 6, *env.action_space(params).shape), minval=-1.0, maxval=1.0)
 
-    def program():  # a fresh function each time: traced anew, so the switch is read anew
+    def program(rollout):
         # The keys are a constant: the DC step draws nothing, and plain batching's program
         # would drop an unused key argument where the rule's wrapper keeps it.
-        run = lambda s, a: jax.vmap(lambda k, s, a: scan_rollout(env, k, s, params, a))(keys, s, a)  # noqa: E731
-        return _structure(jax.jit(run).lower(states, actions).compile().as_text())
+        run = lambda s, a: jax.vmap(lambda k, s, a: rollout(env, k, s, params, a))(keys, s, a)  # noqa: E731
+        return _structure(jax.jit(run).lower(states, actions).compile().as_text() or "")
 
-    with_rule = program()
-    monkeypatch.setattr(_rollout, "BATCH_RULE", False)
-    assert with_rule == program()
+    def plain(env, k, s, params, a):
+        return _rollout._scan_rollout_unbatched(env, False, k, s, params, a)
+
+    assert program(scan_rollout) == program(plain)

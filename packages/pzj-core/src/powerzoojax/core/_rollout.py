@@ -7,14 +7,11 @@ runs shard that batch axis (see `_sharding`).
 
 `jax.vmap(scan_rollout)` has its own batching rule: plain batching of a scan stacks
 outputs time-major `(T, N, ...)` and then transposes every output to `(N, T, ...)`,
-a full extra pass over the trajectory (a quarter of the run time for case 118 at
-N = 4096). The rule runs the same loop with the step vmapped inside and writes each
-step's outputs straight into batch-major buffers; only rows too short for a strided
-write to pay (a scalar reward, a case-5 observation) are stacked time-major and
-transposed once after the loop; a rollout whose rows are all that short is batched
-plainly. Values are identical to plain batching.
-`BATCH_RULE = False` (read when `scan_rollout` is traced) leaves the rule off, so that
-`benchmarks/xla_tricks.py` can time both in one process.
+a full extra pass over the trajectory. The rule runs the same loop with the step vmapped
+inside and writes each step's outputs straight into batch-major buffers; only rows too
+short for a strided write to pay (a scalar reward, a case-5 observation) are stacked
+time-major and transposed once after the loop; a rollout whose rows are all that short is
+batched plainly. Values are identical to plain batching.
 """
 
 import functools
@@ -55,7 +52,6 @@ _POLICY_KEY_SALT = 0x5EED
 
 # Per-env rows of fewer bytes are kept time-major inside a batch-major loop (`_time_major`).
 BATCH_MAJOR_MIN_ROW_BYTES = 256
-BATCH_RULE = True
 
 _empty = getattr(lax, "empty", jnp.zeros)
 
@@ -268,12 +264,10 @@ def scan_rollout(
     `(final_state, obs (T, d), rewards (T,), costs (T, n_costs), dones (T,), info)`,
     each info entry with a leading `T` axis.
     """
-    batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
-    if BATCH_RULE:
-        try:
-            batchable = _batchable_scan_rollout(env, differentiable)
-        except TypeError:  # an unhashable env: plain batching, same values
-            pass
+    try:
+        batchable = _batchable_scan_rollout(env, differentiable)
+    except TypeError:  # an unhashable env: plain batching, same values
+        batchable = functools.partial(_scan_rollout_unbatched, env, differentiable)
     return batchable(key, init_state, params, actions)
 
 
@@ -322,7 +316,7 @@ def _batchable_scan_rollout(env: Environment, differentiable: bool = False) -> C
         one_params = jax.tree.map(lambda x, b: _shapes(x, 1 if b else 0), params, params_b)
         if all_short.get(signature((_shapes(keys, 1), _shapes(states, 1), _shapes(acts, 1), one_params))):
             # A batch-major loop would hold every row time-major: plain batching's layout,
-            # which plain batching runs faster (`benchmarks/results/xla-tricks.md`).
+            # so plain batching does the same work without the rule's bookkeeping.
             out = jax.vmap(plain, in_axes=(0, 0, params_axes, 0))(keys, states, params, acts)
             return out, jax.tree.map(lambda _: True, out)
         batched_step = jax.vmap(env_step, in_axes=(0, 0, 0, params_axes))

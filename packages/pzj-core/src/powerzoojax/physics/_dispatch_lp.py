@@ -40,8 +40,8 @@ product-form pivot (an optimal basis has few: the units strictly between their b
 
 Tuning per device. How the dual simplex runs (`DispatchLPTuning`: masked pivots unrolled
 before its loop or into each trip of it, the start's optimality test, one-hot basis
-selections) changes the program, not the optimum. A CPU runs the loop alone with gathers (`CPU_TUNING`), where it
-measures fastest; other devices, where each kernel's launch costs more than a small LP's
+selections) changes the program, not the optimum. A CPU runs the loop alone with gathers
+(`CPU_TUNING`): there every lane pays only for its own pivots; other devices, where each kernel's launch costs more than a small LP's
 arithmetic, take `ACCELERATOR_TUNING`. Unless the caller names one, the choice is made
 when the program is lowered for its device (`jax.lax.platform_dependent`), so the same
 jitted function is right on either.
@@ -77,9 +77,6 @@ _OPTIMALITY_TOL = 3e-4  # the wrong-signed reduced cost the simplex accepts at a
 # (see the module docstring); smaller ones keep the dense matrix and inverse, whose
 # broadcast products fuse under `vmap` (`_dual_simplex`).
 STRUCTURED_MIN_ENTRIES = 4096
-# `SlackBasisInverse` with the structured products (None), or forced on or off (read when a
-# function is traced), so that a benchmark can time both in one process.
-THIN_INVERSE: bool | None = None
 
 
 class DispatchLPTuning(NamedTuple):
@@ -105,7 +102,7 @@ class DispatchLPTuning(NamedTuple):
     pivots_per_trip: int = 1
 
 
-# The loop alone, with gathers: fastest on a CPU (benchmarks/results/opf.md).
+# The loop alone, with gathers: the CPU's choice (benchmarks/results/opf.md).
 CPU_TUNING = DispatchLPTuning()
 # Every other device: the case-5 seed workload's LPs start optimal (no pivot), so the start
 # test skips the loop's body, where an unrolled prefix would compute its pivots for
@@ -277,7 +274,7 @@ class SlackBasisInverse(BasisInverse):
 
     def to_dense(self) -> DenseInverse:
         """The same inverse as a matrix: each filled row's column gathered from `w`, the
-        others `σ e_p` (a gather: XLA:CPU's scatters are slow element loops)."""
+        others `σ e_p` (a gather: a batched scatter runs element by element on a CPU)."""
         m1, k = self.w.shape
         filled = jnp.take(self.w, self.slot_of_row, axis=1, mode="fill", fill_value=0.0)
         unit = where(jnp.arange(m1)[:, None] == self.pos_of_row[None, :], self.sign_of_row[None, :], 0.0)
@@ -431,7 +428,6 @@ def solve_dispatch_lp(
     e_hi = n + jnp.maximum(jnp.max(jnp.abs(rlo), initial=0.0), jnp.max(jnp.abs(rhi), initial=0.0)) + 1.0
     eye = jnp.eye(m, dtype=dtype)
     structured = (m + 1) * (n + 3 * m) > STRUCTURED_MIN_ENTRIES
-    thin = structured if THIN_INVERSE is None else THIN_INVERSE
     dense_a = None
     if not structured:
         dense_a = jnp.concatenate(
@@ -453,7 +449,7 @@ def solve_dispatch_lp(
     basis = jnp.concatenate([marginal[None], n + jnp.arange(m)]).astype(jnp.int32)
     marginal_col = matvec(a.astype(dtype), (idx == marginal).astype(dtype))
     inv: BasisInverse
-    if thin:
+    if structured:
         k = min(n, m + 1)
         w = jnp.zeros((m + 1, k), dtype).at[:, 0].set(jnp.concatenate([jnp.ones((1,), dtype), marginal_col]))
         signs = jnp.concatenate([jnp.ones((1,), dtype), -jnp.ones((m,), dtype)])
@@ -475,7 +471,7 @@ def solve_dispatch_lp(
     def run(t: DispatchLPTuning, basis=basis, inv=inv, at_upper=at_upper) -> DualSimplexResult:
         op = ElasticRowsMatrix(a.astype(dtype)) if dense_a is None else DenseLPMatrix(dense_a, t.one_hot)
         if start is not None:
-            warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, thin)
+            warm_basis, warm_inv, warm_upper, warm = _rebuild_basis(op, cost, n, start, structured)
             basis = where(warm, warm_basis, basis)
             inv = jax.tree.map(lambda w_, c_: where(warm, w_, c_), warm_inv, inv)
             at_upper = where(warm, warm_upper, at_upper)

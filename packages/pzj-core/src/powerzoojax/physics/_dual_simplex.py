@@ -13,14 +13,17 @@ ties are broken by column index rather than by float32 round-off (which changes 
 to pivot and kept a tied-cost LP such as case 1354pegase's DC-OPF from finishing).
 
 On a small LP every matrix–vector product is a broadcast multiply and a sum, not `@`:
-under `vmap` it fuses into element-wise loops over the batch, whereas XLA:CPU hands each
-`dot` of tiny rows to a separate library kernel, whose fixed cost dominates there. On
-matrices above `_BROADCAST_MAX_ELEMENTS` elements the products are `@`.
+under `vmap` it fuses into element-wise loops over the batch, whereas a `dot` of tiny
+rows is a separate library kernel on a CPU, whose fixed cost dominates there. On
+matrices above `_BROADCAST_MAX_ELEMENTS` elements the products are `@`. Each broadcast
+product is a named `jax.jit` (`broadcast_matvec`, `broadcast_vecmat`), inlined by XLA,
+so a traced program shows where they are and `benchmarks/xla_tricks.py` can put `@`
+in their place to weigh them (`benchmarks/results/xla-tricks.md`).
 
 The basic columns are picked by gathers and scatters of the basis indices by default,
 not by one-hot comparisons (a `rows × vars` selection): those fuse under `vmap` too but
-cost an operation per row and column, and measure slower on a CPU on small and large LPs
-alike (`benchmarks/results/xla-tricks.md`). `one_hot=True` takes the comparisons: on an
+cost an operation per row and column, more than the gathers on a CPU whatever the LP's
+size (`benchmarks/results/xla-tricks.md`). `one_hot=True` takes the comparisons: on an
 accelerator a batched gather or scatter of a few indices per lane is a slow kernel of its
 own, while the comparisons fuse with the element-wise work around them.
 
@@ -68,11 +71,8 @@ class DualSimplexResult(eqx.Module):
     at_upper: Bool[Array, " n_vars"]
 
 
-# False: every product below is a plain `@` (read when a function is traced), so that
-# `benchmarks/xla_tricks.py` can time both in one process.
-BROADCAST_PRODUCTS = True
-# Matrices of more elements than this take a plain `@` whatever the switch: there the
-# library kernel's fixed cost is small against the product itself.
+# Matrices of more elements than this take a plain `@`: there the library kernel's fixed
+# cost is small against the product itself.
 _BROADCAST_MAX_ELEMENTS = 4096
 # LPs of more matrix entries than this keep the gathers whatever `one_hot` says: each
 # comparison selection costs rows × columns operations.
@@ -80,7 +80,19 @@ _ONE_HOT_MAX_ELEMENTS = 4096
 
 
 def _broadcast(m: Array) -> bool:
-    return BROADCAST_PRODUCTS and m.shape[0] * m.shape[1] <= _BROADCAST_MAX_ELEMENTS
+    return m.shape[0] * m.shape[1] <= _BROADCAST_MAX_ELEMENTS
+
+
+@jax.jit
+def broadcast_matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
+    """`m @ v` as a broadcast multiply and a sum."""
+    return jnp.sum(m * v[None, :], axis=1)
+
+
+@jax.jit
+def broadcast_vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
+    """`v @ m` as a broadcast multiply and a sum."""
+    return jnp.sum(v[:, None] * m, axis=0)
 
 
 def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
@@ -88,7 +100,7 @@ def matvec(m: Float[Array, "r k"], v: Float[Array, " k"]) -> Float[Array, " r"]:
     docstring)."""
     if not _broadcast(m):
         return hp.matmul(m, v)
-    return jnp.sum(m * v[None, :], axis=1)
+    return broadcast_matvec(m, v)
 
 
 def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
@@ -96,7 +108,7 @@ def vecmat(v: Float[Array, " r"], m: Float[Array, "r k"]) -> Float[Array, " k"]:
     docstring)."""
     if not _broadcast(m):
         return hp.matmul(v, m)
-    return jnp.sum(v[:, None] * m, axis=0)
+    return broadcast_vecmat(v, m)
 
 
 _mv, _vm = matvec, vecmat
@@ -250,9 +262,7 @@ def bounded_dual_simplex(
     still be optimal. The last is about √ε of float32: after tens of product-form pivots
     the reduced costs carry round-off of up to about 5e-5, and a tighter test chases that
     noise in a cycle (a bound flip breaks a row, the dual pivots that repair it recreate
-    the reduced cost). On case 118 with every line rated 100 MW, 512 random loads, one or
-    three cost levels: 1e-5 left 37 LPs cycling to the pivot budget, 3e-4 none, and every
-    cost within 1e-5 of HiGHS's (`benchmarks/results/large-cases.md`).
+    the reduced cost); `benchmarks/results/large-cases.md` has the test that set it.
 
     `check_start` (static): test the starting basis for optimality before the loop, which
     pays when starts are often optimal already (warm starts), and lets a batch whose
@@ -292,7 +302,7 @@ def bounded_dual_simplex(
         # Bisection on the ratio's bits (a non-negative float's bits order as its value) for
         # the smallest ratio whose candidates, with every smaller one, reach `need`, then
         # the first in index order among the candidates of that ratio: O(n) per step, where
-        # XLA:CPU's sort of a few hundred ratios per lane costs more than the rest of a pivot.
+        # a batched sort of a few hundred ratios per lane is a slow kernel of its own.
         width = ratio.dtype.itemsize * 8
         bits = lax.bitcast_convert_type(ratio, jnp.dtype(f"int{width}"))
         found = jnp.sum(repair) >= need
@@ -467,8 +477,8 @@ def merit_order_start(
     """The network-blind merit order of a one-row dispatch LP, the dual-feasible start of
     `bounded_dual_simplex` for both the DC-OPF and the offer SCED.
 
-    Pairwise comparison (cheaper first, ties by index): XLA:CPU sorts small rows one at a
-    time, slower than this whole O(n²) comparison under `vmap`.
+    Pairwise comparison (cheaper first, ties by index): element-wise work that fuses
+    under `vmap`, where a batched sort of small rows runs row by row.
 
     **Arguments:**
 

@@ -25,6 +25,7 @@ last unconverged feeders into a smaller batch (see `_iterate`). All powers
 are per unit on the case base, loads positive.
 """
 
+import functools
 from collections import deque
 from typing import cast
 
@@ -394,18 +395,15 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
     return body
 
 
-# Batched solves: the loop runs until its slowest feeder. With random DER set-points
-# (the DistGridEnv benchmark, 33bw) 76 % of the feeders converge in 4 sweeps, 20 % need
-# 5, 1.4 % 6 and a few per ten thousand 7-8, so a plain vmapped loop at N = 4096 pays
-# ~6.6 sweeps of the whole batch per solve; the batching rule compacts (`_compaction`).
-# When the first stage leaves nothing active (feeders that all need the same sweeps), the
-# compaction is skipped altogether.
+# Batched solves: the loop runs until its slowest feeder. Most feeders converge within a
+# sweep or two of each other and a few need several more, so a plain vmapped loop sweeps
+# the whole batch for its slowest lanes; the batching rule compacts (`_compaction`; the
+# sweep counts are in `benchmarks/results/dist.md`). When the first stage leaves nothing
+# active (feeders that all need the same sweeps), the compaction is skipped altogether.
 _MIN_COMPACT = 64
 # Sweeps every batched solve runs before its loop (see _loop): almost no feeder converges
 # in fewer (the first test compares against LinDistFlow's voltages, so a converged feeder
-# takes at least 2; 33bw with random DER: all of 24,576 solves took 3 or more, DSO with its
-# warm start 96 %), and a fourth would be an idle full-batch sweep on the DSO task.
-# Read when the solve is traced; 0 runs every sweep in the loop (`benchmarks/xla_tricks.py`).
+# takes at least 2), and a fourth would be an idle full-batch sweep on the DSO task.
 _PEELED_SWEEPS = 3
 
 
@@ -417,12 +415,7 @@ def _loop(
     one plain loop)."""
     carry = _start(v_start, current_start)
     if caps:
-        # The first sweeps as straight-line code: a loop body pays XLA's carry copies and
-        # cannot fuse across sweeps (33bw N = 4096 and DSO N = 1024: −4 to −10 % CPU per
-        # rollout, same values: a sweep changes only active feeders either way).
-        body = _make_body(network, base, tol, max_iter)
-        for _ in range(_PEELED_SWEEPS):
-            carry = body(carry)
+        carry = _peeled_sweeps(carry, network, base, tol, max_iter)
 
     def run(lanes, carry, cap):
         base, tol = lanes
@@ -430,6 +423,21 @@ def _loop(
         return lax.while_loop(lambda c: jnp.sum(_active(c, tol, max_iter).astype(jnp.int32)) > cap, body, carry)
 
     return compacting_loop(run, lambda lanes, c: _active(c, lanes[1], max_iter), (base, tol), carry, caps, skip_when_done=True)
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _peeled_sweeps(
+    carry: _Carry, network: RadialNetwork, base: Array, tol: Array, max_iter: int
+) -> _Carry:
+    """The first `_PEELED_SWEEPS` sweeps of a batched solve as straight-line code: a loop
+    body pays XLA's carry copies and cannot fuse across sweeps. Same values as running
+    them in the loop, since a sweep changes only active feeders either way. A named
+    `jax.jit`, inlined by XLA, whose outputs are its first inputs' updates:
+    `benchmarks/xla_tricks.py` drops it to time the solve with every sweep in the loop."""
+    body = _make_body(network, base, tol, max_iter)
+    for _ in range(_PEELED_SWEEPS):
+        carry = body(carry)
+    return carry
 
 
 def _iterate(
