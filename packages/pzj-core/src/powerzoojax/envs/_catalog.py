@@ -1,10 +1,14 @@
-"""The ids of the envs and tasks this project ships, as data (no grid, market or rl import).
+"""What pzj-core knows of the first-party distributions without importing them: the ids
+they register and the names they add to the facades.
 
-Every first-party id is listed here with the distributions it needs, so an id whose
-distribution is not installed is still recognised and the error names what to install.
-The builders live with their envs: each distribution's `powerzoojax.envs` entry point
-turns the entries it provides into `EnvSpec` objects with
-`catalog_specs`.
+Each distribution registers its own ids, builders and public names through entry points
+(`powerzoojax.envs`, `powerzoojax.envs.names`, `powerzoojax.tasks.names`,
+`powerzoojax.tasks`); the registry and the facades read nothing else when it is installed.
+This table exists for what metadata cannot say: an id or name whose distribution is *not*
+installed has no entry point, yet it must be recognised and answered with the command that
+installs it (`pip install pzj-grid`), and `list_envs` lists the ids without importing a
+distribution. `tests/core/test_first_party_table.py` checks that each installed
+distribution registers exactly what this table says, so the two cannot drift apart.
 
 Id scheme (documented in `docs/guides/adapters.md`):
 
@@ -15,10 +19,14 @@ Id scheme (documented in `docs/guides/adapters.md`):
 registry also accepts it without the `case` prefix (`DistGrid-33bw-v0`).
 """
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 GRID, MARKET, RL = "pzj-grid", "pzj-market", "pzj-rl"
+
+# The first-party distributions beyond pzj-core, in the order their registrations are read,
+# with the package each installs.
+FIRST_PARTY: dict[str, str] = {GRID: "powerzoojax.grid", MARKET: "powerzoojax.market", RL: "powerzoojax.rl"}
 
 TRANSMISSION_CASES = ("5", "14", "29gb", "118", "300", "552gb", "1354pegase", "2383wp")
 # AC-OPF (dense interior-point KKT), the market envs and the multi-agent families: the
@@ -32,14 +40,9 @@ THREE_PHASE_CASES = ("123",)
 # Distribution feeders small enough for one agent per DER bus.
 MULTI_AGENT_DISTRIBUTION_CASES = ("33bw", "118zh", "123_1ph", "141")
 
-# TransGridEnv's physics modes by the name they have in ids.
-TRANS_GRID_MODES: dict[str, str] = {
-    "dc": "DC power flow, agent dispatch",
-    "dcopf": "DC-OPF dispatch, DC power flow",
-    "ac": "AC power flow, agent dispatch",
-    "dcopf_ac": "DC-OPF dispatch, AC power flow",
-    "acopf": "AC-OPF",
-}
+# The physics modes of the transmission family by the name they have in ids (pzj-grid maps
+# each to its physics and solver and describes it).
+TRANS_GRID_MODES = ("dc", "dcopf", "ac", "dcopf_ac", "acopf")
 VERSION = "v0"
 
 
@@ -49,11 +52,11 @@ class CatalogEntry(NamedTuple):
     **Arguments:**
 
     - `id`: the env id, e.g. `"TransGrid-case118-dc-v0"`.
-    - `family`: the builder that makes it (`"TransGrid"`, `"tso"`, ...).
+    - `family`: the name of the builder that makes it in the registering distribution
+      (`"TransGrid"`, `"tso"`, `"ders-marl"`, ...).
     - `kwargs`: what the id fixes, passed to the builder (`{"case": "118", "mode": "dc"}`).
     - `requires`: the distributions it needs; the first one registers it.
     - `multi_agent`: True for the multi-agent adapters (PettingZoo, not Gymnasium).
-    - `summary`: one line for listings.
     """
 
     id: str
@@ -61,7 +64,6 @@ class CatalogEntry(NamedTuple):
     kwargs: Mapping[str, Any]
     requires: tuple[str, ...]
     multi_agent: bool
-    summary: str
 
 
 def _env_id(family: str, case: str | None = None, mode: str | None = None) -> str:
@@ -73,79 +75,99 @@ def _env_id(family: str, case: str | None = None, mode: str | None = None) -> st
     return "-".join([*parts, VERSION])
 
 
-def _cased(
-    family: str, cases: tuple[str, ...], requires: tuple[str, ...], summary: str, *, multi_agent: bool = False,
-) -> Iterator[CatalogEntry]:
+def _cased(family: str, cases: tuple[str, ...], requires: tuple[str, ...], *, multi_agent: bool = False) -> Iterator[CatalogEntry]:
     for case in cases:
-        yield CatalogEntry(_env_id(family, case), family, {"case": case}, requires, multi_agent, f"{summary}, case {case}")
+        yield CatalogEntry(_env_id(family, case), family, {"case": case}, requires, multi_agent)
 
 
-def _single(family: str, requires: tuple[str, ...], summary: str, *, multi_agent: bool = False, **kwargs: Any) -> CatalogEntry:
-    variant = kwargs.pop("variant", None)
+def _single(family: str, requires: tuple[str, ...], *, multi_agent: bool = False, variant: str | None = None) -> CatalogEntry:
     builder = family if variant is None else f"{family}-{variant}"
-    return CatalogEntry(_env_id(family, mode=variant), builder, kwargs, requires, multi_agent, summary)
+    return CatalogEntry(_env_id(family, mode=variant), builder, {}, requires, multi_agent)
 
 
 def _entries() -> Iterator[CatalogEntry]:
-    for mode, described in TRANS_GRID_MODES.items():
+    for mode in TRANS_GRID_MODES:
         cases = SMALL_TRANSMISSION_CASES if mode == "acopf" else TRANSMISSION_CASES
         for case in cases:
-            yield CatalogEntry(
-                _env_id("TransGrid", case, mode), "TransGrid", {"case": case, "mode": mode}, (GRID,), False,
-                f"TransGridEnv, case {case}: {described}",
-            )
-    yield from _cased("UnitCommitment", UNIT_COMMITMENT_CASES, (GRID,), "UnitCommitmentEnv (commitment + DC-OPF dispatch)")
-    yield from _cased("DistGrid", DISTRIBUTION_CASES, (GRID,), "DistGridEnv (radial feeder, DER set-points)")
-    yield from _cased("DistGrid3Phase", THREE_PHASE_CASES, (GRID,), "DistGrid3PhaseEnv (unbalanced three-phase feeder)")
-    yield _single("DataCenter", (GRID,), "DataCenterEnv (GPU jobs and cooling)")
-    yield _single("DataCenterMicrogrid", (GRID,), "DataCenterMicrogridEnv (data centre with PV, battery, diesel)")
-    for family, env in (("Battery", "BatteryEnv"), ("FlexLoad", "FlexLoadEnv"), ("Vehicle", "VehicleEnv"),
-                        ("Solar", "SolarEnv"), ("Wind", "WindEnv")):
-        yield _single(family, (GRID,), f"{env} (one device, standalone)")
-    yield from _cased("CostBasedMarket", SMALL_TRANSMISSION_CASES, (MARKET,), "CostBasedMarketEnv (storage arbitrage, truthful offers)")
-    yield from _cased("BidBasedMarket", SMALL_TRANSMISSION_CASES, (MARKET,), "BidBasedMarketEnv (storage arbitrage, marked-up offers)")
-    yield from _cased("GridMARL", SMALL_TRANSMISSION_CASES, (RL, GRID), "GridMARLEnv (one agent per unit)", multi_agent=True)
-    yield from _cased(
-        "DistGridMARL", MULTI_AGENT_DISTRIBUTION_CASES, (RL, GRID), "DistGridMARLEnv (one agent per DER bus)", multi_agent=True,
-    )
-    yield from _cased(
-        "DistGrid3PhaseMARL", THREE_PHASE_CASES, (RL, GRID), "DistGrid3PhaseMARLEnv (battery agents)", multi_agent=True,
-    )
-    yield from _cased("MarketMARL", SMALL_TRANSMISSION_CASES, (RL, MARKET), "MarketMARLEnv (one GenCo per unit)", multi_agent=True)
-    yield _single("tso", (GRID,), "TSO task: security-constrained unit commitment on case 118")
-    yield _single("dso", (GRID,), "DSO task: six flexible loads on case 33bw")
-    yield _single("ders", (GRID,), "DERs task: batteries, PV and flexible loads on case 141 (joint action)")
-    yield _single("ders", (RL, GRID), "DERs task as 12 device agents (local observations)", multi_agent=True, variant="marl")
-    yield _single("dc_microgrid", (GRID,), "DC-microgrid task: data centre with PV, battery and diesel")
-    yield _single("gencos", (MARKET,), "GenCos task: strategic offers on case 5 (joint action)")
-    yield _single("gencos", (RL, MARKET), "GenCos task as one agent per unit", multi_agent=True, variant="marl")
+            yield CatalogEntry(_env_id("TransGrid", case, mode), "TransGrid", {"case": case, "mode": mode}, (GRID,), False)
+    yield from _cased("UnitCommitment", UNIT_COMMITMENT_CASES, (GRID,))
+    yield from _cased("DistGrid", DISTRIBUTION_CASES, (GRID,))
+    yield from _cased("DistGrid3Phase", THREE_PHASE_CASES, (GRID,))
+    for family in ("DataCenter", "DataCenterMicrogrid", "Battery", "FlexLoad", "Vehicle", "Solar", "Wind"):
+        yield _single(family, (GRID,))
+    yield from _cased("CostBasedMarket", SMALL_TRANSMISSION_CASES, (MARKET,))
+    yield from _cased("BidBasedMarket", SMALL_TRANSMISSION_CASES, (MARKET,))
+    yield from _cased("GridMARL", SMALL_TRANSMISSION_CASES, (RL, GRID), multi_agent=True)
+    yield from _cased("DistGridMARL", MULTI_AGENT_DISTRIBUTION_CASES, (RL, GRID), multi_agent=True)
+    yield from _cased("DistGrid3PhaseMARL", THREE_PHASE_CASES, (RL, GRID), multi_agent=True)
+    yield from _cased("MarketMARL", SMALL_TRANSMISSION_CASES, (RL, MARKET), multi_agent=True)
+    yield _single("tso", (GRID,))
+    yield _single("dso", (GRID,))
+    yield _single("ders", (GRID,))
+    yield _single("ders", (RL, GRID), multi_agent=True, variant="marl")
+    yield _single("dc_microgrid", (GRID,))
+    yield _single("gencos", (MARKET,))
+    yield _single("gencos", (RL, MARKET), multi_agent=True, variant="marl")
 
 
 CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in _entries()}
 
+# The names each first-party distribution adds to a facade (its `<facade>.names` entry
+# points), consulted only when it does not register them, to name what to install.
+FIRST_PARTY_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
+    GRID: {
+        "powerzoojax.envs": tuple("""
+        BatteryBundle BatteryEnv BatteryParams BatteryState DCMicrogridParams DCMicrogridState
+        DataCenterEnv DataCenterMicrogridEnv DataCenterParams DataCenterState DieselBundle
+        DieselParams DistGrid3PhParams DistGrid3PhState DistGrid3PhaseEnv DistGrid3PhaseParams
+        DistGrid3PhaseState DistGridEnv DistGridParams DistGridState FlexLoadBundle FlexLoadEnv
+        FlexLoadParams FlexLoadState GridParams GridState RenewableBundle RenewableEnv
+        RenewableParams RenewableState ResourceBundle SolarEnv TransGridEnv TransGridParams
+        TransGridState UCParams UCState UnitCommitmentEnv VehicleEnv VehicleParams VehicleState
+        WindEnv compute_tso_metrics make_battery_bundle make_battery_params make_datacenter_params
+        make_dcmicrogrid_params make_dcmicrogrid_params_with_profiles make_diesel_bundle
+        make_dist_3phase_params make_dist_params make_flexload_bundle make_flexload_params
+        make_renewable_bundle make_renewable_params make_trans_params make_tso_case118_params
+        make_tso_case14_params make_tso_ed_params make_tso_scuc_params make_tso_uc_params
+        make_uc_params make_vehicle_params tso_all_on_rollout tso_merit_order_rollout
+    """.split()),
+        "powerzoojax.tasks": tuple("""
+        DCMicrogridParams DCMicrogridState DCMicrogridTask DERS_BATTERY_BUSES DERS_BATTERY_CONFIG
+        DERS_BENCHMARK_LOAD_CASE DERS_FLEXLOAD_BUSES DERS_FLEXLOAD_CONFIG DERS_LARGE_BATTERY_BUSES
+        DERS_LARGE_FLEXLOAD_BUSES DERS_LARGE_PV_BUSES DERS_LARGE_V_MAX DERS_LARGE_V_MIN
+        DERS_PV_BUSES DERS_PV_CONFIG DERS_V_MAX DERS_V_MIN DERsTask DSOTask DSO_FEEDER_BUS_MAP
+        DSO_FLEXLOAD_CONFIG DSO_V_MAX DSO_V_MIN DataCenterMicrogridEnv TSOTask TSO_COMPARISON_SCHEMA
+        agent_dropout_rollout compute_dcmicrogrid_metrics compute_ders_metrics
+        compute_ders_safety_metrics compute_dso_metrics compute_tso_metrics ders_no_control_rollout
+        ders_volt_droop_rollout dso_droop_heuristic_rollout dso_droop_rule_based_rollout
+        dso_no_control_rollout dso_tou_heuristic_rollout dso_tou_rule_based_rollout
+        load_ders_load_shape load_dso_feeder_shapes load_feeder_shape make_case14_with_uc_defaults
+        make_comparison_tso_load_trace make_comparison_tso_params make_dcmicrogrid_params
+        make_dcmicrogrid_params_with_profiles make_ders_3phase_eval make_ders_battery_bundle
+        make_ders_flexload_bundle make_ders_large_marl_env make_ders_large_params make_ders_marl_env
+        make_ders_ood_params make_ders_params make_ders_params_from_split
+        make_ders_params_with_profiles make_ders_pv_bundle make_dso_1flex_params
+        make_dso_flexload_bundle make_dso_load_profiles make_dso_params make_dso_params_from_split
+        make_dso_params_nonstationary make_synthetic_feeder_shapes make_tso_case118_params
+        make_tso_case14_params make_tso_ed_params make_tso_net_load_profiles
+        make_tso_net_load_profiles_from_data make_tso_scuc_params make_tso_uc_params rollout_ders
+        rollout_dso tso_all_on_rollout tso_merit_order_rollout
+    """.split()),
+    },
+    MARKET: {
+        "powerzoojax.envs": tuple("""
+        BidBasedMarketEnv BidMarketParams BidMarketState CostBasedMarketEnv CostMarketParams
+        CostMarketState LMPMarketParams LMPMarketState MarketMARLParams MarketMARLState MarketParams
+        MarketState OfferSCEDResult OfferSCEDSetup SimpleLMPArbitrageEnv make_bid_market_params
+        make_cost_market_params make_cost_segments make_lmp_market_params make_market_marl_params
+        market_marl_reset market_marl_step offer_sced piecewise_ed prepare_offer_sced
+    """.split()),
+        "powerzoojax.tasks": tuple("""
+        GencosTask compute_gencos_metrics load_gencos_profiles make_gencos_env make_gencos_params
+    """.split()),
+    },
+}
 
-def catalog_specs(distribution: str, builders: Mapping[str, Callable[..., Any]]) -> list[Any]:
-    """The `EnvSpec` of every catalogued id `distribution` registers.
-
-    **Arguments:**
-
-    - `distribution`: the registering distribution (`"pzj-grid"`, ...): the first of an
-      entry's `requires`.
-    - `builders`: family name -> builder `(**kwargs) -> (env, params)`.
-
-    **Returns:** a list of specs. Raises `ValueError` naming a family without a builder,
-    so a distribution cannot silently drop ids the catalog promises.
-    """
-    from powerzoojax.envs._registry import EnvSpec
-
-    entries = [entry for entry in CATALOG.values() if entry.requires[0] == distribution]
-    missing = sorted({entry.family for entry in entries} - set(builders))
-    if missing:
-        raise ValueError(f"catalog_specs: {distribution} has no builder for the families {missing}")
-    return [
-        EnvSpec(
-            id=entry.id, entry_point=builders[entry.family], kwargs=dict(entry.kwargs), requires=entry.requires,
-            multi_agent=entry.multi_agent, summary=entry.summary,
-        )
-        for entry in entries
-    ]
+# The task keys of `powerzoojax.tasks.get_task` each first-party distribution registers
+# (its `powerzoojax.tasks` entry points), in the order `list_tasks` gives them.
+FIRST_PARTY_TASKS: dict[str, tuple[str, ...]] = {GRID: ("tso", "dso", "ders", "dc_microgrid"), MARKET: ("gencos",)}

@@ -3,9 +3,10 @@
 Distributions register their envs through the entry-point group `powerzoojax.envs`
 (`[project.entry-points."powerzoojax.envs"]` in their `pyproject.toml`): each entry
 point names a callable that returns an iterable of `EnvSpec`. A third-party package
-adds envs the same way, without touching this project. The first-party ids are also known
-from a catalog held here (`powerzoojax.envs._catalog`), so an id whose distribution is
-not installed is recognised and the error names what to install.
+adds envs the same way, without touching this project. The first-party ids are also listed
+in `powerzoojax.envs._catalog`, so an id whose distribution is not installed is recognised
+and the error names what to install; the first-party distributions build their specs from
+that list with `first_party_specs`.
 
 Nothing is imported until it is needed: listing ids loads only third-party entry points,
 and `make` loads the one distribution that provides the id.
@@ -15,7 +16,6 @@ import dataclasses
 import difflib
 import fnmatch
 import importlib
-import importlib.metadata
 import inspect
 import re
 import types
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from powerzoojax.envs._catalog import CATALOG, CatalogEntry
+from powerzoojax.envs._facade import entry_point_distribution, installed_distribution, installed_entry_points
 
 ENTRY_POINT_GROUP = "powerzoojax.envs"
 # [namespace/]Name[-segment...]-v<version>; segments may hold '_' and '.' (case ids).
@@ -141,24 +142,8 @@ def _keyword_names(fn: Callable[..., Any]) -> tuple[list[str], bool]:
     return names, open_ended
 
 
-def _installed_distribution(name: str) -> bool:
-    try:
-        importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def _entry_point_distribution(entry_point: Any) -> str:
-    dist = getattr(entry_point, "dist", None)
-    return dist.name if dist is not None else entry_point.name
-
-
 def _installed_entry_points() -> list[Any]:
-    seen: dict[tuple[str, str], Any] = {}
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        seen.setdefault((entry_point.name, entry_point.value), entry_point)
-    return list(seen.values())
+    return installed_entry_points(ENTRY_POINT_GROUP)
 
 
 def _alias(env_id: str) -> str | None:
@@ -183,7 +168,7 @@ class EnvRegistry:
     def __init__(
         self,
         entry_points: Callable[[], Iterable[Any]] = _installed_entry_points,
-        is_installed: Callable[[str], bool] = _installed_distribution,
+        is_installed: Callable[[str], bool] = installed_distribution,
         catalog: Mapping[str, CatalogEntry] = CATALOG,
     ):
         self._entry_point_source = entry_points
@@ -220,7 +205,7 @@ class EnvRegistry:
             if key in self._loaded:
                 continue
             self._loaded.add(key)
-            source = f"entry point {entry_point.name!r} ({entry_point.value}) of {_entry_point_distribution(entry_point)}"
+            source = f"entry point {entry_point.name!r} ({entry_point.value}) of {entry_point_distribution(entry_point)}"
             try:
                 loaded = entry_point.load()
                 specs = list(loaded() if callable(loaded) else loaded)  # pyright: ignore[reportArgumentType]
@@ -236,13 +221,13 @@ class EnvRegistry:
                     self._specs[spec.id] = spec
 
     def _load_third_party(self) -> None:
-        self._load(ep for ep in self._all_entry_points() if _entry_point_distribution(ep) not in self._providers)
+        self._load(ep for ep in self._all_entry_points() if entry_point_distribution(ep) not in self._providers)
 
     def _load_provider(self, distribution: str) -> None:
-        self._load(ep for ep in self._all_entry_points() if _entry_point_distribution(ep) == distribution)
+        self._load(ep for ep in self._all_entry_points() if entry_point_distribution(ep) == distribution)
 
     def _provider_registered(self, distribution: str) -> bool:
-        return any(_entry_point_distribution(ep) == distribution for ep in self._all_entry_points())
+        return any(entry_point_distribution(ep) == distribution for ep in self._all_entry_points())
 
     def _available(self, entry: CatalogEntry) -> bool:
         return self._provider_registered(entry.requires[0]) and all(self._installed_now(d) for d in entry.requires[1:])
@@ -356,6 +341,35 @@ class EnvRegistry:
             if other.family == entry.family and dict(other.kwargs) == wanted:
                 return other.id
         return None
+
+
+def first_party_specs(
+    distribution: str, builders: Mapping[str, Callable[..., Any]], describe: Callable[[CatalogEntry], str],
+) -> list[EnvSpec]:
+    """The `EnvSpec` of every catalogued id `distribution` registers (what a first-party
+    distribution's `powerzoojax.envs` entry point returns).
+
+    **Arguments:**
+
+    - `distribution`: the registering distribution (`"pzj-grid"`, ...): the first of an
+      entry's `requires`.
+    - `builders`: family name -> builder `(**kwargs) -> (env, params)`.
+    - `describe`: the one-line summary of an entry, for listings.
+
+    **Returns:** a list of specs. Raises `ValueError` naming a family without a builder,
+    so a distribution cannot silently drop ids the catalog promises.
+    """
+    entries = [entry for entry in CATALOG.values() if entry.requires[0] == distribution]
+    missing = sorted({entry.family for entry in entries} - set(builders))
+    if missing:
+        raise ValueError(f"first_party_specs: {distribution} has no builder for the families {missing}")
+    return [
+        EnvSpec(
+            id=entry.id, entry_point=builders[entry.family], kwargs=dict(entry.kwargs), requires=entry.requires,
+            multi_agent=entry.multi_agent, summary=describe(entry),
+        )
+        for entry in entries
+    ]
 
 
 _REGISTRY = EnvRegistry()

@@ -1,10 +1,11 @@
 """Task registry: `get_task("tso")` builds the frozen task object.
 
-Tasks live with their envs in pzj-grid and pzj-market; this table names them so core
-never imports those distributions until a task is asked for. The tasks' public API
-(`TSOTask`, `make_dso_params`, `compute_ders_metrics`, ...) is re-exported lazily from
-`powerzoojax.grid.tasks` and `powerzoojax.market.tasks`: the first access imports the
-providing distribution, or raises an `ImportError` naming it.
+Tasks live with their envs in the distributions that define them; each registers its tasks
+through the entry-point group `powerzoojax.tasks` (`tso = "powerzoojax.grid.tasks.tso:TSOTask"`)
+and the public names it adds here through `powerzoojax.tasks.names` (`TSOTask`,
+`make_dso_params`, `compute_ders_metrics`, ...). Nothing is imported until a task or a name
+is asked for; the first access imports the providing distribution, or raises an
+`ImportError` naming it.
 """
 
 from typing import Any
@@ -12,15 +13,30 @@ from typing import Any
 from powerzoojax.core._provider import import_provider
 
 from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskSpec, episode_rollout
+from powerzoojax.envs._catalog import FIRST_PARTY_TASKS
+from powerzoojax.envs._facade import Facade, entry_point_distribution, installed_entry_points
 
-# name -> (module, class, distribution that provides it)
-TASK_REGISTRY: dict[str, tuple[str, str, str]] = {
-    "tso": ("powerzoojax.grid.tasks.tso", "TSOTask", "pzj-grid"),
-    "dso": ("powerzoojax.grid.tasks.dso", "DSOTask", "pzj-grid"),
-    "ders": ("powerzoojax.grid.tasks.ders", "DERsTask", "pzj-grid"),
-    "dc_microgrid": ("powerzoojax.grid.tasks.dc_microgrid", "DCMicrogridTask", "pzj-grid"),
-    "gencos": ("powerzoojax.market.tasks.gencos", "GenCosTask", "pzj-market"),
-}
+ENTRY_POINT_GROUP = "powerzoojax.tasks"
+
+_FACADE = Facade("powerzoojax.tasks", own={})
+_DEFINED = ("TASK_REGISTRY", "ConstraintSpec", "EpisodeTrace", "TaskSpec", "episode_rollout", "get_task", "list_tasks")
+# The first-party tasks in the order they are listed.
+_FIRST_PARTY_ORDER = [key for keys in FIRST_PARTY_TASKS.values() for key in keys]
+
+
+def _task_registry() -> dict[str, tuple[str, str, str]]:
+    """name -> (module, class, distribution) of every installed task: the first-party ones
+    in their usual order, then the others."""
+    registry: dict[str, tuple[str, str, str]] = {}
+    for entry_point in installed_entry_points(ENTRY_POINT_GROUP):
+        module, _, class_name = entry_point.value.partition(":")
+        registry.setdefault(entry_point.name, (module.strip(), class_name.strip(), entry_point_distribution(entry_point)))
+    order = {key: rank for rank, key in enumerate(_FIRST_PARTY_ORDER)}
+    return dict(sorted(registry.items(), key=lambda item: order.get(item[0], len(order))))
+
+
+def _uninstalled_tasks(registry: dict[str, tuple[str, str, str]]) -> dict[str, str]:
+    return {key: dist for dist, keys in FIRST_PARTY_TASKS.items() for key in keys if key not in registry}
 
 
 def list_tasks() -> tuple[str, ...]:
@@ -28,9 +44,9 @@ def list_tasks() -> tuple[str, ...]:
 
     **Returns:**
 
-    A tuple of the keys of `TASK_REGISTRY`.
+    A tuple of the keys of `TASK_REGISTRY` (the tasks of the installed distributions).
     """
-    return tuple(TASK_REGISTRY)
+    return tuple(_registry())
 
 
 def get_task(name: str, **kwargs) -> TaskSpec:
@@ -44,66 +60,42 @@ def get_task(name: str, **kwargs) -> TaskSpec:
 
     **Returns:**
 
-    The task, a [`TaskSpec`][powerzoojax.core.TaskSpec].
+    The task, a [`TaskSpec`][powerzoojax.core.TaskSpec]. A task of a distribution that is
+    not installed raises `ImportError` naming it; an unknown name raises `ValueError`.
     """
-    if name not in TASK_REGISTRY:
-        raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASK_REGISTRY)}")
-    module_name, class_name, dist = TASK_REGISTRY[name]
+    registry = _registry()
+    if name not in registry:
+        uninstalled = _uninstalled_tasks(registry)
+        if name in uninstalled:
+            dist = uninstalled[name]
+            raise ImportError(f"task {name!r} is provided by {dist}: pip install {dist}")
+        raise ValueError(f"unknown task {name!r}; expected one of {sorted({*registry, *uninstalled})}")
+    module_name, class_name, dist = registry[name]
     module = import_provider(module_name, f"task {name!r}", dist)
     return getattr(module, class_name)(**kwargs)
 
 
-_GRID_TASK_NAMES = (
-    # TaskSpec classes
-    "DSOTask", "TSOTask", "DERsTask", "DCMicrogridTask",
-    # DSO
-    "DSO_FEEDER_BUS_MAP", "DSO_FLEXLOAD_CONFIG", "DSO_V_MIN", "DSO_V_MAX", "load_feeder_shape",
-    "load_dso_feeder_shapes", "make_dso_flexload_bundle", "make_dso_load_profiles", "make_dso_params",
-    "make_dso_params_from_split", "make_dso_1flex_params", "make_dso_params_nonstationary",
-    "make_synthetic_feeder_shapes", "rollout_dso", "dso_no_control_rollout", "dso_tou_rule_based_rollout",
-    "dso_droop_rule_based_rollout", "dso_tou_heuristic_rollout", "dso_droop_heuristic_rollout", "compute_dso_metrics",
-    # TSO
-    "make_tso_net_load_profiles", "make_tso_net_load_profiles_from_data", "make_case14_with_uc_defaults",
-    "make_tso_case118_params", "make_tso_case14_params", "make_tso_ed_params", "make_tso_uc_params",
-    "make_tso_scuc_params", "tso_all_on_rollout", "tso_merit_order_rollout", "compute_tso_metrics",
-    "make_comparison_tso_load_trace", "make_comparison_tso_params", "TSO_COMPARISON_SCHEMA",
-    # DERs
-    "DERS_BENCHMARK_LOAD_CASE", "DERS_BATTERY_BUSES", "DERS_PV_BUSES", "DERS_FLEXLOAD_BUSES", "DERS_BATTERY_CONFIG",
-    "DERS_PV_CONFIG", "DERS_FLEXLOAD_CONFIG", "DERS_V_MIN", "DERS_V_MAX", "DERS_LARGE_BATTERY_BUSES",
-    "DERS_LARGE_PV_BUSES", "DERS_LARGE_FLEXLOAD_BUSES", "DERS_LARGE_V_MIN", "DERS_LARGE_V_MAX",
-    "make_ders_battery_bundle", "make_ders_pv_bundle", "make_ders_flexload_bundle", "make_ders_params",
-    "make_ders_params_from_split", "make_ders_params_with_profiles", "make_ders_marl_env", "make_ders_large_params",
-    "make_ders_large_marl_env", "make_ders_ood_params", "make_ders_3phase_eval", "load_ders_load_shape",
-    "rollout_ders", "ders_no_control_rollout", "ders_volt_droop_rollout", "agent_dropout_rollout",
-    "compute_ders_metrics", "compute_ders_safety_metrics",
-    # DC microgrid
-    "make_dcmicrogrid_params", "make_dcmicrogrid_params_with_profiles", "DataCenterMicrogridEnv",
-    "DCMicrogridParams", "DCMicrogridState", "compute_dcmicrogrid_metrics",
-)
-_MARKET_TASK_NAMES = (
-    "GencosTask", "load_gencos_profiles", "make_gencos_params", "make_gencos_env", "compute_gencos_metrics",
-)
-# public name -> (module that provides it, distribution that ships that module)
-_LAZY: dict[str, tuple[str, str]] = {
-    **{name: ("powerzoojax.grid.tasks", "pzj-grid") for name in _GRID_TASK_NAMES},
-    **{name: ("powerzoojax.market.tasks", "pzj-market") for name in _MARKET_TASK_NAMES},
-}
-
-__all__ = [
-    "TASK_REGISTRY", "ConstraintSpec", "EpisodeTrace", "TaskSpec", "episode_rollout", "get_task", "list_tasks", *_LAZY,
-]
+def _registry() -> dict[str, tuple[str, str, str]]:
+    registry = globals().get("TASK_REGISTRY")
+    if registry is None:
+        registry = globals()["TASK_REGISTRY"] = _task_registry()
+    return registry
 
 
 def __getattr__(name: str) -> Any:
-    try:
-        module_name, distribution = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'powerzoojax.tasks' has no attribute {name!r}") from None
-    module = import_provider(module_name, name, distribution)
-    value = getattr(module, name)
+    if name == "TASK_REGISTRY":
+        return _registry()
+    if name == "__all__":
+        return [*_DEFINED, *_FACADE.names()]
+    # name -> (module, distribution) and name -> attribute, for the forwarded names.
+    if name == "_LAZY":
+        return _FACADE.providers()
+    if name == "_ALIASES":
+        return _FACADE.aliases()
+    value = _FACADE.resolve(name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted({*_DEFINED, *_FACADE.names()})

@@ -1,7 +1,8 @@
 """pzj-grid's env ids: the builders behind `powerzoojax.envs.make("TransGrid-case118-dc-v0")`.
 
 `env_specs` is this distribution's `powerzoojax.envs` entry point (`pyproject.toml`);
-the ids themselves are catalogued in core (`powerzoojax.envs._catalog`). Every builder
+the ids are also listed in core (`powerzoojax.envs._catalog`), which names this distribution
+for them when it is not installed. Every builder
 takes the arguments its id fixes (`case`, `mode`) plus the user's overrides, which reach
 the params factory named in its `forwards_overrides`.
 """
@@ -12,7 +13,8 @@ import numpy as np
 
 from powerzoojax.case import load_case
 from powerzoojax.envs import EnvSpec, forwards_overrides
-from powerzoojax.envs._catalog import GRID, catalog_specs
+from powerzoojax.envs._catalog import CatalogEntry
+from powerzoojax.envs._registry import first_party_specs
 from powerzoojax.grid.distribution import (
     DistGrid3PhaseEnv,
     DistGridEnv,
@@ -43,6 +45,14 @@ from powerzoojax.physics.devices import solar_bell_cf, wind_synthetic_cf
 # Mode name in an id -> (physics, solver_mode) of make_trans_params.
 TRANS_GRID_MODES: dict[str, tuple[int, int]] = {
     "dc": (0, 0), "dcopf": (0, 1), "ac": (1, 0), "dcopf_ac": (1, 1), "acopf": (0, 2),
+}
+# Mode name in an id -> what it runs, for listings.
+TRANS_GRID_MODE_SUMMARIES: dict[str, str] = {
+    "dc": "DC power flow, agent dispatch",
+    "dcopf": "DC-OPF dispatch, DC power flow",
+    "ac": "AC power flow, agent dispatch",
+    "dcopf_ac": "DC-OPF dispatch, AC power flow",
+    "acopf": "AC-OPF",
 }
 
 
@@ -184,6 +194,30 @@ BUILDERS = {
 }
 
 
+# Family -> its one-line summary (ids with a case add ", case <case>").
+SUMMARIES = {
+    "UnitCommitment": "UnitCommitmentEnv (commitment + DC-OPF dispatch)",
+    "DistGrid": "DistGridEnv (radial feeder, DER set-points)",
+    "DistGrid3Phase": "DistGrid3PhaseEnv (unbalanced three-phase feeder)",
+    "DataCenter": "DataCenterEnv (GPU jobs and cooling)",
+    "DataCenterMicrogrid": "DataCenterMicrogridEnv (data centre with PV, battery, diesel)",
+    **{family: f"{family}Env (one device, standalone)" for family in ("Battery", "FlexLoad", "Vehicle", "Solar", "Wind")},
+    "tso": "TSO task: security-constrained unit commitment on case 118",
+    "dso": "DSO task: six flexible loads on case 33bw",
+    "ders": "DERs task: batteries, PV and flexible loads on case 141 (joint action)",
+    "dc_microgrid": "DC-microgrid task: data centre with PV, battery and diesel",
+}
+
+
+def describe(entry: CatalogEntry) -> str:
+    """The one-line summary of a pzj-grid id."""
+    case = entry.kwargs.get("case")
+    if entry.family == "TransGrid":
+        return f"TransGridEnv, case {case}: {TRANS_GRID_MODE_SUMMARIES[entry.kwargs['mode']]}"
+    summary = SUMMARIES[entry.family]
+    return summary if case is None else f"{summary}, case {case}"
+
+
 def env_specs() -> list[EnvSpec]:
     """The `EnvSpec` of every id pzj-grid provides (its entry point)."""
-    return catalog_specs(GRID, BUILDERS)
+    return first_party_specs("pzj-grid", BUILDERS, describe)

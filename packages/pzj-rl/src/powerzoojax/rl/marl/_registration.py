@@ -1,8 +1,8 @@
 """pzj-rl's env ids: the multi-agent adapters behind `powerzoojax.envs.make("GridMARL-case5-v0")`.
 
 `env_specs` is this distribution's `powerzoojax.envs` entry point (`pyproject.toml`);
-the ids are catalogued in core (`powerzoojax.envs._catalog`) with the grid or market
-distribution each needs. `make` returns `(adapter, adapter.params)`. The grid and market
+the ids are also listed in core (`powerzoojax.envs._catalog`) with the grid or market
+distribution each needs, so that a missing one is named. `make` returns `(adapter, adapter.params)`. The grid and market
 modules are imported when an id is made, so this module needs only core.
 """
 
@@ -12,7 +12,8 @@ import numpy as np
 
 from powerzoojax.case import load_case
 from powerzoojax.envs import EnvSpec, forwards_overrides
-from powerzoojax.envs._catalog import RL, catalog_specs
+from powerzoojax.envs._catalog import CatalogEntry
+from powerzoojax.envs._registry import first_party_specs
 
 
 @forwards_overrides("powerzoojax.grid.transmission:make_trans_params", fills=("case", "network_model"))
@@ -93,6 +94,23 @@ BUILDERS = {
 }
 
 
+# Family -> its one-line summary (ids with a case add ", case <case>").
+SUMMARIES = {
+    "GridMARL": "GridMARLEnv (one agent per unit)",
+    "DistGridMARL": "DistGridMARLEnv (one agent per DER bus)",
+    "DistGrid3PhaseMARL": "DistGrid3PhaseMARLEnv (battery agents)",
+    "MarketMARL": "MarketMARLEnv (one GenCo per unit)",
+    "ders-marl": "DERs task as 12 device agents (local observations)",
+    "gencos-marl": "GenCos task as one agent per unit",
+}
+
+
+def describe(entry: CatalogEntry) -> str:
+    """The one-line summary of a pzj-rl id."""
+    case = entry.kwargs.get("case")
+    return SUMMARIES[entry.family] if case is None else f"{SUMMARIES[entry.family]}, case {case}"
+
+
 def env_specs() -> list[EnvSpec]:
     """The `EnvSpec` of every id pzj-rl provides (its entry point)."""
-    return catalog_specs(RL, BUILDERS)
+    return first_party_specs("pzj-rl", BUILDERS, describe)
