@@ -2,9 +2,8 @@
 operations (no LAPACK call, no host callback).
 
 The dense Newton step of [`ac_power_flow`][powerzoojax.physics.ac_power_flow] factorises
-the `(2m)²` Jacobian (`m = N − 1`) at every iteration: `(2m)³ · 2/3` flops, 0.9 Gflop on
-case 552gb and 72 Gflop on case 2383wp, which on a 2-core CPU is 0.2 s and tens of seconds
-per iteration. Above `KRYLOV_MIN_BUSES` buses the step is instead `J Δx = −F` solved
+the `(2m)²` Jacobian (`m = N − 1`) at every iteration: `(2m)³ · 2/3` flops, cubic in
+the network's size. Above `KRYLOV_MIN_BUSES` buses the step is instead `J Δx = −F` solved
 approximately by GMRES, right-preconditioned by the fast-decoupled operators (`B'⁻¹` for
 the angle rows, `B''⁻¹` for the magnitude rows) that the fast-decoupled loop already
 holds, with Jacobian-vector products computed directly from the complex voltages and
@@ -30,11 +29,9 @@ from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
 # Networks with at least this many buses take the Newton–Krylov step; smaller ones keep
-# the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov).
-# Measured on a shared 2-core CPU, float32, one instance: a dense solve of case 300's
-# 598² Jacobian takes about 0.03 s, case 552gb's 1,102² about 0.2 s against a few
-# milliseconds for a preconditioned GMRES solve to the forcing tolerance
-# (benchmarks/results/large-cases.md).
+# the dense LU (cases 5–300 in the shipped set; 552gb, 1354pegase, 2383wp go Krylov):
+# the threshold sits between the sizes where a dense solve is still cheaper and where
+# GMRES is (benchmarks/results/large-cases.md).
 KRYLOV_MIN_BUSES = 500
 # Largest Krylov subspace of one Newton step (one GMRES cycle, no restart) on networks of
 # KRYLOV_MIN_BUSES buses and more.

@@ -106,8 +106,8 @@ class DispatchLPTuning(NamedTuple):
 CPU_TUNING = DispatchLPTuning()
 # Every other device: the case-5 seed workload's LPs start optimal (no pivot), so the start
 # test skips the loop's body, where an unrolled prefix would compute its pivots for
-# nothing; two pivots a trip halve the trips of rated-line LPs (2 to 7 pivots on case 5,
-# 1 or 2 on case 14: benchmarks/results/opf.md); gathers become comparisons.
+# nothing; two pivots a trip halve the trips of rated-line LPs, which take a few pivots
+# (benchmarks/results/opf.md); gathers become comparisons.
 ACCELERATOR_TUNING = DispatchLPTuning(fixed_pivots=0, start_test=True, one_hot=True, pivots_per_trip=2)
 
 

@@ -3,9 +3,9 @@
 Called outside `jit` (an env stepped eagerly, a notebook), JAX runs a function op by op
 and compiles every `while_loop` / `fori_loop` / `custom_vmap` it meets, keyed on the
 identity of the loop's body. The solvers build their bodies as closures on every call, so
-each eager solve compiled its loops again: an eager DC-OPF env step took 4.9 s, AC
-power flow 1.9 s, the radial sweep 0.8 s, every step (`benchmarks/eager_step.py`). Wrapped
-in `jax.jit`, an eager call compiles once per shape and options. Inside an outer `jit` or `vmap` the wrapper
+each eager solve would compile its loops again, on every step (`benchmarks/eager_step.py`,
+`benchmarks/results/history.md`). Wrapped in `jax.jit`, an eager call compiles once per
+shape and options. Inside an outer `jit` or `vmap` the wrapper
 is inlined, so the compiled program is the same. Arguments annotated as Python values
 (options that pick a code path, loop bounds, the OPFs' `tol`) are static; arguments that
 may be arrays stay traced.

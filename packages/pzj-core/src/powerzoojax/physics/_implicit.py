@@ -18,8 +18,7 @@ depends on primal values only, so a reverse pass factors once and solves with th
 transpose. Systems of up to `_PLAIN_LU_MAX` unknowns use the plain-XLA LU of
 `powerzoojax.physics._small_linalg` (no batched LAPACK call under `vmap`; see that
 module); larger ones LAPACK's, because the plain loop rewrites the whole matrix at every
-pivot and is memory-bound: 256 factorisations of 234 x 234 (the AC power flow of case
-118) took 10.2 s that way and 0.27 s through LAPACK (2 shared cores, 2026-12-02). A
+pivot and is memory-bound (`benchmarks/results/gradients.md`). A
 derivative then makes one factorisation and one solve, one after the other.
 
 Where the solver did not converge (`ok` false) or `∂F/∂x` is numerically singular,

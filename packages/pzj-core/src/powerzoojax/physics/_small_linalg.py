@@ -1,15 +1,11 @@
 """Inverse Cholesky factor and solves for the small dense SPD systems of the dispatch
 solvers, written in plain XLA operations (no LAPACK custom call).
 
-Why not `jnp.linalg.cholesky` / `jax.scipy.linalg.cho_solve`: on XLA:CPU (jaxlib
-0.10) a batched LAPACK call (a vmapped batch of a few hundred matrices) splits the batch
-over the intra-op thread pool and *blocks* a pool thread until the pieces are done. Two
-such calls running at once (e.g. the two independent solves of one Newton step, which
-the runtime starts concurrently) can occupy every pool thread on a 2-core machine and
-wait forever: the DC-OPF of case 118 with rated lines hung at N >= 192, with every
-thread idle (gdb: `BlockingCounter::Wait` under `jax::ParallelBatchMap` in
-`lapack_strsm_ffi`). The loop below has no such wait; under `vmap` the batch is a
-plain array axis.
+Why not `jnp.linalg.cholesky` / `jax.scipy.linalg.cho_solve`: a batched LAPACK call
+blocks a thread of the CPU's intra-op pool until its pieces are done, so two of them
+running at once can occupy every pool thread of a small machine and wait forever (the
+hang is recorded in `benchmarks/results/opf.md`). The loop below has no such wait; under
+`vmap` the batch is a plain array axis.
 
 Why the inverse factor: the solvers solve each factored system several times (a
 predictor, a corrector and their refinement steps). With `W = L⁻¹` every solve is two
@@ -56,8 +52,8 @@ def inverse_cholesky(a: Float[Array, "n n"]) -> Float[Array, "n n"]:
 def spd_solve(inv_factor: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
     """Solve `a x = b` given `inv_factor = inverse_cholesky(a)` (`b` a vector or columns)."""
     if b.ndim == 2:
-        # Column by column: on XLA:CPU a vmapped batch of matrix-vector products is
-        # several times faster than the same batch of (n, n) @ (n, 2) products.
+        # Column by column: a vmapped batch of matrix-vector products is cheaper on a CPU
+        # than the same batch of (n, n) @ (n, 2) products (`benchmarks/results/opf.md`).
         return jnp.stack([spd_solve(inv_factor, b[:, i]) for i in range(b.shape[1])], axis=1)
     return hp.matmul(inv_factor.T, hp.matmul(inv_factor, b))
 

@@ -332,9 +332,9 @@ def market_marl_step(
 def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:
     """`jnp.sort(x, axis=1)` by an odd–even transposition network of min/max pairs.
 
-    XLA:CPU sorts small rows one at a time, far slower under `vmap`; and the network is
-    element-wise, so XLA may fuse it into the clearing's pairwise merit-order comparison
-    at little cost (it recomputes fused producers per element).
+    A batched sort of small rows runs row by row on a CPU; the network is element-wise,
+    so it vectorises over the batch, and XLA may fuse it into the clearing's pairwise
+    merit-order comparison at little cost (it recomputes fused producers per element).
     """
     k = x.shape[1]
     cols = [x[:, i] for i in range(k)]

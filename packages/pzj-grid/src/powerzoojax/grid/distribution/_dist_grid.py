@@ -387,7 +387,7 @@ class DistGridEnv(RadialFeederEnv):
         p_net, q_net = p_load, q_load
         if params.include_der:
             # DERs sit at every bus but the slack, in bus order (make_dist_params): a
-            # static insertion, not a scatter (XLA:CPU runs batched scatters serially).
+            # static insertion, not a scatter (a batched scatter is a serial loop on a CPU).
             slack = params.network.slack_bus_idx
             p_net = p_net - jnp.concatenate([der[:slack], jnp.zeros((1,), der.dtype), der[slack:]])
         if params.resources:
@@ -437,11 +437,9 @@ class DistGridEnv(RadialFeederEnv):
         )
         next_state = auto_reset(self, key, next_state, params)
         if params.resources:
-            # The bundles' post-reset states computed once: otherwise XLA:CPU fuses the
-            # bundle step and the reset select into the observation kernel and recomputes
-            # them per output element (each flex-load channel re-running the ring update).
-            # optimization_barrier
-            # does not do this on CPU (removed before fusion); a gather does.
+            # The bundles' post-reset states computed once (`materialise`): otherwise XLA
+            # fuses the bundle step and the reset select into the observation kernel and
+            # recomputes them per output element.
             next_state = eqx.tree_at(
                 lambda s: s.resource_states,
                 next_state,

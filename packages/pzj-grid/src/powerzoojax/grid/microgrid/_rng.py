@@ -1,10 +1,10 @@
 """The data centre's per-step uniforms, bit-identical to `jr.uniform(jr.split(key)[0], (n,))`
 but computed by an unrolled Threefry-2x32 that fuses into one elementwise kernel.
 
-Why: on CPU JAX lowers every Threefry hash to a rolled 5-trip `while` loop (to keep
-compile time down). Inside a vmapped rollout scan that is two extra loops per step
-(the split and the draw), about 160 small kernels, more than the rest of the data-centre
-step. Spelling the 20 rounds out costs a few integer ops per number instead.
+Why: on a CPU JAX lowers every Threefry hash to a rolled `while` loop (to keep compile
+time down), so inside a vmapped rollout scan the split and the draw are two extra loops
+of small kernels per step (`benchmarks/results/dcmg.md`). Spelling the 20 rounds out
+costs a few integer ops per number instead.
 
 Raw `uint32[2]` keys and typed Threefry keys use this path; keys of another PRNG
 implementation fall back to `jax.random` (same distribution, their own stream).

@@ -89,12 +89,10 @@ def draw_arrivals(
     return Arrivals(count, gpus.reshape(-1), duration.reshape(-1))
 
 
-# XLA:CPU rewrites a reduction over an axis of 32 or more elements into a reduce-window
-# and a reduce (its tree-reduction pass): two kernels of their own, plus the kernel that
-# produces the reduced values. Halving the slot axis elementwise down to 16 first keeps
-# the reduction under that width, so it is one kernel fused with its producer (a reshape
-# to a narrower view does not help: it is folded back before that pass). For integers
-# only, where any order is exact.
+# A reduction over a wide axis becomes kernels of its own on a CPU (XLA's tree-reduction
+# pass; `benchmarks/results/dcmg.md`). Halving the slot axis elementwise down to 16 first
+# keeps the reduction one kernel fused with its producer. For integers only, where any
+# order is exact.
 _REDUCE_WIDTH = 16
 
 
@@ -178,8 +176,8 @@ def insert_arrivals(
     # durations at most `MAX_TASK_DURATION < 2**24`.
     table = jnp.concatenate([arrivals.gpus, arrivals.duration])
     table = store_once(table, table)
-    # A select per candidate rather than a gather: XLA:CPU's gather is a scalar loop over
-    # (env, slot) pairs (≈ 60 µs per table column at N = 256), the ten selects vectorise.
+    # A select per candidate rather than a gather: a batched gather is a scalar loop over
+    # (env, slot) pairs on a CPU, the ten selects vectorise (`benchmarks/results/dcmg.md`).
     # Stored once, or every consumer fusion would redo the chain.
     n_cand = N_TASK_TYPES * MAX_ARRIVALS
     new_gpus, duration = table[0], table[n_cand]
@@ -223,8 +221,8 @@ def _sorted_demand(
 ) -> tuple[Int[Array, " n_slots"], Int[Array, " n_slots"]]:
     """Packed keys in ascending order and the demand of the slot at each sorted position."""
     # Unstable: the packed keys of candidates are distinct (the slot is part of the key) and
-    # the non-candidates are all equal, so any order is the stable one; XLA:CPU's unstable
-    # sort is cheaper.
+    # the non-candidates are all equal, so any order is the stable one, and an unstable
+    # sort does less work.
     keys = jax.lax.sort(packed, is_stable=False)
     slot = keys & ((1 << _SLOT_BITS) - 1)
     sorted_demand = jnp.where(keys == _NOT_CANDIDATE, 0, jnp.take_along_axis(demand, slot, axis=0))
@@ -243,9 +241,8 @@ def _admitted_prefix(
     if none). The running total grows along the order, so the candidates with a key up to
     the cutoff are exactly the admitted prefix and their GPUs sum to its running total."""
     fits = eligible & (cum <= budget)
-    # `fold=False` for the fine-tuning stage: its fused, folded reductions are costed as
-    # compute-heavy by XLA:CPU and split over the thread pool, which costs more than the
-    # two kernels the fold saves.
+    # `fold=False` for the fine-tuning stage: there XLA splits the fused, folded reductions
+    # over the CPU's thread pool, which costs more than the two kernels the fold saves.
     if not fold:
         return jnp.max(jnp.where(fits, keys, -1)), jnp.max(jnp.where(fits, cum, 0))
     return slot_max(jnp.where(fits, keys, -1)), slot_max(jnp.where(fits, cum, 0))

@@ -249,7 +249,7 @@ def step_bundles(
         zero = jnp.zeros((n_bus,), jnp.float32)
         return BundlesStep((), zero, zero, jnp.zeros((0,), jnp.float32), cost_sum, stats)
     # Every device of every bundle onto its bus with one product by a one-hot incidence
-    # matrix: no scatter (XLA:CPU runs a batched scatter serially), and a dot reads the
+    # matrix: no scatter (a batched scatter is a serial loop on a CPU), and a dot reads the
     # injections once, where an elementwise add chain over devices gets the devices' whole
     # step fused into it and recomputed for every bus.
     to_bus = (jnp.concatenate(bus_idx)[:, None] == jnp.arange(n_bus)[None, :]).astype(jnp.float32)

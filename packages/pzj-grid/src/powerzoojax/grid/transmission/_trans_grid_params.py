@@ -398,8 +398,8 @@ def make_trans_params(
       (linear objective with monitored lines, where a dual simplex solves it; see
       [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel]). `None` (default): when
       the OPF monitors at least 16 lines. On fewer a cold start needs only a few pivots
-      and the warm start's bookkeeping costs more than it saves (case 5, 2 lines: slower
-      steps and a longer first call; on case 29gb, 99 lines, about 10× faster steps).
+      and the warm start's bookkeeping costs more than it saves (the A/B is in
+      `benchmarks/results/opf.md`).
     - `opf_lp_tuning`: how that dual simplex runs, a
       [`DispatchLPTuning`][powerzoojax.physics.DispatchLPTuning] (static; the same optimum
       for every value). `None` (default): per device, chosen when the step is compiled.
