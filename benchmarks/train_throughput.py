@@ -70,7 +70,7 @@ def machine_info() -> dict:
 
 def measure(
     n_envs: int, updates: int, repeats: int, n_steps: int, epochs: int, minibatches: int, hidden: tuple[int, ...],
-    shared: bool, shuffle: str,
+    shared: bool,
 ) -> dict:
     import jax
     import jax.random as jr
@@ -79,7 +79,7 @@ def measure(
     env = get_preset("case5-economic-dispatch").env_factory()
     config = TrainConfig(
         num_envs=n_envs, n_steps=n_steps, n_epochs=epochs, n_minibatches=minibatches, hidden_dims=hidden,
-        shared_torso=shared, minibatch_shuffle=shuffle, total_timesteps=updates * n_envs * n_steps, normalize_rewards=True, eval_freq=0,
+        shared_torso=shared, total_timesteps=updates * n_envs * n_steps, normalize_rewards=True, eval_freq=0,
     )
     trainer = make_train(env, config)
     key = jr.PRNGKey(0)
@@ -203,7 +203,6 @@ def main() -> None:
     parser.add_argument("--minibatches", type=int, default=4)
     parser.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
     parser.add_argument("--separate-critic", action="store_true", help="separate actor and critic MLPs")
-    parser.add_argument("--full-shuffle", action="store_true", help="one permutation of the whole batch per epoch")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--preset", help="time this preset (its env and config) instead of case 5")
     parser.add_argument("--no-eval", action="store_true", help="with --preset: turn the preset's evaluation off")
@@ -233,10 +232,9 @@ def main() -> None:
                 json.dump({"machine": info, "results": r}, f, indent=2)
         return
     shared = not args.separate_critic
-    shuffle = "full" if args.full_shuffle else "blocks"
     if args.single is not None:
         print(json.dumps(measure(args.single, args.updates, args.repeats, args.n_steps, args.epochs, args.minibatches,
-                                 tuple(args.hidden), shared, shuffle)))
+                                 tuple(args.hidden), shared)))
         return
 
     info = machine_info()
@@ -244,15 +242,14 @@ def main() -> None:
     for n in args.n_envs:
         cmd = [sys.executable, __file__, "--single", str(n), "--updates", str(args.updates), "--repeats", str(args.repeats),
                "--n-steps", str(args.n_steps), "--epochs", str(args.epochs), "--minibatches", str(args.minibatches),
-               "--hidden", *map(str, args.hidden)] + (["--separate-critic"] if args.separate_critic else []) \
-            + (["--full-shuffle"] if args.full_shuffle else [])
+               "--hidden", *map(str, args.hidden)] + (["--separate-critic"] if args.separate_critic else [])
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     info["load_average_1min_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     print(f"machine: {info['cpu']}, {info['cores']} cores, JAX {info['jax']} ({info['backend']}), "
           f"load average {info['load_average_1min']:.2f} before / {info['load_average_1min_after']:.2f} after")
     print(f"PPO on case 5: n_steps {args.n_steps}, {args.epochs} epochs x {args.minibatches} minibatches, "
-          f"MLP {tuple(args.hidden)} ({'shared torso' if shared else 'separate actor/critic'}), {shuffle} minibatch shuffle, "
+          f"MLP {tuple(args.hidden)} ({'shared torso' if shared else 'separate actor/critic'}), block minibatch shuffle, "
           f"{args.updates} updates per call\n")
     print("| N envs | env steps / update | first compile s | training env-steps/s | rollout-only env-steps/s |")
     print("|---:|---:|---:|---:|---:|")

@@ -70,7 +70,7 @@ def test_yaml_round_trip(tmp_path):
     assert load_config(c._asdict()) == c
 
 
-def test_eval_episodes_is_read_as_eval_num_episodes_and_warns_when_set(tmp_path):
+def test_eval_episodes_is_read_as_eval_num_episodes_in_a_file_and_refused_when_set(tmp_path):
     from powerzoojax.rl import TrainConfig, load_config
 
     path = tmp_path / "c.yaml"
@@ -78,8 +78,48 @@ def test_eval_episodes_is_read_as_eval_num_episodes_and_warns_when_set(tmp_path)
     assert load_config(path).eval_num_episodes == 6
     path.write_text("eval_episodes: 6\neval_num_episodes: 3\n")
     assert load_config(path).eval_num_episodes == 3  # the field that counts wins
-    with pytest.warns(UserWarning, match=r"eval_episodes=6 is not used; evaluations run eval_num_episodes=128"):
+    with pytest.raises(ValueError, match=r"eval_episodes=6 is not supported: .*eval_num_episodes"):
         TrainConfig(eval_episodes=6)
+
+
+def test_reference_only_keywords_are_accepted_at_their_defaults_and_refused_otherwise(tmp_path):
+    import dataclasses
+
+    from powerzoojax.rl import TrainConfig, load_config
+    from powerzoojax.rl.algos._config import ConfigFileError
+
+    default = TrainConfig()
+    assert TrainConfig(eval_episodes=128, n_eval_envs=0, wall_time_warmup_timesteps=None) == default
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    assert not {"eval_episodes", "n_eval_envs", "wall_time_warmup_timesteps", "minibatch_shuffle"} & names
+    with pytest.raises(ValueError, match=r"n_eval_envs=8 is not supported: .*eval_freq"):
+        TrainConfig(algo="ppo_lagrangian", n_eval_envs=8)
+    with pytest.raises(ValueError, match=r"wall_time_warmup_timesteps=1000 is not supported"):
+        TrainConfig(wall_time_warmup_timesteps=1000)
+    with pytest.raises(ValueError, match=r"n_eval_envs=2 is not supported"):
+        default.replace(n_eval_envs=2)
+    # An older run folder's complete file holds them at the values every run used.
+    path = tmp_path / "c.yaml"
+    path.write_text("n_eval_envs: 0\nwall_time_warmup_timesteps: null\nminibatch_shuffle: blocks\nnum_envs: 8\n")
+    assert load_config(path) == default.replace(num_envs=8)
+    path.write_text("minibatch_shuffle: full\n")
+    with pytest.raises(ConfigFileError, match=r"minibatch_shuffle='full' is not supported"):
+        load_config(path)
+    path.write_text("n_eval_envs: 4\n")
+    with pytest.raises(ConfigFileError, match=r"n_eval_envs=4 is not supported"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("algo, hint", [("td3", "use 'sac'"), ("dqn", "continuous actions"), ("mappo", "ippo")])
+def test_algorithms_the_reference_names_but_nothing_trains_are_refused_when_the_config_is_built(algo, hint):
+    from powerzoojax.rl import TrainConfig
+
+    with pytest.raises(NotImplementedError, match=rf"algo '{algo}' is not implemented; algorithms: \['ppo'.*{hint}"):
+        TrainConfig(algo=algo)
+    with pytest.raises(ValueError, match="is not implemented"):
+        TrainConfig().replace(algo=algo)
+    with pytest.raises(ValueError, match=r"algo must be one of"):
+        TrainConfig(algo="a2c")
 
 
 def test_load_config_aliases_and_warns_on_unknown_keys(tmp_path):

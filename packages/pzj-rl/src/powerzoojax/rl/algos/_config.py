@@ -12,19 +12,67 @@ import os
 import re
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-ALGOS = (
-    "ppo", "sac", "apg", "td3", "dqn", "ppo_lagrangian", "saute_ppo", "ippo", "ippo_typed",
-    "ippo_typed_lagrangian", "mappo",
-)
-# The algorithms that train here. `td3`, `dqn` and `mappo` are names of the reference's
-# config that its trainer refuses too; `make_train` raises `NotImplementedError` for them
-# and the command line does not offer them.
+# The algorithms that train here.
 IMPLEMENTED_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "apg", "ippo", "ippo_typed", "ippo_typed_lagrangian")
-# The reference's name of the evaluation size, which its trainer ignored; a config file and
-# the command line read it as `eval_num_episodes`.
-EVAL_EPISODES_DEFAULT = 128
+# Names of the reference's config that no trainer here (nor the reference's) trains: a config
+# naming one is refused when it is built, with the reason.
+NOT_IMPLEMENTED_ALGOS = {
+    "td3": "TD3 is not implemented; use 'sac' for off-policy continuous control",
+    "dqn": "DQN is not implemented: the benchmark envs have continuous actions (use 'ppo' or 'sac')",
+    "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
+}
+# Keywords of the reference's config that configure nothing here, with the value that asks
+# for nothing (accepted) and why another value cannot be honoured (refused when given).
+REFERENCE_ONLY_KEYWORDS: dict[str, tuple[Any, str]] = {
+    "eval_episodes": (
+        128,
+        "the reference's trainer never read it; the evaluation size is eval_num_episodes (set that field)",
+    ),
+    "n_eval_envs": (
+        0,
+        "no trainer here runs the reference's extra greedy evaluation after every PPO-Lagrangian update; every "
+        "trainer evaluates every eval_freq env steps over eval_num_episodes episodes (set those fields)",
+    ),
+    "wall_time_warmup_timesteps": (
+        None,
+        "the wall-time warm-up compiles the chunk program ahead of time instead of running warm-up steps "
+        "(wall_time_warmup turns it on or off)",
+    ),
+}
+
+
+# Fields of earlier versions of this config that a saved run folder may still hold: accepted
+# at the value every run used, refused at any other.
+_RETIRED_KEYS: dict[str, tuple[Any, str]] = {
+    "minibatch_shuffle": ("blocks", "minibatches are always cut as blocks of time steps and envs"),
+}
+
+
+class AlgoNotImplementedError(NotImplementedError, ValueError):
+    """A config names an algorithm of the reference that no trainer here implements
+    (`td3`, `dqn`, `mappo`): a `NotImplementedError`, and a `ValueError` like every other
+    refused config value."""
+
+
+_Config = TypeVar("_Config")
+
+
+class _ConfigMeta(type):
+    """Builds a config after taking out the reference-only keywords (`REFERENCE_ONLY_KEYWORDS`):
+    each is accepted at the value that asks for nothing and refused, naming the value and why,
+    at any other."""
+
+    def __call__(cls: "type[_Config]", *args: Any, **kwargs: Any) -> "_Config":
+        for name, (inert, why) in REFERENCE_ONLY_KEYWORDS.items():
+            if name in kwargs:
+                value = kwargs.pop(name)
+                if value is not None if inert is None else (value is None or value != inert):
+                    raise ValueError(f"TrainConfig: {name}={value!r} is not supported: {why}")
+        return type.__call__(cls, *args, **kwargs)
+
+
 # Fields that may be given as a scalar or as one value per selected constraint.
 _PER_CONSTRAINT = ("lambda_lr", "cost_scale")
 _TUPLE_FIELDS = ("hidden_dims", "cost_thresholds", "lambda_lr", "cost_scale")
@@ -39,15 +87,15 @@ HOST_ONLY_FIELDS = ("loggers", "wandb_project", "wandb_mode", "progress_bar", "k
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(metaclass=_ConfigMeta):
     """Training configuration (frozen: derive variants with `replace`).
 
     **Arguments:**
 
     - `algo`: one of `IMPLEMENTED_ALGOS` (`"ppo"`, `"ppo_lagrangian"`, `"saute_ppo"`, `"sac"`,
       `"apg"`, `"ippo"`, `"ippo_typed"`, `"ippo_typed_lagrangian"`); the reference's
-      `"td3"`, `"dqn"` and `"mappo"` are accepted here but not trained (`make_train`
-      raises `NotImplementedError`).
+      `"td3"`, `"dqn"` and `"mappo"` are refused here (`AlgoNotImplementedError`, a
+      `NotImplementedError` saying what to use instead).
     - `total_timesteps`: env steps of the run.
     - `num_envs`: parallel envs.
     - `seed`: seed of the run.
@@ -56,9 +104,6 @@ class TrainConfig:
     - `max_grad_norm`: global-norm gradient clipping (every trainer, APG included).
     - `eval_freq`: env steps between evaluations (and one after the last update); 0 turns
       evaluation off.
-    - `eval_episodes`: the reference's field, accepted but not used (a `UserWarning` when
-      set): the evaluation size is `eval_num_episodes`. Config files and the command line
-      read `eval_episodes` as `eval_num_episodes`.
     - `n_steps`: steps per env per update (for `"apg"` the truncation length of the
       backpropagated window).
     - `n_epochs`: passes over each batch.
@@ -67,7 +112,6 @@ class TrainConfig:
     - `ent_coef`, `vf_coef`: weights of the entropy bonus and the value loss.
     - `gae_lambda`: GAE λ.
     - `log_std_init`: initial Gaussian log standard deviation.
-    - `minibatch_shuffle`: `"blocks"` or `"full"`.
     - `cost_threshold`, `cost_thresholds`: per-episode cost budgets (PPO-Lagrangian);
       `()` and 0 use the wrapper's.
     - `lambda_lr`: dual step size, one number or one per constraint.
@@ -77,7 +121,6 @@ class TrainConfig:
     - `n_checkpoints`: policy snapshots kept in memory in `TrainResult.checkpoints`, at
       evenly spaced updates (1: the final policy only, so the result has none beside
       `params`); not files on disk (see `keep_checkpoints`).
-    - `n_eval_envs`: accepted, not used (PPO-Lagrangian evaluates on the common schedule).
     - `saute_horizon`, `saute_unsafe_reward`, `saute_use_reward_shaping`: the
       [`SauteWrapper`][powerzoojax.rl.wrappers.SauteWrapper] options of `"saute_ppo"`.
     - `hidden_dims`: hidden widths of the networks.
@@ -90,7 +133,6 @@ class TrainConfig:
     - `record_eval_wall_time`: add `eval_wall_time_s` (see
       [`run_training`][powerzoojax.rl.run_training]).
     - `wall_time_warmup`: compile the chunk program ahead of time when timing.
-    - `wall_time_warmup_timesteps`: accepted, not used.
     - `loggers`: extra metric sinks besides `metrics.csv` / `metrics.jsonl` (host side
       only, see `HOST_ONLY_FIELDS`; they need an output folder): `"tensorboard"` (event
       files in `<output>/tensorboard`, `pip install 'pzj-rl[tensorboard]'`) and `"wandb"`
@@ -100,6 +142,11 @@ class TrainConfig:
       notebook bar, `pip install 'pzj-rl[progress]'`).
     - `keep_checkpoints`: checkpoint files a run folder keeps: the newest
       `keep_checkpoints` plus the one with the best evaluation return (host side only).
+
+    The reference's keywords `eval_episodes`, `n_eval_envs` and `wall_time_warmup_timesteps`
+    configure nothing here: each is accepted at its default (128, 0, `None`) and refused with
+    a `ValueError` naming the value at any other (see `REFERENCE_ONLY_KEYWORDS`). Config files
+    and the command line read `eval_episodes` as `eval_num_episodes`.
     """
 
     # common
@@ -112,7 +159,6 @@ class TrainConfig:
     gamma: float = 0.99
     max_grad_norm: float = 0.5
     eval_freq: int = 10_000
-    eval_episodes: int = EVAL_EPISODES_DEFAULT
     # PPO
     n_steps: int = 128
     n_epochs: int = 4
@@ -122,7 +168,6 @@ class TrainConfig:
     vf_coef: float = 0.5
     gae_lambda: float = 0.95
     log_std_init: float = -0.5
-    minibatch_shuffle: str = "blocks"
     # CMDP (PPO-Lagrangian)
     cost_threshold: float = 0.0
     cost_thresholds: tuple[float, ...] = ()
@@ -131,7 +176,6 @@ class TrainConfig:
     cost_scale: float | tuple[float, ...] = 1.0
     log_lambda_max: float = 5.0
     n_checkpoints: int = 1
-    n_eval_envs: int = 0
     # Sauté
     saute_horizon: int | None = None
     saute_unsafe_reward: float = 0.0
@@ -150,7 +194,6 @@ class TrainConfig:
     eval_num_episodes: int = 128
     record_eval_wall_time: bool = False
     wall_time_warmup: bool = True
-    wall_time_warmup_timesteps: int | None = None
     # logging (host side)
     loggers: tuple[str, ...] = ()
     wandb_project: str = "powerzoojax"
@@ -159,14 +202,19 @@ class TrainConfig:
     keep_checkpoints: int = 3
 
     def __post_init__(self):
-        if self.algo not in ALGOS:
-            raise ValueError(f"TrainConfig: algo must be one of {list(ALGOS)}, got {self.algo!r}")
+        if self.algo in NOT_IMPLEMENTED_ALGOS:
+            raise AlgoNotImplementedError(
+                f"TrainConfig: algo {self.algo!r} is not implemented; algorithms: {list(IMPLEMENTED_ALGOS)} "
+                f"({NOT_IMPLEMENTED_ALGOS[self.algo]})"
+            )
+        if self.algo not in IMPLEMENTED_ALGOS:
+            raise ValueError(f"TrainConfig: algo must be one of {list(IMPLEMENTED_ALGOS)}, got {self.algo!r}")
         for name in ("total_timesteps", "num_envs", "n_steps", "n_epochs", "n_minibatches", "n_checkpoints",
                      "keep_checkpoints"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainConfig: {name} must be a positive integer, got {value!r}")
-        for name in ("eval_num_episodes", "n_eval_envs", "eval_freq"):
+        for name in ("eval_num_episodes", "eval_freq"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"TrainConfig: {name} must be a non-negative integer, got {value!r}")
@@ -180,8 +228,6 @@ class TrainConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"TrainConfig: {name} must be a positive number, got {value!r}")
-        if self.minibatch_shuffle not in ("blocks", "full"):
-            raise ValueError(f"TrainConfig: minibatch_shuffle must be 'blocks' or 'full', got {self.minibatch_shuffle!r}")
         if self.continuous_action_dist not in ("gaussian", "beta"):
             raise ValueError(
                 f"TrainConfig: continuous_action_dist must be 'gaussian' or 'beta', got {self.continuous_action_dist!r}"
@@ -202,12 +248,6 @@ class TrainConfig:
             raise ValueError(f"TrainConfig: wandb_mode must be one of {list(WANDB_MODES)}, got {self.wandb_mode!r}")
         if not self.wandb_project:
             raise ValueError("TrainConfig: wandb_project must be a non-empty name")
-        if self.eval_episodes != EVAL_EPISODES_DEFAULT:
-            warnings.warn(
-                f"TrainConfig: eval_episodes={self.eval_episodes!r} is not used; evaluations run eval_num_episodes="
-                f"{self.eval_num_episodes} episodes (set that field)",
-                UserWarning, stacklevel=3,
-            )
 
     # -- derived values ----------------------------------------------------------------
     @property
@@ -347,7 +387,7 @@ def _coerce_value(name: str, value: Any) -> Any:
         return float(value)
     if isinstance(default, int) and isinstance(value, float) and value.is_integer():
         return int(value)
-    if name in ("saute_horizon", "sac_num_epochs", "wall_time_warmup_timesteps") and isinstance(value, float) and value.is_integer():
+    if name in ("saute_horizon", "sac_num_epochs") and isinstance(value, float) and value.is_integer():
         return int(value)
     if name in ("sac_target_entropy_ratio",) and isinstance(value, int):
         return float(value)
@@ -355,10 +395,22 @@ def _coerce_value(name: str, value: Any) -> Any:
 
 
 def _coerce(changes: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = [k for k in changes if k not in _FIELDS]
+    unknown = [k for k in changes if k not in _FIELDS and k not in REFERENCE_ONLY_KEYWORDS]
     if unknown:
         raise TypeError(f"TrainConfig has no field(s) {unknown}; fields are {sorted(_FIELDS)}")
-    return {k: _coerce_value(k, v) for k, v in changes.items()}
+    # The reference-only keywords go on as given: building the config accepts or refuses them.
+    return {k: v if k in REFERENCE_ONLY_KEYWORDS else _coerce_value(k, v) for k, v in changes.items()}
+
+
+def saved_fields(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A config dict saved by an earlier version (a checkpoint's sidecar) without the keys
+    that configure nothing now (`REFERENCE_ONLY_KEYWORDS`, retired fields) while they hold
+    the value that asked for nothing, so it compares with `_asdict()` of today's config."""
+    out = dict(saved)
+    for name, (inert, _) in {**REFERENCE_ONLY_KEYWORDS, **_RETIRED_KEYS}.items():
+        if name in out and (out[name] is None if inert is None else out[name] == inert):
+            del out[name]
+    return out
 
 
 class ConfigFileError(ValueError):
@@ -396,14 +448,17 @@ def load_config(
     Lists become tuples, numbers are coerced to the field types, `lr` is read as
     `learning_rate`; in a file, `eval_episodes` is read as `eval_num_episodes` (the
     field that counts) unless the file also gives `eval_num_episodes`. Unknown keys are
-    dropped with a `UserWarning` naming them (an error with `base` or `complete`).
+    dropped with a `UserWarning` naming them (an error with `base` or `complete`). The
+    reference's keys that configure nothing here (`REFERENCE_ONLY_KEYWORDS`) and
+    `minibatch_shuffle` (which an older run folder's file may hold) are dropped at the value
+    that asks for nothing and a `ConfigFileError` naming the value at any other.
 
     **Arguments:**
 
     - `source`: a YAML file path or a mapping.
     - `config_cls`: the config class to build.
     - `complete`: every field must be present (bar the logging fields of
-      `HOST_ONLY_FIELDS` and the unused `eval_episodes`) and no key may be unknown, so a file cut short or mistyped is a
+      `HOST_ONLY_FIELDS`) and no key may be unknown, so a file cut short or mistyped is a
       `ConfigFileError` naming the file and the missing or bad keys.
     - `base`: the config the source overrides (what the command line passes: the preset's):
       keys not given keep `base`'s values, and an unknown key is a `ConfigFileError`
@@ -421,10 +476,17 @@ def load_config(
         alias = data.pop("eval_episodes")
         data.setdefault("eval_num_episodes", alias)
     data = {_ALIASES.get(k, k): v for k, v in data.items()}
+    # Keys that configure nothing here (the reference's, and those an older file may hold):
+    # dropped at the value that asks for nothing, refused at any other.
+    for name, (inert, why) in {**REFERENCE_ONLY_KEYWORDS, **_RETIRED_KEYS}.items():
+        if name in data:
+            value = data.pop(name)
+            if value is not None if inert is None else (value is None or value != inert):
+                raise ConfigFileError(f"{where}: {name}={value!r} is not supported: {why}")
     known = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(str(k) for k in data if k not in known)
     if complete:
-        missing = [k for k in known if k not in data and k not in HOST_ONLY_FIELDS and k != "eval_episodes"]
+        missing = [k for k in known if k not in data and k not in HOST_ONLY_FIELDS]
         if missing or unknown:
             parts = ([f"missing key(s) {missing}"] if missing else []) + ([f"unknown key(s) {unknown}"] if unknown else [])
             raise ConfigFileError(f"{where} is incomplete or malformed: {'; '.join(parts)}")
@@ -474,15 +536,12 @@ def field_docs() -> dict[str, str]:
 
 def config_yaml(config: TrainConfig) -> str:
     """`config` as YAML text: one `key: value` line per field in declaration order, each
-    with a comment saying what the field does (`eval_episodes`, which nothing reads, is
-    left out while it holds its default)."""
+    with a comment saying what the field does."""
     import yaml
 
     docs = field_docs()
     lines = []
     for key, value in config._asdict().items():
-        if key == "eval_episodes" and value == EVAL_EPISODES_DEFAULT:
-            continue
         text = yaml.safe_dump({key: value}, default_flow_style=True, width=1 << 16).strip()
         text = text[1:-1] if text.startswith("{") and text.endswith("}") else text
         doc = docs.get(key, "")

@@ -343,7 +343,7 @@ class IPPOTrainer(UpdateLoop):
             part["advantage"] = (adv - adv.mean()) / (adv.std() + 1e-8)
             cols = cfg.num_envs * len(idx)
             out[name] = self.split_samples(
-                shuffled_minibatches(k, part, cfg.n_steps, cols, cfg.n_minibatches, cfg.minibatch_shuffle), axis=1
+                shuffled_minibatches(k, part, cfg.n_steps, cols, cfg.n_minibatches), axis=1
             )
         return out
 

@@ -141,20 +141,19 @@ def _discounted_returns(
 
 
 
-def shuffled_minibatches(key: Key, batch: PyTree, n_rows: int, n_cols: int, m: int, mode: str = "blocks") -> PyTree:
+def shuffled_minibatches(key: Key, batch: PyTree, n_rows: int, n_cols: int, m: int) -> PyTree:
     """Split a flat batch (every leaf `(n_rows · n_cols, ...)`, row-major: time steps ×
     envs, or × env-agents) into `m` random minibatches (leading axis `m`); every sample
     is used once. PPO and IPPO both cut their minibatches here.
 
-    `mode="blocks"` (when `m` divides both `n_rows` and `n_cols`): rows and columns
-    are permuted separately and cut into `m` groups each; minibatch `k` takes the (row
-    group `g`, column group `(k − g) mod m`) blocks, a random Latin square, so every
-    minibatch spans all row groups and all column groups. `"full"` (or when `m` does
-    not divide both): one `jax.random.permutation` of all samples. The full shuffle
-    sorts the whole batch, which on a CPU cost as much as the gradient steps themselves.
+    When `m` divides both `n_rows` and `n_cols`, rows and columns are permuted separately
+    and cut into `m` groups each; minibatch `k` takes the (row group `g`, column group
+    `(k − g) mod m`) blocks, a random Latin square, so every minibatch spans all row groups
+    and all column groups, and no sort of the whole batch is needed. Otherwise one
+    `jax.random.permutation` of all samples.
     """
     size = n_rows * n_cols
-    if mode == "full" or n_rows % m or n_cols % m:
+    if n_rows % m or n_cols % m:
         perm = jr.permutation(key, size)
         return jax.tree.map(lambda x: x[perm].reshape((m, size // m) + x.shape[1:]), batch)
     k_r, k_c = jr.split(key)
@@ -461,7 +460,7 @@ class PPOTrainer(UpdateLoop):
     # -- minibatches -----------------------------------------------------------------
     def _shuffle(self, key: Key, batch: dict[str, Array]) -> dict[str, Array]:
         cfg = self.config
-        return shuffled_minibatches(key, batch, cfg.n_steps, cfg.num_envs, cfg.n_minibatches, cfg.minibatch_shuffle)
+        return shuffled_minibatches(key, batch, cfg.n_steps, cfg.num_envs, cfg.n_minibatches)
 
     # -- one update ------------------------------------------------------------------
     def update(self, state: TrainState) -> tuple[TrainState, dict[str, Array]]:

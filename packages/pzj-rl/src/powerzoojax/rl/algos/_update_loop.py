@@ -54,7 +54,7 @@ EVAL_COST_KEYS = ("cost_voltage_violation", "reserve_shortfall", "cost_thermal_o
 def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tuple[str, ...] = ()) -> dict[str, Array]:
     """Cost metrics of deterministic evaluation episodes (`info` leaves `(episodes, steps, ...)`).
 
-    `eval_total_cost` (= `eval_cost`): mean episode sum of `info["cost_sum"]`;
+    `eval_total_cost`: mean episode sum of `info["cost_sum"]`;
     `eval_cost_per_step` = that / `max_steps`; for each of `EVAL_COST_KEYS` in
     `info`: `eval_<key>_total` (mean episode sum) and `eval_<key>_rate` (fraction of
     steps with a positive value); with `selected_names` (the channels of
@@ -62,7 +62,7 @@ def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tu
     every channel of the env): `eval_cost_<name>`, the mean episode sum of each.
     """
     total = jnp.mean(jnp.sum(info["cost_sum"], axis=1))
-    out = {"eval_cost": total, "eval_total_cost": total, "eval_cost_per_step": total / max_steps}
+    out = {"eval_total_cost": total, "eval_cost_per_step": total / max_steps}
     for key in EVAL_COST_KEYS:
         if key in info:
             x = info[key]

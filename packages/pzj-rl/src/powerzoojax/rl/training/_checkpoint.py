@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
-from powerzoojax.rl.algos._config import HOST_ONLY_FIELDS
+from powerzoojax.rl.algos._config import HOST_ONLY_FIELDS, saved_fields
 from powerzoojax.core._distributed import gather_to_host, is_writer
 from powerzoojax.rl.algos._files import atomic_write, sha256_bytes, sha256_file
 
@@ -183,7 +183,7 @@ def load_checkpoint(path: str, trainer: Any, key: jax.Array | None = None) -> tu
     """
     path = os.fspath(path)
     sidecar = read_sidecar(path)
-    saved, current = dict(sidecar["config"]), trainer.config._asdict()
+    saved, current = saved_fields(sidecar["config"]), trainer.config._asdict()
     diff = config_differences(saved, current)
     extended = [k for k in diff if k in _EXTENDABLE]
     refused = [k for k in diff if k not in _EXTENDABLE]

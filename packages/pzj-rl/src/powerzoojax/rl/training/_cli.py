@@ -120,7 +120,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         "config overrides", "each TrainConfig field; the default shown is TrainConfig's (a preset may set its own)"
     )
     for field in dataclasses.fields(TrainConfig):
-        if field.name in ("seed", "eval_episodes"):
+        if field.name == "seed":
             continue
         parse, type_name = _converter(field.type)
         default = field.default

@@ -23,13 +23,7 @@ from powerzoojax.rl.wrappers._reward import RewardWrapper
 from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 from powerzoojax.rl.wrappers._saute import SauteWrapper
 
-_NOT_YET = {
-    "td3": "TD3 is not implemented; use 'sac' for off-policy continuous control",
-    "dqn": "DQN is not implemented: the benchmark envs have continuous actions (use 'ppo' or 'sac')",
-    "mappo": "MAPPO is not part of the RL layer (the reference raises too); use ippo or ippo_typed",
-}
-AVAILABLE_ALGOS = ("ppo", "ppo_lagrangian", "saute_ppo", "sac", "apg", "ippo", "ippo_typed", "ippo_typed_lagrangian")
-_MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian", "mappo")
+_MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian")
 
 
 class MissingDistributionError(ModuleNotFoundError):
@@ -73,8 +67,9 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
     gradient through the differentiable env) take a single-agent wrapper;
     `ippo` / `ippo_typed` / `ippo_typed_lagrangian` take a multi-agent adapter
     (`GridMARLEnv`, `DistGridMARLEnv`, `MarketMARLEnv`; the Lagrangian one constrains
-    every channel of `env.constraint_names()` with `config.cost_thresholds`). Algorithms
-    not implemented yet raise `NotImplementedError` saying what is missing.
+    every channel of `env.constraint_names()` with `config.cost_thresholds`). The
+    reference's `td3`, `dqn` and `mappo` never get here: `TrainConfig` refuses them
+    (`AlgoNotImplementedError`, a `NotImplementedError`).
 
     **Arguments:**
 
@@ -91,7 +86,7 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
     is_marl = isinstance(env, MultiAgentEnvironment)
     if is_marl and config.algo not in _MARL_ALGOS:
         raise TypeError(f"algo={config.algo!r} is single-agent; {env.name} is a multi-agent adapter: use ippo or ippo_typed")
-    if not is_marl and config.algo in ("ippo", "ippo_typed", "ippo_typed_lagrangian"):
+    if not is_marl and config.algo in _MARL_ALGOS:
         raise TypeError(
             f"algo={config.algo!r} trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), "
             f"got {type(env).__name__}"
@@ -102,8 +97,6 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
             "(or bind(env, params, safe=True) for ppo_lagrangian)"
         )
     algo = config.algo
-    if algo in _NOT_YET:
-        raise NotImplementedError(f"algo={algo!r}: {_NOT_YET[algo]}. Available now: {list(AVAILABLE_ALGOS)}")
     if algo == "ppo":
         return make_ppo_train(env, config, mesh=mesh)
     if algo == "sac":
