@@ -12,6 +12,12 @@ defines itself:
 - no Sphinx role (`:func:`, `:class:`, ...), rst directive (`.. note::`) or rst double
   backtick literal is left, since the API reference renders docstrings as Markdown.
 
+Separately, every docstring and comment of the library's source (`packages/*/src`) is
+searched for measurements: timings (`4.9 ms`, `took 10.2 s`), speed factors (`10× faster`,
+`5 % slower`), throughputs (`env-steps/s`, `Gflop`) and notes on `XLA:CPU`. Those belong in
+`benchmarks/results/*.md`; a docstring says what a thing is and why. Physical quantities
+(`1e-8 p.u.`, a `300 s` step, `2 %` of an optimum) are not matched.
+
 A method that overrides a documented method of a base class, or implements one of a
 documented protocol (a task's `make_env`, `rollout`, ... of `TaskSpec`), is documented there.
 Modules whose distribution is not installed are skipped, so the check runs on any subset
@@ -28,9 +34,12 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import io
+import pathlib
 import re
 import sys
 import textwrap
+import tokenize
 import typing
 from collections.abc import Callable, Iterator
 
@@ -71,6 +80,53 @@ ARGUMENTS = "**Arguments:**"
 RETURNS = "**Returns:**"
 # Sphinx roles, rst directives and rst literals, which Markdown shows as typed.
 RST = re.compile(r":(?:func|class|meth|attr|mod|data|obj|exc|const|ref|py:\w+):`|^\s*\.\. \w[\w-]*::|``", re.MULTILINE)
+
+
+# A measurement quoted in library text: a time with its unit next to a comparison or a
+# verb of measuring, a speed factor, a throughput, or a note on XLA:CPU's behaviour.
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
+MEASUREMENT = re.compile(
+    rf"\b{_NUMBER}\s?(?:ms|µs|us|ns)\b"
+    rf"|\b{_NUMBER}\s?s\b(?=[^/\]]{{0,40}}\b(?:took|per (?:call|step|iteration|rollout)|against|faster|slower))"
+    rf"|\b(?:took|takes|in)\s+(?:about\s+)?{_NUMBER}\s?s\b"
+    rf"|\b{_NUMBER}\s?(?:x|×)\s+(?:faster|slower|quicker|speed)"
+    rf"|\b{_NUMBER}\s?%\s+(?:faster|slower|quicker|CPU|of (?:the )?(?:run|step|wall|CPU) ?time)"
+    r"|\bspeed-?ups?\s+(?:of\s+)?\d"
+    r"|\b(?:env-)?steps/s\b|\bGflop|\bGFLOP/s\b"
+    r"|XLA:CPU",
+    re.IGNORECASE,
+)
+SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[1] / "packages"
+
+
+def measurements(text: str) -> list[str]:
+    """The measurement-like phrases of `text` (see `MEASUREMENT`)."""
+    return [m.group(0) for m in MEASUREMENT.finditer(text)]
+
+
+def source_measurements(path: pathlib.Path) -> list[tuple[int, str]]:
+    """`(line, phrase)` of each measurement in the docstrings and comments of one file."""
+    source = path.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                found += [(getattr(node, "lineno", 1), phrase) for phrase in measurements(doc)]
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            found += [(token.start[0], phrase) for phrase in measurements(token.string)]
+    return sorted(found)
+
+
+def library_measurements(root: pathlib.Path = SOURCE_ROOT) -> dict[str, list[tuple[int, str]]]:
+    """Measurements in the library's source, by file path relative to `root`'s parent."""
+    found = {}
+    for path in sorted(root.glob("*/src/**/*.py")):
+        hits = source_measurements(path)
+        if hits:
+            found[path.relative_to(root.parent).as_posix()] = hits
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,14 +322,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", action="store_true", help="print only the counts")
     args = parser.parse_args(argv)
     checked, failures = check_all()
+    figures = library_measurements()
     if not args.count:
         for found in failures.values():
             for failure in found:
                 print(failure)
+        for path, hits in figures.items():
+            for line, phrase in hits:
+                print(f"{path}:{line}: a measurement in library text ({phrase!r}): move it to benchmarks/results/")
     n_docstrings = sum(len(found) for found in failures.values())
     print(f"{checked} public functions and classes checked: {len(failures)} fail "
-          f"({n_docstrings} docstrings, methods included)")
-    return 1 if failures else 0
+          f"({n_docstrings} docstrings, methods included); "
+          f"{sum(len(h) for h in figures.values())} measurements in {len(figures)} library files")
+    return 1 if failures or figures else 0
 
 
 if __name__ == "__main__":
