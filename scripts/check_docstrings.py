@@ -283,7 +283,8 @@ def check_object(name: str, obj: object) -> list[Failure]:
         for method_name, method, is_property in _methods(obj):
             failures += _check_member(f"{name}.{method_name}", method, is_property)
         return failures
-    problems = check_callable(doc, _parameters(obj), _returns_value(obj) if _is_function(obj) else False)
+    func = typing.cast(Callable, obj)
+    problems = check_callable(doc, _parameters(func), _returns_value(func) if _is_function(obj) else False)
     if RST.search(doc):
         problems.append("rst markup")
     return [Failure(name, tuple(problems))] if problems else []
@@ -318,7 +319,7 @@ def check_all() -> tuple[int, dict[str, list[Failure]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--count", action="store_true", help="print only the counts")
     args = parser.parse_args(argv)
     checked, failures = check_all()

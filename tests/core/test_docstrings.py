@@ -16,6 +16,7 @@ _SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "check_docst
 @pytest.fixture(scope="module")
 def checker():
     spec = importlib.util.spec_from_file_location("check_docstrings", _SCRIPT)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
