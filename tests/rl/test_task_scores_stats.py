@@ -62,6 +62,19 @@ def test_a_gain_paid_for_in_a_cost_channel_is_flagged(ts):
     assert out["costlier_channels"] == ["a"] and out["gain_with_violations"] is True
 
 
+def test_a_cost_equal_to_the_baselines_but_for_round_off_is_not_flagged(ts):
+    # A split's unavoidable overloads cost every policy the same, up to float32 round-off
+    # of the episode sums (a relative 1e-6 here); a real excess of 1 % is still flagged.
+    agent = _results(offset=10.0)
+    base = {"weak": _baseline(5.0, [20.200726, 1.0]), "strong": _baseline(15.0, [20.200726, 3.0])}
+    agent["costs"][:, :, 0] = 20.200747
+    out = ts.summarize_split(agent, base, ["a", "b"], "weak", "strong")
+    assert out["costlier_channels"] == [] and out["gain_with_violations"] is False
+    agent["costs"][:, :, 0] = 20.200726 * 1.01
+    out = ts.summarize_split(agent, base, ["a", "b"], "weak", "strong")
+    assert out["costlier_channels"] == ["a"] and out["gain_with_violations"] is True
+
+
 def test_constraint_satisfaction_against_thresholds(ts):
     agent = _results()
     agent["costs"][:, :, 0] = 0.0
