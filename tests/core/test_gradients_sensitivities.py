@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from powerzoojax.case import load_case
-from powerzoojax.case._matrices import build_ptdf
+from powerzoojax.case import build_ptdf
 from powerzoojax.physics import (
     ac_power_flow,
     ac_ptdf,

@@ -10,18 +10,12 @@
 """
 
 from ._builder import case_data_from_matpower, polynomial_to_marginal_cost
-from ._case_data import CaseData, validate_case_data
-from ._matrices import (
-    build_branch_admittances,
-    build_bus_map,
-    build_incidence,
-    build_ptdf,
-    build_ybus,
-    gen_cost_coeffs,
-)
+from ._branch_matrices import build_bus_map, build_incidence, build_ptdf
+from ._case_data import CaseData, case_with_line_status, validate_case_data
+from ._matrices import build_branch_admittances, build_ybus, gen_cost_coeffs
 from ._registry import CASE_SOURCES, GRID_TYPES, CaseMeta, get_meta, list_cases, load_case
 from ._tables import FUEL_TYPES, case_data_from_tables, fuel_type_code
-from ._topology import case_with_line_status, nodes_off_slack
+from ._topology import nodes_off_slack
 
 __all__ = [
     "CASE_SOURCES",

@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Float
 
 from ._case_data import CaseData
-from ._matrices import build_bus_map, build_incidence, build_ptdf
+from ._branch_matrices import build_bus_map, build_incidence, build_ptdf
 from ._topology import check_connected
 
 # MATPOWER column indices (0-based).

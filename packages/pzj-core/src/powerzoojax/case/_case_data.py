@@ -40,8 +40,14 @@ tables of the default ids carry them, MATPOWER's files do not):
 """
 
 import equinox as eqx
+import jax
+import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from ._branch_matrices import build_ptdf
+from ._topology import check_connected
 
 
 class CaseData(eqx.Module):
@@ -208,8 +214,6 @@ class CaseData(eqx.Module):
 
         A new [`CaseData`][powerzoojax.case.CaseData].
         """
-        from ._topology import case_with_line_status
-
         return case_with_line_status(self, line_status)
 
     @property
@@ -362,3 +366,53 @@ def validate_case_data(case: CaseData) -> None:
             f"CaseData.slack_bus_idx is {case.slack_bus_idx}, expected an index in "
             f"[0, {case.n_nodes})"
         )
+
+
+def case_with_line_status(case: CaseData, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> CaseData:
+    """`case` with a new line status and the PTDF of that topology, rebuilt on the host in
+    float64.
+
+    Every matrix a DC solver reads (the PTDF; the AC admittances follow `line_status` by
+    construction) then describes the new topology; `incidence` keeps every line, as it
+    describes where the branches are, not whether they are closed. For outages inside
+    `jit` / `vmap` use the env params' `with_line_outages` instead.
+
+    **Arguments:**
+
+    - `case`: the case.
+    - `line_status`: `(n_lines,)` 1 / True in service, 0 / False out; concrete values.
+
+    **Returns:**
+
+    A new [`CaseData`][powerzoojax.case.CaseData].
+
+    Raises:
+        TypeError: for a traced `line_status` (this runs on concrete arrays only).
+        ValueError: for a shape other than `(n_lines,)`, values other than 0 and 1, or a
+            status that islands buses (naming them and the lines out).
+    """
+    if isinstance(line_status, jax.core.Tracer):
+        raise TypeError(
+            "case_with_line_status runs on the host and got a traced line_status; inside jit/vmap use "
+            "TransGridParams.with_line_outages"
+        )
+    status = np.asarray(line_status)
+    if status.shape != (case.n_lines,):
+        raise ValueError(f"case_with_line_status: line_status has shape {status.shape}, expected ({case.n_lines},)")
+    if status.dtype != bool and not np.all((status == 0) | (status == 1)):
+        bad = status[(status != 0) & (status != 1)]
+        raise ValueError(f"case_with_line_status: line_status values must be 0 or 1 (or bool), got {bad[:5].tolist()}")
+    in_service = status.astype(bool)
+    check_connected(
+        case.node_ids, case.line_ids, case.line_from_idx, case.line_to_idx, in_service, case.slack_bus_idx,
+        "case_with_line_status",
+    )
+    ptdf = build_ptdf(
+        case.line_from_idx, case.line_to_idx, np.asarray(case.line_x, np.float64), case.n_nodes,
+        case.slack_bus_idx, in_service,
+    )
+    return eqx.tree_at(
+        lambda c: (c.line_status, c.ptdf),
+        case,
+        (jnp.asarray(in_service, jnp.int32), jnp.asarray(ptdf, jnp.float32)),
+    )

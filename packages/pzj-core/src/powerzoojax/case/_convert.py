@@ -28,7 +28,7 @@ import numpy as np
 
 from ._builder import UNLIMITED_CAP_MW, ZERO_REACTANCE_SUBSTITUTE, case_data_from_matpower
 from ._case_data import CaseData
-from ._matrices import build_bus_map
+from ._branch_matrices import build_bus_map
 
 _TABLES = ("nodes", "units", "lines", "loads")
 _PHASE_P = ("Pd_A", "Pd_B", "Pd_C")

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from ._matrices import build_bus_map, build_ptdf
+from ._branch_matrices import build_bus_map, build_ptdf
 
 
 def compute_ptdf(

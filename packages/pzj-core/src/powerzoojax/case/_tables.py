@@ -26,7 +26,7 @@ solver): node `type` 1 (PQ) with 3 at the slack, `baseKV` 0, `Va` 0; unit `Pg`,
 `Qg` 0, `Vg` 1, `Qmin`/`Qmax` -inf/+inf, `mBase` = `base_mva`, `status` 1;
 line `r`, `b`, `angle` 0, `ratio` 1, `status` 1, `rateA` 0 (unrated); unit
 `unit_cost_c0` is 0 (marginal costs have no constant). Matrices are computed on the
-host in float64 by `powerzoojax.case._matrices` and stored float32.
+host in float64 by `powerzoojax.case._branch_matrices` and stored float32.
 """
 
 from collections.abc import Mapping, Sequence
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._case_data import CaseData
-from ._matrices import build_bus_map, build_incidence, build_ptdf
+from ._branch_matrices import build_bus_map, build_incidence, build_ptdf
 from ._topology import check_connected
 
 FUEL_TYPES: dict[str, int] = {

@@ -1,4 +1,4 @@
-"""Line status and connectivity of a case, on the host.
+"""Connectivity of a network given as branch lists, on the host.
 
 A DC network solve needs every bus joined to the slack by in-service lines: the reduced
 susceptance matrix of an islanded network is singular, and no single slack can balance
@@ -7,15 +7,8 @@ with an error that names the islanded buses (the case's own bus numbers) and the
 that are out, so the caller sees which switching state caused it.
 """
 
-import equinox as eqx
-import jax
-import jax.core
-import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Int
-
-from ._case_data import CaseData
-from ._matrices import build_ptdf
+from jaxtyping import Array, Bool, Int
 
 # Error messages list at most this many buses / lines, then the count.
 _MAX_LISTED = 20
@@ -94,54 +87,4 @@ def check_connected(
         f"{context}: the network is islanded: buses [{_listed([str(int(b)) for b in ids[off]])}] are not "
         f"connected to the slack bus {int(ids[slack_bus_idx])} by in-service lines; lines out of service (id (from-to)): "
         f"[{_listed(lines) if lines else 'none'}]. Expected every bus connected to the slack."
-    )
-
-
-def case_with_line_status(case: CaseData, line_status: Bool[ArrayLike, " n_lines"] | Int[ArrayLike, " n_lines"]) -> CaseData:
-    """`case` with a new line status and the PTDF of that topology, rebuilt on the host in
-    float64.
-
-    Every matrix a DC solver reads (the PTDF; the AC admittances follow `line_status` by
-    construction) then describes the new topology; `incidence` keeps every line, as it
-    describes where the branches are, not whether they are closed. For outages inside
-    `jit` / `vmap` use the env params' `with_line_outages` instead.
-
-    **Arguments:**
-
-    - `case`: the case.
-    - `line_status`: `(n_lines,)` 1 / True in service, 0 / False out; concrete values.
-
-    **Returns:**
-
-    A new [`CaseData`][powerzoojax.case.CaseData].
-
-    Raises:
-        TypeError: for a traced `line_status` (this runs on concrete arrays only).
-        ValueError: for a shape other than `(n_lines,)`, values other than 0 and 1, or a
-            status that islands buses (naming them and the lines out).
-    """
-    if isinstance(line_status, jax.core.Tracer):
-        raise TypeError(
-            "case_with_line_status runs on the host and got a traced line_status; inside jit/vmap use "
-            "TransGridParams.with_line_outages"
-        )
-    status = np.asarray(line_status)
-    if status.shape != (case.n_lines,):
-        raise ValueError(f"case_with_line_status: line_status has shape {status.shape}, expected ({case.n_lines},)")
-    if status.dtype != bool and not np.all((status == 0) | (status == 1)):
-        bad = status[(status != 0) & (status != 1)]
-        raise ValueError(f"case_with_line_status: line_status values must be 0 or 1 (or bool), got {bad[:5].tolist()}")
-    in_service = status.astype(bool)
-    check_connected(
-        case.node_ids, case.line_ids, case.line_from_idx, case.line_to_idx, in_service, case.slack_bus_idx,
-        "case_with_line_status",
-    )
-    ptdf = build_ptdf(
-        case.line_from_idx, case.line_to_idx, np.asarray(case.line_x, np.float64), case.n_nodes,
-        case.slack_bus_idx, in_service,
-    )
-    return eqx.tree_at(
-        lambda c: (c.line_status, c.ptdf),
-        case,
-        (jnp.asarray(in_service, jnp.int32), jnp.asarray(ptdf, jnp.float32)),
     )
