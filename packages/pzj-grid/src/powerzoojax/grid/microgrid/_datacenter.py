@@ -1,4 +1,5 @@
-"""Data-centre env: GPU inference and batch jobs, IT and cooling power, and a"""
+"""Data-centre env: GPU inference and batch jobs, IT and cooling power, and a one-node zone
+thermal model."""
 
 import math
 from typing import Any, NamedTuple
@@ -11,6 +12,7 @@ from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
+from powerzoojax.grid.microgrid._invariants import datacenter_laws
 from powerzoojax.grid.microgrid._rng import step_uniforms
 from powerzoojax.grid.microgrid._scheduler import (
     KEY_SPAN,
@@ -28,10 +30,10 @@ from powerzoojax.grid.microgrid._scheduler import (
     schedule_with_load,
     slot_sum,
 )
+from powerzoojax.grid.microgrid._zone_band import T_ZONE_MAX, T_ZONE_MIN
 from powerzoojax.physics._pin import materialise
 
 DATACENTER_CONSTRAINT_NAMES = ("sla", "overtemp")
-T_ZONE_MIN, T_ZONE_MAX = 15.0, 45.0
 
 
 class DataCenterState(EnvState):
@@ -457,8 +459,7 @@ def queue_features(state: DataCenterState, params: DataCenterParams) -> Float[Ar
 
 
 class DataCenterEnv(Environment):
-    """Standalone data-centre env.
-
+    """Standalone data-centre env: GPU inference and batch jobs, IT and cooling power, and a
     one-node zone thermal model. Standalone it is a resource env (reward 0); inside
     [`DataCenterMicrogridEnv`][powerzoojax.grid.DataCenterMicrogridEnv] the same transition drives the load.
 
@@ -504,9 +505,6 @@ class DataCenterEnv(Environment):
 
     def physics_invariants(self, params: DataCenterParams) -> tuple[Invariant, ...]:
         # Zone band and heat balance, the chiller's COP, the site's power, no task lost.
-        # Imported on use: the laws read this module's zone band.
-        from powerzoojax.grid.microgrid._invariants import datacenter_laws
-
         return datacenter_laws()
 
     def default_params(self) -> DataCenterParams:

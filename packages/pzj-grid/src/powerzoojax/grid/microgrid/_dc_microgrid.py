@@ -12,7 +12,6 @@ from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.microgrid._datacenter import (
     DATACENTER_CONSTRAINT_NAMES,
-    T_ZONE_MIN,
     DataCenterParams,
     DataCenterState,
     cop_factor,
@@ -22,6 +21,7 @@ from powerzoojax.grid.microgrid._datacenter import (
     queue_features,
 )
 from powerzoojax.grid.microgrid._invariants import dc_microgrid_laws
+from powerzoojax.grid.microgrid._zone_band import T_ZONE_MIN
 from powerzoojax.physics.devices import (
     battery_limits,
     battery_step,

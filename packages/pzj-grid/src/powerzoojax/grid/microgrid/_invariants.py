@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from powerzoojax.core import Invariant, Trajectory, not_terminal
-from powerzoojax.grid.microgrid._datacenter import T_ZONE_MAX, T_ZONE_MIN
 from powerzoojax.grid.microgrid._scheduler import RUNNING, WAITING
+from powerzoojax.grid.microgrid._zone_band import T_ZONE_MAX, T_ZONE_MIN
 from powerzoojax.grid.resources._invariants import (
     POWER_TOL,
     SOC_TOL,
