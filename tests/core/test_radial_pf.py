@@ -565,20 +565,25 @@ def test_three_phase_overload_is_finite_and_not_converged():
 
 
 def test_no_peeled_sweeps_gives_the_same_solves(monkeypatch):
-    # `_PEELED_SWEEPS = 0` (the A/B switch of benchmarks/xla_tricks.py) runs every sweep in
-    # the loop: each feeder must end as with the sweeps peeled.
+    # `_PEELED_SWEEPS = 0` runs every sweep in the loop: each feeder must end as with the
+    # sweeps peeled. The jit caches are cleared so that the solve is traced anew.
     from powerzoojax.physics import _radial, radial_power_flow
 
     case, net, _ = _feeder("33bw")
     p, q = _random_der_loads(case, 256, seed=11)
     p32, q32 = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
 
-    def solve():
-        return jax.jit(jax.vmap(lambda p, q: radial_power_flow(net, p, q), in_axes=(0, 0)))(p32, q32)
+    def batched(p, q):
+        return jax.vmap(lambda p, q: radial_power_flow(net, p, q), in_axes=(0, 0))(p, q)
 
-    peeled = solve()
+    assert "_peeled_sweeps" in str(jax.make_jaxpr(batched)(p32, q32))
+    peeled = jax.jit(batched)(p32, q32)
     monkeypatch.setattr(_radial, "_PEELED_SWEEPS", 0)
-    looped = solve()
+    jax.clear_caches()
+    assert "_peeled_sweeps" not in str(jax.make_jaxpr(batched)(p32, q32))
+    looped = jax.jit(batched)(p32, q32)
+    monkeypatch.undo()
+    jax.clear_caches()
     near = _near_tol(peeled, looped)
     _assert_same_sweeps(looped.n_iter, peeled.n_iter, near)
     assert bool(jnp.all(peeled.converged)) and bool(jnp.all(looped.converged))

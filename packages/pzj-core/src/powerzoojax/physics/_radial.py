@@ -414,7 +414,7 @@ def _loop(
     `current_start`) to convergence, compacting through `caps` (see above; `[]`:
     one plain loop)."""
     carry = _start(v_start, current_start)
-    if caps:
+    if caps and _PEELED_SWEEPS:
         carry = _peeled_sweeps(carry, network, base, tol, max_iter)
 
     def run(lanes, carry, cap):
