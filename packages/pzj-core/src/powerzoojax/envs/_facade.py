@@ -90,7 +90,6 @@ class Facade:
     - `own`: pzj-core's names in it: name -> `"module:attr"`.
     - `entry_points`: returns the installed entry points of a group (objects with `name`,
       `value`, optionally `dist.name`); default: the installed distributions' metadata.
-    - `is_installed`: whether a distribution is installed; default: its metadata exists.
     """
 
     def __init__(
@@ -98,13 +97,11 @@ class Facade:
         module_name: str,
         own: Mapping[str, str],
         entry_points: Callable[[str], Iterable[Any]] = installed_entry_points,
-        is_installed: Callable[[str], bool] = installed_distribution,
     ):
         self.module_name = module_name
         self.group = f"{module_name}.names"
         self._own = {name: _export(name, target, CORE) for name, target in own.items()}
         self._entry_points = entry_points
-        self._is_installed = is_installed
         self._exports: dict[str, Export] | None = None
 
     def exports(self) -> dict[str, Export]:
@@ -157,7 +154,7 @@ class Facade:
 
         Raises `ImportError` naming the distribution to install when `name` belongs to one
         that is missing (or whose module is missing), and `AttributeError` for any other
-        unknown name.
+        unknown name; an import error inside an installed distribution propagates.
         """
         export = self.exports().get(name)
         if export is not None:
@@ -165,12 +162,13 @@ class Facade:
         distribution = self.uninstalled().get(name)
         if distribution is None:
             raise AttributeError(f"module {self.module_name!r} has no attribute {name!r}")
-        if self._is_installed(distribution):
-            raise ImportError(
-                f"{name} is provided by {distribution}, but the installed {distribution} does not register it "
-                f"(no {self.group!r} entry point names it): reinstall {distribution}"
-            )
-        raise ImportError(f"{name} is provided by {distribution}: pip install {distribution}")
+        # No entry point names it: the distribution is missing (the import below raises the
+        # message naming it), or its package imports but its metadata lacks the name.
+        import_provider(FIRST_PARTY[distribution], name, distribution)
+        raise ImportError(
+            f"{name} is provided by {distribution}, but the installed {distribution} does not register it "
+            f"(no {self.group!r} entry point names it): reinstall {distribution}"
+        )
 
 
 def _export(name: str, target: str, distribution: str) -> Export:

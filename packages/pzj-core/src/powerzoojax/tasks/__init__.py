@@ -13,7 +13,7 @@ from typing import Any
 from powerzoojax.core._provider import import_provider
 
 from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskSpec, episode_rollout
-from powerzoojax.envs._catalog import FIRST_PARTY_TASKS
+from powerzoojax.envs._catalog import FIRST_PARTY, FIRST_PARTY_TASKS
 from powerzoojax.envs._facade import Facade, entry_point_distribution, installed_entry_points
 
 ENTRY_POINT_GROUP = "powerzoojax.tasks"
@@ -67,8 +67,14 @@ def get_task(name: str, **kwargs) -> TaskSpec:
     if name not in registry:
         uninstalled = _uninstalled_tasks(registry)
         if name in uninstalled:
+            # The distribution is missing (the import raises the message naming it), or its
+            # package imports but its metadata lacks the task.
             dist = uninstalled[name]
-            raise ImportError(f"task {name!r} is provided by {dist}: pip install {dist}")
+            import_provider(FIRST_PARTY[dist], f"task {name!r}", dist)
+            raise ImportError(
+                f"task {name!r} is provided by {dist}, but the installed {dist} does not register it "
+                f"(no {ENTRY_POINT_GROUP!r} entry point names it): reinstall {dist}"
+            )
         raise ValueError(f"unknown task {name!r}; expected one of {sorted({*registry, *uninstalled})}")
     module_name, class_name, dist = registry[name]
     module = import_provider(module_name, f"task {name!r}", dist)
