@@ -10,6 +10,7 @@ pzj-core alone.
 import ast
 import importlib
 import importlib.metadata
+import importlib.util
 import pathlib
 import warnings
 
