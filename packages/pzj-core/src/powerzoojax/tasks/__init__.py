@@ -39,6 +39,11 @@ def _uninstalled_tasks(registry: dict[str, tuple[str, str, str]]) -> dict[str, s
     return {key: dist for dist, keys in FIRST_PARTY_TASKS.items() for key in keys if key not in registry}
 
 
+# name -> (module, class, distribution) of every installed task (read from the metadata,
+# nothing imported).
+TASK_REGISTRY: dict[str, tuple[str, str, str]] = _task_registry()
+
+
 def list_tasks() -> tuple[str, ...]:
     """Names of the registered tasks.
 
@@ -46,7 +51,7 @@ def list_tasks() -> tuple[str, ...]:
 
     A tuple of the keys of `TASK_REGISTRY` (the tasks of the installed distributions).
     """
-    return tuple(_registry())
+    return tuple(TASK_REGISTRY)
 
 
 def get_task(name: str, **kwargs) -> TaskSpec:
@@ -63,7 +68,7 @@ def get_task(name: str, **kwargs) -> TaskSpec:
     The task, a [`TaskSpec`][powerzoojax.core.TaskSpec]. A task of a distribution that is
     not installed raises `ImportError` naming it; an unknown name raises `ValueError`.
     """
-    registry = _registry()
+    registry = TASK_REGISTRY
     if name not in registry:
         uninstalled = _uninstalled_tasks(registry)
         if name in uninstalled:
@@ -81,16 +86,7 @@ def get_task(name: str, **kwargs) -> TaskSpec:
     return getattr(module, class_name)(**kwargs)
 
 
-def _registry() -> dict[str, tuple[str, str, str]]:
-    registry = globals().get("TASK_REGISTRY")
-    if registry is None:
-        registry = globals()["TASK_REGISTRY"] = _task_registry()
-    return registry
-
-
 def __getattr__(name: str) -> Any:
-    if name == "TASK_REGISTRY":
-        return _registry()
     if name == "__all__":
         return [*_DEFINED, *_FACADE.names()]
     # name -> (module, distribution) and name -> attribute, for the forwarded names.
