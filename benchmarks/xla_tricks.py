@@ -155,7 +155,7 @@ OFF_CALLS: dict[str, dict[str, Replacement]] = {
 def without(fn: Callable, replace: dict[str, Replacement]) -> Callable:
     """`fn` traced to a jaxpr and evaluated again with every call named in `replace` (a
     `jax.jit` of that name, at any depth: inside loops, branches and other calls) given by
-    its replacement. With `replace` empty, the same program as `fn`."""
+    its replacement. With `replace` empty, the same computation as `fn`."""
 
     def run(*args):
         closed = jax.make_jaxpr(fn)(*args)
@@ -201,20 +201,24 @@ def _eval(closed, replace: dict[str, Replacement], args: Sequence) -> list:
 
 
 def _rewrite(param, replace: dict[str, Replacement]):
-    """A loop's or branch's jaxpr with the replacements made inside it (same signature)."""
+    """A loop's or branch's jaxpr traced again with the replacements made inside it (same
+    signature). Traced again with none too, so that the "on" side takes the same path."""
     if type(param) is tuple and any(isinstance(p, (jex.core.ClosedJaxpr, jex.core.Jaxpr)) for p in param):
         return tuple(_rewrite(p, replace) for p in param)
     if isinstance(param, jex.core.ClosedJaxpr):
-        if not replace:
-            return param
-        avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype, weak_type=v.aval.weak_type) for v in param.jaxpr.invars]
-        return jax.make_jaxpr(lambda *a: _eval(param, replace, a))(*avals)
-    if isinstance(param, jex.core.Jaxpr) and replace:
-        closed = _rewrite(jex.core.ClosedJaxpr(param, ()), replace)
+        return _retrace(param, replace)
+    if isinstance(param, jex.core.Jaxpr):
+        closed = _retrace(jex.core.ClosedJaxpr(param, ()), replace)
         if closed.consts:
             raise NotImplementedError("a rewritten open jaxpr captured constants")
         return closed.jaxpr
     return param
+
+
+def _retrace(closed: jex.core.ClosedJaxpr, replace: dict[str, Replacement]) -> jex.core.ClosedJaxpr:
+    avals = [getattr(v, "aval") for v in closed.jaxpr.invars]
+    args = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+    return jax.make_jaxpr(lambda *a: _eval(closed, replace, a))(*args)
 
 
 @dataclass(frozen=True)
@@ -398,6 +402,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", nargs="+", choices=sorted(OFF_CALLS), help="only these tricks (default: all)")
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per row (default 15)")
     parser.add_argument("--horizon", type=int, default=HORIZON, help="steps per rollout (default 48)")
+    parser.add_argument("--n-envs", type=int, default=None, help="N of every row (default: each row's own)")
     parser.add_argument("--quick", action="store_true", help="N = 8, 8 steps, 1 round: checks the script runs")
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -419,7 +424,7 @@ def main(argv: list[str] | None = None) -> None:
           "| off side replaced |")
     print("|---|---|---:|---:|---:|---:|---|---|---:|---|---|")
     for row in rows:
-        n_envs = 8 if args.quick else row.n_envs
+        n_envs = 8 if args.quick else (args.n_envs or row.n_envs)
         print(markdown_row(run_row(row, n_envs, horizon, rounds)), flush=True)
     print()
     print(f"# load average after {loadavg()}")
