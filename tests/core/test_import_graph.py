@@ -19,10 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ROOT / "packages"
 DISTRIBUTIONS = sorted(p.name for p in PACKAGES.iterdir() if (p / "src" / "powerzoojax").is_dir())
 
-# Circles still in the code base, each named by its set of modules. Empty when every
-# distribution is layered.
-KNOWN_CYCLES: set[frozenset[str]] = set()
-
 
 def _modules(distributions: list[str], packages: Path) -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (source file, is a package's `__init__`)."""
@@ -136,10 +132,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _unexpected(found: list[list[str]]) -> list[list[str]]:
-    return [c for c in found if frozenset(c) not in KNOWN_CYCLES]
-
-
 def test_the_cycle_finder_finds_a_circle_and_passes_a_chain():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -165,12 +157,12 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks(tmp_pa
 
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
 def test_each_distribution_imports_only_downward(distribution):
-    found = _unexpected(cycles(import_graph([distribution])))
+    found = cycles(import_graph([distribution]))
     assert not found, f"{distribution} has import circles (module sets): {found}"
 
 
 def test_the_four_distributions_together_import_only_downward():
-    found = _unexpected(cycles(import_graph(DISTRIBUTIONS)))
+    found = cycles(import_graph(DISTRIBUTIONS))
     assert not found, f"import circles across the distributions (module sets): {found}"
 
 
