@@ -130,3 +130,43 @@ def test_load_config_aliases_and_warns_on_unknown_keys(tmp_path):
     with pytest.warns(UserWarning, match=r"unknown config key\(s\) \['mystery'\]"):
         c = load_config(path)
     assert c.learning_rate == 0.001 and c.num_envs == 8
+
+
+def test_train_config_builds_the_family_config_and_refuses_knobs_the_algorithm_does_not_read(tmp_path):
+    from powerzoojax.rl import APGConfig, PPOConfig, SACConfig, TrainConfig, load_config
+
+    assert type(TrainConfig()) is PPOConfig and type(TrainConfig(algo="ippo_typed")) is PPOConfig
+    sac = TrainConfig(algo="sac", sac_num_epochs=2, normalize_rewards=True)
+    assert type(sac) is SACConfig and isinstance(sac, TrainConfig) and sac.sac_num_epochs == 2
+    assert type(TrainConfig(algo="apg", n_steps=8)) is APGConfig
+    with pytest.raises(TypeError, match=r"SACConfig \(algo sac\) has no field\(s\) clip_eps \(configures ppo, "):
+        TrainConfig(algo="sac", clip_eps=0.1)
+    with pytest.raises(TypeError, match=r"n_minibatches \(configures ppo"):
+        TrainConfig(algo="apg", n_minibatches=4)
+    with pytest.raises(ValueError, match=r"SACConfig configures \['sac'\], not algo='ppo'"):
+        SACConfig(algo="ppo")
+    # Switching algorithm keeps the common fields and those both families have.
+    ppo = TrainConfig(num_envs=8, hidden_dims=(16,), ent_coef=0.0, normalize_rewards=True)
+    switched = ppo.replace(algo="sac", sac_num_epochs=3)
+    assert type(switched) is SACConfig and switched.num_envs == 8 and switched.hidden_dims == (16,)
+    assert switched.normalize_rewards and switched.sac_num_epochs == 3
+    assert ppo.replace(algo="apg", seed=3, num_envs=2) == TrainConfig(algo="apg", seed=3, num_envs=2, hidden_dims=(16,))
+    assert switched.replace(algo="ppo") == TrainConfig(num_envs=8, hidden_dims=(16,), normalize_rewards=True)
+    # A file names one family's fields; a field of another family is named as such.
+    path = tmp_path / "c.yaml"
+    path.write_text("algo: sac\nsac_num_epochs: 4\n")
+    assert load_config(path) == TrainConfig(algo="sac", sac_num_epochs=4)
+    from powerzoojax.rl.algos._config import ConfigFileError
+
+    path.write_text("algo: sac\nclip_eps: 0.1\n")
+    with pytest.raises(ConfigFileError, match=r"unknown key\(s\) \['clip_eps'\].*configures ppo"):
+        load_config(path, base=ppo)
+
+
+def test_a_saved_config_of_every_field_still_loads_as_its_family():
+    from powerzoojax.rl import TrainConfig, load_config
+
+    # What a run folder of an earlier version holds: every field, the other families' at their defaults.
+    saved = {**TrainConfig()._asdict(), **TrainConfig(algo="sac")._asdict(), "eval_episodes": 128, "n_eval_envs": 0,
+             "wall_time_warmup_timesteps": None, "minibatch_shuffle": "blocks", "num_envs": 16}
+    assert load_config(saved) == TrainConfig(algo="sac", num_envs=16)

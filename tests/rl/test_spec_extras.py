@@ -84,13 +84,14 @@ def test_to_rejax_kwargs_maps_the_backend_names():
 def _stand_in_trainer(config, n_updates, eval_every):
     """A stand-in trainer for the host driver: ``update`` only counts, every
     ``eval_every``-th update (and the last) "evaluates"; the run's cost is not the point."""
+    from typing import Any
+
     import equinox as eqx
-    import jax
     import jax.numpy as jnp
     from jaxtyping import Array, Int
 
     from powerzoojax.rl import TrainResult
-    from powerzoojax.rl.algos._update_loop import UpdateLoop
+    from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, compile_programs
 
     class State(eqx.Module):
         update: Int[Array, ""]
@@ -103,13 +104,18 @@ def _stand_in_trainer(config, n_updates, eval_every):
         name = "stand-in"
 
     class StandIn(UpdateLoop):
-        batch_size = 10
-        env = Env()
+        env: Any
+        config: Any
+        n_updates: int
+        eval_every: int
+        batch_size: int
+        mesh: Any
+        programs: Programs
 
         def __init__(self):
+            self.env, self.batch_size, self.mesh = Env(), 10, None
             self.config, self.n_updates, self.eval_every = config, n_updates, eval_every
-            self._jit_init = jax.jit(self.init)
-            self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
+            self.programs = compile_programs(self)
 
         def init(self, key):
             return State(jnp.asarray(0, jnp.int32))

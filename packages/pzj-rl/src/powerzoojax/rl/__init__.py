@@ -17,7 +17,7 @@ One room per concern, each importing only the rooms above it in this list (and c
   `make_cmdp_train` (PPO-Lagrangian), `make_sac_train`, `make_apg_train` (analytic
   policy gradient through the differentiable env), `make_ippo_train` /
   `make_ippo_typed_train` / `make_ippo_typed_lagrangian_train` and `make_ippo_act`;
-  `TrainConfig` and `TrainResult`;
+  `TrainConfig` (with its per-family classes `PPOConfig`, `SACConfig`, `APGConfig`) and `TrainResult`;
 - [`powerzoojax.rl.training`][powerzoojax.rl.training]: `make_train` (dispatch on `TrainConfig.algo`),
   `train` (a preset or an env in one call), presets, the host-side runner
   (checkpoints, divergence and signal stops), `load_policy` / `evaluate_run` (reload
@@ -62,14 +62,17 @@ from powerzoojax.rl.marl import (
     make_ders_marl_env,
 )
 from powerzoojax.rl.algos import (
+    APGConfig,
     APGTrainer,
     MLP,
     ActorCritic,
     BetaActorCritic,
     IPPOState,
     IPPOTrainer,
+    PPOConfig,
     PPOTrainer,
     SACActor,
+    SACConfig,
     SACState,
     SACTrainer,
     TrainConfig,
@@ -122,7 +125,7 @@ from powerzoojax.rl.training import (
 __all__ = [
     "MLP", "ActorCritic", "BetaActorCritic", "BoundWrapper", "LogEnvState", "LogWrapper", "PPOTrainer", "PresetDef",
     "RewardEnvState", "RewardWrapper", "SafeRLState", "SafeRLWrapper", "SauteState", "SauteWrapper",
-    "TrainConfig", "TrainResult", "TrainState", "bind", "check_wrapper_api", "check_wrapper_no_retrace",
+    "TrainConfig", "PPOConfig", "SACConfig", "APGConfig", "TrainResult", "TrainState", "bind", "check_wrapper_api", "check_wrapper_no_retrace",
     "evaluate", "gae", "get_preset", "latest_checkpoint", "list_presets", "load_checkpoint", "load_config",
     "make_act", "make_cmdp_train", "make_ppo_train", "make_train", "plot_learning_curve", "random_act",
     "run_training", "save_checkpoint", "save_config", "train",

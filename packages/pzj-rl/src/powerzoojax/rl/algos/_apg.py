@@ -36,11 +36,12 @@ mean left them would never come back. The network is the PPO trainer's
 [`ActorCritic`][powerzoojax.rl.algos.ActorCritic]; APG trains its actor mean only (the
 critic head and `log_std` get no gradient). Observation normalisation
 (`normalize_observations`) uses the same running statistics as PPO, updated after each
-update; `normalize_rewards`, the PPO loss knobs, `n_epochs` and `n_minibatches` are not
-used.
+update. The [`APGConfig`][powerzoojax.rl.algos.APGConfig] has no reward normalisation,
+PPO loss knobs, epochs or minibatches: one gradient step per window.
 """
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, final
 
 import equinox as eqx
 import jax
@@ -50,44 +51,81 @@ import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float
 
-from powerzoojax.core import rollout
-from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.core import Box, rollout
+from powerzoojax.core._types import Key
+from powerzoojax.rl.algos._config import APGConfig, TrainConfig, family_config
 from powerzoojax.rl.algos._networks import ActorCritic, BetaActorCritic
-from powerzoojax.rl.algos._ppo import PPOTrainer, TrainState
-from powerzoojax.rl.wrappers._running_stats import update_stats
+from powerzoojax.rl.algos._ppo import (
+    TrainState,
+    action_box,
+    actor_critic_result,
+    adam_clipped,
+    eval_channels,
+    evaluate_single_agent,
+    evaluation_interval,
+    init_actor_critic_state,
+)
+from powerzoojax.rl.algos._result import TrainResult
+from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
+from powerzoojax.rl.wrappers._running_stats import RunningStats, normalize, update_stats
 from powerzoojax.core import _precision as hp
 
 
-class APGTrainer(PPOTrainer):
+@final
+class APGTrainer(UpdateLoop):
     """Analytic policy gradient on a bound wrapper over a differentiable env.
 
     Each update backpropagates the discounted return of a `K = config.n_steps` window,
     rolled by `config.num_envs` envs through the env's `step` (gradients flow within an
     episode), and takes one clipped Adam step. Truncation, clipping and the squashed
-    deterministic policy are described in the module docstring. The state, evaluation,
-    results and checkpoints are the PPO trainer's, so the runner, `load_policy` and
-    `make_act` work unchanged.
+    deterministic policy are described in the module docstring. The state
+    ([`TrainState`][powerzoojax.rl.algos.TrainState]), evaluation, results and checkpoints
+    are those of the PPO trainer (the same plain functions build them), so the runner,
+    `load_policy` and `make_act` work unchanged.
 
     **Arguments:**
 
     - `env`: the bound wrapper (`LogWrapper`, `SafeRLWrapper` with its costs only logged,
       or a `RewardWrapper` over one) whose `step` is differentiable.
-    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig] with `algo="apg"`;
+    - `config`: the [`APGConfig`][powerzoojax.rl.algos.APGConfig] (`TrainConfig(algo="apg", ...)`);
       `n_steps` is the truncation length `K`, `max_grad_norm` the clipping norm.
     - `mesh`: a 1-D mesh: data-parallel over its devices; `None` runs on one device.
     """
 
-    def __init__(self, env: Any, config: TrainConfig, *, mesh: Mesh | None = None):
-        if config.continuous_action_dist != "gaussian":
-            raise ValueError(
-                f"APG trains a deterministic squashed mean action; continuous_action_dist must be 'gaussian', "
-                f"got {config.continuous_action_dist!r}"
-            )
-        super().__init__(env, config, lagrangian=False, mesh=mesh)
+    env: Any
+    config: APGConfig
+    obs_dim: int
+    action_dim: int
+    _act_centre: Float[Array, " action_dim"]
+    _act_half: Float[Array, " action_dim"]
+    eval_channels: tuple[str, ...]
+    n_updates: int
+    batch_size: int
+    eval_every: int
+    optimizer: Any
+    mesh: Mesh | None
+    programs: Programs
 
-    def _check_batching(self, config: TrainConfig) -> None:
+    def __init__(self, env: Any, config: TrainConfig, *, mesh: Mesh | None = None):
+        config = family_config(config, APGConfig, "APGTrainer")
+        space = env.action_space()
+        if not isinstance(space, Box) or len(space.shape) != 1:
+            raise NotImplementedError(
+                f"APG here handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}"
+            )
+        self.env = env
+        self.config = config
+        self.obs_dim = int(env.observation_space().shape[0])
+        self.action_dim = int(space.shape[0])
+        self._act_centre, self._act_half = action_box(space)
+        self.eval_channels = eval_channels(env, ())
+        self.n_updates = config.n_updates
         # One gradient step per window: the batch is not cut into minibatches.
-        return None
+        self.batch_size = config.num_envs * config.n_steps
+        self.eval_every = evaluation_interval(config, self.batch_size)
+        self.optimizer = adam_clipped(config)
+        self.mesh = check_mesh(mesh, config.num_envs)
+        self.programs = compile_programs(self)
 
     def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:
         """Map unbounded policy outputs onto the env's action box through `tanh`.
@@ -101,6 +139,82 @@ class APGTrainer(PPOTrainer):
         Actions of the same shape in the env's units, strictly inside finite bounds.
         """
         return self._act_centre + self._act_half * jnp.tanh(action)
+
+    def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
+        return normalize(stats, obs) if self.config.normalize_observations else obs
+
+    def deterministic_action(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats | None, obs: Array) -> Array:
+        """The policy's squashed mean action in the env's units (unbatched `obs`).
+
+        **Arguments:**
+
+        - `policy`: the trained network.
+        - `obs_stats`: the running observation statistics, or `None` without normalisation.
+        - `obs`: `(obs_dim,)` raw observation.
+
+        **Returns:**
+
+        An `(action_dim,)` action.
+        """
+        if obs_stats is not None and self.config.normalize_observations:
+            obs = normalize(obs_stats, obs)
+        return self.to_env_action(policy.mean_action(obs))
+
+    def init(self, key: Key) -> TrainState:
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jr.key_data(key)
+        key, k_policy, k_reset = jr.split(key, 3)
+        cfg = self.config
+        policy = ActorCritic(
+            self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=0,
+            log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
+        )
+        return init_actor_critic_state(self.env, policy, self.optimizer, key, k_reset, cfg.num_envs, self.obs_dim, 0)
+
+    def evaluate_policy(self, policy: ActorCritic | BetaActorCritic, obs_stats: RunningStats, key: Key) -> dict[str, Array]:
+        """Deterministic (squashed mean-action) episodes from reset, `eval_num_episodes` in parallel.
+
+        **Arguments:**
+
+        - `policy`: the network.
+        - `obs_stats`: the running observation statistics.
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `{"eval_returns", ...}` plus the cost metrics.
+        """
+        act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
+        return evaluate_single_agent(self, act, self.eval_channels, key)
+
+    def result(self, state: TrainState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
+
+        **Arguments:**
+
+        - `state`: the final [`TrainState`][powerzoojax.rl.algos.TrainState].
+        - `metrics`: per-update metrics.
+        - `checkpoints`: `((env_steps, params), ...)` kept during the run, or `None`.
+
+        **Returns:**
+
+        A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
+        return actor_critic_result(self, state, metrics, checkpoints)
+
+    def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
+        """Jitted deterministic `act(obs) -> action` of a result (unbatched obs; vmap for batches).
+
+        **Arguments:**
+
+        - `result`: a [`TrainResult`][powerzoojax.rl.algos.TrainResult] of this trainer.
+
+        **Returns:**
+
+        `act(obs) -> action`.
+        """
+        policy, stats = result.params, result.obs_stats
+        return jax.jit(lambda obs: self.deterministic_action(policy, stats, obs))
 
     def window_loss(
         self, policy: ActorCritic | BetaActorCritic, state: TrainState, key: Array

@@ -1,7 +1,7 @@
 """IPPO on the multi-agent adapters: full parameter sharing (`ippo`), one network per"""
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, cast, final
 
 import equinox as eqx
 import jax
@@ -13,12 +13,14 @@ from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._config import PPOConfig, TrainConfig, family_config
 from powerzoojax.rl.algos._networks import ActorCritic, gaussian_log_prob
 from powerzoojax.rl.algos._ppo import (
     _REWARD_CLIP,
     RunningStats,
     _discounted_returns,
+    adam_clipped,
+    evaluation_interval,
     cost_metrics,
     dual_step,
     gae,
@@ -29,7 +31,7 @@ from powerzoojax.rl.algos._ppo import (
     update_stats,
 )
 from powerzoojax.rl.algos._result import TrainResult
-from powerzoojax.rl.algos._update_loop import UpdateLoop
+from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
 from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 from powerzoojax.core import _precision as hp
 
@@ -81,127 +83,45 @@ def params_distance(a: PyTree, b: PyTree) -> Float[Array, ""]:
     return jnp.sqrt(sum(jnp.sum((x - y) ** 2) for x, y in zip(la, lb, strict=True)))
 
 
-class IPPOTrainer(UpdateLoop):
-    """IPPO (`typed=False`) or typed IPPO on a `MultiAgentEnvironment`, in Equinox + Optax.
-
-    Agents are stacked on a leading axis everywhere (agent order = `env.agents`). One
-    update collects `n_steps` × `num_envs` env steps through the rollout kernel (every
-    agent acts from its own observation), computes per-agent GAE with the done mask
-    (`done` = the env's `"__all__"`), then runs `n_epochs` × `n_minibatches`
-    clipped-surrogate steps. Typed: agents are grouped by type (name prefix before the
-    first `_`, sorted); each type has its own `ActorCritic`, its own shuffle and
-    advantage normalisation, and the loss is the mean of the per-type PPO losses.
-
-    Typed IPPO-Lagrangian: each type's network also has one cost-value head per selected
-    constraint (`info["constraint_costs"]`, the team's costs); one shared team `λ`; per
-    agent the advantage is `A_R − λᵀ A_C`, normalised per type; the dual step is that of
-    `make_cmdp_train`.
-
-    Market mode (the env has `compute_market_metrics`, e.g. `MarketMARLEnv`): each update
-    also logs the env's market diagnostics, `market/mean_profit_<agent>`,
-    `market/cumulative_profit_<agent>`, `market/cum_profit_mean` and, on the last update,
-    `market/convergence_stability` (the L2 distance between the policy after 80 % of the
-    updates and the final one).
-
-    A whole run is one `lax.scan` over updates inside one `jax.jit`, so
-    `jax.vmap(trainer.train)(keys)` trains several seeds at once; `init` / `run_chunk` /
-    `result` are as in `PPOTrainer`.
+@final
+class AgentLayout(eqx.Module):
+    """How an IPPO policy meets the agents: agents stacked on a leading axis (order =
+    `env.agents`), grouped into types that each have one network, and what the networks
+    see (normalised observations, optionally a one-hot agent index). The trainer and
+    `make_ippo_act` (which rebuilds it from a result) act through it.
 
     **Arguments:**
 
-    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
-    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
-    - `typed`: one network per agent type.
-    - `agent_ids`: append a one-hot agent index to every observation.
-    - `lagrangian`: typed IPPO-Lagrangian (`config.cost_thresholds` required).
-    - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
-    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
+    - `n_agents`, `obs_dim`, `action_dim`: the adapter's sizes.
+    - `agent_ids`: a one-hot agent index is appended to every observation.
+    - `types`: the networks' names (agent types, sorted; `("shared",)` with full sharing).
+    - `type_index`: per type, the indices of its agents.
+    - `n_costs`: cost-value heads of each network.
+    - `normalize_observations`: observations pass through the running statistics.
     """
-    def __init__(
-        self,
-        env: MultiAgentEnvironment,
-        config: TrainConfig,
-        *,
-        typed: bool = False,
-        agent_ids: bool = False,
-        lagrangian: bool = False,
-        selected_names: tuple[str, ...] | None = None,
-        mesh: Mesh | None = None,
-    ):
-        if not isinstance(env, MultiAgentEnvironment):
-            raise TypeError(
-                f"IPPO trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), got {type(env).__name__}"
-            )
-        if config.continuous_action_dist != "gaussian":
-            raise NotImplementedError("IPPO has a Gaussian actor only; set continuous_action_dist='gaussian'")
-        if (config.num_envs * config.n_steps) % config.n_minibatches:
-            raise ValueError(
-                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
-                f"n_minibatches = {config.n_minibatches}"
-            )
-        self.env = env
-        self.config = config
-        self.typed = typed
-        self.agent_ids = agent_ids
-        self.n_agents = env.num_agents
-        self.obs_dim = env.obs_dim
-        self.in_dim = env.obs_dim + (self.n_agents if agent_ids else 0)
-        self.action_dim = env.action_dim
-        if typed:
-            self.types = tuple(sorted(set(env.agent_types)))
-            self.type_index = tuple(
-                np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in self.types
-            )
-        else:
-            self.types = (SHARED,)
-            self.type_index = (np.arange(self.n_agents, dtype=np.int32),)
-        self.market = hasattr(env, "compute_market_metrics")
-        self.lagrangian = lagrangian
-        if lagrangian:
-            if not hasattr(env, "constraint_names"):
-                raise TypeError(f"IPPO-Lagrangian needs an adapter with constraint costs; {env.name} has none")
-            names = tuple(env.constraint_names())  # pyright: ignore[reportAttributeAccessIssue]
-            selected = names if selected_names is None else tuple(selected_names)
-            unknown = [n for n in selected if n not in names]
-            if unknown or not selected:
-                raise ValueError(f"IPPO-Lagrangian: selected_names {list(selected)} must be a non-empty subset of {list(names)}")
-            k = len(selected)
-            thresholds = config.resolved_cost_thresholds(k)
-            if thresholds is None:
-                raise ValueError(
-                    f"IPPO-Lagrangian: set config.cost_thresholds (one per selected constraint {list(selected)}, "
-                    "per-episode budgets); there is no default"
-                )
-            self.cost_names = selected
-            self.cost_idx = np.asarray([names.index(n) for n in selected], np.int32)
-            self.cost_scale = jnp.asarray(config.resolved_cost_scale(k), jnp.float32)
-            self.thresholds = jnp.asarray(thresholds, jnp.float32) / self.cost_scale
-            self.lambda_lr = jnp.asarray(config.resolved_lambda_lr(k), jnp.float32)
-        else:
-            self.cost_names, self.cost_idx = (), np.zeros((0,), np.int32)
-        self.n_costs = len(self.cost_names)
-        self.n_updates = config.n_updates
-        self.snapshot_update = max(1, int(0.8 * self.n_updates))  # market/convergence_stability reference
-        self.batch_size = config.num_envs * config.n_steps  # env steps per update
-        self.eval_every = (
-            max(1, config.eval_freq // self.batch_size) if config.eval_freq > 0 and config.eval_num_episodes > 0 else 0
-        )
-        self.optimizer = optax.chain(
-            optax.zero_nans(),
-            optax.clip_by_global_norm(config.max_grad_norm),
-            optax.adam(config.learning_rate, eps=1e-5),
-        )
-        self._setup_jits(mesh)
 
-    # -- policy helpers --------------------------------------------------------------
-    def _prep(self, stats: RunningStats, obs: Float[Array, "n_agents obs_dim"]) -> Float[Array, "n_agents in_dim"]:
-        if self.config.normalize_observations:
+    n_agents: int
+    obs_dim: int
+    action_dim: int
+    agent_ids: bool
+    types: tuple[str, ...]
+    type_index: tuple[np.ndarray, ...]
+    n_costs: int
+    normalize_observations: bool
+
+    @property
+    def in_dim(self) -> int:
+        """Width of what a network sees: the observation plus the agent index when given."""
+        return self.obs_dim + (self.n_agents if self.agent_ids else 0)
+
+    def prep(self, stats: RunningStats, obs: Float[Array, "n_agents obs_dim"]) -> Float[Array, "n_agents in_dim"]:
+        if self.normalize_observations:
             obs = normalize(stats, obs)
         if self.agent_ids:
             obs = jnp.concatenate([obs, jnp.eye(self.n_agents, dtype=obs.dtype)], axis=-1)
         return obs
 
-    def _forward(
+    def forward(
         self, policy: dict[str, ActorCritic], obs: Float[Array, "n_agents in_dim"]
     ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, "n_agents n_values"]]:
         """Mean, log std and values (reward, then costs) of every agent, each through its type's network."""
@@ -232,8 +152,186 @@ class IPPOTrainer(UpdateLoop):
         """
         if obs_stats is None:
             obs_stats = init_stats((self.obs_dim,))
-        mean, _, _ = self._forward(policy, self._prep(obs_stats, obs))
+        mean, _, _ = self.forward(policy, self.prep(obs_stats, obs))
         return jnp.clip(mean, -1.0, 1.0)
+
+
+
+@final
+class IPPOTrainer(UpdateLoop):
+    """IPPO (`typed=False`) or typed IPPO on a `MultiAgentEnvironment`, in Equinox + Optax.
+
+    Agents are stacked on a leading axis everywhere (agent order = `env.agents`). One
+    update collects `n_steps` × `num_envs` env steps through the rollout kernel (every
+    agent acts from its own observation), computes per-agent GAE with the done mask
+    (`done` = the env's `"__all__"`), then runs `n_epochs` × `n_minibatches`
+    clipped-surrogate steps. Typed: agents are grouped by type (name prefix before the
+    first `_`, sorted); each type has its own `ActorCritic`, its own shuffle and
+    advantage normalisation, and the loss is the mean of the per-type PPO losses.
+
+    Typed IPPO-Lagrangian: each type's network also has one cost-value head per selected
+    constraint (`info["constraint_costs"]`, the team's costs); one shared team `λ`; per
+    agent the advantage is `A_R − λᵀ A_C`, normalised per type; the dual step is that of
+    `make_cmdp_train`.
+
+    Market mode (the env has `compute_market_metrics`, e.g. `MarketMARLEnv`): each update
+    also logs the env's market diagnostics, `market/mean_profit_<agent>`,
+    `market/cumulative_profit_<agent>`, `market/cum_profit_mean` and, on the last update,
+    `market/convergence_stability` (the L2 distance between the policy after 80 % of the
+    updates and the final one).
+
+    A whole run is one `lax.scan` over updates inside one `jax.jit`, so
+    `jax.vmap(trainer.train)(keys)` trains several seeds at once; `init` / `run_chunk` /
+    `result` are as in `PPOTrainer`.
+
+    **Arguments:**
+
+    - `env`: the [`MultiAgentEnvironment`][powerzoojax.rl.marl.MultiAgentEnvironment].
+    - `config`: the [`PPOConfig`][powerzoojax.rl.algos.PPOConfig] (`TrainConfig(algo="ippo", ...)` and the other IPPO `algo`s).
+    - `typed`: one network per agent type.
+    - `agent_ids`: append a one-hot agent index to every observation.
+    - `lagrangian`: typed IPPO-Lagrangian (`config.cost_thresholds` required).
+    - `selected_names`: constrained channels of `env.constraint_names()`; `None` takes all.
+    - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
+    """
+    env: MultiAgentEnvironment
+    config: PPOConfig
+    agents: "AgentLayout"
+    typed: bool
+    market: bool
+    lagrangian: bool
+    cost_names: tuple[str, ...]
+    cost_idx: Int[np.ndarray, " k"]
+    # Lagrangian only (empty otherwise): cost divisors, scaled per-episode budgets, dual step sizes.
+    cost_scale: Float[Array, " k"]
+    thresholds: Float[Array, " k"]
+    lambda_lr: Float[Array, " k"]
+    n_updates: int
+    snapshot_update: int
+    batch_size: int
+    eval_every: int
+    optimizer: Any
+    mesh: Mesh | None
+    programs: Programs
+
+    def __init__(
+        self,
+        env: MultiAgentEnvironment,
+        config: TrainConfig,
+        *,
+        typed: bool = False,
+        agent_ids: bool = False,
+        lagrangian: bool = False,
+        selected_names: tuple[str, ...] | None = None,
+        mesh: Mesh | None = None,
+    ):
+        if not isinstance(env, MultiAgentEnvironment):
+            raise TypeError(
+                f"IPPO trains a multi-agent adapter (GridMARLEnv, DistGridMARLEnv, MarketMARLEnv), got {type(env).__name__}"
+            )
+        config = family_config(config, PPOConfig, "IPPOTrainer")
+        if config.continuous_action_dist != "gaussian":
+            raise NotImplementedError("IPPO has a Gaussian actor only; set continuous_action_dist='gaussian'")
+        if (config.num_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(
+                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
+                f"n_minibatches = {config.n_minibatches}"
+            )
+        self.env = env
+        self.config = config
+        self.typed = typed
+        if typed:
+            types = tuple(sorted(set(env.agent_types)))
+            type_index = tuple(
+                np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in types
+            )
+        else:
+            types, type_index = (SHARED,), (np.arange(env.num_agents, dtype=np.int32),)
+        self.market = hasattr(env, "compute_market_metrics")
+        self.lagrangian = lagrangian
+        if lagrangian:
+            if not hasattr(env, "constraint_names"):
+                raise TypeError(f"IPPO-Lagrangian needs an adapter with constraint costs; {env.name} has none")
+            names = tuple(env.constraint_names())  # pyright: ignore[reportAttributeAccessIssue]
+            selected = names if selected_names is None else tuple(selected_names)
+            unknown = [n for n in selected if n not in names]
+            if unknown or not selected:
+                raise ValueError(f"IPPO-Lagrangian: selected_names {list(selected)} must be a non-empty subset of {list(names)}")
+            k = len(selected)
+            thresholds = config.resolved_cost_thresholds(k)
+            if thresholds is None:
+                raise ValueError(
+                    f"IPPO-Lagrangian: set config.cost_thresholds (one per selected constraint {list(selected)}, "
+                    "per-episode budgets); there is no default"
+                )
+            self.cost_names = selected
+            self.cost_idx = np.asarray([names.index(n) for n in selected], np.int32)
+            self.cost_scale = jnp.asarray(config.resolved_cost_scale(k), jnp.float32)
+            self.thresholds = jnp.asarray(thresholds, jnp.float32) / self.cost_scale
+            self.lambda_lr = jnp.asarray(config.resolved_lambda_lr(k), jnp.float32)
+        else:
+            self.cost_names, self.cost_idx = (), np.zeros((0,), np.int32)
+            self.cost_scale = self.thresholds = self.lambda_lr = jnp.zeros((0,), jnp.float32)
+        self.agents = AgentLayout(
+            n_agents=env.num_agents, obs_dim=env.obs_dim, action_dim=env.action_dim, agent_ids=agent_ids,
+            types=types, type_index=type_index, n_costs=len(self.cost_names),
+            normalize_observations=config.normalize_observations,
+        )
+        self.n_updates = config.n_updates
+        self.snapshot_update = max(1, int(0.8 * self.n_updates))  # market/convergence_stability reference
+        self.batch_size = config.num_envs * config.n_steps  # env steps per update
+        self.eval_every = evaluation_interval(config, self.batch_size)
+        self.optimizer = adam_clipped(config)
+        self.mesh = check_mesh(mesh, config.num_envs)
+        self.programs = compile_programs(self)
+
+    # -- the agents' layout (AgentLayout), by the names the update uses --------------------
+    @property
+    def n_agents(self) -> int:
+        return self.agents.n_agents
+
+    @property
+    def obs_dim(self) -> int:
+        return self.agents.obs_dim
+
+    @property
+    def action_dim(self) -> int:
+        return self.agents.action_dim
+
+    @property
+    def agent_ids(self) -> bool:
+        return self.agents.agent_ids
+
+    @property
+    def in_dim(self) -> int:
+        return self.agents.in_dim
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.agents.types
+
+    @property
+    def type_index(self) -> tuple[np.ndarray, ...]:
+        return self.agents.type_index
+
+    @property
+    def n_costs(self) -> int:
+        return self.agents.n_costs
+
+    # -- policy helpers (the layout's) -----------------------------------------------
+    def _prep(self, stats: RunningStats, obs: Float[Array, "n_agents obs_dim"]) -> Float[Array, "n_agents in_dim"]:
+        return self.agents.prep(stats, obs)
+
+    def _forward(
+        self, policy: dict[str, ActorCritic], obs: Float[Array, "n_agents in_dim"]
+    ) -> tuple[Float[Array, "n_agents act"], Float[Array, "n_agents act"], Float[Array, "n_agents n_values"]]:
+        return self.agents.forward(policy, obs)
+
+    def deterministic_actions(
+        self, policy: dict[str, ActorCritic], obs_stats: RunningStats | None, obs: Float[Array, "n_agents obs_dim"]
+    ) -> Float[Array, "n_agents act"]:
+        """Every agent's clipped mean action (see `AgentLayout.deterministic_actions`)."""
+        return self.agents.deterministic_actions(policy, obs_stats, obs)
 
     # -- init ------------------------------------------------------------------------
     def init(self, key: Key) -> IPPOState:
@@ -450,7 +548,7 @@ class IPPOTrainer(UpdateLoop):
         ))
         return new_state, metrics
 
-    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
+    # -- whole runs: run_chunk, train and __call__ come from UpdateLoop ----------------
     def result(self, state: IPPOState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
 
@@ -476,10 +574,6 @@ class IPPOTrainer(UpdateLoop):
             obs_stats=state.obs_stats if self.config.normalize_observations else None,
             checkpoints=checkpoints,
         )
-
-    def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(self.place_key(key))
-        return self.result(state, metrics)
 
 
 def make_ippo_train(
@@ -585,24 +679,22 @@ def make_ippo_act(result: TrainResult, env: MultiAgentEnvironment | None = None)
 
     typed = isinstance(params, dict)
     nets = params if typed else {SHARED: params}
-    trainer = IPPOTrainer.__new__(IPPOTrainer)  # only the pure helpers are used: no jit setup
-    trainer.config = result.config.replace(normalize_observations=stats is not None)
-    trainer.n_agents, trainer.obs_dim, trainer.action_dim = env.num_agents, env.obs_dim, env.action_dim
     first = next(iter(nets.values()))
-    trainer.agent_ids = _in_size(first) == env.obs_dim + env.num_agents
     critic_out = first.critic.out_features if isinstance(first.critic, eqx.nn.Linear) else first.critic.layers[-1].out_features
-    trainer.n_costs = int(critic_out) - 1
-    trainer.types = tuple(sorted(nets)) if typed else (SHARED,)
+    types = tuple(sorted(nets)) if typed else (SHARED,)
     if typed:
-        trainer.type_index = tuple(
-            np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in trainer.types
-        )
+        type_index = tuple(np.asarray([i for i, t in enumerate(env.agent_types) if t == name], np.int32) for name in types)
     else:
-        trainer.type_index = (np.arange(env.num_agents, dtype=np.int32),)
+        type_index = (np.arange(env.num_agents, dtype=np.int32),)
+    agents = AgentLayout(
+        n_agents=env.num_agents, obs_dim=env.obs_dim, action_dim=env.action_dim,
+        agent_ids=_in_size(first) == env.obs_dim + env.num_agents, types=types, type_index=type_index,
+        n_costs=int(critic_out) - 1, normalize_observations=stats is not None,
+    )
 
     def act(obs: Any) -> Any:
         stacked = env.stack(obs)
-        actions = trainer.deterministic_actions(nets, stats, stacked)
+        actions = agents.deterministic_actions(nets, stats, stacked)
         return env.unstack(actions) if isinstance(obs, dict) else actions
 
     return jax.jit(act)

@@ -26,7 +26,7 @@ gets `x` mapped affinely onto the `Box`, and the deterministic action is the mod
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, final
 
 import equinox as eqx
 import jax
@@ -38,7 +38,7 @@ from jax.sharding import Mesh
 from jaxtyping import Array, Bool, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key
-from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._config import PPOConfig, TrainConfig, family_config
 from powerzoojax.rl.algos._networks import (
     ActorCritic,
     BetaActorCritic,
@@ -49,7 +49,7 @@ from powerzoojax.rl.algos._networks import (
     gaussian_log_prob,
 )
 from powerzoojax.rl.algos._result import TrainResult
-from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
+from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs, eval_cost_metrics
 # The running statistics live with the wrappers (NormalizeObservation shares them); the
 # trainers import them from here.
 from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats  # noqa: F401
@@ -59,7 +59,8 @@ _REWARD_CLIP = 10.0
 
 
 class TrainState(eqx.Module):
-    """Everything a run carries from one update to the next (and what a checkpoint holds).
+    """Everything a PPO-family or APG run carries from one update to the next (and what a
+    checkpoint holds).
 
     **Arguments:**
 
@@ -172,7 +173,7 @@ def shuffled_minibatches(key: Key, batch: PyTree, n_rows: int, n_cols: int, m: i
 
 
 def ppo_loss(
-    policy: ActorCritic | BetaActorCritic, mb: dict[str, Array], config: TrainConfig, n_costs: int = 0
+    policy: ActorCritic | BetaActorCritic, mb: dict[str, Array], config: PPOConfig, n_costs: int = 0
 ) -> tuple[Array, dict[str, Array]]:
     """The PPO loss on one minibatch (every PPO-family trainer uses this one function).
 
@@ -185,7 +186,7 @@ def ppo_loss(
     - `mb`: `obs`, `action` (the unclipped sample), `log_prob` (at collection),
       `advantage` (already combined / normalised), `return` and, with `n_costs`,
       `cost_return` `(B, n_costs)`.
-    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `config`: the [`PPOConfig`][powerzoojax.rl.algos.PPOConfig].
     - `n_costs`: cost-value heads.
 
     **Returns:**
@@ -250,6 +251,87 @@ def cost_metrics(
     return out
 
 
+def action_box(space: Box) -> tuple[Float[Array, " a"], Float[Array, " a"]]:
+    """Centre and half-width of a 1-D `Box`'s finite bounds (0 and 1 where a bound is
+    infinite): the affine map from policy actions in [-1, 1] onto the env's actions."""
+    low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
+    high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
+    finite = np.isfinite(low) & np.isfinite(high)
+    return (
+        jnp.asarray(np.where(finite, 0.5 * (low + high), 0.0), jnp.float32),
+        jnp.asarray(np.where(finite, 0.5 * (high - low), 1.0), jnp.float32),
+    )
+
+
+def eval_channels(env: Any, cost_names: tuple[str, ...]) -> tuple[str, ...]:
+    """Channels an evaluation reports one by one: the constrained ones, else every channel of the env."""
+    return cost_names or tuple(getattr(env, "selected_constraint_names", None) or env.constraint_names())
+
+
+def evaluation_interval(config: TrainConfig, steps_per_update: int) -> int:
+    """Updates between evaluations (0: none)."""
+    if config.eval_freq > 0 and config.eval_num_episodes > 0:
+        return max(1, config.eval_freq // steps_per_update)
+    return 0
+
+
+def adam_clipped(config: TrainConfig) -> optax.GradientTransformation:
+    """`zero_nans → clip_by_global_norm(max_grad_norm) → adam(learning_rate, eps=1e-5)`, the
+    optimiser of the PPO family and APG."""
+    return optax.chain(
+        optax.zero_nans(),
+        optax.clip_by_global_norm(config.max_grad_norm),
+        optax.adam(config.learning_rate, eps=1e-5),
+    )
+
+
+def init_actor_critic_state(
+    env: Any, policy: ActorCritic | BetaActorCritic, optimizer: optax.GradientTransformation, key: Key, k_reset: Key,
+    num_envs: int, obs_dim: int, n_costs: int,
+) -> "TrainState":
+    """The `TrainState` before the first update of an actor-critic trainer (PPO family, APG)."""
+    obs, env_state = jax.vmap(env.reset)(jr.split(k_reset, num_envs))
+    return TrainState(
+        policy=policy,
+        opt_state=optimizer.init(eqx.filter(policy, eqx.is_array)),
+        env_state=env_state,
+        obs=obs,
+        key=key,
+        update=jnp.asarray(0, jnp.int32),
+        obs_stats=init_stats((obs_dim,)),
+        return_stats=init_stats(()),
+        discounted_return=jnp.zeros((num_envs,), jnp.float32),
+        log_lambda=jnp.zeros((n_costs,), jnp.float32),
+    )
+
+
+def evaluate_single_agent(
+    loop: UpdateLoop, act: Callable[[Array], Array], channels: tuple[str, ...], key: Key
+) -> dict[str, Array]:
+    """Deterministic episodes of `act` from reset on a single-agent trainer's env:
+    `eval_returns` and the cost metrics (`eval_cost_metrics`, per channel of `channels`)."""
+    outs = loop.eval_episodes(loop.env.reset, loop.env.step_auto_reset, act, key)
+    rewards, info = outs[1], outs[-2]
+    out = {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1))}
+    out.update(eval_cost_metrics(info, loop.env.max_steps, channels))
+    return out
+
+
+def actor_critic_result(
+    loop: UpdateLoop, state: "TrainState", metrics: dict[str, Any], checkpoints: Any = None
+) -> TrainResult:
+    """The `TrainResult` of an actor-critic trainer's final state (PPO family, APG)."""
+    return TrainResult(
+        params=state.policy,
+        metrics=metrics,
+        config=loop.config,
+        env_name=loop.env.name,
+        obs_stats=state.obs_stats if loop.config.normalize_observations else None,
+        checkpoints=checkpoints,
+    )
+
+
+@final
 class PPOTrainer(UpdateLoop):
     """PPO (`lagrangian=False`) or PPO-Lagrangian on a bound wrapper.
 
@@ -263,29 +345,52 @@ class PPOTrainer(UpdateLoop):
 
     - `env`: the bound wrapper (`LogWrapper`, `SafeRLWrapper`, `SauteWrapper` or a
       `RewardWrapper` over one).
-    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `config`: the [`PPOConfig`][powerzoojax.rl.algos.PPOConfig] (`TrainConfig(algo=...)`
+      with a PPO-family `algo`).
     - `lagrangian`: PPO-Lagrangian (needs a `SafeRLWrapper`).
     - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
     """
 
+    env: Any
+    config: PPOConfig
+    lagrangian: bool
+    obs_dim: int
+    action_dim: int
+    _act_centre: Float[Array, " action_dim"]
+    _act_half: Float[Array, " action_dim"]
+    cost_names: tuple[str, ...]
+    # Lagrangian only (empty otherwise): cost divisors, scaled per-episode budgets, dual step sizes.
+    cost_scale: Float[Array, " k"]
+    thresholds: Float[Array, " k"]
+    lambda_lr: Float[Array, " k"]
+    n_costs: int
+    eval_channels: tuple[str, ...]
+    n_updates: int
+    batch_size: int
+    eval_every: int
+    optimizer: Any
+    mesh: Mesh | None
+    programs: Programs
+
     def __init__(self, env: Any, config: TrainConfig, *, lagrangian: bool = False, mesh: Mesh | None = None):
+        config = family_config(config, PPOConfig, "PPOTrainer")
         space = env.action_space()
         if not isinstance(space, Box) or len(space.shape) != 1:
             raise NotImplementedError(
                 f"PPO here handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}"
             )
-        self._check_batching(config)
+        if (config.num_envs * config.n_steps) % config.n_minibatches:
+            raise ValueError(
+                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
+                f"n_minibatches = {config.n_minibatches}"
+            )
         self.env = env
         self.config = config
         self.lagrangian = lagrangian
         self.obs_dim = int(env.observation_space().shape[0])
         self.action_dim = int(space.shape[0])
-        low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
-        high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
-        finite = np.isfinite(low) & np.isfinite(high)
         # Policy actions live in [-1, 1]; map them onto finite Box bounds (identity for [-1, 1]).
-        self._act_centre = jnp.asarray(np.where(finite, 0.5 * (low + high), 0.0), jnp.float32)
-        self._act_half = jnp.asarray(np.where(finite, 0.5 * (high - low), 1.0), jnp.float32)
+        self._act_centre, self._act_half = action_box(space)
         if lagrangian:
             k = env.num_constraints
             self.cost_names = tuple(env.selected_constraint_names)
@@ -296,32 +401,15 @@ class PPOTrainer(UpdateLoop):
         else:
             k = 0
             self.cost_names = ()
+            self.cost_scale = self.thresholds = self.lambda_lr = jnp.zeros((0,), jnp.float32)
         self.n_costs = k
-        # Channels the evaluation reports one by one: the constrained ones, else every channel of the env.
-        self.eval_channels = self.cost_names or tuple(
-            getattr(env, "selected_constraint_names", None) or env.constraint_names()
-        )
+        self.eval_channels = eval_channels(env, self.cost_names)
         self.n_updates = config.n_updates
         self.batch_size = config.num_envs * config.n_steps
-        self.minibatch_size = self.batch_size // config.n_minibatches
-        steps_per_update = self.batch_size
-        if config.eval_freq > 0 and config.eval_num_episodes > 0:
-            self.eval_every = max(1, config.eval_freq // steps_per_update)
-        else:
-            self.eval_every = 0
-        self.optimizer = optax.chain(
-            optax.zero_nans(),
-            optax.clip_by_global_norm(config.max_grad_norm),
-            optax.adam(config.learning_rate, eps=1e-5),
-        )
-        self._setup_jits(mesh)
-
-    def _check_batching(self, config: TrainConfig) -> None:
-        if (config.num_envs * config.n_steps) % config.n_minibatches:
-            raise ValueError(
-                f"num_envs * n_steps = {config.num_envs * config.n_steps} must be divisible by "
-                f"n_minibatches = {config.n_minibatches}"
-            )
+        self.eval_every = evaluation_interval(config, self.batch_size)
+        self.optimizer = adam_clipped(config)
+        self.mesh = check_mesh(mesh, config.num_envs)
+        self.programs = compile_programs(self)
 
     # -- policy helpers --------------------------------------------------------------
     def to_env_action(self, action: Float[Array, "*batch action_dim"]) -> Float[Array, "*batch action_dim"]:
@@ -370,19 +458,8 @@ class PPOTrainer(UpdateLoop):
                 self.obs_dim, self.action_dim, cfg.hidden_dims, k_policy, n_costs=self.n_costs,
                 log_std_init=cfg.log_std_init, shared=cfg.shared_torso,
             )
-        opt_state = self.optimizer.init(eqx.filter(policy, eqx.is_array))
-        obs, env_state = jax.vmap(self.env.reset)(jr.split(k_reset, cfg.num_envs))
-        return TrainState(
-            policy=policy,
-            opt_state=opt_state,
-            env_state=env_state,
-            obs=obs,
-            key=key,
-            update=jnp.asarray(0, jnp.int32),
-            obs_stats=init_stats((self.obs_dim,)),
-            return_stats=init_stats(()),
-            discounted_return=jnp.zeros((cfg.num_envs,), jnp.float32),
-            log_lambda=jnp.zeros((self.n_costs,), jnp.float32),
+        return init_actor_critic_state(
+            self.env, policy, self.optimizer, key, k_reset, cfg.num_envs, self.obs_dim, self.n_costs
         )
 
     # -- rollout ---------------------------------------------------------------------
@@ -451,11 +528,7 @@ class PPOTrainer(UpdateLoop):
         channel for PPO-Lagrangian).
         """
         act = lambda o: self.deterministic_action(policy, obs_stats, o)  # noqa: E731
-        outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, act, key)
-        rewards, info = outs[1], outs[-2]
-        out = {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1))}
-        out.update(eval_cost_metrics(info, self.env.max_steps, self.eval_channels))
-        return out
+        return evaluate_single_agent(self, act, self.eval_channels, key)
 
     # -- minibatches -----------------------------------------------------------------
     def _shuffle(self, key: Key, batch: dict[str, Array]) -> dict[str, Array]:
@@ -558,7 +631,7 @@ class PPOTrainer(UpdateLoop):
         ))
         return new_state, metrics
 
-    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
+    # -- whole runs: run_chunk, train and __call__ come from UpdateLoop ----------------
     def result(self, state: TrainState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
 
@@ -572,18 +645,7 @@ class PPOTrainer(UpdateLoop):
 
         A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
         """
-        return TrainResult(
-            params=state.policy,
-            metrics=metrics,
-            config=self.config,
-            env_name=self.env.name,
-            obs_stats=state.obs_stats if self.config.normalize_observations else None,
-            checkpoints=checkpoints,
-        )
-
-    def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(self.place_key(key))
-        return self.result(state, metrics)
+        return actor_critic_result(self, state, metrics, checkpoints)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
         """Jitted deterministic `act(obs) -> action` of a result (unbatched obs; vmap for batches).

@@ -154,8 +154,9 @@ class TrainResult(eqx.Module):
             "initial_reward": initial["reward"],
             "initial_cost": initial["cost"],
             "initial_source": initial["source"],
-            "cost_threshold": self.config.cost_threshold,
-            "cost_thresholds": list(self.config.cost_thresholds),
+            # Only the on-policy family has budgets; the others report the reference's defaults.
+            "cost_threshold": getattr(self.config, "cost_threshold", 0.0),
+            "cost_thresholds": list(getattr(self.config, "cost_thresholds", ())),
         }
         return out
 

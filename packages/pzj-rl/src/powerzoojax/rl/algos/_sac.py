@@ -19,23 +19,30 @@ and the host driver work unchanged. `result.params` is the actor (`SACActor`).
 
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, cast, final
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.random as jr
-import numpy as np
 import optax
 from jax.sharding import Mesh
 from jaxtyping import Array, Float, Int, PyTree
 from powerzoojax.core import Box, rollout
 from powerzoojax.core._types import Key, where
-from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._config import SACConfig, TrainConfig, family_config
 from powerzoojax.rl.algos._networks import MLP
-from powerzoojax.rl.algos._ppo import RunningStats, _discounted_returns, init_stats, update_stats
+from powerzoojax.rl.algos._ppo import (
+    RunningStats,
+    _discounted_returns,
+    action_box,
+    evaluate_single_agent,
+    evaluation_interval,
+    init_stats,
+    update_stats,
+)
 from powerzoojax.rl.algos._result import TrainResult
-from powerzoojax.rl.algos._update_loop import UpdateLoop, eval_cost_metrics
+from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
 
 _LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
 
@@ -154,19 +161,41 @@ class SACState(eqx.Module):
     episode_return: Float[Array, " n_envs"]
 
 
+@final
 class SACTrainer(UpdateLoop):
     """SAC on a bound wrapper; `trainer(key) -> TrainResult`.
 
     **Arguments:**
 
     - `env`: the bound single-agent wrapper.
-    - `config`: the [`TrainConfig`][powerzoojax.rl.algos.TrainConfig].
+    - `config`: the [`SACConfig`][powerzoojax.rl.algos.SACConfig] (`TrainConfig(algo="sac", ...)`).
     - `buffer_size`: replay capacity [transitions].
     - `batch_size`: transitions per gradient step.
     - `tau`: Polyak rate of the target critics.
     - `learning_starts`: env steps before the first gradient step.
     - `mesh`: a 1-D mesh (possibly over the devices of several processes): data-parallel over its devices; `None` runs on one device.
     """
+
+    env: Any
+    config: SACConfig
+    obs_dim: int
+    action_dim: int
+    _act_centre: Float[Array, " action_dim"]
+    _act_half: Float[Array, " action_dim"]
+    n_updates: int
+    batch_size: int
+    capacity: int
+    sample_size: int
+    tau: float
+    learning_starts: int
+    grad_steps: int
+    target_entropy: float
+    eval_every: int
+    actor_optim: Any
+    critic_optim: Any
+    alpha_optim: Any
+    mesh: Mesh | None
+    programs: Programs
 
     def __init__(
         self,
@@ -184,14 +213,11 @@ class SACTrainer(UpdateLoop):
             raise NotImplementedError(f"SAC handles 1-D continuous Box action spaces; {env.name} has {type(space).__name__}{space.shape}")
         if getattr(env, "num_agents", None) is not None:
             raise TypeError("SAC is single-agent: use ippo / ippo_typed for the multi-agent adapters")
+        config = family_config(config, SACConfig, "SACTrainer")
         self.env, self.config = env, config
         self.obs_dim = int(env.observation_space().shape[0])
         self.action_dim = int(space.shape[0])
-        low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape)
-        high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape)
-        finite = np.isfinite(low) & np.isfinite(high)
-        self._act_centre = jnp.asarray(np.where(finite, 0.5 * (low + high), 0.0), jnp.float32)
-        self._act_half = jnp.asarray(np.where(finite, 0.5 * (high - low), 1.0), jnp.float32)
+        self._act_centre, self._act_half = action_box(space)
         self.n_updates = config.n_updates
         self.batch_size = config.num_envs * config.n_steps  # env steps per update
         self.capacity = int(min(buffer_size, max(self.batch_size, self.n_updates * self.batch_size)))
@@ -200,15 +226,14 @@ class SACTrainer(UpdateLoop):
         self.learning_starts = int(learning_starts)
         self.grad_steps = int(config.sac_num_epochs or config.n_steps)
         self.target_entropy = -float(config.sac_target_entropy_ratio or 1.0) * self.action_dim
-        self.eval_every = (
-            max(1, config.eval_freq // self.batch_size) if config.eval_freq > 0 and config.eval_num_episodes > 0 else 0
-        )
+        self.eval_every = evaluation_interval(config, self.batch_size)
 
         def opt():
             return optax.chain(optax.zero_nans(), optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
         self.actor_optim, self.critic_optim, self.alpha_optim = opt(), opt(), optax.adam(config.learning_rate)
-        self._setup_jits(mesh)
+        self.mesh = check_mesh(mesh, config.num_envs)
+        self.programs = compile_programs(self)
 
     def to_env_action(self, a: Float[Array, "*b a"]) -> Float[Array, "*b a"]:
         """Map policy actions in [-1, 1] (clipped) onto the env's action box.
@@ -340,8 +365,7 @@ class SACTrainer(UpdateLoop):
 
         `{"eval_returns", ...}` plus the cost metrics.
         """
-        outs = self.eval_episodes(self.env.reset, self.env.step_auto_reset, lambda o: self.deterministic_action(actor, o), key)
-        return {"eval_returns": jnp.mean(jnp.sum(outs[1], axis=1)), **eval_cost_metrics(outs[-2], self.env.max_steps)}
+        return evaluate_single_agent(self, lambda o: self.deterministic_action(actor, o), (), key)
 
     # -- one update ------------------------------------------------------------------
     def update(self, state: SACState) -> tuple[SACState, dict[str, Array]]:
@@ -381,7 +405,7 @@ class SACTrainer(UpdateLoop):
         metrics.update(self.maybe_evaluate(state.update, self.evaluate_policy, actor, k_eval, initial=(state.policy, k_eval)))
         return new_state, metrics
 
-    # -- whole runs: run_chunk and train come from UpdateLoop --------------------------
+    # -- whole runs: run_chunk, train and __call__ come from UpdateLoop ----------------
     def result(self, state: SACState, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
         """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
 
@@ -396,10 +420,6 @@ class SACTrainer(UpdateLoop):
         A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
         """
         return TrainResult(params=state.policy, metrics=metrics, config=self.config, env_name=self.env.name, checkpoints=checkpoints)
-
-    def __call__(self, key: Key) -> TrainResult:
-        state, metrics = self._jit_train(self.place_key(key))
-        return self.result(state, metrics)
 
     def make_act(self, result: TrainResult) -> Callable[[Array], Array]:
         """Jitted deterministic `act(obs) -> action` of a result.

@@ -2,8 +2,9 @@
 update, chunked runs for checkpointing, whole runs as one scan over updates, and the
 placement of a run on a device mesh.
 
-A trainer provides `init(key)`, `update(state) -> (state, metrics)`, `n_updates`
-and `eval_every`; its data always comes through the one rollout kernel.
+A trainer (a final subclass of the abstract `UpdateLoop` module) provides `init(key)`,
+`update(state) -> (state, metrics)`, `result`, `n_updates` and `eval_every`; its data
+always comes through the one rollout kernel.
 
 Data parallelism (`mesh=`, a 1-D mesh over the devices of one or many processes): the
 training state's per-env fields (`ENV_FIELDS`) are split over the mesh along the
@@ -17,8 +18,9 @@ maths is the single-device trainer's: the same keys give the same run on any num
 devices and processes, up to the order of floating-point reductions.
 """
 
+import abc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -31,6 +33,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from powerzoojax.core import Key, rollout
 from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.core._distributed import put_global
 from powerzoojax.core._types import where
 
@@ -74,56 +77,162 @@ def eval_cost_metrics(info: dict[str, Array], max_steps: int, selected_names: tu
     return out
 
 
-class UpdateLoop:
-    env: Any
-    config: TrainConfig
-    n_updates: int
-    eval_every: int
-    mesh: Mesh | None = None
+class Programs(NamedTuple):
+    """The compile-on-first-call functions of a trainer (plain `jit` without a mesh, sharded
+    `jit` with one) and, with a mesh, the sharding of every leaf of its training state.
+    Each closes over the trainer, so its arrays are constants of the compiled programs."""
 
-    # -- placement on a mesh -------------------------------------------------------------
-    def _setup_jits(self, mesh: Mesh | None) -> None:
-        """Compile-on-first-call functions of the run: plain `jit` without a mesh, sharded
-        `jit` (env fields split, the rest replicated) with one."""
-        if mesh is not None:
-            if not isinstance(mesh, Mesh) or len(mesh.axis_names) != 1:
-                raise ValueError(f"trainer mesh must be a 1-D jax.sharding.Mesh (make_env_mesh()), got {mesh!r}")
-            n_dev = mesh.devices.size
-            if self.config.num_envs % n_dev:
-                raise ValueError(
-                    f"num_envs = {self.config.num_envs} must be divisible by the {n_dev} devices of the mesh "
-                    "(every device steps the same number of envs)"
-                )
-        self.mesh = mesh
-        if mesh is None:
-            self._jit_train = jax.jit(self.train)
-            self._jit_init = jax.jit(self.init)
-            self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1)
-            return
-        rep = NamedSharding(mesh, PartitionSpec())
-        state = self.state_shardings()
-        self._jit_init = jax.jit(self.init, in_shardings=(rep,), out_shardings=state)
-        self._jit_chunk = jax.jit(self.run_chunk, static_argnums=1, in_shardings=(state,), out_shardings=(state, rep))
-        self._jit_train = jax.jit(self.train, in_shardings=(rep,), out_shardings=(state, rep))
+    init: Callable[[Key], Any]
+    chunk: Callable[[Any, int], tuple[Any, dict[str, Array]]]
+    train: Callable[[Key], tuple[Any, dict[str, Array]]]
+    state_shardings: Any = None
+
+
+def check_mesh(mesh: Mesh | None, num_envs: int) -> Mesh | None:
+    """`mesh` when a trainer can run on it: 1-D, with a device count that divides `num_envs`."""
+    if mesh is not None:
+        if not isinstance(mesh, Mesh) or len(mesh.axis_names) != 1:
+            raise ValueError(f"trainer mesh must be a 1-D jax.sharding.Mesh (make_env_mesh()), got {mesh!r}")
+        n_dev = mesh.devices.size
+        if num_envs % n_dev:
+            raise ValueError(
+                f"num_envs = {num_envs} must be divisible by the {n_dev} devices of the mesh "
+                "(every device steps the same number of envs)"
+            )
+    return mesh
+
+
+def compile_programs(loop: "UpdateLoop") -> Programs:
+    """The `Programs` of a trainer whose fields are all set (the last step of its `__init__`)."""
+    mesh = loop.mesh
+    if mesh is None:
+        return Programs(
+            init=jax.jit(lambda key: loop.init(key)),
+            chunk=jax.jit(lambda state, n: loop.run_chunk(state, n), static_argnums=1),
+            train=jax.jit(lambda key: loop.train(key)),
+        )
+    rep = NamedSharding(mesh, PartitionSpec())
+    split = NamedSharding(mesh, PartitionSpec(mesh.axis_names[0]))
+    abstract = jax.eval_shape(loop.init, jax.ShapeDtypeStruct((2,), jnp.uint32))
+
+    def sharding(path, _):
+        return split if getattr(path[0], "name", None) in ENV_FIELDS else rep
+
+    state = jax.tree_util.tree_map_with_path(sharding, abstract)
+    return Programs(
+        init=jax.jit(lambda key: loop.init(key), in_shardings=(rep,), out_shardings=state),
+        chunk=jax.jit(
+            lambda s, n: loop.run_chunk(s, n), static_argnums=1, in_shardings=(state,), out_shardings=(state, rep)
+        ),
+        train=jax.jit(lambda key: loop.train(key), in_shardings=(rep,), out_shardings=(state, rep)),
+        state_shardings=state,
+    )
+
+
+class UpdateLoop(eqx.Module):
+    """What every trainer is: an abstract Equinox module whose final subclasses (PPO, SAC,
+    IPPO, APG) provide the fields below, `init`, `update` and `result`; the outer loop
+    (periodic evaluation, chunked and whole runs, placement on a mesh) is written once here.
+
+    A trainer is hashed and compared by identity, and its methods are plain bound methods
+    (not Equinox's pytree-bound ones): `jax.jit(trainer.train)` then closes over the trainer,
+    whose arrays become constants of the program, and compiles once per trainer, like the
+    programs in `programs`.
+    """
+
+    env: eqx.AbstractVar[Any]
+    config: eqx.AbstractVar[Any]  # a TrainConfig: each trainer declares its family's
+    n_updates: eqx.AbstractVar[int]
+    eval_every: eqx.AbstractVar[int]
+    batch_size: eqx.AbstractVar[int]
+    mesh: eqx.AbstractVar[Mesh | None]
+    programs: eqx.AbstractVar[Programs]
+
+    __getattribute__ = object.__getattribute__
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    # -- what each trainer defines -------------------------------------------------------
+    @abc.abstractmethod
+    def init(self, key: Key) -> Any:
+        """The state of a run before its first update.
+
+        **Arguments:**
+
+        - `key`: PRNG key of the run.
+
+        **Returns:**
+
+        The trainer's state (policy, optimiser, env states, ...).
+        """
+
+    @abc.abstractmethod
+    def update(self, state: Any) -> tuple[Any, dict[str, Array]]:
+        """One update: collect a batch, then the optimisation steps.
+
+        **Arguments:**
+
+        - `state`: the trainer's state.
+
+        **Returns:**
+
+        `(state, metrics)`, a dict of scalar metrics of the update.
+        """
+
+    @abc.abstractmethod
+    def result(self, state: Any, metrics: dict[str, Any], checkpoints: Any = None) -> TrainResult:
+        """The [`TrainResult`][powerzoojax.rl.algos.TrainResult] of a finished state.
+
+        **Arguments:**
+
+        - `state`: the final state.
+        - `metrics`: per-update metrics.
+        - `checkpoints`: `((env_steps, params), ...)` kept during the run, or `None`.
+
+        **Returns:**
+
+        A [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
+
+    # -- compiled programs ----------------------------------------------------------------
+    @property
+    def _jit_init(self) -> Callable[[Key], Any]:
+        return self.programs.init
+
+    @property
+    def _jit_chunk(self) -> Callable[[Any, int], tuple[Any, dict[str, Array]]]:
+        return self.programs.chunk
+
+    @property
+    def _jit_train(self) -> Callable[[Key], tuple[Any, dict[str, Array]]]:
+        return self.programs.train
+
+    def __call__(self, key: Key) -> TrainResult:
+        """A whole run from `key` in one compiled call.
+
+        **Arguments:**
+
+        - `key`: PRNG key of the run.
+
+        **Returns:**
+
+        The [`TrainResult`][powerzoojax.rl.algos.TrainResult].
+        """
+        state, metrics = self._jit_train(self.place_key(key))
+        return self.result(state, metrics)
 
     def state_shardings(self) -> Any:
         """The sharding of every leaf of the training state: `ENV_FIELDS` split along
         their leading (env) axis over the mesh, every other leaf replicated."""
         if self.mesh is None:
             raise ValueError("state_shardings: this trainer has no mesh")
-        cached = getattr(self, "_state_shardings", None)
-        if cached is not None:
-            return cached
-        split = NamedSharding(self.mesh, PartitionSpec(self.mesh.axis_names[0]))
-        rep = NamedSharding(self.mesh, PartitionSpec())
-        abstract = jax.eval_shape(self.init, jax.ShapeDtypeStruct((2,), jnp.uint32))
+        return self.programs.state_shardings
 
-        def sharding(path, _):
-            return split if getattr(path[0], "name", None) in ENV_FIELDS else rep
-
-        self._state_shardings = jax.tree_util.tree_map_with_path(sharding, abstract)
-        return self._state_shardings
-
+    # -- placement on a mesh -------------------------------------------------------------
     def place_key(self, key: Key) -> Key:
         """`key` as the compiled functions take it (replicated over the mesh when there is one)."""
         if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
@@ -167,32 +276,6 @@ class UpdateLoop:
             return tree
         spec = PartitionSpec(*([None] * axis), self.mesh.axis_names[0])
         return jax.lax.with_sharding_constraint(tree, NamedSharding(self.mesh, spec))
-
-    def init(self, key: Key) -> Any:
-        """The state of a run before its first update.
-
-        **Arguments:**
-
-        - `key`: PRNG key of the run.
-
-        **Returns:**
-
-        The trainer's state (policy, optimiser, env states, ...).
-        """
-        raise NotImplementedError
-
-    def update(self, state: Any) -> tuple[Any, dict[str, Array]]:
-        """One update: collect a batch, then the optimisation steps.
-
-        **Arguments:**
-
-        - `state`: the trainer's state.
-
-        **Returns:**
-
-        `(state, metrics)`, a dict of scalar metrics of the update.
-        """
-        raise NotImplementedError
 
     def maybe_evaluate(
         self, update_index: Array, evaluate: Callable[..., dict[str, Array]], *args: Any, initial: tuple | None = None

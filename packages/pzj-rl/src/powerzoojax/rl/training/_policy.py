@@ -66,6 +66,7 @@ def _physical(wrapped: Any) -> tuple[Any, Any]:
 
 def _act_fn(trainer: Any, state: Any, deterministic: bool) -> Callable[[jax.Array, jax.Array], jax.Array]:
     from powerzoojax.rl.algos._networks import BetaActorCritic, beta_sample
+    from powerzoojax.rl.algos._apg import APGTrainer
     from powerzoojax.rl.algos._ppo import PPOTrainer, normalize
     from powerzoojax.rl.algos._sac import SACTrainer
 
@@ -74,7 +75,7 @@ def _act_fn(trainer: Any, state: Any, deterministic: bool) -> Callable[[jax.Arra
         if deterministic:
             return lambda obs, key: trainer.deterministic_action(policy, obs)
         return lambda obs, key: trainer.to_env_action(policy.sample(key, obs)[0])
-    if not isinstance(trainer, PPOTrainer):
+    if not isinstance(trainer, (PPOTrainer, APGTrainer)):
         raise NotImplementedError(
             f"load_policy reloads single-agent PPO-family and SAC runs; algo={trainer.config.algo!r} is multi-agent "
             "(use load_checkpoint and make_ippo_act)"

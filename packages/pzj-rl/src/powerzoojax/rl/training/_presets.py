@@ -32,8 +32,8 @@ power balance (above).
 `case5-economic-dispatch-apg`, `dso-nflex-apg`: the envs of `case5-economic-dispatch` and
 `dso-nflex` trained by [`make_apg_train`][powerzoojax.rl.algos.make_apg_train]
 (backpropagation through 8-step windows of the differentiable env, gradients clipped
-at global norm 1). APG needs far fewer env steps than PPO on these dispatch problems,
-whose reward is a smooth function of the action through the physics. Constrain nothing.
+at global norm 1). APG suits these dispatch problems, whose reward is a smooth function
+of the action through the physics. Constrain nothing.
 
 `case5-safe-dispatch`: the reference's reward-only env under `SafeRLWrapper` with the
 `thermal_overload` and `power_balance` channels, each with a per-episode threshold of

@@ -13,7 +13,7 @@ from jaxtyping import Array
 from powerzoojax.core import Environment, rollout
 from powerzoojax.core._provider import missing_extra_message
 from powerzoojax.core._types import Key
-from powerzoojax.rl.algos._config import TrainConfig
+from powerzoojax.rl.algos._config import PPOConfig, TrainConfig, family_config
 from powerzoojax.rl.algos._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.training._runner import run_training
@@ -125,6 +125,7 @@ def make_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) -> An
 
 
 def _as_saute(env: Any, config: TrainConfig) -> SauteWrapper:
+    config = family_config(config, PPOConfig, "algo='saute_ppo'")
     if isinstance(env, SauteWrapper):
         return env
     if isinstance(env, SafeRLWrapper):
@@ -162,6 +163,7 @@ def build_trainer(
         env = preset_or_env
         config = TrainConfig() if config is None else config
         preset_name = None
+    assert config is not None
     config = config.replace(seed=seed, **overrides)
     from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
@@ -255,7 +257,7 @@ def make_act(result: TrainResult, env: Any) -> Callable[[Key, Array], Array]:
     if result.config.algo == "apg":
         from powerzoojax.rl.algos._apg import APGTrainer
 
-        trainer: PPOTrainer = APGTrainer(env, result.config)
+        trainer: PPOTrainer | APGTrainer = APGTrainer(env, result.config)
     else:
         trainer = PPOTrainer(env, result.config.replace(algo="ppo"))
     policy, stats = result.params, result.obs_stats
