@@ -621,7 +621,12 @@ def _switched_schur_cg(net: "ACNetwork", dtype, rhs, sw, steps: int):
     `steps` Jacobi-preconditioned CG steps on the Schur system `S_ss y = r_s` of B'' with
     the PQ buses eliminated (`sw` selects the switched buses; `y` is 0 elsewhere)."""
     r = where(sw, hp.matmul(rhs, net.fdlf_pv_rhs.astype(dtype)), 0.0)
-    s_t, d_inv = net.fdlf_pv_schur_t.astype(dtype), net.fdlf_pv_inv_schur.astype(dtype)
+    return _schur_cg_solve(net.fdlf_pv_schur_t.astype(dtype), net.fdlf_pv_inv_schur.astype(dtype), r, sw, steps)
+
+
+def _schur_cg_solve(s_t, d_inv, r, sw, steps: int):
+    """`steps` Jacobi-preconditioned CG steps on `S_ss y = r` restricted to `sw` (`s_t`:
+    the Schur complement's transpose, `d_inv`: its inverse diagonal); `y` is 0 off `sw`."""
     y = jnp.zeros_like(r)
     z = r * d_inv
     p_dir = z
@@ -638,6 +643,35 @@ def _switched_schur_cg(net: "ACNetwork", dtype, rhs, sw, steps: int):
         p_dir = z + beta * p_dir
         rz = rz_new
     return y
+
+
+def _switch_pv(enforce_q_limits: bool, q_lo, q_hi, vs, is_pv, q_target, q, err, vm, inherited):
+    """PV->PQ switching of one iterate: `(is_pv, q_target, inherited, released)`.
+
+    Limits are checked only once the iterate is near a solution (`err`, the largest
+    mismatch, below `_Q_SWITCH_MISMATCH`): at a flat start the computed Q is meaningless
+    and permanent switches there are spurious (they make case 300 diverge). This
+    approximates MATPOWER's outer loop. `inherited` (None on a cold start): switches
+    carried over from a previous solve, each tested once for a return to PV.
+    """
+    if not enforce_q_limits:
+        return is_pv, q_target, inherited, jnp.zeros((), bool)
+    near = err < _Q_SWITCH_MISMATCH
+    over = near & is_pv & (q > q_hi)
+    under = near & is_pv & (q < q_lo)
+    q_target = where(over, q_hi, where(under, q_lo, q_target))
+    is_pv = is_pv & ~(over | under)
+    if inherited is not None:
+        # A switch carried over from the previous solve is tested once, at the first
+        # near iterate: on the wrong side of its set point (at q_max with vm above it,
+        # at q_min with vm below) the bus would not need its limit, so it returns to PV
+        # (and from then on switches like any PV bus, permanently: no oscillation).
+        at_hi = q_target >= q_hi
+        release = near & inherited & where(at_hi, vm > vs, vm < vs)
+        # A released bus' voltage is off its set point until the next update re-pins
+        # it: no convergence declared on this iteration.
+        return is_pv | release, q_target, inherited & ~near, jnp.any(release)
+    return is_pv, q_target, inherited, jnp.zeros((), bool)
 
 
 def _fdlf_update(net: "ACNetwork", dtype, max_step: float, bus_power, c: _Carry, is_pv, q_target, f):
@@ -747,27 +781,7 @@ def _make_body(
         return _residual(net, lane, p, q, is_pv, q_target)
 
     def switch_pv(is_pv, q_target, q, err, vm, inherited):
-        if not enforce_q_limits:
-            return is_pv, q_target, inherited, jnp.zeros((), bool)
-        # Limits are checked only once the iterate is near a solution: at a flat start
-        # the computed Q is meaningless and permanent switches there are spurious
-        # (they make case 300 diverge). This approximates MATPOWER's outer loop.
-        near = err < _Q_SWITCH_MISMATCH
-        over = near & is_pv & (q > q_hi)
-        under = near & is_pv & (q < q_lo)
-        q_target = where(over, q_hi, where(under, q_lo, q_target))
-        is_pv = is_pv & ~(over | under)
-        if inherited is not None:
-            # A switch carried over from the previous solve is tested once, at the first
-            # near iterate: on the wrong side of its set point (at q_max with vm above it,
-            # at q_min with vm below) the bus would not need its limit, so it returns to PV
-            # (and from then on switches like any PV bus, permanently: no oscillation).
-            at_hi = q_target >= q_hi
-            release = near & inherited & where(at_hi, vm > vs, vm < vs)
-            # A released bus' voltage is off its set point until the next update re-pins
-            # it: no convergence declared on this iteration.
-            return is_pv | release, q_target, inherited & ~near, jnp.any(release)
-        return is_pv, q_target, inherited, jnp.zeros((), bool)
+        return _switch_pv(enforce_q_limits, q_lo, q_hi, vs, is_pv, q_target, q, err, vm, inherited)
 
     newton = _newton_solver(net, dtype, newton_step)
 

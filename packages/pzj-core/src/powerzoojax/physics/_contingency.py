@@ -28,7 +28,7 @@ from powerzoojax.physics._ac_outages import ACOutageModel, ac_network_with_line_
 from powerzoojax.physics._ac_pf import AC_PF_METHODS, NEWTON_STEPS, ACPFResult, ac_power_flow
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._contingency_fdlf import ScreenSolution as _Solved
-from powerzoojax.physics._contingency_fdlf import fdlf_outage_solve, outage_terms
+from powerzoojax.physics._contingency_fdlf import fdlf_outage_solve, outage_terms, screen_start
 from powerzoojax.physics._line_outages import _component_labels
 
 # Outage sets the Newton fallback solves together (each round gathers this many of the
@@ -36,21 +36,21 @@ from powerzoojax.physics._line_outages import _component_labels
 _FALLBACK_LANES = 16
 
 
-def _newton_fallback(newton, outages, res, islanded, batch_size):
-    """Re-solve by Newton, on the outaged network, every set `res` leaves unconverged
-    (islanding sets excepted), `_FALLBACK_LANES` at a time; a batch where every set
-    converged pays one loop test."""
-    n_sets = outages.shape[0]
-    lanes = min(_FALLBACK_LANES, n_sets, batch_size or n_sets)
+def _newton_fallback(newton, n_lanes: int, res, islanded, batch_size):
+    """Re-solve by Newton (`newton(lane ids)`, on the outaged network) every lane `res`
+    leaves unconverged (islanding sets excepted), `_FALLBACK_LANES` at a time; a batch
+    where every lane converged pays one loop test."""
+    lanes = min(_FALLBACK_LANES, n_lanes, batch_size or n_lanes)
     todo0 = ~res.converged & ~islanded
 
     def body(carry):
         res, todo = carry
-        pick = jnp.nonzero(todo, size=lanes, fill_value=n_sets)[0]
-        real = pick < n_sets
-        solved, _ = jax.vmap(newton)(outages[jnp.minimum(pick, n_sets - 1)])
-        solved = eqx.tree_at(lambda r: r.n_iter, solved, solved.n_iter + res.n_iter[jnp.minimum(pick, n_sets - 1)])
-        target = jnp.where(real, pick, n_sets)  # out of range: dropped
+        pick = jnp.nonzero(todo, size=lanes, fill_value=n_lanes)[0]
+        real = pick < n_lanes
+        safe = jnp.minimum(pick, n_lanes - 1)
+        solved, _ = jax.vmap(newton)(safe)
+        solved = eqx.tree_at(lambda r: r.n_iter, solved, solved.n_iter + res.n_iter[safe])
+        target = jnp.where(real, pick, n_lanes)  # out of range: dropped
         res = jax.tree.map(lambda a, b: a.at[target].set(b, mode="drop"), res, solved)
         return res, todo.at[target].set(False, mode="drop")
 
@@ -82,37 +82,37 @@ class ContingencyResult(eqx.Module):
     """
 
     base: ACPFResult
-    outages: Int[Array, "n_sets k"]
-    vm: Float[Array, "n_sets n_nodes"]
-    va: Float[Array, "n_sets n_nodes"]
-    line_p_from_mw: Float[Array, "n_sets n_lines"]
-    line_q_from_mvar: Float[Array, "n_sets n_lines"]
-    line_p_to_mw: Float[Array, "n_sets n_lines"]
-    line_q_to_mvar: Float[Array, "n_sets n_lines"]
-    line_loading_mva: Float[Array, "n_sets n_lines"]
-    loading_percent: Float[Array, "n_sets n_lines"]
-    overloaded: Bool[Array, "n_sets n_lines"]
-    n_overloads: Int[Array, " n_sets"]
-    max_loading_percent: Float[Array, " n_sets"]
-    vm_low: Bool[Array, "n_sets n_nodes"]
-    vm_high: Bool[Array, "n_sets n_nodes"]
-    n_voltage_violations: Int[Array, " n_sets"]
-    converged: Bool[Array, " n_sets"]
-    islanded: Bool[Array, " n_sets"]
-    n_iter: Int[Array, " n_sets"]
-    max_mismatch: Float[Array, " n_sets"]
+    outages: Int[Array, "*snapshots n_sets k"]
+    vm: Float[Array, "*snapshots n_sets n_nodes"]
+    va: Float[Array, "*snapshots n_sets n_nodes"]
+    line_p_from_mw: Float[Array, "*snapshots n_sets n_lines"]
+    line_q_from_mvar: Float[Array, "*snapshots n_sets n_lines"]
+    line_p_to_mw: Float[Array, "*snapshots n_sets n_lines"]
+    line_q_to_mvar: Float[Array, "*snapshots n_sets n_lines"]
+    line_loading_mva: Float[Array, "*snapshots n_sets n_lines"]
+    loading_percent: Float[Array, "*snapshots n_sets n_lines"]
+    overloaded: Bool[Array, "*snapshots n_sets n_lines"]
+    n_overloads: Int[Array, "*snapshots n_sets"]
+    max_loading_percent: Float[Array, "*snapshots n_sets"]
+    vm_low: Bool[Array, "*snapshots n_sets n_nodes"]
+    vm_high: Bool[Array, "*snapshots n_sets n_nodes"]
+    n_voltage_violations: Int[Array, "*snapshots n_sets"]
+    converged: Bool[Array, "*snapshots n_sets"]
+    islanded: Bool[Array, "*snapshots n_sets"]
+    n_iter: Int[Array, "*snapshots n_sets"]
+    max_mismatch: Float[Array, "*snapshots n_sets"]
 
 
 @_solver_entry(static_argnames=("enforce_q_limits", "method", "newton_step", "batch_size", "warm_start"))
 def contingency_screen(
     model: ACOutageModel,
-    p_gen_mw: Float[Array, " n_units"],
-    q_gen_mvar: Float[Array, " n_units"] | None,
-    load_p_mw: Float[Array, " n_loads"],
-    load_q_mvar: Float[Array, " n_loads"],
+    p_gen_mw: Float[Array, "... n_units"],
+    q_gen_mvar: Float[Array, "... n_units"] | None,
+    load_p_mw: Float[Array, "... n_loads"],
+    load_q_mvar: Float[Array, "... n_loads"],
     outages: Int[Array, "..."],
     *,
-    v_set: Float[Array, " n_nodes"] | None = None,
+    v_set: Float[Array, "... n_nodes"] | None = None,
     rate_mva: Float[Array, " n_lines"] | None = None,
     v_min: Float[Array, " n_nodes"] | float | FloatScalar = 0.94,
     v_max: Float[Array, " n_nodes"] | float | FloatScalar = 1.06,
@@ -157,47 +157,99 @@ def contingency_screen(
         )
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"contingency_screen: batch_size must be a positive int or None, got {batch_size}")
+    operating = dict(p_gen_mw=p_gen_mw, q_gen_mvar=q_gen_mvar, load_p_mw=load_p_mw, load_q_mvar=load_q_mvar, v_set=v_set)
+    operating = {k: None if v is None else jnp.asarray(v) for k, v in operating.items()}
+    batched = [k for k, v in operating.items() if v is not None and v.ndim == 2]
+    if any(v is not None and v.ndim not in (1, 2) for v in operating.values()):
+        raise ValueError("contingency_screen: the operating point's arrays must be 1-D, or 2-D (snapshots x ...)")
+    snap_counts = {v.shape[0] for v in operating.values() if v is not None and v.ndim == 2}
+    n_snap = snap_counts.pop() if batched else 1
+    if snap_counts:
+        raise ValueError(f"contingency_screen: the 2-D operating inputs {batched} disagree on the snapshot count")
+    # Every input with a leading snapshot axis (K = 1 for a single operating point).
+    point = {k: None if v is None else (v if k in batched else jnp.broadcast_to(v, (n_snap, *v.shape))) for k, v in operating.items()}
     opts = dict(max_iter=max_iter, tol=tol, enforce_q_limits=enforce_q_limits, method=method, newton_step=newton_step)
-    base = ac_power_flow(model.network, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, **opts)
-    pv_limit = base.pv_limit if enforce_q_limits else None
-    start = dict(init_vm=base.vm, init_va=base.va, init_pv_limit=pv_limit) if warm_start else {}
-    outages = outages.astype(jnp.int32)
 
-    def newton(lines):
+    def intact(pg, qg, pd, qd, vs):
+        return ac_power_flow(model.network, pg, qg, pd, qd, vs, **opts)
+
+    args = [point[k] for k in ("p_gen_mw", "q_gen_mvar", "load_p_mw", "load_q_mvar", "v_set")]
+    if batched:
+        axes = [None if a is None else 0 for a in args]
+        base = jax.vmap(intact, in_axes=axes)(*args)
+    else:
+        base = jax.tree.map(lambda x: x[None], intact(*[None if a is None else a[0] for a in args]))
+    pv_limit = base.pv_limit if enforce_q_limits else None
+    outages = outages.astype(jnp.int32)
+    n_sets = outages.shape[0]
+    n_lanes = n_snap * n_sets  # lane = snapshot * n_sets + set
+
+    def newton(lane):
+        snap, lines = lane // n_sets, outages[lane % n_sets]
+        pg, qg, pd, qd, vs = [None if a is None else a[snap] for a in args]
+        start = (
+            dict(init_vm=base.vm[snap], init_va=base.va[snap], init_pv_limit=None if pv_limit is None else pv_limit[snap])
+            if warm_start else {}
+        )
         opened = ac_network_with_line_outages_at(model, lines)
-        res = ac_power_flow(opened.network, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, **start, **opts)
+        res = ac_power_flow(opened.network, pg, qg, pd, qd, vs, **start, **opts)
         return _Solved(
             vm=res.vm, va=res.va, line_p_from_mw=res.line_p_from_mw, line_q_from_mvar=res.line_q_from_mvar,
             line_p_to_mw=res.line_p_to_mw, line_q_to_mvar=res.line_q_to_mvar, line_loading_mva=res.line_loading_mva,
             converged=res.converged & ~opened.islanded, n_iter=res.n_iter, max_mismatch=res.max_mismatch,
         ), opened.islanded
 
-    def fast(chunk):
-        terms = jax.vmap(lambda lines: outage_terms(model, lines))(chunk)
-        init = (base.vm, base.va, pv_limit) if warm_start else (None, None, None)
+    def start_of(pg, qg, pd, qd, vs, vm, va, limit):
+        init = (vm, va, limit) if warm_start else (None, None, None)
+        return screen_start(model, pg, qg, pd, qd, vs, *init, enforce_q_limits=enforce_q_limits)
+
+    def fast_inputs():
+        """The sets' low-rank terms once (plus an empty set for padding), the snapshots' starts once."""
+        padded_sets = jnp.concatenate([outages, jnp.full((1, outages.shape[1]), -1, jnp.int32)])
+        all_terms = jax.vmap(lambda lines: outage_terms(model, lines))(padded_sets)
+        start_args = [*args, base.vm, base.va, pv_limit]
+        all_lanes, all_init = jax.vmap(start_of, in_axes=[None if a is None else 0 for a in start_args])(*start_args)
+        return all_terms, all_lanes, all_init
+
+    def solve_fast(terms, lanes, init):
         res = fdlf_outage_solve(
-            model, terms, p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, *init,
-            max_iter=max_iter, tol=tol, enforce_q_limits=enforce_q_limits,
+            model, terms, lanes, init, max_iter=max_iter, tol=tol, enforce_q_limits=enforce_q_limits
         )
         return res, terms.islanded
 
-    n_sets = outages.shape[0]
+    def fast(lane_ids, all_terms, all_lanes, all_init):
+        real = lane_ids < n_lanes
+        set_idx, snap = jnp.where(real, lane_ids % n_sets, n_sets), jnp.where(real, lane_ids // n_sets, 0)
+        lanes, init = jax.tree.map(lambda x: x[snap], (all_lanes, all_init))
+        return solve_fast(jax.tree.map(lambda x: x[set_idx], all_terms), lanes, init)
+
     if method == "newton":
         if batch_size is None:
-            res, islanded = jax.vmap(newton)(outages)
+            res, islanded = jax.vmap(newton)(jnp.arange(n_lanes))
         else:
-            res, islanded = jax.lax.map(newton, outages, batch_size=batch_size)
-    elif batch_size is None or batch_size >= n_sets:
-        res, islanded = fast(outages)
+            res, islanded = jax.lax.map(newton, jnp.arange(n_lanes), batch_size=batch_size)
+    elif batch_size is None or batch_size >= n_lanes:
+        # Lanes in snapshot-major order: the sets' terms tiled, each snapshot's start repeated.
+        all_terms, all_lanes, all_init = fast_inputs()
+        terms = jax.tree.map(lambda x: jnp.tile(x[:n_sets], (n_snap,) + (1,) * (x.ndim - 1)), all_terms)
+        lanes, init = jax.tree.map(lambda x: jnp.repeat(x, n_sets, axis=0), (all_lanes, all_init))
+        res, islanded = solve_fast(terms, lanes, init)
     else:
-        # Chunks of batch_size sets, the last padded with empty sets (-1: nothing opened).
-        n_chunks = -(-n_sets // batch_size)
-        padded = jnp.full((n_chunks * batch_size, outages.shape[1]), -1, jnp.int32).at[:n_sets].set(outages)
-        res, islanded = jax.lax.map(fast, padded.reshape(n_chunks, batch_size, -1))
-        res, islanded = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:])[:n_sets], (res, islanded))
+        # Chunks of batch_size lanes, the last padded with the empty set (nothing opened).
+        n_chunks = -(-n_lanes // batch_size)
+        ids = jnp.arange(n_chunks * batch_size).reshape(n_chunks, batch_size)
+        inputs = fast_inputs()
+        res, islanded = jax.lax.map(lambda chunk: fast(chunk, *inputs), ids)
+        res, islanded = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:])[:n_lanes], (res, islanded))
     if method == "fdlf":
         opts["method"] = "newton"
-        res = _newton_fallback(newton, outages, res, islanded, batch_size)
+        res = _newton_fallback(newton, n_lanes, res, islanded, batch_size)
+    if batched:
+        outages_out = jnp.broadcast_to(outages, (n_snap, *outages.shape))
+        res, islanded = jax.tree.map(lambda x: x.reshape(n_snap, n_sets, *x.shape[1:]), (res, islanded))
+    else:
+        outages_out = outages
+        base = jax.tree.map(lambda x: x[0], base)
 
     dtype = res.vm.dtype
     rate = jnp.zeros((model.network.n_lines,), dtype) if rate_mva is None else jnp.asarray(rate_mva, dtype)
@@ -206,10 +258,11 @@ def contingency_screen(
     overloaded = loading_pct > 100.0
     vm_low = res.vm < jnp.asarray(v_min, dtype)
     vm_high = res.vm > jnp.asarray(v_max, dtype)
+    lines_axis = res.line_loading_mva.ndim - 1
     converged = res.converged & ~islanded
     return ContingencyResult(
         base=base,
-        outages=outages,
+        outages=outages_out,
         vm=res.vm,
         va=res.va,
         line_p_from_mw=res.line_p_from_mw,
@@ -219,11 +272,11 @@ def contingency_screen(
         line_loading_mva=res.line_loading_mva,
         loading_percent=loading_pct,
         overloaded=overloaded,
-        n_overloads=jnp.sum(overloaded, axis=1, dtype=jnp.int32),
-        max_loading_percent=jnp.max(loading_pct, axis=1),
+        n_overloads=jnp.sum(overloaded, axis=lines_axis, dtype=jnp.int32),
+        max_loading_percent=jnp.max(loading_pct, axis=lines_axis),
         vm_low=vm_low,
         vm_high=vm_high,
-        n_voltage_violations=jnp.sum(vm_low | vm_high, axis=1, dtype=jnp.int32),
+        n_voltage_violations=jnp.sum(vm_low | vm_high, axis=-1, dtype=jnp.int32),
         converged=converged,
         islanded=islanded,
         n_iter=res.n_iter,

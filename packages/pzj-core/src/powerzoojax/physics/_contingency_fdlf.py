@@ -3,13 +3,22 @@ every outage set, plus low-rank corrections per set.
 
 Solving each outage set with its own `ACNetwork` (`ac_network_with_line_outages_at` then
 `ac_power_flow`) makes every product of the loop a batched matrix-vector product with
-that set's own `Ybus` and B'/B'' inverses, which is bound by memory traffic (case 300, 300
-sets: 46 ms per `Ybus` product against 5.5 ms for one shared matrix product). Here each
+that set's own `Ybus` and B'/B'' inverses, which is bound by memory traffic. Here each
 product is with the intact network's matrix, shared by the batch, and the outage enters as:
 
 * currents: `Ybus' V = Ybus V - (the opened branches' pi-model currents at their ends)`;
 * the P and Q half-steps: the Woodbury form of B'^-1 and B0^-1 (as in
   `_ac_outages`), applied as the shared product plus a rank-`2k` correction.
+
+The loop works over all `N` buses: the shared inverses are stored with a zero row and
+column at the slack (so the slack's angle and magnitude never move and its mismatch
+rows are ignored), which keeps every per-iteration array at its full width instead of
+dropping and re-inserting the slack each half-step. The opened lines' end values are
+read with one-hot rows rather than index gathers, so that a batch of sets stays a batch
+of dense elementwise work.
+
+Each lane of the batch carries its own operating point (`ScreenLanes`): the lanes may be
+the outage sets of one operating point, or of several at once.
 
 The reactive-limit switches keep the intact network's Schur-complement operators (B''
 changes near the opened lines only): like any fast-decoupled operator they set the
@@ -29,18 +38,17 @@ from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_outages import ACOutageModel, _reduced_index, _stamp_blocks
 from powerzoojax.physics._ac_pf import (
     _FDLF_CG_STEPS,
-    _Q_SWITCH_MISMATCH,
     _ROUNDOFF_FACTOR,
-    _drop,
-    _insert_zero,
     _line_flows,
-    _switched_schur_cg,
+    _schur_cg_solve,
+    _switch_pv,
 )
 from powerzoojax.physics._compaction import compaction_caps, compacting_loop
 from powerzoojax.physics._line_outages import _component_labels
 
-# Smallest compacted batch (as `ac_power_flow`'s batched loop).
-_MIN_COMPACT = 16
+# Smallest compacted batch: the last stage runs the few slowest sets (up to 30
+# iterations against a mean of 6-11), so it is kept small.
+_MIN_COMPACT = 8
 
 
 class OutageTerms(eqx.Module):
@@ -50,15 +58,12 @@ class OutageTerms(eqx.Module):
     islanded: Bool[Array, ""]
     hot_from: Float[Array, "k n_nodes"]  # one-hot of the opened lines' from buses (0 when unused)
     hot_to: Float[Array, "k n_nodes"]
-    from_bus: Int[Array, " k"]
-    to_bus: Int[Array, " k"]
     y_g: Float[Array, "k 4"]  # opened pi-model terms (ff, ft, tf, tt), zero when unused
     y_b: Float[Array, "k 4"]
-    idx: Int[Array, " two_k"]  # opened lines' ends among the non-slack buses
-    valid: Bool[Array, " two_k"]
-    bp_cols: Float[Array, "n_pvpq two_k"]  # B'^-1 U
+    ends_hot: Float[Array, "two_k n_nodes"]  # one-hot of the opened lines' ends (from, to, ...)
+    bp_cols: Float[Array, "n_nodes two_k"]  # B'^-1 U over every bus (zero row at the slack)
     bp_core: Float[Array, "two_k two_k"]  # (I - S W)^-1 S
-    b0_cols: Float[Array, "n_pvpq two_k"]
+    b0_cols: Float[Array, "n_nodes two_k"]
     b0_core: Float[Array, "two_k two_k"]
 
 
@@ -91,26 +96,46 @@ def outage_terms(model: ACOutageModel, lines: Int[Array, " k"]) -> OutageTerms:
         s = (eye_k[:, None, :, None] * blocks[:, :, None, :]).reshape(2 * k, 2 * k)
         cols = where(valid[None, :], a_inv[:, idx], 0.0)
         w = where(valid[:, None], cols[idx, :], 0.0)
-        return cols, jnp.linalg.solve(jnp.eye(2 * k, dtype=dtype) - hp.matmul(s, w), s)
+        core = jnp.linalg.solve(jnp.eye(2 * k, dtype=dtype) - hp.matmul(s, w), s)
+        return jnp.insert(cols, slack, 0.0, axis=0), core
 
     bp_cols, bp_core = woodbury(model.bp_inv, bp_blocks)
     b0_cols, b0_core = woodbury(model.b0_inv, b0_blocks)
     hot = lambda bus: jax.nn.one_hot(bus, n, dtype=dtype) * weight[:, None]  # noqa: E731
+    # The slack's end reads zero: its rows of the shared products are zero anyway.
+    ends = jnp.stack([f, t], axis=1).reshape(-1)
+    ends_hot = jax.nn.one_hot(ends, n, dtype=dtype) * valid[:, None].astype(dtype)
     return OutageTerms(
-        line_out=out, islanded=islanded, hot_from=hot(f), hot_to=hot(t), from_bus=f, to_bus=t,
+        line_out=out, islanded=islanded, hot_from=hot(f), hot_to=hot(t),
         y_g=net.branch_g[slots] * weight[:, None], y_b=net.branch_b[slots] * weight[:, None],
-        idx=idx, valid=valid, bp_cols=bp_cols, bp_core=bp_core, b0_cols=b0_cols, b0_core=b0_core,
+        ends_hot=ends_hot, bp_cols=bp_cols, bp_core=bp_core, b0_cols=b0_cols, b0_core=b0_core,
     )
 
 
-def _low_rank(x, cols, core, idx, valid):
-    """`x + cols core (x[idx])`: the Woodbury correction of a shared inverse's product `x`."""
-    return x + hp.matmul(cols, hp.matmul(core, where(valid, x[idx], 0.0)))
+def _low_rank(x, cols, core, ends_hot):
+    """`x + cols core (x at the opened ends)`: the Woodbury correction of a shared
+    inverse's product `x` (one-hot reads and a rank-`2k` outer product: elementwise work
+    under `vmap`, where an index gather per set is not)."""
+    at_ends = jnp.sum(ends_hot * x[None, :], axis=1)
+    weights = jnp.sum(core * at_ends[None, :], axis=1)
+    return x + jnp.sum(cols * weights[None, :], axis=1)
+
+
+class ScreenLanes(eqx.Module):
+    """One lane's operating point (per lane under `vmap`): what the loop reads besides
+    the outage set."""
+
+    p_sched: Float[Array, " n_nodes"]  # scheduled net P [p.u.]
+    vs: Float[Array, " n_nodes"]  # voltage set points [p.u.]
+    q_lo: Float[Array, " n_nodes"]  # PV reactive limits net of load [p.u.]
+    q_hi: Float[Array, " n_nodes"]
 
 
 class _State(eqx.Module):
     vm: Array
     va: Array
+    cos_va: Array  # cos/sin of `va` (the P half-step computes those of its angles anyway)
+    sin_va: Array
     is_pv: Array
     q_target: Array
     inherited: Array
@@ -134,23 +159,17 @@ class ScreenSolution(eqx.Module):
     max_mismatch: Float[Array, ""]
 
 
-def fdlf_outage_solve(
+def screen_start(
     model: ACOutageModel,
-    batch: OutageTerms,
     p_gen_mw, q_gen_mvar, load_p_mw, load_q_mvar, v_set, init_vm, init_va, init_pv_limit,
-    *, max_iter, tol, enforce_q_limits: bool, max_step: float = 1.0,
-) -> ScreenSolution:
-    """Fast-decoupled power flows of the intact network with each of `batch`'s outage sets
-    opened (`batch` has a leading set axis; see the module docstring), started from `init_*`
-    (the intact solution, or flat when `None`). The loop runs batched and compacts the
-    still-active sets like `ac_power_flow`'s batched loop (`_compaction`), so a few slow
-    sets do not keep the whole batch iterating."""
+    *, enforce_q_limits: bool,
+) -> tuple[ScreenLanes, _State]:
+    """One operating point's lane data and starting iterate (`init_*`: the intact
+    solution, or a flat start when `None`)."""
     net = model.network
     dtype = jnp.result_type(p_gen_mw, load_p_mw, load_q_mvar)
     cast = lambda x: jnp.asarray(x).astype(dtype)  # noqa: E731
     n, slack, base = net.n_nodes, net.slack_idx, net.base_mva
-    m = n - 1
-    red = lambda x: _drop(x, slack)  # noqa: E731
     unit_map = jax.nn.one_hot(net.unit_bus, n, dtype=dtype).T
     load_map = jax.nn.one_hot(net.load_bus, n, dtype=dtype).T
     p_gen = cast(p_gen_mw) * cast(net.unit_on)
@@ -161,70 +180,7 @@ def fdlf_outage_solve(
     vs = cast(net.v_set) if v_set is None else cast(v_set)
     q_lo = (cast(net.q_min_mvar) - load_q) / base
     q_hi = (cast(net.q_max_mvar) - load_q) / base
-    floor = _ROUNDOFF_FACTOR * jnp.finfo(dtype).eps * red(cast(net.y_row_abs))
-    row_tol = jnp.maximum(cast(tol), jnp.concatenate([floor, floor]))
     is_slack = jnp.arange(n) == slack
-    y_real_t = cast(net.y_real_t)
-
-    def power(terms, vm, va):
-        yg, yb = cast(terms.y_g), cast(terms.y_b)
-        hot_f, hot_t = cast(terms.hot_from), cast(terms.hot_to)
-        e, f = vm * jnp.cos(va), vm * jnp.sin(va)
-        i_re, i_im = _krylov.dense_current(y_real_t)(e, f)
-        ef, ff, et, ft = e[terms.from_bus], f[terms.from_bus], e[terms.to_bus], f[terms.to_bus]
-
-        def cur(ks, ko, es, fs, eo, fo):
-            re = yg[:, ks] * es - yb[:, ks] * fs + yg[:, ko] * eo - yb[:, ko] * fo
-            im = yb[:, ks] * es + yg[:, ks] * fs + yb[:, ko] * eo + yg[:, ko] * fo
-            return re, im
-
-        (cf_re, cf_im), (ct_re, ct_im) = cur(0, 1, ef, ff, et, ft), cur(3, 2, et, ft, ef, ff)
-        i_re = i_re - hp.matmul(cf_re, hot_f) - hp.matmul(ct_re, hot_t)
-        i_im = i_im - hp.matmul(cf_im, hot_f) - hp.matmul(ct_im, hot_t)
-        return e * i_re + f * i_im, f * i_re - e * i_im
-
-    def residual(p, q, is_pv, q_target):
-        return jnp.concatenate([red(p - p_sched), red(where(is_pv, 0.0, q - q_target))])
-
-    def switch(s: _State, q, err):
-        if not enforce_q_limits:
-            return s.is_pv, s.q_target, s.inherited, jnp.zeros((), bool)
-        near = err < _Q_SWITCH_MISMATCH
-        over, under = near & s.is_pv & (q > q_hi), near & s.is_pv & (q < q_lo)
-        q_target = where(over, q_hi, where(under, q_lo, s.q_target))
-        is_pv = s.is_pv & ~(over | under)
-        # A switch inherited from the intact solution is tested once for a return to PV
-        # (the rule of `ac_power_flow`'s `init_pv_limit`).
-        release = near & s.inherited & where(q_target >= q_hi, s.vm > vs, s.vm < vs)
-        return is_pv | release, q_target, s.inherited & ~near, jnp.any(release)
-
-    bp_inv_t, pq_solve_t = cast(net.fdlf_bp_inv).T, cast(net.fdlf_pq_solve_t)
-    pv_sel, pv_out = cast(net.fdlf_pv_sel), cast(net.fdlf_pv_out)
-
-    def body(terms: OutageTerms, s: _State) -> _State:
-        p, q = power(terms, s.vm, s.va)
-        err0 = jnp.max(jnp.abs(residual(p, q, s.is_pv, s.q_target)))
-        is_pv, q_target, inherited, released = switch(s, q, err0)
-        f = residual(p, q, is_pv, q_target)
-        conv = jnp.all(jnp.abs(f) < row_tol) & ~released
-        vm_red = red(s.vm)
-        d_va = -_low_rank(hp.matmul(f[:m] / vm_red, bp_inv_t), terms.bp_cols, terms.bp_core, terms.idx, terms.valid)
-        ok = jnp.all(jnp.isfinite(d_va))
-        va = s.va + _insert_zero(where(ok & ~conv, jnp.clip(d_va, -max_step, max_step), 0.0), slack)
-        p, q = power(terms, s.vm, va)
-        rhs = red(where(is_pv, 0.0, q - q_target)) / vm_red
-        x = _low_rank(hp.matmul(rhs, pq_solve_t), terms.b0_cols, terms.b0_core, terms.idx, terms.valid)
-        sw = hp.matmul(red(~is_pv).astype(dtype), pv_sel) > 0.5
-        x = x + hp.matmul(_switched_schur_cg(net, dtype, rhs, sw, _FDLF_CG_STEPS), pv_out)
-        finite = ok & jnp.all(jnp.isfinite(x))
-        step = ~conv & finite
-        vm = s.vm + _insert_zero(where(step, jnp.clip(-x, -max_step, max_step), 0.0), slack)
-        vm = where(step, where(is_pv | is_slack, vs, vm), s.vm)
-        return _State(
-            vm=vm, va=where(step, va, s.va), is_pv=is_pv, q_target=q_target, inherited=inherited,
-            it=s.it + step.astype(jnp.int32), done=conv | ~finite, converged=conv,
-        )
-
     is_pv0, q_target0 = net.is_pv, q_sched
     inherited0 = jnp.zeros((n,), bool)
     if init_pv_limit is not None and enforce_q_limits:
@@ -236,17 +192,108 @@ def fdlf_outage_solve(
     vm0 = jnp.ones((n,), dtype) if init_vm is None else cast(init_vm)
     va0 = jnp.full((n,), va_ref, dtype) if init_va is None else cast(init_va)
     vm0 = where(is_pv0 | is_slack, vs, vm0)
-    init = _State(
-        vm=vm0, va=va0, is_pv=is_pv0, q_target=q_target0, inherited=inherited0,
-        it=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
+    state = _State(
+        vm=vm0, va=va0, cos_va=jnp.cos(va0), sin_va=jnp.sin(va0), is_pv=is_pv0, q_target=q_target0,
+        inherited=inherited0, it=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
     )
-    def _finish(terms: OutageTerms, s: _State) -> ScreenSolution:
-        p, q = power(terms, s.vm, s.va)
-        f = residual(p, q, s.is_pv, s.q_target)
-        err = jnp.max(jnp.abs(f))
+    return ScreenLanes(p_sched=p_sched, vs=vs, q_lo=q_lo, q_hi=q_hi), state
+
+
+def fdlf_outage_solve(
+    model: ACOutageModel,
+    batch: OutageTerms,
+    lanes: ScreenLanes,
+    init: _State,
+    *, max_iter, tol, enforce_q_limits: bool, max_step: float = 1.0,
+) -> ScreenSolution:
+    """Fast-decoupled power flows of the intact network with each of `batch`'s outage sets
+    opened, at each lane's operating point (`batch`, `lanes` and `init`, from
+    `screen_start`, share a leading lane axis; see the module docstring). The loop runs
+    batched and compacts the still-active lanes like `ac_power_flow`'s batched loop
+    (`_compaction`), so a few slow sets do not keep the whole batch iterating."""
+    net = model.network
+    dtype = lanes.p_sched.dtype
+    cast = lambda x: jnp.asarray(x).astype(dtype)  # noqa: E731
+    n, slack = net.n_nodes, net.slack_idx
+    is_slack = jnp.arange(n) == slack
+    floor = _ROUNDOFF_FACTOR * jnp.finfo(dtype).eps * cast(net.y_row_abs)
+    # Per-bus tolerance of the P and Q rows; the slack's rows are not tested.
+    row_tol = where(is_slack, jnp.inf, jnp.maximum(cast(tol), floor))
+    y_real_t = cast(net.y_real_t)
+
+    def full(a, axis):
+        return jnp.insert(cast(a), slack, 0.0, axis=axis)
+
+    # The shared operators over every bus, zero at the slack's row and column.
+    bp_inv_t = full(full(net.fdlf_bp_inv.T, 0), 1)
+    pq_solve_t = full(full(net.fdlf_pq_solve_t, 0), 1)
+    pv_rhs, pv_sel, pv_out = full(net.fdlf_pv_rhs, 0), full(net.fdlf_pv_sel, 0), full(net.fdlf_pv_out, 1)
+    pv_schur_t, pv_inv_schur = cast(net.fdlf_pv_schur_t), cast(net.fdlf_pv_inv_schur)
+
+    def power(terms: OutageTerms, vm, cos_va, sin_va):
+        yg, yb = cast(terms.y_g), cast(terms.y_b)
+        hot_f, hot_t = cast(terms.hot_from), cast(terms.hot_to)
+        e, f = vm * cos_va, vm * sin_va
+        i_re, i_im = _krylov.dense_current(y_real_t)(e, f)
+        ef, ff = jnp.sum(hot_f * e, axis=1), jnp.sum(hot_f * f, axis=1)
+        et, ft = jnp.sum(hot_t * e, axis=1), jnp.sum(hot_t * f, axis=1)
+
+        def cur(ks, ko, es, fs, eo, fo):
+            re = yg[:, ks] * es - yb[:, ks] * fs + yg[:, ko] * eo - yb[:, ko] * fo
+            im = yb[:, ks] * es + yg[:, ks] * fs + yb[:, ko] * eo + yg[:, ko] * fo
+            return re, im
+
+        (cf_re, cf_im), (ct_re, ct_im) = cur(0, 1, ef, ff, et, ft), cur(3, 2, et, ft, ef, ff)
+        i_re = i_re - jnp.sum(cf_re[:, None] * hot_f + ct_re[:, None] * hot_t, axis=0)
+        i_im = i_im - jnp.sum(cf_im[:, None] * hot_f + ct_im[:, None] * hot_t, axis=0)
+        return e * i_re + f * i_im, f * i_re - e * i_im
+
+    def mismatch(lane: ScreenLanes, p, q, is_pv, q_target):
+        """P and Q mismatch over every bus, zero on the slack's rows and the PV buses' Q."""
+        return where(is_slack, 0.0, p - lane.p_sched), where(is_pv | is_slack, 0.0, q - q_target)
+
+    def within_tol(dp, dq):
+        # |x| < tol, exactly, as one reduction: the sign of |x| - tol (-inf on the slack).
+        return jnp.max(jnp.maximum(jnp.abs(dp) - row_tol, jnp.abs(dq) - row_tol)) < 0
+
+    def body(terms: OutageTerms, lane: ScreenLanes, s: _State) -> _State:
+        p, q = power(terms, s.vm, s.cos_va, s.sin_va)
+        dp, dq0 = mismatch(lane, p, q, s.is_pv, s.q_target)
+        err0 = jnp.max(jnp.maximum(jnp.abs(dp), jnp.abs(dq0)))
+        is_pv, q_target, inherited, released = _switch_pv(
+            enforce_q_limits, lane.q_lo, lane.q_hi, lane.vs, s.is_pv, s.q_target, q, err0, s.vm, s.inherited
+        )
+        assert inherited is not None  # the screen's state always carries it
+        dq = where(is_pv | is_slack, 0.0, q - q_target)
+        conv = within_tol(dp, dq) & ~released
+        d_va = -_low_rank(hp.matmul(dp / s.vm, bp_inv_t), terms.bp_cols, terms.bp_core, terms.ends_hot)
+        ok = jnp.all(jnp.isfinite(d_va))
+        move_va = ok & ~conv
+        va = s.va + where(move_va, jnp.clip(d_va, -max_step, max_step), 0.0)
+        cos_va, sin_va = jnp.cos(va), jnp.sin(va)
+        p, q = power(terms, s.vm, cos_va, sin_va)
+        rhs = where(is_pv | is_slack, 0.0, q - q_target) / s.vm
+        x = _low_rank(hp.matmul(rhs, pq_solve_t), terms.b0_cols, terms.b0_core, terms.ends_hot)
+        sw = hp.matmul((~is_pv).astype(dtype), pv_sel) > 0.5
+        y = _schur_cg_solve(pv_schur_t, pv_inv_schur, where(sw, hp.matmul(rhs, pv_rhs), 0.0), sw, _FDLF_CG_STEPS)
+        x = x + hp.matmul(y, pv_out)
+        finite = ok & jnp.all(jnp.isfinite(x))
+        step = ~conv & finite
+        vm = s.vm + where(step, jnp.clip(-x, -max_step, max_step), 0.0)
+        vm = where(step, where(is_pv | is_slack, lane.vs, vm), s.vm)
+        return _State(
+            vm=vm, va=where(step, va, s.va), cos_va=where(step, cos_va, s.cos_va), sin_va=where(step, sin_va, s.sin_va),
+            is_pv=is_pv, q_target=q_target, inherited=inherited,
+            it=s.it + step.astype(jnp.int32), done=conv | ~finite, converged=conv,
+        )
+
+    def _finish(terms: OutageTerms, lane: ScreenLanes, s0: _State, s: _State) -> ScreenSolution:
+        p, q = power(terms, s.vm, s.cos_va, s.sin_va)
+        dp, dq = mismatch(lane, p, q, s.is_pv, s.q_target)
+        err = jnp.max(jnp.maximum(jnp.abs(dp), jnp.abs(dq)))
         ok = jnp.isfinite(err) & jnp.all(jnp.isfinite(s.vm)) & jnp.all(jnp.isfinite(s.va))
-        converged = (s.converged | jnp.all(jnp.abs(f) < row_tol)) & ok & ~terms.islanded
-        vm, va = where(ok, s.vm, vm0), where(ok, s.va, va0)
+        converged = (s.converged | within_tol(dp, dq)) & ok & ~terms.islanded
+        vm, va = where(ok, s.vm, s0.vm), where(ok, s.va, s0.va)
         pf, qf, pt, qt, s_from, s_to = _line_flows(net, vm, va)
         opened = lambda x: where(terms.line_out, 0.0, x)  # noqa: E731
         return ScreenSolution(
@@ -257,20 +304,22 @@ def fdlf_outage_solve(
 
     max_iter = jnp.asarray(max_iter, jnp.int32)
     n_sets = batch.islanded.shape[0]
-    init = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_sets, *jnp.shape(x))), init)
     step = jax.vmap(body)
 
     def active(_, s):
         return ~s.done & (s.it < max_iter)
 
-    def run(lanes, c, cap: int):
+    def run(lane_data, c, cap: int):
+        terms, lane = lane_data
+
         def loop_body(c):
-            act = active(lanes, c)
-            new = step(lanes, c)
+            act = active(lane_data, c)
+            new = step(terms, lane, c)
             keep = lambda a, b: where(act.reshape(act.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
             return jax.tree.map(keep, new, c)
 
-        return jax.lax.while_loop(lambda c: jnp.sum(active(lanes, c)) > cap, loop_body, c)
+        return jax.lax.while_loop(lambda c: jnp.sum(active(lane_data, c)) > cap, loop_body, c)
 
-    s = compacting_loop(run, active, batch, init, compaction_caps(n_sets, _MIN_COMPACT), skip_when_done=True)
-    return jax.vmap(lambda terms, s: _finish(terms, s))(batch, s)
+    caps = compaction_caps(n_sets, _MIN_COMPACT)
+    s = compacting_loop(run, active, (batch, lanes), init, caps, skip_when_done=True)
+    return jax.vmap(_finish)(batch, lanes, init, s)
