@@ -170,3 +170,13 @@ def test_a_saved_config_of_every_field_still_loads_as_its_family():
     saved = {**TrainConfig()._asdict(), **TrainConfig(algo="sac")._asdict(), "eval_episodes": 128, "n_eval_envs": 0,
              "wall_time_warmup_timesteps": None, "minibatch_shuffle": "blocks", "num_envs": 16}
     assert load_config(saved) == TrainConfig(algo="sac", num_envs=16)
+
+
+def test_overrides_of_a_run_must_be_knobs_of_its_algorithm():
+    from powerzoojax.rl.algos._config import check_knobs
+
+    check_knobs("sac", {"algo": "sac", "sac_num_epochs": 2, "num_envs": 4, "n_eval_envs": 0})
+    with pytest.raises(TypeError, match=r"SACConfig \(algo sac\) has no field\(s\) n_minibatches \(configures ppo"):
+        check_knobs("sac", {"algo": "sac", "n_minibatches": 4})
+    with pytest.raises(TypeError, match=r"mystery \(no such field\)"):
+        check_knobs("ppo", {"mystery": 1})

@@ -497,6 +497,18 @@ def config_class(algo: str) -> type[TrainConfig]:
     raise ValueError(f"TrainConfig: algo must be one of {list(IMPLEMENTED_ALGOS)}, got {algo!r}")
 
 
+def check_knobs(algo: str, names: Any) -> None:
+    """Refuse (`TypeError`, naming the algorithms each configures) knobs given for `algo` that
+    its family's config has no field for: what `train(..., **overrides)` and the command line
+    check, where every knob is the caller's request, before `replace` leaves another family's
+    fields behind."""
+    target = config_class(algo)
+    own = _family_fields(target)
+    foreign = [name for name in names if name not in own and name not in REFERENCE_ONLY_KEYWORDS]
+    if foreign:
+        raise TypeError(f"TrainConfig: {_not_fields(foreign, target)}")
+
+
 def _family_fields(cls: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}
 

@@ -13,7 +13,7 @@ from jaxtyping import Array
 from powerzoojax.core import Environment, rollout
 from powerzoojax.core._provider import missing_extra_message
 from powerzoojax.core._types import Key
-from powerzoojax.rl.algos._config import PPOConfig, TrainConfig, family_config
+from powerzoojax.rl.algos._config import PPOConfig, TrainConfig, check_knobs, family_config
 from powerzoojax.rl.algos._ppo import PPOTrainer, make_cmdp_train, make_ppo_train
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.training._runner import run_training
@@ -164,6 +164,7 @@ def build_trainer(
         config = TrainConfig() if config is None else config
         preset_name = None
     assert config is not None
+    check_knobs(overrides.get("algo", config.algo), overrides)
     config = config.replace(seed=seed, **overrides)
     from powerzoojax.rl.marl._multi_agent import MultiAgentEnvironment
 
@@ -212,7 +213,9 @@ def train(
       status line, divergence and signal handling).
     - `mesh`: train data-parallel over its devices (see `make_train`); in a multi-process
       run every process calls `train` with the same arguments and process 0 writes the files.
-    - `**overrides`: config fields, applied with `config.replace(seed=seed, **overrides)`.
+    - `**overrides`: config fields, applied with `config.replace(seed=seed, **overrides)`;
+      each must be a field of the family of the run's `algo` (a `TypeError` names the
+      algorithms a stray knob configures).
 
     **Returns:**
 
