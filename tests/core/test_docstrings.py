@@ -60,7 +60,6 @@ def test_the_check_flags_rst_markup(checker, markup):
 PENDING_MEASUREMENTS = {
     "packages/pzj-core/src/powerzoojax/physics/_ac_outages.py",
     "packages/pzj-core/src/powerzoojax/physics/_ac_pf.py",
-    "packages/pzj-core/src/powerzoojax/physics/_contingency_fdlf.py",
 }
 
 
