@@ -8,7 +8,9 @@ correction (`_contingency_fdlf`); `"fdlf"` then re-solves by Newton, on the outa
 ([`ac_network_with_line_outages_at`][powerzoojax.physics.ac_network_with_line_outages_at]),
 every set that loop leaves unconverged; `"newton"` solves every set that way. The sets are a
 batch (in chunks of `batch_size` when given), so a screen of every single-line outage of a
-case is one compiled program, and changing the sets does not recompile.
+case is one compiled program, and changing the sets does not recompile. Operating points
+given with a leading snapshot axis `(K, ...)` multiply the batch: every set at every
+snapshot, each started from its snapshot's intact solution.
 
 Per outage set it reports bus voltages, branch flows and loadings against ratings, the
 overloaded lines, the buses outside their voltage band, the convergence flag, the
@@ -60,6 +62,9 @@ def _newton_fallback(newton, n_lanes: int, res, islanded, batch_size):
 
 class ContingencyResult(eqx.Module):
     """Result of [`contingency_screen`][powerzoojax.physics.contingency_screen]; `C` outage sets.
+
+    With `K` operating points (snapshots) every field below gains a leading `K` axis
+    (`vm` is `(K, C, N)`) and `base` holds the `K` intact solutions.
 
     **Arguments:**
 
@@ -131,6 +136,8 @@ def contingency_screen(
     - `model`: the [`ACOutageModel`][powerzoojax.physics.ACOutageModel] of the case.
     - `p_gen_mw`, `q_gen_mvar`, `load_p_mw`, `load_q_mvar`, `v_set`: the operating point, as
       for [`ac_power_flow`][powerzoojax.physics.ac_power_flow] (`q_gen_mvar=None`: zeros).
+      Any of them may carry a leading axis of `K` snapshots, `(K, ...)`, the others being
+      shared: every outage set is then screened at every snapshot in the same program.
     - `outages`: `(C, k)` line indices opened together per set; `-1` pads shorter sets
       (e.g. `single_line_outages(case)` for N-1).
     - `rate_mva`: `(L,)` line ratings [MVA]; `None` or values `<= 0`: no rating.
@@ -138,7 +145,8 @@ def contingency_screen(
     - `max_iter`, `tol`, `enforce_q_limits`, `newton_step`: the power flow's options.
     - `method`: `"fdlf"` (default: the shared-operator fast-decoupled loop, then Newton on the
       sets it leaves unconverged), `"fdlf_only"` (that loop alone) or `"newton"` (static).
-    - `batch_size`: outage sets solved together (`None`: all at once); smaller bounds memory.
+    - `batch_size`: (snapshot, set) pairs solved together (`None`: all at once); smaller
+      bounds memory.
     - `warm_start`: start each outage from the intact solution (static).
 
     **Returns:**
