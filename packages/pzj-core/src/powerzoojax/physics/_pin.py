@@ -11,12 +11,23 @@ is one call named `materialise` or `store_once`, which a profile shows under tha
 and `benchmarks/xla_tricks.py` replaces by the identity to time the program without it.
 """
 
+from collections.abc import Callable
+from typing import TypeVar, cast
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int
 
+_F = TypeVar("_F", bound=Callable[..., Array])
 
-@jax.jit
+
+def _named_jit(fn: _F) -> _F:
+    # `jax.jit` under the function's own name, keeping its signature for type checkers
+    # (a bare `jax.jit` returns an untyped wrapper, which makes every caller's types unknown).
+    return cast(_F, jax.jit(fn))
+
+
+@_named_jit
 def materialise(x: Array) -> Array:
     """`x` unchanged, but computed once. XLA fuses cheap elementwise producers into every
     consumer, so a small intermediate (a hash, a key table) read by a broadcasting
@@ -25,7 +36,7 @@ def materialise(x: Array) -> Array:
     return jnp.take(x, jnp.arange(x.shape[-1]), axis=-1)
 
 
-@jax.jit
+@_named_jit
 def store_once(x: Int[Array, "..."], like: Int[Array, "..."]) -> Int[Array, "..."]:
     """`x` unchanged (integers with `|x| < 2**24`), but computed once and stored.
 
