@@ -288,34 +288,42 @@ class IPPOTrainer(UpdateLoop):
     # -- the agents' layout (AgentLayout), by the names the update uses --------------------
     @property
     def n_agents(self) -> int:
+        """Number of agents (the env's, in `env.agents` order)."""
         return self.agents.n_agents
 
     @property
     def obs_dim(self) -> int:
+        """Width of one agent's observation."""
         return self.agents.obs_dim
 
     @property
     def action_dim(self) -> int:
+        """Width of one agent's action."""
         return self.agents.action_dim
 
     @property
     def agent_ids(self) -> bool:
+        """Whether the networks see a one-hot agent index beside the observation."""
         return self.agents.agent_ids
 
     @property
     def in_dim(self) -> int:
+        """Width of what a network sees: the observation plus the agent index when given."""
         return self.agents.in_dim
 
     @property
     def types(self) -> tuple[str, ...]:
+        """Agent type names, one network each (one shared type unless typed)."""
         return self.agents.types
 
     @property
     def type_index(self) -> tuple[np.ndarray, ...]:
+        """For each type, the indices of its agents."""
         return self.agents.type_index
 
     @property
     def n_costs(self) -> int:
+        """Number of cost channels the critic predicts beside the return."""
         return self.agents.n_costs
 
     # -- policy helpers (the layout's) -----------------------------------------------
@@ -330,7 +338,18 @@ class IPPOTrainer(UpdateLoop):
     def deterministic_actions(
         self, policy: dict[str, ActorCritic], obs_stats: RunningStats | None, obs: Float[Array, "n_agents obs_dim"]
     ) -> Float[Array, "n_agents act"]:
-        """Every agent's clipped mean action (see `AgentLayout.deterministic_actions`)."""
+        """Every agent's clipped mean action (the layout's `AgentLayout.deterministic_actions`).
+
+        **Arguments:**
+
+        - `policy`: the networks.
+        - `obs_stats`: the running observation statistics, or `None`.
+        - `obs`: `(A, obs_dim)` stacked observations.
+
+        **Returns:**
+
+        `(A, action_dim)` actions in [-1, 1].
+        """
         return self.agents.deterministic_actions(policy, obs_stats, obs)
 
     # -- init ------------------------------------------------------------------------
