@@ -57,10 +57,7 @@ def test_the_check_flags_rst_markup(checker, markup):
 
 # Library files that still quote measurements in their docstrings or comments, each being
 # reworded by its owner; an entry goes once its file is clean.
-PENDING_MEASUREMENTS = {
-    "packages/pzj-core/src/powerzoojax/physics/_ac_outages.py",
-    "packages/pzj-core/src/powerzoojax/physics/_ac_pf.py",
-}
+PENDING_MEASUREMENTS: set[str] = set()
 
 
 def test_library_text_quotes_no_measurements(checker):

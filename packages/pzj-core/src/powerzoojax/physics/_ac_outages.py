@@ -12,8 +12,8 @@ fast-decoupled operators that `make_ac_network` inverts on the host:
   diagonal): a `(2k x 2k)` solve and a rank-`2k` product per outage set;
 * more (a boolean mask over every line) by a dense inverse of the rebuilt B', B0 in the graph.
 
-Both are exact. The Woodbury update is the choice wherever it applies: on case 300 a
-batch of single outages builds in 0.33 ms an outage against 40 ms by the dense inverses
+Both are exact. The Woodbury update is the choice wherever it applies: its cost grows
+with the number of opened lines, the dense inverses' with the network's size
 (`benchmarks/results/contingency.md`). The Schur-complement operators of buses switched from PV to PQ follow from
 B0's inverse without another factorisation (`_switch_operators`).
 
@@ -201,8 +201,8 @@ def _open_slots(model: ACOutageModel, slots: Int[Array, " k"], used: Bool[Array,
     f, t = net.line_from[slots], net.line_to[slots]
 
     # Ybus without the opened branches' pi models; their own terms zeroed (flows read 0).
-    # As products of one-hot maps rather than scatter-adds (batched scatters into a copy of
-    # an (N x N) matrix are ~10x slower on a CPU).
+    # As products of one-hot maps rather than scatter-adds: a batched scatter into a copy
+    # of an (N x N) matrix is an element loop on a CPU (`benchmarks/results/history.md`).
     rows = jax.nn.one_hot(jnp.stack([f, f, t, t], axis=1).reshape(-1), n, dtype=dtype)
     cols = jax.nn.one_hot(jnp.stack([f, t, f, t], axis=1).reshape(-1), n, dtype=dtype)
 

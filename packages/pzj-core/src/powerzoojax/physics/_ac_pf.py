@@ -464,7 +464,8 @@ def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
 
     One real GEMM `[e f] @ [[G^T, B^T], [-B^T, G^T]]` per call: under `vmap` it is a
     (batch, 2N) x (2N, 2N) product. A branch-wise form (gathers and scatter-adds over
-    lines) has less float32 cancellation but is much slower batched on CPU; the round-off it leaves is handled by the per-row
+    lines) has less float32 cancellation but batches poorly on a CPU
+    (`benchmarks/results/contingency.md`); the round-off it leaves is handled by the per-row
     tolerance floor of `ac_power_flow`. `trig`: `(cos va, sin va)` when the caller
     has them (the iteration carries them).
     """
@@ -600,9 +601,9 @@ class _Lane(eqx.Module):
 
 # Batched solves (`vmap`): the while loop runs until its slowest lane, and on random
 # set-points a few lanes per thousand need 20-30 fast-decoupled iterations while the
-# median needs 9-10; the batching rule of `_solve` compacts (`_compaction`). At
-# N = 1024 stages 256/64 run as fast as 256/64/16 (5,598 vs 5,377 env-steps/s) and
-# compile in 21 s instead of 30 s.
+# median needs 9-10; the batching rule of `_solve` compacts (`_compaction`). The stages were
+# chosen by a same-process A/B (`benchmarks/results/ac_pf.md`): fewer, larger stages ran
+# as fast and compiled sooner.
 _MIN_COMPACT = 16
 
 
