@@ -20,6 +20,7 @@ import importlib.util
 import pathlib
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,49 +43,60 @@ def _ids(requested: list[str] | None) -> list[str]:
     return sorted(list_envs(multi_agent=False))
 
 
-def fingerprint(ids: list[str], n_envs: int, horizon: int, seed: int) -> dict[str, np.ndarray]:
-    run = _workload()
+def record(names: list[str], run: Callable[[str], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`{"name|array": value}` of `run(name)` for every name; a name whose run raises is
+    recorded as `name|error` (a tree must fail the same way). Shared with
+    `training_fingerprint.py`."""
     out: dict[str, np.ndarray] = {}
-    for env_id in ids:
+    for name in names:
         t0 = time.perf_counter()
         try:
-            arrays = run(env_id, n_envs, horizon, seed)
+            arrays = run(name)
         except Exception as err:  # recorded: a tree must fail the same way
-            out[f"{env_id}|error"] = np.array(type(err).__name__)
-            print(f"{env_id}: {type(err).__name__}: {str(err).splitlines()[0][:120]}", flush=True)
+            out[f"{name}|error"] = np.array(type(err).__name__)
+            print(f"{name}: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
             continue
-        for name, value in arrays.items():
-            out[f"{env_id}|{name}"] = value
-        print(f"{env_id}: {len(arrays)} arrays, {time.perf_counter() - t0:.1f} s", flush=True)
+        for key, value in arrays.items():
+            out[f"{name}|{key}"] = value
+        print(f"{name}: {len(arrays)} arrays, {time.perf_counter() - t0:.1f} s", flush=True)
     return out
 
 
-def _identical(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating):
-        return bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))
-    return bool(np.array_equal(a, b))
+def fingerprint(ids: list[str], n_envs: int, horizon: int, seed: int) -> dict[str, np.ndarray]:
+    run = _workload()
+    return record(ids, lambda env_id: run(env_id, n_envs, horizon, seed))
 
 
-def compare(saved: dict[str, np.ndarray], now: dict[str, np.ndarray], ids: list[str]) -> list[str]:
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same shape, dtype and bits (NaNs in the same places, -0.0 is not 0.0)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def compare(
+    saved: dict[str, np.ndarray], now: dict[str, np.ndarray], names: list[str],
+    gone_on_purpose: Callable[[str], bool] = lambda field: False,
+) -> list[str]:
+    """Every difference between two `record`s over `names`; an array only in `saved` whose
+    field (the part after `|`) `gone_on_purpose` accepts is allowed."""
     problems = []
-    for env_id in ids:
-        before = {k: v for k, v in saved.items() if k.split("|", 1)[0] == env_id}
-        after = {k: v for k, v in now.items() if k.split("|", 1)[0] == env_id}
+    for case in names:
+        before = {k: v for k, v in saved.items() if k.split("|", 1)[0] == case}
+        after = {k: v for k, v in now.items() if k.split("|", 1)[0] == case}
         if not before:
-            problems.append(f"{env_id}: not in the saved fingerprint")
+            problems.append(f"{case}: not in the saved fingerprint")
             continue
         for name in sorted(set(before) | set(after)):
-            if name not in after or name not in before:
+            if name in before and name not in after and gone_on_purpose(name.split("|", 1)[1]):
+                print(f"gone on purpose: {name}")
+            elif name not in after or name not in before:
                 problems.append(f"{name}: only {'before' if name in before else 'after'}")
-            elif not _identical(before[name], after[name]):
+            elif not identical(before[name], after[name]):
                 problems.append(f"{name}: differs")
     return problems
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--save", metavar="NPZ")
     mode.add_argument("--compare", metavar="NPZ")

@@ -10,8 +10,8 @@ config) shrunk to a few envs and a few updates, with evaluation on, and runs the
 one compiled call (`trainer.train(key)`). It keeps every array leaf of the final training
 state (policy, optimiser, env states, statistics, buffers, multipliers) and every metric of
 every update. `--compare` requires every array to be identical (same shape, dtype and bits;
-NaNs in the same places). Metric names present only before are listed; a removed metric
-alias fails the comparison unless named with `--removed-metrics`. Cases that fail to build or
+NaNs in the same places). A metric present only before fails the comparison unless named
+with `--removed-metrics` (a metric alias removed on purpose). Cases that fail to build or
 run are recorded with the error, and must fail the same way on both trees.
 
 Exit code: 0 when every compared case is identical, 1 otherwise.
@@ -19,10 +19,10 @@ Exit code: 0 when every compared case is identical, 1 otherwise.
 
 import argparse
 import sys
-import time
 from typing import Any
 
 import numpy as np
+from behaviour_fingerprint import compare, record  # the same recording and bitwise comparison
 
 # name: (preset, overrides). Few envs, short updates, every preset's own wrappers and knobs.
 _SMALL = dict(num_envs=4, n_steps=8, total_timesteps=3 * 4 * 8, eval_freq=2 * 4 * 8, eval_num_episodes=2)
@@ -66,51 +66,7 @@ def run_case(preset: str, overrides: dict[str, Any], seed: int) -> dict[str, np.
 
 
 def fingerprint(cases: list[str], seed: int) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for case in cases:
-        preset, overrides = CASES[case]
-        t0 = time.perf_counter()
-        try:
-            arrays = run_case(preset, overrides, seed)
-        except Exception as err:  # recorded: a tree must fail the same way
-            out[f"{case}|error"] = np.array(type(err).__name__)
-            print(f"{case}: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
-            continue
-        for name, value in arrays.items():
-            out[f"{case}|{name}"] = value
-        print(f"{case}: {len(arrays)} arrays, {time.perf_counter() - t0:.1f} s", flush=True)
-    return out
-
-
-def _identical(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return a.tobytes() == b.tobytes()  # bit for bit: NaNs must sit in the same places, -0.0 is not 0.0
-
-
-def compare(
-    saved: dict[str, np.ndarray], now: dict[str, np.ndarray], cases: list[str], removed_metrics: set[str]
-) -> list[str]:
-    problems = []
-    for case in cases:
-        before = {k: v for k, v in saved.items() if k.split("|", 1)[0] == case}
-        after = {k: v for k, v in now.items() if k.split("|", 1)[0] == case}
-        if not before:
-            problems.append(f"{case}: not in the saved fingerprint")
-            continue
-        for name in sorted(set(before) | set(after)):
-            field = name.split("|", 1)[1]
-            if name in before and name not in after and field.startswith("metric/"):
-                metric = field.removeprefix("metric/")
-                if metric in removed_metrics:
-                    print(f"removed metric (allowed): {name}")
-                    continue
-                problems.append(f"{name}: only before (pass --removed-metrics {metric} if removed on purpose)")
-            elif name not in after or name not in before:
-                problems.append(f"{name}: only {'before' if name in before else 'after'}")
-            elif not _identical(before[name], after[name]):
-                problems.append(f"{name}: differs")
-    return problems
+    return record(cases, lambda case: run_case(*CASES[case], seed))
 
 
 def main() -> int:
@@ -130,7 +86,8 @@ def main() -> int:
     with np.load(args.compare) as f:
         saved = {k: f[k] for k in f.files}
     cases = args.cases or [c for c in CASES if any(k.split("|", 1)[0] == c for k in saved)]
-    problems = compare(saved, fingerprint(cases, args.seed), cases, set(args.removed_metrics))
+    removed = {f"metric/{m}" for m in args.removed_metrics}
+    problems = compare(saved, fingerprint(cases, args.seed), cases, gone_on_purpose=removed.__contains__)
     for line in problems:
         print("DIFF", line)
     print(f"{len(cases)} cases compared: {'identical' if not problems else f'{len(problems)} differences'}")
