@@ -13,8 +13,6 @@ distributions add ids through the `powerzoojax.envs` entry-point group (see
 `powerzoojax.envs._registry`).
 """
 
-from typing import Any
-
 from powerzoojax.core import (
     Box,
     Discrete,
@@ -50,18 +48,4 @@ _DEFINED = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__all__":
-        return [*_DEFINED, *_FACADE.names()]
-    # name -> (module, distribution) and name -> attribute, for the forwarded names.
-    if name == "_LAZY":
-        return _FACADE.providers()
-    if name == "_ALIASES":
-        return _FACADE.aliases()
-    value = _FACADE.resolve(name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*_DEFINED, *_FACADE.names()})
+__getattr__, __dir__ = _FACADE.module_hooks(globals(), _DEFINED)

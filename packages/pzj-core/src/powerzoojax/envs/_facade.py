@@ -171,6 +171,31 @@ class Facade:
         )
 
 
+    def module_hooks(
+        self, namespace: dict[str, Any], defined: Iterable[str]
+    ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+        """The facade module's `__getattr__` and `__dir__`: its own `defined` names and every
+        name of the facade; a resolved name is cached in the module's `namespace`.
+        `_LAZY` (name -> (module, distribution)) and `_ALIASES` (name -> attribute) answer
+        for the forwarded names."""
+        defined = tuple(defined)
+
+        def __getattr__(name: str) -> Any:
+            if name == "__all__":
+                return [*defined, *self.names()]
+            if name == "_LAZY":
+                return self.providers()
+            if name == "_ALIASES":
+                return self.aliases()
+            value = self.resolve(name)
+            namespace[name] = value
+            return value
+
+        def __dir__() -> list[str]:
+            return sorted({*defined, *self.names()})
+
+        return __getattr__, __dir__
+
 def _export(name: str, target: str, distribution: str) -> Export:
     module, _, attr = target.partition(":")
     attr = attr.split("[")[0]  # an entry point's optional extras, meaningless here

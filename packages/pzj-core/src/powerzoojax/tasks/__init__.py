@@ -8,10 +8,7 @@ is asked for; the first access imports the providing distribution, or raises an
 `ImportError` naming it.
 """
 
-from typing import Any
-
 from powerzoojax.core._provider import import_provider
-
 from powerzoojax.core._task import ConstraintSpec, EpisodeTrace, TaskSpec, episode_rollout
 from powerzoojax.envs._catalog import FIRST_PARTY, FIRST_PARTY_TASKS
 from powerzoojax.envs._facade import Facade, entry_point_distribution, installed_entry_points
@@ -86,18 +83,4 @@ def get_task(name: str, **kwargs) -> TaskSpec:
     return getattr(module, class_name)(**kwargs)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__all__":
-        return [*_DEFINED, *_FACADE.names()]
-    # name -> (module, distribution) and name -> attribute, for the forwarded names.
-    if name == "_LAZY":
-        return _FACADE.providers()
-    if name == "_ALIASES":
-        return _FACADE.aliases()
-    value = _FACADE.resolve(name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*_DEFINED, *_FACADE.names()})
+__getattr__, __dir__ = _FACADE.module_hooks(globals(), _DEFINED)
