@@ -14,7 +14,6 @@ from powerzoojax.core import (
     Environment,
     EnvParams,
     EnvState,
-    auto_reset,
     make_box,
     stack_costs,
 )
@@ -48,12 +47,12 @@ class ToyEnv(Environment):
     def _obs(self, state: ToyState, params: ToyParams) -> Float[Array, "2"]:
         return jnp.stack([state.x, state.time_step.astype(jnp.float32) / params.max_steps])
 
-    def reset(self, key, params: ToyParams):
+    def reset_env(self, key, params: ToyParams):
         x = jr.uniform(key, (), jnp.float32, -0.5, 0.5)
         state = ToyState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False), x=x)
         return self._obs(state, params), state
 
-    def step(self, key, state: ToyState, action: Float[Array, "1"], params: ToyParams):
+    def step_env(self, key, state: ToyState, action: Float[Array, "1"], params: ToyParams):
         k_noise, _ = jr.split(key)
         x = jnp.clip(state.x + 0.1 * jnp.clip(action[0], -1, 1) + 0.05 * jr.normal(k_noise) + params.drift, -2.0, 2.0)
         reward = -(x**2)
@@ -61,7 +60,7 @@ class ToyEnv(Environment):
         costs = stack_costs(cost)
         t = state.time_step + 1
         done: Bool[Array, ""] = t >= params.max_steps
-        nxt = auto_reset(self, key, ToyState(time_step=t, done=done, x=x), params)
+        nxt = ToyState(time_step=t, done=done, x=x)
         info = {"cost_sum": jnp.sum(costs), "cost_out_of_band": cost}
         return self._obs(nxt, params), nxt, reward, costs, done, info
 
@@ -87,8 +86,8 @@ class CountingToyEnv(ToyEnv):
     def iteration_count_keys(self, params: ToyParams) -> tuple[str, ...]:
         return self.counts
 
-    def step(self, key, state: ToyState, action: Float[Array, "1"], params: ToyParams):
-        obs, nxt, reward, costs, done, info = super().step(key, state, action, params)
+    def step_env(self, key, state: ToyState, action: Float[Array, "1"], params: ToyParams):
+        obs, nxt, reward, costs, done, info = super().step_env(key, state, action, params)
         kind = program_kind(state.x)
         info = {**info, "solver_iterations": jnp.asarray(3 + kind, jnp.int32)}
         for name, values in self.extra:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jaxtyping import Array, Float
 
-from powerzoojax.core import Box, Discrete, Environment, EnvParams, EnvState, MultiDiscrete, auto_reset, make_box
+from powerzoojax.core import Box, Discrete, Environment, EnvParams, EnvState, MultiDiscrete, make_box
 from powerzoojax.testing import Invariant, Violation, assert_invariants, check_invariants, env_property_test
 from powerzoojax.testing import strategies as pst
 
@@ -33,17 +33,17 @@ class ToyBattery(Environment):
 
     clip: bool = eqx.field(static=True, default=True)
 
-    def reset(self, key, params):
+    def reset_env(self, key, params):
         state = ToyBatteryState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False), soc=jnp.asarray(0.5, jnp.float32))
         return state.soc[None], state
 
-    def step(self, key, state, action, params):
+    def step_env(self, key, state, action, params):
         delta = action[0] * params.power_mw * params.delta_t_hours / params.capacity_mwh
         soc = state.soc + delta
         soc = jnp.clip(soc, 0.0, 1.0) if self.clip else soc
         t = state.time_step + 1
         done = t >= params.max_steps
-        nxt = auto_reset(self, key, ToyBatteryState(time_step=t, done=done, soc=soc), params)
+        nxt = ToyBatteryState(time_step=t, done=done, soc=soc)
         return nxt.soc[None], nxt, jnp.asarray(-jnp.abs(delta), jnp.float32), jnp.zeros((0,), jnp.float32), done, {}
 
     def observation_space(self, params):

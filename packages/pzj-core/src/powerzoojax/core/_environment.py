@@ -9,12 +9,13 @@ shape-defining fields) and `state` flow through `jit`/`vmap`/`scan`:
 `step` auto-resets: on the terminal transition `done` is True and the returned
 state (and obs) is already the next episode's first one.
 
-Every concrete `reset` and `step` is guarded once, here, when the subclass is created
-(see [`Environment`][powerzoojax.core.Environment]), so the guards apply to every env without each env repeating
-them.
+[`Environment`][powerzoojax.core.Environment]'s own `reset` and `step` check the
+input and auto-reset, once, for every env; an env writes only the transition, in
+`reset_env` and `step_env`.
 """
 
 import abc
+import functools
 import math
 from typing import Any, TypeVar
 
@@ -31,8 +32,6 @@ from powerzoojax.core._guard import (
     drop_ignored_entries,
     flag_invalid_action,
     flag_invalid_profiles,
-    is_guarded,
-    mark_guarded,
     neutral_action,
     params_class,
     replace_non_finite,
@@ -93,14 +92,31 @@ def select_tree(pred: BoolScalar, on_true: PyTree, on_false: PyTree) -> PyTree:
 _State = TypeVar("_State", bound=EnvState)
 
 
+def _restart_where_done(
+    reset: Any, key: Key, new_state: Any, obs: Any, params: EnvParams
+) -> tuple[Any, Any]:
+    """`(obs, new_state)`, or the fresh episode's `(obs, state)` where `new_state.done`.
+
+    The reset key is split off the transition key, never the key itself. The fresh
+    episode carries no gradient and `where` sends none to the ended episode, so no
+    gradient crosses an episode boundary; forward values do not depend on it. When the
+    reset is deterministic its result does not depend on the (batched) key, so under
+    `vmap`/`scan` XLA computes it once and hoists it out of the loop.
+    """
+    _, k_reset = jr.split(key)
+    fresh = jax.lax.stop_gradient(reset(k_reset, params))
+    return select_tree(new_state.done, fresh, (obs, new_state))
+
+
 def auto_reset(
     env: "Environment", key: Key, new_state: _State, params: EnvParams
 ) -> _State:
     """Replace `new_state` by a fresh reset when its episode has ended.
 
-    The reset key is split off the transition key, never the key itself. When the
-    env's reset is deterministic the reset state does not depend on the (batched) key,
-    so under `vmap`/`scan` XLA computes it once and hoists it out of the loop.
+    [`Environment.step`][powerzoojax.core.Environment.step] already does this for every
+    env; this function is for code that steps a transition of its own and needs the same
+    restart (the reset key split off the transition key, no gradient across the
+    boundary).
 
     **Arguments:**
 
@@ -111,81 +127,31 @@ def auto_reset(
 
     **Returns:**
 
-    `new_state`, or the reset state when `new_state.done`. Gradients flow through
-    `new_state` within an episode; the reset state carries none, and `where` sends none to
-    the ended episode's state, so no gradient crosses an episode boundary. Forward values
-    do not depend on where the gradient is stopped.
+    `new_state`, or the reset state when `new_state.done`.
     """
     _, k_reset = jr.split(key)
     _, reset_state = env.reset(k_reset, params)
     return select_tree(new_state.done, jax.lax.stop_gradient(reset_state), new_state)
 
 
-def _guard_reset(reset: Any) -> Any:
-    expected = params_class(reset)
-
-    # `params: Any`: this layer is the one that checks them, with a one-line message.
-    def guarded_reset(self: "Environment", key: Key, params: Any) -> Any:
-        check_params(params, expected, f"{self.name}.reset")
-        return reset(self, key, params)
-
-    return mark_guarded(guarded_reset, reset)
-
-
-def _own_shape_error(
-    step: Any, env: "Environment", key: Key, state: EnvState, action: Any, params: EnvParams
-) -> ValueError | None:
-    """The `ValueError` an env's own step raises for a mis-shaped array action, if any.
-
-    Several envs name their action layout in that message (`(n_units,)`, `(2 * n_units,)`),
-    which says more than the shapes alone; only traced on this error path.
-    """
-    if not isinstance(action, (jax.Array, np.ndarray)):
-        return None
-    try:
-        step(env, key, state, action, params)
-    except ValueError as err:
-        return err
-    except Exception:  # noqa: BLE001 - any other failure: the guard's own message is clearer
-        return None
-    return None
-
-
-def _guard_step(step: Any) -> Any:
-    expected = params_class(step)
-
-    def guarded_step(
-        self: "Environment", key: Key, state: EnvState, action: Any, params: Any
-    ) -> StepResult:
-        owner = f"{self.name}.step"
-        check_params(params, expected, owner)
-        space = self.action_space(params)
-        try:
-            checked = as_action_array(action, owner, space.shape)
-        except ValueError as shape_error:
-            raise _own_shape_error(step, self, key, state, action, params) or shape_error from None
-        action = checked
-        low, high = (getattr(space, "low", -jnp.inf), getattr(space, "high", jnp.inf))
-        neutral = neutral_action(low, high, space.shape)
-        action = drop_ignored_entries(action, neutral, self.ignored_action_entries(params), owner)
-        action, invalid = replace_non_finite(action, neutral)
-        obs, state, reward, costs, done, info = step(self, key, state, action, params)
-        info = flag_invalid_profiles(flag_invalid_action(info, invalid), params)
-        return obs, state, reward, costs, done, info
-
-    return mark_guarded(guarded_step, step)
+@functools.cache
+def _expected_params(env_class: type, method: str) -> type | None:
+    # The class annotated on `params` of the env's own `reset_env` / `step_env`, read once per class.
+    return params_class(getattr(env_class, method))
 
 
 class Environment(eqx.Module):
     """Abstract functional environment (`eqx.Module` holding static configuration only).
 
-    Every subclass's `reset` and `step` are wrapped, once, when the class is created:
+    An env implements `reset_env(key, params)` and `step_env(key, state, action, params)`:
+    the transition alone. The public `reset` and `step` here call them and add, for
+    every env:
 
-    - `params` of the wrong class (the one annotated on the subclass's `params`
-      argument) raise a one-line `TypeError` naming both classes.
+    - `params` of the wrong class (the one annotated on the env's `params` argument of
+      `reset_env` / `step_env`) raise a one-line `TypeError` naming both classes.
     - `action` must have the action space's shape; a Python list or tuple, or an array
       of another shape (a scalar where a vector is expected), raises a one-line
-      `ValueError` naming both shapes.
+      `ValueError` naming both shapes, and the env's `action_layout` where it has one.
     - A non-finite action entry (NaN, +inf, -inf) is a defined event, never propagated:
       the entry is replaced by its neutral value, 0 clipped into that entry's bounds in
       the action space (the midpoint of a `[-1, 1]` action), the step runs on the
@@ -199,39 +165,94 @@ class Environment(eqx.Module):
       draw's values for them are dead code that XLA removes).
     - Params whose `with_load_profiles` replaced non-finite profile values inside
       `jit` report it on every step as `info["invalid_load_profiles"]`.
+    - Auto-reset: where the state `step_env` returns is `done`, `step` returns the
+      observation and state of `reset` under a key split off the step's key (see
+      `step`).
 
-    The guards cost one `isfinite`/`where` over the action at run time; the shape and
+    The checks cost one `isfinite`/`where` over the action at run time; the shape and
     class checks run while tracing.
-    """
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, guard in (("reset", _guard_reset), ("step", _guard_step)):
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__isabstractmethod__", False) and not is_guarded(method):
-                setattr(cls, name, guard(method))
+    A class that overrides `reset` and `step` themselves (a wrapper that hands the step
+    to an inner env's own `step`) replaces all of this: it checks nothing and resets
+    nothing beyond what its own code does.
+    """
 
     def __hash__(self) -> int:
         # An env holding arrays stays hashable, so `jax.jit(env.step)` works.
         return structural_hash(self)
 
-    @abc.abstractmethod
-    def reset(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:
+    def reset_env(self, key: Key, params: EnvParams) -> tuple[Float[Array, "..."], EnvState]:
+        """The env's own reset: the first observation and state of an episode.
+
+        `reset` calls it after checking `params`; every env implements it (or overrides
+        `reset` and `step` both).
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `params`: the env's params; annotate them with the env's params class, which
+          `reset` then checks.
+
+        **Returns:**
+
+        `(obs, state)`.
+        """
+        raise NotImplementedError(
+            f"{self.name} implements no reset_env(key, params): an Environment writes its reset there"
+        )
+
+    def step_env(
+        self, key: Key, state: EnvState, action: Array, params: EnvParams
+    ) -> StepResult:
+        """The env's own transition, without auto-reset.
+
+        `step` calls it with a checked, cleaned action (an array of the action space's
+        shape, every entry finite) and restarts the episode on the state it returns; every
+        env implements it (or overrides `reset` and `step` both).
+
+        **Arguments:**
+
+        - `key`: PRNG key of the transition (`step` splits the reset key off it).
+        - `state`: current state.
+        - `action`: the cleaned action.
+        - `params`: the env's params; annotate them with the env's params class, which
+          `step` then checks.
+
+        **Returns:**
+
+        `(obs, state, reward, costs, done, info)` of the transition: the state after it
+        (its `done` set on the episode's last transition) and the observation of that
+        state.
+        """
+        raise NotImplementedError(
+            f"{self.name} implements no step_env(key, state, action, params): an Environment writes its "
+            "transition there"
+        )
+
+    # `params: Any` and `action: Any` on reset and step: they are the layer that checks
+    # them, with one-line messages, so a type checker in front must let bad ones through.
+    def reset(self, key: Key, params: Any) -> tuple[Float[Array, "..."], EnvState]:
         """Start an episode.
 
         **Arguments:**
 
         - `key`: PRNG key.
-        - `params`: the env's params (of the class the subclass annotates).
+        - `params`: the env's params (of the class its `reset_env` annotates).
 
         **Returns:**
 
         `(obs, state)`: the first observation and the initial state.
         """
+        check_params(params, _expected_params(type(self), "reset_env"), f"{self.name}.reset")
+        return self.reset_env(key, params)
 
-    @abc.abstractmethod
-    def step(self, key: Key, state: EnvState, action: ArrayLike, params: EnvParams) -> StepResult:
+    def step(self, key: Key, state: EnvState, action: Any, params: Any) -> StepResult:
         """One transition with auto-reset.
+
+        Checks `params` and `action` (see the class docstring), runs `step_env` on the
+        cleaned action and, where the state it returns is `done`, returns instead the
+        observation and state of `reset(split(key)[1], params)`, with their gradient
+        stopped.
 
         **Arguments:**
 
@@ -248,6 +269,19 @@ class Environment(eqx.Module):
         vector in the order of `constraint_names`, a bool scalar and a dict of scalar
         diagnostics.
         """
+        owner = f"{self.name}.step"
+        check_params(params, _expected_params(type(self), "step_env"), owner)
+        space = self.action_space(params)
+        action = as_action_array(action, owner, space.shape, self.action_layout(params))
+        low, high = (getattr(space, "low", -jnp.inf), getattr(space, "high", jnp.inf))
+        neutral = neutral_action(low, high, space.shape)
+        action = drop_ignored_entries(action, neutral, self.ignored_action_entries(params), owner)
+        action, invalid = replace_non_finite(action, neutral)
+        obs, new_state, reward, costs, done, info = self.step_env(key, state, action, params)
+        # Through `reset`: a subclass that overrides it restarts its episodes the same way.
+        obs, next_state = _restart_where_done(self.reset, key, new_state, obs, params)
+        info = flag_invalid_profiles(flag_invalid_action(info, invalid), params)
+        return obs, next_state, reward, costs, done, info
 
     def step_auto_reset(
         self, key: Key, state: EnvState, action: ArrayLike, params: EnvParams
@@ -332,11 +366,29 @@ class Environment(eqx.Module):
         """
         return ()
 
+    def action_layout(self, params: EnvParams) -> str | None:
+        """What the action's entries are, for the shape error of `step`; `None` (the
+        default) when the shapes alone say enough.
+
+        `step`'s message reads `action must have shape (7,) = <layout>, got (6,)`, so a
+        layout names the parts, e.g. `"(n_units,)"`, `"(2 * n_units,)"` or
+        `"[train, finetune, cooling]"`.
+
+        **Arguments:**
+
+        - `params`: the env's params (the layout may depend on the mode).
+
+        **Returns:**
+
+        A short string, or `None`.
+        """
+        return None
+
     def ignored_action_entries(self, params: EnvParams) -> np.ndarray | None:
         """Which action entries `step` never reads under `params`; `None` when it reads
         them all (the default).
 
-        The guard around `step` gives these entries their neutral value before its
+        `step` gives these entries their neutral value before its
         non-finite check, so that nothing computed only for them survives in a compiled
         program. An env whose action layout is fixed across modes but whose step
         ignores part of it in some mode (an OPF that sets the dispatch) says so here.

@@ -30,11 +30,14 @@ INVALID_ACTION_KEY = "invalid_action"
 INVALID_PROFILES_KEY = "invalid_load_profiles"
 
 
-def as_action_array(action: Any, owner: str, expected_shape: tuple[int, ...]) -> Array:
+def as_action_array(
+    action: Any, owner: str, expected_shape: tuple[int, ...], layout: str | None = None
+) -> Array:
     """`action` as an array of `expected_shape`, or a one-line `ValueError`.
 
     Python scalars and NumPy values are converted; lists and tuples are refused (as JAX
-    refuses them), so a malformed batch is never silently stacked.
+    refuses them), so a malformed batch is never silently stacked. `layout` says what the
+    entries are (`"(n_units,)"`); the shape error then names it.
     """
     if isinstance(action, (list, tuple)):
         raise ValueError(
@@ -46,6 +49,8 @@ def as_action_array(action: Any, owner: str, expected_shape: tuple[int, ...]) ->
             f"{owner}: action must be an array of shape {expected_shape}, got {type(action).__name__}"
         )
     action = jnp.asarray(action)
+    if action.shape != tuple(expected_shape) and layout is not None:
+        raise ValueError(f"{owner}: action must have shape {tuple(expected_shape)} = {layout}, got {action.shape}")
     if action.shape != tuple(expected_shape):
         raise ValueError(
             f"{owner}: action has shape {action.shape} but the action space expects shape {tuple(expected_shape)}"
