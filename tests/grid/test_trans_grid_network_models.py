@@ -106,11 +106,10 @@ def test_params_vmap_over_a_user_model_leaf_in_one_compile(lossy):
 def test_a_built_in_model_passed_by_hand_equals_its_mode(case5):
     from powerzoojax.grid import TransGridEnv, make_trans_params
     from powerzoojax.grid.transmission import DCOPFModel
-    from powerzoojax.physics._dc_opf import make_dc_opf_setup
 
     env = TransGridEnv()
     by_mode = make_trans_params(case5, solver_mode=1, max_steps=2)
-    by_hand = make_trans_params(case5, max_steps=2, network_model=DCOPFModel(make_dc_opf_setup(case5)))
+    by_hand = make_trans_params(case5, max_steps=2, network_model=DCOPFModel.of_case(case5))
     run = jax.jit(lambda p: env.step(jr.PRNGKey(1), env.reset(jr.PRNGKey(0), p)[1], jnp.zeros(case5.n_units), p))
     for a, b in zip(jax.tree.leaves(run(by_mode)), jax.tree.leaves(run(by_hand)), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -4,6 +4,7 @@ DC or AC network) with its network models, one per physics mode (`DCPowerFlowMod
 model of your own), and [`UnitCommitmentEnv`][powerzoojax.grid.transmission.UnitCommitmentEnv] (commitment plus DC-OPF dispatch)."""
 
 from powerzoojax.grid.transmission._network_models import (
+    ACCaseData,
     ACOPFModel,
     ACPowerFlowModel,
     DCOPFModel,
@@ -11,6 +12,7 @@ from powerzoojax.grid.transmission._network_models import (
     NetworkInputs,
     NetworkModel,
     NetworkSolution,
+    PreviousState,
 )
 from powerzoojax.grid.transmission._trans_grid import CONSTRAINT_NAMES, GridState, TransGridEnv
 from powerzoojax.grid.transmission._trans_grid_params import MODE_NAMES, TransGridParams, make_trans_params
@@ -23,7 +25,7 @@ from powerzoojax.grid.transmission._unit_commitment import (
 )
 
 __all__ = [
-    "ACOPFModel", "ACPowerFlowModel", "CONSTRAINT_NAMES", "DCOPFModel", "DCPowerFlowModel", "GridState",
-    "MODE_NAMES", "NetworkInputs", "NetworkModel", "NetworkSolution", "TransGridEnv", "TransGridParams",
+    "ACCaseData", "ACOPFModel", "ACPowerFlowModel", "CONSTRAINT_NAMES", "DCOPFModel", "DCPowerFlowModel", "GridState",
+    "MODE_NAMES", "NetworkInputs", "NetworkModel", "NetworkSolution", "PreviousState", "TransGridEnv", "TransGridParams",
     "UC_CONSTRAINT_NAMES", "UCParams", "UCState", "UnitCommitmentEnv", "make_trans_params", "make_uc_params",
 ]

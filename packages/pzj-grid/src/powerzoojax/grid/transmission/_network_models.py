@@ -1,37 +1,42 @@
 """Network models of [`TransGridEnv`][powerzoojax.grid.TransGridEnv]: one small module per physics mode.
 
 A network model turns one step's loads, set-points and bundle injections into unit
-outputs, flows, voltages and the violation measures the env prices. `make_trans_params`
-picks one from `physics` / `solver_mode` and stores it in the params
-(`params.network_model`); `TransGridEnv.reset` / `step` call it without knowing the
-mode:
+outputs, flows, voltages and the violation measures the env prices. It holds every array
+it reads (the case's DC network, the OPF and AC setups, voltage limits, ratings) and its
+solver options, so its solve needs nothing but the step's
+[`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs]. `make_trans_params` stores
+it in the params (`params.network_model`); `TransGridEnv.reset` / `step` call it without
+knowing the mode:
 
 | model | (`physics`, `solver_mode`) | dispatch |
 |---|---|---|
 | [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel] | (0, 0) | agent set-points, DC slack |
 | [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] | (0, 1) | DC-OPF |
-| `ACPowerFlowModel(DCPowerFlowModel())` | (1, 0) | agent set-points, DC slack |
-| `ACPowerFlowModel(DCOPFModel(...))` | (1, 1) | DC-OPF, then AC power flow |
+| `ACPowerFlowModel(..., DCPowerFlowModel)` | (1, 0) | agent set-points, DC slack |
+| `ACPowerFlowModel(..., DCOPFModel)` | (1, 1) | DC-OPF, then AC power flow |
 | [`ACOPFModel`][powerzoojax.grid.transmission.ACOPFModel] | (any, 2) | AC-OPF |
 
-The model lives in the params, not in the env, because it holds arrays (OPF setups, the
-AC network): as params leaves they can be vmapped (e.g. over line ratings) and a new
-params of the same mode reuses the compiled step. Its iteration caps, tolerances and
-method are static fields, so they are part of the compiled program, like the mode itself.
+Each built-in model has a factory `of_case(case, ...)` that builds its arrays from a
+[`CaseData`][powerzoojax.case.CaseData] and takes its solver options.
+
+The model lives in the params, not in the env, because it holds arrays: as params leaves
+they can be vmapped (e.g. over line ratings) and a new params of the same mode reuses the
+compiled step. Its iteration caps, tolerances and method are static fields, so they are
+part of the compiled program, like the mode itself.
 
 Protocol. A model is an `eqx.Module` subclassing [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel] with
 
-- `solve(params, inputs) -> NetworkSolution`: the step's network solve;
-  `inputs` ([`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs]) carries the profile row's loads [MW per load], the
-  row index, the set-points [MW] (the agent's, or proportional to the load when the
-  action has no unit entries; OPF models ignore them), the bundles' bus injections [MW]
-  (None without bundles) and the state before the step (None at reset);
-- `solve_reset(params, inputs)` (optional): the solve behind `reset`; defaults to a DC
-  power flow of the proportional set-points (with flat voltages in the AC layout), the
-  reset state of every built-in mode;
+- `solve(inputs) -> NetworkSolution`: the step's network solve;
+  `inputs` ([`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs]) carries the profile row's loads [MW per load]
+  and the line flows they cause [MW], the row index, the set-points [MW] (the agent's, or
+  proportional to the load when the action has no unit entries; OPF models ignore them),
+  the bundles' bus injections [MW] (None without bundles) and the state before the step
+  (None at reset);
+- `solve_reset(inputs)` (optional): the solve behind `reset`; defaults to `solve`. The
+  built-in models start every episode from a DC power flow of the proportional set-points
+  (with flat voltages in the AC layout);
 - `is_ac` (class variable): whether the observation carries bus voltages (the AC
-  layout, `L + N + D + G + 2`) and `make_trans_params` builds the reactive loads and
-  voltage limits (`params.load_q_mvar`, `node_v_min`, `node_v_max`);
+  layout, `L + N + D + G + 2`);
 - `reads_setpoints` (property, True unless overridden): whether `solve` uses the
   set-points; when it does not, the action's unit entries are ignored entries of the
   env (`TransGridEnv.ignored_action_entries`).
@@ -55,42 +60,63 @@ from powerzoojax.grid import TransGridEnv, make_trans_params
 from powerzoojax.grid.transmission import DCPowerFlowModel, NetworkModel
 
 class LossyDCModel(NetworkModel):
+    power_flow: DCPowerFlowModel
     loss_fraction: Float[Array, ""]
 
-    def solve(self, params, inputs):
-        lossless = DCPowerFlowModel().solve(params, inputs)
+    def solve(self, inputs):
+        lossless = self.power_flow.solve(inputs)
         losses = self.loss_fraction * jnp.sum(inputs.load_mw)
-        units = lossless.unit_power_mw + losses * params.network.slack_unit_weights
+        units = lossless.unit_power_mw + losses * self.power_flow.network.slack_unit_weights
         return dataclasses.replace(lossless, unit_power_mw=units)
 
-params = make_trans_params(load_case("5"), network_model=LossyDCModel(jnp.asarray(0.03)))
+case = load_case("5")
+params = make_trans_params(case, network_model=LossyDCModel(DCPowerFlowModel.of_case(case), jnp.asarray(0.03)))
 ```
 """
 
 import abc
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int, PyTree
 
-from powerzoojax.core import EnvParams, EnvState
-from powerzoojax.physics import ACNetwork, DCFlow, ac_power_flow, dc_power_flow, dc_thermal_check
-from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf
-from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf
-from powerzoojax.physics._dispatch_lp import cold_dispatch_basis
+from powerzoojax.case import CaseData
+from powerzoojax.physics import (
+    ACNetwork, DCFlow, DCNetwork, ac_power_flow, dc_power_flow, dc_thermal_check, make_ac_network, make_dc_network,
+)
+from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf, make_ac_opf_setup
+from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup
+from powerzoojax.physics._dispatch_lp import DispatchLPTuning, cold_dispatch_basis
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
-# The models read TransGridParams and GridState fields, but are annotated with the core base
-# classes: both classes are defined in modules that import this one.
-# pyright: reportAttributeAccessIssue=false
-
 __all__ = [
-    "ACOPFModel", "ACPowerFlowModel", "DCOPFModel", "DCPowerFlowModel", "NetworkInputs", "NetworkModel",
-    "NetworkSolution",
+    "ACCaseData", "ACOPFModel", "ACPowerFlowModel", "DCOPFModel", "DCPowerFlowModel", "NetworkInputs", "NetworkModel",
+    "NetworkSolution", "PreviousState",
 ]
+
+# Monitored lines from which `DCOPFModel.of_case` warm-starts by default (`warm_start=None`).
+WARM_START_MIN_LINES = 16
+
+
+@runtime_checkable
+class PreviousState(Protocol):
+    """What a network model reads of the state before a step: the transmission env's
+    [`GridState`][powerzoojax.grid.transmission.GridState] has it."""
+
+    @property
+    def vm(self) -> Float[Array, " n_nodes"]: ...
+
+    @property
+    def va(self) -> Float[Array, " n_nodes"]: ...
+
+    @property
+    def q_gen(self) -> Float[Array, " n_units"]: ...
+
+    @property
+    def network_memory(self) -> PyTree: ...
 
 
 class NetworkInputs(eqx.Module):
@@ -104,13 +130,16 @@ class NetworkInputs(eqx.Module):
       load when the action has no unit entries; OPF models ignore them).
     - `p_bus_mw`: `(n_nodes,)` the bundles' bus injections [MW], `None` without bundles.
     - `previous`: the state before the step, `None` at reset.
+    - `load_flow_mw` (keyword): `(n_lines,)` the line flows the row's loads cause [MW]
+      (`params.load_line_flow_mw[row]`, tabulated once per profile).
     """
 
     load_mw: Float[Array, " n_loads"]
     row: Int[Array, ""]
     dispatch_mw: Float[Array, " n_units"]
     p_bus_mw: Float[Array, " n_nodes"] | None = None
-    previous: EnvState | None = None
+    previous: PreviousState | None = None
+    load_flow_mw: Float[Array, " n_lines"] = eqx.field(kw_only=True)
 
 
 class NetworkSolution(eqx.Module):
@@ -154,10 +183,10 @@ class NetworkSolution(eqx.Module):
 class NetworkModel(eqx.Module):
     """Base of the network models.
 
-    Subclasses implement [`solve`][powerzoojax.grid.transmission.NetworkModel.solve] and may
-    override `solve_reset`; the class variable `is_ac` says whether the observation carries
-    bus voltages and whether `make_trans_params` builds the reactive loads and voltage
-    limits. A model of your own goes in with `make_trans_params(case, network_model=...)`.
+    Subclasses hold the arrays they read, implement
+    [`solve`][powerzoojax.grid.transmission.NetworkModel.solve] and may override
+    `solve_reset`; the class variable `is_ac` says whether the observation carries bus
+    voltages. A model of your own goes in with `make_trans_params(case, network_model=...)`.
     """
 
     is_ac: ClassVar[bool] = False
@@ -169,15 +198,11 @@ class NetworkModel(eqx.Module):
         ignored, so a rollout does not compute them."""
         return True
 
-    def initial_memory(self, params: EnvParams) -> PyTree:
+    def initial_memory(self) -> PyTree:
         """What `reset` puts in `GridState.network_memory`: the memory a model carries from
         one step to the next (read back from `inputs.previous`), here none (`()`). Every
         `solve` must return a `memory` of the same structure, since an episode's end swaps
         the reset state in.
-
-        **Arguments:**
-
-        - `params`: the env's params.
 
         **Returns:**
 
@@ -186,12 +211,11 @@ class NetworkModel(eqx.Module):
         return ()
 
     @abc.abstractmethod
-    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
+    def solve(self, inputs: NetworkInputs) -> NetworkSolution:
         """The step's network solve.
 
         **Arguments:**
 
-        - `params`: the env's params.
         - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
 
         **Returns:**
@@ -200,25 +224,23 @@ class NetworkModel(eqx.Module):
         all finite.
         """
 
-    def solve_reset(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        """The solve behind `reset`: a DC power flow of the proportional set-points in
-        `inputs`, with flat voltages (`vm = 1`, `va = 0`) and no reactive flows.
+    def solve_reset(self, inputs: NetworkInputs) -> NetworkSolution:
+        """The solve behind `reset`; here `solve` itself.
 
-        Every mode starts its episodes from this state, so an OPF's or AC power flow's
-        iterations stay out of `reset` and out of the auto-reset branch of every step
-        (where they would be compiled a second time). A model whose episodes must start
-        from its own solution overrides it.
+        The built-in models override it with a DC power flow of the proportional set-points
+        in `inputs`, with flat voltages (`vm = 1`, `va = 0`) and no reactive flows, so an
+        OPF's or AC power flow's iterations stay out of `reset` and out of the auto-reset
+        branch of every step (where they would be compiled a second time).
 
         **Arguments:**
 
-        - `params`: the env's params.
         - `inputs`: the reset's inputs (`previous` is `None`).
 
         **Returns:**
 
         A [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution].
         """
-        return DCPowerFlowModel().solve(params, inputs)
+        return self.solve(inputs)
 
 
 class _Dispatch(eqx.Module):
@@ -235,62 +257,115 @@ def _finite(x: Array) -> Array:
     return where(jnp.isfinite(x), x, 0.0)
 
 
-def _dc_solution(params: EnvParams, stage: _Dispatch, thermal: Array, n_over: Array) -> NetworkSolution:
-    case = params.case
-    flow = stage.flow
-    return NetworkSolution(
-        unit_power_mw=flow.unit_power_mw,
-        line_flow_mw=flow.line_flow_mw,
-        line_flow_q_mvar=jnp.zeros((case.n_lines,), jnp.float32),
-        node_injection_mw=flow.node_injection_mw,
-        vm=jnp.ones((case.n_nodes,), jnp.float32),
-        va=jnp.zeros((case.n_nodes,), jnp.float32),
-        q_gen=jnp.zeros((case.n_units,), jnp.float32),
-        thermal=thermal,
-        n_line_violations=n_over,
-        voltage=jnp.zeros((), jnp.float32),
-        n_voltage_violations=jnp.asarray(0, jnp.int32),
-        unserved_mw=stage.unserved_mw,
-        info=stage.info,
-        memory=stage.memory,
-    )
-
-
 class DCPowerFlowModel(NetworkModel):
     """DC power flow of the set-points; the slack units take up the imbalance (and give up
-    the bundles' injections). Thermal metric: MW beyond `[line_floor, line_cap]`."""
+    the bundles' injections). Thermal metric: MW beyond `[line_floor, line_cap]`.
 
-    def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+    Every built-in model starts its episodes from this model's solve of the proportional
+    set-points, so each holds one (`power_flow`).
+
+    **Arguments:**
+
+    - `network`: the case's [`DCNetwork`][powerzoojax.physics.DCNetwork] (its PTDF columns,
+      slack weights and line limits; `TransGridParams.with_line_outages` rebuilds it).
+    - `nodes_units_map`: `(n_nodes, n_units)` unit-to-bus incidence.
+    - `ptdf_nodes_t`: `(n_nodes, n_lines)` transposed PTDF, where resource bundles inject
+      at arbitrary buses (`None` without bundles).
+    """
+
+    network: DCNetwork
+    nodes_units_map: Float[Array, "n_nodes n_units"]
+    ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
+
+    @classmethod
+    def of_case(cls, case: CaseData, *, bundles: bool = False) -> "DCPowerFlowModel":
+        """The DC power flow of `case`.
+
+        **Arguments:**
+
+        - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+        - `bundles`: build the nodal PTDF that resource bundles' injections need.
+
+        **Returns:**
+
+        A `DCPowerFlowModel`.
+        """
+        ptdf_nodes_t = jnp.asarray(np.asarray(case.ptdf, np.float64).T, jnp.float32) if bundles else None
+        return cls(make_dc_network(case), case.nodes_units_map, ptdf_nodes_t)
+
+    @property
+    def power_flow(self) -> "DCPowerFlowModel":
+        """The model's DC power flow: itself."""
+        return self
+
+    def dispatch(self, inputs: NetworkInputs) -> _Dispatch:
         """The DC stage: a DC power flow of the set-points.
 
         **Arguments:**
 
-        - `params`: the env's params.
         - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
 
         **Returns:**
 
         The unit outputs with DC flows, zero unserved load and no info.
         """
-        net = params.network
-        flow = dc_power_flow(net, inputs.dispatch_mw, inputs.load_mw, params.load_line_flow_mw[inputs.row])
+        net = self.network
+        flow = dc_power_flow(net, inputs.dispatch_mw, inputs.load_mw, inputs.load_flow_mw)
         p_bus = inputs.p_bus_mw
         if p_bus is not None:
+            if self.ptdf_nodes_t is None:
+                raise ValueError(
+                    "DCPowerFlowModel: resource bundles inject at buses, which needs the nodal PTDF; "
+                    "build the model with DCPowerFlowModel.of_case(case, bundles=True)"
+                )
             # Bundle injections displace slack output: the slack units give up Σ p_bus and
             # the flows see the injections at their buses.
             total = jnp.sum(p_bus)
             slack_shift = total * net.slack_unit_weights
             flow = DCFlow(
                 unit_power_mw=flow.unit_power_mw - slack_shift,
-                line_flow_mw=flow.line_flow_mw - hp.matmul(slack_shift, net.ptdf_units_t) + hp.matmul(p_bus, params.ptdf_nodes_t),
-                node_injection_mw=flow.node_injection_mw + p_bus - hp.matmul(params.case.nodes_units_map, slack_shift),
+                line_flow_mw=flow.line_flow_mw - hp.matmul(slack_shift, net.ptdf_units_t) + hp.matmul(p_bus, self.ptdf_nodes_t),
+                node_injection_mw=flow.node_injection_mw + p_bus - hp.matmul(self.nodes_units_map, slack_shift),
             )
         return _Dispatch(flow=flow, unserved_mw=jnp.zeros((), jnp.float32), info={})
 
-    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        stage = self.dispatch(params, inputs)
-        thermal, n_over = dc_thermal_check(stage.flow.line_flow_mw, params.network.line_cap, params.network.line_floor)
-        return _dc_solution(params, stage, thermal, n_over)
+    def solution(self, stage: _Dispatch, thermal: Array, n_over: Array) -> NetworkSolution:
+        """A DC stage's result as a [`NetworkSolution`][powerzoojax.grid.transmission.NetworkSolution]
+        with flat voltages and no reactive quantities.
+
+        **Arguments:**
+
+        - `stage`: the DC stage.
+        - `thermal`, `n_over`: its overload measure and number of overloaded lines.
+
+        **Returns:**
+
+        The solution.
+        """
+        n_nodes, n_units = self.nodes_units_map.shape
+        n_lines = self.network.line_cap.shape[0]
+        flow = stage.flow
+        return NetworkSolution(
+            unit_power_mw=flow.unit_power_mw,
+            line_flow_mw=flow.line_flow_mw,
+            line_flow_q_mvar=jnp.zeros((n_lines,), jnp.float32),
+            node_injection_mw=flow.node_injection_mw,
+            vm=jnp.ones((n_nodes,), jnp.float32),
+            va=jnp.zeros((n_nodes,), jnp.float32),
+            q_gen=jnp.zeros((n_units,), jnp.float32),
+            thermal=thermal,
+            n_line_violations=n_over,
+            voltage=jnp.zeros((), jnp.float32),
+            n_voltage_violations=jnp.asarray(0, jnp.int32),
+            unserved_mw=stage.unserved_mw,
+            info=stage.info,
+            memory=stage.memory,
+        )
+
+    def solve(self, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch(inputs)
+        thermal, n_over = dc_thermal_check(stage.flow.line_flow_mw, self.network.line_cap, self.network.line_floor)
+        return self.solution(stage, thermal, n_over)
 
 
 class DCOPFModel(NetworkModel):
@@ -307,6 +382,8 @@ class DCOPFModel(NetworkModel):
     **Arguments:**
 
     - `setup`: the [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup].
+    - `power_flow`: the case's [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel]
+      (its network maps loads to buses and holds the line limits; it solves `reset`).
     - `max_iter`: iteration cap (static).
     - `tol`: tolerance (static).
     - `warm_start`: start each step from the last one's basis (static; linear costs with
@@ -314,15 +391,50 @@ class DCOPFModel(NetworkModel):
     """
 
     setup: DCOPFSetup
+    power_flow: DCPowerFlowModel
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-4)
     warm_start: bool = eqx.field(static=True, default=False)
+
+    @classmethod
+    def of_case(
+        cls,
+        case: CaseData,
+        *,
+        power_flow: DCPowerFlowModel | None = None,
+        max_iter: int = 30,
+        tol: float = 1e-4,
+        objective: str = "linear",
+        warm_start: bool | None = None,
+        lp_tuning: DispatchLPTuning | None = None,
+    ) -> "DCOPFModel":
+        """The DC-OPF dispatch of `case`.
+
+        **Arguments:**
+
+        - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+        - `power_flow`: its DC power flow (default `DCPowerFlowModel.of_case(case)`).
+        - `max_iter`, `tol`: iteration cap and tolerance.
+        - `objective`: `"linear"` or `"polynomial"` (see
+          [`make_dc_opf_setup`][powerzoojax.physics.make_dc_opf_setup]).
+        - `warm_start`: start each step from the previous step's basis; `None`: when the OPF
+          monitors at least 16 lines (on fewer a cold start needs only a few pivots).
+        - `lp_tuning`: how the dual simplex runs (`None`: per device).
+
+        **Returns:**
+
+        A `DCOPFModel`.
+        """
+        setup = make_dc_opf_setup(case, objective=objective, lp_tuning=lp_tuning)
+        warm = setup.mon_idx.shape[0] >= WARM_START_MIN_LINES if warm_start is None else bool(warm_start)
+        flow = DCPowerFlowModel.of_case(case) if power_flow is None else power_flow
+        return cls(setup, flow, max_iter=max_iter, tol=tol, warm_start=warm)
 
     @property
     def _warm(self) -> bool:
         return self.warm_start and self.setup.linear and self.setup.mon_idx.shape[0] > 0
 
-    def initial_memory(self, params: EnvParams) -> PyTree:
+    def initial_memory(self) -> PyTree:
         if not self._warm:
             return ()
         return cold_dispatch_basis(self.setup.p_min.shape[0], self.setup.mon_idx.shape[0])
@@ -331,12 +443,11 @@ class DCOPFModel(NetworkModel):
     def reads_setpoints(self) -> bool:
         return False
 
-    def dispatch(self, params: EnvParams, inputs: NetworkInputs) -> _Dispatch:
+    def dispatch(self, inputs: NetworkInputs) -> _Dispatch:
         """The DC stage: the OPF dispatch with its DC flows.
 
         **Arguments:**
 
-        - `params`: the env's params.
         - `inputs`: the step's [`NetworkInputs`][powerzoojax.grid.transmission.NetworkInputs].
 
         **Returns:**
@@ -344,11 +455,11 @@ class DCOPFModel(NetworkModel):
         The unit outputs with DC flows, the load the OPF could not serve [MW] and the OPF's
         info.
         """
-        net = params.network
+        net = self.power_flow.network
         node_load = inputs.load_mw if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, inputs.load_mw)
         # The profile row's line flows are tabulated (`PTDF @ load`, per row); bundle
         # injections change them, so with bundles the OPF computes them itself.
-        load_flow = params.load_line_flow_mw[inputs.row]
+        load_flow = inputs.load_flow_mw
         if inputs.p_bus_mw is not None:
             node_load = node_load - inputs.p_bus_mw
             load_flow = None
@@ -371,14 +482,61 @@ class DCOPFModel(NetworkModel):
             memory=opf.basis if self._warm else (),
         )
 
-    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        stage = self.dispatch(params, inputs)
-        net, flows = params.network, stage.flow.line_flow_mw
+    def solve(self, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch(inputs)
+        net, flows = self.power_flow.network, stage.flow.line_flow_mw
         thermal, _ = dc_thermal_check(flows, net.line_cap, net.line_floor)
         # OPF flows sit exactly on binding limits: count beyond 0.01 MW so float32 noise
         # cannot flip is_safe.
         over = jnp.maximum(flows - net.line_cap, 0.0) + jnp.maximum(net.line_floor - flows, 0.0)
-        return _dc_solution(params, stage, thermal, jnp.sum((over > 1e-2).astype(jnp.int32)))
+        return self.power_flow.solution(stage, thermal, jnp.sum((over > 1e-2).astype(jnp.int32)))
+
+    def solve_reset(self, inputs: NetworkInputs) -> NetworkSolution:
+        return self.power_flow.solve(inputs)
+
+
+class ACCaseData(eqx.Module):
+    """What the AC models read of the case besides their solver setup.
+
+    **Arguments:**
+
+    - `load_q_mvar`: `(n_loads,)` reactive loads [MVAr] (the case's Qd, shared evenly among
+      the loads of a bus, fixed over time).
+    - `v_min`, `v_max`: `(n_nodes,)` voltage limits [p.u.].
+    - `rating_mva`: `(n_lines,)` line ratings [MVA] (`|line_cap|`).
+    - `failure_cost`: cost charged on `power_balance` when the AC solve does not converge.
+    """
+
+    load_q_mvar: Float[Array, " n_loads"]
+    v_min: Float[Array, " n_nodes"]
+    v_max: Float[Array, " n_nodes"]
+    rating_mva: Float[Array, " n_lines"]
+    failure_cost: Float[Array, ""]
+
+    @classmethod
+    def of_case(cls, case: CaseData, *, failure_cost: float = 100.0) -> "ACCaseData":
+        """The AC data of `case`.
+
+        **Arguments:**
+
+        - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+        - `failure_cost`: cost of a step whose AC solve does not converge.
+
+        **Returns:**
+
+        An `ACCaseData`.
+        """
+        node_qd = np.asarray(case.node_qd, np.float64)
+        load_node = np.asarray(case.load_node_idx)
+        n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
+        f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+        return cls(
+            load_q_mvar=f32(node_qd[load_node] / np.maximum(n_at_bus[load_node], 1.0)),
+            v_min=f32(case.node_v_min),
+            v_max=f32(case.node_v_max),
+            rating_mva=jnp.abs(case.line_cap),
+            failure_cost=f32(failure_cost),
+        )
 
 
 class ACPowerFlowModel(NetworkModel):
@@ -388,7 +546,7 @@ class ACPowerFlowModel(NetworkModel):
     (the agent's set-points, slack balanced in DC) or
     [`DCOPFModel`][powerzoojax.grid.transmission.DCOPFModel] (the OPF dispatch; its info is
     kept). Thermal metric `max(|S_from|, |S_to|)` beyond the rating; a solve that does not
-    converge costs `params.pf_failure_cost` on `power_balance` and counts as a voltage
+    converge costs `ac.failure_cost` on `power_balance` and counts as a voltage
     violation. Generator Q schedules and bundle Q are not modelled. Info: `pf_converged`,
     `pf_n_iter`, `pf_max_mismatch`.
 
@@ -396,6 +554,7 @@ class ACPowerFlowModel(NetworkModel):
 
     - `network`: the [`ACNetwork`][powerzoojax.physics.ACNetwork].
     - `dispatch_model`: the DC stage.
+    - `ac`: the case's [`ACCaseData`][powerzoojax.grid.transmission.ACCaseData].
     - `max_iter`: iteration cap (static).
     - `tol`: mismatch tolerance [p.u.] (static).
     - `method`: `"fdlf"`, `"fdlf_only"` or `"newton"`, as in
@@ -409,6 +568,7 @@ class ACPowerFlowModel(NetworkModel):
 
     network: ACNetwork
     dispatch_model: DCPowerFlowModel | DCOPFModel
+    ac: ACCaseData
     max_iter: int = eqx.field(static=True, default=30)
     tol: float = eqx.field(static=True, default=1e-5)
     method: str = eqx.field(static=True, default="fdlf")
@@ -416,14 +576,45 @@ class ACPowerFlowModel(NetworkModel):
     newton_step: str = eqx.field(static=True, default="auto")
     is_ac: ClassVar[bool] = True
 
+    @classmethod
+    def of_case(
+        cls,
+        case: CaseData,
+        dispatch_model: DCPowerFlowModel | DCOPFModel | None = None,
+        *,
+        max_iter: int = 30,
+        tol: float = 1e-5,
+        method: str = "fdlf",
+        warm_start: bool = False,
+        failure_cost: float = 100.0,
+    ) -> "ACPowerFlowModel":
+        """The AC power flow of `case` on `dispatch_model`'s unit outputs.
+
+        **Arguments:**
+
+        - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+        - `dispatch_model`: the DC stage (default `DCPowerFlowModel.of_case(case)`).
+        - `max_iter`, `tol`, `method`, `warm_start`: as the fields.
+        - `failure_cost`: cost of a step whose power flow does not converge.
+
+        **Returns:**
+
+        An `ACPowerFlowModel`.
+        """
+        stage = DCPowerFlowModel.of_case(case) if dispatch_model is None else dispatch_model
+        return cls(
+            make_ac_network(case), stage, ACCaseData.of_case(case, failure_cost=failure_cost),
+            max_iter=max_iter, tol=tol, method=method, warm_start=bool(warm_start),
+        )
+
     @property
     def reads_setpoints(self) -> bool:
         return self.dispatch_model.reads_setpoints
 
-    def initial_memory(self, params: EnvParams) -> PyTree:
-        return self.dispatch_model.initial_memory(params)
+    def initial_memory(self) -> PyTree:
+        return self.dispatch_model.initial_memory()
 
-    def warm_start_from(self, params: EnvParams, state: EnvState) -> tuple[Array, Array, Array]:
+    def warm_start_from(self, state: PreviousState) -> tuple[Array, Array, Array]:
         """Initial voltages and PV→PQ switches from the previous step's state.
 
         The state holds no switch flags: a PV bus is switched iff its voltage left the set
@@ -434,7 +625,6 @@ class ACPowerFlowModel(NetworkModel):
 
         **Arguments:**
 
-        - `params`: the env's params.
         - `state`: the previous step's [`GridState`][powerzoojax.grid.transmission.GridState].
 
         **Returns:**
@@ -445,23 +635,23 @@ class ACPowerFlowModel(NetworkModel):
         net = self.network
         sane = jnp.all((state.vm > 0.8) & (state.vm < 1.2))
         switched = net.is_pv & (state.vm != net.v_set) & sane
-        bus_q = hp.matmul(params.case.nodes_units_map, state.q_gen)
+        bus_q = hp.matmul(self.dispatch_model.power_flow.nodes_units_map, state.q_gen)
         at_max = bus_q >= 0.5 * (net.q_min_mvar + net.q_max_mvar)
         side = where(switched, where(at_max, 1, -1), 0).astype(jnp.int32)
         vm = where(sane, state.vm, 1.0)
         va = where(sane, state.va, net.va_ref)
         return vm, va, side
 
-    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        stage = self.dispatch_model.dispatch(params, inputs)
-        case = params.case
-        load_p, load_q = inputs.load_mw, params.load_q_mvar
+    def solve(self, inputs: NetworkInputs) -> NetworkSolution:
+        stage = self.dispatch_model.dispatch(inputs)
+        ac = self.ac
+        load_p, load_q = inputs.load_mw, ac.load_q_mvar
         if inputs.p_bus_mw is not None:
             # One load per bus in bus order (checked in make_trans_params): injections are
             # negative load; bundle Q is ignored.
             load_p = inputs.load_mw - inputs.p_bus_mw
         init_vm, init_va, init_pv_limit = (
-            self.warm_start_from(params, inputs.previous)
+            self.warm_start_from(inputs.previous)
             if (inputs.previous is not None and self.warm_start)
             else (None, None, None)
         )
@@ -474,7 +664,7 @@ class ACPowerFlowModel(NetworkModel):
         # A failed solve's last iterate is not a physical state (voltages of -3 p.u. were
         # seen), and the state feeds the observation: the step then reports the DC stage's
         # flows with flat voltages (set-points at PV buses, 1 p.u. elsewhere, the slack's
-        # angle), flagged by ``pf_converged`` and charged ``pf_failure_cost``.
+        # angle), flagged by ``pf_converged`` and charged ``ac.failure_cost``.
         ok = pf.converged
         net = self.network
         flat_vm = where(net.is_pv | (jnp.arange(net.is_pv.shape[0]) == net.slack_idx), net.v_set, 1.0)
@@ -483,17 +673,17 @@ class ACPowerFlowModel(NetworkModel):
         line_p = where(ok, _finite(pf.line_p_from_mw), dc.line_flow_mw)
         line_q = where(ok, _finite(pf.line_q_from_mvar), 0.0)
         loading = where(ok, _finite(pf.line_loading_mva), jnp.abs(dc.line_flow_mw))
-        thermal_v = jnp.maximum(loading - jnp.abs(case.line_cap), 0.0)
+        thermal_v = jnp.maximum(loading - ac.rating_mva, 0.0)
         vm = where(ok, _finite(pf.vm), flat_vm)
         va = where(ok, _finite(pf.va), flat_va)
-        over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+        over = jnp.maximum(vm - ac.v_max, 0.0) + jnp.maximum(ac.v_min - vm, 0.0)
         info = {
             **stage.info,
             "pf_converged": pf.converged,
             "pf_n_iter": pf.n_iter,
             "pf_max_mismatch": _finite(pf.max_mismatch),
         }
-        failure = where(pf.converged, zero, params.pf_failure_cost)
+        failure = where(pf.converged, zero, ac.failure_cost)
         return NetworkSolution(
             unit_power_mw=stage.flow.unit_power_mw,
             line_flow_mw=line_p,
@@ -511,14 +701,16 @@ class ACPowerFlowModel(NetworkModel):
             memory=stage.memory,
         )
 
+    def solve_reset(self, inputs: NetworkInputs) -> NetworkSolution:
+        return self.dispatch_model.power_flow.solve(inputs)
+
 
 class ACOPFModel(NetworkModel):
     """AC-OPF (in-graph primal–dual interior point in float32) setting dispatch, voltages and
     flows; the set-points are ignored; reactive loads are the case's Qd.
 
     Thermal metric `|S_from|` beyond the rating. `reset` starts from proportional
-    dispatch, a DC power flow and flat voltages, as every mode does
-    ([`solve_reset`][powerzoojax.grid.transmission.NetworkModel.solve_reset]). Info:
+    dispatch, a DC power flow and flat voltages, as every built-in mode does. Info:
     `opf_converged`, `opf_status` (0 optimal, 1 not converged), `opf_objective` [$/h],
     `opf_max_mismatch` [p.u.], `pf_converged` (the OPF's own power-flow solution),
     `line_viol_mva` (Σ MVA beyond the rating at either end). Differentiable w.r.t. the
@@ -527,37 +719,71 @@ class ACOPFModel(NetworkModel):
     **Arguments:**
 
     - `setup`: the [`ACOPFSetup`][powerzoojax.physics.ACOPFSetup].
+    - `power_flow`: the case's [`DCPowerFlowModel`][powerzoojax.grid.transmission.DCPowerFlowModel]
+      (its network maps loads to buses; it solves `reset`).
+    - `ac`: the case's [`ACCaseData`][powerzoojax.grid.transmission.ACCaseData].
     - `max_iter`: iteration cap (static).
     - `tol`: tolerance on the scaled KKT error (static).
     """
 
     setup: ACOPFSetup
+    power_flow: DCPowerFlowModel
+    ac: ACCaseData
     max_iter: int = eqx.field(static=True, default=50)
     tol: float = eqx.field(static=True, default=1e-4)
     is_ac: ClassVar[bool] = True
+
+    @classmethod
+    def of_case(
+        cls,
+        case: CaseData,
+        *,
+        power_flow: DCPowerFlowModel | None = None,
+        max_iter: int = 50,
+        tol: float = 1e-4,
+        failure_cost: float = 100.0,
+    ) -> "ACOPFModel":
+        """The AC-OPF of `case` (float32 operators, like the env).
+
+        **Arguments:**
+
+        - `case`: the [`CaseData`][powerzoojax.case.CaseData].
+        - `power_flow`: its DC power flow (default `DCPowerFlowModel.of_case(case)`).
+        - `max_iter`, `tol`: iteration cap and tolerance (on PIPS' scaled KKT error).
+        - `failure_cost`: cost of a step whose AC-OPF does not converge.
+
+        **Returns:**
+
+        An `ACOPFModel`.
+        """
+        flow = DCPowerFlowModel.of_case(case) if power_flow is None else power_flow
+        return cls(
+            make_ac_opf_setup(case, dtype=jnp.float32), flow, ACCaseData.of_case(case, failure_cost=failure_cost),
+            max_iter=max_iter, tol=tol,
+        )
 
     @property
     def reads_setpoints(self) -> bool:
         return False
 
-    def solve(self, params: EnvParams, inputs: NetworkInputs) -> NetworkSolution:
-        case, net = params.case, params.network
+    def solve(self, inputs: NetworkInputs) -> NetworkSolution:
+        net, ac = self.power_flow.network, self.ac
         node_p = inputs.load_mw if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, inputs.load_mw)
-        node_q = params.load_q_mvar if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, params.load_q_mvar)
+        node_q = ac.load_q_mvar if net.loads_are_nodes else hp.matmul(net.loads_to_nodes, ac.load_q_mvar)
         if inputs.p_bus_mw is not None:
             node_p = node_p - inputs.p_bus_mw  # bundle Q is ignored
         # Differentiable w.r.t. the loads (the resources' injections) through ac_opf's KKT
-        # rule; zero where the solve misses `tol`, a step that also pays pf_failure_cost.
+        # rule; zero where the solve misses `tol`, a step that also pays ac.failure_cost.
         opf = ac_opf(self.setup, node_p, node_q, max_iter=self.max_iter, tol=self.tol)
         zero = jnp.zeros((), jnp.float32)
         # A failed solve keeps its best iterate (finite by construction); _finite guards
         # the outputs anyway so that nothing non-finite can reach the state.
         p = _finite(opf.p_mw)
         s_from, s_to = _finite(opf.line_s_from_mva), _finite(opf.line_s_to_mva)
-        cap = jnp.abs(case.line_cap)
+        cap = ac.rating_mva
         thermal_v = jnp.maximum(s_from - cap, 0.0)
         vm = _finite(opf.vm)
-        over = jnp.maximum(vm - params.node_v_max, 0.0) + jnp.maximum(params.node_v_min - vm, 0.0)
+        over = jnp.maximum(vm - ac.v_max, 0.0) + jnp.maximum(ac.v_min - vm, 0.0)
         converged = opf.converged
         # No iteration count in info: in float32 the interior point's last iterations are
         # round-off driven, so a vmapped and a single solve of one instance may stop one
@@ -574,7 +800,7 @@ class ACOPFModel(NetworkModel):
             unit_power_mw=p,
             line_flow_mw=_finite(opf.line_p_from_mw),
             line_flow_q_mvar=_finite(opf.line_q_from_mvar),
-            node_injection_mw=hp.matmul(case.nodes_units_map, p) - node_p,
+            node_injection_mw=hp.matmul(self.power_flow.nodes_units_map, p) - node_p,
             vm=vm,
             va=_finite(opf.va),
             q_gen=_finite(opf.q_mvar),
@@ -582,7 +808,9 @@ class ACOPFModel(NetworkModel):
             n_line_violations=jnp.sum((thermal_v > 1e-2).astype(jnp.int32)),
             voltage=jnp.sum(over),
             n_voltage_violations=jnp.sum((over > 1e-5).astype(jnp.int32)) + (~converged).astype(jnp.int32),
-            unserved_mw=where(converged, zero, params.pf_failure_cost),
+            unserved_mw=where(converged, zero, ac.failure_cost),
             info=info,
         )
 
+    def solve_reset(self, inputs: NetworkInputs) -> NetworkSolution:
+        return self.power_flow.solve(inputs)

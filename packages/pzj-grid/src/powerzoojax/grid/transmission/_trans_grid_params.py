@@ -29,12 +29,11 @@ from powerzoojax.physics import (
     line_outage_ptdf,
     line_outage_ptdf_of_lines,
     load_line_flows,
-    make_ac_network,
     make_dc_network,
 )
-from powerzoojax.physics._ac_opf import ACOPFSetup, make_ac_opf_setup
+from powerzoojax.physics._ac_opf import ACOPFSetup
 from powerzoojax.physics._ac_pf import AC_PF_METHODS
-from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup, make_dc_opf_setup
+from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSetup
 from powerzoojax.physics._dispatch_lp import DispatchLPTuning
 from powerzoojax.core import _precision as hp
 
@@ -52,10 +51,12 @@ class TransGridParams(EnvParams):
     """Params of [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv]; build with
     [`make_trans_params`][powerzoojax.grid.transmission.make_trans_params].
 
-    `network_model` is the mode's network model: it holds the mode's setup (DC-OPF, AC
-    network, AC-OPF) and solver options; `acpf` / `dcopf` / `acopf` read those setups back
-    (`None` where the mode has none: the AC-OPF result replaces any power flow, so mode 2
-    neither builds nor runs one).
+    `network_model` is the mode's network model: it holds every array it reads (the DC
+    network, the mode's setup: DC-OPF, AC network, AC-OPF; the AC models' reactive loads,
+    voltage limits and ratings) and its solver options; `acpf` / `dcopf` / `acopf` read
+    those setups back and `load_q_mvar`, `node_v_min`, `node_v_max`, `pf_failure_cost` the
+    AC data (`None` where the mode has none: the AC-OPF result replaces any power flow, so
+    mode 2 neither builds nor runs one).
 
     **Arguments:**
 
@@ -78,12 +79,6 @@ class TransGridParams(EnvParams):
     - `islanded`: the outages cut buses off the slack.
     - `node_islanded`: `(n_nodes,)` the buses cut off.
     - `islanding_cost`: flat cost charged on `power_balance` while islanded [MW].
-    - `load_q_mvar`: `(n_loads,)` reactive loads [MVAr] (AC models only, else `None`).
-    - `node_v_min`, `node_v_max`: `(n_nodes,)` voltage limits [p.u.] (AC models only).
-    - `pf_failure_cost`: cost charged on `power_balance` when an AC solve does not
-      converge.
-    - `ptdf_nodes_t`: `(n_nodes, n_lines)` transposed PTDF, built only when bundles inject
-      at arbitrary buses.
     - `invalid_load_profiles`: set by `with_load_profiles` when non-finite values given
       inside `jit` were replaced by 0.
     - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
@@ -114,14 +109,6 @@ class TransGridParams(EnvParams):
     islanded: Bool[Array, ""]
     node_islanded: Bool[Array, " n_nodes"]
     islanding_cost: Float[Array, ""]
-    # Reactive load per load [MVAr] (the case's Qd, fixed over time; AC models only).
-    load_q_mvar: Float[Array, " n_loads"] | None = None
-    node_v_min: Float[Array, " n_nodes"] | None = None
-    node_v_max: Float[Array, " n_nodes"] | None = None
-    # Charged on the power_balance channel when the AC power flow / AC-OPF does not converge.
-    pf_failure_cost: Float[Array, ""] | None = None
-    # (N, L) PTDF transposed: only built when resource bundles inject at arbitrary buses.
-    ptdf_nodes_t: Float[Array, "n_nodes n_lines"] | None = None
     # Price of output outside the unit limits [$/MWh]; None keeps the reference's cost of
     # the realised output (see make_trans_params' unit_limit_price).
     unit_limit_price: Float[Array, ""] | None = None
@@ -153,6 +140,31 @@ class TransGridParams(EnvParams):
         """The AC-OPF setup (None in other modes)."""
         model = self.network_model
         return model.setup if isinstance(model, ACOPFModel) else None
+
+    @property
+    def load_q_mvar(self) -> Float[Array, " n_loads"] | None:
+        """`(n_loads,)` reactive loads [MVAr] of a built-in AC model (None in other modes)."""
+        model = self.network_model
+        return model.ac.load_q_mvar if isinstance(model, (ACPowerFlowModel, ACOPFModel)) else None
+
+    @property
+    def node_v_min(self) -> Float[Array, " n_nodes"] | None:
+        """`(n_nodes,)` lower voltage limits [p.u.] of a built-in AC model (None in other modes)."""
+        model = self.network_model
+        return model.ac.v_min if isinstance(model, (ACPowerFlowModel, ACOPFModel)) else None
+
+    @property
+    def node_v_max(self) -> Float[Array, " n_nodes"] | None:
+        """`(n_nodes,)` upper voltage limits [p.u.] of a built-in AC model (None in other modes)."""
+        model = self.network_model
+        return model.ac.v_max if isinstance(model, (ACPowerFlowModel, ACOPFModel)) else None
+
+    @property
+    def pf_failure_cost(self) -> Float[Array, ""] | None:
+        """Cost a built-in AC model charges on `power_balance` when its solve does not
+        converge (None in other modes)."""
+        model = self.network_model
+        return model.ac.failure_cost if isinstance(model, (ACPowerFlowModel, ACOPFModel)) else None
 
     def with_load_profiles(self, load_profiles: ArrayLike) -> "TransGridParams":
         """These params with new load profiles (usable inside `jit`/`vmap`).
@@ -283,6 +295,16 @@ class TransGridParams(EnvParams):
         ptdf_units_t = (hp.matmul(outage.ptdf, case.nodes_units_map)).T
         ptdf_loads_t = (hp.matmul(outage.ptdf, case.nodes_loads_map)).T
         network = eqx.tree_at(lambda n: (n.ptdf_units_t, n.ptdf_loads_t), self.network, (ptdf_units_t, ptdf_loads_t))
+        ptdf_nodes_t = outage.ptdf.T
+
+        def rebuilt(node: Any) -> Any:
+            # Every DC power flow the model holds sees the outage (the bundles' nodal PTDF too).
+            if not isinstance(node, DCPowerFlowModel):
+                return node
+            nodes_t = None if node.ptdf_nodes_t is None else ptdf_nodes_t
+            return DCPowerFlowModel(network, node.nodes_units_map, nodes_t)
+
+        model = jax.tree.map(rebuilt, model, is_leaf=lambda node: isinstance(node, DCPowerFlowModel))
         # The DC-OPF stage, alone or ahead of an AC power flow, drops the opened lines' limits.
         dcopf = model if isinstance(model, DCOPFModel) else getattr(model, "dispatch_model", None)
         if isinstance(dcopf, DCOPFModel):
@@ -307,10 +329,7 @@ class TransGridParams(EnvParams):
         values = (
             network, hp.matmul(self.load_profiles, ptdf_loads_t), model, outage.line_out, outage.islanded, outage.node_islanded,
         )
-        params = eqx.tree_at(fields, self, values)
-        if self.ptdf_nodes_t is not None:
-            params = eqx.tree_at(lambda p: p.ptdf_nodes_t, params, outage.ptdf.T)
-        return params
+        return eqx.tree_at(fields, self, values)
 
     def islanding_penalty(self, load_mw: Float[Array, " n_loads"]) -> Float[Array, ""]:
         """MW charged on `power_balance` for one step.
@@ -499,28 +518,18 @@ def make_trans_params(
     p_max = np.asarray(case.unit_p_max, np.float64)
     ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    network = make_dc_network(case)
     if network_model is None:
+        ptdf_nodes_t = f32(np.asarray(case.ptdf, np.float64).T) if resources else None
         network_model = _mode_model(
-            case, physics, solver_mode,
+            case, DCPowerFlowModel(network, case.nodes_units_map, ptdf_nodes_t), physics, solver_mode, pf_failure_cost=pf_failure_cost,
             pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
             opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
             opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start), opf_lp_tuning=opf_lp_tuning,
         )
-    ac_fields: dict = {}
-    if network_model.is_ac:
-        node_qd = np.asarray(case.node_qd, np.float64)
-        load_node = np.asarray(case.load_node_idx)
-        # A bus's Qd is shared evenly among the loads at that bus.
-        n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
-        ac_fields = dict(
-            load_q_mvar=f32(node_qd[load_node] / np.maximum(n_at_bus[load_node], 1.0)),
-            node_v_min=f32(case.node_v_min),
-            node_v_max=f32(case.node_v_max),
-            pf_failure_cost=f32(pf_failure_cost),
-        )
     return TransGridParams(
         case=case,
-        network=make_dc_network(case),
+        network=network,
         load_profiles=f32(profiles),
         load_line_flow_mw=f32(np.asarray(profiles, np.float64) @ ptdf_loads.T),
         cost_thermal_weight=f32(cost_thermal_weight),
@@ -533,9 +542,7 @@ def make_trans_params(
         islanded=jnp.asarray(False),
         node_islanded=jnp.zeros((case.n_nodes,), bool),
         islanding_cost=f32(islanding_cost),
-        ptdf_nodes_t=f32(np.asarray(case.ptdf, np.float64).T) if resources else None,
         unit_limit_price=None if unit_limit_price is None else f32(unit_limit_price),
-        **ac_fields,
         resources=resources,
         max_steps=max_steps,
         delta_t_hours=delta_t_hours,
@@ -546,12 +553,9 @@ def make_trans_params(
     )
 
 
-# Monitored lines from which the DC-OPF warm-starts by default (see `opf_warm_start`).
-_WARM_START_MIN_LINES = 16
-
-
 def _mode_model(
     case: CaseData,
+    power_flow: DCPowerFlowModel,
     physics: int,
     solver_mode: int,
     *,
@@ -559,6 +563,7 @@ def _mode_model(
     pf_tol: float,
     pf_method: str,
     pf_warm_start: bool,
+    pf_failure_cost: float,
     opf_max_iter: int,
     opf_tol: float,
     opf_objective: str,
@@ -567,16 +572,17 @@ def _mode_model(
     opf_warm_start: bool | None,
     opf_lp_tuning: DispatchLPTuning | None = None,
 ) -> NetworkModel:
-    """The network model of a `(physics, solver_mode)` mode (table in the models' module)."""
+    """The network model of a `(physics, solver_mode)` mode (table in the models' module) on `power_flow`."""
     if solver_mode == 2:
-        return ACOPFModel(make_ac_opf_setup(case, dtype=jnp.float32), max_iter=acopf_max_iter, tol=acopf_tol)
-    dc: DCPowerFlowModel | DCOPFModel = DCPowerFlowModel()
+        return ACOPFModel.of_case(case, power_flow=power_flow, max_iter=acopf_max_iter, tol=acopf_tol, failure_cost=pf_failure_cost)
+    dc: DCPowerFlowModel | DCOPFModel = power_flow
     if solver_mode == 1:
-        setup = make_dc_opf_setup(case, objective=opf_objective, lp_tuning=opf_lp_tuning)
-        warm = setup.mon_idx.shape[0] >= _WARM_START_MIN_LINES if opf_warm_start is None else opf_warm_start
-        dc = DCOPFModel(setup, max_iter=opf_max_iter, tol=opf_tol, warm_start=warm)
+        dc = DCOPFModel.of_case(
+            case, power_flow=power_flow, max_iter=opf_max_iter, tol=opf_tol, objective=opf_objective,
+            warm_start=opf_warm_start, lp_tuning=opf_lp_tuning,
+        )
     if physics == 0:
         return dc
-    return ACPowerFlowModel(
-        make_ac_network(case), dc, max_iter=pf_max_iter, tol=pf_tol, method=pf_method, warm_start=pf_warm_start
+    return ACPowerFlowModel.of_case(
+        case, dc, max_iter=pf_max_iter, tol=pf_tol, method=pf_method, warm_start=pf_warm_start, failure_cost=pf_failure_cost
     )
