@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, make_box, stack_costs
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.market._invariants import market_laws
@@ -232,6 +232,9 @@ class AbstractMarketEnv(Environment):
     def constraint_names(self, params: MarketParams) -> tuple[str, ...]:
         return CONSTRAINT_NAMES
 
+    def action_layout(self, params: MarketParams) -> str:
+        return "[battery power]"
+
     def _node_load(self, time_step: Int[Array, ""], params: MarketParams) -> Float[Array, " n_nodes"]:
         row = time_step % params.load_profiles.shape[0]
         return hp.matmul(params.nodes_loads_map, params.load_profiles[row])
@@ -241,7 +244,7 @@ class AbstractMarketEnv(Environment):
     ) -> OfferSCEDResult:
         return offer_sced(params.sced_setup, node_load, offers, max_iter=SCED_MAX_ITER, tol=SCED_TOL)
 
-    def reset(self, key: Key, params: MarketParams) -> tuple[Float[Array, " obs_dim"], MarketState]:
+    def reset_env(self, key: Key, params: MarketParams) -> tuple[Float[Array, " obs_dim"], MarketState]:
         offers = self._episode_offers(key, params)
         cleared = self._clear(self._node_load(jnp.asarray(0, jnp.int32), params), offers, params)
         setup = params.sced_setup
@@ -265,11 +268,9 @@ class AbstractMarketEnv(Environment):
         # SOC band, supply = net demand when OPTIMAL, one price when nothing is congested.
         return market_laws(params)
 
-    def step(
+    def step_env(
         self, key: Key, state: MarketState, action: Float[Array | np.ndarray, "1"], params: MarketParams
     ) -> tuple[Float[Array, " obs_dim"], MarketState, FloatScalar, Float[Array, "1"], Bool[Array, ""], Info]:
-        if action.shape != (1,):
-            raise ValueError(f"{self.name}.step: action must have shape (1,) (battery power), got {action.shape}")
         action = jnp.asarray(action, jnp.float32)
         requested, realised, soc = battery_power(action[0], state.battery_soc, params)
         node_load = self._node_load(state.time_step, params)
@@ -299,7 +300,6 @@ class AbstractMarketEnv(Environment):
             total_gen_cost=state.total_gen_cost + gen_cost,
             resource_states=state.resource_states,
         )
-        next_state = auto_reset(self, key, next_state, params)
         info = {
             "gen_cost": gen_cost,
             "offer_cost": cleared.offer_cost * params.delta_t_hours,

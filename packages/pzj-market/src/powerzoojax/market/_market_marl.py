@@ -271,6 +271,27 @@ def market_marl_step(
 
     `(final_state, done, reward (n_units,) [$], info)`.
     """
+    next_state, done, profit, info = market_marl_transition(key, state, flat_actions, params)
+    _, k_reset = jr.split(key)
+    final_state = select_tree(done, jax.lax.stop_gradient(market_marl_reset(k_reset, params)), next_state)
+    return final_state, done, profit, info
+
+
+def market_marl_transition(
+    key: Key, state: MarketMARLState, flat_actions: Float[Array | np.ndarray, " n_actions"], params: MarketMARLParams
+) -> tuple[MarketMARLState, Bool[Array, ""], Float[Array, " n_units"], Info]:
+    """One market round without the auto-reset of
+    [`market_marl_step`][powerzoojax.market.market_marl_step] (an env's `step_env`).
+
+    **Arguments:**
+
+    - `key`, `state`, `flat_actions`, `params`: as for `market_marl_step`.
+
+    **Returns:**
+
+    `(next_state, done, reward (n_units,) [$], info)`; `next_state.done` on the episode's
+    last round.
+    """
     setup = params.offer_sced_setup
     n_units, n_seg = setup.n_units, setup.n_segments
     if flat_actions.shape != (n_units * n_seg,):
@@ -307,8 +328,6 @@ def market_marl_step(
         episode_start_idx=state.episode_start_idx,
         resource_states=state.resource_states,
     )
-    _, k_reset = jr.split(key)
-    final_state = select_tree(done, jax.lax.stop_gradient(market_marl_reset(k_reset, params)), next_state)
     info = {
         "cost": thermal_cost,
         "cost_thermal_overload": thermal_cost,
@@ -326,7 +345,7 @@ def market_marl_step(
         "sced_status": cleared.status,
         "ramp_binding_rate": ramp_binding_rate,
     }
-    return final_state, done, profit, info
+    return next_state, done, profit, info
 
 
 def _sort_rows(x: Float[Array, "rows k"]) -> Float[Array, "rows k"]:

@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
+from powerzoojax.core import EnvParams, EnvState, Invariant, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._guard import check_profile_table, checked_profiles
 from powerzoojax.core._validation import finite_scalar
@@ -353,7 +353,7 @@ class DistGridEnv(RadialFeederEnv):
                 return bstate.soc
         return jnp.zeros((0,), jnp.float32)
 
-    def reset(self, key: Key, params: DistGridParams) -> tuple[Float[Array, " obs_dim"], DistGridState]:
+    def reset_env(self, key: Key, params: DistGridParams) -> tuple[Float[Array, " obs_dim"], DistGridState]:
         p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
         flow = self._solve(p_load, q_load, params)
         resource_states = reset_bundles(params.resources, key)
@@ -373,14 +373,13 @@ class DistGridEnv(RadialFeederEnv):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self,
         key: Key,
         state: DistGridState,
         action: Float[Array | np.ndarray, " action_dim"],
         params: DistGridParams,
     ) -> tuple[Float[Array, " obs_dim"], DistGridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        self._check_action(action, params)
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
         der, bundles = self._decode_action(action, state.resource_states, self._ctx(state), params)
@@ -435,11 +434,10 @@ class DistGridEnv(RadialFeederEnv):
             resource_states=bundles.states,
             episode_batt_soc_init=state.episode_batt_soc_init,
         )
-        next_state = auto_reset(self, key, next_state, params)
         if params.resources:
-            # The bundles' post-reset states computed once (`materialise`): otherwise XLA
-            # fuses the bundle step and the reset select into the observation kernel and
-            # recomputes them per output element.
+            # The bundles' next states computed once (`materialise`): otherwise XLA fuses
+            # the bundle step into the observation kernel and recomputes it per output
+            # element.
             next_state = eqx.tree_at(
                 lambda s: s.resource_states,
                 next_state,

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from powerzoojax.core import EnvParams, EnvState, Invariant, auto_reset, stack_costs, time_features
+from powerzoojax.core import EnvParams, EnvState, Invariant, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key, where
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.distribution._feeder import RadialFeederEnv, validate_feeder_options
@@ -321,7 +321,7 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
             ]
         )
 
-    def reset(self, key: Key, params: DistGrid3PhaseParams) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState]:
+    def reset_env(self, key: Key, params: DistGrid3PhaseParams) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState]:
         p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
         flow = radial_3phase_power_flow(params.network, p_load, q_load, params.bfs_max_iter, params.bfs_tol)
         state = self._state(
@@ -336,14 +336,13 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self,
         key: Key,
         state: DistGrid3PhaseState,
         action: Float[Array | np.ndarray, " action_dim"],
         params: DistGrid3PhaseParams,
     ) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState, FloatScalar, Float[Array, "4"], Bool[Array, ""], Info]:
-        self._check_action(action, params)
         network = params.network
         action = jnp.asarray(action, jnp.float32)
         p_load, q_load = self._loads(state.time_step, params)
@@ -397,7 +396,6 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
             resource_states=bundles.states,
         )
         done = next_state.done
-        next_state = auto_reset(self, key, next_state, params)
         info = {
             "cost_voltage_violation": counts[0],
             "cost_thermal_overload": counts[1],

@@ -148,15 +148,10 @@ class RadialFeederEnv(Environment):
         row = time_step % params.p_load_profiles.shape[0]
         return params.p_load_profiles[row], params.q_load_profiles[row]
 
-    def _check_action(self, action: Any, params: Any) -> None:
-        expected = self.action_dim(params)
-        if action.shape != (expected,):
-            der = self.DER_LAYOUT if params.include_der else "no DER"
-            extra = " + bundle actions" if params.resources else ""
-            raise ValueError(
-                f"{type(self).__name__}.step: action must have shape ({expected},) = ({der}{extra},), "
-                f"got {action.shape}"
-            )
+    def action_layout(self, params: Any) -> str:
+        der = self.DER_LAYOUT if params.include_der else "no DER"
+        extra = " + bundle actions" if params.resources else ""
+        return f"({der}{extra},)"
 
     def _decode_action(
         self, action: Float[Array, " action_dim"], resource_states: tuple, ctx: dict, params: Any

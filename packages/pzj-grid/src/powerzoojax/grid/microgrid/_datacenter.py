@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, IntScalar, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.microgrid._invariants import datacenter_laws
@@ -524,18 +524,18 @@ class DataCenterEnv(Environment):
             time_features(state.time_step, params.steps_per_day),
         ])
 
-    def reset(self, key: Key, params: DataCenterParams) -> tuple[Float[Array, "11"], DataCenterState]:
+    def action_layout(self, params: DataCenterParams) -> str:
+        return "[train, finetune, cooling]"
+
+    def reset_env(self, key: Key, params: DataCenterParams) -> tuple[Float[Array, "11"], DataCenterState]:
         state = datacenter_initial_state(params)
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: DataCenterState, action: Float[Array | np.ndarray, " action_dim"], params: DataCenterParams
     ) -> tuple[Float[Array, "11"], DataCenterState, FloatScalar, Float[Array, "2"], Bool[Array, ""], Info]:
-        if jnp.shape(action) != (3,):
-            raise ValueError(f"DataCenterEnv.step: action must have shape (3,) = [train, finetune, cooling], got {jnp.shape(action)}")
-        new_state, out = datacenter_transition(key, state, jnp.asarray(action, jnp.float32), params)
-        done = new_state.done
-        next_state = auto_reset(self, key, new_state, params)
+        next_state, out = datacenter_transition(key, state, jnp.asarray(action, jnp.float32), params)
+        done = next_state.done
         costs = stack_costs(out.cost_sla, out.cost_overtemp)
         info = {
             "cost_sla": out.cost_sla,
@@ -546,6 +546,6 @@ class DataCenterEnv(Environment):
             "p_dc_mw": out.p_dc_mw,
             "p_it_mw": out.p_it_mw,
             "p_cool_mw": out.p_cool_mw,
-            "t_zone": new_state.t_zone,
+            "t_zone": next_state.t_zone,
         }
         return self._obs(next_state, params), next_state, jnp.zeros((), jnp.float32), costs, done, info

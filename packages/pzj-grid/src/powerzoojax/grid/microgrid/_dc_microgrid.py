@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.microgrid._datacenter import (
@@ -423,7 +423,10 @@ class DataCenterMicrogridEnv(Environment):
             time_features(t, p.steps_per_day),
         ])
 
-    def reset(self, key: Key, params: DCMicrogridParams) -> tuple[Float[Array, "24"], DCMicrogridState]:
+    def action_layout(self, params: DCMicrogridParams) -> str:
+        return "[train_sched, ft_sched, cooling_norm, batt_norm, dg_norm]"
+
+    def reset_env(self, key: Key, params: DCMicrogridParams) -> tuple[Float[Array, "24"], DCMicrogridState]:
         dc = datacenter_initial_state(params.dc)
         zero = jnp.zeros((), jnp.float32)
         state = DCMicrogridState(
@@ -439,7 +442,7 @@ class DataCenterMicrogridEnv(Environment):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: DCMicrogridState, action: Float[Array | np.ndarray, " action_dim"], params: DCMicrogridParams
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
         return self.step_with_dg_autobalance(key, state, action, params, autobalance=False)
@@ -453,8 +456,9 @@ class DataCenterMicrogridEnv(Environment):
         *,
         autobalance: bool,
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        """[`step`][powerzoojax.core.Environment.step], optionally with the diesel set-point
-        balanced.
+        """[`step_env`][powerzoojax.core.Environment.step_env], optionally with the diesel
+        set-point balanced: the transition alone, on a checked action and without
+        auto-reset (`step` adds both).
 
         With `autobalance` the diesel set-point `a4` is replaced by `clip(D / p_max, 0, 1)`,
         `D` = the unserved load of this same step with the diesel off (the data centre,
@@ -464,18 +468,13 @@ class DataCenterMicrogridEnv(Environment):
 
         **Arguments:**
 
-        - `key`, `state`, `action`, `params`: as for `step`; `action` is `(5,)`.
+        - `key`, `state`, `action`, `params`: as for `step_env`; `action` is `(5,)`.
         - `autobalance`: balance the diesel set-point (static).
 
         **Returns:**
 
-        `(obs (24,), state, reward, costs (3,), done, info)`, as `step`.
+        `(obs (24,), state, reward, costs (3,), done, info)`, as `step_env`.
         """
-        if jnp.shape(action) != (DCMG_ACTION_DIM,):
-            raise ValueError(
-                "DataCenterMicrogridEnv.step: action must have shape (5,) = "
-                f"[train_sched, ft_sched, cooling_norm, batt_norm, dg_norm], got {jnp.shape(action)}"
-            )
         p = params
         dt = p.delta_t_hours
         a = self._clip_action(jnp.asarray(action, jnp.float32))
@@ -526,7 +525,6 @@ class DataCenterMicrogridEnv(Environment):
             p_load_mw=p_load,
             last_action=a,
         )
-        next_state = auto_reset(self, key, new_state, p)
         info = {
             "cost_sla": out.cost_sla,
             "cost_overtemp": out.cost_overtemp,
@@ -558,4 +556,4 @@ class DataCenterMicrogridEnv(Environment):
         }
         if autobalance:
             info["dg_autobalance_norm"] = a[4]
-        return self._obs(next_state, p), next_state, reward, costs, done, info
+        return self._obs(new_state, p), new_state, reward, costs, done, info

@@ -82,25 +82,26 @@ class DCMicrogridShapingWrapper(Environment):
     def default_params(self) -> DCMicrogridParams:
         return self.env.default_params()
 
-    def reset(self, key: Key, params: DCMicrogridParams) -> tuple[Float[Array, "24"], DCMicrogridState]:
-        return self.env.reset(key, params)
+    def action_layout(self, params: DCMicrogridParams) -> str | None:
+        return self.env.action_layout(params)
 
-    def step(
-        self, key: Key, state: DCMicrogridState, action: Float[Array | np.ndarray, " action_dim"], params: DCMicrogridParams
+    def reset_env(self, key: Key, params: DCMicrogridParams) -> tuple[Float[Array, "24"], DCMicrogridState]:
+        return self.env.reset_env(key, params)
+
+    def step_env(
+        self, key: Key, state: DCMicrogridState, action: Float[Array, " action_dim"], params: DCMicrogridParams
     ) -> tuple[Float[Array, "24"], DCMicrogridState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
         action = jnp.asarray(action, jnp.float32)
-        requested = jnp.clip(action[DG_ACTION], 0.0, 1.0) if action.ndim == 1 and action.shape[0] > DG_ACTION else None
-        autobalance = self.dg_autobalance and requested is not None
-        # One env transition: the diesel set-point is balanced inside it (a wrong action shape
-        # is reported by the inner env).
+        requested = jnp.clip(action[DG_ACTION], 0.0, 1.0)
+        # One env transition: the diesel set-point is balanced inside it.
         obs, next_state, reward, costs, done, info = self.env.step_with_dg_autobalance(
-            key, state, action, params, autobalance=autobalance
+            key, state, action, params, autobalance=self.dg_autobalance
         )
-        if autobalance and requested is not None:
+        if self.dg_autobalance:
             dg_auto = info["dg_autobalance_norm"]
             tracking = jnp.abs(requested - dg_auto)
         else:
-            dg_auto = jnp.zeros((), jnp.float32) if requested is None else requested
+            dg_auto = requested
             tracking = jnp.zeros((), jnp.float32)
         spill = info["power_spill"] / jnp.maximum(info["p_load_mw"], 1e-6)
         penalty = (

@@ -8,7 +8,7 @@ import jax.random as jr
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, Invariant, auto_reset, denormalize_action, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, denormalize_action, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -166,7 +166,7 @@ class BatteryEnv(Environment):
         head = jnp.stack([state.soc, state.current_p_mw * inv, p_dis * inv, p_chg * inv])
         return jnp.concatenate([head, time_features(state.time_step, params.steps_per_day)])
 
-    def reset(self, key: Key, params: BatteryParams) -> tuple[Float[Array, "6"], BatteryState]:
+    def reset_env(self, key: Key, params: BatteryParams) -> tuple[Float[Array, "6"], BatteryState]:
         zero = jnp.zeros((), jnp.float32)
         state = BatteryState(
             time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False),
@@ -174,7 +174,7 @@ class BatteryEnv(Environment):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: BatteryState, action: Float[ArrayLike, "1"], params: BatteryParams
     ) -> tuple[Float[Array, "6"], BatteryState, FloatScalar, Float[Array, "1"], Bool[Array, ""], Info]:
         a = jnp.asarray(action, jnp.float32).reshape(())
@@ -188,7 +188,6 @@ class BatteryEnv(Environment):
         done = time_step >= params.max_steps
         nxt = BatteryState(time_step=time_step, done=done, current_p_mw=p,
                            current_q_mvar=jnp.zeros((), jnp.float32), soc=soc)
-        nxt = auto_reset(self, key, nxt, params)
         info = {
             "cost_cycle_throughput": cycle,
             "cost_sum": cycle,

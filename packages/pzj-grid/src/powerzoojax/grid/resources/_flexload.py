@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -148,7 +148,8 @@ class FlexLoadEnv(Environment):
     buffer_energy/(cap_s·H)]` (each clipped to [0, 1]) `+ [sin, cos, clip(lmp/price_ref, −1, 2)]`;
     action `Box([0, 1]²)` = `[curtail, shift_out]` fractions; reward 0; costs
     `(curtail·Δt·c_curt, buffer_energy·Δt·c_hold, min(curtail, shift_out)·penalty)` [$] named
-    `("curtailment", "shift_discomfort", "simultaneous_activation")`. `step(..., lmp=0)`.
+    `("curtailment", "shift_discomfort", "simultaneous_activation")`. The price observed is
+    `step_env`'s `lmp` argument, 0 through `step`.
     """
     def default_params(self) -> FlexLoadParams:
         return make_flexload_params()
@@ -172,7 +173,7 @@ class FlexLoadEnv(Environment):
         price = jnp.clip(s.lmp / params.price_ref, -1.0, 2.0)[None]
         return jnp.concatenate([dev, time_features(s.time_step, params.steps_per_day), price])
 
-    def reset(self, key: Key, params: FlexLoadParams) -> tuple[Float[Array, "8"], FlexLoadState]:
+    def reset_env(self, key: Key, params: FlexLoadParams) -> tuple[Float[Array, "8"], FlexLoadState]:
         zero = jnp.zeros((), jnp.float32)
         izero = jnp.asarray(0, jnp.int32)
         state = FlexLoadState(
@@ -183,7 +184,7 @@ class FlexLoadEnv(Environment):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: FlexLoadState, action: Float[ArrayLike, "2"], params: FlexLoadParams,
         lmp: Float[ArrayLike, ""] = 0.0,
     ) -> tuple[Float[Array, "8"], FlexLoadState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
@@ -204,7 +205,6 @@ class FlexLoadEnv(Environment):
             shift_in_mw=s_in, deferred_buffer=buf, buffer_head=head, buffer_size=size,
             lmp=jnp.asarray(lmp, jnp.float32),
         )
-        nxt = auto_reset(self, key, nxt, params)
         info = {"cost_curtailment": c_curt, "cost_shift_discomfort": c_hold, "cost_simultaneous_activation": c_sim,
                 "cost_sum": c_curt + c_hold + c_sim, "p_mw": curtail + s_out - s_in}
         return self._obs(nxt, params), nxt, jnp.zeros((), jnp.float32), stack_costs(c_curt, c_hold, c_sim), done, info

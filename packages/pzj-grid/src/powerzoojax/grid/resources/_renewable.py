@@ -8,7 +8,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from powerzoojax.case import CaseData
-from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.resources._bundle import (
@@ -149,13 +149,13 @@ class RenewableEnv(Environment):
             head.append(state.current_q_mvar / params.s_rated_mva)
         return jnp.concatenate([jnp.stack(head), time_features(state.time_step, params.steps_per_day)])
 
-    def reset(self, key: Key, params: RenewableParams) -> tuple[Float[Array, " obs_dim"], RenewableState]:
+    def reset_env(self, key: Key, params: RenewableParams) -> tuple[Float[Array, " obs_dim"], RenewableState]:
         zero = jnp.zeros((), jnp.float32)
         state = RenewableState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False),
                                current_p_mw=zero, current_q_mvar=zero)
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: RenewableState, action: Float[ArrayLike, " act"], params: RenewableParams
     ) -> tuple[Float[Array, " obs_dim"], RenewableState, FloatScalar, Float[Array, "2"], Bool[Array, ""], Info]:
         a = jnp.asarray(action, jnp.float32).reshape(-1)
@@ -167,7 +167,6 @@ class RenewableEnv(Environment):
         time_step = state.time_step + 1
         done = time_step >= params.max_steps
         nxt = RenewableState(time_step=time_step, done=done, current_p_mw=p, current_q_mvar=q)
-        nxt = auto_reset(self, key, nxt, params)
         info = {"cost_curtailment": curtailed, "cost_q_clip": q_clip, "cost_sum": curtailed + q_clip,
                 "p_mw": p, "q_mvar": q, "cf": cf}
         return self._obs(nxt, params), nxt, jnp.zeros((), jnp.float32), stack_costs(curtailed, q_clip), done, info

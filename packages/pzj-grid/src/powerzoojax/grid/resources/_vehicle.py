@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from powerzoojax.core import Box, Environment, Invariant, auto_reset, make_box, stack_costs, time_features
+from powerzoojax.core import Box, Environment, Invariant, make_box, stack_costs, time_features
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.core._validation import finite_scalar
 from powerzoojax.grid.resources._invariants import vehicle_env_laws
@@ -188,14 +188,14 @@ class VehicleEnv(Environment):
         head = jnp.stack([s.soc, p_norm, home, (s.soc >= params.soc_departure_min).astype(jnp.float32), to_dep, to_arr])
         return jnp.concatenate([head, time_features(s.time_step, params.steps_per_day), params.soc_departure_min[None]])
 
-    def reset(self, key: Key, params: VehicleParams) -> tuple[Float[Array, "9"], VehicleState]:
+    def reset_env(self, key: Key, params: VehicleParams) -> tuple[Float[Array, "9"], VehicleState]:
         zero = jnp.zeros((), jnp.float32)
         s = VehicleState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False), current_p_mw=zero,
                          current_q_mvar=zero, soc=params.initial_soc, is_home=jnp.asarray(True),
                          time_of_day=params.initial_time_of_day)
         return self._obs(s, params), s
 
-    def step(
+    def step_env(
         self, key: Key, state: VehicleState, action: Float[ArrayLike, "1"], params: VehicleParams
     ) -> tuple[Float[Array, "9"], VehicleState, FloatScalar, Float[Array, "1"], Bool[Array, ""], Info]:
         dt = params.delta_t_hours
@@ -210,6 +210,5 @@ class VehicleEnv(Environment):
         done = time_step >= params.max_steps
         nxt = VehicleState(time_step=time_step, done=done, current_p_mw=p, current_q_mvar=jnp.zeros((), jnp.float32),
                            soc=soc, is_home=is_home, time_of_day=jnp.mod(state.time_of_day + dt, 24.0))
-        nxt = auto_reset(self, key, nxt, params)
         info = {"cost_departure_soc": shortfall, "cost_sum": shortfall, "p_mw": p, "soc": soc}
         return self._obs(nxt, params), nxt, jnp.zeros((), jnp.float32), stack_costs(shortfall), done, info

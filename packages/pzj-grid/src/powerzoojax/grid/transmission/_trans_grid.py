@@ -11,7 +11,6 @@ from powerzoojax.core import (
     Box,
     Environment,
     EnvState,
-    auto_reset,
     denormalize_action,
     make_box,
     stack_costs,
@@ -193,7 +192,13 @@ class TransGridEnv(Environment):
             parts.append(observe_bundles(params.resources, state.resource_states, self._ctx(state)))
         return jnp.concatenate(parts)
 
-    def reset(self, key: Key, params: TransGridParams) -> tuple[Float[Array, " obs_dim"], GridState]:
+    def action_layout(self, params: TransGridParams) -> str:
+        layout = "n_units" if params.include_unit_dispatch else ""
+        if params.resources:
+            layout = f"{layout} + Σ bundle action_dim" if layout else "Σ bundle action_dim"
+        return f"({layout},)"
+
+    def reset_env(self, key: Key, params: TransGridParams) -> tuple[Float[Array, " obs_dim"], GridState]:
         # Deterministic without bundles: the key is unused, which lets XLA compute the
         # auto-reset state once per rollout instead of once per env and step.
         case = params.case
@@ -222,19 +227,13 @@ class TransGridEnv(Environment):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self,
         key: Key,
         state: GridState,
         action: Float[Array | np.ndarray, " action_dim"],
         params: TransGridParams,
     ) -> tuple[Float[Array, " obs_dim"], GridState, FloatScalar, Float[Array, "4"], Bool[Array, ""], Info]:
-        expected = self.action_dim(params)
-        if action.shape != (expected,):
-            layout = "n_units" if params.include_unit_dispatch else ""
-            if params.resources:
-                layout = f"{layout} + Σ bundle action_dim" if layout else "Σ bundle action_dim"
-            raise ValueError(f"TransGridEnv.step: action must have shape ({expected},) = ({layout},), got {action.shape}")
         case = params.case
         action = jnp.asarray(action, jnp.float32)
         n_unit_act = case.n_units if params.include_unit_dispatch else 0
@@ -292,7 +291,6 @@ class TransGridEnv(Environment):
             resource_states=resource_states,
             network_memory=net.memory,
         )
-        next_state = auto_reset(self, key, next_state, params)
         info = {
             "gen_cost": gen_cost,
             "cost_thermal_overload": thermal_cost,

@@ -16,7 +16,6 @@ from powerzoojax.core import (
     EnvParams,
     EnvState,
     Invariant,
-    auto_reset,
     denormalize_action,
     make_box,
     stack_costs,
@@ -735,7 +734,10 @@ class UnitCommitmentEnv(Environment):
             parts.append(params.total_load_mw[rows] * params.inv_total_capacity)
         return jnp.concatenate(parts)
 
-    def reset(self, key: Key, params: UCParams) -> tuple[Float[Array, " obs_dim"], UCState]:
+    def action_layout(self, params: UCParams) -> str:
+        return "(2 * n_units,)"
+
+    def reset_env(self, key: Key, params: UCParams) -> tuple[Float[Array, " obs_dim"], UCState]:
         n_rows = params.load_profiles.shape[0]
         if params.sample_start_on_reset and n_rows > params.max_steps:
             start = jr.randint(key, (), 0, n_rows - params.max_steps + 1, dtype=jnp.int32)
@@ -760,16 +762,13 @@ class UnitCommitmentEnv(Environment):
         )
         return self._obs(state, params), state
 
-    def step(
+    def step_env(
         self,
         key: Key,
         state: UCState,
         action: Float[Array | np.ndarray, " action_dim"],
         params: UCParams,
     ) -> tuple[Float[Array, " obs_dim"], UCState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
-        expected = self.action_dim(params)
-        if action.shape != (expected,):
-            raise ValueError(f"UnitCommitmentEnv.step: action must have shape ({expected},) = (2 * n_units,), got {action.shape}")
         case = params.case
         n_units = case.n_units
         action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
@@ -835,7 +834,6 @@ class UnitCommitmentEnv(Environment):
             n_violations=n_violations,
             total_cost=state.total_cost + step_cost,
         )
-        next_state = auto_reset(self, key, next_state, params)
         # float32 summation noise (~1e-4 MW) is not a residual; report gaps above 0.01 MW.
         gap = jnp.where(jnp.abs(dispatch.balance_gap_mw) > 1e-2, dispatch.balance_gap_mw, 0.0)
         info = {

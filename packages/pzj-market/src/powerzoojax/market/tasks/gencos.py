@@ -43,7 +43,7 @@ from powerzoojax.market._market_marl import (
     make_market_marl_params,
     market_marl_observations,
     market_marl_reset,
-    market_marl_step,
+    market_marl_transition,
 )
 
 SPLITS: tuple[str, ...] = ("train", "iid", "demand_shift", "renewable_shock")
@@ -156,17 +156,20 @@ class GenCosJointEnv(Environment):
         # OPTIMAL rounds: supply = demand, units inside their ramp windows, one price uncongested.
         return gencos_laws(params)
 
-    def reset(self, key: Key, params: MarketMARLParams) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState]:
+    def action_layout(self, params: MarketMARLParams) -> str:
+        return "(n_units · n_segments,)"
+
+    def reset_env(self, key: Key, params: MarketMARLParams) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState]:
         state = market_marl_reset(key, params)
         return market_marl_observations(state, params), state
 
-    def step(
+    def step_env(
         self, key: Key, state: MarketMARLState, action: Float[Array, " n_actions"], params: MarketMARLParams
     ) -> tuple[Float[Array, "n_agents obs_dim"], MarketMARLState, Float[Array, ""], Float[Array, "1"], Bool[Array, ""], Info]:
-        final_state, done, profit, info = market_marl_step(key, state, action, params)
+        next_state, done, profit, info = market_marl_transition(key, state, action, params)
         costs = jnp.stack([info["cost_thermal_overload"]]).astype(jnp.float32)
         info = {**info, "unit_profit": profit}
-        return market_marl_observations(final_state, params), final_state, jnp.sum(profit, axis=-1), costs, done, info
+        return market_marl_observations(next_state, params), next_state, jnp.sum(profit, axis=-1), costs, done, info
 
 
 class GenCosTask:
