@@ -53,11 +53,14 @@ def test_wrapper_kit_leaves_the_envs_iteration_counts_out_of_cross_program_compa
 
 def test_conformance_kit_catches_a_wrapper_that_forgets_to_latch(toy):
     from powerzoojax.rl import LogWrapper, check_wrapper_api
+    from powerzoojax.rl.wrappers import Transition
 
+    # The kit reads transition_auto_reset, the method trainers roll out.
     class Forgetful(LogWrapper):
-        def step_auto_reset(self, key, state, action):
-            obs, state, reward, done, info = super().step_auto_reset(key, state, action)
-            return obs, state, reward, done, {**info, "returned_episode_returns": jnp.zeros(())}
+        def transition_auto_reset(self, key, state, action):
+            t = super().transition_auto_reset(key, state, action)
+            info = {**t.info, "returned_episode_returns": jnp.zeros(())}
+            return Transition(t.obs, t.state, t.reward, t.costs, t.done, info)
 
     with pytest.raises(AssertionError, match="latch"):
         check_wrapper_api(Forgetful(*toy))

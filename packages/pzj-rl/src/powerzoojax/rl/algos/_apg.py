@@ -68,6 +68,7 @@ from powerzoojax.rl.algos._ppo import (
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
 from powerzoojax.rl.wrappers._running_stats import RunningStats, normalize, update_stats
+from powerzoojax.rl.wrappers._transition import transition_step
 from powerzoojax.core import _precision as hp
 
 
@@ -245,7 +246,10 @@ class APGTrainer(UpdateLoop):
             def one_env(k, env_state, obs):
                 # Truncation: the window starts from states that carry no gradient.
                 env_state, obs = jax.lax.stop_gradient((env_state, obs))
-                return rollout(self.env.step, k, env_state, length=cfg.n_steps, policy=act, init_obs=obs)
+                return rollout(
+                    transition_step(self.env, differentiable=True), k, env_state, length=cfg.n_steps, policy=act,
+                    init_obs=obs,
+                )
 
             return jax.vmap(one_env)(*batched)
 
@@ -265,10 +269,7 @@ class APGTrainer(UpdateLoop):
         updates, opt_state = self.optimizer.update(grads, state.opt_state, eqx.filter(state.policy, eqx.is_array))
         policy = eqx.apply_updates(state.policy, updates)
         env_state, last_obs, outs = jax.lax.stop_gradient((env_state, last_obs, outs))
-        if self.env.emits_costs:
-            _, rewards, _, dones, info, raw_obs = outs
-        else:
-            _, rewards, dones, info, raw_obs = outs
+        _, rewards, _, dones, info, raw_obs = outs
         obs_stats = state.obs_stats
         if cfg.normalize_observations:
             obs_stats = update_stats(obs_stats, raw_obs.reshape((-1, self.obs_dim)))

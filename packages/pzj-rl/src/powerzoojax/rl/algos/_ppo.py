@@ -53,6 +53,8 @@ from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, 
 # The running statistics live with the wrappers (NormalizeObservation shares them); the
 # trainers import them from here.
 from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats  # noqa: F401
+from powerzoojax.rl.wrappers._safe import SafeRLWrapper
+from powerzoojax.rl.wrappers._transition import transition_step
 from powerzoojax.core import _precision as hp
 
 _REWARD_CLIP = 10.0
@@ -310,8 +312,7 @@ def evaluate_single_agent(
 ) -> dict[str, Array]:
     """Deterministic episodes of `act` from reset on a single-agent trainer's env:
     `eval_returns` and the cost metrics (`eval_cost_metrics`, per channel of `channels`)."""
-    outs = loop.eval_episodes(loop.env.reset, loop.env.step_auto_reset, act, key)
-    rewards, info = outs[1], outs[-2]
+    _, rewards, _, _, info, _ = loop.eval_episodes(loop.env.reset, transition_step(loop.env), act, key)
     out = {"eval_returns": jnp.mean(jnp.sum(rewards, axis=1))}
     out.update(eval_cost_metrics(info, loop.env.max_steps, channels))
     return out
@@ -484,18 +485,14 @@ class PPOTrainer(UpdateLoop):
 
             def one_env(k, env_state, obs):
                 return rollout(
-                    self.env.step_auto_reset, k, env_state, length=self.config.n_steps, policy=act, init_obs=obs
+                    transition_step(self.env), k, env_state, length=self.config.n_steps, policy=act, init_obs=obs
                 )
 
             return jax.vmap(one_env)(*batched)
 
         batched = (jr.split(key, self.config.num_envs), state.env_state, state.obs)
         env_state, last_obs, outs = self.per_env_shard(envs, (state.policy, state.obs_stats), batched)
-        if self.env.emits_costs:
-            _, rewards, costs, dones, info, aux = outs
-        else:
-            _, rewards, dones, info, aux = outs
-            costs = jnp.zeros(rewards.shape + (0,), jnp.float32)
+        _, rewards, costs, dones, info, aux = outs
         raw_obs, nobs, raw, logp, values = aux
         traj = {
             "raw_obs": raw_obs, "obs": nobs, "action": raw, "log_prob": logp, "values": values, "reward": rewards,
@@ -692,9 +689,9 @@ def make_cmdp_train(env: Any, config: TrainConfig, *, mesh: Mesh | None = None) 
 
     A [`PPOTrainer`][powerzoojax.rl.algos.PPOTrainer]; `trainer(key) -> TrainResult`.
     """
-    if not getattr(env, "emits_costs", False):
+    if not isinstance(getattr(env, "bound_wrapper", None), SafeRLWrapper):
         raise TypeError(
-            "make_cmdp_train needs a SafeRLWrapper (6-tuple step with the selected costs), got "
+            "make_cmdp_train needs a SafeRLWrapper (or a wrapper stack over one) for the selected costs, got "
             f"{type(env).__name__}; wrap the env with SafeRLWrapper(env, params, selected_names=..., cost_thresholds=...)"
         )
     return PPOTrainer(env, config, lagrangian=True, mesh=mesh)

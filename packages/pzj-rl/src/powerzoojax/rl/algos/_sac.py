@@ -43,6 +43,7 @@ from powerzoojax.rl.algos._ppo import (
 )
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
+from powerzoojax.rl.wrappers._transition import transition_step
 
 _LOG_STD_MIN, _LOG_STD_MAX = -5.0, 2.0
 
@@ -301,17 +302,14 @@ class SACTrainer(UpdateLoop):
                 return self.to_env_action(a), (obs, a)
 
             def one_env(k, s, o):
-                return rollout(self.env.step_auto_reset, k, s, length=self.config.n_steps, policy=act, init_obs=o)
+                return rollout(transition_step(self.env), k, s, length=self.config.n_steps, policy=act, init_obs=o)
 
             return jax.vmap(one_env)(*batched)
 
         random_phase = state.update * self.batch_size < self.learning_starts
         batched = (jr.split(key, self.config.num_envs), state.env_state, state.obs)
         env_state, last_obs, outs = self.per_env_shard(envs, (state.policy, random_phase), batched)
-        if self.env.emits_costs:
-            next_obs, rewards, _, dones, _, (obs, actions) = outs
-        else:
-            next_obs, rewards, dones, _, (obs, actions) = outs
+        next_obs, rewards, _, dones, _, (obs, actions) = outs
         traj = {"obs": obs, "action": actions, "reward": rewards, "next_obs": next_obs, "done": dones.astype(jnp.float32)}
         return traj, env_state, last_obs
 

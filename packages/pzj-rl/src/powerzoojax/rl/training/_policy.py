@@ -23,6 +23,7 @@ from powerzoojax.rl.algos._config import TrainConfig, load_config
 from powerzoojax.rl.algos._files import OutputDirError, atomic_write
 from powerzoojax.rl.training._checkpoint import CheckpointError, load_checkpoint, read_sidecar, resolve_checkpoint
 from powerzoojax.rl.training._units import channel_units, reported_channels
+from powerzoojax.rl.wrappers._transition import transition_step
 
 SPLITS = ("iid", "ood")
 # Presets that belong to a benchmark task: (task module, task factory, {split: the task's split}).
@@ -193,9 +194,11 @@ def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]
 
     k_reset, k_roll = jr.split(key)
 
+    step_fn = transition_step(wrapped)
+
     def step(k, s, a):
         # Also emit the state the step started from: the env's states over the episode.
-        return (*wrapped.step_auto_reset(k, s, a), s)
+        return (*step_fn(k, s, a), s)
 
     @jax.jit
     def run(k_reset, k_roll):
@@ -206,12 +209,12 @@ def _trace(wrapped: Any, act: Callable, key: jax.Array) -> dict[str, np.ndarray]
             return a, (o, a)
 
         _, _, outs = rollout(step, k_roll, state, length=wrapped.max_steps, policy=policy, init_obs=obs)
-        info, before = outs[-3], _env_state(outs[-2])
-        obs_seen, actions = outs[-1]
+        _, rewards, costs, dones, info, states_before, (obs_seen, actions) = outs
+        before = _env_state(states_before)
         fields = {f.name: getattr(before, f.name) for f in dataclasses.fields(before)} if dataclasses.is_dataclass(before) else {}
         states = {k: v for k, v in fields.items() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)}
-        return {"obs": obs_seen, "action": actions, "reward": outs[1], "constraint_costs": info["constraint_costs"],
-                "cost_sum": info["cost_sum"], "done": outs[-4], "info": info, "before": states}
+        return {"obs": obs_seen, "action": actions, "reward": rewards, "constraint_costs": costs,
+                "cost_sum": info["cost_sum"], "done": dones, "info": info, "before": states}
 
     out = jax.tree.map(np.asarray, run(k_reset, k_roll))
     trace = {k: v for k, v in out.items() if k not in ("info", "before")}

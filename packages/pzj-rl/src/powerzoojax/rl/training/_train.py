@@ -22,6 +22,7 @@ from powerzoojax.rl.wrappers._log import LogWrapper
 from powerzoojax.rl.wrappers._reward import RewardWrapper
 from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 from powerzoojax.rl.wrappers._saute import SauteWrapper
+from powerzoojax.rl.wrappers._transition import transition_step
 
 _MARL_ALGOS = ("ippo", "ippo_typed", "ippo_typed_lagrangian")
 
@@ -301,7 +302,7 @@ def evaluate(env: Any, act: Callable[[Key, Array], Array], key: Key, n_episodes:
     Per-episode arrays: `return` (sum of the wrapper's rewards), `env_return` (sum of
     `info["env_reward"]` when a reward-changing wrapper is present, else `return`),
     `cost_sum` (sum of `info["cost_sum"]`), `constraint_costs` `(n, k)` per-channel sums
-    of `info["constraint_costs"]` and `violation_steps` `(n, k)` steps with a positive
+    of the transitions' costs (`info["constraint_costs"]`) and `violation_steps` `(n, k)` steps with a positive
     cost per channel.
     """
     horizon = env.max_steps
@@ -315,11 +316,9 @@ def evaluate(env: Any, act: Callable[[Key, Array], Array], key: Key, n_episodes:
         obs, states = jax.vmap(env.reset)(jr.split(k_reset, n_episodes))
 
         def one(k, s, o):
-            return rollout(env.step_auto_reset, k, s, length=horizon, policy=policy, init_obs=o)
+            return rollout(transition_step(env), k, s, length=horizon, policy=policy, init_obs=o)
 
-        _, _, outs = jax.vmap(one)(jr.split(k_roll, n_episodes), states, obs)
-        rewards, info = outs[1], outs[-2]
-        costs = info["constraint_costs"]
+        _, _, (_, rewards, costs, _, info, _) = jax.vmap(one)(jr.split(k_roll, n_episodes), states, obs)
         env_rewards = info.get("env_reward", rewards)
         return {
             "return": jnp.sum(rewards, axis=1),

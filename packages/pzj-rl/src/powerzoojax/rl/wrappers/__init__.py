@@ -1,5 +1,7 @@
 """Single-agent wrappers: they bind `params` and keep the jit / vmap / rollout-kernel
-contract. `LogWrapper` (5-tuple step, episode statistics), `SafeRLWrapper` (6-tuple
+contract. Every layer's step computes one `Transition` (`transition(key, state, action)`,
+costs always a `(k,)` vector), and its public `step` is the reference's tuple of it.
+`LogWrapper` (5-tuple step, episode statistics), `SafeRLWrapper` (6-tuple
 with the selected costs), `SauteWrapper` (remaining budget in the observation),
 `RewardWrapper` (a user reward over one of those), `bind` (the one-line choice between
 Log and Safe), `PenaltyRewardWrapper` (an `Environment`: costs folded into the reward,
@@ -29,11 +31,12 @@ from powerzoojax.rl.wrappers._safe import SafeRLState, SafeRLWrapper
 from powerzoojax.rl.wrappers._running_stats import RunningStats, init_stats, normalize, update_stats
 from powerzoojax.rl.wrappers._saute import SauteState, SauteWrapper
 from powerzoojax.rl.wrappers._time_limit import TimeLimit, TimeLimitState
+from powerzoojax.rl.wrappers._transition import AbstractWrapper, Transition
 
 __all__ = [
-    "BoundWrapper", "LogEnvState", "LogWrapper", "PenaltyRewardWrapper", "RewardEnvState", "RewardWrapper",
+    "AbstractWrapper", "BoundWrapper", "LogEnvState", "LogWrapper", "PenaltyRewardWrapper", "RewardEnvState", "RewardWrapper",
     "SafeRLState", "SafeRLWrapper", "SauteState", "SauteWrapper", "bind", "check_wrapper_api",
     "check_wrapper_no_retrace", "ClipAction", "ClipObservation", "FrameStack", "FrameStackState", "InnerState",
     "NormalizeObservation", "NormalizeObservationState", "OuterWrapper", "RescaleAction", "RunningStats",
-    "TimeLimit", "TimeLimitState", "init_stats", "normalize", "update_stats",
+    "TimeLimit", "TimeLimitState", "Transition", "init_stats", "normalize", "update_stats",
 ]

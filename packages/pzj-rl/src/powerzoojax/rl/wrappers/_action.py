@@ -11,6 +11,7 @@ from jaxtyping import Array, ArrayLike, Float
 from powerzoojax.core import Box, make_box
 from powerzoojax.core._types import Key
 from powerzoojax.rl.wrappers._outer import OuterWrapper, box_bounds
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class ClipAction(OuterWrapper):
@@ -50,7 +51,7 @@ class ClipAction(OuterWrapper):
     def _clip(self, action: ArrayLike) -> Array:
         return jnp.clip(jnp.asarray(action, jnp.float32), self.low, self.high)
 
-    def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: Any, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper with the action clipped into the box.
 
         **Arguments:**
@@ -61,22 +62,22 @@ class ClipAction(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs, 5- or 6-tuple.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
-        return self.wrapped.step(key, state, self._clip(action))
+        return self.wrapped.transition(key, state, self._clip(action))
 
-    def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        The inner wrapper's step outputs, 5- or 6-tuple.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
-        return self.wrapped.step_auto_reset(key, state, self._clip(action))
+        return self.wrapped.transition_auto_reset(key, state, self._clip(action))
 
 
 class RescaleAction(OuterWrapper):
@@ -146,7 +147,7 @@ class RescaleAction(OuterWrapper):
         """
         return self.wrapped.reset(key)
 
-    def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: Any, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper with the action mapped by `to_env_action`.
 
         **Arguments:**
@@ -157,19 +158,19 @@ class RescaleAction(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs, 5- or 6-tuple.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
-        return self.wrapped.step(key, state, self.to_env_action(action))
+        return self.wrapped.transition(key, state, self.to_env_action(action))
 
-    def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        The inner wrapper's step outputs, 5- or 6-tuple.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
-        return self.wrapped.step_auto_reset(key, state, self.to_env_action(action))
+        return self.wrapped.transition_auto_reset(key, state, self.to_env_action(action))

@@ -1,26 +1,29 @@
-"""What every single-agent wrapper shares: bound params, forwarded spaces, episode sums.
+"""What every bound wrapper shares: bound params, forwarded spaces, episode sums.
 
-A wrapper binds `params` at construction, so its `reset(key)` / `step(key, state,
-action)` are the trainer-facing API and plug straight into
-`powerzoojax.core.rollout` as its `step_fn`.
+A bound wrapper holds an env and its params, so its `reset(key)` / `step(key, state,
+action)` plug straight into `powerzoojax.core.rollout` as its `step_fn`; its
+`transition` is what trainers read (see `Transition`).
 """
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Shaped
 from powerzoojax.core import Environment, EnvParams, Space
 from powerzoojax.core._guard import replace_non_finite, structural_hash
+from powerzoojax.rl.wrappers._transition import AbstractWrapper
 
 
-class BoundWrapper(eqx.Module):
+class BoundWrapper(AbstractWrapper):
     """Base of the wrappers that hold an env and its params (`LogWrapper`, `SafeRLWrapper`,
     `SauteWrapper`).
 
-    `emits_costs` tells trainers the step arity: False → `(obs, state, reward, done,
-    info)`, True → `(obs, state, reward, costs, done, info)`.
+    Each computes a [`Transition`][powerzoojax.rl.wrappers.Transition]; its public `step`
+    is the reference's tuple of it, laid out by `emits_costs`: False (`LogWrapper`,
+    `SauteWrapper`) → `(obs, state, reward, done, info)`, True (`SafeRLWrapper`) →
+    `(obs, state, reward, costs, done, info)`.
 
     **Arguments:**
 
@@ -30,7 +33,6 @@ class BoundWrapper(eqx.Module):
 
     env: Environment
     params: EnvParams
-    emits_costs: ClassVar[bool] = False
 
     def __hash__(self) -> int:
         # Hash without the bound params' array values, so `jax.jit(wrapper.step)` works.
@@ -88,6 +90,17 @@ class BoundWrapper(eqx.Module):
         """
         return self.env.constraint_names(self.params)
 
+    @property
+    def reported_constraint_names(self) -> tuple[str, ...]:
+        """The channels of `Transition.costs`: all of the env's (a Safe / Sauté wrapper
+        reports its selected ones)."""
+        return tuple(self.constraint_names())
+
+    @property
+    def bound_wrapper(self) -> "BoundWrapper":
+        """The bound wrapper at the bottom of the stack: this one."""
+        return self
+
 
 def _num_actions(space: Space) -> int:
     # Discrete spaces have shape () and count their choices in `n`.
@@ -121,8 +134,9 @@ def legacy_threshold(cost_threshold: Any, cost_thresholds: Any, owner: str) -> A
 
 
 class ThresholdsMixin:
-    """`num_constraints` and the reference's single-budget `cost_threshold` attribute
-    (for wrappers with `selected_constraint_names` and `cost_thresholds`)."""
+    """`num_constraints`, the reported channels and the reference's single-budget
+    `cost_threshold` attribute (for wrappers with `selected_constraint_names` and
+    `cost_thresholds`)."""
 
     selected_constraint_names: tuple[str, ...]
     cost_thresholds: tuple[float, ...]
@@ -130,6 +144,11 @@ class ThresholdsMixin:
     @property
     def num_constraints(self) -> int:
         return len(self.selected_constraint_names)
+
+    @property
+    def reported_constraint_names(self) -> tuple[str, ...]:
+        """The channels of `Transition.costs`: the selected ones."""
+        return self.selected_constraint_names
 
     @property
     def cost_threshold(self) -> float | tuple[float, ...]:

@@ -1,4 +1,4 @@
-"""Conformance kit for bound single-agent wrappers (5- and 6-tuple steps).
+"""Conformance kit for single-agent wrappers, read through their `Transition`.
 
 The wrapper counterpart of `powerzoojax.testing.check_env_api`: jit = eager,
 vmap = loop of single steps, a run through `powerzoojax.core.rollout` ends its
@@ -15,36 +15,30 @@ import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
 from powerzoojax.core import rollout
+from powerzoojax.rl.wrappers._transition import Transition, transition_step
 from powerzoojax.testing._checks import _check_iteration_counts, _leaves_close, _leaves_equal, _uncounted
 
 
-def _check_outputs(wrapped: Any, out: tuple) -> None:
+def _check_transition(wrapped: Any, t: Transition) -> None:
     # numpy checks: eager jnp ops would each compile a tiny program.
-    arity = 6 if wrapped.emits_costs else 5
-    if len(out) != arity:
-        raise AssertionError(f"{type(wrapped).__name__}.step must return a {arity}-tuple, got {len(out)} items")
-    if wrapped.emits_costs:
-        obs, _, reward, costs, done, info = out
-        k = wrapped.num_constraints
-        if costs.shape != (k,) or costs.dtype != jnp.float32:
-            raise AssertionError(f"selected costs must be float32 ({k},), got {costs.dtype}{costs.shape}")
-        if not np.all(np.asarray(costs) >= 0):
-            raise AssertionError(f"costs must be non-negative, got {costs}")
-    else:
-        obs, _, reward, done, info = out
+    k = len(wrapped.reported_constraint_names)
+    if t.costs.shape != (k,) or t.costs.dtype != jnp.float32:
+        raise AssertionError(f"costs must be float32 ({k},) (one per reported channel), got {t.costs.dtype}{t.costs.shape}")
+    if not np.all(np.asarray(t.costs) >= 0):
+        raise AssertionError(f"costs must be non-negative, got {t.costs}")
     space = wrapped.observation_space()
-    x = np.asarray(obs)
+    x = np.asarray(t.obs)
     inside = x.shape == space.shape and np.all((x >= np.asarray(space.low)) & (x <= np.asarray(space.high)))
     if not inside:
-        raise AssertionError(f"obs {obs.dtype}{obs.shape} is not in the observation space {space.shape}")
-    if reward.shape != () or reward.dtype != jnp.float32:
-        raise AssertionError(f"reward must be a float32 scalar, got {reward.dtype}{reward.shape}")
-    if done.shape != () or done.dtype != jnp.bool_:
-        raise AssertionError(f"done must be a bool scalar, got {done.dtype}{done.shape}")
-    if not isinstance(info, dict) or not all(isinstance(v, jax.Array) for v in info.values()):
+        raise AssertionError(f"obs {t.obs.dtype}{t.obs.shape} is not in the observation space {space.shape}")
+    if t.reward.shape != () or t.reward.dtype != jnp.float32:
+        raise AssertionError(f"reward must be a float32 scalar, got {t.reward.dtype}{t.reward.shape}")
+    if t.done.shape != () or t.done.dtype != jnp.bool_:
+        raise AssertionError(f"done must be a bool scalar, got {t.done.dtype}{t.done.shape}")
+    if not isinstance(t.info, dict) or not all(isinstance(v, jax.Array) for v in t.info.values()):
         raise AssertionError("info must be a dict of JAX arrays")
     for key in ("returned_episode_returns", "returned_episode_lengths", "returned_episode"):
-        if key not in info:
+        if key not in t.info:
             raise AssertionError(f"info is missing {key!r}")
 
 
@@ -57,7 +51,8 @@ def check_wrapper_api(
     check_eager: bool = True,
     fresh_terminal_obs: bool = True,
 ) -> None:
-    """Assert that a bound wrapper honours the trainer-facing contract; raises `AssertionError`.
+    """Assert that a wrapper honours the trainer-facing contract (its `transition` and
+    `transition_auto_reset`); raises `AssertionError`.
 
     **Arguments:**
 
@@ -77,7 +72,8 @@ def check_wrapper_api(
     act_space = wrapped.action_space()
     # Lambdas: jax.jit hashes its callable, and a bound Module method carries arrays.
     reset = jax.jit(lambda k: wrapped.reset(k))
-    step = jax.jit(lambda k, s, a: wrapped.step(k, s, a))
+    # The kernel's tuple (info last) is what the comparisons below take apart.
+    step = jax.jit(lambda k, s, a: wrapped.transition(k, s, a).kernel_tuple())
 
     sample_many = jax.jit(lambda k, n: jax.vmap(act_space.sample)(jr.split(k, n)), static_argnums=1)
     obs, state = reset(k_reset)
@@ -85,20 +81,20 @@ def check_wrapper_api(
         raise AssertionError(f"reset obs shape {obs.shape} != observation_space {wrapped.observation_space().shape}")
     action = sample_many(k_act, 1)[0]
     out = step(k_step, state, action)
-    _check_outputs(wrapped, out)
+    _check_transition(wrapped, Transition(*out))
     counts = wrapped.env.iteration_count_keys(wrapped.params)
     _check_iteration_counts(out[-1], counts, wrapped.env.name)
 
     if check_eager:
         with jax.disable_jit():
-            eager = wrapped.step(k_step, state, action)
+            eager = wrapped.transition(k_step, state, action).kernel_tuple()
         _leaves_close(_uncounted(eager, counts), _uncounted(out, counts), "eager step vs jit step", rtol=1e-4, atol=1e-4)
 
     split = jax.jit(jr.split, static_argnums=1)
     states = jax.jit(jax.vmap(lambda k: wrapped.reset(k)))(split(k_other, n_batch))[1]
     actions = sample_many(k_act, n_batch)
     step_keys = split(k_step, n_batch)
-    batched = jax.jit(jax.vmap(lambda k, s, a: wrapped.step(k, s, a)))(step_keys, states, actions)
+    batched = jax.jit(jax.vmap(lambda k, s, a: wrapped.transition(k, s, a).kernel_tuple()))(step_keys, states, actions)
     for i in range(n_batch):
         pick = lambda tree: jax.tree.map(lambda x: np.asarray(x)[i], tree)  # noqa: E731
         single = step(np.asarray(step_keys)[i], pick(states), np.asarray(actions)[i])
@@ -111,12 +107,11 @@ def check_wrapper_api(
 
     @jax.jit
     def run(key, state):
-        return rollout(wrapped.step_auto_reset, key, state, act_seq)
+        return rollout(transition_step(wrapped), key, state, act_seq)
 
     final_state, _, outs = run(k_roll, state)
-    rewards = np.asarray(outs[1])
-    dones = np.asarray(outs[-2])
-    info = outs[-1]
+    obs_seq, rewards, _, dones, info = outs
+    rewards, dones = np.asarray(rewards), np.asarray(dones)
     expected = np.zeros(2 * horizon, bool)
     expected[horizon - 1] = expected[-1] = True
     if not np.array_equal(dones, expected):
@@ -135,7 +130,7 @@ def check_wrapper_api(
     if fresh_terminal_obs:
         last_key = jax.jit(lambda k: jr.split(jr.split(k, 2 * horizon)[-1])[1])(k_roll)
         fresh_obs, _ = reset(last_key)
-        _leaves_close(np.asarray(outs[0])[-1], fresh_obs, "obs returned on the terminal step vs reset obs")
+        _leaves_close(np.asarray(obs_seq)[-1], fresh_obs, "obs returned on the terminal step vs reset obs")
     if float(final_state.episode_returns) != 0.0 or int(final_state.episode_lengths) != 0:
         raise AssertionError("running episode sums must restart from zero after done")
 
@@ -168,7 +163,7 @@ def check_wrapper_no_retrace(wrapped: Any, *, n_calls: int = 3, n_envs: int = 4)
         count["n"] += 1
         _, states = jax.vmap(wrapped.reset)(keys)
         actions = jax.vmap(lambda k: jax.vmap(act_space.sample)(jr.split(k, horizon)))(keys)
-        return jax.vmap(lambda k, s, a: rollout(wrapped.step_auto_reset, k, s, a))(keys, states, actions)
+        return jax.vmap(lambda k, s, a: rollout(transition_step(wrapped), k, s, a))(keys, states, actions)
 
     f = jax.jit(run)
     for seed in range(n_calls):

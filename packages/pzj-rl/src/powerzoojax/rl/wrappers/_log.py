@@ -1,7 +1,7 @@
 """`LogWrapper`: binds params and adds episode statistics to `info`.
 
-Step returns the 5-tuple `(obs, state, reward, done, info)`; the env's cost vector
-moves to `info["constraint_costs"]`. `returned_episode_*` latch the last finished
+Its `transition` carries the env's full cost vector (also `info["constraint_costs"]`);
+the public step is the 5-tuple `(obs, state, reward, done, info)`. `returned_episode_*` latch the last finished
 episode's return and length, `returned_episode` flags the step that finished one.
 """
 
@@ -14,6 +14,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from powerzoojax.core import Environment, EnvParams
 from powerzoojax.core._types import Info, Key
 from powerzoojax.rl.wrappers._base import BoundWrapper, accumulate
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class LogEnvState(eqx.Module):
@@ -33,9 +34,6 @@ class LogEnvState(eqx.Module):
     episode_lengths: Int[Array, ""]
     returned_episode_returns: Float[Array, ""]
     returned_episode_lengths: Int[Array, ""]
-
-
-LogStepResult = tuple[Float[Array, "..."], LogEnvState, Float[Array, ""], Bool[Array, ""], Info]
 
 
 def record_episode(state: Any, reward: Float[Array, ""], done: Bool[Array, ""]) -> dict[str, Array]:
@@ -99,7 +97,7 @@ class LogWrapper(BoundWrapper):
         obs, env_state = self.env.reset(key, self.params)
         return obs, LogEnvState(env_state=env_state, **zero_episode_fields())
 
-    def _record(self, state: LogEnvState, out: tuple) -> LogStepResult:
+    def _record(self, state: LogEnvState, out: tuple) -> Transition:
         obs, env_state, reward, costs, done, info = out
         fields = record_episode(state, reward, done)
         new_state = LogEnvState(env_state=env_state, **fields)
@@ -111,9 +109,9 @@ class LogWrapper(BoundWrapper):
             "cost": cost_sum,
             **episode_info(fields, done),
         }
-        return obs, new_state, reward, done, info
+        return Transition(obs, new_state, reward, costs, done, info)
 
-    def step(self, key: Key, state: LogEnvState, action: ArrayLike) -> LogStepResult:
+    def transition(self, key: Key, state: LogEnvState, action: ArrayLike) -> Transition:
         """One transition of the env with auto-reset, recording episode statistics.
 
         **Arguments:**
@@ -124,25 +122,27 @@ class LogWrapper(BoundWrapper):
 
         **Returns:**
 
-        `(obs, state, reward, done, info)`; `info` adds `returned_episode_returns`,
-        `returned_episode_lengths` and `returned_episode`.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition] with the env's full cost
+        vector; `info` adds `constraint_costs`, `cost_sum`, `cost`,
+        `returned_episode_returns`, `returned_episode_lengths` and `returned_episode`. The
+        public `step` is its `(obs, state, reward, done, info)`.
         """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
-    def step_auto_reset(self, key: Key, state: LogEnvState, action: ArrayLike) -> LogStepResult:
-        """`step` with `stop_gradient` on obs and state.
+    def transition_auto_reset(self, key: Key, state: LogEnvState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs, state and costs.
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        `(obs, state, reward, done, info)`.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
         costs = jax.lax.stop_gradient(costs)
-        obs, new_state, reward, done, info = self._record(state, (obs, env_state, reward, costs, done, info))
-        return obs, jax.lax.stop_gradient(new_state), reward, done, info
+        t = self._record(state, (obs, env_state, reward, costs, done, info))
+        return Transition(t.obs, jax.lax.stop_gradient(t.state), t.reward, t.costs, t.done, t.info)

@@ -12,8 +12,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 from powerzoojax.core import Box, make_box
 from powerzoojax.core._types import Key
-from powerzoojax.rl.wrappers._outer import InnerState, OuterWrapper, Step, box_bounds, stop_state_gradient
+from powerzoojax.rl.wrappers._outer import InnerState, OuterWrapper, box_bounds
 from powerzoojax.rl.wrappers._running_stats import OBS_CLIP, RunningStats, init_stats, normalize, update_stats
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 def _flat_obs_shape(wrapped: Any, owner: str) -> tuple[int]:
@@ -102,12 +103,12 @@ class NormalizeObservation(OuterWrapper):
         obs, stats = self._seen(start, obs)
         return obs, NormalizeObservationState(inner_state=inner, stats=stats)
 
-    def _apply(self, state: NormalizeObservationState, out: tuple) -> tuple:
-        s = Step.of(out)
-        obs, stats = self._seen(state.stats, s.obs)
-        return s._replace(obs=obs, state=NormalizeObservationState(inner_state=s.state, stats=stats)).tuple()
+    def _apply(self, state: NormalizeObservationState, inner: Transition) -> Transition:
+        obs, stats = self._seen(state.stats, inner.obs)
+        new_state = NormalizeObservationState(inner_state=inner.state, stats=stats)
+        return Transition(obs, new_state, inner.reward, inner.costs, inner.done, inner.info)
 
-    def step(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper, its observation normalised.
 
         **Arguments:**
@@ -118,22 +119,23 @@ class NormalizeObservation(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition] with this
+        wrapper's observation and state.
         """
-        return self._apply(state, self.wrapped.step(key, state.inner_state, action))
+        return self._apply(state, self.wrapped.transition(key, state.inner_state, action))
 
-    def step_auto_reset(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: NormalizeObservationState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        As for `step`.
+        As for `transition`.
         """
-        return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
+        return self._apply(state, self.wrapped.transition_auto_reset(key, state.inner_state, action)).stop_state_gradient()
 
 
 class ClipObservation(OuterWrapper):
@@ -184,11 +186,11 @@ class ClipObservation(OuterWrapper):
         obs, state = self.wrapped.reset(key)
         return jnp.clip(obs, self.low, self.high), state
 
-    def _apply(self, out: tuple) -> tuple:
-        s = Step.of(out)
-        return s._replace(obs=jnp.clip(s.obs, self.low, self.high)).tuple()
+    def _apply(self, inner: Transition) -> Transition:
+        obs = jnp.clip(inner.obs, self.low, self.high)
+        return Transition(obs, inner.state, inner.reward, inner.costs, inner.done, inner.info)
 
-    def step(self, key: Key, state: Any, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: Any, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper, its observation clipped.
 
         **Arguments:**
@@ -199,22 +201,23 @@ class ClipObservation(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition] with the
+        clipped observation.
         """
-        return self._apply(self.wrapped.step(key, state, action))
+        return self._apply(self.wrapped.transition(key, state, action))
 
-    def step_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: Any, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        As for `step`.
+        As for `transition`.
         """
-        return self._apply(self.wrapped.step_auto_reset(key, state, action))
+        return self._apply(self.wrapped.transition_auto_reset(key, state, action))
 
 
 class FrameStackState(InnerState):
@@ -270,14 +273,14 @@ class FrameStack(OuterWrapper):
         frames = jnp.tile(obs[None], (self.num_frames, 1))
         return frames.reshape(-1), FrameStackState(inner_state=inner, frames=frames)
 
-    def _apply(self, state: FrameStackState, out: tuple) -> tuple:
-        s = Step.of(out)
-        rolled = jnp.concatenate([state.frames[1:], s.obs[None]], axis=0)
-        fresh = jnp.tile(s.obs[None], (self.num_frames, 1))
-        frames = jax.lax.select(jnp.broadcast_to(s.done, rolled.shape), fresh, rolled)
-        return s._replace(obs=frames.reshape(-1), state=FrameStackState(inner_state=s.state, frames=frames)).tuple()
+    def _apply(self, state: FrameStackState, inner: Transition) -> Transition:
+        rolled = jnp.concatenate([state.frames[1:], inner.obs[None]], axis=0)
+        fresh = jnp.tile(inner.obs[None], (self.num_frames, 1))
+        frames = jax.lax.select(jnp.broadcast_to(inner.done, rolled.shape), fresh, rolled)
+        new_state = FrameStackState(inner_state=inner.state, frames=frames)
+        return Transition(frames.reshape(-1), new_state, inner.reward, inner.costs, inner.done, inner.info)
 
-    def step(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: FrameStackState, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper, its observation appended to the stack.
 
         **Arguments:**
@@ -288,19 +291,20 @@ class FrameStack(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs (5- or 6-tuple) with this wrapper's observation and state.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition] with this
+        wrapper's observation and state.
         """
-        return self._apply(state, self.wrapped.step(key, state.inner_state, action))
+        return self._apply(state, self.wrapped.transition(key, state.inner_state, action))
 
-    def step_auto_reset(self, key: Key, state: FrameStackState, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: FrameStackState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        As for `step`.
+        As for `transition`.
         """
-        return stop_state_gradient(self._apply(state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
+        return self._apply(state, self.wrapped.transition_auto_reset(key, state.inner_state, action)).stop_state_gradient()

@@ -1,26 +1,31 @@
-"""What every wrapper over a bound wrapper shares: the forwarded API and the step's two arities.
+"""What every wrapper over a bound wrapper shares: the forwarded API, the public step
+layout of the stack and the one place a wrapper that ends an episode resets.
 
 A bound wrapper (`LogWrapper`, `SafeRLWrapper`, `SauteWrapper`) holds an env and its
 params; the wrappers built on `OuterWrapper` (`RewardWrapper`, the observation,
 action and time-limit wrappers) hold one of those, or another outer wrapper, and stack
-freely: `FrameStack(NormalizeObservation(bind(env, params)), 4)`. Trainers and the
-wrappers' conformance kit see the same API on every layer.
+freely: `FrameStack(NormalizeObservation(bind(env, params)), 4)`. Each builds its
+[`Transition`][powerzoojax.rl.wrappers.Transition] from the inner one's; trainers and the
+wrappers' conformance kit read that transition on every layer.
 """
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import equinox as eqx
-import jax
+import jax.random as jr
 import numpy as np
-from jaxtyping import Array
-from powerzoojax.core import Box, Space
+from jaxtyping import Array, Bool
+from powerzoojax.core import Box, Space, select_tree
 from powerzoojax.core._guard import structural_hash
+from powerzoojax.core._types import Key, where
+from powerzoojax.rl.wrappers._transition import AbstractWrapper, Transition
 
 
-class OuterWrapper(eqx.Module):
+class OuterWrapper(AbstractWrapper):
     """Base of the wrappers around a bound wrapper: everything not overridden is the inner one's.
 
-    `obs_size` and `num_actions` follow this wrapper's own spaces.
+    `obs_size` and `num_actions` follow this wrapper's own spaces; the public step's
+    layout (`emits_costs`) is the bound wrapper's at the bottom of the stack.
 
     **Arguments:**
 
@@ -35,8 +40,30 @@ class OuterWrapper(eqx.Module):
 
     @property
     def emits_costs(self) -> bool:
-        """The step arity: True for the 6-tuple with costs, False for the 5-tuple."""
-        return self.wrapped.emits_costs
+        """Layout of the public step tuple, the bound wrapper's: True for the 6-tuple
+        with costs, False for the 5-tuple."""
+        return self.bound_wrapper.emits_costs
+
+    @property
+    def bound_wrapper(self) -> Any:
+        """The bound wrapper at the bottom of the stack."""
+        return self.wrapped.bound_wrapper
+
+    @property
+    def reported_constraint_names(self) -> tuple[str, ...]:
+        """The channels of `Transition.costs` (the inner wrapper's)."""
+        return self.wrapped.reported_constraint_names
+
+    def restart_where(self, key: Key, end: Bool[Array, ""], t: Transition) -> Transition:
+        """`t` with the inner wrapper reset where `end` (this wrapper ends the episode).
+
+        The reset key is the one the env's own auto-reset would use (`split(key)[1]`), so
+        the observation and state returned on that step start the next episode as the
+        env's would; `done` is left to the caller.
+        """
+        reset_obs, reset_inner = self.wrapped.reset(jr.split(key)[1])
+        obs = where(end, reset_obs, t.obs)
+        return Transition(obs, select_tree(end, reset_inner, t.state), t.reward, t.costs, t.done, t.info)
 
     @property
     def env(self) -> Any:
@@ -143,35 +170,6 @@ class InnerState(eqx.Module):
     def episode_lengths(self) -> Array:
         """Running length [steps] of the current episode (the inner wrapper's)."""
         return self.inner_state.episode_lengths
-
-
-class Step(NamedTuple):
-    """A wrapper step's outputs under one name, whatever its arity (`costs` None in a 5-tuple)."""
-
-    obs: Any
-    state: Any
-    reward: Any
-    costs: Any
-    done: Any
-    info: dict
-
-    @classmethod
-    def of(cls, out: tuple) -> "Step":
-        if len(out) == 6:
-            return cls(*out)
-        obs, state, reward, done, info = out
-        return cls(obs, state, reward, None, done, info)
-
-    def tuple(self) -> tuple:
-        """The outputs in the arity they came in."""
-        if self.costs is None:
-            return self.obs, self.state, self.reward, self.done, self.info
-        return tuple(self)
-
-
-def stop_state_gradient(out: tuple) -> tuple:
-    """`out` with `stop_gradient` on the observation and the state (`step_auto_reset`)."""
-    return (jax.lax.stop_gradient(out[0]), jax.lax.stop_gradient(out[1]), *out[2:])
 
 
 def box_bounds(space: Space, owner: str, what: str) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from powerzoojax.rl.wrappers._log import (
 from powerzoojax.rl.wrappers._outer import OuterWrapper
 from powerzoojax.rl.wrappers._safe import SafeRLWrapper
 from powerzoojax.rl.wrappers._saute import SauteWrapper
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class RewardEnvState(eqx.Module):
@@ -58,8 +59,8 @@ class RewardWrapper(OuterWrapper):
     """Reward shaping over a `LogWrapper`, `SafeRLWrapper` or `SauteWrapper`.
 
     `obs` is the observation the action was taken on; on the terminal step `next_obs` is
-    already the next episode's first observation (auto-reset). The output arity is the
-    inner wrapper's (5-tuple over Log, 6-tuple over Safe). `info["env_reward"]` holds the
+    already the next episode's first observation (auto-reset). The public step's layout is
+    the inner wrapper's (5-tuple over Log, 6-tuple over Safe). `info["env_reward"]` holds the
     original reward; the `returned_episode_*` entries are recomputed from the new reward,
     and the inner wrapper's latched return moves to `info["returned_episode_env_returns"]`.
     The other attributes read through to the wrapped wrapper.
@@ -70,8 +71,8 @@ class RewardWrapper(OuterWrapper):
     - `reward_fn`: `reward_fn(obs, action, next_obs, reward, info)` returning the new
       scalar reward; a function with six or more positional parameters (or `*args`) is
       called as `reward_fn(obs, action, next_obs, reward, costs, info)` instead, where
-      `costs` is the full cost vector under a `LogWrapper` and the selected one under a
-      `SafeRLWrapper`.
+      `costs` is the inner transition's: the full cost vector under a `LogWrapper`, the
+      selected one under a `SafeRLWrapper` or `SauteWrapper`.
     """
     wrapped: LogWrapper | SafeRLWrapper | SauteWrapper
     reward_fn: Callable = eqx.field(static=True)
@@ -104,12 +105,8 @@ class RewardWrapper(OuterWrapper):
         obs, inner = self.wrapped.reset(key)
         return obs, RewardEnvState(inner_state=inner, prev_obs=obs, **zero_episode_fields())
 
-    def _reshape(self, state: RewardEnvState, action: ArrayLike, out: tuple) -> tuple:
-        if self.emits_costs:
-            next_obs, inner, env_reward, costs, done, info = out
-        else:
-            next_obs, inner, env_reward, done, info = out
-            costs = info["constraint_costs"]
+    def _reshape(self, state: RewardEnvState, action: ArrayLike, inner: Transition) -> Transition:
+        next_obs, env_reward, costs, done, info = inner.obs, inner.reward, inner.costs, inner.done, inner.info
         if self.passes_costs:
             reward = self.reward_fn(state.prev_obs, action, next_obs, env_reward, costs, info)
         else:
@@ -118,18 +115,16 @@ class RewardWrapper(OuterWrapper):
         if reward.shape != ():
             raise ValueError(f"RewardWrapper: reward_fn must return a scalar, got shape {reward.shape}")
         fields = record_episode(state, reward, done)
-        new_state = RewardEnvState(inner_state=inner, prev_obs=next_obs, **fields)
+        new_state = RewardEnvState(inner_state=inner.state, prev_obs=next_obs, **fields)
         info = {
             **info,
             "env_reward": env_reward,
             "returned_episode_env_returns": info["returned_episode_returns"],
             **episode_info(fields, done),
         }
-        if self.emits_costs:
-            return next_obs, new_state, reward, costs, done, info
-        return next_obs, new_state, reward, done, info
+        return Transition(next_obs, new_state, reward, costs, done, info)
 
-    def step(self, key: Key, state: RewardEnvState, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: RewardEnvState, action: ArrayLike) -> Transition:
         """One transition with the shaped reward.
 
         **Arguments:**
@@ -140,20 +135,21 @@ class RewardWrapper(OuterWrapper):
 
         **Returns:**
 
-        The wrapped wrapper's step tuple with the new reward.
+        The wrapped wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition] with the
+        new reward and this wrapper's state.
         """
-        return self._reshape(state, action, self.wrapped.step(key, state.inner_state, action))
+        return self._reshape(state, action, self.wrapped.transition(key, state.inner_state, action))
 
-    def step_auto_reset(self, key: Key, state: RewardEnvState, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs, state and costs (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: RewardEnvState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs, state and costs (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        The step tuple.
+        As for `transition`.
         """
-        out = self._reshape(state, action, self.wrapped.step_auto_reset(key, state.inner_state, action))
-        return (out[0], jax.lax.stop_gradient(out[1]), *out[2:])
+        t = self._reshape(state, action, self.wrapped.transition_auto_reset(key, state.inner_state, action))
+        return Transition(t.obs, jax.lax.stop_gradient(t.state), t.reward, t.costs, t.done, t.info)

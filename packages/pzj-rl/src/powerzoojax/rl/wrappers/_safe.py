@@ -14,14 +14,14 @@ attribute reads back the common budget (the tuple when the channels differ).
 """
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Bool, Float
+from jaxtyping import Array, ArrayLike, Float
 from powerzoojax.core import Environment, EnvParams
-from powerzoojax.core._types import Info, Key
+from powerzoojax.core._types import Key
 from powerzoojax.rl.wrappers._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
 from powerzoojax.rl.wrappers._log import (
     LogEnvState,
@@ -29,6 +29,7 @@ from powerzoojax.rl.wrappers._log import (
     record_episode,
     zero_episode_fields,
 )
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class SafeRLState(LogEnvState):
@@ -44,11 +45,6 @@ class SafeRLState(LogEnvState):
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
-
-
-SafeStepResult = tuple[
-    Float[Array, "..."], SafeRLState, Float[Array, ""], Float[Array, " k"], Bool[Array, ""], Info
-]
 
 
 class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
@@ -77,7 +73,11 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
     selected_constraint_names: tuple[str, ...] = eqx.field(static=True)
     selected_indices: tuple[int, ...] = eqx.field(static=True)
     cost_thresholds: tuple[float, ...] = eqx.field(static=True)
-    emits_costs: ClassVar[bool] = True
+
+    @property
+    def emits_costs(self) -> bool:
+        """True: the public step is the 6-tuple with the selected costs."""
+        return True
 
     def __init__(
         self,
@@ -126,7 +126,7 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
         """
         return costs[jnp.asarray(self.selected_indices, jnp.int32)] if self.selected_indices else costs[:0]
 
-    def _record(self, state: SafeRLState, out: tuple) -> SafeStepResult:
+    def _record(self, state: SafeRLState, out: tuple) -> Transition:
         obs, env_state, reward, costs, done, info = out
         selected = self.select(costs)
         fields = record_episode(state, reward, done)
@@ -145,9 +145,9 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
             "returned_episode_costs": returned_costs,
             "returned_episode_cost_sum": jnp.sum(returned_costs),
         }
-        return obs, new_state, reward, selected, done, info
+        return Transition(obs, new_state, reward, selected, done, info)
 
-    def step(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
+    def transition(self, key: Key, state: SafeRLState, action: ArrayLike) -> Transition:
         """One transition with auto-reset, recording episode returns and costs.
 
         **Arguments:**
@@ -158,28 +158,28 @@ class SafeRLWrapper(ThresholdsMixin, BoundWrapper):
 
         **Returns:**
 
-        `(obs, state, reward, selected_costs (k,), done, info)`.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition] whose `costs` are the selected
+        channels `(k,)`. The public `step` is its `(obs, state, reward, selected_costs,
+        done, info)`.
         """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
-    def step_auto_reset(self, key: Key, state: SafeRLState, action: ArrayLike) -> SafeStepResult:
-        """`step` with `stop_gradient` on obs, state and costs.
+    def transition_auto_reset(self, key: Key, state: SafeRLState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs, state and costs.
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        The 6-tuple of `step`.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
-        obs, new_state, reward, selected, done, info = self._record(
-            state, (obs, env_state, reward, jax.lax.stop_gradient(costs), done, info)
-        )
-        return obs, jax.lax.stop_gradient(new_state), reward, selected, done, info
+        t = self._record(state, (obs, env_state, reward, jax.lax.stop_gradient(costs), done, info))
+        return Transition(t.obs, jax.lax.stop_gradient(t.state), t.reward, t.costs, t.done, t.info)
 
 
 def describe_thresholds(wrapper: Any) -> dict[str, float]:

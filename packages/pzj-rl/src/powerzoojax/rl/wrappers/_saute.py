@@ -1,15 +1,14 @@
-"""`SauteWrapper`: Sauté RL, a safety budget folded into the state (5-tuple step)."""
+"""`SauteWrapper`: Sauté RL, a safety budget folded into the state (5-tuple public step)."""
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float
+from jaxtyping import Array, ArrayLike, Float
 from powerzoojax.core import Box, Environment, EnvParams, make_box
-from powerzoojax.core._types import Info, Key, where
+from powerzoojax.core._types import Key, where
 from powerzoojax.rl.wrappers._base import BoundWrapper, ThresholdsMixin, accumulate, legacy_threshold, resolve_constraints
 from powerzoojax.rl.wrappers._log import (
     LogEnvState,
@@ -17,6 +16,7 @@ from powerzoojax.rl.wrappers._log import (
     record_episode,
     zero_episode_fields,
 )
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class SauteState(LogEnvState):
@@ -32,9 +32,6 @@ class SauteState(LogEnvState):
 
     episode_costs: Float[Array, " k"]
     returned_episode_costs: Float[Array, " k"]
-
-
-SauteStepResult = tuple[Float[Array, " obs_dim"], SauteState, Float[Array, ""], Bool[Array, ""], Info]
 
 
 class SauteWrapper(ThresholdsMixin, BoundWrapper):
@@ -69,7 +66,6 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
     horizon: float = eqx.field(static=True)
     unsafe_reward: float = eqx.field(static=True)
     use_reward_shaping: bool = eqx.field(static=True)
-    emits_costs: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -135,7 +131,7 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
         )
         return jnp.concatenate([obs, self._budget(zeros)]), state
 
-    def _record(self, state: SauteState, out: tuple) -> SauteStepResult:
+    def _record(self, state: SauteState, out: tuple) -> Transition:
         obs, env_state, env_reward, costs, done, info = out
         selected = self._select(costs)
         budget_after = self._budget(state.episode_costs + selected)
@@ -162,9 +158,9 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
             **episode_info(fields, done),
             "returned_episode_costs": returned_costs,
         }
-        return jnp.concatenate([obs, self._budget(episode_costs)]), new_state, reward, done, info
+        return Transition(jnp.concatenate([obs, self._budget(episode_costs)]), new_state, reward, selected, done, info)
 
-    def step(self, key: Key, state: SauteState, action: ArrayLike) -> SauteStepResult:
+    def transition(self, key: Key, state: SauteState, action: ArrayLike) -> Transition:
         """One transition with auto-reset and the budget update.
 
         **Arguments:**
@@ -175,25 +171,25 @@ class SauteWrapper(ThresholdsMixin, BoundWrapper):
 
         **Returns:**
 
-        `(obs, state, reward, done, info)` with the augmented observation.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition] with the augmented
+        observation and the selected costs `(k,)`. The public `step` is its
+        `(obs, state, reward, done, info)`.
         """
         return self._record(state, self.env.step(key, state.env_state, action, self.params))
 
-    def step_auto_reset(self, key: Key, state: SauteState, action: ArrayLike) -> SauteStepResult:
-        """`step` with `stop_gradient` on obs, state and costs.
+    def transition_auto_reset(self, key: Key, state: SauteState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs, state and costs.
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        The 5-tuple of `step`.
+        A [`Transition`][powerzoojax.rl.wrappers.Transition].
         """
         obs, env_state, reward, costs, done, info = self.env.step_auto_reset(
             key, state.env_state, action, self.params
         )
-        obs, new_state, reward, done, info = self._record(
-            state, (obs, env_state, reward, jax.lax.stop_gradient(costs), done, info)
-        )
-        return jax.lax.stop_gradient(obs), jax.lax.stop_gradient(new_state), reward, done, info
+        t = self._record(state, (obs, env_state, reward, jax.lax.stop_gradient(costs), done, info))
+        return t.stop_state_gradient()

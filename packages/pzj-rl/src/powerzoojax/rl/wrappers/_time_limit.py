@@ -4,13 +4,12 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
-import jax.random as jr
 from jaxtyping import Array, ArrayLike, Float, Int
-from powerzoojax.core import select_tree
 from powerzoojax.core._types import Key
 from powerzoojax.rl.wrappers._base import accumulate
 from powerzoojax.rl.wrappers._log import episode_info, record_episode, zero_episode_fields
-from powerzoojax.rl.wrappers._outer import OuterWrapper, Step, stop_state_gradient
+from powerzoojax.rl.wrappers._outer import OuterWrapper
+from powerzoojax.rl.wrappers._transition import Transition
 
 
 class TimeLimitState(eqx.Module):
@@ -38,23 +37,15 @@ class TimeLimitState(eqx.Module):
     returned_episode_costs: Float[Array, " k"]
 
 
-def _cost_width(wrapped: Any) -> int:
-    """Entries of the step's cost vector: the selected channels of a Safe / Sauté wrapper, else all."""
-    try:
-        return len(wrapped.selected_constraint_names)
-    except AttributeError:
-        return len(wrapped.constraint_names())
-
-
 class TimeLimit(OuterWrapper):
     """Episodes of at most `max_steps` steps (at most the bound params' `max_steps`).
 
     After `max_steps` steps the episode ends: `done` is True, `info["truncated"]`
     says the limit (not the env) ended it, and the inner wrapper is reset with the key
-    the env's own auto-reset would use (`split(key)[1]`), so the returned observation
-    and state start the next episode. The episode statistics (`returned_episode_*`,
-    and `returned_episode_costs` / `returned_episode_cost_sum` where the inner wrapper
-    reports them) are this wrapper's, latched at its episode ends. A longer episode needs
+    the env's own auto-reset would use (`split(key)[1]`, `OuterWrapper.restart_where`), so
+    the returned observation and state start the next episode. The episode statistics
+    (`returned_episode_*`, and `returned_episode_costs` / `returned_episode_cost_sum`
+    where the inner wrapper reports them) are this wrapper's, latched at its episode ends. A longer episode needs
     params built with a longer horizon (`make_*_params(max_steps=...)`): the env's own
     state (its time of day, its profiles) ends with them.
 
@@ -78,7 +69,7 @@ class TimeLimit(OuterWrapper):
             )
         self.wrapped = wrapped
         self.limit = max_steps
-        self.cost_width = _cost_width(wrapped)
+        self.cost_width = len(wrapped.reported_constraint_names)
 
     @property
     def max_steps(self) -> int:
@@ -102,29 +93,25 @@ class TimeLimit(OuterWrapper):
             episode_costs=zeros, returned_episode_costs=zeros,
         )
 
-    def _apply(self, key: Key, state: TimeLimitState, out: tuple) -> tuple:
-        s = Step.of(out)
+    def _apply(self, key: Key, state: TimeLimitState, inner: Transition) -> Transition:
         elapsed = state.elapsed + 1
-        truncated = (elapsed >= self.limit) & ~s.done
-        reset_obs, reset_inner = self.wrapped.reset(jr.split(key)[1])
-        obs = jnp.where(truncated, reset_obs, s.obs)
-        inner = select_tree(truncated, reset_inner, s.state)
-        done = s.done | truncated
-        fields = record_episode(state, s.reward, done)
-        costs = s.info["constraint_costs"] if s.costs is None else s.costs
-        episode_costs, returned_costs = accumulate(state.episode_costs, state.returned_episode_costs, costs, done)
+        truncated = (elapsed >= self.limit) & ~inner.done
+        t = self.restart_where(key, truncated, inner)
+        done = t.done | truncated
+        fields = record_episode(state, t.reward, done)
+        episode_costs, returned_costs = accumulate(state.episode_costs, state.returned_episode_costs, t.costs, done)
         new_state = TimeLimitState(
-            inner_state=inner, elapsed=jnp.where(done, 0, elapsed), **fields,
+            inner_state=t.state, elapsed=jnp.where(done, 0, elapsed), **fields,
             episode_costs=episode_costs, returned_episode_costs=returned_costs,
         )
-        info = {**s.info, **episode_info(fields, done), "truncated": truncated}
+        info = {**t.info, **episode_info(fields, done), "truncated": truncated}
         if "returned_episode_costs" in info:
             info["returned_episode_costs"] = returned_costs
         if "returned_episode_cost_sum" in info:
             info["returned_episode_cost_sum"] = jnp.sum(returned_costs)
-        return s._replace(obs=obs, state=new_state, done=done, info=info).tuple()
+        return Transition(t.obs, new_state, t.reward, t.costs, done, info)
 
-    def step(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
+    def transition(self, key: Key, state: TimeLimitState, action: ArrayLike) -> Transition:
         """One transition of the inner wrapper, ending the episode at the limit.
 
         **Arguments:**
@@ -135,20 +122,21 @@ class TimeLimit(OuterWrapper):
 
         **Returns:**
 
-        The inner wrapper's step outputs (5- or 6-tuple); `info` adds `truncated` and this
-        wrapper's episode statistics.
+        The inner wrapper's [`Transition`][powerzoojax.rl.wrappers.Transition] with this
+        wrapper's state and `done`; `info` adds `truncated` and this wrapper's episode
+        statistics.
         """
-        return self._apply(key, state, self.wrapped.step(key, state.inner_state, action))
+        return self._apply(key, state, self.wrapped.transition(key, state.inner_state, action))
 
-    def step_auto_reset(self, key: Key, state: TimeLimitState, action: ArrayLike) -> tuple:
-        """`step` with `stop_gradient` on obs and state (as the inner wrapper).
+    def transition_auto_reset(self, key: Key, state: TimeLimitState, action: ArrayLike) -> Transition:
+        """`transition` with `stop_gradient` on obs and state (as the inner wrapper).
 
         **Arguments:**
 
-        - `key`, `state`, `action`: as for `step`.
+        - `key`, `state`, `action`: as for `transition`.
 
         **Returns:**
 
-        As for `step`.
+        As for `transition`.
         """
-        return stop_state_gradient(self._apply(key, state, self.wrapped.step_auto_reset(key, state.inner_state, action)))
+        return self._apply(key, state, self.wrapped.transition_auto_reset(key, state.inner_state, action)).stop_state_gradient()
