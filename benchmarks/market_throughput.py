@@ -39,7 +39,8 @@ from scipy.optimize import linprog
 from _record import record
 from powerzoojax.case import load_case
 from powerzoojax.core import rollout
-from powerzoojax.market import OPTIMAL, offer_sced, prepare_offer_sced
+from powerzoojax.market import offer_sced, prepare_offer_sced
+from powerzoojax.physics import SolverStatus
 
 
 def make_instances(case, setup, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +111,7 @@ def main() -> None:
                 out = jax.block_until_ready(solve(setup, lj, pj))
                 times.append(time.perf_counter() - t0)
             rate = n / statistics.median(times)
-            optimal = float(np.mean(np.asarray(out.status) == OPTIMAL))
+            optimal = float(np.mean(np.asarray(out.status == SolverStatus.successful)))
             print(f"| {method} | {n} | {rate:,.0f} | {rate / highs_rate:.1f}× | {optimal:.0%} | {first:.1f} |")
             record("market SCED", f"case {args.case}, {method}, N={n}", rate, "solves/s", compile_s=first)
         outs[method] = out

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 
 from _record import record  # noqa: E402
 from powerzoojax.case import load_case  # noqa: E402
-from powerzoojax.physics import DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup  # noqa: E402
+from powerzoojax.physics import SolverStatus, dc_opf, make_dc_opf_setup  # noqa: E402
 from powerzoojax.utils.jax_utils import enable_x64
 
 
@@ -133,7 +133,7 @@ def main():
                     ref = _highs(case, cap, floor, loads_np[i])
                     if ref.status == 0:  # infeasible instances have no reference objective
                         gaps.append(abs(float(out.objective[i]) - ref.fun) / abs(ref.fun))
-                opt = float(np.mean(np.asarray(out.status) == DCOPF_OPTIMAL))
+                opt = float(np.mean(np.asarray(out.status == SolverStatus.successful)))
                 print(f"| {case_id} | {'rated 150 MW' if rated else 'case'} | {n_mon} | {n} | {t_compile:.2f} | {med * 1e3:.3f} | {n / med:,.0f} | {opt:.2f} | {max(gaps):.1e} |", flush=True)
                 record("DC-OPF", f"case {case_id}, {'rated 150 MW' if rated else 'case'} limits, N={n}", n / med,
                        "solves/s", compile_s=t_compile)
@@ -234,7 +234,7 @@ def _lp_ab_section(n_envs, repeats):
                 gap = 0.0
                 for i in range(min(n, 10)):
                     ref = _highs(case, cap, floor, loads_np[i])
-                    if ref.status == 0 and int(out.status[i]) == DCOPF_OPTIMAL:
+                    if ref.status == 0 and bool(np.asarray(out.status == SolverStatus.successful)[i]):
                         gap = max(gap, float(np.max(np.abs(np.asarray(out.p_mw[i], np.float64) - ref.x))))
                 gaps[name] = gap
             med = {k: statistics.median(v) for k, v in times.items()}

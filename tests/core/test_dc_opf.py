@@ -13,14 +13,15 @@ from scipy.optimize import linprog
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import (
-    DCOPF_INFEASIBLE,
-    DCOPF_OPTIMAL,
+    SolverStatus,
     dc_opf,
     make_dc_opf_setup,
     marginal_cost,
+    status_code,
 )
 from powerzoojax.utils.jax_utils import enable_x64
 
+OPTIMAL, INFEASIBLE, UNCONVERGED = (int(status_code(s)) for s in (SolverStatus.successful, SolverStatus.infeasible, SolverStatus.max_steps_reached))
 N_BATCH = 8
 
 
@@ -116,7 +117,7 @@ def _highs(case_id, capped, load, p_min, p_max, c):
 def test_linear_cost_matches_highs(case_id, capped):
     loads, p_min, p_max, b, c = _random_instances(case_id, seed=1 + capped)
     out = _run(case_id, capped, loads, p_min, p_max, b, c)
-    assert np.all(np.asarray(out.status) == DCOPF_OPTIMAL)
+    assert np.all(np.asarray(status_code(out.status)) == OPTIMAL)
     for k in range(N_BATCH):
         ref = _highs(case_id, capped, loads[k], p_min[k], p_max[k], c[k])
         assert float(out.objective[k]) == pytest.approx(ref.fun, rel=1e-3)
@@ -159,9 +160,9 @@ def test_quadratic_cost_matches_pypower(case_id):
 
     loads, p_min, p_max, b, c = _random_instances(case_id, seed=7, quadratic=True)
     out = _run(case_id, True, loads, p_min, p_max, b, c)
-    status = np.asarray(out.status)
-    assert set(status.tolist()) <= {DCOPF_OPTIMAL, DCOPF_INFEASIBLE}
-    for k in np.flatnonzero(status == DCOPF_INFEASIBLE):
+    status = np.asarray(status_code(out.status))
+    assert set(status.tolist()) <= {OPTIMAL, INFEASIBLE}
+    for k in np.flatnonzero(status == INFEASIBLE):
         # 150 MW on every case-118 line cannot always be met: HiGHS must agree.
         ptdf, a_u, cap, floor, mon = _monitored(case_id, True)
         m = (ptdf @ a_u)[mon]
@@ -170,7 +171,7 @@ def test_quadratic_cost_matches_pypower(case_id):
                        A_eq=np.ones((1, len(c[k]))), b_eq=[loads[k].sum()], bounds=list(zip(p_min[k], p_max[k])), method="highs")
         assert feas.status == 2
         assert float(out.line_violation_mw[k]) > 0.0
-    optimal = np.flatnonzero(status == DCOPF_OPTIMAL)
+    optimal = np.flatnonzero(status == OPTIMAL)
     assert len(optimal) >= 3
     for k in optimal[:3]:
         ref = rundcopf(_pypower_case(case_id, True, loads[k], b[k], c[k]), ppoption(VERBOSE=0, OUT_ALL=0))
@@ -190,7 +191,7 @@ def test_case5_reference_checkpoint():
     load = jnp.asarray([100.0, 150.0, 200.0, 180.0, 120.0])
     p_min = jnp.asarray([5.0, 10.0, 20.0, 10.0, 0.0])
     res = dc_opf(make_dc_opf_setup(case), load, p_min=p_min)
-    assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+    assert int(status_code(res.status)) == OPTIMAL and bool(res.converged)
     np.testing.assert_allclose(res.p_mw, [40, 80, 20, 10, 600], atol=0.05)
     np.testing.assert_allclose(res.lmp, 15.0, atol=0.01)
     assert float(res.line_flow_mw[0]) == pytest.approx(214.6589, abs=0.05)
@@ -198,7 +199,7 @@ def test_case5_reference_checkpoint():
 
     cap, floor = _limits("5")
     res = dc_opf(make_dc_opf_setup(case, cap, floor), load, p_min=p_min)
-    assert int(res.status) == DCOPF_OPTIMAL
+    assert int(status_code(res.status)) == OPTIMAL
     np.testing.assert_allclose(res.p_mw, [5, 10, 140.0508, 10, 584.9492], atol=0.05)
     np.testing.assert_allclose(res.lmp, [8.6479, 34.9911, 30, 16.2745, 10], atol=0.02)
     assert float(res.line_flow_mw[0]) == pytest.approx(150.0, abs=0.01)
@@ -228,12 +229,12 @@ def test_properties_case5(seed, level, n_off, capped):
     c = np.asarray(case.unit_cost_c, np.float64) + rng.uniform(-1, 1, case.n_units)  # distinct prices
     out = _run("5", capped, loads[None], p_min[None], p_max[None], np.zeros((1, case.n_units)), c[None])
     p = np.asarray(out.p_mw[0], np.float64)
-    assert int(out.status[0]) == DCOPF_OPTIMAL or capped
+    assert int(status_code(out.status)[0]) == OPTIMAL or capped
     assert np.all(np.isfinite(p))
     assert np.all(p >= p_min - 1e-3) and np.all(p <= p_max + 1e-3)
     assert np.all(p[off] == 0.0)
     assert p.sum() == pytest.approx(loads.sum(), abs=1e-3 * loads.sum() + 0.01)
-    if int(out.status[0]) != DCOPF_OPTIMAL:
+    if int(status_code(out.status)[0]) != OPTIMAL:
         return
     ptdf, _, cap, floor, mon = _monitored("5", capped)
     flows = np.asarray(out.line_flow_mw[0])
@@ -255,18 +256,18 @@ def test_infeasible_instances_are_finite_values():
     case = _case("5")
     setup = make_dc_opf_setup(case)
     over = dc_opf(setup, jnp.full((5,), 400.0))  # 2000 MW > 1530 MW of capacity
-    assert int(over.status) == DCOPF_INFEASIBLE
+    assert int(status_code(over.status)) == INFEASIBLE
     np.testing.assert_allclose(over.p_mw, case.unit_p_max)
     # Every unit at its bound is the exact answer, so it is reported converged (before,
     # the IPM on the clipped total often stopped short and said otherwise).
     assert bool(over.converged)
     under = dc_opf(setup, jnp.full((5,), 1.0), p_min=jnp.asarray(case.unit_p_max) * 0.2)
-    assert int(under.status) == DCOPF_INFEASIBLE and bool(under.converged)
+    assert int(status_code(under.status)) == INFEASIBLE and bool(under.converged)
     np.testing.assert_allclose(under.p_mw, np.asarray(case.unit_p_max) * 0.2, rtol=1e-6)
     # A 1 MW rating on every line with all the load at bus 4: no dispatch can meet it.
     tight = make_dc_opf_setup(case, np.full(case.n_lines, 1.0), np.full(case.n_lines, -1.0))
     res = dc_opf(tight, jnp.asarray([0.0, 0.0, 0.0, 700.0, 0.0]))
-    assert int(res.status) == DCOPF_INFEASIBLE
+    assert int(status_code(res.status)) == INFEASIBLE
     assert float(res.line_violation_mw) > 1.0
     for leaf in jax.tree.leaves(res):
         assert np.all(np.isfinite(np.asarray(leaf)))
@@ -307,7 +308,7 @@ def test_float64_reaches_the_vertex_of_a_near_flat_lp():
         res = jax.jit(lambda *a: dc_opf(setup, a[0], p_min=a[1], p_max=a[2], cost_c=a[3], tol=1e-8, max_iter=40))(
             f64(load), f64(p_min), f64(p_max), f64(c)
         )
-        assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+        assert int(status_code(res.status)) == OPTIMAL and bool(res.converged)
         np.testing.assert_allclose(np.asarray(res.p_mw), ref.x, atol=1e-3)
         assert float(res.objective) == pytest.approx(ref.fun, rel=1e-8)
 
@@ -329,7 +330,7 @@ def test_preference_term_and_no_retrace():
     assert len(traces) == 1
     # A strong pull toward a (balanced) preferred dispatch moves the solution onto it.
     assert float(jnp.max(jnp.abs(biased.p_mw - pref))) < 10.0 < float(jnp.max(jnp.abs(free.p_mw - pref)))
-    assert int(biased.status) == DCOPF_OPTIMAL
+    assert int(status_code(biased.status)) == OPTIMAL
 
 
 def test_fixed_units_leave_no_overload_on_an_optimal_answer():
@@ -348,7 +349,7 @@ def test_fixed_units_leave_no_overload_on_an_optimal_answer():
     single = dc_opf(setup, f32(load), p_min=f32(p_min), p_max=f32(p_max), cost_c=f32(c))
     batched = _run("5", False, load[None], p_min[None], p_max[None], np.zeros((1, 5)), c[None])
     for res in (single, jax.tree.map(lambda v: v[0], batched)):
-        assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+        assert int(status_code(res.status)) == OPTIMAL and bool(res.converged)
         assert float(res.objective) == pytest.approx(ref.fun, rel=1e-4)
         # Flows of ~400 MW carry float32 rounding of ~3e-5 MW; the slivers left 1.4e-3.
         assert float(res.line_violation_mw) <= 1e-4
@@ -378,12 +379,12 @@ def test_case118_rated_150mw_regression_matches_highs():
     for k in range(n):
         ref = _highs_any("118", True, loads[k], np.zeros(g), p_max[k], c[k])
         if ref.status == 0:
-            assert int(out.status[k]) == DCOPF_OPTIMAL, k
+            assert int(status_code(out.status)[k]) == OPTIMAL, k
             assert float(out.objective[k]) == pytest.approx(ref.fun, rel=1e-3)
         else:
-            assert ref.status == 2 and int(out.status[k]) == DCOPF_INFEASIBLE, k
+            assert ref.status == 2 and int(status_code(out.status)[k]) == INFEASIBLE, k
             assert float(out.line_violation_mw[k]) > 1.0, k
-    assert sum(int(s) == DCOPF_INFEASIBLE for s in np.asarray(out.status)) >= 4
+    assert sum(int(s) == INFEASIBLE for s in np.asarray(status_code(out.status))) >= 4
 
 
 def test_row_infeasibility_certificate_is_sound():

@@ -13,7 +13,9 @@ import pytest
 from scipy.optimize import linprog, minimize
 
 from powerzoojax.case import load_case
-from powerzoojax.physics import DCOPF_OPTIMAL, dc_opf, make_dc_opf_setup
+from powerzoojax.physics import SolverStatus, dc_opf, make_dc_opf_setup, status_code
+
+OPTIMAL, INFEASIBLE, UNCONVERGED = (int(status_code(s)) for s in (SolverStatus.successful, SolverStatus.infeasible, SolverStatus.max_steps_reached))
 
 N_POINTS = 20
 TOL_MW = 0.1
@@ -79,7 +81,7 @@ def test_linear_objective_optimal_means_highs_vertex(case_id):
             _highs(-e, face_a, face_b, total, lo, hi).x @ e - _highs(e, face_a, face_b, total, lo, hi).x @ e
             for e in np.eye(c.size)
         )
-        if spread > TOL_MW or int(out.status[k]) != DCOPF_OPTIMAL:
+        if spread > TOL_MW or int(status_code(out.status)[k]) != OPTIMAL:
             continue
         checked += 1
         np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref.x, atol=TOL_MW, err_msg=f"load {k}")
@@ -95,7 +97,7 @@ def test_quadratic_objective_optimal_means_unique_optimum(case_id):
         a_ub, b_ub = _lp_rows(setup, loads[k])
         total, b = loads[k].sum(), quad[k]
         start = _highs(c, a_ub, b_ub, total, lo, hi)
-        if start.status != 0 or int(out.status[k]) != DCOPF_OPTIMAL:
+        if start.status != 0 or int(status_code(out.status)[k]) != OPTIMAL:
             continue
         ref = minimize(
             lambda p: np.sum(0.5 * b * p * p + c * p), start.x, jac=lambda p: b * p + c,
@@ -132,5 +134,5 @@ def test_merit_order_loads_reach_the_vertex_through_the_simplex():
         load = loads[k].astype(np.float64)
         a_ub, b_ub = _lp_rows(setup, load)
         ref = _highs(c, a_ub, b_ub, load.sum(), lo, hi)
-        assert ref.status == 0 and int(out.status[k]) == DCOPF_OPTIMAL
+        assert ref.status == 0 and int(status_code(out.status)[k]) == OPTIMAL
         np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref.x, atol=TOL_MW, err_msg=f"load {k}")

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from powerzoojax.physics import status_code
+
 pytestmark = pytest.mark.requires("powerzoojax.market")
 
 
@@ -38,7 +40,7 @@ def _point(congested: bool, seed: int):
 def test_load_is_served_by_the_marginal_segments(congested: bool) -> None:
     case, _, solve = _clearing(congested)
     load, prices = _point(congested, 0)
-    assert int(solve(load, prices).status) == 0
+    assert int(status_code(solve(load, prices).status)) == 0
     jac = jax.jacrev(lambda load: solve(load, prices).unit_power)(load)
     # Power balance: one more MW anywhere is one more MW of generation in total.
     np.testing.assert_allclose(np.asarray(jnp.sum(jac, axis=0)), 1.0, atol=1e-5)

@@ -12,6 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from powerzoojax.physics import SolverStatus, status_code
+
+OPTIMAL, INFEASIBLE, UNCONVERGED = (int(status_code(s)) for s in (SolverStatus.successful, SolverStatus.infeasible, SolverStatus.max_steps_reached))
+
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -120,7 +124,6 @@ def _solve(setup, node_load, prices, p_min_rt, p_max_rt, method="simplex"):
 
 
 def _check_against_highs(instance, method="simplex"):
-    from powerzoojax.market import OPTIMAL
 
     setup, node_load, prices, p_min_rt, p_max_rt = instance
     ours = _solve(*instance, method=method)
@@ -128,10 +131,10 @@ def _check_against_highs(instance, method="simplex"):
     for leaf in (ours.unit_power, ours.lmp, ours.line_flow, ours.offer_cost):
         assert np.all(np.isfinite(np.asarray(leaf)))
     if res.status != 0:
-        assert int(ours.status) != OPTIMAL
+        assert int(status_code(ours.status)) != OPTIMAL
         assert not bool(ours.converged)
         return
-    assert int(ours.status) == OPTIMAL, f"HiGHS solved it (cost {res.fun}) but SCED status is {int(ours.status)}"
+    assert int(status_code(ours.status)) == OPTIMAL, f"HiGHS solved it (cost {res.fun}) but SCED status is {int(status_code(ours.status))}"
     np.testing.assert_allclose(float(ours.offer_cost), res.fun, rtol=1e-3)
     # The dispatch is only unique when every segment HiGHS leaves at a bound has a
     # reduced cost clearly away from zero (dual non-degeneracy). A reduced cost near
@@ -171,11 +174,10 @@ def test_sced_matches_highs_case118_congested(instance):
 @given(instances("5", ramped=True))
 def test_market_invariants(instance):
     """Supply = demand, units inside limits and ramp window, lines inside limits."""
-    from powerzoojax.market import OPTIMAL
 
     setup, node_load, prices, p_min_rt, p_max_rt = instance
     r = _solve(*instance)
-    if int(r.status) != OPTIMAL:
+    if int(status_code(r.status)) != OPTIMAL:
         return
     p = np.asarray(r.unit_power, np.float64)
     assert abs(p.sum() - node_load.sum()) < 1e-3 * node_load.sum()
@@ -193,7 +195,7 @@ def test_uncongested_lmp_equals_marginal_offer(load_frac, markup):
     """Without line limits every node's LMP is the price of the (single) marginal segment."""
     import jax.numpy as jnp
 
-    from powerzoojax.market import OPTIMAL, prepare_offer_sced
+    from powerzoojax.market import prepare_offer_sced
 
     case, _ = _setup("5", False)
     setup = prepare_offer_sced(case, 3, line_cap=np.full(case.n_lines, 1e6), line_floor=np.full(case.n_lines, -1e6))
@@ -201,7 +203,7 @@ def test_uncongested_lmp_equals_marginal_offer(load_frac, markup):
     node_load = _nominal_node_load(case)
     node_load = node_load * load_frac * float(np.asarray(setup.p_max).sum()) / node_load.sum()
     r = _solver(False)(setup, jnp.asarray(node_load, jnp.float32), jnp.asarray(prices, jnp.float32))
-    assert int(r.status) == OPTIMAL
+    assert int(status_code(r.status)) == OPTIMAL
     delta = np.asarray(r.segment_delta).ravel()
     widths = np.asarray(setup.base_seg_widths).ravel()
     marginal = (delta > 1e-2) & (delta < widths - 1e-2)
@@ -217,12 +219,12 @@ def test_truthful_clearing_of_case5_is_merit_order(case5):
     the truthful marginal price."""
     import jax.numpy as jnp
 
-    from powerzoojax.market import OPTIMAL, prepare_offer_sced
+    from powerzoojax.market import prepare_offer_sced
 
     setup = prepare_offer_sced(case5, 3)
     node_load = jnp.asarray([0.0, 100.0, 100.0, 100.0, 0.0])
     r = _solver(False)(setup, node_load, setup.base_seg_prices)
-    assert int(r.status) == OPTIMAL
+    assert int(status_code(r.status)) == OPTIMAL
     # c = 14, 15, 30, 40, 10 and p_min = 5, 10, 20, 10, 20 (the benchmark table): units 0-3
     # sit at their minimums (45 MW) and unit 4 (600 MW at $10) serves the other 255 MW.
     p_min = np.asarray(case5.unit_p_min)
@@ -235,11 +237,11 @@ def test_truthful_clearing_of_case5_is_merit_order(case5):
 def test_infeasible_demand_returns_status_not_nan(case5):
     import jax.numpy as jnp
 
-    from powerzoojax.market import INFEASIBLE, prepare_offer_sced
+    from powerzoojax.market import prepare_offer_sced
 
     setup = prepare_offer_sced(case5, 3)
     r = _solver(False)(setup, jnp.asarray([0.0, 900.0, 900.0, 900.0, 0.0]), setup.base_seg_prices)  # > 1530 MW
-    assert int(r.status) == INFEASIBLE and not bool(r.converged) and not bool(r.is_feasible)
+    assert int(status_code(r.status)) == INFEASIBLE and not bool(r.converged) and not bool(r.is_feasible)
     for leaf in (r.unit_power, r.lmp, r.line_flow, r.offer_cost, r.total_cost):
         assert np.all(np.isfinite(np.asarray(leaf)))
     np.testing.assert_allclose(np.asarray(r.unit_power), np.asarray(setup.p_max), atol=1e-2)
@@ -248,12 +250,12 @@ def test_infeasible_demand_returns_status_not_nan(case5):
 def test_line_infeasible_instance_is_unconverged_and_finite(case5):
     import jax.numpy as jnp
 
-    from powerzoojax.market import UNCONVERGED, prepare_offer_sced
+    from powerzoojax.market import prepare_offer_sced
 
     cap = np.full(case5.n_lines, 1.0)  # 1 MW lines cannot carry 600 MW of load
     setup = prepare_offer_sced(case5, 3, line_cap=cap, line_floor=-cap)
     r = _solver(False)(setup, jnp.asarray([0.0, 200.0, 200.0, 200.0, 0.0]), setup.base_seg_prices)
-    assert int(r.status) == UNCONVERGED and not bool(r.converged)
+    assert int(status_code(r.status)) == UNCONVERGED and not bool(r.converged)
     for leaf in (r.unit_power, r.lmp, r.line_flow, r.offer_cost):
         assert np.all(np.isfinite(np.asarray(leaf)))
 

@@ -13,6 +13,10 @@ import numpy as np
 import pytest
 from reference_sced import highs_sced, ptdf_from_reactances
 
+from powerzoojax.physics import SolverStatus, status_code
+
+OPTIMAL, INFEASIBLE, UNCONVERGED = (int(status_code(s)) for s in (SolverStatus.successful, SolverStatus.infeasible, SolverStatus.max_steps_reached))
+
 N_SEGMENTS = 3
 N_POINTS = 30
 KINDS = ("markup", "near_tie", "exact_tie", "congested", "ramped")
@@ -65,14 +69,13 @@ def make_points(case, seed: int, n_points: int = N_POINTS):
 
 def compare(case, ptdf, points, ours) -> dict:
     """Worst disagreements of a batch of SCED results with HiGHS."""
-    from powerzoojax.market import OPTIMAL
 
     stats = {"status_mismatch": 0, "dispatch_mw": 0.0, "lmp": 0.0, "objective_rel": 0.0, "n_dispatch": 0, "n_lmp": 0, "n_optimal": 0, "non_finite": 0}
     for i, point in enumerate(points):
         ref = highs_sced(case, ptdf, *point)
         leaves = [np.asarray(x[i]) for x in (ours.unit_power, ours.lmp, ours.line_flow, ours.offer_cost)]
         stats["non_finite"] += int(not all(np.all(np.isfinite(x)) for x in leaves))
-        optimal = int(ours.status[i]) == OPTIMAL
+        optimal = int(status_code(ours.status)[i]) == OPTIMAL
         if optimal != ref.optimal:
             stats["status_mismatch"] += 1
             continue

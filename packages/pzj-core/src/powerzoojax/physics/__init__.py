@@ -36,12 +36,9 @@ from powerzoojax.physics._ac_pf import ACNetwork, ACPFResult, ac_power_flow, mak
 
 __all__ += ["ACNetwork", "ACPFResult", "ac_power_flow", "make_ac_network"]
 
+from powerzoojax.physics._status import SolverStatus, status_code  # noqa: E402
 from powerzoojax.physics._dc_opf import (  # noqa: E402
-    DCOPF_INFEASIBLE,
-    DCOPF_OPTIMAL,
     DCOPF_OBJECTIVES,
-    DCOPF_STATUS_NAMES,
-    DCOPF_UNCONVERGED,
     DCOPFResult,
     DCOPFSetup,
     dc_opf,
@@ -51,8 +48,8 @@ from powerzoojax.physics._dispatch_lp import DispatchBasis, DispatchLPTuning  # 
 from powerzoojax.physics._qp_ipm import DispatchQPSolution, solve_dispatch_qp  # noqa: E402
 
 __all__ += [
-    "DCOPF_INFEASIBLE", "DCOPF_OBJECTIVES", "DCOPF_OPTIMAL", "DCOPF_STATUS_NAMES", "DCOPF_UNCONVERGED", "DCOPFResult", "DCOPFSetup",
-    "DispatchBasis", "DispatchLPTuning", "DispatchQPSolution", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp",
+    "DCOPF_OBJECTIVES", "DCOPFResult", "DCOPFSetup", "DispatchBasis", "DispatchLPTuning", "DispatchQPSolution",
+    "SolverStatus", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp", "status_code",
 ]
 
 from powerzoojax.physics._ac_opf import ACOPFResult, ACOPFSetup, ac_opf, make_ac_opf_setup  # noqa: E402

@@ -26,6 +26,8 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes):
                  max_iter=30, tol=1e-4, line_penalty=1e3)
     res.p_mw, res.line_flow_mw, res.lmp, res.objective, res.status, res.converged, res.n_iter, res.basis
 
+    dc_opf(..., throw=True)   # raise (also under jit) unless the status is successful
+
 `DCOPFResult` fields: `p_mw (G)`, `line_flow_mw (L)` (from→to positive, every line),
 `node_injection_mw (N)`, `lmp (N)` [$/MWh], `lambda_balance` (system price),
 `mu_upper/mu_lower (L)` (line duals [$/MWh], 0 on unmonitored lines),
@@ -33,12 +35,14 @@ API (all jit/vmap-friendly, no retrace across calls with the same shapes):
 > 0 only when the limits cannot all be met), `status`, `converged`, `n_iter`, `basis`
 (the dual simplex's final basis, to warm-start the next call).
 
-Status codes (int32): `DCOPF_OPTIMAL = 0`; `DCOPF_INFEASIBLE = 1` — load outside
+Status (a [`SolverStatus`][powerzoojax.physics.SolverStatus]): `successful` — optimal;
+`infeasible` — load outside
 `[Σp_min, Σp_max]` (dispatch then sits at the nearest bound, flows use the real load) or
 line limits that cannot all be met (best-effort dispatch minimising cost + `line_penalty`
 × max marginal cost per MW of overload; also when the iteration stopped early but its
-line duals certify infeasibility, see `_qp_ipm.rows_infeasible`); `DCOPF_UNCONVERGED = 2` — the iteration budget
-ran out (the last finite iterate is returned). Values are always finite.
+line duals certify infeasibility, see `_qp_ipm.rows_infeasible`); `max_steps_reached` — the
+iteration ended unconverged (the last finite iterate is returned). Values are always
+finite; `throw=True` raises instead on every status but `successful`.
 `converged` is True when the solver met `tol` (also for a best-effort infeasible answer,
 and always when the load lies outside the capacity range: the dispatch is then exactly the
 violated bounds);
@@ -88,11 +92,10 @@ from powerzoojax.physics._dispatch_lp import (
     solve_dispatch_lp,
 )
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._status import SolverStatus, raise_if_failed
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
-DCOPF_OPTIMAL, DCOPF_INFEASIBLE, DCOPF_UNCONVERGED = 0, 1, 2
-DCOPF_STATUS_NAMES = ("optimal", "infeasible", "unconverged")
 UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
 _MIN_WIDTH_REL = 1e-6  # fixed units are widened by this fraction of the widest box (see _qp_ipm)
 
@@ -148,9 +151,10 @@ class DCOPFResult(eqx.Module):
     - `objective`: `TC` of `p_mw` [$/h].
     - `line_violation_mw`: Σ MW beyond the line limits, > 0 only when they cannot all be
       met.
-    - `status`: int32, `DCOPF_OPTIMAL` (0), `DCOPF_INFEASIBLE` (1: load outside
-      `[Σp_min, Σp_max]` or line limits that cannot all be met; best-effort dispatch) or
-      `DCOPF_UNCONVERGED` (2: the iteration budget ran out).
+    - `status`: a [`SolverStatus`][powerzoojax.physics.SolverStatus]: `successful`
+      (optimal), `infeasible` (load outside `[Σp_min, Σp_max]` or line limits that cannot
+      all be met; best-effort dispatch) or `max_steps_reached` (the iteration ended
+      unconverged).
     - `converged`: the solver met `tol`.
     - `n_iter`: iterations (or pivots, or bisection steps) taken.
     - `basis`: the dual simplex's final basis, `valid` when it solved the LP (never on
@@ -166,7 +170,7 @@ class DCOPFResult(eqx.Module):
     mu_lower: Float[Array, " n_lines"]
     objective: Float[Array, ""]
     line_violation_mw: Float[Array, ""]
-    status: Int[Array, ""]
+    status: SolverStatus
     converged: Bool[Array, ""]
     n_iter: Int[Array, ""]
     basis: DispatchBasis
@@ -254,7 +258,7 @@ def make_dc_opf_setup(
     )
 
 
-@_solver_entry(static_argnames=("max_iter", "tol", "line_penalty"))
+@_solver_entry(static_argnames=("max_iter", "tol", "line_penalty", "throw"))
 def dc_opf(
     setup: DCOPFSetup,
     node_load_mw: Float[Array, " n_nodes"],
@@ -273,6 +277,7 @@ def dc_opf(
     max_iter: int = 30,
     tol: float = 1e-4,
     line_penalty: float = 1e3,
+    throw: bool = False,
 ) -> DCOPFResult:
     """Solve one DC-OPF (economic dispatch with PTDF line limits) for nodal loads.
 
@@ -303,6 +308,8 @@ def dc_opf(
     - `tol`: tolerance on the scaled KKT residuals (static).
     - `line_penalty`: cost of one MW of line overload, as a multiple of the largest
       marginal cost (static).
+    - `throw`: raise (at run time, also under `jit`) with the status's message unless it
+      is `successful` (static); by default failure is only reported in `status`.
 
     **Returns:**
 
@@ -412,13 +419,13 @@ def dc_opf(
     violation = jnp.sum(jnp.maximum(flows - cap, 0.0) + jnp.maximum(floor - flows, 0.0))
     lines_ok = jnp.sum(sol.row_violation) <= 1e-4 * span + 1e-3
     converged = sol.converged & pinned
-    status = where(
+    status = SolverStatus.where(
         ~capacity_ok | (converged & ~lines_ok) | (~converged & farkas),
-        DCOPF_INFEASIBLE,
-        where(converged, DCOPF_OPTIMAL, DCOPF_UNCONVERGED),
-    ).astype(jnp.int32)
+        SolverStatus.infeasible,
+        SolverStatus.where(converged, SolverStatus.successful, SolverStatus.max_steps_reached),
+    )
     finite = lambda v: where(jnp.isfinite(v), v, 0.0)  # noqa: E731
-    return DCOPFResult(
+    result = DCOPFResult(
         p_mw=p,
         line_flow_mw=flows,
         node_injection_mw=injection,
@@ -435,6 +442,7 @@ def dc_opf(
         n_iter=sol.n_iter,
         basis=final_basis,
     )
+    return raise_if_failed(result, status, throw)
 
 
 def _linear_costs(setup: DCOPFSetup, cost_a: Any, cost_b: Any, ref_weight: Any) -> bool | None:

@@ -57,7 +57,6 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.core._types import where
 from powerzoojax.physics._dual_simplex import (
-    SOLVED,
     BasisInverse,
     DenseInverse,
     DenseLPMatrix,
@@ -69,6 +68,7 @@ from powerzoojax.physics._dual_simplex import (
     vecmat,
 )
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
+from powerzoojax.physics._status import SolverStatus, is_successful
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
 _REBUILD_PIVOT_TOL = 1e-5  # smallest pivot accepted while rebuilding a warm basis's inverse
@@ -408,7 +408,7 @@ def solve_dispatch_lp(
     **Returns:** `(solution, basis)`: the final basis, to pass as the next `start`
     (`valid` when the LP was solved), and a `DispatchQPSolution`: `x` [MW]; `nu` the balance dual (system price
     `−nu` [$/MWh]); `mu_upper`/`mu_lower` (`≥ 0`) the row duals; `row_violation`
-    `e⁺ + e⁻` [MW]; `converged` when the simplex reached an optimal basis; `n_iter` its
+    `e⁺ + e⁻` [MW]; `status` `successful` when the simplex reached an optimal basis; `n_iter` its
     pivots; `residual` the largest scaled bound violation of the final basis.
     """
     tuning = check_tuning(tuning, "solve_dispatch_lp")
@@ -485,7 +485,7 @@ def solve_dispatch_lp(
         lp = lax.platform_dependent(cpu=lambda: run(CPU_TUNING), default=lambda: run(ACCELERATOR_TUNING))
     else:
         lp = run(tuning)
-    solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
+    solved = is_successful(lp.status) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
     # Budget spent or a non-finite pivot: the network-blind merit fill keeps the balance.
     merit = jnp.clip(ds - before, 0.0, ws)
     x = jnp.where(solved, jnp.clip(lp.x[:n], 0.0, ws), merit)
@@ -498,7 +498,11 @@ def solve_dispatch_lp(
         mu_upper=jnp.maximum(-y[1:], 0.0),
         mu_lower=jnp.maximum(y[1:], 0.0),
         row_violation=violation,
-        converged=solved,
+        # An optimal basis with non-finite values is reported as such; otherwise the
+        # simplex's own verdict.
+        status=SolverStatus.where(
+            solved, SolverStatus.successful, SolverStatus.where(is_successful(lp.status), SolverStatus.nonfinite, lp.status)
+        ),
         n_iter=lp.iterations,
         residual=jnp.where(jnp.isfinite(residual), residual, jnp.inf),
         certified=solved,

@@ -54,9 +54,12 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
+from powerzoojax.physics._status import SolverStatus
 
 
-SOLVED, PRIMAL_INFEASIBLE, BUDGET = 0, 1, 2
+# A lane still pivoting carries `max_steps_reached`: what it reports if the budget ends
+# the loop there.
+_RUNNING = SolverStatus.max_steps_reached
 # Up to this many columns the ratio test compares every pair of candidates (element-wise
 # work that fuses under ``vmap``); beyond it, a bisection on the ratio, O(n) per step.
 _PAIRWISE_MAX_VARS = 64
@@ -65,7 +68,7 @@ _PAIRWISE_MAX_VARS = 64
 class DualSimplexResult(eqx.Module):
     x: Float[Array, " n_vars"]
     y: Float[Array, " n_rows"]
-    status: Int[Array, ""]
+    status: SolverStatus
     iterations: Int[Array, ""]
     basis: Int[Array, " n_rows"]
     at_upper: Bool[Array, " n_vars"]
@@ -253,8 +256,9 @@ def bounded_dual_simplex(
 
     `a` is an array or an `LPMatrix`. `basis` holds the basic column of each row, `binv`
     its inverse (an array or a `BasisInverse`), `at_upper` which
-    non-basic variables sit at `hi` (the rest at `lo`). `status`: `SOLVED`,
-    `PRIMAL_INFEASIBLE` or `BUDGET`; `x` is the last basic solution.
+    non-basic variables sit at `hi` (the rest at `lo`). `status`: a `SolverStatus`,
+    `successful` (optimal), `infeasible` (a violated row no column can repair) or
+    `max_steps_reached` (`max_iter` pivots spent); `x` is the last basic solution.
 
     Tolerances (scaled units): `primal_tol` on bound violations, `pivot_tol` on pivot
     elements, `dual_tol` below which a reduced cost counts as zero in the ratio test, and
@@ -396,20 +400,22 @@ def bounded_dual_simplex(
         inv = jax.tree.map(lambda new, old: where(pivot, new, old), new_inv, inv)
         basis = where(pivot, new_basis, basis)
         at_upper = where(pivot, new_upper, where(refit, at_upper ^ wrong, at_upper))
-        status = where(optimal, SOLVED, where(infeasible, PRIMAL_INFEASIBLE, BUDGET)).astype(jnp.int32)
+        status = SolverStatus.where(
+            optimal, SolverStatus.successful, SolverStatus.where(infeasible, SolverStatus.infeasible, _RUNNING)
+        )
         return it + (pivot | refit).astype(jnp.int32), basis, inv, at_upper, status
 
     def cond(carry):
         it, _, _, _, status = carry
-        return (status == BUDGET) & (it < max_iter)
+        return (status == _RUNNING) & (it < max_iter)
 
-    status0 = jnp.asarray(BUDGET, jnp.int32)
+    status0 = _RUNNING
     if check_start:
         # An optimal start (a warm start on an unchanged LP) then skips the loop, whose
         # ratio test costs most of a pass even when no lane pivots.
         sel0, is_basic0, _, viol0 = violations(basis, inv0, at_upper)
         _, wrong0 = wrong_signs(sel0, is_basic0, inv0, at_upper)
-        status0 = where((jnp.max(viol0) <= primal_tol) & ~jnp.any(wrong0), SOLVED, BUDGET).astype(jnp.int32)
+        status0 = SolverStatus.where((jnp.max(viol0) <= primal_tol) & ~jnp.any(wrong0), SolverStatus.successful, _RUNNING)
     def masked(carry):
         # The loop's own step: a lane the loop would have stopped keeps its state.
         go = cond(carry)
@@ -436,10 +442,10 @@ def bounded_dual_simplex(
     y = y + inv.solve_t(c_b - op.basis_vecmat(y, basis))
     d = c - op.vecmat(y)
     dual_ok = ~jnp.any(~is_basic & where(at_upper, d > optimality_tol, d < -optimality_tol))
-    status = where((status == BUDGET) & (viol <= primal_tol) & dual_ok, SOLVED, status)
+    status = SolverStatus.where((status == _RUNNING) & (viol <= primal_tol) & dual_ok, SolverStatus.successful, status)
     x = x_nb + sel.spread(x_b)
     return DualSimplexResult(
-        x=x, y=y, status=status.astype(jnp.int32), iterations=it, basis=basis, at_upper=at_upper
+        x=x, y=y, status=status, iterations=it, basis=basis, at_upper=at_upper
     )
 
 

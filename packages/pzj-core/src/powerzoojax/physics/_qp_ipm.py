@@ -43,6 +43,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
+from powerzoojax.physics._status import SolverStatus, is_successful
 from powerzoojax.physics._small_linalg import inverse_cholesky, lu_factor, lu_solve, spd_solve
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
@@ -74,7 +75,11 @@ class DispatchQPSolution(eqx.Module):
       `∇f + ν + Aᵀ(μ⁺ − μ⁻) = …`, so the system price is `−ν`.
     - `mu_upper`, `mu_lower`: `(m,)` duals (≥ 0, ≤ π) of the upper and lower row limits.
     - `row_violation`: `(m,)` `t⁺ + t⁻` per row.
-    - `converged`: bool scalar.
+    - `status`: a [`SolverStatus`][powerzoojax.physics.SolverStatus]: `successful` when the
+      solver met its tolerance (`converged`), `infeasible` (the dual simplex: a row no
+      column repairs), `max_steps_reached` (the budget ran out), `diverged` (the interior
+      point stopped early on a non-finite step) or `nonfinite` (the dual simplex's
+      optimal basis gave non-finite values).
     - `n_iter`: int scalar.
     - `residual`: largest scaled KKT residual at the end.
     - `certified`: bool scalar, an exact KKT point of the problem (the interior point's
@@ -87,10 +92,15 @@ class DispatchQPSolution(eqx.Module):
     mu_upper: Float[Array, " m"]
     mu_lower: Float[Array, " m"]
     row_violation: Float[Array, " m"]
-    converged: Bool[Array, ""]
+    status: SolverStatus
     n_iter: Int[Array, ""]
     residual: Float[Array, ""]
     certified: Bool[Array, ""]
+
+    @property
+    def converged(self) -> Bool[Array, "*batch"]:
+        """The solver met its tolerance (`status` is `successful`)."""
+        return is_successful(self.status)
 
 
 def _poly_terms(x, cubic, quad, lin):
@@ -347,6 +357,12 @@ def solve_dispatch_qp(
     state = jax.tree.map(lambda a, b: where(use_d, a, b), best_d, best_a)
     err = where(use_d, err_d[1], err_a)
     converged = err < tol
+    # Stopped before the budget without converging: the loop ended on a non-finite step.
+    status = SolverStatus.where(
+        converged,
+        SolverStatus.successful,
+        SolverStatus.where(n_it < max_iter, SolverStatus.diverged, SolverStatus.max_steps_reached),
+    )
     x, nu, zl, zu, s, t, z, y = state
     x_pol, polished = _polish(x, zl, zu, s, z, r_, q_ - _PROX, c_, lo_, hi_, d_, a_t, h)
     x = where(polished, x_pol, x)
@@ -356,7 +372,7 @@ def solve_dispatch_qp(
         mu_upper=z[:m] * sc,
         mu_lower=z[m:] * sc,
         row_violation=(t[:m] + t[m:]) * sx,
-        converged=converged,
+        status=status,
         n_iter=n_it,
         residual=err,
         certified=polished,
@@ -598,7 +614,7 @@ def solve_separable_dispatch(
         mu_upper=empty,
         mu_lower=empty,
         row_violation=empty,
-        converged=residual < 1e-4,
+        status=SolverStatus.where(residual < 1e-4, SolverStatus.successful, SolverStatus.max_steps_reached),
         n_iter=jnp.asarray(n_bisect, jnp.int32),
         residual=residual,
         certified=residual < 1e-4,

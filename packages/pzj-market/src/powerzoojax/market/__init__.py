@@ -33,10 +33,6 @@ from powerzoojax.market._market_marl import (
 )
 from powerzoojax.market._market_env import AbstractMarketEnv, MarketParams, MarketState
 from powerzoojax.market._offer_sced import (
-    INFEASIBLE,
-    OPTIMAL,
-    STATUS_NAMES,
-    UNCONVERGED,
     OfferSCEDResult,
     OfferSCEDSetup,
     offer_sced,
@@ -50,7 +46,7 @@ __all__ = [
     "AbstractMarketEnv", "BidBasedMarketEnv", "CostBasedMarketEnv", "LMPMarketParams", "LMPMarketState",
     "MarketParams", "MarketState", "SimpleLMPArbitrageEnv", "make_bid_market_params",
     "make_cost_market_params", "make_lmp_market_params",
-    "INFEASIBLE", "OPTIMAL", "STATUS_NAMES", "UNCONVERGED", "CostSegments", "OfferSCEDResult",
+    "CostSegments", "OfferSCEDResult",
     "OfferSCEDSetup", "PiecewiseEDResult", "PiecewiseEDSetup", "make_cost_segments",
     "merit_order_fill", "offer_sced", "piecewise_ed", "prepare_offer_sced", "prepare_piecewise_ed",
 ]

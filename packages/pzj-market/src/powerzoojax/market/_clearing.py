@@ -13,6 +13,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
+from powerzoojax.physics._status import SolverStatus, is_successful
 
 
 class PiecewiseEDSetup(eqx.Module):
@@ -53,9 +54,11 @@ class PiecewiseEDResult(eqx.Module):
     - `lmp`: `(n_nodes,)` prices [$/MWh].
     - `total_cost`: true generation cost [$/h].
     - `offer_cost`: cost at the accepted offers [$/h].
-    - `converged`: bool scalar.
-    - `status`: int status of the clearing.
+    - `status`: the clearing's [`SolverStatus`][powerzoojax.physics.SolverStatus]
+      (that of [`offer_sced`][powerzoojax.market.offer_sced]).
     - `iterations`: pivots taken.
+
+    `converged` (the clearing is optimal) is read from `status`.
     """
 
     unit_power: Float[Array, " n_units"]
@@ -64,9 +67,14 @@ class PiecewiseEDResult(eqx.Module):
     lmp: Float[Array, " n_nodes"]
     total_cost: Float[Array, ""]
     offer_cost: Float[Array, ""]
-    converged: Bool[Array, ""]
-    status: Int[Array, ""]
+    status: SolverStatus
     iterations: Int[Array, ""]
+
+    @property
+    def converged(self) -> Bool[Array, "*batch"]:
+        """The clearing is optimal (`status` is `successful`): False for infeasible or
+        unconverged instances."""
+        return is_successful(self.status)
 
 
 def prepare_piecewise_ed(case: CaseData, n_segments: int = 5) -> PiecewiseEDSetup:
@@ -115,7 +123,6 @@ def piecewise_ed(
         lmp=r.lmp,
         total_cost=r.total_cost,
         offer_cost=r.offer_cost,
-        converged=r.converged,
         status=r.status,
         iterations=r.iterations,
     )

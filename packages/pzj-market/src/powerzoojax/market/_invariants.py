@@ -4,7 +4,7 @@ battery market envs' and the GenCos market's."""
 import numpy as np
 
 from powerzoojax.core import Invariant, Trajectory, not_terminal
-from powerzoojax.market._offer_sced import OPTIMAL
+from powerzoojax.physics import SolverStatus, status_code
 
 # A line is congested when its flow is within this fraction of its rating.
 _CONGESTED_FRACTION = 0.999
@@ -23,7 +23,7 @@ def market_laws(params) -> tuple[Invariant, ...]:
         return np.maximum(np.maximum(lo - s, s - hi), 0.0)
 
     def optimal(traj: Trajectory) -> np.ndarray:
-        return np.asarray(traj.info["sced_status"]) == OPTIMAL
+        return np.asarray(traj.info["sced_status"]) == int(status_code(SolverStatus.successful))
 
     def balance(traj: Trajectory, params) -> np.ndarray:
         profiles = np.asarray(params.load_profiles, np.float64)
@@ -60,7 +60,7 @@ def gencos_laws(params) -> tuple[Invariant, ...]:
     floor = np.asarray(setup.line_floor, np.float64)
 
     def optimal(traj: Trajectory) -> np.ndarray:
-        return np.asarray(traj.info["sced_status"]) == OPTIMAL
+        return np.asarray(traj.info["sced_status"]) == int(status_code(SolverStatus.successful))
 
     def balance(traj: Trajectory, params) -> np.ndarray:
         profiles = np.asarray(params.load_profiles, np.float64)

@@ -24,7 +24,7 @@ from powerzoojax.core import Box, Environment, EnvParams, EnvState, Invariant, m
 from powerzoojax.core._types import FloatScalar, Info, Key
 from powerzoojax.market._offer_sced import OfferSCEDResult, OfferSCEDSetup, offer_sced, prepare_offer_sced
 from powerzoojax.market._invariants import market_laws
-from powerzoojax.physics import dc_thermal_check
+from powerzoojax.physics import dc_thermal_check, status_code
 from powerzoojax.core import _precision as hp
 
 CONSTRAINT_NAMES = ("thermal_overload",)
@@ -310,7 +310,7 @@ class AbstractMarketEnv(Environment):
             "bus_lmp": bus_lmp,
             "realized_p_mw": realised,
             "requested_p_mw": requested,
-            "sced_status": cleared.status,
+            "sced_status": status_code(cleared.status),
             "sced_converged": cleared.converged,
             **self._extra_info(cleared, params),
         }

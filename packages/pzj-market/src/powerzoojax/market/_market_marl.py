@@ -29,7 +29,7 @@ from powerzoojax.core._types import Info, Key
 from powerzoojax.market._market_env import THERMAL_SLACK_MW
 from powerzoojax.physics._dual_simplex import matvec
 from powerzoojax.market._offer_sced import OfferSCEDSetup, offer_sced, prepare_offer_sced
-from powerzoojax.physics import dc_thermal_check
+from powerzoojax.physics import dc_thermal_check, status_code
 
 RAMP_BINDING_MW = 0.5
 BASELINE_ACTIONS = {"truthful": -1.0, "uniform_mid": 0.0, "max_markup": 1.0}
@@ -342,7 +342,7 @@ def market_marl_transition(
         "n_violations": n_violations,
         "sced_converged": cleared.converged,
         "sced_feasible": cleared.is_feasible,
-        "sced_status": cleared.status,
+        "sced_status": status_code(cleared.status),
         "ramp_binding_rate": ramp_binding_rate,
     }
     return next_state, done, profit, info

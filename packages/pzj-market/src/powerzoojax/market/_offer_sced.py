@@ -19,10 +19,12 @@ There is no interior-point option: telling offers a tenth of a cent apart takes 
 differences far below float32's resolution of the duality gap, while a vertex method
 compares the prices themselves.
 
-Outcomes are values, never NaN: `status` is `OPTIMAL` (0), `INFEASIBLE` (1: demand
-outside what the offered capacity can serve; the dispatch is then the closest merit-order
-fill and the prices are zero) or `UNCONVERGED` (2: line limits that cannot be met, or
-the pivot budget ran out; the dispatch is then the network-blind merit-order fill).
+Outcomes are values, never NaN: `status` is a `SolverStatus`, `successful` (optimal),
+`infeasible` (demand outside what the offered capacity can serve; the dispatch is then
+the closest merit-order fill and the prices are zero) or `max_steps_reached` (the LP
+ended without an optimal basis: line limits that cannot be met, or the pivot budget ran
+out; the dispatch is then the network-blind merit-order fill). `throw=True` raises
+instead on every status but `successful`.
 """
 
 import functools
@@ -36,13 +38,12 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.case import CaseData
 from powerzoojax.core._types import FloatScalar
-from powerzoojax.physics._dual_simplex import SOLVED, bounded_dual_simplex, matvec, merit_order_start
+from powerzoojax.physics._dual_simplex import bounded_dual_simplex, matvec, merit_order_start
+from powerzoojax.physics._status import SolverStatus, is_successful, raise_if_failed
 from powerzoojax.market._sced_grad import sced_kkt_derivatives
 from powerzoojax.market._segments import _check_n_segments, make_cost_segments
 from powerzoojax.core import _precision as hp
 
-OPTIMAL, INFEASIBLE, UNCONVERGED = 0, 1, 2
-STATUS_NAMES = ("optimal", "infeasible", "unconverged")
 SOLVER_METHODS = ("simplex",)
 UNLIMITED_MW = 1e5  # line limits at or beyond this are treated as absent
 _MIN_WIDTH_MW = 1e-4  # keeps a strict interior for segments squeezed shut by ramp bounds
@@ -101,10 +102,13 @@ class OfferSCEDResult(eqx.Module):
     - `mu_upper`, `mu_lower`: `(n_lines,)` line duals.
     - `offer_cost`: cost at the accepted offers.
     - `total_cost`: true generation cost.
-    - `converged`: bool scalar.
-    - `is_feasible`: the load lies within the capacity range.
-    - `status`: int status.
+    - `status`: a [`SolverStatus`][powerzoojax.physics.SolverStatus]: `successful`,
+      `infeasible` (demand outside the offered capacity) or `max_steps_reached` (no
+      optimal basis: line limits that cannot be met, or the pivot budget spent).
     - `iterations`: pivots taken.
+
+    `converged` (optimal) and `is_feasible` (the load lies within the capacity range)
+    are read from `status`.
     """
 
     unit_power: Float[Array, " n_units"]
@@ -117,10 +121,18 @@ class OfferSCEDResult(eqx.Module):
     mu_lower: Float[Array, " n_lines"]
     offer_cost: Float[Array, ""]
     total_cost: Float[Array, ""]
-    converged: Bool[Array, ""]
-    is_feasible: Bool[Array, ""]
-    status: Int[Array, ""]
+    status: SolverStatus
     iterations: Int[Array, ""]
+
+    @property
+    def converged(self) -> Bool[Array, "*batch"]:
+        """The clearing is optimal (`status` is `successful`)."""
+        return is_successful(self.status)
+
+    @property
+    def is_feasible(self) -> Bool[Array, "*batch"]:
+        """The load lies within the offered capacity (`status` is not `infeasible`)."""
+        return self.status != SolverStatus.infeasible
 
 
 def prepare_offer_sced(
@@ -189,7 +201,7 @@ def _total_cost(p: Float[Array, " n_units"], a: Float[Array, " n_units"], b: Flo
 
 # Jitted so that an eager caller (the conformance kit runs envs op by op) compiles the
 # clearing once instead of re-tracing its loop on every call; inside a jit it inlines.
-@functools.partial(jax.jit, static_argnames=("max_iter", "tol", "method"))
+@functools.partial(jax.jit, static_argnames=("max_iter", "tol", "method", "throw"))
 def offer_sced(
     setup: OfferSCEDSetup,
     node_load_mw: Float[Array, " n_nodes"],
@@ -199,6 +211,7 @@ def offer_sced(
     max_iter: int = 30,
     tol: float = 1e-5,
     method: str = "simplex",
+    throw: bool = False,
 ) -> OfferSCEDResult:
     """Clear the market: dispatch, LMPs and status for nodal loads and offers.
 
@@ -215,6 +228,8 @@ def offer_sced(
     - `max_iter`: pivot budget (raised to `4 · (limited lines + 1)` at least; static).
     - `tol`: kept for the reference signature; does not change the result (static).
     - `method`: the solver, `"simplex"` (static).
+    - `throw`: raise (at run time, also under `jit`) with the status's message unless it
+      is `successful` (static); by default failure is only reported in `status`.
 
     **Returns:**
 
@@ -243,7 +258,8 @@ def offer_sced(
     capacity = jnp.sum(wbar, axis=0)
     is_feasible = (demand_raw >= 0.0) & (demand_raw <= capacity)
     demand = jnp.clip(demand_raw, 0.01, capacity - 0.01)
-    return _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
+    result = _offer_sced_simplex(setup, node_load_mw, p_lo, c, wbar, f0, demand_raw, demand, capacity, is_feasible, max_iter)
+    return raise_if_failed(result, result.status, throw)
 
 
 def _offer_sced_simplex(
@@ -297,7 +313,7 @@ def _offer_sced_simplex(
     # The pivots see no tangents: derivatives come from the optimal vertex's KKT conditions.
     lp_data = lax.stop_gradient((a, b, cost, lo, hi, basis, binv, at_upper))
     lp = bounded_dual_simplex(*lp_data, budget)
-    solved = (lp.status == SOLVED) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
+    solved = is_successful(lp.status) & jnp.all(jnp.isfinite(lp.x)) & jnp.all(jnp.isfinite(lp.y))
 
     # Unsolved (line limits that cannot be met, or budget spent): the network-blind merit
     # fill, which keeps the balance; an infeasible demand gets it clipped to capacity.
@@ -312,7 +328,11 @@ def _offer_sced_simplex(
     lmp = y[0] + matvec(setup.ptdf.T, y_lines)
 
     power = p_lo + jnp.sum(delta.reshape(n_units, n_seg), axis=1)
-    status = jnp.where(~is_feasible, INFEASIBLE, jnp.where(solved, OPTIMAL, UNCONVERGED)).astype(jnp.int32)
+    status = SolverStatus.where(
+        ~is_feasible,
+        SolverStatus.infeasible,
+        SolverStatus.where(solved, SolverStatus.successful, SolverStatus.max_steps_reached),
+    )
     return OfferSCEDResult(
         unit_power=power,
         segment_delta=delta.reshape(n_units, n_seg),
@@ -324,8 +344,6 @@ def _offer_sced_simplex(
         mu_lower=mu_lower,
         offer_cost=jnp.sum(c * delta, axis=0),
         total_cost=_total_cost(power, setup.mc_a, setup.mc_b, setup.mc_c),
-        converged=solved & is_feasible,
-        is_feasible=is_feasible,
         status=status,
         iterations=lp.iterations,
     )

@@ -14,6 +14,7 @@ from jaxtyping import Array, Bool, Float
 from powerzoojax.physics._dispatch_grad import kkt_residual, kkt_system, split_kkt
 from powerzoojax.physics._implicit import deferred_implicit_outputs
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
+from powerzoojax.physics._status import SolverStatus
 
 
 def sced_kkt_derivatives(
@@ -55,7 +56,7 @@ def _sced_kkt_system(delta, y, prices, widths, demand, m_lim, row_lo, row_hi, op
         mu_upper=jnp.maximum(-y_lines, 0.0),
         mu_lower=jnp.maximum(y_lines, 0.0),
         row_violation=jnp.zeros_like(y_lines),
-        converged=optimal,
+        status=SolverStatus.where(optimal, SolverStatus.successful, SolverStatus.max_steps_reached),
         n_iter=jnp.zeros((), jnp.int32),
         residual=jnp.zeros((), delta.dtype),
         certified=optimal,

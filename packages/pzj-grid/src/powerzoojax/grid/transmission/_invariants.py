@@ -11,7 +11,10 @@ import numpy as np
 from powerzoojax.case import build_ybus
 from powerzoojax.core import Invariant, Trajectory, not_terminal
 from powerzoojax.grid.resources._invariants import bundle_laws
-from powerzoojax.physics import DCOPF_OPTIMAL
+from powerzoojax.physics import SolverStatus, status_code
+
+# The info's `opf_status` code of an optimal DC-OPF step.
+DCOPF_OPTIMAL = int(status_code(SolverStatus.successful))
 
 # A line whose rating is this large or more is unlimited (the case data's convention).
 _UNLIMITED_MW = 1e5

@@ -87,7 +87,8 @@ from powerzoojax.physics import (
     ACNetwork, DCFlow, DCNetwork, ac_power_flow, dc_power_flow, dc_thermal_check, make_ac_network, make_dc_network,
 )
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf, make_ac_opf_setup
-from powerzoojax.physics._dc_opf import DCOPF_OPTIMAL, DCOPFSetup, dc_opf, make_dc_opf_setup
+from powerzoojax.physics._dc_opf import DCOPFSetup, dc_opf, make_dc_opf_setup
+from powerzoojax.physics._status import SolverStatus, status_code
 from powerzoojax.physics._dispatch_lp import DispatchLPTuning, cold_dispatch_basis
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
@@ -469,11 +470,11 @@ class DCOPFModel(NetworkModel):
         )
         flow = DCFlow(unit_power_mw=opf.p_mw, line_flow_mw=opf.line_flow_mw, node_injection_mw=opf.node_injection_mw)
         info = {
-            "opf_status": opf.status,
+            "opf_status": status_code(opf.status),
             "opf_converged": opf.converged,
             "opf_objective": opf.objective,
             "opf_lambda": opf.lambda_balance,
-            "opf_ok": opf.status == DCOPF_OPTIMAL,
+            "opf_ok": opf.status == SolverStatus.successful,
         }
         return _Dispatch(
             flow=flow,

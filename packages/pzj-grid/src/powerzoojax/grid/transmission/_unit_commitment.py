@@ -27,7 +27,6 @@ from powerzoojax.core._validation import finite_scalar, positive_int
 from powerzoojax.grid.transmission._invariants import unit_commitment_laws
 from powerzoojax.physics._dc_opf import (  # noqa: F401
     DCOPF_OBJECTIVES,
-    DCOPF_OPTIMAL,
     UNLIMITED_MW,
     DCOPFSetup,
     dc_opf,
@@ -42,6 +41,7 @@ from powerzoojax.physics import (
     make_dc_network,
     proportional_dispatch,
 )
+from powerzoojax.physics._status import SolverStatus, status_code
 from powerzoojax.core import _precision as hp
 
 UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
@@ -495,7 +495,7 @@ class _Dispatch(eqx.Module):
 
 def _opf_fields(opf: Any) -> tuple[Array, ...]:
     """What the env keeps of a `DCOPFResult`."""
-    return opf.p_mw, opf.line_flow_mw, opf.converged, opf.status, opf.n_iter, opf.line_violation_mw
+    return opf.p_mw, opf.line_flow_mw, opf.converged, status_code(opf.status), opf.n_iter, opf.line_violation_mw
 
 
 def _flow_bounds(
@@ -606,9 +606,9 @@ class UnitCommitmentEnv(Environment):
     weight; `max(0, load·(1 + margin) − Σ p_max·commit)` [MW]; `min_updown` is always 0
     (the rule is enforced, not penalised; kept for the reference's channel layout).
     Info `opf_converged` is the solver's flag (met its tolerance, also on a best-effort
-    answer to an infeasible step); `opf_status` says whether the step was feasible
-    (`DCOPF_INFEASIBLE`: load outside the committed ramp windows — random commitments
-    often are — or line limits unmeetable; the dispatch is then best-effort, `unserved_mw`
+    answer to an infeasible step); `opf_status` says whether the step was feasible (the
+    `status_code` of its `SolverStatus`; 1, `infeasible`: load outside the committed ramp
+    windows — random commitments often are — or line limits unmeetable; the dispatch is then best-effort, `unserved_mw`
     and the reserve/thermal costs price it). The reference's ADMM flag also fails on infeasible
     steps, so its convergence rate corresponds to our fraction of OPTIMAL steps.
     Load rows are `episode_start_idx + t` (not wrapped): the profile must hold
@@ -707,7 +707,7 @@ class UnitCommitmentEnv(Environment):
         line_flow = hp.matmul(power, params.network.ptdf_units_t) - load_flow
         zero = jnp.zeros((), jnp.float32)
         return _Dispatch(
-            power, line_flow, jnp.asarray(True), jnp.asarray(DCOPF_OPTIMAL, jnp.int32), jnp.asarray(0, jnp.int32), zero,
+            power, line_flow, jnp.asarray(True), status_code(SolverStatus.successful), jnp.asarray(0, jnp.int32), zero,
             params.total_load_mw[row] - jnp.sum(power), jnp.asarray(False),
         )
 
