@@ -30,7 +30,7 @@ API:
 
 `ACOPFResult`: `p_mw, q_mvar (G)`, `vm, va (N)`, `line_p_from_mw, line_q_from_mvar,
 line_s_from_mva, line_s_to_mva (L)`, `lmp (N)` ($/MWh, from the P-balance duals),
-`objective` ($/h), `converged`, `n_iter`, `max_mismatch` (p.u.).
+`objective` ($/h), `status` (a `SolverStatus`; `converged` reads it), `n_iter`, `max_mismatch` (p.u.).
 """
 
 import equinox as eqx
@@ -51,6 +51,7 @@ from powerzoojax.physics._ac_opf_model import (
 from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_parameters
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._status import SolverStatus, is_successful, raise_if_failed
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -116,9 +117,13 @@ class ACOPFResult(eqx.Module):
     - `line_s_from_mva`, `line_s_to_mva`: `(L,)` end apparent powers [MVA].
     - `lmp`: `(N,)` prices from the P-balance duals [$/MWh].
     - `objective`: generation cost [$/h].
-    - `converged`: bool scalar.
+    - `status`: a [`SolverStatus`][powerzoojax.physics.SolverStatus]: `successful` (the
+      KKT error met `tol`), `max_steps_reached` (`max_iter` spent) or `diverged` (stopped
+      before it on a non-finite step; the best iterate is returned).
     - `n_iter`: int scalar.
     - `max_mismatch`: largest power mismatch [p.u.].
+
+    `converged` (`status` is `successful`) is read from `status`.
     """
     p_mw: Float[Array, " n_units"]
     q_mvar: Float[Array, " n_units"]
@@ -130,9 +135,14 @@ class ACOPFResult(eqx.Module):
     line_s_to_mva: Float[Array, " n_lines"]
     lmp: Float[Array, " n_nodes"]
     objective: Float[Array, ""]
-    converged: Bool[Array, ""]
+    status: SolverStatus
     n_iter: Int[Array, ""]
     max_mismatch: Float[Array, ""]
+
+    @property
+    def converged(self) -> Bool[Array, "*batch"]:
+        """The KKT error met `tol` (`status` is `successful`)."""
+        return is_successful(self.status)
 
 
 def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) -> ACOPFSetup:
@@ -185,7 +195,7 @@ def make_ac_opf_setup(case, dtype=jnp.float64, va_ref_deg: float | None = None) 
     )
 
 
-@_solver_entry(static_argnames=("max_iter", "tol"))
+@_solver_entry(static_argnames=("max_iter", "tol", "throw"))
 def ac_opf(
     setup: ACOPFSetup,
     load_p_mw: Float[Array, " n_nodes"],
@@ -194,6 +204,7 @@ def ac_opf(
     p_max: Float[Array, " n_units"] | None = None,
     max_iter: int = 60,
     tol: float = 1e-6,
+    throw: bool = False,
 ) -> ACOPFResult:
     """Solve one AC-OPF (polar, full space) for nodal loads with a primal–dual interior point.
 
@@ -211,6 +222,8 @@ def ac_opf(
     - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW]; `None` takes the setup's.
     - `max_iter`: iteration budget (static).
     - `tol`: convergence tolerance (static).
+    - `throw`: raise (at run time, also under `jit`) with the status's message unless it
+      is `successful` (static); by default failure is only reported in `status`.
 
     **Returns:**
 
@@ -376,13 +389,20 @@ def ac_opf(
     # The loop may end on the iteration cap right after a step: the last iterate was not
     # scored, which only means a possibly better final iterate is ignored.
     converged = err < tol
+    # The loop counts finite steps only: one that ends short of the budget unconverged
+    # stopped on a non-finite step.
+    status = SolverStatus.where(
+        converged,
+        SolverStatus.successful,
+        SolverStatus.where(it < max_iter, SolverStatus.diverged, SolverStatus.max_steps_reached),
+    )
     values = reported_solution(net, x, lam, n, g_units, (a, b, c), lambda re, im: jnp.sqrt(re * re + im * im))
     # Converged, the loop stopped on the best iterate, so its last `z, s` are the
     # best iterate's (the active set of the derivative).
     p_mw, q_mvar, vm, va, pf_mw, qf_mvar, s_from, s_to, lmp, objective = ac_opf_kkt_derivatives(
         values, x, lam, z, s, theta, converged
     )
-    return ACOPFResult(
+    result = ACOPFResult(
         p_mw=p_mw,
         q_mvar=q_mvar,
         vm=vm,
@@ -393,7 +413,8 @@ def ac_opf(
         line_s_to_mva=s_to,
         lmp=lmp,
         objective=objective,
-        converged=converged,
+        status=status,
         n_iter=it,
         max_mismatch=mism,
     )
+    return raise_if_failed(result, status, throw)

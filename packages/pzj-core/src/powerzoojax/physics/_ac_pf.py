@@ -134,6 +134,7 @@ from powerzoojax.physics import _ac_pf_krylov as _krylov
 from powerzoojax.physics._ac_pf_grad import ac_pf_solution_derivatives
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._entry import solver_entry as _solver_entry
+from powerzoojax.physics._status import SolverStatus, is_successful, raise_if_failed
 from powerzoojax.core import _precision as hp
 
 PQ, PV, REF = 1, 2, 3
@@ -432,9 +433,14 @@ class ACPFResult(eqx.Module):
     - `line_loading_mva`: `(L,)` max of both ends [MVA]; zero for out-of-service lines.
     - `pv_switched`: `(N,)` PV buses switched to PQ.
     - `pv_limit`: `(N,)` int, +1 / -1 switched at the upper / lower Q limit, 0 otherwise.
-    - `converged`: bool scalar.
+    - `status`: a [`SolverStatus`][powerzoojax.physics.SolverStatus]: `successful` (every
+      mismatch row within its tolerance), `max_steps_reached` (`max_iter` spent),
+      `diverged` (stopped before it: a non-finite Newton step, or a mismatch that stopped
+      falling) or `nonfinite` (an iterate overflowed; the start point is returned).
     - `n_iter`: int scalar, updates taken.
     - `max_mismatch`: largest mismatch at the returned iterate [p.u.].
+
+    `converged` (`status` is `successful`) is read from `status`.
     """
 
     vm: Float[Array, " n_nodes"]
@@ -454,9 +460,14 @@ class ACPFResult(eqx.Module):
     line_loading_mva: Float[Array, " n_lines"]
     pv_switched: Bool[Array, " n_nodes"]
     pv_limit: Int[Array, " n_nodes"]
-    converged: BoolScalar
+    status: SolverStatus
     n_iter: IntScalar
     max_mismatch: FloatScalar
+
+    @property
+    def converged(self) -> Bool[Array, "*batch"]:
+        """Every mismatch row met its tolerance (`status` is `successful`)."""
+        return is_successful(self.status)
 
 
 def _bus_power(net: "ACNetwork", dtype, vm, va, trig=None):
@@ -961,7 +972,7 @@ def _line_flows_by_differences(net: "ACNetwork", vm, va):
     return pf, qf, pt, qt, jnp.sqrt(pf * pf + qf * qf), jnp.sqrt(pt * pt + qt * qt)
 
 
-@_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method", "newton_step", "refine_steps"))
+@_solver_entry(static_argnames=("enforce_q_limits", "max_step", "method", "newton_step", "refine_steps", "throw"))
 def ac_power_flow(
     net: ACNetwork,
     p_gen_mw: Float[Array, " n_units"],
@@ -980,6 +991,7 @@ def ac_power_flow(
     method: str = "newton",
     newton_step: str = "auto",
     refine_steps: int = 0,
+    throw: bool = False,
 ) -> ACPFResult:
     """Solve the AC power flow of `net` (MATPOWER's Newton power flow, or fast-decoupled).
 
@@ -1028,6 +1040,8 @@ def ac_power_flow(
       118 the voltages end about 5e-6 off the exact solution. Two iterations take them to
       1-2 float32 ulps of it whichever Newton step the loop took (so two devices agree to
       that), at about 1.2-1.5x the solve's time on a CPU (`benchmarks/ac_pf_precision.py`).
+    - `throw`: raise (at run time, also under `jit`) with the status's message unless it
+      is `successful` (static); by default failure is only reported in `status`.
 
     **Returns:**
 
@@ -1140,6 +1154,17 @@ def ac_power_flow(
     q = where(ok, q, q_sched)
     err = where(ok, err, jnp.asarray(jnp.finfo(dtype).max, dtype))
     converged = converged & ok
+    # Unconverged: the budget was spent, or the loop stopped early (a non-finite step or a
+    # stalled mismatch); an overflowed iterate is reported apart (the start is returned).
+    status = SolverStatus.where(
+        ~ok,
+        SolverStatus.nonfinite,
+        SolverStatus.where(
+            converged,
+            SolverStatus.successful,
+            SolverStatus.where(c.it < lane.max_iter, SolverStatus.diverged, SolverStatus.max_steps_reached),
+        ),
+    )
     vm, va, p, q = ac_pf_solution_derivatives(
         net, vm, va, p, q, c.is_pv, c.q_target, p_sched, q_sched, q_lo, q_hi, vs, converged
     )
@@ -1162,7 +1187,7 @@ def ac_power_flow(
 
     pf, qf, pt, qt, s_from, s_to = (_line_flows_by_differences if refine_steps else _line_flows)(net, vm, va)
     switched = net.is_pv & ~c.is_pv
-    return ACPFResult(
+    result = ACPFResult(
         vm=vm,
         va=va,
         p_inj_mw=p_inj,
@@ -1180,10 +1205,11 @@ def ac_power_flow(
         line_loading_mva=jnp.maximum(s_from, s_to),
         pv_switched=switched,
         pv_limit=where(switched, where(c.q_target >= q_hi, 1, -1), 0).astype(jnp.int32),
-        converged=converged,
+        status=status,
         n_iter=c.it,
         max_mismatch=err,
     )
+    return raise_if_failed(result, status, throw)
 
 
 __all__ = ["ACNetwork", "ACPFResult", "ac_power_flow", "make_ac_network"]
