@@ -26,7 +26,7 @@ def _setup():
     pg = jnp.asarray(case.unit_pg, jnp.float32) * (jnp.asarray(case.unit_status) > 0)
     pd, qd = jnp.asarray(case.node_pd, jnp.float32), jnp.asarray(case.node_qd, jnp.float32)
     scale = jnp.asarray(SCALES, jnp.float32)[:, None]
-    return model, outages, pg * scale, pd * scale, qd * scale
+    return model, outages, pg[None, :] * scale, pd[None, :] * scale, qd[None, :] * scale
 
 
 @pytest.mark.parametrize(

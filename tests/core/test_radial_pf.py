@@ -227,7 +227,7 @@ def test_vmap_over_loads():
     case, net, _ = _feeder("33bw")
     p, q = _nominal(case)
     scales = jnp.asarray([0.5, 1.0, 1.5], jnp.float32)[:, None]
-    batched = jax.jit(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)))(net, scales * p, scales * q)
+    batched = jax.jit(jax.vmap(radial_power_flow, in_axes=(None, 0, 0)))(net, scales * p[None, :], scales * q[None, :])
     for i in range(3):
         one = _solver()(net, scales[i] * jnp.asarray(p, jnp.float32), scales[i] * jnp.asarray(q, jnp.float32))
         np.testing.assert_allclose(np.asarray(batched.v_mag[i]), np.asarray(one.v_mag), atol=1e-6)

@@ -261,6 +261,8 @@ def contingency_screen(
 
     dtype = res.vm.dtype
     rate = jnp.zeros((model.network.n_lines,), dtype) if rate_mva is None else jnp.asarray(rate_mva, dtype)
+    # Each snapshot's and outage set's row of lines (explicitly, for batched results).
+    rate = jnp.broadcast_to(rate, res.line_loading_mva.shape)
     has_rate = rate > 0
     loading_pct = where(has_rate, 100.0 * res.line_loading_mva / where(has_rate, rate, 1.0), 0.0)
     overloaded = loading_pct > 100.0

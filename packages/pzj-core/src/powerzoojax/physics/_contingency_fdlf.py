@@ -235,8 +235,8 @@ def fdlf_outage_solve(
         hot_f, hot_t = cast(terms.hot_from), cast(terms.hot_to)
         e, f = vm * cos_va, vm * sin_va
         i_re, i_im = _krylov.dense_current(y_real_t)(e, f)
-        ef, ff = jnp.sum(hot_f * e, axis=1), jnp.sum(hot_f * f, axis=1)
-        et, ft = jnp.sum(hot_t * e, axis=1), jnp.sum(hot_t * f, axis=1)
+        ef, ff = jnp.sum(hot_f * e[None, :], axis=1), jnp.sum(hot_f * f[None, :], axis=1)
+        et, ft = jnp.sum(hot_t * e[None, :], axis=1), jnp.sum(hot_t * f[None, :], axis=1)
 
         def cur(ks, ko, es, fs, eo, fo):
             re = yg[:, ks] * es - yb[:, ks] * fs + yg[:, ko] * eo - yb[:, ko] * fo

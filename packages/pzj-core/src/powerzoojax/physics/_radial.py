@@ -370,7 +370,8 @@ def _make_body(network: RadialNetwork, base: Array, tol: Array, max_iter: int):
     """One sweep of every feeder (rows of `base`, `tol`); a feeder whose test has
     passed (or that has used `max_iter` sweeps) keeps its state."""
     b = network.n_branches
-    lower, upper = _sweep_bounds(b)
+    # As rows, to clip the (feeders, n_sweep) sweep explicitly.
+    lower, upper = (bound[None, :] for bound in _sweep_bounds(b))
 
     def body(carry: _Carry) -> _Carry:
         n_iter, current_sq, v_recv, _, g_prev, f_prev = carry

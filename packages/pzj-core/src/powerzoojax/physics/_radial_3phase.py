@@ -255,7 +255,7 @@ def radial_3phase_power_flow(
     # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
     # derivative checks against finite differences.
     dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
-    ctype = jnp.result_type(dtype, jnp.complex64)
+    ctype = jnp.dtype(jnp.complex128 if dtype == jnp.float64 else jnp.complex64)
     p_load, q_load = jnp.asarray(p_load_pu, dtype), jnp.asarray(q_load_pu, dtype)
     s_load = jnp.where(mask, p_load + 1j * q_load, 0.0).astype(ctype)
     s_load = s_load.at[network.ref_bus].set(0.0)

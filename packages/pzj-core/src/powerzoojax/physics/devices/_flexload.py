@@ -62,7 +62,8 @@ def flexload_step(
     head = jnp.asarray(head, jnp.int32)
     size = jnp.asarray(size, jnp.int32)
     horizon = jnp.asarray(horizon, jnp.int32)
-    idx = jnp.arange(slots, dtype=jnp.int32)
+    # The slot indices as one row per device (the head's leading axes, explicitly).
+    idx = jnp.arange(slots, dtype=jnp.int32).reshape((1,) * head.ndim + (slots,))
     at_head = idx == head[..., None]
     shift_in = jnp.where(size > 0, jnp.sum(jnp.where(at_head, buffer, 0.0), axis=-1), 0.0)
     buffer = jnp.where(at_head, 0.0, buffer)
@@ -73,7 +74,7 @@ def flexload_step(
     shift_out = jnp.clip(a_shift, 0.0, 1.0) * cap_shift_mw
     h = jnp.maximum(horizon, 1)
     shifting = shift_out > 0.0
-    add = jnp.where(shifting, shift_out / h, 0.0)[..., None]
+    add = jnp.where(shifting, shift_out / h.astype(shift_out.dtype), 0.0)[..., None]
     if not whole_ring:
         # Distance of each slot ahead of the new head on the ring, without an integer modulo.
         ahead = idx - head[..., None]
