@@ -82,7 +82,13 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
-from powerzoojax.physics._qp_ipm import DispatchQPSolution, rows_infeasible, solve_dispatch_qp, solve_separable_dispatch
+from powerzoojax.physics._qp_ipm import (
+    DispatchProblem,
+    DispatchQPSolution,
+    rows_infeasible,
+    solve_dispatch_qp,
+    solve_separable_dispatch,
+)
 from powerzoojax.physics._dispatch_grad import dispatch_kkt_derivatives
 from powerzoojax.physics._dispatch_lp import (
     DispatchBasis,
@@ -354,8 +360,9 @@ def dc_opf(
         # fixed-length price bisection (no Newton systems, no iteration-count spread
         # across a vmapped batch). `max_iter`/`tol`/`p_init` do not apply.
         no_rows = jnp.zeros((0,), dtype)
-        problem = (a, quad, lin, lo, hi, total, mon_m_t, no_rows, no_rows)
-        sol = solve_separable_dispatch(*sg(problem[:6]))
+        problem = DispatchProblem(a, quad, lin, lo, hi, total, mon_m_t, no_rows, no_rows)
+        p = sg(problem)
+        sol = solve_separable_dispatch(p.cubic, p.quad, p.lin, p.lo, p.hi, p.total)
         farkas = jnp.asarray(False)
     else:
         load_flow_mon = (
@@ -366,17 +373,24 @@ def dc_opf(
         # simplex (an interior point's relative gap leaves MW between near-tied units).
         # `max_iter` is raised to the pivot budget; `tol`/`p_init` do not apply.
         budget = max(int(max_iter), 4 * (n_mon + 1) + lo.shape[0])
-        lp_problem = (a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
-        qp_problem = (a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
+        # The interior point needs an interior: fixed units widened, the total clipped inside.
+        lp_problem = DispatchProblem(a, quad, lin, lo, hi, total, mon_m_t, row_lo, row_hi)
+        qp_problem = DispatchProblem(a, quad, lin, lo, hi_w, total_solve, mon_m_t, row_lo, row_hi)
 
         def by_lp(_: Any) -> tuple[DispatchQPSolution, DispatchBasis, Bool[Array, ""]]:
+            p = sg(lp_problem)
             sol, out_basis = solve_dispatch_lp(
-                *sg(lp_problem[2:]), penalty=line_penalty, max_pivots=budget, start=basis, tuning=setup.lp_tuning
+                p.lin, p.lo, p.hi, p.total, p.a_t, p.row_lo, p.row_hi,
+                penalty=line_penalty, max_pivots=budget, start=basis, tuning=setup.lp_tuning,
             )
             return sol, out_basis, jnp.asarray(False)
 
         def by_ipm(_: Any) -> tuple[DispatchQPSolution, DispatchBasis, Bool[Array, ""]]:
-            sol = solve_dispatch_qp(*sg(qp_problem), penalty=line_penalty, max_iter=max_iter, tol=tol, x0=sg(p_init))
+            p = sg(qp_problem)
+            sol = solve_dispatch_qp(
+                p.cubic, p.quad, p.lin, p.lo, p.hi, p.total, p.a_t, p.row_lo, p.row_hi,
+                penalty=line_penalty, max_iter=max_iter, tol=tol, x0=sg(p_init),
+            )
             # An iteration that stops early on an infeasible instance (float32 steps turn
             # non-finite near the elastic optimum) still carries row duals near the penalty
             # on the violated lines: a Farkas certificate from them classifies it.
@@ -391,7 +405,7 @@ def dc_opf(
         if linear is None:
             is_linear = jnp.all(a == 0) & jnp.all(quad == 0)
             sol, final_basis, farkas = jax.lax.cond(is_linear, by_lp, by_ipm, None)
-            problem = tuple(where(is_linear, x_lp, x_qp) for x_lp, x_qp in zip(lp_problem, qp_problem))
+            problem = jax.tree.map(lambda x_lp, x_qp: where(is_linear, x_lp, x_qp), lp_problem, qp_problem)
         elif linear:
             sol, final_basis, farkas = by_lp(None)
             problem = lp_problem
@@ -402,7 +416,7 @@ def dc_opf(
     # On a linear cost a relative duality gap does not pin the dispatch (near-tied units
     # can sit MW from the vertex): there only an exact KKT point counts as optimal.
     pinned = sol.certified | jnp.any(a != 0) | jnp.any(quad != 0)
-    sol = dispatch_kkt_derivatives(sol, *problem, ok=capacity_ok & pinned)
+    sol = dispatch_kkt_derivatives(sol, problem, ok=capacity_ok & pinned)
     p = _rebalance(jnp.clip(sol.x, lo, hi), lo, hi, jnp.clip(total, cap_lo, cap_hi))
     # Load outside [Σlo, Σhi]: the answer is every unit at the violated bound, exactly.
     p = where(total >= cap_hi, hi, where(total <= cap_lo, lo, p))

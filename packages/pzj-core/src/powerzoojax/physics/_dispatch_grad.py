@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._implicit import deferred_implicit_outputs
-from powerzoojax.physics._qp_ipm import DispatchQPSolution
+from powerzoojax.physics._qp_ipm import DispatchProblem, DispatchQPSolution
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -52,47 +52,40 @@ def split_kkt(z: Array, n: int, m: int) -> tuple[Array, Array, Array]:
     return z[:n], z[n], z[n + 1 : n + 1 + m]
 
 
-def kkt_residual(z: Array, theta: tuple, aux: tuple) -> Array:
-    """The KKT equations of the module docstring, with the active set `aux = (held, active)`."""
-    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = theta
+def kkt_residual(z: Array, theta: DispatchProblem, aux: tuple) -> Array:
+    """The KKT equations of the module docstring for the problem `theta`, with the active
+    set `aux = (held, active)`."""
     held, active = aux
-    n, m = a_t.shape
+    n, m = theta.a_t.shape
     x, nu, mu = split_kkt(z, n, m)
-    grad = (cubic * x + quad) * x + lin
-    f_x = jnp.where(held > 0, x - hi, jnp.where(held < 0, x - lo, grad + nu + hp.matmul(a_t, mu)))
-    f_nu = jnp.sum(x) - total
-    flow = hp.matmul(x, a_t)
-    f_mu = where(active > 0, flow - row_hi, where(active < 0, flow - row_lo, mu))
+    grad = (theta.cubic * x + theta.quad) * x + theta.lin
+    f_x = jnp.where(held > 0, x - theta.hi, jnp.where(held < 0, x - theta.lo, grad + nu + hp.matmul(theta.a_t, mu)))
+    f_nu = jnp.sum(x) - theta.total
+    flow = hp.matmul(x, theta.a_t)
+    f_mu = where(active > 0, flow - theta.row_hi, where(active < 0, flow - theta.row_lo, mu))
     return jnp.concatenate([f_x, f_nu[None], f_mu])
 
 
 def _kkt_outputs(z, theta, aux):
     _, active = aux
-    n, m = theta[6].shape
+    n, m = theta.a_t.shape
     x, nu, mu = split_kkt(z, n, m)
     return x, nu, jnp.where(active > 0, mu, 0.0), jnp.where(active < 0, -mu, 0.0)
 
 
 def kkt_system(
-    sol: DispatchQPSolution,
-    cubic: Float[Array, " n"],
-    quad: Float[Array, " n"],
-    lin: Float[Array, " n"],
-    lo: Float[Array, " n"],
-    hi: Float[Array, " n"],
-    total: Float[Array, ""],
-    a_t: Float[Array, "n m"],
-    row_lo: Float[Array, " m"],
-    row_hi: Float[Array, " m"],
-    ok: Bool[Array, ""] | bool = True,
-) -> tuple[Array, tuple, tuple, Array]:
+    sol: DispatchQPSolution, problem: DispatchProblem, ok: Bool[Array, ""] | bool = True
+) -> tuple[Array, DispatchProblem, tuple, Array]:
     """`(z, θ, aux, settled)` of the KKT equations at `sol` for `implicit_outputs`
-    with `kkt_residual`: unknowns `z = [x, ν, μ]`, the problem data `θ`, the
-    active set `aux` and whether the solution is an optimum to differentiate."""
+    with `kkt_residual`: unknowns `z = [x, ν, μ]`, the problem data `θ` (`problem` in
+    the solution's dtype), the active set `aux` and whether the solution is an optimum
+    to differentiate."""
     dtype = sol.x.dtype
     size = jnp.dtype(dtype).itemsize
-    theta = tuple(jnp.asarray(v).astype(dtype) for v in (cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi))
-    cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi = jax.lax.stop_gradient(theta)
+    theta = jax.tree.map(lambda v: jnp.asarray(v).astype(dtype), problem)
+    data = jax.lax.stop_gradient(theta)
+    cubic, quad, lin, lo, hi = data.cubic, data.quad, data.lin, data.lo, data.hi
+    a_t, row_lo, row_hi = data.a_t, data.row_lo, data.row_hi
     x = sol.x
     mu = sol.mu_upper - sol.mu_lower
     scale_x = jnp.maximum(jnp.max(hi - lo), 1e-6)
@@ -121,34 +114,23 @@ def kkt_system(
 
 
 def dispatch_kkt_derivatives(
-    sol: DispatchQPSolution,
-    cubic: Float[Array, " n"],
-    quad: Float[Array, " n"],
-    lin: Float[Array, " n"],
-    lo: Float[Array, " n"],
-    hi: Float[Array, " n"],
-    total: Float[Array, ""],
-    a_t: Float[Array, "n m"],
-    row_lo: Float[Array, " m"],
-    row_hi: Float[Array, " m"],
-    ok: Bool[Array, ""] | bool = True,
+    sol: DispatchQPSolution, problem: DispatchProblem, ok: Bool[Array, ""] | bool = True
 ) -> DispatchQPSolution:
     """`sol` with `x, nu, mu_upper, mu_lower` differentiable w.r.t. the problem data.
 
     **Arguments:**
 
-    - `sol`: the solver's answer to the problem below (computed with tangents stopped).
-    - `cubic, quad, lin`: `(n,)` cost polynomial coefficients (marginal cost
-      `cubic x² + quad x + lin` [$/MWh]).
-    - `lo, hi`: `(n,)` unit bounds [MW]; `total`: the balance target [MW].
-    - `a_t`: `(n, m)` row coefficients, transposed; `row_lo, row_hi`: `(m,)` row limits [MW].
+    - `sol`: the solver's answer to `problem` (computed with tangents stopped).
+    - `problem`: the `DispatchProblem` (`powerzoojax.physics._qp_ipm`)
+      (costs [$/MWh], unit bounds and balance target [MW], row coefficients and limits
+      [MW]); its float leaves carry the tangents.
     - `ok`: extra validity flag of the caller (e.g. the load within capacity); the
       derivative is zero where it is false.
 
     **Returns:** `sol`, values unchanged; see the module docstring for the derivative.
     """
     values = (sol.x, sol.nu, sol.mu_upper, sol.mu_lower)
-    inputs = (sol, cubic, quad, lin, lo, hi, total, a_t, row_lo, row_hi, jnp.asarray(ok))
+    inputs = (sol, problem, jnp.asarray(ok))
     x, nu, mu_upper, mu_lower = deferred_implicit_outputs(kkt_system, kkt_residual, _kkt_outputs, values, inputs)
     return eqx.tree_at(lambda s: (s.x, s.nu, s.mu_upper, s.mu_lower), sol, (x, nu, mu_upper, mu_lower))
 

@@ -65,6 +65,31 @@ _POLISH_REFINE = 2  # refinement steps per polish solve
 _POLISH_PASSES = 8  # active-set guesses tried (the interior point's, then corrections)
 
 
+class DispatchProblem(eqx.Module):
+    """One instance of the separable dispatch problem above, as the DC-OPF poses it to its
+    solvers and to the KKT derivative (`powerzoojax.physics._dispatch_grad`).
+
+    **Arguments:**
+
+    - `cubic`, `quad`, `lin`: `(n,)` cost coefficients `r`, `q`, `c` (marginal cost
+      `r x² + q x + c`).
+    - `lo`, `hi`: `(n,)` bounds.
+    - `total`: balance target.
+    - `a_t`: `(n, m)` row coefficients, transposed.
+    - `row_lo`, `row_hi`: `(m,)` row limits.
+    """
+
+    cubic: Float[Array, " n"]
+    quad: Float[Array, " n"]
+    lin: Float[Array, " n"]
+    lo: Float[Array, " n"]
+    hi: Float[Array, " n"]
+    total: Float[Array, ""]
+    a_t: Float[Array, "n m"]
+    row_lo: Float[Array, " m"]
+    row_hi: Float[Array, " m"]
+
+
 class DispatchQPSolution(eqx.Module):
     """Primal–dual solution in the caller's units.
 

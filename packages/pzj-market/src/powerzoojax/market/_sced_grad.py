@@ -13,7 +13,7 @@ from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._dispatch_grad import kkt_residual, kkt_system, split_kkt
 from powerzoojax.physics._implicit import deferred_implicit_outputs
-from powerzoojax.physics._qp_ipm import DispatchQPSolution
+from powerzoojax.physics._qp_ipm import DispatchProblem, DispatchQPSolution
 from powerzoojax.physics._status import SolverStatus
 
 
@@ -61,11 +61,11 @@ def _sced_kkt_system(delta, y, prices, widths, demand, m_lim, row_lo, row_hi, op
         residual=jnp.zeros((), delta.dtype),
         certified=optimal,
     )
-    return kkt_system(sol, zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi)
+    return kkt_system(sol, DispatchProblem(zeros, zeros, prices, zeros, widths, demand, m_lim.T, row_lo, row_hi))
 
 
 def _sced_outputs(z, theta, aux):
-    n, m = theta[6].shape
+    n, m = theta.a_t.shape
     x, nu, mu = split_kkt(z, n, m)
     return x, jnp.concatenate([-nu[None], -mu])
 
