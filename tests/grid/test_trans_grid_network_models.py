@@ -38,9 +38,13 @@ def test_each_mode_gets_its_model(case5):
         (1, 2): (ACOPFModel, None),
     }
     for (physics, solver_mode), (outer, inner) in models.items():
-        params = make_trans_params(case5, physics=physics, solver_mode=solver_mode, pf_method="newton", opf_tol=2e-4)
+        # Each mode takes only the options its model reads.
+        options = {"pf_method": "newton"} if outer is ACPowerFlowModel else {}
+        options |= {"opf_tol": 2e-4} if solver_mode == 1 else {}
+        params = make_trans_params(case5, physics=physics, solver_mode=solver_mode, **options)
         model = params.network_model
         assert type(model) is outer, (physics, solver_mode)
+        assert (params.physics, params.solver_mode) == (physics, solver_mode)
         if inner is not None:
             assert type(model.dispatch_model) is inner
             assert model.method == "newton"
@@ -121,3 +125,102 @@ def test_network_model_must_be_a_network_model(case5):
     # TypeError from our check, or from beartype when annotations are checked: both name the argument.
     with pytest.raises(TypeError, match="network_model"):
         make_trans_params(case5, network_model="dc")
+
+
+def _same_tree(a, b) -> None:
+    import jax
+
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_mode_codes_are_aliases_of_the_models(case5):
+    """Each (physics, solver_mode) pair builds the very model its factory builds: the two
+    params are the same pytree, leaf for leaf, with the same static fields and codes."""
+    from powerzoojax.grid import make_trans_params
+    from powerzoojax.grid.transmission import ACOPFModel, ACPowerFlowModel, DCOPFModel, DCPowerFlowModel
+
+    by_model = {
+        (0, 0): DCPowerFlowModel.of_case(case5),
+        (0, 1): DCOPFModel.of_case(case5, tol=2e-4),
+        (1, 0): ACPowerFlowModel.of_case(case5, method="newton", failure_cost=50.0),
+        (1, 1): ACPowerFlowModel.of_case(case5, DCOPFModel.of_case(case5, max_iter=40), warm_start=True),
+        (0, 2): ACOPFModel.of_case(case5, tol=2e-4),
+    }
+    options = {
+        (0, 0): {},
+        (0, 1): {"opf_tol": 2e-4},
+        (1, 0): {"pf_method": "newton", "pf_failure_cost": 50.0},
+        (1, 1): {"opf_max_iter": 40, "pf_warm_start": True},
+        (0, 2): {"acopf_tol": 2e-4},
+    }
+    for (physics, solver_mode), model in by_model.items():
+        from_codes = make_trans_params(case5, max_steps=2, physics=physics, solver_mode=solver_mode, **options[(physics, solver_mode)])
+        from_model = make_trans_params(case5, max_steps=2, network_model=model)
+        _same_tree(from_codes, from_model)
+        # The codes given with an agreeing model change nothing.
+        _same_tree(from_model, make_trans_params(case5, max_steps=2, physics=physics, solver_mode=solver_mode, network_model=model))
+    # The AC-OPF runs under either physics code; the params keep the one given.
+    assert make_trans_params(case5, physics=1, network_model=by_model[(0, 2)]).physics == 1
+
+
+@pytest.mark.parametrize(
+    ("codes", "model", "message"),
+    [
+        ({"physics": 1}, "dcopf", r"physics=1 conflicts with network_model=DCOPFModel \(DC-OPF dispatch, DC power flow, physics=0\)"),
+        ({"solver_mode": 1}, "dc", r"solver_mode=1 conflicts with network_model=DCPowerFlowModel .*solver_mode=0"),
+        ({"solver_mode": 0}, "acopf", r"solver_mode=0 conflicts with network_model=ACOPFModel \(AC-OPF, solver_mode=2\)"),
+        ({"physics": 0}, "ac", r"physics=0 conflicts with network_model=ACPowerFlowModel"),
+    ],
+)
+def test_codes_that_disagree_with_the_model_raise_naming_both(case5, codes, model, message):
+    from powerzoojax.grid import make_trans_params
+    from powerzoojax.grid.transmission import ACOPFModel, ACPowerFlowModel, DCOPFModel, DCPowerFlowModel
+
+    models = {
+        "dc": lambda: DCPowerFlowModel.of_case(case5), "dcopf": lambda: DCOPFModel.of_case(case5),
+        "ac": lambda: ACPowerFlowModel.of_case(case5), "acopf": lambda: ACOPFModel.of_case(case5),
+    }
+    with pytest.raises(ValueError, match=message):
+        make_trans_params(case5, network_model=models[model](), **codes)
+
+
+def test_codes_with_a_model_of_your_own_raise(case5, lossy):
+    from powerzoojax.grid import make_trans_params
+
+    model = lossy["params"].network_model
+    with pytest.raises(ValueError, match=r"physics=0 picks a built-in model, but network_model=LossyDCModel is a model of your own"):
+        make_trans_params(case5, physics=0, network_model=model)
+    assert (lossy["params"].physics, lossy["params"].solver_mode) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"pf_method": "newton"}, r"pf_method='newton' configures a model that physics=0, solver_mode=0 \(DC power flow"),
+        ({"physics": 1, "opf_tol": 1e-3}, r"opf_tol=0.001 configures a model that physics=1, solver_mode=0"),
+        ({"solver_mode": 1, "pf_failure_cost": 5.0, "acopf_max_iter": 9}, r"pf_failure_cost=5.0, acopf_max_iter=9 configure a model"),
+        ({"solver_mode": 2, "opf_warm_start": True}, r"opf_warm_start=True configures a model that physics=0, solver_mode=2 \(AC-OPF\)"),
+        ({"physics": 1, "solver_mode": 1, "acopf_tol": 1e-3}, r"acopf_tol=0.001 configures"),
+        ({"model": "dcopf", "opf_tol": 1e-3}, r"opf_tol=0.001 configures a model that network_model=DCOPFModel \(its options are its own"),
+    ],
+)
+def test_an_option_the_chosen_model_does_not_read_raises(case5, kwargs, named):
+    from powerzoojax.grid import make_trans_params
+    from powerzoojax.grid.transmission import DCOPFModel
+
+    kwargs = dict(kwargs)
+    if kwargs.pop("model", None) == "dcopf":
+        kwargs["network_model"] = DCOPFModel.of_case(case5)
+    with pytest.raises(TypeError, match=named):
+        make_trans_params(case5, **kwargs)
+
+
+def test_options_left_at_their_defaults_are_accepted_in_every_mode(case5):
+    from powerzoojax.grid import make_trans_params
+    from powerzoojax.grid.transmission import DCOPFModel
+
+    defaults = {"pf_method": "fdlf", "pf_tol": 1e-5, "opf_max_iter": 30, "acopf_tol": 1e-4, "pf_failure_cost": 100}
+    make_trans_params(case5, max_steps=2, **defaults)
+    make_trans_params(case5, max_steps=2, network_model=DCOPFModel.of_case(case5), **defaults)

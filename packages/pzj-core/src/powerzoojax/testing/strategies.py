@@ -230,7 +230,8 @@ def _weight(lo: float, hi: float) -> st.SearchStrategy[float]:
 
 def trans_params_kwargs(*, modes: tuple[tuple[int, int], ...] = ((0, 0), (0, 1), (1, 0), (1, 1), (1, 2))) -> st.SearchStrategy[dict]:
     """Keyword sets for `make_trans_params(case, **kw)`: a `(physics, solver_mode)` mode,
-    horizon, step length, the AC method and the reward's weights."""
+    horizon, step length, the AC method (in the AC power-flow modes, the only ones that
+    read it) and the reward's weights."""
     return st.fixed_dictionaries(
         {
             "mode": st.sampled_from(modes),
@@ -245,6 +246,8 @@ def trans_params_kwargs(*, modes: tuple[tuple[int, int], ...] = ((0, 0), (0, 1),
 
 def _split_mode(kw: dict) -> dict:
     physics, solver_mode = kw.pop("mode")
+    if physics != 1 or solver_mode == 2:  # only the AC power flow reads pf_method
+        kw.pop("pf_method")
     return {**kw, "physics": physics, "solver_mode": solver_mode}
 
 

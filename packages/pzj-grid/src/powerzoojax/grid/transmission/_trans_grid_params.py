@@ -1,6 +1,8 @@
 """Params of [`TransGridEnv`][powerzoojax.grid.transmission.TransGridEnv] and their host-side factory `make_trans_params`."""
 
-from typing import Any
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -37,14 +39,70 @@ from powerzoojax.physics._dc_opf import DCOPF_OBJECTIVES, UNLIMITED_MW, DCOPFSet
 from powerzoojax.physics._dispatch_lp import DispatchLPTuning
 from powerzoojax.core import _precision as hp
 
-MODE_NAMES = {
-    (0, 0): "DC power flow, agent dispatch",
-    (1, 0): "AC power flow, agent dispatch",
-    (0, 1): "DC-OPF dispatch, DC power flow",
-    (1, 1): "DC-OPF dispatch, AC power flow",
-    (0, 2): "AC-OPF",
-    (1, 2): "AC-OPF",
+# The keywords of make_trans_params that configure one built-in model (its of_case options).
+_PF_OPTIONS = ("pf_max_iter", "pf_tol", "pf_method", "pf_warm_start", "pf_failure_cost")
+_OPF_OPTIONS = ("opf_max_iter", "opf_tol", "opf_objective", "opf_warm_start", "opf_lp_tuning")
+_ACOPF_OPTIONS = ("acopf_max_iter", "acopf_tol", "pf_failure_cost")
+_MODEL_OPTIONS = tuple(dict.fromkeys(_PF_OPTIONS + _OPF_OPTIONS + _ACOPF_OPTIONS))
+
+
+def _dc_opf_model(case: CaseData, flow: DCPowerFlowModel, o: dict[str, Any]) -> DCOPFModel:
+    return DCOPFModel.of_case(
+        case, power_flow=flow, max_iter=o["opf_max_iter"], tol=o["opf_tol"], objective=o["opf_objective"],
+        warm_start=o["opf_warm_start"], lp_tuning=o["opf_lp_tuning"],
+    )
+
+
+def _ac_pf_model(case: CaseData, stage: DCPowerFlowModel | DCOPFModel, o: dict[str, Any]) -> ACPowerFlowModel:
+    return ACPowerFlowModel.of_case(
+        case, stage, max_iter=o["pf_max_iter"], tol=o["pf_tol"], method=o["pf_method"], warm_start=o["pf_warm_start"],
+        failure_cost=o["pf_failure_cost"],
+    )
+
+
+def _ac_opf_model(case: CaseData, flow: DCPowerFlowModel, o: dict[str, Any]) -> ACOPFModel:
+    return ACOPFModel.of_case(
+        case, power_flow=flow, max_iter=o["acopf_max_iter"], tol=o["acopf_tol"], failure_cost=o["pf_failure_cost"]
+    )
+
+
+class _ModeAlias(NamedTuple):
+    """What a `(physics, solver_mode)` pair stands for: its name, the keywords of
+    `make_trans_params` its model reads, and how it builds that model from the case, the
+    case's DC power flow and those keywords."""
+
+    name: str
+    options: tuple[str, ...]
+    build: Callable[[CaseData, DCPowerFlowModel, dict[str, Any]], NetworkModel]
+
+
+# The reference's integer codes, each an alias of the model it builds (the one table of modes).
+_MODE_ALIASES: dict[tuple[int, int], _ModeAlias] = {
+    (0, 0): _ModeAlias("DC power flow, agent dispatch", (), lambda case, flow, o: flow),
+    (1, 0): _ModeAlias("AC power flow, agent dispatch", _PF_OPTIONS, lambda case, flow, o: _ac_pf_model(case, flow, o)),
+    (0, 1): _ModeAlias("DC-OPF dispatch, DC power flow", _OPF_OPTIONS, _dc_opf_model),
+    (1, 1): _ModeAlias(
+        "DC-OPF dispatch, AC power flow", _PF_OPTIONS + _OPF_OPTIONS,
+        lambda case, flow, o: _ac_pf_model(case, _dc_opf_model(case, flow, o), o),
+    ),
+    (0, 2): _ModeAlias("AC-OPF", _ACOPF_OPTIONS, _ac_opf_model),
+    (1, 2): _ModeAlias("AC-OPF", _ACOPF_OPTIONS, _ac_opf_model),
 }
+MODE_NAMES = {codes: alias.name for codes, alias in _MODE_ALIASES.items()}
+
+
+def _codes_of(model: NetworkModel) -> tuple[int | None, int] | None:
+    """The `(physics, solver_mode)` aliases of a built-in model (`None` physics: any, as for
+    the AC-OPF); `None` for a model of your own."""
+    if isinstance(model, ACOPFModel):
+        return None, 2
+    if isinstance(model, ACPowerFlowModel):
+        return 1, 1 if isinstance(model.dispatch_model, DCOPFModel) else 0
+    if isinstance(model, DCOPFModel):
+        return 0, 1
+    if isinstance(model, DCPowerFlowModel):
+        return 0, 0
+    return None
 
 
 class TransGridParams(EnvParams):
@@ -84,7 +142,8 @@ class TransGridParams(EnvParams):
     - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle].
     - `max_steps`, `delta_t_hours`: as [`EnvParams`][powerzoojax.core.EnvParams].
     - `steps_per_day`: steps in one day (static).
-    - `physics`, `solver_mode`: the mode the network model was chosen from (static).
+    - `physics`, `solver_mode`: the reference's codes of the network model (static; those
+      it was built from, or those of the model given; 0, 0 for a model of your own).
     - `include_unit_dispatch`: the action has one set-point per unit (static).
     """
 
@@ -283,8 +342,9 @@ class TransGridParams(EnvParams):
     def _check_dc_mode(self, method: str) -> None:
         model = self.network_model
         if model.is_ac and not isinstance(model, ACPowerFlowModel):
+            mode = f" (mode {MODE_NAMES[(self.physics, self.solver_mode)]!r})" if _codes_of(model) is not None else ""
             raise ValueError(
-                f"TransGridParams.{method}: {type(model).__name__} (mode {MODE_NAMES.get((self.physics, self.solver_mode))!r}) "
+                f"TransGridParams.{method}: {type(model).__name__}{mode} "
                 "does not support in-graph line outages; expected a DC or AC power-flow mode (solver_mode 0 or 1). Rebuild the case "
                 "with case.with_line_status(...) and call make_trans_params for an AC study."
             )
@@ -363,8 +423,8 @@ def make_trans_params(
     steps_per_day: int = 48,
     cost_thermal_weight: float | int = 1.0,
     reward_scale: float | int = 0.01,
-    physics: int = 0,
-    solver_mode: int = 0,
+    physics: int | None = None,
+    solver_mode: int | None = None,
     resources: tuple = (),
     include_unit_dispatch: bool = True,
     *,
@@ -396,11 +456,24 @@ def make_trans_params(
     - `steps_per_day`: steps in one day.
     - `cost_thermal_weight`: weight of the `thermal_overload` cost channel.
     - `reward_scale`: multiplier of the reward.
-    - `physics`: 0 (DC) or 1 (AC power flow).
-    - `solver_mode`: 0 (agent dispatch), 1 (DC-OPF dispatch) or 2 (AC-OPF).
+    - `physics`: 0 (DC) or 1 (AC power flow); `None` (default): 0, or that of
+      `network_model`.
+    - `solver_mode`: 0 (agent dispatch), 1 (DC-OPF dispatch) or 2 (AC-OPF); `None`
+      (default): 0, or that of `network_model`. The two codes are aliases of the built-in
+      models (the table in [`NetworkModel`][powerzoojax.grid.transmission.NetworkModel]'s
+      module): `(0, 0)` builds `DCPowerFlowModel.of_case(case)`, `(0, 1)`
+      `DCOPFModel.of_case(case, ...)`, `(1, 0)` / `(1, 1)` an `ACPowerFlowModel` on either,
+      `(0 or 1, 2)` `ACOPFModel.of_case(case, ...)`, with the `pf_*` / `opf_*` / `acopf_*`
+      options below. Given with `network_model`, a code must agree with it (a
+      `ValueError` names both); a model of your own takes none.
     - `resources`: tuple of [`ResourceBundle`][powerzoojax.grid.resources.ResourceBundle]
       built against the same case.
     - `include_unit_dispatch`: the action has one set-point per unit.
+    The `pf_*`, `opf_*` and `acopf_*` options below configure the model the codes build;
+    one set to other than its default raises `TypeError`, naming it, when that model does
+    not read it (a DC mode given `pf_method`, or any of them with `network_model`, whose
+    own factory takes its options).
+
     - `pf_max_iter`, `pf_tol`: AC power-flow iteration cap and tolerance [p.u.].
     - `pf_method`: `"fdlf"` (fast-decoupled, with a Newton re-solve of the instances it
       leaves unconverged), `"fdlf_only"` (no fallback: fastest, may miss stressed points)
@@ -428,9 +501,9 @@ def make_trans_params(
       step of params whose line outages island buses.
     - `acopf_max_iter`, `acopf_tol`: AC-OPF iteration cap and tolerance (on PIPS' scaled
       KKT error; it runs in float32 like the env).
-    - `network_model`: a model of your own in place of the mode's (the solver options
-      above then do not apply); its `is_ac` decides the observation layout and whether the
-      reactive loads and voltage limits are built.
+    - `network_model`: the network model, in place of the codes: a built-in one (e.g.
+      `ACPowerFlowModel.of_case(case, DCOPFModel.of_case(case), method="newton")`) or one
+      of your own; its `is_ac` decides the observation layout.
     - `unit_limit_price`: how the generation cost treats realised output outside a unit's
       `[p_min, p_max]` (the slack-bus units take up any imbalance of the agent's
       set-points, unclamped). `None` (default) is the reference's cost model: the cost
@@ -474,9 +547,9 @@ def make_trans_params(
     islanding_cost = _finite_scalar("islanding_cost", islanding_cost, non_negative=True)
     if unit_limit_price is not None:
         unit_limit_price = _finite_scalar("unit_limit_price", unit_limit_price, non_negative=True)
-    if physics not in (0, 1) or isinstance(physics, bool):
+    if physics is not None and (physics not in (0, 1) or isinstance(physics, bool)):
         raise ValueError(f"make_trans_params: physics must be 0 (DC) or 1 (AC), got {physics!r}")
-    if solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool):
+    if solver_mode is not None and (solver_mode not in (0, 1, 2) or isinstance(solver_mode, bool)):
         raise ValueError(
             f"make_trans_params: solver_mode must be 0 (agent dispatch), 1 (DC-OPF) or 2 (AC-OPF), got {solver_mode!r}"
         )
@@ -489,13 +562,6 @@ def make_trans_params(
             raise ValueError(
                 f"make_trans_params: resources[{k}] has bus index {int(bus.max())}, outside 0..{case.n_nodes - 1}"
             )
-    if resources and physics == 1 and solver_mode != 2 and not np.array_equal(np.asarray(case.load_node_idx), np.arange(case.n_nodes)):
-        # The AC kernel takes per-load injections; bundles fold into loads only when there is
-        # exactly one load per bus, in bus order (true of every shipped transmission case).
-        raise NotImplementedError(
-            "make_trans_params: resource bundles with the AC power flow (physics=1) need one load per bus in bus order; "
-            f"this case has {case.n_loads} loads on {case.n_nodes} buses"
-        )
     if not isinstance(include_unit_dispatch, (bool, np.bool_)):
         raise TypeError(f"make_trans_params: include_unit_dispatch must be a bool, got {include_unit_dispatch!r}")
     if network_model is not None and not isinstance(network_model, NetworkModel):
@@ -519,13 +585,27 @@ def make_trans_params(
     ptdf_loads = np.asarray(case.ptdf, np.float64) @ np.asarray(case.nodes_loads_map, np.float64)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     network = make_dc_network(case)
+    options = dict(
+        pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
+        pf_failure_cost=pf_failure_cost, opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective,
+        opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start), opf_lp_tuning=opf_lp_tuning,
+        acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
+    )
     if network_model is None:
+        codes = (0 if physics is None else int(physics), 0 if solver_mode is None else int(solver_mode))
+        alias = _MODE_ALIASES[codes]
+        _check_options_read(options, alias.options, f"physics={codes[0]}, solver_mode={codes[1]} ({alias.name})")
         ptdf_nodes_t = f32(np.asarray(case.ptdf, np.float64).T) if resources else None
-        network_model = _mode_model(
-            case, DCPowerFlowModel(network, case.nodes_units_map, ptdf_nodes_t), physics, solver_mode, pf_failure_cost=pf_failure_cost,
-            pf_max_iter=pf_max_iter, pf_tol=pf_tol, pf_method=pf_method, pf_warm_start=bool(pf_warm_start),
-            opf_max_iter=opf_max_iter, opf_tol=opf_tol, opf_objective=opf_objective, acopf_max_iter=acopf_max_iter, acopf_tol=acopf_tol,
-            opf_warm_start=None if opf_warm_start is None else bool(opf_warm_start), opf_lp_tuning=opf_lp_tuning,
+        network_model = alias.build(case, DCPowerFlowModel(network, case.nodes_units_map, ptdf_nodes_t), options)
+    else:
+        codes = _codes_agreeing(network_model, physics, solver_mode)
+        _check_options_read(options, (), f"network_model={type(network_model).__name__} (its options are its own: set them on the model)")
+    if resources and isinstance(network_model, ACPowerFlowModel) and not np.array_equal(np.asarray(case.load_node_idx), np.arange(case.n_nodes)):
+        # The AC kernel takes per-load injections; bundles fold into loads only when there is
+        # exactly one load per bus, in bus order (true of every shipped transmission case).
+        raise NotImplementedError(
+            "make_trans_params: resource bundles with the AC power flow (physics=1) need one load per bus in bus order; "
+            f"this case has {case.n_loads} loads on {case.n_nodes} buses"
         )
     return TransGridParams(
         case=case,
@@ -547,42 +627,52 @@ def make_trans_params(
         max_steps=max_steps,
         delta_t_hours=delta_t_hours,
         steps_per_day=steps_per_day,
-        physics=int(physics),
-        solver_mode=int(solver_mode),
+        physics=codes[0],
+        solver_mode=codes[1],
         include_unit_dispatch=bool(include_unit_dispatch),
     )
 
 
-def _mode_model(
-    case: CaseData,
-    power_flow: DCPowerFlowModel,
-    physics: int,
-    solver_mode: int,
-    *,
-    pf_max_iter: int,
-    pf_tol: float,
-    pf_method: str,
-    pf_warm_start: bool,
-    pf_failure_cost: float,
-    opf_max_iter: int,
-    opf_tol: float,
-    opf_objective: str,
-    acopf_max_iter: int,
-    acopf_tol: float,
-    opf_warm_start: bool | None,
-    opf_lp_tuning: DispatchLPTuning | None = None,
-) -> NetworkModel:
-    """The network model of a `(physics, solver_mode)` mode (table in the models' module) on `power_flow`."""
-    if solver_mode == 2:
-        return ACOPFModel.of_case(case, power_flow=power_flow, max_iter=acopf_max_iter, tol=acopf_tol, failure_cost=pf_failure_cost)
-    dc: DCPowerFlowModel | DCOPFModel = power_flow
-    if solver_mode == 1:
-        dc = DCOPFModel.of_case(
-            case, power_flow=power_flow, max_iter=opf_max_iter, tol=opf_tol, objective=opf_objective,
-            warm_start=opf_warm_start, lp_tuning=opf_lp_tuning,
+_OPTION_DEFAULTS = {
+    name: parameter.default for name, parameter in inspect.signature(make_trans_params).parameters.items() if name in _MODEL_OPTIONS
+}
+
+
+def _check_options_read(options: dict[str, Any], read: tuple[str, ...], chosen: str) -> None:
+    """Raise `TypeError` naming the model options set to other than their default that the
+    chosen model does not read (no option is accepted and then ignored)."""
+
+    def is_default(name: str, value: Any) -> bool:
+        default = _OPTION_DEFAULTS[name]
+        return value is None if default is None else (value is not None and bool(value == default))
+
+    stray = [f"{name}={value!r}" for name, value in options.items() if name not in read and not is_default(name, value)]
+    if stray:
+        one = len(stray) == 1
+        raise TypeError(
+            f"make_trans_params: {', '.join(stray)} configure{'s' if one else ''} a model that {chosen} does not run; "
+            f"leave {'it' if one else 'them'} at the default or pick a mode that reads {'it' if one else 'them'}"
         )
-    if physics == 0:
-        return dc
-    return ACPowerFlowModel.of_case(
-        case, dc, max_iter=pf_max_iter, tol=pf_tol, method=pf_method, warm_start=pf_warm_start, failure_cost=pf_failure_cost
-    )
+
+
+def _codes_agreeing(model: NetworkModel, physics: int | None, solver_mode: int | None) -> tuple[int, int]:
+    """The codes of a given `network_model`, after checking that those given with it agree."""
+    own = _codes_of(model)
+    name = type(model).__name__
+    pairs = (("physics", physics, None if own is None else own[0]), ("solver_mode", solver_mode, None if own is None else own[1]))
+    for keyword, given, its in pairs:
+        if given is None:
+            continue
+        if own is None:
+            raise ValueError(
+                f"make_trans_params: {keyword}={given} picks a built-in model, but network_model={name} is a model of your "
+                "own; pass one or the other"
+            )
+        if its is not None and given != its:
+            raise ValueError(
+                f"make_trans_params: {keyword}={given} conflicts with network_model={name} "
+                f"({MODE_NAMES[(own[0] or 0, own[1])]}, {keyword}={its}); pass one or the other, or codes that agree"
+            )
+    if own is None:
+        return 0, 0
+    return (own[0] if own[0] is not None else int(physics or 0)), own[1]
