@@ -92,22 +92,6 @@ def select_tree(pred: BoolScalar, on_true: PyTree, on_false: PyTree) -> PyTree:
 _State = TypeVar("_State", bound=EnvState)
 
 
-def _restart_where_done(
-    reset: Any, key: Key, new_state: Any, obs: Any, params: EnvParams
-) -> tuple[Any, Any]:
-    """`(obs, new_state)`, or the fresh episode's `(obs, state)` where `new_state.done`.
-
-    The reset key is split off the transition key, never the key itself. The fresh
-    episode carries no gradient and `where` sends none to the ended episode, so no
-    gradient crosses an episode boundary; forward values do not depend on it. When the
-    reset is deterministic its result does not depend on the (batched) key, so under
-    `vmap`/`scan` XLA computes it once and hoists it out of the loop.
-    """
-    _, k_reset = jr.split(key)
-    fresh = jax.lax.stop_gradient(reset(k_reset, params))
-    return select_tree(new_state.done, fresh, (obs, new_state))
-
-
 def auto_reset(
     env: "Environment", key: Key, new_state: _State, params: EnvParams
 ) -> _State:
@@ -252,7 +236,7 @@ class Environment(eqx.Module):
         Checks `params` and `action` (see the class docstring), runs `step_env` on the
         cleaned action and, where the state it returns is `done`, returns instead the
         observation and state of `reset(split(key)[1], params)`, with their gradient
-        stopped.
+        stopped. An env with `observe` has the returned state observed through it.
 
         **Arguments:**
 
@@ -278,8 +262,16 @@ class Environment(eqx.Module):
         action = drop_ignored_entries(action, neutral, self.ignored_action_entries(params), owner)
         action, invalid = replace_non_finite(action, neutral)
         obs, new_state, reward, costs, done, info = self.step_env(key, state, action, params)
-        # Through `reset`: a subclass that overrides it restarts its episodes the same way.
-        obs, next_state = _restart_where_done(self.reset, key, new_state, obs, params)
+        # The reset key is split off the transition key, never the key itself. The fresh
+        # episode carries no gradient and `where` sends none to the ended one, so no gradient
+        # crosses an episode boundary. A deterministic reset does not depend on the (batched)
+        # key, so under `vmap`/`scan` XLA computes it once, out of the loop. Through `reset`:
+        # a subclass that overrides it restarts its episodes the same way.
+        _, k_reset = jr.split(key)
+        fresh_obs, fresh_state = jax.lax.stop_gradient(self.reset(k_reset, params))
+        next_state = select_tree(new_state.done, fresh_state, new_state)
+        observed = self.observe(next_state, params)
+        obs = select_tree(new_state.done, fresh_obs, obs) if observed is None else observed
         info = flag_invalid_profiles(flag_invalid_action(info, invalid), params)
         return obs, next_state, reward, costs, done, info
 
@@ -365,6 +357,27 @@ class Environment(eqx.Module):
         A tuple of `info` keys.
         """
         return ()
+
+    def observe(self, state: EnvState, params: EnvParams) -> Float[Array, "..."] | None:
+        """The observation of `state`, for an env whose observation is a function of its
+        state alone; `None` (the default) when it is not.
+
+        Where it is one, `step` returns `observe` of the state it returns (the next
+        episode's first after a terminal transition) rather than choosing between the
+        observations of `step_env` and `reset`: the observation is then computed from the
+        stored state, the same numbers, bit for bit, as a fresh `observe` of it gives,
+        whatever XLA fuses around the transition.
+
+        **Arguments:**
+
+        - `state`: a state of the env.
+        - `params`: the env's params.
+
+        **Returns:**
+
+        The observation, or `None`.
+        """
+        return None
 
     def action_layout(self, params: EnvParams) -> str | None:
         """What the action's entries are, for the shape error of `step`; `None` (the

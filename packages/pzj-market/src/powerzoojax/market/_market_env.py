@@ -226,6 +226,9 @@ class AbstractMarketEnv(Environment):
     def _obs(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
         """Observation of `state`."""
 
+    def observe(self, state: MarketState, params: MarketParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def action_space(self, params: MarketParams) -> Box:
         return make_box(-1.0, 1.0, (1,))
 

@@ -353,6 +353,9 @@ class DistGridEnv(RadialFeederEnv):
                 return bstate.soc
         return jnp.zeros((0,), jnp.float32)
 
+    def observe(self, state: DistGridState, params: DistGridParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: DistGridParams) -> tuple[Float[Array, " obs_dim"], DistGridState]:
         p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
         flow = self._solve(p_load, q_load, params)

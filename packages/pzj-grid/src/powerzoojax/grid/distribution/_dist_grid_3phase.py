@@ -321,6 +321,9 @@ class DistGrid3PhaseEnv(RadialFeederEnv):
             ]
         )
 
+    def observe(self, state: DistGrid3PhaseState, params: DistGrid3PhaseParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: DistGrid3PhaseParams) -> tuple[Float[Array, " obs_dim"], DistGrid3PhaseState]:
         p_load, q_load = self._loads(jnp.asarray(0, jnp.int32), params)
         flow = radial_3phase_power_flow(params.network, p_load, q_load, params.bfs_max_iter, params.bfs_tol)

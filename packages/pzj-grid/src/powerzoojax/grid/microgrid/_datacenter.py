@@ -527,6 +527,9 @@ class DataCenterEnv(Environment):
     def action_layout(self, params: DataCenterParams) -> str:
         return "[train, finetune, cooling]"
 
+    def observe(self, state: DataCenterState, params: DataCenterParams) -> Float[Array, "11"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: DataCenterParams) -> tuple[Float[Array, "11"], DataCenterState]:
         state = datacenter_initial_state(params)
         return self._obs(state, params), state

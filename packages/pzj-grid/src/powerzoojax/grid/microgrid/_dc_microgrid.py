@@ -426,6 +426,9 @@ class DataCenterMicrogridEnv(Environment):
     def action_layout(self, params: DCMicrogridParams) -> str:
         return "[train_sched, ft_sched, cooling_norm, batt_norm, dg_norm]"
 
+    def observe(self, state: DCMicrogridState, params: DCMicrogridParams) -> Float[Array, "24"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: DCMicrogridParams) -> tuple[Float[Array, "24"], DCMicrogridState]:
         dc = datacenter_initial_state(params.dc)
         zero = jnp.zeros((), jnp.float32)

@@ -82,6 +82,9 @@ class DCMicrogridShapingWrapper(Environment):
     def default_params(self) -> DCMicrogridParams:
         return self.env.default_params()
 
+    def observe(self, state: DCMicrogridState, params: DCMicrogridParams) -> Float[Array, "24"] | None:
+        return self.env.observe(state, params)
+
     def action_layout(self, params: DCMicrogridParams) -> str | None:
         return self.env.action_layout(params)
 

@@ -166,6 +166,9 @@ class BatteryEnv(Environment):
         head = jnp.stack([state.soc, state.current_p_mw * inv, p_dis * inv, p_chg * inv])
         return jnp.concatenate([head, time_features(state.time_step, params.steps_per_day)])
 
+    def observe(self, state: BatteryState, params: BatteryParams) -> Float[Array, "6"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: BatteryParams) -> tuple[Float[Array, "6"], BatteryState]:
         zero = jnp.zeros((), jnp.float32)
         state = BatteryState(

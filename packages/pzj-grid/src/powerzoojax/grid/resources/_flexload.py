@@ -173,6 +173,9 @@ class FlexLoadEnv(Environment):
         price = jnp.clip(s.lmp / params.price_ref, -1.0, 2.0)[None]
         return jnp.concatenate([dev, time_features(s.time_step, params.steps_per_day), price])
 
+    def observe(self, state: FlexLoadState, params: FlexLoadParams) -> Float[Array, "8"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: FlexLoadParams) -> tuple[Float[Array, "8"], FlexLoadState]:
         zero = jnp.zeros((), jnp.float32)
         izero = jnp.asarray(0, jnp.int32)

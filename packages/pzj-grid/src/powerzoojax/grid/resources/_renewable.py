@@ -149,6 +149,9 @@ class RenewableEnv(Environment):
             head.append(state.current_q_mvar / params.s_rated_mva)
         return jnp.concatenate([jnp.stack(head), time_features(state.time_step, params.steps_per_day)])
 
+    def observe(self, state: RenewableState, params: RenewableParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: RenewableParams) -> tuple[Float[Array, " obs_dim"], RenewableState]:
         zero = jnp.zeros((), jnp.float32)
         state = RenewableState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False),

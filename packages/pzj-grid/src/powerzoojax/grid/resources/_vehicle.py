@@ -188,6 +188,9 @@ class VehicleEnv(Environment):
         head = jnp.stack([s.soc, p_norm, home, (s.soc >= params.soc_departure_min).astype(jnp.float32), to_dep, to_arr])
         return jnp.concatenate([head, time_features(s.time_step, params.steps_per_day), params.soc_departure_min[None]])
 
+    def observe(self, state: VehicleState, params: VehicleParams) -> Float[Array, "9"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: VehicleParams) -> tuple[Float[Array, "9"], VehicleState]:
         zero = jnp.zeros((), jnp.float32)
         s = VehicleState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False), current_p_mw=zero,

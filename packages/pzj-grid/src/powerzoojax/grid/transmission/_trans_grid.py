@@ -198,6 +198,9 @@ class TransGridEnv(Environment):
             layout = f"{layout} + Σ bundle action_dim" if layout else "Σ bundle action_dim"
         return f"({layout},)"
 
+    def observe(self, state: GridState, params: TransGridParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: TransGridParams) -> tuple[Float[Array, " obs_dim"], GridState]:
         # Deterministic without bundles: the key is unused, which lets XLA compute the
         # auto-reset state once per rollout instead of once per env and step.

@@ -737,6 +737,9 @@ class UnitCommitmentEnv(Environment):
     def action_layout(self, params: UCParams) -> str:
         return "(2 * n_units,)"
 
+    def observe(self, state: UCState, params: UCParams) -> Float[Array, " obs_dim"]:
+        return self._obs(state, params)
+
     def reset_env(self, key: Key, params: UCParams) -> tuple[Float[Array, " obs_dim"], UCState]:
         n_rows = params.load_profiles.shape[0]
         if params.sample_start_on_reset and n_rows > params.max_steps:

@@ -156,6 +156,9 @@ class GenCosJointEnv(Environment):
         # OPTIMAL rounds: supply = demand, units inside their ramp windows, one price uncongested.
         return gencos_laws(params)
 
+    def observe(self, state: MarketMARLState, params: MarketMARLParams) -> Float[Array, "n_agents obs_dim"]:
+        return market_marl_observations(state, params)
+
     def action_layout(self, params: MarketMARLParams) -> str:
         return "(n_units · n_segments,)"
 
