@@ -44,11 +44,11 @@ def toy_marl():
         def _obs(self, t):
             return jnp.broadcast_to(jnp.stack([jnp.ones(()), t.astype(jnp.float32) / 4.0]), (3, 2))
 
-        def reset_arrays(self, key, params=None):
+        def reset_env(self, key, params):
             s = EnvState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False))
             return self._obs(s.time_step), MARLState(s)
 
-        def step_arrays(self, key, state, actions, params=None):
+        def step_env(self, key, state, actions, params):
             reward = -((jnp.clip(actions[:, 0], -1, 1) - jnp.asarray([0.5, -0.5, 0.5])) ** 2)
             t = state.env_state.time_step + 1
             done = t >= 4

@@ -37,11 +37,11 @@ def toy_marl():
         def _fresh(self):
             return EnvState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False))
 
-        def reset_arrays(self, key, params=None):
+        def reset_env(self, key, params):
             s = self._fresh()
             return self._obs(s.time_step), MARLState(s)
 
-        def step_arrays(self, key, state, actions: Float[Array, "3 1"], params=None):
+        def step_env(self, key, state, actions: Float[Array, "3 1"], params):
             target = jnp.asarray([TARGETS["alpha"], TARGETS["beta"], TARGETS["alpha"]])
             reward = -((jnp.clip(actions[:, 0], -1, 1) - target) ** 2)
             t = state.env_state.time_step + 1
@@ -179,10 +179,10 @@ def toy_cost_marl():
         def _fresh(self):
             return EnvState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False))
 
-        def reset_arrays(self, key, params=None):
+        def reset_env(self, key, params):
             return jnp.ones((2, 1), jnp.float32), MARLState(self._fresh())
 
-        def step_arrays(self, key, state, actions: Float[Array, "2 1"], params=None):
+        def step_env(self, key, state, actions: Float[Array, "2 1"], params):
             a = jnp.clip(actions[:, 0], -1, 1)
             costs = jnp.stack([jnp.maximum(jnp.mean(a), 0.0), jnp.zeros(())])
             t = state.env_state.time_step + 1

@@ -38,11 +38,11 @@ def toy_market():
         def _fresh(self):
             return EnvState(time_step=jnp.asarray(0, jnp.int32), done=jnp.asarray(False))
 
-        def reset_arrays(self, key, params=None):
+        def reset_env(self, key, params):
             s = self._fresh()
             return self._obs(s.time_step), MARLState(s)
 
-        def step_arrays(self, key, state, actions, params=None):
+        def step_env(self, key, state, actions, params):
             t = state.env_state.time_step
             profit = jnp.asarray([1.0, 2.0]) * (t + 1).astype(jnp.float32)
             done = t + 1 >= MAX_STEPS

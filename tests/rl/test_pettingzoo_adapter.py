@@ -39,12 +39,12 @@ def make_team():
         def action_dim(self):
             return 1
 
-        def reset_arrays(self, key, params=None):
-            obs, state = self.env.reset(key, self._p(params))
+        def reset_env(self, key, params):
+            obs, state = self.env.reset(key, params)
             return jnp.stack([obs, obs]), MARLState(state)
 
-        def step_arrays(self, key, state, actions, params=None):
-            obs, env_state, reward, _, done, info = self.env.step(key, state.env_state, jnp.mean(actions, axis=0), self._p(params))
+        def step_env(self, key, state, actions, params):
+            obs, env_state, reward, _, done, info = self.env.step(key, state.env_state, jnp.mean(actions, axis=0), params)
             return jnp.stack([obs, -obs]), MARLState(env_state), jnp.stack([reward, 2.0 * reward]), done, info
 
     return ToyTeam()

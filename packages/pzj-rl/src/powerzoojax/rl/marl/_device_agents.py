@@ -101,7 +101,7 @@ class DeviceAgentsEnv(MultiAgentEnvironment):
     `params` bound) split into the agents of one `DeviceLayout`.
 
     Subclasses set `env`, `params`, `core_dim` and `layout` (through
-    `_set_layout`) and implement `step_arrays` with `_env_step`.
+    `_set_layout`) and implement `step_env` with `_env_step`.
     `own_obs_idx`, `own_obs_mask`, `action_src`, `own_dim` and `action_dim`
     read the layout.
     """
@@ -143,15 +143,15 @@ class DeviceAgentsEnv(MultiAgentEnvironment):
         core = jnp.broadcast_to(obs[: self.core_dim], (self.num_agents, self.core_dim))
         return jnp.concatenate([core, gather_own(obs, self.own_obs_idx, self.own_obs_mask)], axis=1)
 
-    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
-        obs, state = self.env.reset(key, self._p(params))
+    def reset_env(self, key: Key, params: Any) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+        obs, state = self.env.reset(key, params)
         return self._agent_obs(obs), MARLState(state)
 
     def _env_step(self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any) -> tuple:
         """The parent env's 6-tuple for the packed agent actions, `info` plus
         `constraint_costs` (the env's cost vector) and `cost` (= `cost_sum`)."""
         obs, env_state, reward, costs, done, info = self.env.step(
-            key, state.env_state, pack_actions(actions, self.action_src), self._p(params)
+            key, state.env_state, pack_actions(actions, self.action_src), params
         )
         info: Info = {**info, "constraint_costs": costs, "cost": info["cost_sum"]}
         return obs, env_state, reward, costs, done, info

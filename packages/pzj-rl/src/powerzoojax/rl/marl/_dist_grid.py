@@ -137,8 +137,8 @@ class DistGridMARLEnv(DeviceAgentsEnv):
             return local_observations(obs, self.local_layout)
         return super()._agent_obs(obs)
 
-    def step_arrays(
-        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
+    def step_env(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         obs, env_state, reward, _, done, info = self._env_step(key, state, actions, params)
         shaped = reward - self.voltage_penalty * info["cost_continuous"] - self.soc_penalty * info["soc_terminal_sq"]

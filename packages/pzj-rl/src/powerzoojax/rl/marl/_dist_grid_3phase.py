@@ -92,8 +92,8 @@ class DistGrid3PhaseMARLEnv(DeviceAgentsEnv):
         pad = self.obs_dim - self.natural_obs_dim
         return jnp.pad(local, ((0, 0), (0, pad))) if pad else local
 
-    def step_arrays(
-        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
+    def step_env(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         obs, env_state, reward, _, done, info = self._env_step(key, state, actions, params)
         shaped = reward - self.voltage_penalty * info["cost_continuous"]

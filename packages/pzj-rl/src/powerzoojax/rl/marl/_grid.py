@@ -65,8 +65,8 @@ class GridMARLEnv(DeviceAgentsEnv):
         units = [[unit_offset + i] for i in range(n_units)] if params.include_unit_dispatch else []
         self._set_layout(device_layout("unit", units, params.resources, self.core_dim))
 
-    def step_arrays(
-        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
+    def step_env(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         obs, env_state, reward, _, done, info = self._env_step(key, state, actions, params)
         rewards = jnp.broadcast_to(reward, (self.num_agents,))

@@ -50,19 +50,19 @@ class MarketMARLEnv(MultiAgentEnvironment):
     def action_dim(self) -> int:
         return int(self.params.offer_sced_setup.n_segments)  # pyright: ignore[reportAttributeAccessIssue]
 
-    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+    def reset_env(self, key: Key, params: Any) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
         from powerzoojax.market import market_marl_observations, market_marl_reset
 
-        p: Any = self._p(params)  # MarketMARLParams (pzj-market, an optional distribution)
+        p: Any = params  # MarketMARLParams (pzj-market, an optional distribution)
         state = market_marl_reset(key, p)
         return market_marl_observations(state, p), MARLState(state)
 
-    def step_arrays(
-        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any = None
+    def step_env(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: Any
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         from powerzoojax.market import market_marl_observations, market_marl_step
 
-        p: Any = self._p(params)  # MarketMARLParams (pzj-market, an optional distribution)
+        p: Any = params  # MarketMARLParams (pzj-market, an optional distribution)
         s = state.env_state
         row = (s.episode_start_idx + s.time_step) % p.load_profiles.shape[0]
         load_mw = hp.matmul(p.nodes_loads_map, p.load_profiles[row])

@@ -49,8 +49,6 @@ from powerzoojax.core._guard import (
     as_action_array,
     drop_ignored_entries,
     flag_invalid_action,
-    is_guarded,
-    mark_guarded,
     neutral_action,
     replace_non_finite,
     structural_hash,
@@ -97,37 +95,13 @@ def _check_bound_params(env: "MultiAgentEnvironment", params: Any, owner: str) -
         )
 
 
-def _guard_reset_arrays(reset_arrays: Any) -> Any:
-    def guarded_reset_arrays(self: "MultiAgentEnvironment", key: Key, params: Any = None) -> Any:
-        _check_bound_params(self, params, f"{self.name}.reset")
-        return reset_arrays(self, key, params)
-
-    return mark_guarded(guarded_reset_arrays, reset_arrays)
-
-
-def _guard_step_arrays(step_arrays: Any) -> Any:
-    def guarded_step_arrays(
-        self: "MultiAgentEnvironment", key: Key, state: "MARLState", actions: Any, params: Any = None
-    ) -> Any:
-        owner = f"{self.name}.step"
-        _check_bound_params(self, params, owner)
-        shape = (self.num_agents, self.action_dim)
-        actions = as_action_array(actions, f"{owner} (stacked actions (num_agents, action_dim))", shape)
-        space = self.action_space()
-        neutral = neutral_action(space.low, space.high, (self.action_dim,))
-        actions = drop_ignored_entries(actions, neutral, self.ignored_action_entries(params), owner)
-        actions, invalid = replace_non_finite(actions, neutral)
-        obs, state, rewards, done, info = step_arrays(self, key, state, actions, params)
-        return obs, state, rewards, done, flag_invalid_action(info, invalid)
-
-    return mark_guarded(guarded_step_arrays, step_arrays)
-
-
 class MultiAgentEnvironment(eqx.Module):
     """Base of the dict-per-agent adapters.
 
-    Subclasses implement `reset_arrays` / `step_arrays` / `obs_dim` / `action_dim`; their
-    `reset_arrays` / `step_arrays` are guarded once, when the class is created.
+    Subclasses implement `reset_env` / `step_env` (agents stacked on axis 0, params
+    given) and `obs_dim` / `action_dim`. The public `reset_arrays` / `step_arrays` are
+    this class's: they check the params and the actions once for every adapter, clean the
+    actions and call those two; the dict API (`reset` / `step`) is built on them.
 
     **Arguments:**
 
@@ -137,13 +111,6 @@ class MultiAgentEnvironment(eqx.Module):
 
     params: EnvParams
     agents: tuple[str, ...] = eqx.field(static=True)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, guard in (("reset_arrays", _guard_reset_arrays), ("step_arrays", _guard_step_arrays)):
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__isabstractmethod__", False) and not is_guarded(method):
-                setattr(cls, name, guard(method))
 
     def __hash__(self) -> int:
         # Hash without the bound params' array values, so `jax.jit(env.step)` works.
@@ -189,7 +156,7 @@ class MultiAgentEnvironment(eqx.Module):
         """Which entries of the stacked actions a step never reads; `None` when it reads
         them all (the default).
 
-        The guard sets these entries to their neutral value before its non-finite check, so
+        `step_arrays` sets these entries to their neutral value before its non-finite check, so
         a NaN there is not an `invalid_action`, and whatever computed them is dead code in a
         compiled step. The device adapters ignore the padding of agents with a shorter
         action and the entries their parent env ignores (the unit set-points under an OPF).
@@ -237,9 +204,42 @@ class MultiAgentEnvironment(eqx.Module):
         if agent is not None and agent not in self.agents:
             raise KeyError(f"{self.name}: unknown agent {agent!r}; agents are {list(self.agents)}")
 
-    # -- stacked API (subclasses) ------------------------------------------------------
+    # -- the adapter's own transition (subclasses) ---------------------------------------
     @abc.abstractmethod
-    def reset_arrays(self, key: Key, params: EnvParams | None = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+    def reset_env(self, key: Key, params: EnvParams) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
+        """Start an episode, agents stacked on axis 0 (called by `reset_arrays`).
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `params`: the env's params (checked; the bound ones when none were passed).
+
+        **Returns:**
+
+        `(obs (A, obs_dim), state)`.
+        """
+
+    @abc.abstractmethod
+    def step_env(
+        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: EnvParams
+    ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
+        """One transition with auto-reset, agents stacked on axis 0 (called by `step_arrays`
+        with checked, finite actions).
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+        - `state`: the [`MARLState`][powerzoojax.rl.marl.MARLState].
+        - `actions`: `(A, action_dim)` actions, ignored entries neutral, non-finite ones replaced.
+        - `params`: the env's params (checked; the bound ones when none were passed).
+
+        **Returns:**
+
+        `(obs (A, obs_dim), state, rewards (A,), done (), info)`.
+        """
+
+    # -- stacked API ----------------------------------------------------------------------
+    def reset_arrays(self, key: Key, params: Any = None) -> tuple[Float[Array, "n_agents obs_dim"], MARLState]:
         """Start an episode, agents stacked on axis 0.
 
         **Arguments:**
@@ -251,10 +251,11 @@ class MultiAgentEnvironment(eqx.Module):
 
         `(obs (A, obs_dim), state)`.
         """
+        _check_bound_params(self, params, f"{self.name}.reset")
+        return self.reset_env(key, self._p(params))
 
-    @abc.abstractmethod
     def step_arrays(
-        self, key: Key, state: MARLState, actions: Float[Array, "n_agents action_dim"], params: EnvParams | None = None
+        self, key: Key, state: MARLState, actions: Any, params: Any = None
     ) -> tuple[Float[Array, "n_agents obs_dim"], MARLState, Float[Array, " n_agents"], Bool[Array, ""], Info]:
         """One transition, agents stacked on axis 0; auto-resets.
 
@@ -267,8 +268,19 @@ class MultiAgentEnvironment(eqx.Module):
 
         **Returns:**
 
-        `(obs (A, obs_dim), state, rewards (A,), done (), info)`.
+        `(obs (A, obs_dim), state, rewards (A,), done (), info)`; `info["invalid_action"]`
+        says whether a non-finite action entry was replaced.
         """
+        owner = f"{self.name}.step"
+        _check_bound_params(self, params, owner)
+        shape = (self.num_agents, self.action_dim)
+        actions = as_action_array(actions, f"{owner} (stacked actions (num_agents, action_dim))", shape)
+        space = self.action_space()
+        neutral = neutral_action(space.low, space.high, (self.action_dim,))
+        actions = drop_ignored_entries(actions, neutral, self.ignored_action_entries(params), owner)
+        actions, invalid = replace_non_finite(actions, neutral)
+        obs, state, rewards, done, info = self.step_env(key, state, actions, self._p(params))
+        return obs, state, rewards, done, flag_invalid_action(info, invalid)
 
     # -- dict <-> stacked ---------------------------------------------------------------
     def stack(self, per_agent: dict[str, Array] | Array) -> Array:
@@ -318,8 +330,8 @@ class MultiAgentEnvironment(eqx.Module):
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     # -- dict API -----------------------------------------------------------------------
-    # `params: Any` on the public methods: the guarded stacked methods check them and
-    # name the expected class.
+    # `params: Any` on the public methods: the stacked methods check them and name the
+    # expected class.
     def reset(self, key: Key, params: Any = None) -> tuple[dict[str, Array], MARLState]:
         """Start an episode, one observation per agent.
 
