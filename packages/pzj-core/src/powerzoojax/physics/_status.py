@@ -41,9 +41,17 @@ class SolverStatus(eqx.Enumeration):
 
 
 def status_code(status: SolverStatus) -> Int[Array, "*batch"]:
-    """The member's integer code (int32, its position in `SolverStatus`), as environments
-    record it in their info: 0 successful, 1 infeasible, 2 max_steps_reached, 3 diverged,
-    4 nonfinite."""
+    """The member's integer code, as environments record it in their info.
+
+    **Arguments:**
+
+    - `status`: a `SolverStatus` item (or a batch of them).
+
+    **Returns:**
+
+    Its position in `SolverStatus` (int32, the batch's shape): 0 successful, 1 infeasible,
+    2 max_steps_reached, 3 diverged, 4 nonfinite.
+    """
     return jnp.asarray(status._value, jnp.int32)
 
 
