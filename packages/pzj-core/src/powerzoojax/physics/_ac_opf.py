@@ -268,7 +268,7 @@ def ac_opf(
         the Lagrangian Hessian needs."""
         va, vm, pg, qg = split(x)
         vn = lax.complex(jnp.cos(va), jnp.sin(va))
-        v = vm * vn
+        v = vm.astype(vn.dtype) * vn
         s_bus, ibus, dsb_dva, dsb_dvm = bus_derivatives(ybus, v, vn)
         h = jnp.concatenate([s_bus.real - (hp.matmul(umap, pg) - pd), s_bus.imag - (hp.matmul(umap, qg) - qd), va[slack : slack + 1] - va_ref])
         jh = jnp.concatenate(

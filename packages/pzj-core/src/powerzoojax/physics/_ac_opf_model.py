@@ -43,7 +43,7 @@ def bus_hessian(y, v, ibus, lam):
     d = jnp.conj(y).T * v[None, :]
     e = jnp.conj(v)[:, None] * (d * lam[None, :] - jnp.diag(hp.matmul(d, lam)))
     f = c - jnp.diag(a * jnp.conj(ibus))
-    gi = 1.0 / jnp.abs(v)
+    gi = (1.0 / jnp.abs(v)).astype(v.dtype)  # complex, as the products below promote it
     gva = 1j * gi[:, None] * (e - f)
     gvv = gi[:, None] * (c + c.T) * gi[None, :]
     return jnp.block([[e + f, gva.T], [gva, gvv]]).real
@@ -51,6 +51,7 @@ def bus_hessian(y, v, ibus, lam):
 
 def branch_derivatives(ybr, cbr, v, vn):
     """Branch-end power `S_br = (Cbr V) conj(Ybr V)` and MATPOWER's `dSbr_dV` (polar)."""
+    cbr = cbr.astype(v.dtype)  # complex, as the products below promote it
     i_br = hp.matmul(ybr, v)
     v_br = hp.matmul(cbr, v)
     ds_dva = 1j * (jnp.conj(i_br)[:, None] * (cbr * v[None, :]) - v_br[:, None] * jnp.conj(ybr * v[None, :]))
@@ -60,13 +61,15 @@ def branch_derivatives(ybr, cbr, v, vn):
 
 def branch_sq_hessian(ybr, cbr, v, s_br, ds_dva, ds_dvm, mu):
     """MATPOWER's `d2ASbr_dV2`: the (Va, Vm) Hessian of `Σ μ |S_br|²` (real `μ`)."""
+    # Complex, as the products below promote them.
+    cbr, mu = cbr.astype(v.dtype), mu.astype(v.dtype)
     lam = jnp.conj(s_br) * mu
     a = hp.matmul(jnp.conj(ybr).T, lam[:, None] * cbr)
     b = jnp.conj(v)[:, None] * a * v[None, :]
     d = jnp.diag((hp.matmul(a, v)) * jnp.conj(v))
     e = jnp.diag((hp.matmul(a.T, jnp.conj(v))) * v)
     f = b + b.T
-    gi = 1.0 / jnp.abs(v)
+    gi = (1.0 / jnp.abs(v)).astype(v.dtype)
     sva = 1j * gi[:, None] * (b - b.T - d + e)
     m = mu[:, None]
     haa = f - d - e + hp.matmul(ds_dva.T, m * jnp.conj(ds_dva))

@@ -561,10 +561,11 @@ def _jacobian(g, b, vm, va, vif, slack: int, is_pv_red):
     rows (their Vm is pinned, their Q mismatch is zeroed by the caller).
     """
     e, f, i_re, i_im = vif
-    cdtype = jnp.result_type(vm.dtype, jnp.complex64)
-    v = (e + 1j * f).astype(cdtype)
-    current = (i_re + 1j * i_im).astype(cdtype)
-    y = (g + 1j * b).astype(cdtype)
+    # Each part cast to the complex dtype of vm's width first, as implicit promotion would.
+    cdtype = jnp.dtype(jnp.complex128 if vm.dtype == jnp.float64 else jnp.complex64)
+    v = e.astype(cdtype) + 1j * f.astype(cdtype)
+    current = i_re.astype(cdtype) + 1j * i_im.astype(cdtype)
+    y = g.astype(cdtype) + 1j * b.astype(cdtype)
     v_unit = jnp.exp(1j * va.astype(cdtype))
     ds_dva = 1j * (jnp.diag(v * jnp.conj(current)) - v[:, None] * jnp.conj(y * v[None, :]))
     ds_dvm = v[:, None] * jnp.conj(y * v_unit[None, :]) + jnp.diag(jnp.conj(current) * v_unit)

@@ -201,23 +201,34 @@ def _sweep(network: Radial3PhaseNetwork, s_load: Array, v: Array) -> tuple[Array
     ctype = v.dtype
     v_sq = jnp.maximum(jnp.real(v) ** 2 + jnp.imag(v) ** 2, _V_SQ_FLOOR)
     # conj(S / V) = conj(S) V / |V|²
-    i_load = jnp.conj(s_load) * v / v_sq
+    i_load = jnp.conj(s_load) * v / v_sq.astype(ctype)
     i_branch = hp.matmul(network.downstream_matrix.astype(ctype), i_load)
     drop = hp.einsum("bij,bj->bi", network.z_pu.astype(ctype), i_branch)
     v_new = network.v_ref.astype(ctype) - hp.matmul(network.path_matrix.astype(ctype), drop)
     return jnp.where(network.phase_mask, v_new, 0.0), i_branch
 
 
+def _complex_dtype(real: Array) -> np.dtype:
+    """The complex dtype of `real`'s width (complex64 below float64)."""
+    return np.dtype(np.complex128 if real.dtype == np.float64 else np.complex64)
+
+
+def _complex(re: Array, im: Array) -> Array:
+    """`re + 1j * im`, both cast to their complex dtype first (as implicit promotion would)."""
+    ctype = _complex_dtype(re)
+    return re.astype(ctype) + 1j * im.astype(ctype)
+
+
 def _complex_of(x: Array, shape: tuple[int, ...]) -> Array:
     half = x.shape[0] // 2
-    return (x[:half] + 1j * x[half:]).reshape(shape)
+    return _complex(x[:half], x[half:]).reshape(shape)
 
 
 def _fixed_point_residual(x, load, network):
     """`V − sweep(V)` as real numbers (real parts, then imaginary): zero at the solution."""
     p, q = load
     v = _complex_of(x, p.shape)
-    s_load = where(network.phase_mask, p + 1j * q, 0.0).at[network.ref_bus].set(0.0)
+    s_load = where(network.phase_mask, _complex(p, q), 0.0).at[network.ref_bus].set(0.0)
     r = (v - _sweep(network, s_load, v)[0]).ravel()
     return jnp.concatenate([jnp.real(r), jnp.imag(r)])
 
@@ -255,9 +266,9 @@ def radial_3phase_power_flow(
     # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
     # derivative checks against finite differences.
     dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
-    ctype = jnp.dtype(jnp.complex128 if dtype == jnp.float64 else jnp.complex64)
     p_load, q_load = jnp.asarray(p_load_pu, dtype), jnp.asarray(q_load_pu, dtype)
-    s_load = jnp.where(mask, p_load + 1j * q_load, 0.0).astype(ctype)
+    ctype = _complex_dtype(p_load)
+    s_load = jnp.where(mask, _complex(p_load, q_load), 0.0).astype(ctype)
     s_load = s_load.at[network.ref_bus].set(0.0)
     tol = jnp.asarray(tol, dtype)
     # The loop sees no tangents: the solution is differentiated implicitly (below).
