@@ -166,7 +166,9 @@ def test_render_falls_back_to_a_summary_picture(toy):
     frame = env.render()
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
     assert frame.std() > 0  # something was drawn
-    assert GymnasiumEnv(*toy).render() is None
+    # Without a render mode, gymnasium's convention: a warning and no frame.
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert GymnasiumEnv(*toy).render() is None
 
 
 def test_render_uses_powerzoojax_viz_for_networks(monkeypatch):
