@@ -13,6 +13,7 @@ import pytest
 from powerzoojax.case import load_case
 from powerzoojax.case import build_ptdf
 from powerzoojax.physics import (
+    SolverStatus,
     ac_power_flow,
     ac_ptdf,
     dc_opf,
@@ -136,7 +137,7 @@ def test_lmp_sensitivity_is_the_fixed_active_set_closed_form(case_id, rated):
     load = jnp.asarray(np.asarray(case.node_pd, np.float64) * rng.uniform(0.8, 1.1, case.n_nodes))
     cost_b = jnp.asarray(rng.uniform(0.01, 0.05, case.n_units))
     sensitivity, res = lmp_load_sensitivity(setup, load, cost_b=cost_b, tol=1e-10, max_iter=80)
-    assert int(res.status) == 0
+    assert bool(res.status == SolverStatus.successful)
     expected, n_binding = _closed_form_lmp_sensitivity(setup, res, setup.cost_a, cost_b)
     assert n_binding == (1 if rated else 0)
     np.testing.assert_allclose(np.asarray(sensitivity), expected, rtol=1e-8, atol=1e-12)
@@ -149,7 +150,7 @@ def test_lmp_sensitivity_of_linear_costs_is_zero_and_matches_finite_differences(
     setup = make_dc_opf_setup(case, cap, -cap, objective="linear")
     load = jnp.asarray(np.asarray(case.node_pd, np.float64) * 0.95)
     sensitivity, res = lmp_load_sensitivity(setup, load)
-    assert int(res.status) == 0
+    assert bool(res.status == SolverStatus.successful)
     assert np.all(np.asarray(sensitivity) == 0.0)
     lmp = jax.jit(lambda load: dc_opf(setup, load).lmp)
     h = 1e-3

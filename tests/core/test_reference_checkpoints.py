@@ -18,7 +18,7 @@ import pytest
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import (
-    DCOPF_OPTIMAL,
+    SolverStatus,
     ac_opf,
     ac_power_flow,
     ac_thermal_check,
@@ -63,7 +63,7 @@ def test_dc_opf_case5_uncongested():
     """Load [100, 150, 200, 180, 120] MW: dispatch [40, 80, 20, 10, 600] MW, LMP 15 at
     every bus, line 1 (bus 1 -> 2) 214.6589 MW, cost 8760 $/h."""
     res = _case5_dc_opf(None)
-    assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+    assert bool(res.status == SolverStatus.successful) and bool(res.converged)
     np.testing.assert_allclose(res.p_mw, [40, 80, 20, 10, 600], atol=0.01)
     np.testing.assert_allclose(res.lmp, 15.0, atol=0.01)
     assert float(res.line_flow_mw[0]) == pytest.approx(214.6589, abs=0.01)
@@ -76,7 +76,7 @@ def test_dc_opf_case5_line1_limited():
     cost 10671.0167 $/h. The reference ran its ADMM with ``max_iter=200``; the interior
     point here runs up to 200 iterations to ``tol=1e-6``."""
     res = _case5_dc_opf(150.0)
-    assert int(res.status) == DCOPF_OPTIMAL and bool(res.converged)
+    assert bool(res.status == SolverStatus.successful) and bool(res.converged)
     np.testing.assert_allclose(res.p_mw, [5, 10, 140.0508, 10, 584.9492], atol=0.01)
     np.testing.assert_allclose(res.lmp, [8.6479, 34.9911, 30, 16.2745, 10], atol=0.01)
     assert float(res.line_flow_mw[0]) == pytest.approx(150.0, abs=0.01)
