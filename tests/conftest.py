@@ -58,8 +58,8 @@ except ImportError:  # hypothesis is a dev dependency; a bare install still coll
 # here and keep JAX's default for that setting; the lists only shrink. Setting
 # JAX_NUMPY_RANK_PROMOTION=raise / JAX_NUMPY_DTYPE_PROMOTION=strict probes the listed files
 # too. Session- and module-scoped fixtures are built before a test's setting applies.
-RANK_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = ("market", "rl", "docs")
-DTYPE_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = ("core", "grid", "market", "rl", "docs")
+RANK_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = ("rl", "docs")
+DTYPE_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = ("core", "grid", "rl", "docs")
 
 
 def _listed(relative: str, listed: tuple[str, ...]) -> bool:

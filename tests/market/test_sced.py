@@ -271,7 +271,7 @@ def test_vmap_matches_single_solves(case5):
     # Offers well apart: truthful case-5 segments differ by 0.01 $/MWh, which leaves a
     # near-flat optimal face on which batched and single float32 solves may land apart.
     prices = setup.base_seg_prices + 0.5 * jnp.arange(15.0).reshape(5, 3)
-    loads = jnp.asarray([0.0, 1.0, 1.0, 1.0, 0.0]) * jr.uniform(jr.PRNGKey(0), (4, 1), minval=100, maxval=450)
+    loads = jnp.asarray([[0.0, 1.0, 1.0, 1.0, 0.0]]) * jr.uniform(jr.PRNGKey(0), (4, 1), minval=100, maxval=450)
     batched = jax.jit(jax.vmap(offer_sced, in_axes=(None, 0, None)))(setup, loads, prices)
     single_solve = jax.jit(offer_sced)
     for i in range(4):
