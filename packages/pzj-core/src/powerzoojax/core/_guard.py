@@ -14,7 +14,6 @@ action space: the midpoint of a normalised `[-1, 1]` action, the lower bound of 
 `[0, 1]` one.
 """
 
-import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -144,16 +143,6 @@ def check_params(params: Any, expected: type | None, owner: str) -> None:
             f"{owner}: params must be {expected.__name__} (from the env's make_*_params factory or "
             f"default_params()), got {type(params).__name__}"
         )
-
-
-def is_guarded(method: Any) -> bool:
-    return getattr(method, "_pzj_guarded", False)
-
-
-def mark_guarded(wrapper: Callable, method: Callable) -> Callable:
-    functools.update_wrapper(wrapper, method)
-    wrapper._pzj_guarded = True  # type: ignore[attr-defined]
-    return wrapper
 
 
 def structural_hash(module: eqx.Module) -> int:
