@@ -212,7 +212,7 @@ def _lp_ab_section(n_envs, repeats):
         case = load_case(case_id)
         cap, floor = _limits(case, rated)
         simplex = make_dc_opf_setup(case, cap, floor, objective="linear")
-        ipm = dataclasses.replace(simplex, linear=False)
+        ipm = dataclasses.replace(simplex, algorithm="interior_point")
         for n in n_envs:
             loads_np = _instances(case, n)
             loads = jnp.asarray(loads_np, jnp.float32)

@@ -37,7 +37,8 @@ def _case(case_id):
 def _batched(case_id, capped):
     """A jitted, vmapped solver per (case, line-limit variant), shared by every test."""
     case = _case(case_id)
-    setup = make_dc_opf_setup(case, *_limits(case_id) if capped else (None, None))
+    # Per-instance quadratic costs, some of them zero: each instance's costs pick its solver.
+    setup = make_dc_opf_setup(case, *_limits(case_id) if capped else (None, None), algorithm="by_costs")
 
     @jax.jit
     def solve(loads, p_min, p_max, cost_b, cost_c):
@@ -315,7 +316,7 @@ def test_float64_reaches_the_vertex_of_a_near_flat_lp():
 
 def test_preference_term_and_no_retrace():
     case = _case("5")
-    setup = make_dc_opf_setup(case)
+    setup = make_dc_opf_setup(case, preference_term=True)
     traces = []
 
     @jax.jit

@@ -1,8 +1,10 @@
-"""`dc_opf` picks its algorithm by the costs' values: explicit zero quadratic
-coefficients are linear costs (the dual simplex), also traced under `jit`/`vmap`, and
-the answers agree with HiGHS. Before, passing them at all chose the interior point,
-which on these loads reported UNCONVERGED on 19 of 20 (measured 2026-12-06, case 118 at
-150 MW ratings, MATPOWER costs) while its costs were within 0.006 % of HiGHS's."""
+"""The DC-OPF's algorithm is a static choice of its setup. A `"by_costs"` setup picks the
+solver per instance by the costs' values: explicit zero quadratic coefficients are linear
+costs (the dual simplex), also traced under `jit`/`vmap`, and the answers agree with
+HiGHS. The interior point on these linear costs reported UNCONVERGED on 19 of 20 loads
+(measured 2026-12-06, case 118 at 150 MW ratings, MATPOWER costs) while its costs were
+within 0.006 % of HiGHS's. Arguments a setup's algorithm cannot honour raise a ValueError
+when the call is traced, and `make_dc_opf_setup` checks an explicit choice."""
 
 import functools
 
@@ -29,7 +31,8 @@ def _problem():
 
     case = load_case("118", source="matpower")
     cap = np.full(case.n_lines, RATING_MW)
-    setup = make_dc_opf_setup(case, cap, -cap, objective="linear")
+    # Linear and quadratic costs are passed per instance: each instance's costs pick its solver.
+    setup = make_dc_opf_setup(case, cap, -cap, objective="linear", algorithm="by_costs")
     rng = np.random.default_rng(0)
     node_dmax = np.asarray(case.nodes_loads_map, np.float64) @ np.asarray(case.load_d_max, np.float64)
     ptdf = np.asarray(case.ptdf, np.float64)
@@ -53,12 +56,17 @@ def _problem():
 def test_explicit_zero_arrays_give_the_answer_of_the_setups_linear_costs():
     from powerzoojax.physics._dc_opf import dc_opf
 
+    from powerzoojax.physics._dc_opf import make_dc_opf_setup
+
     case, setup, loads, optima, c, p_min = _problem()
+    cap = np.full(case.n_lines, RATING_MW)
+    simplex = make_dc_opf_setup(case, cap, -cap, objective="linear")
+    assert simplex.algorithm == "dual_simplex"
     zeros = np.zeros(case.n_units, np.float32)
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     for k in range(3):
         given = dc_opf(setup, f32(loads[k]), p_min=f32(p_min), cost_a=zeros, cost_b=zeros, cost_c=f32(c))
-        default = dc_opf(setup, f32(loads[k]), p_min=f32(p_min), cost_c=f32(c))
+        default = dc_opf(simplex, f32(loads[k]), p_min=f32(p_min), cost_c=f32(c))
         assert int(status_code(given.status)) == OPTIMAL and bool(given.converged)
         np.testing.assert_array_equal(np.asarray(given.p_mw), np.asarray(default.p_mw))
         assert float(given.objective) == pytest.approx(optima[k], rel=1e-5)
@@ -92,3 +100,49 @@ def test_traced_zero_arrays_under_vmap_are_optimal_and_match_highs():
                        cost_b=jnp.asarray(b[0]), cost_c=jnp.asarray(c, jnp.float32))
     np.testing.assert_allclose(np.asarray(mixed.p_mw)[0], np.asarray(quadratic.p_mw), atol=1e-2)
     assert int(status_code(quadratic.status)) == OPTIMAL
+
+
+def test_the_setup_chooses_the_algorithm_from_its_costs():
+    from powerzoojax.case import load_case
+    from powerzoojax.physics import DCOPF_ALGORITHMS, make_dc_opf_setup
+
+    linear_case = load_case("5", source="matpower")  # cost_a = cost_b = 0
+    quadratic_case = load_case("14", source="matpower")
+    assert np.any(np.asarray(quadratic_case.unit_cost_b) != 0)
+    assert make_dc_opf_setup(linear_case).algorithm == "dual_simplex"
+    assert make_dc_opf_setup(quadratic_case).algorithm == "interior_point"
+    assert make_dc_opf_setup(quadratic_case, objective="linear").algorithm == "dual_simplex"
+    assert make_dc_opf_setup(linear_case, preference_term=True).algorithm == "by_costs"
+    for algorithm in DCOPF_ALGORITHMS:
+        assert make_dc_opf_setup(linear_case, algorithm=algorithm).algorithm == algorithm
+    with pytest.raises(ValueError, match=r"algorithm must be one of .*'dual_simplex'.*'by_costs'.*got 'simplex'"):
+        make_dc_opf_setup(linear_case, algorithm="simplex")
+    with pytest.raises(ValueError, match=r"'dual_simplex' solves constant marginal costs only.*cost_a/cost_b"):
+        make_dc_opf_setup(quadratic_case, algorithm="dual_simplex")
+    with pytest.raises(ValueError, match=r"preference term is quadratic.*'dual_simplex'"):
+        make_dc_opf_setup(linear_case, algorithm="dual_simplex", preference_term=True)
+
+
+def test_arguments_the_setup_cannot_honour_raise_when_traced():
+    """A quadratic cost on a dual simplex setup, or a preference on a setup without the
+    term, is refused with the argument, the setup's algorithm and the fix named."""
+    from powerzoojax.case import load_case
+    from powerzoojax.physics import dc_opf, make_dc_opf_setup
+
+    case = load_case("5", source="matpower")
+    setup = make_dc_opf_setup(case)
+    assert setup.algorithm == "dual_simplex"
+    load = jnp.asarray(case.node_pd, jnp.float32)
+    quadratic = jnp.full((case.n_units,), 0.01, jnp.float32)
+    for name in ("cost_a", "cost_b"):
+        with pytest.raises(ValueError, match=rf"{name} is given.*'dual_simplex'.*algorithm='by_costs'"):
+            jax.jit(lambda x, q, name=name: dc_opf(setup, x, **{name: q}))(load, quadratic)
+    for name in ("p_ref", "ref_weight"):
+        with pytest.raises(ValueError, match=rf"{name} is given.*algorithm 'dual_simplex'.*preference_term=True"):
+            dc_opf(setup, load, **{name: quadratic})
+    # A linear cost override is honoured by every algorithm; the quadratic one by the others.
+    assert bool(dc_opf(setup, load, cost_c=jnp.asarray(case.unit_cost_c, jnp.float32)).status == SolverStatus.successful)
+    for algorithm in ("by_costs", "interior_point"):
+        other = make_dc_opf_setup(case, algorithm=algorithm)
+        res = dc_opf(other, load, cost_b=quadratic, tol=1e-5, max_iter=60)
+        assert bool(res.status == SolverStatus.successful), (algorithm, res.status)

@@ -61,7 +61,9 @@ def _setup(path: str):
     elif rating == "all150":
         cap = np.full(case.n_lines, 150.0)
     limits = (cap, -cap) if rating else (None, None)
-    return case, make_dc_opf_setup(case, *limits, objective=objective), cap
+    # The polynomial paths pass quadratic costs per call: the per-instance choice.
+    algorithm = "by_costs" if objective == "polynomial" else None
+    return case, make_dc_opf_setup(case, *limits, objective=objective, algorithm=algorithm), cap
 
 
 def _point(path: str, seed: int) -> dict:

@@ -132,7 +132,7 @@ def test_lmp_sensitivity_is_the_fixed_active_set_closed_form(case_id, rated):
     case = load_case(case_id, source="matpower")
     cap = np.asarray(case.line_cap, np.float64).copy()
     cap[0] = 150.0
-    setup = make_dc_opf_setup(case, *((cap, -cap) if rated else (None, None)))
+    setup = make_dc_opf_setup(case, *((cap, -cap) if rated else (None, None)), algorithm="by_costs")
     rng = np.random.default_rng(1)
     load = jnp.asarray(np.asarray(case.node_pd, np.float64) * rng.uniform(0.8, 1.1, case.n_nodes))
     cost_b = jnp.asarray(rng.uniform(0.01, 0.05, case.n_units))

@@ -81,7 +81,8 @@ def test_dc_opf_statuses() -> None:
     assert _is(dc_opf(setup, load).status, SolverStatus.successful)
     assert _is(dc_opf(setup, 10.0 * load).status, SolverStatus.infeasible)  # beyond the fleet's capacity
     # Quadratic costs take the interior point, which one iteration cannot finish.
-    quadratic = dc_opf(setup, load, cost_b=jnp.full(5, 0.05), max_iter=1)
+    per_instance = make_dc_opf_setup(load_case("case5"), algorithm="by_costs")
+    quadratic = dc_opf(per_instance, load, cost_b=jnp.full(5, 0.05), max_iter=1)
     assert _is(quadratic.status, SolverStatus.max_steps_reached) and not bool(quadratic.converged)
 
 

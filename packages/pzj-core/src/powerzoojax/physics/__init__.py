@@ -38,6 +38,7 @@ __all__ += ["ACNetwork", "ACPFResult", "ac_power_flow", "make_ac_network"]
 
 from powerzoojax.physics._status import SolverStatus, status_code  # noqa: E402
 from powerzoojax.physics._dc_opf import (  # noqa: E402
+    DCOPF_ALGORITHMS,
     DCOPF_OBJECTIVES,
     DCOPFResult,
     DCOPFSetup,
@@ -48,7 +49,7 @@ from powerzoojax.physics._dispatch_lp import DispatchBasis, DispatchLPTuning  # 
 from powerzoojax.physics._qp_ipm import DispatchQPSolution, solve_dispatch_qp  # noqa: E402
 
 __all__ += [
-    "DCOPF_OBJECTIVES", "DCOPFResult", "DCOPFSetup", "DispatchBasis", "DispatchLPTuning", "DispatchQPSolution",
+    "DCOPF_ALGORITHMS", "DCOPF_OBJECTIVES", "DCOPFResult", "DCOPFSetup", "DispatchBasis", "DispatchLPTuning", "DispatchQPSolution",
     "SolverStatus", "dc_opf", "make_dc_opf_setup", "solve_dispatch_qp", "status_code",
 ]
 

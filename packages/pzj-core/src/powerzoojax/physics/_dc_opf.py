@@ -8,17 +8,18 @@ Problem, per call (powers in MW, costs in $/h):
          floor_l ≤ (PTDF·(A_u p − load))_l ≤ cap_l    (monitored lines, both directions)
 
 with the house cost polynomial `TC(p) = a/3 p³ + b/2 p² + c p` (marginal cost
-`a p² + b p + c`; linear when `a = b = 0`). The optional preference term lets a caller
-bias the dispatch toward `p_ref` (the TSO task's dispatch preference); it is not part of
-the reported `objective`. Committed-off units take bounds `[0, 0]`.
+`a p² + b p + c`; linear when `a = b = 0`). The preference term, present when the setup is
+built with `preference_term=True`, lets a caller bias the dispatch toward `p_ref`; it is
+not part of the reported `objective`. Committed-off units take bounds `[0, 0]`.
 
 API (all jit/vmap-friendly, no retrace across calls with the same shapes):
 
-    setup = make_dc_opf_setup(case, line_cap=None, line_floor=None)     # host, once
+    setup = make_dc_opf_setup(case, line_cap=None, line_floor=None,     # host, once
+                              algorithm=None, preference_term=False)
     res = dc_opf(setup, node_load_mw,                                    # (n_nodes,) MW
                  p_min=None, p_max=None,                                 # (n_units,) runtime bounds
                  cost_a=None, cost_b=None, cost_c=None,                  # (n_units,) override case costs
-                 p_ref=None, ref_weight=None,                            # (n_units,) preference
+                 p_ref=None, ref_weight=None,                            # (n_units,) preference (if the setup has it)
                  line_cap=None, line_floor=None,                         # (n_lines,) runtime limits
                  p_init=None,                                            # (n_units,) warm start
                  load_flow_mw=None,                                      # (n_lines,) PTDF @ load, if known
@@ -54,20 +55,29 @@ setup; case 118 has none) enter the optimisation, which is a static set: a runti
 tighten or loosen them, but an unmonitored line stays unmonitored. With no monitored lines
 the Newton matrix is diagonal and each solve costs O(G) per iteration.
 
-Algorithm, chosen by the costs' values: with constant marginal costs (`cost_a = 0` and
-`cost_b + ref_weight = 0` everywhere, whether they come from the setup or are passed as
-arrays of zeros) the optimum is a vertex and the bounded dual simplex of
-`powerzoojax.physics._dispatch_lp` finds it exactly (elastic line limits, started from
-the merit order, or from the `basis` of an earlier call with the same setup and costs,
-which on slowly changing loads leaves only the pivots where the binding lines changed;
-`max_iter` is raised to its pivot budget, `tol` and `p_init` do not apply). Otherwise the
-primal–dual interior point of `powerzoojax.physics._qp_ipm` runs (Mehrotra
-predictor–corrector, elastic line limits). The setup's own costs are checked on the host
-when it is built; overrides in the graph by a `lax.cond` (one program for both: no
-recompiles), which under `vmap` with per-instance costs runs both solvers and keeps each
-instance's own answer. An
-interior point's relative gap does not pin a linear optimum (on case 5 it left units
-tens of MW from the vertex), which is why linear costs never reach it. A setup with no monitored line (case 118 as
+Algorithm, chosen once, when the setup is built (`DCOPFSetup.algorithm`, static: a call
+never changes the program by passing or omitting an argument):
+
+- `"dual_simplex"`: constant marginal costs (`cost_a = cost_b = 0`). The optimum is a
+  vertex and the bounded dual simplex of `powerzoojax.physics._dispatch_lp` finds it
+  exactly (elastic line limits, started from the merit order, or from the `basis` of an
+  earlier call with the same setup and costs, which on slowly changing loads leaves only
+  the pivots where the binding lines changed; `max_iter` is raised to its pivot budget,
+  `tol` and `p_init` do not apply). It has no quadratic term, so a `cost_a` or `cost_b`
+  override, and the preference term, are refused when the call is traced.
+- `"interior_point"`: the primal–dual interior point of `powerzoojax.physics._qp_ipm`
+  (Mehrotra predictor–corrector, elastic line limits) on the polynomial costs. An interior
+  point's relative gap does not pin a linear optimum (on case 5 it left units tens of MW
+  from the vertex): given constant marginal costs it reports `successful` only at an
+  exactly certified KKT point.
+- `"by_costs"`: each instance's costs pick one of the two in the graph, by a `lax.cond`
+  on `a = 0` and `b + ref_weight = 0` (one program for both: no recompiles; under `vmap`
+  with per-instance costs both solvers run and each instance keeps its own answer). For
+  callers whose cost overrides or preference weights may be linear or quadratic.
+
+`make_dc_opf_setup` chooses `"dual_simplex"` when the objective is linear or the case's
+`cost_a` and `cost_b` are all zero, `"interior_point"` otherwise, and `"by_costs"` for a
+setup with the preference term; an explicit `algorithm` overrides that choice. A setup with no monitored line (case 118 as
 shipped) takes an exact shortcut instead: one system price, found by a fixed-length
 bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
 default, float64 when it is float64).
@@ -120,7 +130,13 @@ class DCOPFSetup(eqx.Module):
     - `line_cap`, `line_floor`: `(L,)` limits [MW].
     - `p_min`, `p_max`: `(G,)` unit limits [MW].
     - `cost_a`, `cost_b`, `cost_c`: `(G,)` marginal-cost coefficients [$/MWh].
-    - `linear`: marginal costs are constant, so the dual simplex solves it (static).
+    - `algorithm`: the solver of a setup with monitored lines (static), one of
+      `DCOPF_ALGORITHMS`: `"dual_simplex"` (constant marginal costs, solved exactly; no
+      `cost_a`/`cost_b` override or preference term), `"interior_point"` (polynomial
+      costs) or `"by_costs"` (each instance's costs pick one of the two in the graph). A
+      setup with no monitored line solves every cost by the price bisection.
+    - `preference_term`: `dc_opf` adds `½ Σ w (p − p_ref)²` from its `p_ref` and
+      `ref_weight` (static); without it those arguments are refused.
     - `lp_tuning`: how that dual simplex runs (static; the same optimum for every value):
       a `DispatchLPTuning`, or `None` for the device's own (chosen at lowering).
     """
@@ -138,9 +154,13 @@ class DCOPFSetup(eqx.Module):
     cost_a: Float[Array, " n_units"]
     cost_b: Float[Array, " n_units"]
     cost_c: Float[Array, " n_units"]
-    # Marginal costs constant (`cost_a = cost_b = 0`): solved by the dual simplex.
-    linear: bool = eqx.field(static=True, default=False)
+    # The solver, fixed here so that a call's arguments never change the program.
+    algorithm: str = eqx.field(static=True, default="interior_point")
+    preference_term: bool = eqx.field(static=True, default=False)
     lp_tuning: DispatchLPTuning | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self) -> None:
+        _check_algorithm(self.algorithm, self.preference_term, "DCOPFSetup")
 
 
 class DCOPFResult(eqx.Module):
@@ -183,6 +203,19 @@ class DCOPFResult(eqx.Module):
 
 
 DCOPF_OBJECTIVES = ("polynomial", "linear")
+DCOPF_ALGORITHMS = ("dual_simplex", "interior_point", "by_costs")
+
+
+def _check_algorithm(algorithm: str, preference_term: bool, where_: str) -> None:
+    """Raise a ValueError unless `algorithm` is one of `DCOPF_ALGORITHMS` and can carry
+    the preference term when the setup has one."""
+    if algorithm not in DCOPF_ALGORITHMS:
+        raise ValueError(f"{where_}: algorithm must be one of {DCOPF_ALGORITHMS}, got {algorithm!r}")
+    if preference_term and algorithm == "dual_simplex":
+        raise ValueError(
+            f"{where_}: the preference term is quadratic, which algorithm 'dual_simplex' cannot solve; "
+            "use 'by_costs' or 'interior_point'"
+        )
 
 
 def make_dc_opf_setup(
@@ -191,6 +224,8 @@ def make_dc_opf_setup(
     line_floor: Float[np.ndarray, " n_lines"] | None = None,
     *,
     objective: str = "polynomial",
+    algorithm: str | None = None,
+    preference_term: bool = False,
     lp_tuning: DispatchLPTuning | None = None,
 ) -> DCOPFSetup:
     """Build the DC-OPF operators of a `CaseData` on the host.
@@ -206,6 +241,15 @@ def make_dc_opf_setup(
       linear terms, so their `TC` is not convex and only the linear objective is a
       well-posed program on them; the transmission and unit-commitment envs use it by
       default.
+    - `algorithm`: the solver `dc_opf` runs, one of `DCOPF_ALGORITHMS`
+      (see [`DCOPFSetup`][powerzoojax.physics.DCOPFSetup]); `None` (default) chooses
+      `"dual_simplex"` when the stored costs are linear (the linear objective, or a case
+      whose `cost_a` and `cost_b` are all zero), `"by_costs"` with the preference term,
+      `"interior_point"` otherwise. `"dual_simplex"` needs linear stored costs and no
+      preference term. Callers that pass quadratic cost overrides to a linear case, or
+      costs that may be either, build the setup with `"by_costs"`.
+    - `preference_term`: `dc_opf` takes `p_ref` and `ref_weight` and adds
+      `½ Σ w (p − p_ref)²` to the objective it minimises (default False: it refuses them).
     - `lp_tuning`: how the dual simplex of a linear-cost setup runs (a
       [`DispatchLPTuning`][powerzoojax.physics.DispatchLPTuning]: masked pivots unrolled
       before its loop or into each of its trips, a start optimality test, one-hot basis
@@ -220,6 +264,17 @@ def make_dc_opf_setup(
     lp_tuning = check_tuning(lp_tuning, "make_dc_opf_setup")
     if objective not in DCOPF_OBJECTIVES:
         raise ValueError(f"make_dc_opf_setup: objective must be one of {DCOPF_OBJECTIVES}, got {objective!r}")
+    linear_costs = objective == "linear" or bool(
+        np.all(np.asarray(case.unit_cost_a) == 0) and np.all(np.asarray(case.unit_cost_b) == 0)
+    )
+    if algorithm is None:
+        algorithm = "by_costs" if preference_term else ("dual_simplex" if linear_costs else "interior_point")
+    _check_algorithm(algorithm, preference_term, "make_dc_opf_setup")
+    if algorithm == "dual_simplex" and not linear_costs:
+        raise ValueError(
+            "make_dc_opf_setup: algorithm 'dual_simplex' solves constant marginal costs only, but the case's "
+            "cost_a/cost_b are not all zero; use objective='linear', or algorithm 'interior_point' or 'by_costs'"
+        )
     ptdf = np.asarray(case.ptdf, np.float64)
     n_lines, n_nodes = ptdf.shape
     a_units = np.asarray(case.nodes_units_map, np.float64)
@@ -258,8 +313,8 @@ def make_dc_opf_setup(
         cost_a=f32(case.unit_cost_a) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
         cost_b=f32(case.unit_cost_b) if objective == "polynomial" else jnp.zeros((case.n_units,), jnp.float32),
         cost_c=f32(case.unit_cost_c),
-        linear=objective == "linear"
-        or bool(np.all(np.asarray(case.unit_cost_a) == 0) and np.all(np.asarray(case.unit_cost_b) == 0)),
+        algorithm=algorithm,
+        preference_term=bool(preference_term),
         lp_tuning=lp_tuning,
     )
 
@@ -289,10 +344,11 @@ def dc_opf(
 
     Minimises `Σ_g TC_g(p_g) + ½ Σ_g w_g (p_g − p_ref,g)²` subject to the power balance,
     unit bounds and the monitored lines' limits (elastic: an infeasible instance gets a
-    best-effort dispatch). Constant marginal costs are solved exactly by a bounded dual
-    simplex, others by a primal–dual interior point; a setup with no monitored line by a
-    bisection on the system price. Values are always finite; `jit`/`vmap`-friendly, and
-    the dtype follows `node_load_mw`.
+    best-effort dispatch). The setup's `algorithm` solves it: the bounded dual simplex
+    (constant marginal costs, exactly), the primal–dual interior point, or either per
+    instance by its costs (`"by_costs"`); a setup with no monitored line by a bisection on
+    the system price. Values are always finite; `jit`/`vmap`-friendly, and the dtype
+    follows `node_load_mw`.
 
     **Arguments:**
 
@@ -301,7 +357,9 @@ def dc_opf(
     - `p_min`, `p_max`: `(G,)` runtime unit bounds [MW] (ramp windows, commitment;
       committed-off units take `[0, 0]`); `None` takes the setup's.
     - `cost_a`, `cost_b`, `cost_c`: `(G,)` cost overrides [$/MWh]; `None` takes the setup's.
-    - `p_ref`, `ref_weight`: `(G,)` preference dispatch [MW] and its weight; not part of
+      A `"dual_simplex"` setup takes `cost_c` only (a ValueError names the others).
+    - `p_ref`, `ref_weight`: `(G,)` preference dispatch [MW] and its weight (`None`: zero),
+      for a setup built with `preference_term=True` (a ValueError otherwise); not part of
       the reported `objective`.
     - `line_cap`, `line_floor`: `(L,)` runtime limits [MW] of the monitored lines.
     - `p_init`: `(G,)` warm start [MW] (interior point only).
@@ -321,6 +379,7 @@ def dc_opf(
 
     A [`DCOPFResult`][powerzoojax.physics.DCOPFResult].
     """
+    _check_overrides(setup, cost_a=cost_a, cost_b=cost_b, p_ref=p_ref, ref_weight=ref_weight)
     dtype = jnp.result_type(jnp.asarray(node_load_mw).dtype, jnp.float32)
     cast = lambda v, default: jnp.asarray(default if v is None else v, dtype)  # noqa: E731
     load = jnp.asarray(node_load_mw, dtype)
@@ -334,9 +393,8 @@ def dc_opf(
     mon_ptdf_t = setup.mon_ptdf_t.astype(dtype)
 
     quad, lin = b, c
-    if ref_weight is not None:
-        w = jnp.asarray(ref_weight, dtype)
-        ref = jnp.zeros_like(lo) if p_ref is None else jnp.asarray(p_ref, dtype)
+    if setup.preference_term:
+        w, ref = cast(ref_weight, jnp.zeros_like(lo)), cast(p_ref, jnp.zeros_like(lo))
         quad, lin = b + w, c - w * ref
 
     # Fixed units (lo == hi, e.g. committed off) get a sliver of width so the interior
@@ -397,16 +455,14 @@ def dc_opf(
             farkas = rows_infeasible(mon_m_t, row_lo, row_hi, lo, hi, total, sol.mu_upper, sol.mu_lower)
             return sol, final_basis, farkas
 
-        # The algorithm follows the costs' values, not whether overrides were passed: the
-        # setup's own costs were checked on the host when it was built; overrides (traced
-        # here) in the graph by `lax.cond` (under `vmap` with per-instance costs both
-        # solvers run and each instance keeps its own answer). One trace: no recompiles.
-        linear = _linear_costs(setup, cost_a, cost_b, ref_weight)
-        if linear is None:
+        # The setup fixed the algorithm. "by_costs" reads the costs' values in the graph
+        # (under `vmap` with per-instance costs both solvers run and each instance keeps
+        # its own answer); one trace either way: no recompiles.
+        if setup.algorithm == "by_costs":
             is_linear = jnp.all(a == 0) & jnp.all(quad == 0)
             sol, final_basis, farkas = jax.lax.cond(is_linear, by_lp, by_ipm, None)
             problem = jax.tree.map(lambda x_lp, x_qp: where(is_linear, x_lp, x_qp), lp_problem, qp_problem)
-        elif linear:
+        elif setup.algorithm == "dual_simplex":
             sol, final_basis, farkas = by_lp(None)
             problem = lp_problem
         else:
@@ -459,13 +515,24 @@ def dc_opf(
     return raise_if_failed(result, status, throw)
 
 
-def _linear_costs(setup: DCOPFSetup, cost_a: Any, cost_b: Any, ref_weight: Any) -> bool | None:
-    """Marginal costs constant (`a = 0` and `b + ref_weight = 0` everywhere): the setup's
-    host-side check when its own costs apply, else None (the graph tells: `dc_opf` is
-    jitted, so overrides are always traced there)."""
-    if cost_a is None and cost_b is None and ref_weight is None:
-        return setup.linear
-    return None
+def _check_overrides(setup: DCOPFSetup, **given: Any) -> None:
+    """Refuse, when the call is traced, arguments the setup's program cannot honour: a
+    quadratic or cubic cost override on a dual simplex (it has no quadratic term and would
+    drop it), and a preference on a setup built without the preference term."""
+    for name in ("cost_a", "cost_b"):
+        if given[name] is not None and setup.algorithm == "dual_simplex":
+            raise ValueError(
+                f"dc_opf: {name} is given, but the setup's algorithm is 'dual_simplex', which solves constant "
+                f"marginal costs only and would drop it; build the setup with "
+                f"make_dc_opf_setup(..., algorithm='by_costs') (each instance's costs pick its solver) or "
+                f"algorithm='interior_point'"
+            )
+    for name in ("p_ref", "ref_weight"):
+        if given[name] is not None and not setup.preference_term:
+            raise ValueError(
+                f"dc_opf: {name} is given, but the setup (algorithm {setup.algorithm!r}) has no preference term; "
+                f"build it with make_dc_opf_setup(..., preference_term=True), whose default algorithm is then 'by_costs'"
+            )
 
 
 def _rebalance(

@@ -433,7 +433,7 @@ class DCOPFModel(NetworkModel):
 
     @property
     def _warm(self) -> bool:
-        return self.warm_start and self.setup.linear and self.setup.mon_idx.shape[0] > 0
+        return self.warm_start and self.setup.algorithm == "dual_simplex" and self.setup.mon_idx.shape[0] > 0
 
     def initial_memory(self) -> PyTree:
         if not self._warm:
