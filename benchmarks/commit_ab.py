@@ -5,12 +5,12 @@
     # one interpreter, two site folders (an offline accelerator host):
     python3 benchmarks/commit_ab.py --side before=python3:/tmp/site-old --side after=python3:/tmp/site-new
 
-Each side is an interpreter, optionally with a folder appended to its ``PYTHONPATH`` (so a
-host's own JAX stays first). The sides run the same workloads, each workload in a fresh
-child process per side and round, in alternating order (A B, then B A, ...), so drift of
-the machine's load falls on both; the table gives each side's median over the rounds and
-the ratio ``after / before``. Only public names are used, so any two commits of the
-library can be compared.
+Each side is an interpreter, optionally with folders appended to its ``PYTHONPATH`` (so a
+host's own JAX stays first). Per round, each side runs every workload in one fresh child
+process, the sides in alternating order (A B, then B A, ...), so drift of the machine's
+load falls on both; the table gives each side's median over the rounds and the ratio
+``after / before``. Only public names are used, so any two commits of the library can be
+compared.
 
 Workloads:
 
@@ -91,11 +91,16 @@ def _train(preset_name: str, updates: int, repeats: int) -> dict:
 
 
 def _worker(args: argparse.Namespace) -> None:
-    if args.kind == "rollout":
-        out = _rollout(args.name, args.n_envs, args.horizon, args.repeats)
-    else:
-        out = _train(args.name, args.updates, args.repeats)
-    print("RESULT " + json.dumps(out), flush=True)
+    for workload in args.workloads:
+        kind, _, name = workload.partition(":")
+        try:
+            if kind == "rollout":
+                out: dict | str = _rollout(name, args.n_envs, args.horizon, args.repeats)
+            else:
+                out = _train(name, args.updates, args.repeats)
+        except Exception as err:  # noqa: BLE001 - a workload one build lacks is a row, not the end
+            out = f"{type(err).__name__}: {err}".splitlines()[0]
+        print("RESULT " + json.dumps({"workload": f"{kind} {name}", "result": out}), flush=True)
 
 
 def _parse_side(text: str) -> tuple[str, str, str | None]:
@@ -106,7 +111,8 @@ def _parse_side(text: str) -> tuple[str, str, str | None]:
     return label, python, site or None
 
 
-def _run_side(side: tuple[str, str, str | None], argv: list[str], timeout: float) -> dict | str:
+def _run_side(side: tuple[str, str, str | None], argv: list[str], timeout: float) -> dict[str, dict | str]:
+    """Every workload's result on one side, by workload name; a string says why one failed."""
     _, python, site = side
     env = dict(os.environ)
     if site:
@@ -116,13 +122,18 @@ def _run_side(side: tuple[str, str, str | None], argv: list[str], timeout: float
             [python, os.path.abspath(__file__), "--worker", *argv],
             capture_output=True, text=True, env=env, timeout=timeout, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout:.0f} s"
-    for line in proc.stdout.splitlines():
+        stdout, why = proc.stdout, f"exit {proc.returncode}"
+        tail = (proc.stderr or "").strip().splitlines()
+    except subprocess.TimeoutExpired as err:
+        stdout = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        why, tail = f"timed out after {timeout:.0f} s", []
+    out: dict[str, dict | str] = {}
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()
-    return f"exit {proc.returncode}: {tail[-1] if tail else 'no output'}"
+            row = json.loads(line[len("RESULT "):])
+            out[row["workload"]] = row["result"]
+    out["_why"] = why + (f": {tail[-1]}" if tail else "")
+    return out
 
 
 def main() -> int:
@@ -134,12 +145,11 @@ def main() -> int:
     ap.add_argument("--horizon", type=int, default=48)
     ap.add_argument("--updates", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=2, help="child processes per side and workload")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds one child may run")
+    ap.add_argument("--rounds", type=int, default=2, help="child processes per side")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one child (one side, one round) may run")
     ap.add_argument("--json", metavar="PATH", help="also write the raw results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--kind", choices=("rollout", "train"), help=argparse.SUPPRESS)
-    ap.add_argument("--name", help=argparse.SUPPRESS)
+    ap.add_argument("--workloads", nargs="*", default=[], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         _worker(args)
@@ -151,16 +161,16 @@ def main() -> int:
     workloads = [("rollout", i) for i in args.ids] + [("train", p) for p in args.presets]
     common = ["--n-envs", str(args.n_envs), "--horizon", str(args.horizon), "--updates", str(args.updates),
               "--repeats", str(args.repeats)]
-    results: dict = {}
+    names = [f"{kind}:{name}" for kind, name in workloads]
+    results: dict = {f"{kind} {name}": {label_a: [], label_b: []} for kind, name in workloads}
     ok = True
-    for kind, name in workloads:
-        runs: dict[str, list] = {label_a: [], label_b: []}
-        for r in range(args.rounds):
-            for side in (sides if r % 2 == 0 else sides[::-1]):
-                out = _run_side(side, ["--kind", kind, "--name", name, *common], args.timeout)
-                runs[side[0]].append(out)
-                print(f"{kind} {name} round {r} {side[0]}: {out}", file=sys.stderr, flush=True)
-        results[f"{kind} {name}"] = runs
+    for r in range(args.rounds):
+        for side in (sides if r % 2 == 0 else sides[::-1]):
+            out = _run_side(side, ["--workloads", *names, *common], args.timeout)
+            for workload, runs in results.items():
+                got = out.get(workload, out["_why"])
+                runs[side[0]].append(got)
+                print(f"round {r} {side[0]} {workload}: {got}", file=sys.stderr, flush=True)
     print(f"| workload | {label_a} env-steps/s | {label_b} env-steps/s | {label_b} / {label_a} "
           f"| {label_a} first call s | {label_b} first call s |")
     print("|---|---:|---:|---:|---:|---:|")
