@@ -19,7 +19,9 @@ Workloads:
   rollout kernel under ``vmap`` in one jitted call (the workload of
   ``device_agreement.py``); env-steps/s is ``N T`` over the median of ``--repeats`` timed
   calls after a warm-up call; first call is the wall time of the first call (trace,
-  compile, one run).
+  compile, one run). The "same program" column says whether both builds compiled the same
+  XLA instructions (a digest that leaves out source metadata, numbering and instruction
+  order): where they did, a timing ratio away from 1 is the machine's noise.
 * ``train``, per preset (``--presets``): the preset's env and config, ``--updates``
   updates in one compiled training call, evaluation off; env-steps/s over the median of
   ``--repeats`` calls after the first.
@@ -28,8 +30,10 @@ Exit code: 0 when every workload ran on every side, 1 otherwise.
 """
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -66,7 +70,16 @@ def _rollout(env_id: str, n_envs: int, horizon: int, repeats: int) -> dict:
         t0 = time.perf_counter()
         jax.block_until_ready(episodes(jax.random.PRNGKey(i + 1), actions))
         times.append(time.perf_counter() - t0)
-    return {"first_call_s": first, "env_steps_per_s": n_envs * horizon / statistics.median(times)}
+    program = _program_digest(episodes.lower(k_roll, actions).compile().as_text())
+    return {"first_call_s": first, "env_steps_per_s": n_envs * horizon / statistics.median(times), "program": program}
+
+
+def _program_digest(hlo: str) -> str:
+    """A digest of the compiled program that two builds share when XLA compiled the same
+    instructions: source metadata, instruction numbering and the order of instructions
+    (constants are emitted in the order they were traced) are left out."""
+    lines = (re.sub(r"[._]\d+", "", re.sub(r", metadata=\{[^}]*\}", "", line)).strip() for line in hlo.splitlines())
+    return hashlib.sha256("\n".join(sorted(line for line in lines if line)).encode()).hexdigest()[:12]
 
 
 def _train(preset_name: str, updates: int, repeats: int) -> dict:
@@ -172,8 +185,8 @@ def main() -> int:
                 runs[side[0]].append(got)
                 print(f"round {r} {side[0]} {workload}: {got}", file=sys.stderr, flush=True)
     print(f"| workload | {label_a} env-steps/s | {label_b} env-steps/s | {label_b} / {label_a} "
-          f"| {label_a} first call s | {label_b} first call s |")
-    print("|---|---:|---:|---:|---:|---:|")
+          f"| {label_a} first call s | {label_b} first call s | same program |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for workload, runs in results.items():
         cells = []
         for label in (label_a, label_b):
@@ -185,7 +198,9 @@ def main() -> int:
         (ra, fa), (rb, fb) = cells
         ratio = f"{rb / ra:.3f}" if ra and rb else "-"
         fmt = lambda v, spec: format(v, spec) if v is not None else "failed"  # noqa: E731
-        print(f"| {workload} | {fmt(ra, ',.0f')} | {fmt(rb, ',.0f')} | {ratio} | {fmt(fa, '.1f')} | {fmt(fb, '.1f')} |")
+        digests = {r.get("program") for label in (label_a, label_b) for r in runs[label] if isinstance(r, dict)}
+        same = "-" if None in digests or not digests else ("yes" if len(digests) == 1 else "no")
+        print(f"| {workload} | {fmt(ra, ',.0f')} | {fmt(rb, ',.0f')} | {ratio} | {fmt(fa, '.1f')} | {fmt(fb, '.1f')} | {same} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
