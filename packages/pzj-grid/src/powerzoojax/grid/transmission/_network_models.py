@@ -108,16 +108,24 @@ class PreviousState(Protocol):
     [`GridState`][powerzoojax.grid.transmission.GridState] has it."""
 
     @property
-    def vm(self) -> Float[Array, " n_nodes"]: ...
+    def vm(self) -> Float[Array, " n_nodes"]:
+        """Voltage magnitudes [p.u.] of the last solution (the AC models' warm start)."""
+        ...
 
     @property
-    def va(self) -> Float[Array, " n_nodes"]: ...
+    def va(self) -> Float[Array, " n_nodes"]:
+        """Voltage angles [rad] of the last solution (the AC models' warm start)."""
+        ...
 
     @property
-    def q_gen(self) -> Float[Array, " n_units"]: ...
+    def q_gen(self) -> Float[Array, " n_units"]:
+        """Units' reactive output [MVAr] of the last solution."""
+        ...
 
     @property
-    def network_memory(self) -> PyTree: ...
+    def network_memory(self) -> PyTree:
+        """What the model carries from step to step (a warm-start basis, or nothing)."""
+        ...
 
 
 class NetworkInputs(eqx.Module):

@@ -60,6 +60,16 @@ class OuterWrapper(AbstractWrapper):
         The reset key is the one the env's own auto-reset would use (`split(key)[1]`), so
         the observation and state returned on that step start the next episode as the
         env's would; `done` is left to the caller.
+
+        **Arguments:**
+
+        - `key`: the step's PRNG key.
+        - `end`: bool scalar, whether this wrapper ends the episode on this step.
+        - `t`: the inner wrapper's transition.
+
+        **Returns:**
+
+        `t`, with the next episode's first observation and inner state where `end`.
         """
         reset_obs, reset_inner = self.wrapped.reset(jr.split(key)[1])
         obs = where(end, reset_obs, t.obs)

@@ -44,19 +44,38 @@ class Transition(eqx.Module):
     info: Info
 
     def step_tuple(self, with_costs: bool) -> tuple:
-        """The reference's step tuple: `(obs, state, reward, costs, done, info)` with
-        `with_costs`, else `(obs, state, reward, done, info)`."""
+        """The reference's step tuple of this transition.
+
+        **Arguments:**
+
+        - `with_costs`: whether the layout carries the cost vector (a `SafeRLWrapper` stack).
+
+        **Returns:**
+
+        `(obs, state, reward, costs, done, info)` with `with_costs`, else
+        `(obs, state, reward, done, info)`.
+        """
         if with_costs:
             return self.obs, self.state, self.reward, self.costs, self.done, self.info
         return self.obs, self.state, self.reward, self.done, self.info
 
     def kernel_tuple(self) -> tuple:
-        """`(obs, state, reward, costs, done, info)`, the rollout kernel's `step_fn` form
-        (the env contract's order), for every stack."""
+        """This transition in the rollout kernel's `step_fn` form, the same for every stack.
+
+        **Returns:**
+
+        `(obs, state, reward, costs, done, info)`, the env contract's order.
+        """
         return self.obs, self.state, self.reward, self.costs, self.done, self.info
 
     def stop_state_gradient(self) -> "Transition":
-        """This transition with `stop_gradient` on the observation and the state."""
+        """This transition with `stop_gradient` on the observation and the state, so no
+        gradient crosses an episode boundary.
+
+        **Returns:**
+
+        A `Transition` with the same reward, costs, flag and info.
+        """
         return Transition(
             jax.lax.stop_gradient(self.obs), jax.lax.stop_gradient(self.state), self.reward, self.costs, self.done,
             self.info,
@@ -75,7 +94,16 @@ class AbstractWrapper(eqx.Module):
 
     @abc.abstractmethod
     def reset(self, key: Key) -> tuple[Any, Any]:
-        """Start an episode: `(obs, state)`."""
+        """Start an episode.
+
+        **Arguments:**
+
+        - `key`: PRNG key.
+
+        **Returns:**
+
+        `(obs, state)`: the first observation and the wrapper's state.
+        """
 
     @abc.abstractmethod
     def transition(self, key: Key, state: Any, action: ArrayLike) -> Transition:
