@@ -383,7 +383,7 @@ class IPPOTrainer(UpdateLoop):
         )
 
     # -- rollout ---------------------------------------------------------------------
-    def _collect(self, state: IPPOState, key: Key) -> tuple[dict[str, Array], Any, Array]:
+    def _collect(self, state: IPPOState, key: Key) -> tuple[dict[str, PyTree], Any, Array]:
         def envs(shared, batched):
             policy, obs_stats = shared
 
