@@ -64,7 +64,8 @@ never changes the program by passing or omitting an argument):
   earlier call with the same setup and costs, which on slowly changing loads leaves only
   the pivots where the binding lines changed; `max_iter` is raised to its pivot budget,
   `tol` and `p_init` do not apply). It has no quadratic term, so a `cost_a` or `cost_b`
-  override, and the preference term, are refused when the call is traced.
+  override is refused when the call is traced, and the preference term when the setup is
+  built.
 - `"interior_point"`: the primal–dual interior point of `powerzoojax.physics._qp_ipm`
   (Mehrotra predictor–corrector, elastic line limits) on the polynomial costs. An interior
   point's relative gap does not pin a linear optimum (on case 5 it left units tens of MW
@@ -77,10 +78,11 @@ never changes the program by passing or omitting an argument):
 
 `make_dc_opf_setup` chooses `"dual_simplex"` when the objective is linear or the case's
 `cost_a` and `cost_b` are all zero, `"interior_point"` otherwise, and `"by_costs"` for a
-setup with the preference term; an explicit `algorithm` overrides that choice. A setup with no monitored line (case 118 as
-shipped) takes an exact shortcut instead: one system price, found by a fixed-length
-bisection (`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows `node_load_mw` (float32 by
-default, float64 when it is float64).
+setup with the preference term; an explicit `algorithm` overrides that choice. A setup
+with no monitored line (case 118 as shipped) takes an exact shortcut instead, whatever its
+algorithm: one system price, found by a fixed-length bisection
+(`solve_separable_dispatch`); `n_iter` then reports the bisection count. Dtype follows
+`node_load_mw` (float32 by default, float64 when it is float64).
 """
 
 from typing import Any
