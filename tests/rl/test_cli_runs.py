@@ -3,6 +3,7 @@ errors, stop signals, divergence exit code, resume, ``load_policy`` and ``eval``
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -339,7 +340,7 @@ def test_eval_of_the_best_checkpoint(run, capsys):
     assert main(["eval", str(out), "--episodes", "1", "--checkpoint", "best"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["checkpoint"] == os.path.relpath(best, out)
-    assert report["env_steps_trained"] == json.loads(open(best[:-4] + ".json").read())["env_steps"]
+    assert report["env_steps_trained"] == json.loads(pathlib.Path(best[:-4] + ".json").read_text())["env_steps"]
 
 
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv

@@ -5,6 +5,7 @@ their continuation when a run is resumed from a checkpoint."""
 import io
 import json
 import os
+import pathlib
 import struct
 import sys
 import types
@@ -87,7 +88,8 @@ def logged_run(toy, tiny_config, tmp_path_factory):
 
 def test_tensorboard_gets_every_row_at_its_env_step_and_continues_after_resume(logged_run):
     out, first, resumed, *_ = logged_run
-    rows = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
     assert len(rows) == 6  # the files hold the whole run: restored rows, then the new ones
     scalars = _read_scalars(os.path.join(out, "tensorboard"))
     returns = scalars["train/episode_return"]
@@ -105,7 +107,7 @@ def test_wandb_logs_offline_and_the_resumed_run_continues_the_same_run(logged_ru
         assert init["mode"] == "offline" and init["project"] == "powerzoojax" and init["id"] == "run123"
         assert init["dir"] == os.path.join(out, "wandb") and init["resume"] == "allow"
         assert init["config"]["loggers"] == ["tensorboard", "wandb"]
-    assert open(os.path.join(out, "wandb_run_id")).read() == "run123"
+    assert pathlib.Path(out, "wandb_run_id").read_text() == "run123"
     steps = [step for step, _ in fake.logged]
     assert n_first == 4 and steps == [(i + 1) * 8 * 16 for i in range(6)]
     assert "train/episode_return" in fake.logged[0][1] and "env_steps" not in fake.logged[0][1]

@@ -46,9 +46,10 @@ def process_env() -> dict[str, str]:
 def launch(argv_of_rank, tmp_path, n: int = 2) -> list[subprocess.Popen]:
     procs = []
     for rank in range(n):
-        log = open(tmp_path / f"log.rank{rank}.txt", "w")
-        procs.append(subprocess.Popen(argv_of_rank(rank), stdout=log, stderr=subprocess.STDOUT, env=process_env(),
-                                      cwd=REPO))
+        # The child holds its own copy of the descriptor: the parent's closes at once.
+        with open(tmp_path / f"log.rank{rank}.txt", "w") as log:
+            procs.append(subprocess.Popen(argv_of_rank(rank), stdout=log, stderr=subprocess.STDOUT, env=process_env(),
+                                          cwd=REPO))
     return procs
 
 

@@ -1,6 +1,7 @@
 """Evaluation-protocol statistics and bookkeeping (spec §4.3) against SciPy and by hand."""
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ def test_manifest_round_trip_and_summary(tmp_path):
     write_manifest(records[2:], tmp_path)  # merges, the shared record once
     loaded = load_manifest(tmp_path)
     assert len(loaded) == 8 and {r.run_id for r in loaded} == {r.run_id for r in records}
-    assert set(json.loads(open(path).read())["runs"][0]) == {
+    assert set(json.loads(pathlib.Path(path).read_text())["runs"][0]) == {
         "task", "algo", "seed", "run_id", "status", "split", "metrics", "walltime_s", "throughput_sps", "timestamp"
     }
     summary = summarize(loaded, "total_profit", baselines={"gencos": (6.9, 598.0)}, summary_dir=tmp_path / "summary",

@@ -88,7 +88,7 @@ class EpisodeSeries:
             k = t
             while k > 0 and not np.all(np.isfinite(values[k])):
                 k -= 1
-            out[name] = values[k]
+            out[name] = np.asarray(values[k])
         return out
 
 
