@@ -109,7 +109,13 @@ _PROGRAMS_KEPT = 2  # a test's api + retrace pair; more would pin compiled progr
 def _programs_key(env: Environment, params: EnvParams) -> tuple | None:
     leaves, treedef = jax.tree.flatten(params)
     avals = tuple((np.shape(x), jnp.result_type(x), getattr(x, "weak_type", False)) for x in leaves)
-    key = (id(env), treedef, avals)
+    # JAX traces again under other numerics (a caller's x64, promotion or precision
+    # context), so programs traced under one are not the ones another would run.
+    numerics = tuple(
+        getattr(jax.config, name)
+        for name in ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion", "jax_default_matmul_precision")
+    )
+    key = (id(env), treedef, avals, numerics)
     try:
         hash(key)
     except TypeError:  # an unhashable static field: no sharing, same checks
