@@ -73,6 +73,12 @@ def _run_child(request: dict) -> None:
 
 def serve() -> None:
     _preload()
+    from jax._src import xla_bridge
+
+    # A backend started by an import lives in this process; forked pages would inherit its
+    # runtime without its threads and can hang on their first computation.
+    if xla_bridge.backends_are_initialized():
+        raise SystemExit("importing the library started JAX's backend; pages cannot be forked from this server")
     reply = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)

@@ -88,6 +88,7 @@ def page_server():
     yield server
     server.stdin.close()
     server.wait(timeout=60)
+    server.stdout.close()
 
 
 @pytest.mark.parametrize("page", _PAGES_WITH_CODE, ids=_page_id)

@@ -13,8 +13,12 @@ from powerzoojax.core import Invariant, Trajectory, not_terminal
 from powerzoojax.grid.resources._invariants import bundle_laws
 from powerzoojax.physics import SolverStatus, status_code
 
-# The info's `opf_status` code of an optimal DC-OPF step.
-DCOPF_OPTIMAL = int(status_code(SolverStatus.successful))
+
+def _dcopf_optimal(opf_status) -> np.ndarray:
+    """Whether each recorded `opf_status` is the code of an optimal DC-OPF step. The code is
+    read when a law runs, not at import: importing the library must not start JAX's backend."""
+    return np.asarray(opf_status) == int(status_code(SolverStatus.successful))
+
 
 # A line whose rating is this large or more is unlimited (the case data's convention).
 _UNLIMITED_MW = 1e5
@@ -55,7 +59,7 @@ def dc_laws(params, *, balanced_when_optimal: bool = False) -> tuple[Invariant, 
         inj = np.asarray(traj.next_state.node_injection_mw, np.float64)
         r = np.abs(inj.sum(axis=1)) / (1.0 + np.abs(inj).sum(axis=1))
         if balanced_when_optimal:
-            r = np.where(np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL, r, np.nan)
+            r = np.where(_dcopf_optimal(traj.info["opf_status"]), r, np.nan)
         return not_terminal(traj, r)
 
     def flows(traj: Trajectory, params) -> np.ndarray:
@@ -77,7 +81,7 @@ def dcopf_laws(params, *, dc_flows: bool) -> tuple[Invariant, ...]:
     rated = (cap < _UNLIMITED_MW) & ~np.asarray(getattr(params, "line_out", np.zeros(cap.shape, bool)), bool)
 
     def optimal(traj: Trajectory) -> np.ndarray:
-        return np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL
+        return _dcopf_optimal(traj.info["opf_status"])
 
     def units(traj: Trajectory, params) -> np.ndarray:
         return _unit_limit_excess(traj, params, optimal(traj))
@@ -150,7 +154,7 @@ def unit_commitment_laws(params) -> tuple[Invariant, ...]:
         p = np.asarray(s.unit_power_mw, np.float64)
         on = np.asarray(s.unit_status) > 0
         excess = np.where(on & enforced, np.maximum(np.maximum(p_min - p, p - p_max), 0.0) / np.maximum(1.0, p_max), 0.0)
-        applies = np.asarray(traj.info["opf_status"]) == DCOPF_OPTIMAL if params.solver_mode == 1 else True
+        applies = _dcopf_optimal(traj.info["opf_status"]) if params.solver_mode == 1 else True
         return not_terminal(traj, np.where(applies, excess.max(axis=1), np.nan))
 
     min_up = np.asarray(params.min_up_steps)
