@@ -107,7 +107,7 @@ def _weights(path: str, seed: int) -> dict:
     # Prices at loaded buses only: two lines in series through a bus without load or
     # generation carry equal flows and bind together; the solver prices one of them, and
     # the price at that middle bus is any value between the two choices (not unique).
-    w["lmp"] = w["lmp"] * jnp.asarray(np.asarray(case.node_pd) > 0)
+    w["lmp"] = w["lmp"] * jnp.asarray(np.asarray(case.node_pd) > 0, w["lmp"].dtype)
     return w
 
 

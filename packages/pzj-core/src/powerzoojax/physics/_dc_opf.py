@@ -111,6 +111,7 @@ from powerzoojax.physics._dispatch_lp import (
 )
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._status import SolverStatus, raise_if_failed
+from powerzoojax.physics._working_dtype import working_float_dtype
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -382,7 +383,7 @@ def dc_opf(
     A [`DCOPFResult`][powerzoojax.physics.DCOPFResult].
     """
     _check_overrides(setup, cost_a=cost_a, cost_b=cost_b, p_ref=p_ref, ref_weight=ref_weight)
-    dtype = jnp.result_type(jnp.asarray(node_load_mw).dtype, jnp.float32)
+    dtype = working_float_dtype(node_load_mw)
     cast = lambda v, default: jnp.asarray(default if v is None else v, dtype)  # noqa: E731
     load = jnp.asarray(node_load_mw, dtype)
     lo, hi = cast(p_min, setup.p_min), cast(p_max, setup.p_max)

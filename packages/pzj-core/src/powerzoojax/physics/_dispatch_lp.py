@@ -69,6 +69,7 @@ from powerzoojax.physics._dual_simplex import (
 )
 from powerzoojax.physics._qp_ipm import DispatchQPSolution
 from powerzoojax.physics._status import SolverStatus, is_successful
+from powerzoojax.physics._working_dtype import working_float_dtype
 
 _FEAS_TOL = 1e-5  # scaled primal tolerance of the simplex and of "rows met"
 _REBUILD_PIVOT_TOL = 1e-5  # smallest pivot accepted while rebuilding a warm basis's inverse
@@ -413,7 +414,7 @@ def solve_dispatch_lp(
     """
     tuning = check_tuning(tuning, "solve_dispatch_lp")
     n, m = a_t.shape
-    dtype = jnp.result_type(lin.dtype, jnp.float32)
+    dtype = working_float_dtype(lin)
     hi = jnp.maximum(hi, lo)
     width = hi - lo
     sx = jnp.maximum(jnp.max(width), 1.0)

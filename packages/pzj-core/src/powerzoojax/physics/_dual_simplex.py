@@ -172,7 +172,7 @@ class DenseLPMatrix(LPMatrix):
 
     def _basis_columns(self, basis: Int[Array, " n_basis"]) -> Float[Array, "a_rows n_basis"]:
         if self.one_hot:
-            hits = basis[:, None] == jnp.arange(self.shape[1])[None, :]
+            hits = basis[:, None] == jnp.arange(self.shape[1], dtype=basis.dtype)[None, :]
             return jnp.sum(where(hits[None, :, :], self.a[:, None, :], 0.0), axis=2)
         return self.a[:, basis]
 
@@ -395,7 +395,7 @@ def bounded_dual_simplex(
         piv = where(pivot, piv, 1.0)
         leaving = jnp.sum(where(rows == r, basis, 0), axis=0)
         new_inv = inv.pivot(r, e_r, binv_r, col, piv, leaving, q)
-        new_basis = where(rows == r, q, basis).astype(basis.dtype)
+        new_basis = where(rows == r, q.astype(basis.dtype), basis)
         new_upper = where(cols == leaving, ~below, where(flipped, ~at_upper, at_upper))
         inv = jax.tree.map(lambda new, old: where(pivot, new, old), new_inv, inv)
         basis = where(pivot, new_basis, basis)
@@ -459,7 +459,7 @@ class _BasisSelection:
         self.n_vars = n_vars
         self.one_hot = one_hot
         if one_hot:
-            self.hits = basis[:, None] == jnp.arange(n_vars)[None, :]
+            self.hits = basis[:, None] == jnp.arange(n_vars, dtype=basis.dtype)[None, :]
             self.is_basic = jnp.any(self.hits, axis=0)
         else:
             self.is_basic = jnp.zeros((n_vars,), bool).at[basis].set(True)

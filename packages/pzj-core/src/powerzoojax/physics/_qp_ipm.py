@@ -44,6 +44,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from powerzoojax.physics._costs import generation_cost
 from powerzoojax.physics._status import SolverStatus, is_successful
+from powerzoojax.physics._working_dtype import working_float_dtype
 from powerzoojax.physics._small_linalg import inverse_cholesky, lu_factor, lu_solve, spd_solve
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
@@ -173,7 +174,7 @@ def solve_dispatch_qp(
 
     A [`DispatchQPSolution`][powerzoojax.physics.DispatchQPSolution].
     """
-    dtype = jnp.result_type(lin.dtype, jnp.float32)
+    dtype = working_float_dtype(lin)
     n, m = a_t.shape
     # Solved in offsets from the lower bounds (the cost polynomial re-expanded around
     # `lo`): a sliver-wide box (a fixed unit) then keeps full float32 precision at any
@@ -608,7 +609,7 @@ def solve_separable_dispatch(
     `total` is clipped to `[Σlo, Σhi]` and the caller reads the capacity status.
     Convexity (`MC` non-decreasing on `[lo, hi]`) is assumed, as everywhere here.
     """
-    dtype = jnp.result_type(lin.dtype, jnp.float32)
+    dtype = working_float_dtype(lin)
     if n_bisect is None:
         n_bisect = _PRICE_BISECTIONS[jnp.dtype(dtype).itemsize]
     hi = jnp.maximum(hi, lo)

@@ -40,6 +40,7 @@ from powerzoojax.case import CaseData
 from powerzoojax.physics._compaction import compacting_loop, compaction_caps
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._working_dtype import cast_floating_leaves, working_float_dtype
 from powerzoojax.core import _precision as hp
 
 # Bounds on v² in both sweeps (0.5 <= |v| <= 2 p.u.): keep the current finite when a
@@ -575,7 +576,8 @@ def radial_power_flow(
     """
     # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
     # derivative checks against finite differences.
-    dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
+    dtype = working_float_dtype(p_load_pu, q_load_pu)
+    network = cast_floating_leaves(network, dtype)
     p_load = jnp.asarray(p_load_pu, dtype)
     q_load = jnp.asarray(q_load_pu, dtype)
     v_slack_sq = jnp.square(jnp.asarray(v_slack, dtype))

@@ -25,6 +25,7 @@ from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 from powerzoojax.physics._radial import radial_path_matrix, radial_tree_order
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._working_dtype import cast_floating_leaves, working_float_dtype
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -265,7 +266,8 @@ def radial_3phase_power_flow(
     mask = network.phase_mask
     # float32 unless the loads are float64 (with x64 enabled): a float64 solve for
     # derivative checks against finite differences.
-    dtype = jnp.result_type(jnp.asarray(p_load_pu).dtype, jnp.asarray(q_load_pu).dtype, jnp.float32)
+    dtype = working_float_dtype(p_load_pu, q_load_pu)
+    network = cast_floating_leaves(network, dtype)
     p_load, q_load = jnp.asarray(p_load_pu, dtype), jnp.asarray(q_load_pu, dtype)
     ctype = _complex_dtype(p_load)
     s_load = jnp.where(mask, _complex(p_load, q_load), 0.0).astype(ctype)
