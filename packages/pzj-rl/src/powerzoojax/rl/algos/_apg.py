@@ -64,6 +64,8 @@ from powerzoojax.rl.algos._ppo import (
     evaluate_single_agent,
     evaluation_interval,
     init_actor_critic_state,
+    mean_at_episode_ends,
+    onto_box,
 )
 from powerzoojax.rl.algos._result import TrainResult
 from powerzoojax.rl.algos._update_loop import Programs, UpdateLoop, check_mesh, compile_programs
@@ -139,7 +141,7 @@ class APGTrainer(UpdateLoop):
 
         Actions of the same shape in the env's units, strictly inside finite bounds.
         """
-        return self._act_centre + self._act_half * jnp.tanh(action)
+        return onto_box(self._act_centre, self._act_half, jnp.tanh(action))
 
     def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
         return normalize(stats, obs) if self.config.normalize_observations else obs
@@ -285,9 +287,7 @@ class APGTrainer(UpdateLoop):
             "step_done_rate": jnp.mean(dones.astype(jnp.float32)),
             "mean_cost": jnp.mean(info["cost_sum"]),
             "episodes_done": n_done.astype(jnp.float32),
-            "episode_return": jnp.where(
-                n_done > 0, jnp.sum(info["returned_episode_returns"] * dones) / jnp.maximum(n_done, 1), jnp.nan
-            ),
+            "episode_return": mean_at_episode_ends(info["returned_episode_returns"], dones),
         }
         new_state = TrainState(
             policy=policy,

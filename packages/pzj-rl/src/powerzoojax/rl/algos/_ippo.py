@@ -25,7 +25,9 @@ from powerzoojax.rl.algos._ppo import (
     dual_step,
     gae,
     init_stats,
+    mean_at_episode_ends,
     normalize,
+    over_batch,
     ppo_loss,
     shuffled_minibatches,
     update_stats,
@@ -500,7 +502,7 @@ class IPPOTrainer(UpdateLoop):
         lam = jnp.exp(state.log_lambda)
         if self.n_costs:
             # Team costs: every agent's cost critic estimates the same (scaled) cost stream.
-            costs = jnp.broadcast_to((traj["costs"] / self.cost_scale)[:, :, None], (T, N, A, self.n_costs))
+            costs = jnp.broadcast_to((traj["costs"] / over_batch(self.cost_scale, traj["costs"]))[:, :, None], (T, N, A, self.n_costs))
             cost_adv, cost_ret = jax.vmap(
                 lambda c, v, lv: gae(c, flat_na(dones), v, lv, cfg.cost_gamma, cfg.gae_lambda), in_axes=(2, 2, 1), out_axes=2
             )(flat_na(costs), flat_na(values[..., 1:]), last_values[..., 1:].reshape(N * A, self.n_costs))
@@ -532,11 +534,11 @@ class IPPOTrainer(UpdateLoop):
             mean_reward=jnp.mean(traj["reward"]),
             step_done_rate=jnp.mean(traj["done"].astype(jnp.float32)),
             episodes_done=n_done.astype(jnp.float32),
-            episode_return=jnp.where(n_done > 0, jnp.sum(running * traj["done"]) / jnp.maximum(n_done, 1), jnp.nan),
+            episode_return=mean_at_episode_ends(running, traj["done"]),
         )
         log_lambda = state.log_lambda
         if self.n_costs:
-            episode_est = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1)) * self.env.max_steps
+            episode_est = jnp.mean(traj["costs"] / over_batch(self.cost_scale, traj["costs"]), axis=(0, 1)) * self.env.max_steps
             log_lambda = dual_step(log_lambda, episode_est, self.thresholds, self.lambda_lr, cfg.log_lambda_max)
             metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
         cum_profit, snapshot = state.cum_profit, state.snapshot

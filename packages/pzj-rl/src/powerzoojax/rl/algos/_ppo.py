@@ -265,6 +265,16 @@ def action_box(space: Box) -> tuple[Float[Array, " a"], Float[Array, " a"]]:
     )
 
 
+def over_batch(per_channel: Float[Array, " k"], batch: Float[Array, "*b k"]) -> Float[Array, "*b k"]:
+    """A per-channel (last-axis) vector broadcast to the shape of a batch of such rows."""
+    return jnp.broadcast_to(per_channel, batch.shape)
+
+
+def onto_box(centre: Float[Array, " a"], half: Float[Array, " a"], unit: Float[Array, "*b a"]) -> Float[Array, "*b a"]:
+    """`centre + half · unit`: actions in [-1, 1] mapped onto a box, over any leading batch axes."""
+    return over_batch(centre, unit) + over_batch(half, unit) * unit
+
+
 def eval_channels(env: Any, cost_names: tuple[str, ...]) -> tuple[str, ...]:
     """Channels an evaluation reports one by one: the constrained ones, else every channel of the env."""
     return cost_names or tuple(getattr(env, "selected_constraint_names", None) or env.constraint_names())
@@ -277,14 +287,39 @@ def evaluation_interval(config: TrainConfig, steps_per_update: int) -> int:
     return 0
 
 
+def standard_promotion(optimizer: optax.GradientTransformation) -> optax.GradientTransformation:
+    """`optimizer` with its `init` and `update` traced under JAX's standard dtype promotion.
+
+    Optax mixes Python floats with its int32 step count (Adam's bias correction `b1 ** count`),
+    which strict promotion refuses; the optimiser's arithmetic is Optax's own, so it keeps the
+    promotion it was written for while the trainers' code around it stays strict."""
+
+    def init(params: PyTree) -> optax.OptState:
+        with jax.numpy_dtype_promotion("standard"):
+            return optimizer.init(params)
+
+    def update(updates: PyTree, state: optax.OptState, params: PyTree | None = None) -> tuple[PyTree, optax.OptState]:
+        with jax.numpy_dtype_promotion("standard"):
+            return optimizer.update(updates, state, params)
+
+    return optax.GradientTransformation(init, update)
+
+
+def mean_at_episode_ends(values: Float[Array, "*steps"], dones: Bool[Array, "*steps"]) -> Float[Array, ""]:
+    """Mean of `values` over the steps that ended an episode; NaN when none did."""
+    n_done = jnp.sum(dones)
+    total = jnp.sum(values * dones.astype(values.dtype))
+    return jnp.where(n_done > 0, total / jnp.maximum(n_done, 1).astype(total.dtype), jnp.nan)
+
+
 def adam_clipped(config: TrainConfig) -> optax.GradientTransformation:
     """`zero_nans → clip_by_global_norm(max_grad_norm) → adam(learning_rate, eps=1e-5)`, the
     optimiser of the PPO family and APG."""
-    return optax.chain(
+    return standard_promotion(optax.chain(
         optax.zero_nans(),
         optax.clip_by_global_norm(config.max_grad_norm),
         optax.adam(config.learning_rate, eps=1e-5),
-    )
+    ))
 
 
 def init_actor_critic_state(
@@ -424,7 +459,7 @@ class PPOTrainer(UpdateLoop):
 
         Actions of the same shape in the env's units.
         """
-        return self._act_centre + self._act_half * jnp.clip(action, -1.0, 1.0)
+        return onto_box(self._act_centre, self._act_half, jnp.clip(action, -1.0, 1.0))
 
     def _norm_obs(self, stats: RunningStats, obs: Array) -> Array:
         return normalize(stats, obs) if self.config.normalize_observations else obs
@@ -559,7 +594,7 @@ class PPOTrainer(UpdateLoop):
         }
         lam = jnp.exp(state.log_lambda)
         if self.n_costs:
-            costs = traj["costs"] / self.cost_scale
+            costs = traj["costs"] / over_batch(self.cost_scale, traj["costs"])
             cost_adv, cost_ret = jax.vmap(
                 lambda c, v, lv: gae(c, dones, v, lv, cfg.cost_gamma, cfg.gae_lambda), in_axes=(2, 2, 1), out_axes=2
             )(costs, values[..., 1:], last_values[:, 1:])
@@ -597,17 +632,15 @@ class PPOTrainer(UpdateLoop):
             step_done_rate=jnp.mean(dones.astype(jnp.float32)),
             mean_cost=jnp.mean(traj["cost_sum"]),
             episodes_done=n_done.astype(jnp.float32),
-            episode_return=jnp.where(
-                n_done > 0, jnp.sum(traj["returned_episode_returns"] * dones) / jnp.maximum(n_done, 1), jnp.nan
-            ),
+            episode_return=mean_at_episode_ends(traj["returned_episode_returns"], dones),
         )
         if "returned_episode_costs" in traj:
             ep_costs = jnp.sum(traj["returned_episode_costs"], axis=-1)
-            metrics["episode_cost"] = jnp.where(n_done > 0, jnp.sum(ep_costs * dones) / jnp.maximum(n_done, 1), jnp.nan)
+            metrics["episode_cost"] = mean_at_episode_ends(ep_costs, dones)
 
         log_lambda = state.log_lambda
         if self.n_costs:
-            episode_est = jnp.mean(traj["costs"] / self.cost_scale, axis=(0, 1)) * self.env.max_steps
+            episode_est = jnp.mean(traj["costs"] / over_batch(self.cost_scale, traj["costs"]), axis=(0, 1)) * self.env.max_steps
             log_lambda = dual_step(log_lambda, episode_est, self.thresholds, self.lambda_lr, cfg.log_lambda_max)
             metrics.update(cost_metrics(self.cost_names, traj["costs"], self.cost_scale, self.env.max_steps, log_lambda))
 

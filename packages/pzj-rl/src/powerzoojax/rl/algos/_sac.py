@@ -39,6 +39,9 @@ from powerzoojax.rl.algos._ppo import (
     evaluate_single_agent,
     evaluation_interval,
     init_stats,
+    mean_at_episode_ends,
+    onto_box,
+    standard_promotion,
     update_stats,
 )
 from powerzoojax.rl.algos._result import TrainResult
@@ -230,9 +233,12 @@ class SACTrainer(UpdateLoop):
         self.eval_every = evaluation_interval(config, self.batch_size)
 
         def opt():
-            return optax.chain(optax.zero_nans(), optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+            return standard_promotion(
+                optax.chain(optax.zero_nans(), optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+            )
 
-        self.actor_optim, self.critic_optim, self.alpha_optim = opt(), opt(), optax.adam(config.learning_rate)
+        self.actor_optim, self.critic_optim = opt(), opt()
+        self.alpha_optim = standard_promotion(optax.adam(config.learning_rate))
         self.mesh = check_mesh(mesh, config.num_envs)
         self.programs = compile_programs(self)
 
@@ -247,7 +253,7 @@ class SACTrainer(UpdateLoop):
 
         Actions of the same shape in the env's units.
         """
-        return self._act_centre + self._act_half * jnp.clip(a, -1.0, 1.0)
+        return onto_box(self._act_centre, self._act_half, jnp.clip(a, -1.0, 1.0))
 
     def deterministic_action(self, actor: SACActor, obs: Array) -> Array:
         """The actor's mean action in the env's units.
@@ -392,7 +398,7 @@ class SACTrainer(UpdateLoop):
             env_steps=((state.update + 1) * self.batch_size).astype(jnp.float32),
             mean_reward=jnp.mean(rewards),
             episodes_done=n_done.astype(jnp.float32),
-            episode_return=where(n_done > 0, jnp.sum(running * dones) / jnp.maximum(n_done, 1), jnp.nan),
+            episode_return=mean_at_episode_ends(running, dones),
         )
         new_state = SACState(
             policy=actor, critic=critic, target=target, log_alpha=log_alpha, actor_opt=a_opt, critic_opt=c_opt,

@@ -72,4 +72,8 @@ def normalize(stats: RunningStats, x: Float[Array, "*batch"], clip: float = OBS_
 
     **Returns:** the normalised values, the shape of `x`.
     """
-    return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + 1e-8), -clip, clip)
+    # The statistics broadcast over the leading (batch) axes of `x`.
+    lead = (1,) * (x.ndim - stats.mean.ndim)
+    mean = jnp.reshape(stats.mean, lead + stats.mean.shape)
+    std = jnp.reshape(jnp.sqrt(stats.var + 1e-8), lead + stats.var.shape)
+    return jnp.clip((x - mean) / std, -clip, clip)
