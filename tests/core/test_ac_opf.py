@@ -92,25 +92,29 @@ def test_analytic_derivatives_match_autodiff():
         lam_p, lam_q = jnp.asarray(rng.normal(size=n)), jnp.asarray(rng.normal(size=n))
         mu = jnp.asarray(rng.uniform(0.0, 2.0, ybr.shape[0]))
 
+        def cplx(r):
+            # The real-to-complex cast that promotion would do, written out (strict promotion).
+            return r.astype(jnp.complex128)
+
         def s_bus(x):
-            v = x[n:] * jnp.exp(1j * x[:n])
+            v = cplx(x[n:]) * jnp.exp(1j * cplx(x[:n]))
             return v * jnp.conj(ybus @ v)
 
         def s_br_sq(x):
-            v = x[n:] * jnp.exp(1j * x[:n])
-            return jnp.abs((cbr @ v) * jnp.conj(ybr @ v)) ** 2
+            v = cplx(x[n:]) * jnp.exp(1j * cplx(x[:n]))
+            return jnp.abs((cplx(cbr) @ v) * jnp.conj(ybr @ v)) ** 2
 
         @jax.jit
         def both(x):
-            vn = jnp.exp(1j * x[:n])
-            v = x[n:] * vn
+            vn = jnp.exp(1j * cplx(x[:n]))
+            v = cplx(x[n:]) * vn
             s, ibus, ds_dva, ds_dvm = _bus_derivatives(ybus, v, vn)
             sb, db_dva, db_dvm = _branch_derivatives(ybr, cbr, v, vn)
             analytic = (
                 s,
                 jnp.hstack([ds_dva.real, ds_dvm.real]),
                 jnp.hstack([ds_dva.imag, ds_dvm.imag]),
-                _bus_hessian(ybus, v, ibus, lam_p - 1j * lam_q),
+                _bus_hessian(ybus, v, ibus, cplx(lam_p) - 1j * cplx(lam_q)),
                 2.0 * (jnp.conj(sb)[:, None] * jnp.hstack([db_dva, db_dvm])).real,
                 _branch_sq_hessian(ybr, cbr, v, sb, db_dva, db_dvm, mu),
             )

@@ -234,7 +234,10 @@ def ac_opf(
     theta = kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max)
     setup, load_p_mw, load_q_mvar, p_min, p_max = lax.stop_gradient((setup, load_p_mw, load_q_mvar, p_min, p_max))
     net = setup.net
-    dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
+    # The working dtype (float64 loads keep it, narrower ones compute in float32), joined
+    # under standard promotion: every operand is then cast to it, so nothing mixes.
+    with jax.numpy_dtype_promotion("standard"):
+        dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
     base = net.base_mva
     n, g_units = net.n_nodes, net.n_units
     cast = lambda v: jnp.asarray(v, dtype)  # noqa: E731

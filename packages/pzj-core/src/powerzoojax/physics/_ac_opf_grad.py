@@ -38,6 +38,7 @@ the interior point uses), dense: `4N + 2G + 1 + n_in` unknowns (65 on case 5, 11
 case 14, 1033 on case 118).
 """
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, PyTree
@@ -57,7 +58,10 @@ from powerzoojax.core import _precision as hp
 def kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max) -> dict:
     """The data `θ` of the KKT equations: `setup` plus the call's loads and unit bounds [p.u.]."""
     base = setup.net.base_mva
-    dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
+    # The working dtype (float64 loads keep it, narrower ones compute in float32), joined
+    # under standard promotion: every operand is then cast to it, so nothing mixes.
+    with jax.numpy_dtype_promotion("standard"):
+        dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
     cast = lambda v: jnp.asarray(v, dtype)  # noqa: E731
     return {
         "setup": setup,

@@ -49,6 +49,11 @@ def _residual(x, theta, aux):
     return jnp.concatenate([dp[pvpq], dq[pvpq]])
 
 
+def _as_complex(real: Array) -> Array:
+    """`real` as the complex dtype of its precision (complex128 for float64, else complex64)."""
+    return real.astype(jnp.complex128 if real.dtype == jnp.float64 else jnp.complex64)
+
+
 def _residual_jacobian(x, theta, aux):
     """`∂(residual)/∂x` in closed form (MATPOWER's `dSbus_dV`), `O(N²)` per instance where
     `jax.jacfwd` would take one `(2N × 2N)` product per unknown."""
@@ -57,9 +62,10 @@ def _residual_jacobian(x, theta, aux):
     n = vm.shape[0]
     y_real_t = theta["y_real_t"]
     # y_real_t = [[Gᵀ, Bᵀ], [−Bᵀ, Gᵀ]]
-    y = (y_real_t[:n, :n] + 1j * y_real_t[:n, n:]).T
-    v_unit = jnp.exp(1j * va)
-    v = vm * v_unit
+    # Each real operand cast to its complex counterpart, the cast promotion made implicitly.
+    y = (_as_complex(y_real_t[:n, :n]) + 1j * _as_complex(y_real_t[:n, n:])).T
+    v_unit = jnp.exp(1j * _as_complex(va))
+    v = _as_complex(vm) * v_unit
     current = hp.matmul(y, v)
     ds_dva = 1j * (jnp.diag(v * jnp.conj(current)) - v[:, None] * jnp.conj(y * v[None, :]))
     ds_dvm = v[:, None] * jnp.conj(y * v_unit[None, :]) + jnp.diag(jnp.conj(current) * v_unit)

@@ -114,7 +114,8 @@ def fgmres(
     dtype = b.dtype
     beta = jnp.sqrt(jnp.sum(b * b))
     target = rtol * beta
-    rows = jnp.arange(k + 1)
+    # int32 like the step count `j` it is compared with (also under x64).
+    rows = jnp.arange(k + 1, dtype=jnp.int32)
     basis0 = jnp.zeros((k + 1, n), dtype).at[0].set(_safe_div(b, beta))
     g0 = jnp.zeros((k + 1,), dtype).at[0].set(beta)
 
