@@ -233,12 +233,15 @@ class SlackBasisInverse(BasisInverse):
     def row(self, r, e_r):
         k = self.w.shape[1]
         w_r = lax.dynamic_index_in_dim(self.w, r, axis=0, keepdims=False)
-        return where(self.slot_of_row < k, self._at(w_r, self.slot_of_row), where(self.pos_of_row == r, self.sign_of_row, 0.0))
+        return where(self.slot_of_row < k, self._at(w_r, self.slot_of_row), where(self.pos_of_row == r.astype(self.pos_of_row.dtype), self.sign_of_row, 0.0))
 
     def pivot(self, r, e_r, row_r, col, piv, leaving, entering):
         n, m = self.n, self.m
         m1, k = m + 1, self.w.shape[1]
-        rows, slots = jnp.arange(m1), jnp.arange(k)
+        # Index arithmetic in the inverse's own integer dtype (`argmax` gives int64 under x64).
+        index = self.pos_of_row.dtype
+        r, leaving, entering = r.astype(index), leaving.astype(index), entering.astype(index)
+        rows, slots = jnp.arange(m1, dtype=index), jnp.arange(k, dtype=index)
         w_r = lax.dynamic_index_in_dim(self.w, r, axis=0, keepdims=False)
         delta = col - e_r
         w = self.w - delta[:, None] * w_r[None, :] / piv
@@ -246,11 +249,11 @@ class SlackBasisInverse(BasisInverse):
         c0 = where(leave_slack, (leaving - n) % m + 1, m1)  # row of the slack that leaves
         j = where(enter_slack, (entering - n) % m + 1, m1)  # row of the slack that enters
         same_row = leave_slack & enter_slack & (j == c0)
-        j_slot = self._at(jnp.concatenate([self.slot_of_row, jnp.asarray([k])]), j)
+        j_slot = self._at(jnp.concatenate([self.slot_of_row, jnp.asarray([k], index)]), j)
         j_filled = enter_slack & (j_slot < k)
         c0_joins = leave_slack & ~same_row
         sigma0 = self._at(self.sign_of_row, c0)
-        c0_slot = where(j_filled, j_slot, jnp.argmax(self.slot_row == m1))
+        c0_slot = where(j_filled, j_slot, jnp.argmax(self.slot_row == m1).astype(index))
         # The leaving slack's column, σ₀ e_r before the pivot, after it:
         w = where((slots == c0_slot)[None, :] & c0_joins, (sigma0 * e_r - delta * sigma0 / piv)[:, None], w)
         slot_row = where(j_filled & (slots == j_slot), m1, self.slot_row)
