@@ -99,7 +99,7 @@ def _model(x, theta):
     ybr = jnp.concatenate([cplx(setup.yf_re, setup.yf_im), cplx(setup.yt_re, setup.yt_im)])
     cbr = cast(jnp.concatenate([setup.cf, setup.ct]))
     vn = lax.complex(jnp.cos(va), jnp.sin(va))
-    v = vm * vn
+    v = vm.astype(vn.dtype) * vn  # the real-to-complex cast promotion made, written out
     s_bus, ibus, dsb_dva, dsb_dvm = bus_derivatives(ybus, v, vn)
     slack = net.slack_idx
     h = jnp.concatenate(
