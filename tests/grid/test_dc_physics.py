@@ -123,7 +123,7 @@ def test_generation_cost_checkpoints():
     a, b, c = jnp.array([1.0, 0.0, 0.5]), jnp.array([0.0, 2.0, 2.0]), jnp.array([0.0, 5.0, 1.0])
     for i, expected in enumerate([72.0, 10500.0, 276.6667]):
         sel = jnp.arange(3) == i
-        assert float(generation_cost(p * sel, a, b, c)) == pytest.approx(expected, rel=1e-5)
+        assert float(generation_cost(p * sel.astype(p.dtype), a, b, c)) == pytest.approx(expected, rel=1e-5)
 
 
 def test_dc_thermal_checkpoint():

@@ -117,7 +117,7 @@ def test_voltage_thermal_and_vuf_costs():
     v = np.asarray(state.v_mag)
     exists = np.ones(18, bool)
     exists[-1] = False
-    assert costs[0] == np.sum(exists & (v < 0.97)) > 0
+    assert float(costs[0]) == np.sum(exists & (v < 0.97)) > 0
     assert costs[2] > 0 and float(info["max_vuf_percent"]) > 0.5
     # Line 0 carries about 1.3 MVA on phase A (cap 1.5/3 = 0.5 per phase); others unlimited.
     assert costs[1] >= 1
