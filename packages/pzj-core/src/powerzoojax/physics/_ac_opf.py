@@ -52,6 +52,7 @@ from powerzoojax.physics._ac_opf_grad import ac_opf_kkt_derivatives, kkt_paramet
 from powerzoojax.physics._ac_pf import ACNetwork, make_ac_network
 from powerzoojax.physics._entry import solver_entry as _solver_entry
 from powerzoojax.physics._status import SolverStatus, is_successful, raise_if_failed
+from powerzoojax.physics._working_dtype import working_float_dtype
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -234,10 +235,7 @@ def ac_opf(
     theta = kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max)
     setup, load_p_mw, load_q_mvar, p_min, p_max = lax.stop_gradient((setup, load_p_mw, load_q_mvar, p_min, p_max))
     net = setup.net
-    # The working dtype (float64 loads keep it, narrower ones compute in float32), joined
-    # under standard promotion: every operand is then cast to it, so nothing mixes.
-    with jax.numpy_dtype_promotion("standard"):
-        dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
+    dtype = working_float_dtype(load_p_mw)
     base = net.base_mva
     n, g_units = net.n_nodes, net.n_units
     cast = lambda v: jnp.asarray(v, dtype)  # noqa: E731

@@ -38,7 +38,6 @@ the interior point uses), dense: `4N + 2G + 1 + n_in` unknowns (65 on case 5, 11
 case 14, 1033 on case 118).
 """
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, PyTree
@@ -51,6 +50,7 @@ from powerzoojax.physics._ac_opf_model import (
     reported_solution,
 )
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._working_dtype import working_float_dtype
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -58,10 +58,7 @@ from powerzoojax.core import _precision as hp
 def kkt_parameters(setup, load_p_mw, load_q_mvar, p_min, p_max) -> dict:
     """The data `θ` of the KKT equations: `setup` plus the call's loads and unit bounds [p.u.]."""
     base = setup.net.base_mva
-    # The working dtype (float64 loads keep it, narrower ones compute in float32), joined
-    # under standard promotion: every operand is then cast to it, so nothing mixes.
-    with jax.numpy_dtype_promotion("standard"):
-        dtype = jnp.result_type(jnp.asarray(load_p_mw).dtype, jnp.float32)
+    dtype = working_float_dtype(load_p_mw)
     cast = lambda v: jnp.asarray(v, dtype)  # noqa: E731
     return {
         "setup": setup,

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from powerzoojax.physics._implicit import implicit_outputs
+from powerzoojax.physics._working_dtype import complex_dtype_of
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
 
@@ -51,7 +52,7 @@ def _residual(x, theta, aux):
 
 def _as_complex(real: Array) -> Array:
     """`real` as the complex dtype of its precision (complex128 for float64, else complex64)."""
-    return real.astype(jnp.complex128 if real.dtype == jnp.float64 else jnp.complex64)
+    return real.astype(complex_dtype_of(real.dtype))
 
 
 def _residual_jacobian(x, theta, aux):

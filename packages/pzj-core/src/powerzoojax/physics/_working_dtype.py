@@ -25,6 +25,11 @@ def working_float_dtype(*values) -> np.dtype:
         return jnp.result_type(*(jnp.asarray(v).dtype for v in values), jnp.float32)
 
 
+def complex_dtype_of(dtype) -> np.dtype:
+    """The complex dtype of `dtype`'s precision: complex128 for float64, complex64 otherwise."""
+    return np.dtype(np.complex128 if jnp.dtype(dtype) == jnp.float64 else np.complex64)
+
+
 def cast_floating_leaves(tree, dtype):
     """`tree` with its real floating-point array leaves cast to `dtype` and its complex
     ones to the complex dtype of that precision (others unchanged).
@@ -34,7 +39,7 @@ def cast_floating_leaves(tree, dtype):
     mixes dtypes. In float32 the cast is the identity.
     """
 
-    complex_dtype = jnp.complex128 if jnp.dtype(dtype) == jnp.float64 else jnp.complex64
+    complex_dtype = complex_dtype_of(dtype)
 
     def cast(leaf):
         if isinstance(leaf, jax.Array | np.ndarray):
