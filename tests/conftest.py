@@ -65,9 +65,6 @@ except ImportError:  # hypothesis is a dev dependency; a bare install still coll
 _COMPILE_COUNTS_OF_SHARED_TRAINERS = ("rl/test_apg.py", "rl/test_ppo.py", "rl/test_runner.py")
 RANK_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = ("docs", *_COMPILE_COUNTS_OF_SHARED_TRAINERS)
 DTYPE_PROMOTION_NOT_YET_STRICT: tuple[str, ...] = (
-    # The unit-commitment env computes in float32 whatever its params' dtype; these gradient
-    # tests cast its params to float64.
-    "grid/test_gradients_unit_commitment.py",
     # The seed pages' code, run verbatim: their Optax optimisers raise a Python float to an
     # int32 step count, which strict promotion refuses.
     "grid/test_seed_examples.py",

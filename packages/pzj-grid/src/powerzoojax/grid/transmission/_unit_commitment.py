@@ -42,6 +42,7 @@ from powerzoojax.physics import (
     proportional_dispatch,
 )
 from powerzoojax.physics._status import SolverStatus, status_code
+from powerzoojax.physics._working_dtype import working_float_dtype
 from powerzoojax.core import _precision as hp
 
 UC_CONSTRAINT_NAMES = ("thermal_overload", "reserve_shortfall", "min_updown")
@@ -619,6 +620,9 @@ class UnitCommitmentEnv(Environment):
     reach a limit cannot change the optimum, so the answer is the full LP's. When more
     lines could reach a limit, or a line left out ends over one, the step solves the full
     LP instead (`info["opf_full_lp"]`).
+    State, observation, reward and info take the params' floating dtype: float32 as
+    `make_uc_params` builds them, float64 when a caller casts them under x64 (to check
+    derivatives against finite differences, say). The cost vector is float32.
     """
     def action_dim(self, params: UCParams) -> int:
         """Length of the action vector.
@@ -705,7 +709,7 @@ class UnitCommitmentEnv(Environment):
         power = flow.unit_power_mw * commit
         # Zeroing an off slack unit unbalances the network: flows from the realised output.
         line_flow = hp.matmul(power, params.network.ptdf_units_t) - load_flow
-        zero = jnp.zeros((), jnp.float32)
+        zero = jnp.zeros((), working_float_dtype(params.total_load_mw))
         return _Dispatch(
             power, line_flow, jnp.asarray(True), status_code(SolverStatus.successful), jnp.asarray(0, jnp.int32), zero,
             params.total_load_mw[row] - jnp.sum(power), jnp.asarray(False),
@@ -715,17 +719,18 @@ class UnitCommitmentEnv(Environment):
         case = params.case
         row = self._row(state.episode_start_idx, state.time_step, params)
         load = params.total_load_mw[row]
-        status = state.unit_status.astype(jnp.float32)
+        dtype = working_float_dtype(params.total_load_mw)
+        status = state.unit_status.astype(dtype)
         capacity = jnp.sum(case.unit_p_max * status)
         parts = [
             status,
-            state.time_in_state.astype(jnp.float32) / _TIME_OBS_SCALE,
+            state.time_in_state.astype(dtype) / _TIME_OBS_SCALE,
             state.last_dispatch * params.inv_unit_scale,
             params.cost_obs,
             state.line_flow_mw * params.inv_line_scale,
             jnp.reshape(load * params.inv_total_capacity, (1,)),
             jnp.reshape((capacity - load) / jnp.maximum(load, 1.0), (1,)),
-            time_features(state.time_step, params.steps_per_day),
+            time_features(state.time_step, params.steps_per_day).astype(dtype),
         ]
         horizon = params.forecast_horizon_steps
         if horizon:
@@ -747,7 +752,8 @@ class UnitCommitmentEnv(Environment):
         else:
             start = params.fixed_episode_start_idx
         case = params.case
-        commit = params.init_status.astype(jnp.float32)
+        dtype = working_float_dtype(params.total_load_mw)
+        commit = params.init_status.astype(dtype)
         dispatch = self._dispatch(params, start, commit, case.unit_p_min * commit, case.unit_p_max * commit, None)
         state = UCState(
             time_step=jnp.asarray(0, jnp.int32),
@@ -757,11 +763,11 @@ class UnitCommitmentEnv(Environment):
             unit_status=params.init_status,
             time_in_state=params.init_time_in_state,
             last_dispatch=dispatch.unit_power_mw,
-            startup_cost_accum=jnp.asarray(0.0, jnp.float32),
+            startup_cost_accum=jnp.asarray(0.0, dtype),
             episode_start_idx=jnp.asarray(start, jnp.int32),
             is_safe=jnp.asarray(True),
             n_violations=jnp.asarray(0, jnp.int32),
-            total_cost=jnp.asarray(0.0, jnp.float32),
+            total_cost=jnp.asarray(0.0, dtype),
         )
         return self._obs(state, params), state
 
@@ -774,7 +780,8 @@ class UnitCommitmentEnv(Environment):
     ) -> tuple[Float[Array, " obs_dim"], UCState, FloatScalar, Float[Array, "3"], Bool[Array, ""], Info]:
         case = params.case
         n_units = case.n_units
-        action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
+        dtype = working_float_dtype(params.total_load_mw)
+        action = jnp.clip(jnp.asarray(action, dtype), -1.0, 1.0)
         intent, preference = action[:n_units], action[n_units:]
 
         was_on = state.unit_status > 0
@@ -785,7 +792,7 @@ class UnitCommitmentEnv(Environment):
             on = (raw | must_stay_on) & ~must_stay_off
         else:
             on = jnp.ones(n_units, bool)
-        commit = on.astype(jnp.float32)
+        commit = on.astype(dtype)
         started = on & ~was_on
         startup = jnp.sum(jnp.where(started, params.startup_cost, 0.0))
         no_load = jnp.sum(params.no_load_cost_per_step * commit)
@@ -801,7 +808,7 @@ class UnitCommitmentEnv(Environment):
         over = jnp.maximum(dispatch.line_flow_mw - params.network.line_cap, 0.0) + jnp.maximum(
             params.network.line_floor - dispatch.line_flow_mw, 0.0
         )
-        n_lines_over = jnp.sum((over > _LINE_COUNT_TOL_MW).astype(jnp.int32))
+        n_lines_over = jnp.sum(over > _LINE_COUNT_TOL_MW, dtype=jnp.int32)
         load_total = params.total_load_mw[row]
         shortfall = jnp.maximum(0.0, load_total * (1.0 + params.reserve_margin_frac) - jnp.sum(case.unit_p_max * commit))
         reserve_short = (shortfall > 1e-6) if params.enable_reserve else jnp.asarray(False)
@@ -810,13 +817,13 @@ class UnitCommitmentEnv(Environment):
 
         changed = on != was_on
         time_in_state = jnp.where(changed, 1, jnp.minimum(state.time_in_state + 1, _TIME_CAP)).astype(jnp.int32)
-        switches = jnp.sum(changed.astype(jnp.int32))
+        switches = jnp.sum(changed, dtype=jnp.int32)
 
         gen_cost = generation_cost(dispatch.unit_power_mw, case.unit_cost_a, case.unit_cost_b, case.unit_cost_c)
         # TC [$/h] + start-up [$] + no-load [$/step], summed as the reference does.
         step_cost = gen_cost + startup + no_load
         reward = -params.reward_scale * step_cost
-        zero = jnp.zeros((), jnp.float32)
+        zero = jnp.zeros((), dtype)
         thermal_cost = params.cost_thermal_weight * thermal_mw
         reserve_cost = shortfall if params.enable_reserve else zero
         costs = stack_costs(thermal_cost, reserve_cost, zero)
@@ -849,7 +856,7 @@ class UnitCommitmentEnv(Environment):
             "cost_min_updown": zero,
             "cost_sum": jnp.sum(costs),
             "commitment_switches": switches,
-            "n_committed": jnp.sum(on.astype(jnp.int32)),
+            "n_committed": jnp.sum(on, dtype=jnp.int32),
             "is_safe": is_safe,
             "n_violations": n_violations,
             "goal_met": is_safe,
