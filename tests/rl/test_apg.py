@@ -86,7 +86,7 @@ def test_apg_config_errors_and_make_act(toy, tiny_config):
     with pytest.raises(ValueError, match="continuous_action_dist must be 'gaussian'"):
         make_train(env, tiny_config.replace(algo="apg", continuous_action_dist="beta"))
     # No minibatches in APG: a batch that would not divide is fine.
-    trainer = make_train(env, tiny_config.replace(algo="apg", num_envs=3, n_steps=5, n_minibatches=4))
+    trainer = make_train(env, tiny_config.replace(n_minibatches=4).replace(algo="apg", num_envs=3, n_steps=5))
     result = trainer(jr.PRNGKey(0))
     act = make_act(result, env)
     obs, _ = env.reset(jr.PRNGKey(1))

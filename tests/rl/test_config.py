@@ -152,6 +152,11 @@ def test_train_config_builds_the_family_config_and_refuses_knobs_the_algorithm_d
     assert switched.normalize_rewards and switched.sac_num_epochs == 3
     assert ppo.replace(algo="apg", seed=3, num_envs=2) == TrainConfig(algo="apg", seed=3, num_envs=2, hidden_dims=(16,))
     assert switched.replace(algo="ppo") == TrainConfig(num_envs=8, hidden_dims=(16,), normalize_rewards=True)
+    # A knob given with the switch that the new family does not read is refused, not dropped.
+    with pytest.raises(TypeError, match=r"TrainConfig.replace: SACConfig \(algo sac\) has no field\(s\) n_epochs \(configures ppo"):
+        ppo.replace(algo="sac", n_epochs=3)
+    with pytest.raises(TypeError, match=r"APGConfig \(algo apg\) has no field\(s\) clip_eps \(configures ppo"):
+        ppo.replace(algo="apg", clip_eps=0.1)
     # A file names one family's fields; a field of another family is named as such.
     path = tmp_path / "c.yaml"
     path.write_text("algo: sac\nsac_num_epochs: 4\n")

@@ -112,7 +112,8 @@ class TrainConfig(metaclass=_ConfigMeta):
     [`APGConfig`][powerzoojax.rl.algos.APGConfig] (`apg`). A field the family does not have
     is a `TypeError` naming the algorithms it configures, so no knob is taken and ignored.
     `replace(algo=...)` may switch family: the fields both families have are kept, the
-    others stay behind with the old family.
+    old family's own fields stay behind, and a change the new family has no field for is a
+    `TypeError`, as in the constructor.
 
     **Arguments:**
 
@@ -230,8 +231,9 @@ class TrainConfig(metaclass=_ConfigMeta):
         """A copy with `changes` applied (values coerced to the field types, e.g. 1 → 1.0).
 
         A new `algo` of another family builds that family's config: the fields both
-        families have carry over, the other changes are applied to this config first (so
-        they are still checked) and stay behind with it.
+        families have carry over and this family's own fields stay behind. A change the
+        new family has no field for is refused, as `TrainConfig(...)` refuses it: a knob
+        given with the switch would otherwise configure nothing.
 
         **Arguments:**
 
@@ -246,11 +248,11 @@ class TrainConfig(metaclass=_ConfigMeta):
         if target is type(self):
             return dataclasses.replace(self, **changes)
         mine, theirs = _family_fields(type(self)), _family_fields(target)
-        left_behind = {k: v for k, v in changes.items() if k in mine and k not in theirs}
-        source = dataclasses.replace(self, **left_behind) if left_behind else self
-        given = {k: v for k, v in changes.items() if k not in left_behind}
-        carried = {k: getattr(source, k) for k in theirs if k in mine and k not in given}
-        return target(**carried, **given)
+        foreign = [name for name in changes if name not in theirs]
+        if foreign:
+            raise TypeError(f"TrainConfig.replace: {_not_fields(foreign, target)}")
+        carried = {k: getattr(self, k) for k in theirs if k in mine and k not in changes}
+        return target(**carried, **changes)
 
     def to_rejax_kwargs(self) -> dict[str, Any]:
         """The fields under the keyword names of the reference's backend (Rejax).
