@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 N_UPDATES = 6
+# Every run of the module's trainer goes in chunks of two updates (three reports of six
+# updates, or a checkpoint every second update), so one compiled chunk program serves them all.
+CHUNKS_OF_TWO = {"n_reports": 3}
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +37,16 @@ def trainer(make, config):
 
 @pytest.fixture(scope="module")
 def run_dir(trainer, tmp_path_factory):
-    """A finished run that checkpointed every other update."""
+    """A finished run that checkpointed every other update.
+
+    Trained under the strict numerics the tests of this file run under (tests/conftest.py
+    applies them to each test, after module-scoped fixtures are built): JAX traces again
+    under other numerics, so this keeps the tests' runs on the programs compiled here."""
     from powerzoojax.rl import run_training
 
     out = tmp_path_factory.mktemp("run")
-    result = run_training(trainer, jr.PRNGKey(3), output_dir=str(out), progress=False, checkpoint_every=2)
+    with jax.numpy_rank_promotion("raise"), jax.numpy_dtype_promotion("strict"):
+        result = run_training(trainer, jr.PRNGKey(3), output_dir=str(out), progress=False, checkpoint_every=2, **CHUNKS_OF_TWO)
     return out, result
 
 
@@ -63,7 +71,7 @@ def test_checkpoints_are_periodic_and_checksummed(run_dir):
 def test_default_checkpoints_every_report_chunk(trainer, tmp_path):
     from powerzoojax.rl import run_training
 
-    run_training(trainer, jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, n_reports=3)
+    run_training(trainer, jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, **CHUNKS_OF_TWO)
     # Six updates in three reports: a checkpoint after every second update, none only at the end.
     assert sorted(f for f in os.listdir(tmp_path / "checkpoints") if f.endswith(".eqx")) == [
         "update_000002.eqx", "update_000004.eqx", "update_000006.eqx"
@@ -142,7 +150,7 @@ def test_resume_continues_bit_for_bit_and_may_run_longer(run_dir, make, config, 
     same = tmp_path / "same"
     shutil.copytree(out, same)
     again = run_training(trainer, jr.PRNGKey(0), output_dir=str(same), progress=False, checkpoint_every=2,
-                         resume_from=str(same / "checkpoints" / "update_000004.eqx"))
+                         resume_from=str(same / "checkpoints" / "update_000004.eqx"), **CHUNKS_OF_TWO)
     for a, b in zip(_leaves(again.params), _leaves(full.params)):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.asarray(again.metrics["loss"])[4:], np.asarray(full.metrics["loss"])[4:])
@@ -151,8 +159,11 @@ def test_resume_continues_bit_for_bit_and_may_run_longer(run_dir, make, config, 
     shutil.copytree(out, folder)
     longer = make(config.replace(total_timesteps=8 * 8 * 16))
     resumed = run_training(longer, jr.PRNGKey(0), output_dir=str(folder), progress=False, checkpoint_every=2,
-                           resume_from=str(folder / "checkpoints" / "update_000004.eqx"))
-    fresh = run_training(longer, jr.PRNGKey(3), progress=False, checkpoint_every=2)
+                           resume_from=str(folder / "checkpoints" / "update_000004.eqx"), **CHUNKS_OF_TWO)
+    # From scratch in the same chunks of two (an output folder makes the run chunked), so
+    # the two runs share the longer trainer's compiled chunk.
+    fresh = run_training(longer, jr.PRNGKey(3), output_dir=str(tmp_path / "fresh"), progress=False, checkpoint_every=2,
+                         **CHUNKS_OF_TWO)
     for a, b in zip(_leaves(resumed.params), _leaves(fresh.params)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
@@ -203,7 +214,7 @@ def test_divergence_stops_training_and_keeps_the_last_good_checkpoint(trainer, t
     from powerzoojax.rl import TrainingDiverged, run_training
 
     class Poisoned:
-        """The real trainer, whose third chunk comes back with a NaN loss or parameter."""
+        """The real trainer, whose third chunk (updates 5 and 6) comes back with a NaN loss or parameter."""
 
         def __init__(self):
             self.n_chunks = 0
@@ -222,13 +233,13 @@ def test_divergence_stops_training_and_keeps_the_last_good_checkpoint(trainer, t
             return state, metrics
 
     with pytest.raises(TrainingDiverged) as err:
-        run_training(Poisoned(), jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, checkpoint_every=1, n_reports=6)
-    good = str(tmp_path / "checkpoints" / "update_000002.eqx")
-    assert err.value.checkpoint == good and err.value.update == 3 and good in str(err.value)
-    assert ("non-finite loss at update 3" if poison == "loss" else "non-finite policy parameters after update 3") in str(err.value)
-    assert sorted(f for f in os.listdir(tmp_path / "checkpoints") if f.endswith(".eqx"))[-1] == "update_000002.eqx"
+        run_training(Poisoned(), jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, checkpoint_every=2, **CHUNKS_OF_TWO)
+    good = str(tmp_path / "checkpoints" / "update_000004.eqx")
+    assert err.value.checkpoint == good and err.value.update == 6 and good in str(err.value)
+    assert ("non-finite loss at update 6" if poison == "loss" else "non-finite policy parameters after update 6") in str(err.value)
+    assert sorted(f for f in os.listdir(tmp_path / "checkpoints") if f.endswith(".eqx"))[-1] == "update_000004.eqx"
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert len(rows) == 3 and (tmp_path / "learning_curve.png").exists()
+    assert len(rows) == 6 and (tmp_path / "learning_curve.png").exists()
     assert not (tmp_path / "result.json").exists()
 
 
