@@ -14,7 +14,7 @@ import pytest
 N_UPDATES = 6
 # Every run of the module's trainer goes in chunks of two updates (three reports of six
 # updates, or a checkpoint every second update), so one compiled chunk program serves them all.
-CHUNKS_OF_TWO = {"n_reports": 3}
+N_REPORTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def run_dir(trainer, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("run")
     with jax.numpy_rank_promotion("raise"), jax.numpy_dtype_promotion("strict"):
-        result = run_training(trainer, jr.PRNGKey(3), output_dir=str(out), progress=False, checkpoint_every=2, **CHUNKS_OF_TWO)
+        result = run_training(trainer, jr.PRNGKey(3), output_dir=str(out), progress=False, checkpoint_every=2, n_reports=N_REPORTS)
     return out, result
 
 
@@ -71,7 +71,7 @@ def test_checkpoints_are_periodic_and_checksummed(run_dir):
 def test_default_checkpoints_every_report_chunk(trainer, tmp_path):
     from powerzoojax.rl import run_training
 
-    run_training(trainer, jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, **CHUNKS_OF_TWO)
+    run_training(trainer, jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, n_reports=N_REPORTS)
     # Six updates in three reports: a checkpoint after every second update, none only at the end.
     assert sorted(f for f in os.listdir(tmp_path / "checkpoints") if f.endswith(".eqx")) == [
         "update_000002.eqx", "update_000004.eqx", "update_000006.eqx"
@@ -150,7 +150,7 @@ def test_resume_continues_bit_for_bit_and_may_run_longer(run_dir, make, config, 
     same = tmp_path / "same"
     shutil.copytree(out, same)
     again = run_training(trainer, jr.PRNGKey(0), output_dir=str(same), progress=False, checkpoint_every=2,
-                         resume_from=str(same / "checkpoints" / "update_000004.eqx"), **CHUNKS_OF_TWO)
+                         resume_from=str(same / "checkpoints" / "update_000004.eqx"), n_reports=N_REPORTS)
     for a, b in zip(_leaves(again.params), _leaves(full.params)):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.asarray(again.metrics["loss"])[4:], np.asarray(full.metrics["loss"])[4:])
@@ -159,11 +159,11 @@ def test_resume_continues_bit_for_bit_and_may_run_longer(run_dir, make, config, 
     shutil.copytree(out, folder)
     longer = make(config.replace(total_timesteps=8 * 8 * 16))
     resumed = run_training(longer, jr.PRNGKey(0), output_dir=str(folder), progress=False, checkpoint_every=2,
-                           resume_from=str(folder / "checkpoints" / "update_000004.eqx"), **CHUNKS_OF_TWO)
+                           resume_from=str(folder / "checkpoints" / "update_000004.eqx"), n_reports=N_REPORTS)
     # From scratch in the same chunks of two (an output folder makes the run chunked), so
     # the two runs share the longer trainer's compiled chunk.
     fresh = run_training(longer, jr.PRNGKey(3), output_dir=str(tmp_path / "fresh"), progress=False, checkpoint_every=2,
-                         **CHUNKS_OF_TWO)
+                         n_reports=N_REPORTS)
     for a, b in zip(_leaves(resumed.params), _leaves(fresh.params)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
@@ -233,7 +233,7 @@ def test_divergence_stops_training_and_keeps_the_last_good_checkpoint(trainer, t
             return state, metrics
 
     with pytest.raises(TrainingDiverged) as err:
-        run_training(Poisoned(), jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, checkpoint_every=2, **CHUNKS_OF_TWO)
+        run_training(Poisoned(), jr.PRNGKey(3), output_dir=str(tmp_path), progress=False, checkpoint_every=2, n_reports=N_REPORTS)
     good = str(tmp_path / "checkpoints" / "update_000004.eqx")
     assert err.value.checkpoint == good and err.value.update == 6 and good in str(err.value)
     assert ("non-finite loss at update 6" if poison == "loss" else "non-finite policy parameters after update 6") in str(err.value)
@@ -267,7 +267,7 @@ def test_summary_without_evaluation_is_a_training_estimate_and_never_stale():
     from powerzoojax.rl import TrainConfig, TrainResult
 
     nan = np.nan
-    metrics = {
+    metrics: dict[str, jax.Array | np.ndarray] = {
         "env_steps": np.asarray([10.0, 20.0, 30.0, 40.0]),
         "loss": np.asarray([1.0, 0.5, 0.4, 0.3]),
         "episode_return": np.asarray([nan, -5.0, nan, -3.0]),
