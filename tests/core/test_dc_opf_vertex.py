@@ -1,8 +1,10 @@
 """OPTIMAL DC-OPF dispatches sit on the unique optimum: random loads on case 5 (benchmark
 tables, its two rated lines) and case 118 (MATPOWER's tables, every line rated 150 MW,
-costs perturbed +-20 % so that units differ), against HiGHS (linear objective, the dual simplex path; uniqueness
-checked by minimising and maximising each unit's output over the optimal face) and
-against SLSQP (a strictly convex quadratic cost, whose optimum is unique)."""
+costs perturbed +-20 % so that units differ), against HiGHS (linear objective, the dual
+simplex path; where our answer is not HiGHS's vertex, the optimum must be non-unique,
+which minimising and maximising each unit's output over the optimal face decides, and
+ours must then be feasible at the optimal cost) and against PYPOWER's interior point
+PIPS (a strictly convex quadratic cost, whose optimum is unique)."""
 
 import functools
 
@@ -10,7 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.optimize import linprog, minimize
+from pypower.qps_pips import qps_pips
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix, diags
 
 from powerzoojax.case import load_case
 from powerzoojax.physics import SolverStatus, dc_opf, make_dc_opf_setup, status_code
@@ -19,6 +23,8 @@ OPTIMAL, INFEASIBLE, UNCONVERGED = (int(status_code(s)) for s in (SolverStatus.s
 
 N_POINTS = 20
 TOL_MW = 0.1
+# Float32 resolution of a dispatch's line flows and balance, and of its cost (relative).
+FEASIBLE_MW, COST_RTOL = 0.01, 1e-6
 
 
 CASES = {"5": ("reference", None, 0.3, 0.9), "118": ("matpower", 150.0, 0.3, 0.55)}
@@ -63,6 +69,17 @@ def _highs(c, a_ub, b_ub, total, lo, hi):
     return linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=np.ones((1, c.size)), b_eq=[total], bounds=list(zip(lo, hi)), method="highs")
 
 
+def _face_spread(c, a_ub, b_ub, total, lo, hi, optimum):
+    """The largest range of one unit's output over the optimal face: the dispatches within
+    1e-7 of the optimal cost (the simplex compares reduced costs to about 1e-6 of the
+    dearest unit's). At most ``TOL_MW``: the optimum is unique at float32 resolution."""
+    face_a, face_b = np.vstack([a_ub, c]), np.concatenate([b_ub, [optimum + 1e-7 * max(abs(optimum), 1.0)]])
+    return max(
+        _highs(-e, face_a, face_b, total, lo, hi).x @ e - _highs(e, face_a, face_b, total, lo, hi).x @ e
+        for e in np.eye(c.size)
+    )
+
+
 @pytest.mark.parametrize("case_id", ["5", "118"])
 def test_linear_objective_optimal_means_highs_vertex(case_id):
     setup, lo, hi, loads, _, lin, out = _problem(case_id, "linear")
@@ -72,22 +89,33 @@ def test_linear_objective_optimal_means_highs_vertex(case_id):
         a_ub, b_ub = _lp_rows(setup, loads[k])
         total = loads[k].sum()
         ref = _highs(c, a_ub, b_ub, total, lo, hi)
-        if ref.status != 0:
-            continue
-        # Optimal face: every unit's output range at the optimal cost.
-        # Unique at float32 resolution: no dispatch within 1e-7 of the optimal cost (the
-        # simplex compares reduced costs to about 1e-6 of the dearest unit's) moves a unit
-        # by 0.1 MW.
-        face_a, face_b = np.vstack([a_ub, c]), np.concatenate([b_ub, [ref.fun + 1e-7 * max(abs(ref.fun), 1.0)]])
-        spread = max(
-            _highs(-e, face_a, face_b, total, lo, hi).x @ e - _highs(e, face_a, face_b, total, lo, hi).x @ e
-            for e in np.eye(c.size)
-        )
-        if spread > TOL_MW or int(status_code(out.status)[k]) != OPTIMAL:
+        if ref.status != 0 or int(status_code(out.status)[k]) != OPTIMAL:
             continue
         checked += 1
-        np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref.x, atol=TOL_MW, err_msg=f"load {k}")
+        p = np.asarray(out.p_mw[k], np.float64)
+        if np.max(np.abs(p - ref.x)) <= TOL_MW:
+            continue  # HiGHS's vertex
+        # Another answer than HiGHS's is wrong where the optimum is unique; where the
+        # optimal face is wide, both are optima: ours must be feasible at the optimal cost.
+        assert _face_spread(c, a_ub, b_ub, total, lo, hi, ref.fun) > TOL_MW, f"load {k}: {p} is not the unique optimum {ref.x}"
+        assert abs(p.sum() - total) <= FEASIBLE_MW and np.all(a_ub @ p <= b_ub + FEASIBLE_MW), f"load {k}"
+        assert np.all(p >= lo - FEASIBLE_MW) and np.all(p <= hi + FEASIBLE_MW), f"load {k}"
+        assert c @ p <= ref.fun + COST_RTOL * max(abs(ref.fun), 1.0), f"load {k}"
     assert checked >= 10
+
+
+def _pips(b, c, a_ub, b_ub, total, lo, hi, start):
+    """PYPOWER's interior point on min sum(b/2 p^2 + c p) over the balance, the line rows
+    (the first half of ``a_ub`` are the flows' upper rows, the second their lower) and the
+    unit bounds, to tolerances far below float32's."""
+    n_rows = a_ub.shape[0] // 2
+    rows = csr_matrix(np.vstack([np.ones((1, c.size)), a_ub[:n_rows]]))
+    lower, upper = np.concatenate([[total], -b_ub[n_rows:]]), np.concatenate([[total], b_ub[:n_rows]])
+    tols = {"feastol": 1e-10, "gradtol": 1e-10, "comptol": 1e-10, "costtol": 1e-12}
+    solution = qps_pips(diags(b).tocsr(), c, rows, lower, upper, lo, hi, start, tols)
+    assert solution is not None  # None only for a problem without costs or rows
+    x, _, converged, _, _ = solution
+    return np.asarray(x, np.float64), bool(converged)
 
 
 @pytest.mark.parametrize("case_id", ["5", "118"])
@@ -101,22 +129,13 @@ def test_quadratic_objective_optimal_means_unique_optimum(case_id):
         start = _highs(c, a_ub, b_ub, total, lo, hi)
         if start.status != 0 or int(status_code(out.status)[k]) != OPTIMAL:
             continue
-        ref = minimize(
-            lambda p: np.sum(0.5 * b * p * p + c * p), start.x, jac=lambda p: b * p + c,
-            bounds=list(zip(lo, hi)), method="SLSQP", options={"ftol": 1e-14, "maxiter": 500},
-            constraints=[
-                {"type": "eq", "fun": lambda p: np.sum(p) - total, "jac": lambda p: np.ones_like(p)},
-                {"type": "ineq", "fun": lambda p: b_ub - a_ub @ p, "jac": lambda p: -a_ub},
-            ],
-        )
-        # Status 8 (no descent direction in the line search) is SLSQP stopping at the
-        # optimum to round-off; feasibility is checked either way.
-        assert ref.status in (0, 8)
-        assert abs(ref.x.sum() - total) < 1e-6 and np.all(a_ub @ ref.x <= b_ub + 1e-6)
+        ref, converged = _pips(b, c, a_ub, b_ub, total, lo, hi, start.x)
+        assert converged
+        assert abs(ref.sum() - total) < 1e-6 and np.all(a_ub @ ref <= b_ub + 1e-6)
+        assert np.all(ref >= lo - 1e-6) and np.all(ref <= hi + 1e-6)
         checked += 1
-        np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref.x, atol=TOL_MW, err_msg=f"load {k}")
+        np.testing.assert_allclose(np.asarray(out.p_mw[k], np.float64), ref, atol=TOL_MW, err_msg=f"load {k}")
     assert checked >= 15
-
 
 
 def test_merit_order_loads_reach_the_vertex_through_the_simplex():
