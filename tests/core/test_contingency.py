@@ -68,13 +68,29 @@ def _inputs(case_id: str):
 
 
 @functools.cache
-def _screen(method: str, enforce_q_limits: bool = False, max_iter: int = 30):
-    def run(model, pg, pd, qd, outages):
+def _screen(method: str, batch_size: int | None = None):
+    """The screen by `method` (reactive limits off), jitted with the iteration budget, the
+    ratings and the voltage band as arguments: every check of a method on outage sets of
+    one shape shares one compiled program."""
+
+    @jax.jit
+    def run(model, pg, pd, qd, outages, rate_mva, v_min, v_max, max_iter):
         return contingency_screen(
-            model, pg, None, pd, qd, outages, method=method, enforce_q_limits=enforce_q_limits, max_iter=max_iter
+            model, pg, None, pd, qd, outages, rate_mva=rate_mva, v_min=v_min, v_max=v_max, max_iter=max_iter,
+            method=method, enforce_q_limits=False, batch_size=batch_size,
         )
 
-    return jax.jit(run)
+    def screen(model, pg, pd, qd, outages, *, rate_mva=None, v_min=0.94, v_max=1.06, max_iter=30):
+        # No rating is a rating of 0 (`contingency_screen`'s reading of `rate_mva=None`).
+        rate = jnp.zeros((model.network.n_lines,), jnp.float32) if rate_mva is None else jnp.asarray(rate_mva, jnp.float32)
+        return run(model, pg, pd, qd, outages, rate, jnp.float32(v_min), jnp.float32(v_max), jnp.int32(max_iter))
+
+    return screen
+
+
+# The in-graph outage builds, jitted once for every check (model and lines as arguments).
+_opened_at = jax.jit(ac_network_with_line_outages_at)
+_opened_by_mask = jax.jit(ac_network_with_line_outages)
 
 
 @functools.cache
@@ -101,10 +117,7 @@ def test_opened_network_equals_the_host_built_network(case_id: str, position: in
     line = int(single_line_outages(_case(case_id))[position, 0])
     model, ref = _model(case_id), _host_network(case_id, line)
     mask = jnp.zeros((model.network.n_lines,), bool).at[line].set(True)
-    for opened in (
-        jax.jit(ac_network_with_line_outages_at)(model, jnp.array([line, -1])),
-        jax.jit(ac_network_with_line_outages)(model, mask),
-    ):
+    for opened in (_opened_at(model, jnp.array([line, -1])), _opened_by_mask(model, mask)):
         assert not bool(opened.islanded)
         assert np.asarray(opened.line_out).tolist() == np.asarray(mask).tolist()
         for name in OPERATORS:
@@ -115,7 +128,7 @@ def test_opened_network_equals_the_host_built_network(case_id: str, position: in
 
 def test_no_outage_leaves_the_network_as_built() -> None:
     model = _model("118")
-    opened = ac_network_with_line_outages_at(model, jnp.array([-1]))
+    opened = _opened_at(model, jnp.array([-1, -1]))
     for name in OPERATORS:
         np.testing.assert_allclose(
             np.asarray(getattr(opened.network, name)), np.asarray(getattr(model.network, name)), atol=1e-5, rtol=1e-5
@@ -168,17 +181,21 @@ def test_single_line_outages_match_pypower(case_id: str, method: str, stride: in
 
 
 def test_islanding_outage_is_flagged_and_finite() -> None:
+    """The islanding line screened among N-1 sets (in place of the first): that set alone is
+    flagged and left unconverged, the others converge."""
     model, (pg, pd, qd) = _model("118"), _inputs("118")
-    outages = jnp.array([[ISLANDING_LINE_118], [20]])
-    res = _screen("fdlf")(model, pg, pd, qd, outages)
-    assert np.asarray(res.islanded).tolist() == [True, False]
-    assert np.asarray(res.converged).tolist() == [False, True]
+    outages = _n_minus_1("118", 9).copy()
+    outages[0, 0] = ISLANDING_LINE_118
+    res = _screen("fdlf")(model, pg, pd, qd, jnp.asarray(outages))
+    n_others = len(outages) - 1
+    assert np.asarray(res.islanded).tolist() == [True] + [False] * n_others
+    assert np.asarray(res.converged).tolist() == [False] + [True] * n_others
     for leaf in jax.tree.leaves(res):
         if jnp.issubdtype(leaf.dtype, jnp.floating):
             assert np.all(np.isfinite(np.asarray(leaf)))
     # The mask path flags the same set; its network stays the intact one (finite).
     mask = jnp.zeros((model.network.n_lines,), bool).at[ISLANDING_LINE_118].set(True)
-    opened = ac_network_with_line_outages(model, mask)
+    opened = _opened_by_mask(model, mask)
     assert bool(opened.islanded)
     assert np.flatnonzero(np.asarray(opened.node_islanded)).tolist() == [9]
     for name in OPERATORS:
@@ -191,8 +208,8 @@ def test_newton_fallback_finishes_what_fdlf_leaves() -> None:
     matches PYPOWER, while "fdlf_only" reports them unconverged."""
     model, inputs = _model("118"), _inputs("118")
     outages = _n_minus_1("118", 9)
-    only = _screen("fdlf_only", max_iter=3)(model, *inputs, jnp.asarray(outages))
-    fallback = _screen("fdlf", max_iter=3)(model, *inputs, jnp.asarray(outages))
+    only = _screen("fdlf_only")(model, *inputs, jnp.asarray(outages), max_iter=3)
+    fallback = _screen("fdlf")(model, *inputs, jnp.asarray(outages), max_iter=3)
     missed = ~np.asarray(only.converged)
     assert missed.sum() >= 3
     assert np.all(np.asarray(fallback.converged))
@@ -207,17 +224,18 @@ def test_masks_change_without_a_retrace_and_vmap_equals_single_solves() -> None:
     model, (pg, pd, qd) = _model("118"), _inputs("118")
     traces = []
 
+    # The model and the operating point are arguments, not constants baked into the program.
     @jax.jit
-    def solve(mask):
+    def solve(model, pg, pd, qd, mask):
         traces.append(1)
         opened = ac_network_with_line_outages(model, mask)
         return ac_power_flow(opened.network, pg, None, pd, qd, method="fdlf", enforce_q_limits=False)
 
     lines = (3, 20, 100)
     masks = jnp.zeros((len(lines), model.network.n_lines), bool).at[jnp.arange(len(lines)), jnp.array(lines)].set(True)
-    singles = [solve(m) for m in masks]
+    singles = [solve(model, pg, pd, qd, m) for m in masks]
     assert len(traces) == 1
-    batched = jax.jit(jax.vmap(solve))(masks)
+    batched = jax.jit(jax.vmap(solve, in_axes=(None, None, None, None, 0)))(model, pg, pd, qd, masks)
     for k, one in enumerate(singles):
         assert bool(one.converged) and bool(batched.converged[k])
         np.testing.assert_allclose(np.asarray(batched.vm[k]), np.asarray(one.vm), atol=1e-5)
@@ -229,9 +247,7 @@ def test_screen_reports_overloads_and_voltage_violations() -> None:
     model, (pg, pd, qd) = _model("118"), _inputs("118")
     outages = jnp.asarray(_n_minus_1("118", 9))
     rate = jnp.full((model.network.n_lines,), 120.0)
-    res = contingency_screen(
-        model, pg, None, pd, qd, outages, rate_mva=rate, v_min=0.95, v_max=1.05, method="fdlf_only"
-    )
+    res = _screen("fdlf_only")(model, pg, pd, qd, outages, rate_mva=rate, v_min=0.95, v_max=1.05)
     loading = np.asarray(res.line_loading_mva)
     np.testing.assert_allclose(np.asarray(res.loading_percent), loading / 1.2, rtol=1e-5)
     assert np.asarray(res.overloaded).tolist() == (loading > 120.0).tolist()
@@ -240,7 +256,7 @@ def test_screen_reports_overloads_and_voltage_violations() -> None:
     assert np.asarray(res.n_voltage_violations).tolist() == ((vm < 0.95) | (vm > 1.05)).sum(axis=1).tolist()
     assert np.asarray(res.n_overloads).max() > 0
     # Chunked batches give the same screen.
-    chunked = contingency_screen(model, pg, None, pd, qd, outages, rate_mva=rate, batch_size=8, method="fdlf_only")
+    chunked = _screen("fdlf_only", batch_size=8)(model, pg, pd, qd, outages, rate_mva=rate)
     np.testing.assert_allclose(np.asarray(chunked.vm), vm, atol=1e-6)
 
 
