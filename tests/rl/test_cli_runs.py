@@ -178,6 +178,7 @@ def test_load_policy_needs_the_env_of_a_run_started_from_an_env(toy, tiny_config
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     from powerzoojax.rl.training._cli import main
+    from powerzoojax.viz import episode_series
 
     out, _ = run
     trace_path = tmp_path / "episode.npz"
@@ -199,6 +200,15 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     for i, name in enumerate(trace["cost_names"]):
         assert saved["costs"][str(name)]["mean"] == pytest.approx(float(np.sum(trace["constraint_costs"][:, i])), rel=1e-5, abs=1e-6)
     assert saved["cost_sum"]["mean"] == pytest.approx(float(np.sum(trace["cost_sum"])), rel=1e-5, abs=1e-6)
+    # The trace carries what the pictures of `eval --plots` need: the env's states, its info
+    # and the step length, the transmission env's load and the reward's unit.
+    series = episode_series(trace_path)
+    assert series.dispatch is not None and series.load is not None
+    assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
+    np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
+    assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
+    assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
+    assert "info/gen_cost" in trace.files and trace["info/gen_cost"].shape == (48,)
 
 
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
@@ -243,7 +253,7 @@ def test_a_stopped_run_leaves_checkpoint_metrics_and_plot(tmp_path, signum):
     try:
         deadline = time.monotonic() + 240
         while not list((out / "checkpoints").glob("*.json")) if (out / "checkpoints").exists() else True:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() and proc.stderr else "timeout"
             time.sleep(0.2)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
@@ -278,6 +288,11 @@ def test_eval_of_a_task_preset_reports_the_task_metrics(tmp_path):
     assert report["episode_steps"] == int(summer.max_steps)
 
 
+# Drawing the 48 frames of the GIF is most of this test's time; it runs with the slow tests.
+# The default run keeps the trace's picture data (test_eval_command_writes_eval_json_and_a_trace),
+# `eval --plots`' error path (test_eval_plots_into_an_unwritable_place_keep_eval_json) and the
+# drawing functions themselves, GIF included (tests/core/test_viz.py).
+@pytest.mark.slow
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
     from PIL import Image
@@ -292,6 +307,7 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
     assert report["plots"] == [str(plots / "episode.png"), str(plots / "network.png"), str(plots / "episode.gif")]
     # The trace carries what the pictures need: the env's states, its info and the step length.
     series = episode_series(trace_path)
+    assert series.dispatch is not None and series.load is not None
     assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
     # The transmission env's load and the reward's unit, which its info does not carry.
     np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
@@ -304,7 +320,7 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
             pixels = np.asarray(image.convert("RGB"), np.int16)
         assert pixels.shape[0] > 300 and np.mean(np.any(pixels < 245, axis=2)) > 0.02
     with Image.open(plots / "episode.gif") as gif:
-        assert gif.n_frames == 48
+        assert gif.n_frames == 48  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
@@ -363,11 +379,14 @@ def test_a_program_larger_than_free_memory_is_refused_with_its_figure(tmp_path, 
     from powerzoojax.rl.training._cli import main
 
     # Pretend the host has 20 kB free: the state of 8 envs fits, the compiled chunk does not.
+    # The config is the one the partial config file below trains, so the compiled chunk
+    # is the same program (JAX's compilation cache serves it there).
     monkeypatch.setattr(_runner, "available_memory", lambda: (20_000, "host memory (CPU backend)"))
-    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", *TINY, "--total_timesteps", "256"])
+    rc = main(["--preset", PRESET, "--output", str(tmp_path), "--no-progress", *TINY, "--total_timesteps", "128",
+               "--eval_num_episodes", "2"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1, err
-    match = re.search(r"num_envs=8, n_steps=16, eval_num_episodes=32 needs about (\d+) kB for one compiled chunk", err)
+    match = re.search(r"num_envs=8, n_steps=16, eval_num_episodes=2 needs about (\d+) kB for one compiled chunk", err)
     assert match and int(match.group(1)) > 20 and "more than the 20 kB of free host memory" in err
     assert not list((tmp_path / "checkpoints").glob("*.eqx"))
 
