@@ -43,7 +43,9 @@ def _screen(method: str, batch_size: int | None = None):
     "method,batch_size,shared_load_q",
     [
         ("fdlf_only", None, False),
-        ("fdlf", None, False),
+        # Slow: its fallback re-solves nothing here (every set converges in the fast-decoupled
+        # loop); the fdlf_only and newton cases cover its two halves.
+        pytest.param("fdlf", None, False, marks=pytest.mark.slow),
         # Chunks of 7 (snapshot, set) pairs, and the reactive load given once (1-D) for every
         # snapshot: a 1-D input is broadcast over the snapshots.
         ("fdlf_only", 7, True),
