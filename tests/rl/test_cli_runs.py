@@ -190,7 +190,8 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     assert list(saved["costs"]) == ["thermal_overload", "voltage_violation", "power_balance", "resource"]
     assert saved["costs"]["thermal_overload"]["unit"] == "MW·step"
     assert saved["costs"]["voltage_violation"]["unit"] == "p.u.·step"
-    trace = np.load(trace_path)
+    with np.load(trace_path) as npz:
+        trace = dict(npz)
     assert trace["reward"].shape == (48,) and trace["action"].shape == (48, 5) and list(trace["cost_names"])[0] == "thermal_overload"
     # Case 5's nominal profile and a deterministic policy make every episode the same, so
     # the evaluation's statistics must agree with the separately rolled-out trace.
@@ -208,7 +209,7 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
     assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
     assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
-    assert "info/gen_cost" in trace.files and trace["info/gen_cost"].shape == (48,)
+    assert "info/gen_cost" in trace and trace["info/gen_cost"].shape == (48,)
 
 
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
@@ -313,8 +314,9 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
     np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
     assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
     assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
-    trace = np.load(trace_path)
-    assert "info/gen_cost" in trace.files and trace["info/gen_cost"].shape == (48,)
+    with np.load(trace_path) as npz:
+        trace = dict(npz)
+    assert "info/gen_cost" in trace and trace["info/gen_cost"].shape == (48,)
     for name in ("episode.png", "network.png"):
         with Image.open(plots / name) as image:
             pixels = np.asarray(image.convert("RGB"), np.int16)
