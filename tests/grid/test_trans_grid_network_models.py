@@ -224,3 +224,33 @@ def test_options_left_at_their_defaults_are_accepted_in_every_mode(case5):
     defaults = {"pf_method": "fdlf", "pf_tol": 1e-5, "opf_max_iter": 30, "acopf_tol": 1e-4, "pf_failure_cost": 100}
     make_trans_params(case5, max_steps=2, **defaults)
     make_trans_params(case5, max_steps=2, network_model=DCOPFModel.of_case(case5), **defaults)
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (lambda c, m: m.DCOPFModel.of_case(c, max_iter=0), r"DCOPFModel: max_iter must be a positive integer, got 0"),
+        (lambda c, m: m.DCOPFModel.of_case(c, tol=-1e-4), r"DCOPFModel: tol must be > 0, got -0.0001"),
+        (lambda c, m: m.ACPowerFlowModel.of_case(c, method="gauss"), r"ACPowerFlowModel: method must be one of \('newton', 'fdlf', 'fdlf_only'\), got 'gauss'"),
+        (lambda c, m: m.ACPowerFlowModel.of_case(c, max_iter=-3), r"ACPowerFlowModel: max_iter must be a positive integer, got -3"),
+        (lambda c, m: m.ACPowerFlowModel.of_case(c, tol=float("nan")), r"ACPowerFlowModel: tol must be finite, got nan"),
+        (lambda c, m: m.ACOPFModel.of_case(c, max_iter=0), r"ACOPFModel: max_iter must be a positive integer, got 0"),
+        (lambda c, m: m.ACOPFModel.of_case(c, failure_cost=-1.0), r"ACCaseData.of_case: failure_cost must be >= 0, got -1.0"),
+        (lambda c, m: m.ACPowerFlowModel.of_case(c, failure_cost=float("inf")), r"ACCaseData.of_case: failure_cost must be finite, got inf"),
+    ],
+)
+def test_a_model_refuses_a_bad_solver_option_naming_it(case5, build, named):
+    from powerzoojax.grid import transmission
+
+    with pytest.raises(ValueError, match=named):
+        build(case5, transmission)
+
+
+def test_a_bad_static_option_is_refused_however_the_model_is_built(case5):
+    import dataclasses
+
+    from powerzoojax.grid.transmission import ACPowerFlowModel
+
+    model = ACPowerFlowModel.of_case(case5)
+    with pytest.raises(ValueError, match=r"ACPowerFlowModel: newton_step must be one of \('auto', 'dense', 'krylov'\), got 'lu'"):
+        dataclasses.replace(model, newton_step="lu")

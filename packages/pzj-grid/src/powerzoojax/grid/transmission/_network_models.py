@@ -87,11 +87,13 @@ from powerzoojax.physics import (
     ACNetwork, DCFlow, DCNetwork, ac_power_flow, dc_power_flow, dc_thermal_check, make_ac_network, make_dc_network,
 )
 from powerzoojax.physics._ac_opf import ACOPFSetup, ac_opf, make_ac_opf_setup
+from powerzoojax.physics._ac_pf import AC_PF_METHODS, NEWTON_STEPS
 from powerzoojax.physics._dc_opf import DCOPFSetup, dc_opf, make_dc_opf_setup
 from powerzoojax.physics._status import SolverStatus, status_code
 from powerzoojax.physics._dispatch_lp import DispatchLPTuning, cold_dispatch_basis
 from powerzoojax.core._types import where
 from powerzoojax.core import _precision as hp
+from powerzoojax.core._validation import finite_scalar, positive_int
 
 __all__ = [
     "ACCaseData", "ACOPFModel", "ACPowerFlowModel", "DCOPFModel", "DCPowerFlowModel", "NetworkInputs", "NetworkModel",
@@ -100,6 +102,14 @@ __all__ = [
 
 # Monitored lines from which `DCOPFModel.of_case` warm-starts by default (`warm_start=None`).
 WARM_START_MIN_LINES = 16
+
+
+def _check_solver_options(owner: str, max_iter: object, tol: object) -> None:
+    """The iteration cap is a positive int and the tolerance a finite positive number,
+    checked when a model is built: both are static, and a bad one would compile a loop
+    that never iterates or never meets its test."""
+    positive_int(owner, "max_iter", max_iter)
+    finite_scalar(owner, "tol", tol, positive=True)
 
 
 @runtime_checkable
@@ -405,6 +415,9 @@ class DCOPFModel(NetworkModel):
     tol: float = eqx.field(static=True, default=1e-4)
     warm_start: bool = eqx.field(static=True, default=False)
 
+    def __check_init__(self):
+        _check_solver_options("DCOPFModel", self.max_iter, self.tol)
+
     @classmethod
     def of_case(
         cls,
@@ -535,6 +548,7 @@ class ACCaseData(eqx.Module):
 
         An `ACCaseData`.
         """
+        failure_cost = finite_scalar("ACCaseData.of_case", "failure_cost", failure_cost, non_negative=True)
         node_qd = np.asarray(case.node_qd, np.float64)
         load_node = np.asarray(case.load_node_idx)
         n_at_bus = np.bincount(load_node, minlength=case.n_nodes).astype(np.float64)
@@ -584,6 +598,13 @@ class ACPowerFlowModel(NetworkModel):
     warm_start: bool = eqx.field(static=True, default=False)
     newton_step: str = eqx.field(static=True, default="auto")
     is_ac: ClassVar[bool] = True
+
+    def __check_init__(self):
+        _check_solver_options("ACPowerFlowModel", self.max_iter, self.tol)
+        if self.method not in AC_PF_METHODS:
+            raise ValueError(f"ACPowerFlowModel: method must be one of {AC_PF_METHODS}, got {self.method!r}")
+        if self.newton_step not in NEWTON_STEPS:
+            raise ValueError(f"ACPowerFlowModel: newton_step must be one of {NEWTON_STEPS}, got {self.newton_step!r}")
 
     @classmethod
     def of_case(
@@ -741,6 +762,9 @@ class ACOPFModel(NetworkModel):
     max_iter: int = eqx.field(static=True, default=50)
     tol: float = eqx.field(static=True, default=1e-4)
     is_ac: ClassVar[bool] = True
+
+    def __check_init__(self):
+        _check_solver_options("ACOPFModel", self.max_iter, self.tol)
 
     @classmethod
     def of_case(
