@@ -37,8 +37,10 @@ def _case(case_id):
 def _batched(case_id, capped):
     """A jitted, vmapped solver per (case, line-limit variant), shared by every test."""
     case = _case(case_id)
-    # Per-instance quadratic costs, some of them zero: each instance's costs pick its solver.
-    setup = make_dc_opf_setup(case, *_limits(case_id) if capped else (None, None), algorithm="by_costs")
+    # Per-instance quadratic costs (all of them nonzero: zero ones go to `solve_linear`),
+    # solved by the interior point. The per-instance choice of `"by_costs"` setups is
+    # tested in test_dc_opf_algorithm_choice.py and test_dc_opf_vertex.py.
+    setup = make_dc_opf_setup(case, *_limits(case_id) if capped else (None, None), algorithm="interior_point")
 
     @jax.jit
     def solve(loads, p_min, p_max, cost_b, cost_c):
@@ -82,11 +84,22 @@ def _random_instances(case_id, seed, n=N_BATCH, quadratic=False):
 
 
 def _run(case_id, capped, loads, p_min, p_max, b, c):
+    """Solves the instances in batches of ``N_BATCH`` (the last one padded with copies of
+    its first instance), so that every test shares one compiled program per case, limits
+    and kind of cost."""
     _, solve, solve_linear = _batched(case_id, capped)
+    n = loads.shape[0]
+    n_pad = -n % N_BATCH
+    padded = [np.concatenate([x, np.repeat(x[:1], n_pad, axis=0)]) for x in (loads, p_min, p_max, b, c)]
     f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
-    if not np.any(b):
-        return solve_linear(f32(loads), f32(p_min), f32(p_max), f32(c))
-    return solve(f32(loads), f32(p_min), f32(p_max), f32(b), f32(c))
+    chunks = []
+    for start in range(0, n + n_pad, N_BATCH):
+        loads_k, p_min_k, p_max_k, b_k, c_k = (f32(x[start : start + N_BATCH]) for x in padded)
+        if not np.any(b):
+            chunks.append(solve_linear(loads_k, p_min_k, p_max_k, c_k))
+        else:
+            chunks.append(solve(loads_k, p_min_k, p_max_k, b_k, c_k))
+    return jax.tree.map(lambda *parts: jnp.concatenate(parts)[:n], *chunks)
 
 
 def _monitored(case_id, capped):
@@ -176,6 +189,7 @@ def test_quadratic_cost_matches_pypower(case_id):
     assert len(optimal) >= 3
     for k in optimal[:3]:
         ref = rundcopf(_pypower_case(case_id, True, loads[k], b[k], c[k]), ppoption(VERBOSE=0, OUT_ALL=0))
+        assert ref is not None
         assert ref["success"]
         assert float(out.objective[k]) == pytest.approx(ref["f"], rel=1e-3)
         # Quadratic costs make the LMPs unique: compare them bus by bus.
@@ -256,18 +270,20 @@ def test_properties_case5(seed, level, n_off, capped):
 def test_infeasible_instances_are_finite_values():
     case = _case("5")
     setup = make_dc_opf_setup(case)
-    over = dc_opf(setup, jnp.full((5,), 400.0))  # 2000 MW > 1530 MW of capacity
+    # Jitted: one compile per setup instead of one per operation.
+    solve = jax.jit(lambda load, p_min: dc_opf(setup, load, p_min=p_min))
+    over = solve(jnp.full((5,), 400.0), jnp.asarray(setup.p_min))  # 2000 MW > 1530 MW of capacity
     assert int(status_code(over.status)) == INFEASIBLE
     np.testing.assert_allclose(over.p_mw, case.unit_p_max)
     # Every unit at its bound is the exact answer, so it is reported converged (before,
     # the IPM on the clipped total often stopped short and said otherwise).
     assert bool(over.converged)
-    under = dc_opf(setup, jnp.full((5,), 1.0), p_min=jnp.asarray(case.unit_p_max) * 0.2)
+    under = solve(jnp.full((5,), 1.0), jnp.asarray(case.unit_p_max) * 0.2)
     assert int(status_code(under.status)) == INFEASIBLE and bool(under.converged)
     np.testing.assert_allclose(under.p_mw, np.asarray(case.unit_p_max) * 0.2, rtol=1e-6)
     # A 1 MW rating on every line with all the load at bus 4: no dispatch can meet it.
     tight = make_dc_opf_setup(case, np.full(case.n_lines, 1.0), np.full(case.n_lines, -1.0))
-    res = dc_opf(tight, jnp.asarray([0.0, 0.0, 0.0, 700.0, 0.0]))
+    res = jax.jit(lambda load: dc_opf(tight, load))(jnp.asarray([0.0, 0.0, 0.0, 700.0, 0.0]))
     assert int(status_code(res.status)) == INFEASIBLE
     assert float(res.line_violation_mw) > 1.0
     for leaf in jax.tree.leaves(res):
