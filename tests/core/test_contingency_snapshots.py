@@ -52,7 +52,9 @@ def _screen(method: str, batch_size: int | None = None):
         ("newton", None, True),
     ],
 )
-def test_snapshot_batch_matches_one_call_per_snapshot(method: str, batch_size: int | None, shared_load_q: bool) -> None:
+def test_snapshot_batch_matches_one_call_per_snapshot(
+    method: str, batch_size: int | None, shared_load_q: bool
+) -> None:
     """Each snapshot of the batch equals the unchunked screen of that operating point alone
     (so chunking the batch changes nothing either)."""
     model, outages, pg, pd, qd = _setup()
