@@ -84,23 +84,35 @@ def _violation(value: Any, hint: Any) -> str | None:
     return None
 
 
+def _without_return_hint(fn: types.FunctionType) -> types.FunctionType:
+    """A copy of `fn` without its return hint, for beartype to wrap: the wrapper checks a
+    container return value item by item itself, so beartype's one random item of it can
+    never be the first to object (a bad item would read differently from call to call)."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    copy.__dict__.update(fn.__dict__)
+    copy.__annotations__ = {name: hint for name, hint in fn.__annotations__.items() if name != "return"}
+    return copy
+
+
 def typechecker(fn: Any) -> Any:
     """beartype's wrapper of `fn`, checking every container item of the hinted arguments
     and return value (see the module docstring)."""
-    checked = beartype(fn)
     annotations = getattr(fn, "__annotations__", None)
     if not inspect.isfunction(fn) or not annotations:
-        return checked
+        return beartype(fn)
     hints = {name: hint for name, hint in annotations.items() if not isinstance(hint, str) and _holds_container(hint)}
     if not hints:
-        return checked
+        return beartype(fn)
     signature = inspect.signature(fn)
     return_hint = hints.pop("return", None)
+    checked = beartype(fn if return_hint is None else _without_return_hint(fn))
 
     @functools.wraps(fn)
     def every_item(*args: Any, **kwargs: Any) -> Any:
         # The items first, so a bad item always reads the same (beartype's one random
-        # item may or may not be it).
+        # item may or may not be it); a container return value is checked here alone.
         bound = signature.bind(*args, **kwargs)
         for name, value in bound.arguments.items():
             if name not in hints:
