@@ -175,10 +175,24 @@ def test_load_policy_needs_the_env_of_a_run_started_from_an_env(toy, tiny_config
     assert loaded.preset is None and loaded.env is env
 
 
+def _assert_the_trace_carries_what_the_pictures_need(trace_path, trace: dict) -> None:
+    """The case-5 preset's 48-step trace holds what `eval --plots` draws from: the env's
+    states, its info and the step length, the transmission env's load and the reward's unit
+    (which its info does not carry)."""
+    from powerzoojax.viz import episode_series
+
+    series = episode_series(trace_path)
+    assert series.dispatch is not None and series.load is not None
+    assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
+    np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
+    assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
+    assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
+    assert "info/gen_cost" in trace and trace["info/gen_cost"].shape == (48,)
+
+
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
 def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     from powerzoojax.rl.training._cli import main
-    from powerzoojax.viz import episode_series
 
     out, _ = run
     trace_path = tmp_path / "episode.npz"
@@ -201,15 +215,7 @@ def test_eval_command_writes_eval_json_and_a_trace(run, tmp_path, capsys):
     for i, name in enumerate(trace["cost_names"]):
         assert saved["costs"][str(name)]["mean"] == pytest.approx(float(np.sum(trace["constraint_costs"][:, i])), rel=1e-5, abs=1e-6)
     assert saved["cost_sum"]["mean"] == pytest.approx(float(np.sum(trace["cost_sum"])), rel=1e-5, abs=1e-6)
-    # The trace carries what the pictures of `eval --plots` need: the env's states, its info
-    # and the step length, the transmission env's load and the reward's unit.
-    series = episode_series(trace_path)
-    assert series.dispatch is not None and series.load is not None
-    assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
-    np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
-    assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
-    assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
-    assert "info/gen_cost" in trace and trace["info/gen_cost"].shape == (48,)
+    _assert_the_trace_carries_what_the_pictures_need(trace_path, trace)
 
 
 @pytest.mark.requires("powerzoojax.grid")  # the case-5 preset's TransGridEnv
@@ -299,24 +305,15 @@ def test_eval_command_draws_the_episode_and_its_network(run, tmp_path, capsys):
     from PIL import Image
 
     from powerzoojax.rl.training._cli import main
-    from powerzoojax.viz import episode_series
 
     out, _ = run
     trace_path, plots = tmp_path / "episode.npz", tmp_path / "plots"
     assert main(["eval", str(out), "--episodes", "2", "--trace", str(trace_path), "--plots", str(plots)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["plots"] == [str(plots / "episode.png"), str(plots / "network.png"), str(plots / "episode.gif")]
-    # The trace carries what the pictures need: the env's states, its info and the step length.
-    series = episode_series(trace_path)
-    assert series.dispatch is not None and series.load is not None
-    assert series.delta_t_hours == 0.5 and series.dispatch.shape == (48, 5) and series.cost_units[0] == "MW·step"
-    # The transmission env's load and the reward's unit, which its info does not carry.
-    np.testing.assert_allclose(series.load, 750.0, rtol=1e-6)
-    assert series.reward_unit == "−0.01 × generation cost [$/h], 300 $/MWh outside unit limits"
-    assert np.all(np.isfinite(series.states["line_flow_mw"][:-1])) and np.all(np.isnan(series.states["line_flow_mw"][-1]))
     with np.load(trace_path) as npz:
         trace = dict(npz)
-    assert "info/gen_cost" in trace and trace["info/gen_cost"].shape == (48,)
+    _assert_the_trace_carries_what_the_pictures_need(trace_path, trace)
     for name in ("episode.png", "network.png"):
         with Image.open(plots / name) as image:
             pixels = np.asarray(image.convert("RGB"), np.int16)
