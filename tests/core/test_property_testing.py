@@ -5,8 +5,6 @@ through ``physics_invariants``. A faulty variant that forgets to clip the SOC mu
 caught by the checks and shrunk by hypothesis to a short, plain counterexample.
 """
 
-import contextlib
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -67,19 +65,6 @@ class ToyBattery(Environment):
 # key fails alike and all hundred runs happen. The tests here check that a failure is
 # found and shrunk, which the other phases do.
 _FIND_AND_SHRINK = tuple(phase for phase in Phase if phase is not Phase.explain)
-
-
-@contextlib.contextmanager
-def _find_and_shrink_only():
-    """Hypothesis settings built inside (``env_property_test``'s own) run without the
-    explain phase: they take their unset values from the profile loaded when they are built."""
-    previous = settings.get_current_profile_name()
-    settings.register_profile("find-and-shrink", parent=settings.get_profile(previous), phases=_FIND_AND_SHRINK)
-    settings.load_profile("find-and-shrink")
-    try:
-        yield
-    finally:
-        settings.load_profile(previous)
 
 
 PARAMS = ToyBatteryParams(capacity_mwh=jnp.asarray(1.0), power_mw=jnp.asarray(1.0), max_steps=4, delta_t_hours=0.5)
@@ -147,14 +132,22 @@ def test_env_property_test_runs_the_checks_and_the_users_body(env, params, traje
 
 
 def test_env_property_test_fails_a_faulty_env():
-    with _find_and_shrink_only():
-
-        @env_property_test(lambda: (ToyBattery(clip=False), PARAMS), max_examples=30)
-        def test_faulty():
-            pass
+    @env_property_test(lambda: (ToyBattery(clip=False), PARAMS), max_examples=30, hypothesis_settings={"phases": _FIND_AND_SHRINK})
+    def test_faulty():
+        pass
 
     with pytest.raises(AssertionError, match="soc_bounds"):
         test_faulty()
+
+    # The settings given replace the decorator's: two examples, not ten.
+    runs = []
+
+    @env_property_test(lambda: (ToyBattery(), PARAMS), max_examples=10, hypothesis_settings={"max_examples": 2})
+    def test_correct():
+        runs.append(1)
+
+    test_correct()
+    assert len(runs) == 2
 
 
 def test_env_property_test_draws_params_and_finds_the_ones_that_break_a_law():
@@ -174,11 +167,12 @@ def test_env_property_test_draws_params_and_finds_the_ones_that_break_a_law():
 
     # At 4 MWh a half-hour at 1 MW moves the SOC by 0.125: an episode's three steps before
     # the reset stay inside the band from 0.5, so only smaller drawn capacities break it.
-    with _find_and_shrink_only():
-
-        @env_property_test(lambda: (ToyBattery(clip=False), PARAMS), vary_params=capacities, max_examples=40)
-        def test_faulty():
-            pass
+    @env_property_test(
+        lambda: (ToyBattery(clip=False), PARAMS), vary_params=capacities, max_examples=40,
+        hypothesis_settings={"phases": _FIND_AND_SHRINK},
+    )
+    def test_faulty():
+        pass
 
     with pytest.raises(AssertionError, match="soc_bounds"):
         test_faulty()

@@ -16,7 +16,7 @@ returns every broken law as a [`Violation`][powerzoojax.testing.Violation]:
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,6 +233,7 @@ def env_property_test(
     vary_load_profiles: bool = True,
     vary_params: Callable[[Any], Any] | None = None,
     max_examples: int = 10,
+    hypothesis_settings: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Turn a test function into a hypothesis property test of an env's invariants.
 
@@ -261,6 +262,9 @@ def env_property_test(
       load profiles are drawn); it should draw new values of array fields (ratings,
       capacities, profiles of the same shape), not of static ones, which would recompile.
     - `max_examples`: hypothesis examples per test.
+    - `hypothesis_settings`: keyword arguments of `hypothesis.settings` (`phases`,
+      `database`, ...) that replace the defaults here (`max_examples`, no deadline, health
+      checks suppressed, derandomized).
 
     **Returns:**
 
@@ -273,11 +277,15 @@ def env_property_test(
     from powerzoojax.testing import strategies as pst
 
     build = functools.lru_cache(maxsize=1)(env_factory)
+    options = {
+        "max_examples": max_examples, "deadline": None, "suppress_health_check": list(HealthCheck), "derandomize": True,
+        **(hypothesis_settings or {}),
+    }
 
     def decorate(test_fn: Callable) -> Callable:
         takes_args = len(inspect.signature(test_fn).parameters) > 0
 
-        @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)  # pyright: ignore[reportArgumentType]
+        @settings(**options)  # pyright: ignore[reportArgumentType]
         @given(data=st.data())
         def property_test(data):
             env, params = build()
